@@ -1,0 +1,105 @@
+#include "cli/cli_options.h"
+
+#include <cerrno>
+#include <cmath>
+#include <cstdlib>
+
+#include "util/error.h"
+
+namespace wb::cli {
+
+namespace {
+
+int32_t to_int(const std::string& flag, const std::string& v, int64_t lo, int64_t hi) {
+    errno = 0;
+    char* end = nullptr;
+    const long long x = std::strtoll(v.c_str(), &end, 10);
+    if (v.empty() || *end != '\0' || errno != 0 || x < lo || x > hi)
+        throw Error(flag + " expects an integer in [" + std::to_string(lo) + ", " + std::to_string(hi) + "], got '" + v +
+                    "'");
+    return int32_t(x);
+}
+
+uint64_t to_u64(const std::string& flag, const std::string& v) {
+    errno = 0;
+    char* end = nullptr;
+    const unsigned long long x = std::strtoull(v.c_str(), &end, 10);
+    if (v.empty() || v[0] == '-' || *end != '\0' || errno != 0)
+        throw Error(flag + " expects a non-negative integer, got '" + v + "'");
+    return uint64_t(x);
+}
+
+float to_float(const std::string& flag, const std::string& v, float lo, float hi) {
+    errno = 0;
+    char* end = nullptr;
+    const float x = std::strtof(v.c_str(), &end);
+    if (v.empty() || *end != '\0' || errno != 0 || !std::isfinite(x) || x < lo || x > hi)
+        throw Error(flag + " expects a number in [" + std::to_string(lo) + ", " + std::to_string(hi) + "], got '" + v +
+                    "'");
+    return x;
+}
+
+}  // namespace
+
+std::string usage_text() {
+    return R"(usage: whitebox-cli COMMAND [options]
+commands:
+  info     [-m MODEL] [--json]            metadata, tensor table with types, memory estimate
+  tokenize [-m MODEL] -p TEXT [--json]    token ids and pieces
+  generate [-m MODEL] -p TEXT [-n N] [--chat] [--system TEXT] [sampling] [--json]
+  chat     [-m MODEL] [--system TEXT] [sampling]   interactive terminal chat (/reset, /exit)
+  bench    [-m MODEL] [-p 512] [-n 128] [-r 3] [--json]
+common: --backend cpu|cuda|auto  --threads N  --ctx N  --version  --help
+sampling: --temp T (0 = greedy) --top-k K --top-p P --min-p P --typical-p P --repeat-penalty R
+          --repeat-last-n N --frequency-penalty F --presence-penalty P --seed S --stop STR (repeatable)
+-m defaults to the default model in the cache ($WHITEBOX_MODELS or ~/.cache/whitebox/models).
+)";
+}
+
+CliOptions parse_cli(int argc, char** argv) {
+    CliOptions o;
+    if (argc < 2) throw Error("no command given (try --help)");
+    o.command = argv[1];
+    if (o.command != "info" && o.command != "tokenize" && o.command != "generate" && o.command != "chat" &&
+        o.command != "bench")
+        throw Error("unknown command '" + o.command + "' (expected info, tokenize, generate, chat or bench)");
+    for (int i = 2; i < argc; ++i) {
+        const std::string a = argv[i];
+        auto next = [&]() -> std::string {
+            if (i + 1 >= argc) throw Error(a + " needs a value");
+            return argv[++i];
+        };
+        SamplingParams& s = o.sampling;
+        if (a == "-m" || a == "--model") o.model = next();
+        else if (a == "-p" || a == "--prompt") {
+            const std::string v = next();
+            if (o.command == "bench") o.bench_prompt = to_int(a, v, 1, 1 << 20);
+            else { o.prompt = v; o.prompt_given = true; }
+        }
+        else if (a == "-n" || a == "--n-predict") o.n_predict = to_int(a, next(), 0, 1 << 20);
+        else if (a == "-r" || a == "--repetitions") o.repetitions = to_int(a, next(), 1, 1000);
+        else if (a == "--chat") o.chat = true;
+        else if (a == "--system") { o.system = next(); o.system_given = true; }
+        else if (a == "--backend") o.backend = next();
+        else if (a == "--threads" || a == "-t") o.threads = to_int(a, next(), 1, 1024);
+        else if (a == "--ctx" || a == "-c") o.ctx = to_int(a, next(), 16, 1 << 24);
+        else if (a == "--json") o.json = true;
+        else if (a == "--temp") s.temperature = to_float(a, next(), 0.0f, 100.0f);
+        else if (a == "--top-k") s.top_k = to_int(a, next(), 0, 1 << 30);
+        else if (a == "--top-p") s.top_p = to_float(a, next(), 0.0f, 1.0f);
+        else if (a == "--min-p") s.min_p = to_float(a, next(), 0.0f, 1.0f);
+        else if (a == "--typical-p") s.typical_p = to_float(a, next(), 0.0f, 1.0f);
+        else if (a == "--repeat-penalty") s.repeat_penalty = to_float(a, next(), 0.0f, 100.0f);
+        else if (a == "--repeat-last-n") s.repeat_last_n = to_int(a, next(), -1, 1 << 24);
+        else if (a == "--frequency-penalty") s.frequency_penalty = to_float(a, next(), -100.0f, 100.0f);
+        else if (a == "--presence-penalty") s.presence_penalty = to_float(a, next(), -100.0f, 100.0f);
+        else if (a == "--seed") s.seed = to_u64(a, next());
+        else if (a == "--stop") s.stop.push_back(next());
+        else throw Error("unknown option '" + a + "' for " + o.command + " (try --help)");
+    }
+    if ((o.command == "tokenize" || o.command == "generate") && !o.prompt_given)
+        throw Error(o.command + " needs a prompt: -p TEXT");
+    return o;
+}
+
+}  // namespace wb::cli

@@ -1,0 +1,34 @@
+#pragma once
+// whitebox-cli's command line: one command word followed by flags.
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "sampling/sampling_params.h"
+
+namespace wb::cli {
+
+struct CliOptions {
+    std::string command;               // info | tokenize | generate | chat | bench
+    std::string model;                 // -m; empty = the default model in the cache
+    std::string prompt;                // -p TEXT (tokenize, generate)
+    bool prompt_given = false;
+    int32_t n_predict = 128;           // -n: tokens to generate (generate/chat) or to decode (bench)
+    int32_t bench_prompt = 512;        // bench -p: prompt tokens
+    int32_t repetitions = 3;           // bench -r
+    bool chat = false;                 // generate --chat: wrap the prompt in the model's chat template
+    std::string system;                // --system TEXT
+    bool system_given = false;
+    std::string backend = "auto";      // --backend cpu|cuda|auto
+    int32_t threads = 0;               // --threads; 0 = all cores
+    int32_t ctx = 0;                   // --ctx; 0 = model default (capped)
+    bool json = false;                 // --json
+    SamplingParams sampling;           // --temp, --top-k, ... (--temp 0 = greedy)
+};
+
+// Parses argv; wb::Error with a one-line message on anything unknown or malformed.
+CliOptions parse_cli(int argc, char** argv);
+
+std::string usage_text();
+
+}  // namespace wb::cli

@@ -1,0 +1,140 @@
+// whitebox-cli generate / chat: run the model on a prompt or an interactive conversation.
+#include <cstdio>
+#include <iostream>
+
+#include "cli/commands.h"
+#include "cli/json_writer.h"
+#include "engine/backend.h"
+#include "engine/model.h"
+#include "engine/session.h"
+#include "util/error.h"
+
+namespace wb::cli {
+
+namespace {
+
+// Streams each token's text to stdout as it is generated.
+class PrintObserver : public Observer {
+public:
+    void on_token(const TokenEvent& e) override {
+        std::fputs(e.piece.c_str(), stdout);
+        std::fflush(stdout);
+    }
+};
+
+struct Runtime {
+    std::unique_ptr<Model> model;
+    BackendChoice backend;
+    std::unique_ptr<Session> session;
+};
+
+Runtime open_runtime(const CliOptions& o) {
+    Runtime rt;
+    rt.model = Model::load(resolve_model_path(o));
+    rt.backend = create_backend(parse_backend_kind(o.backend), o.threads);
+    if (!rt.backend.note.empty()) std::fprintf(stderr, "note: %s\n", rt.backend.note.c_str());
+    if (!rt.model->chat_template().warning().empty() && (o.chat || o.command == "chat"))
+        std::fprintf(stderr, "warning: %s\n", rt.model->chat_template().warning().c_str());
+    SessionOptions so;
+    so.n_ctx = o.ctx;
+    rt.session = std::make_unique<Session>(*rt.model, *rt.backend.backend, so);
+    return rt;
+}
+
+SamplingParams sampling_for(const CliOptions& o, const Model& m, bool chat) {
+    SamplingParams p = o.sampling;
+    p.max_tokens = o.n_predict;
+    // The template's end-of-turn marker ends a reply even if a file forgot to type it as a control token.
+    if (chat)
+        for (const auto& s : m.chat_template().end_of_turn_texts()) p.stop.push_back(s);
+    return p;
+}
+
+std::vector<int32_t> encode_chat(const Model& m, const std::vector<ChatMessage>& messages) {
+    const std::string text = m.chat_template().render(messages, true);
+    return m.tokenizer().encode(text, m.tokenizer().add_bos(), true);
+}
+
+void print_json_result(const GenerateResult& r, size_t n_prompt, const std::string& backend) {
+    JsonWriter j;
+    j.begin_object().key("text").value(r.text).key("tokens").array(r.tokens);
+    j.key("prompt_tokens").value(uint64_t(n_prompt)).key("stop_reason").value(stop_reason_name(r.reason));
+    if (r.reason == StopReason::ERROR) j.key("error").value(r.error);
+    j.key("seed").value(r.seed).key("backend").value(backend);
+    const Timings& t = r.timings;
+    j.key("timings").begin_object().key("prefill_ms").value(t.prefill_ms).key("prefill_tokens").value(t.n_prefill);
+    j.key("prefill_tps").value(t.prefill_tps()).key("ttft_ms").value(t.ttft_ms).key("decode_ms").value(t.decode_ms);
+    j.key("decode_tokens").value(t.n_decode).key("decode_tps").value(t.decode_tps()).end_object();
+    j.end_object();
+    std::printf("%s\n", j.str().c_str());
+}
+
+}  // namespace
+
+int cmd_generate(const CliOptions& o) {
+    Runtime rt = open_runtime(o);
+    const Model& m = *rt.model;
+    std::vector<int32_t> prompt;
+    if (o.chat) {
+        std::vector<ChatMessage> msgs;
+        if (o.system_given) msgs.push_back({"system", o.system});
+        msgs.push_back({"user", o.prompt});
+        prompt = encode_chat(m, msgs);
+    } else {
+        prompt = m.tokenizer().encode(o.prompt, m.tokenizer().add_bos(), true);
+    }
+    const LiveSamplingParams params(sampling_for(o, m, o.chat));
+    PrintObserver printer;
+    const GenerateResult r = rt.session->generate(prompt, params, o.json ? nullptr : &printer);
+    if (o.json) {
+        print_json_result(r, prompt.size(), rt.backend.backend->name());
+    } else {
+        std::printf("\n");
+        std::fprintf(stderr, "[%s] %zu prompt tokens, %d generated; prefill %.1f tok/s, decode %.1f tok/s, stop: %s\n",
+                     rt.backend.backend->description().c_str(), prompt.size(), int(r.tokens.size()),
+                     r.timings.prefill_tps(), r.timings.decode_tps(), stop_reason_name(r.reason));
+    }
+    if (r.reason == StopReason::ERROR) {
+        if (!o.json) std::fprintf(stderr, "whitebox-cli: error: %s\n", r.error.c_str());
+        return 1;
+    }
+    return 0;
+}
+
+int cmd_chat(const CliOptions& o) {
+    Runtime rt = open_runtime(o);
+    const Model& m = *rt.model;
+    std::fprintf(stderr, "WhiteBox chat with %s on %s. /reset starts over, /exit or Ctrl-D quits.\n",
+                 m.display_name().c_str(), rt.backend.backend->description().c_str());
+    std::vector<ChatMessage> messages;
+    if (o.system_given) messages.push_back({"system", o.system});
+    const LiveSamplingParams params(sampling_for(o, m, true));
+    PrintObserver printer;
+    std::string line;
+    for (;;) {
+        std::printf("\n> ");
+        std::fflush(stdout);
+        if (!std::getline(std::cin, line) || line == "/exit") break;
+        if (line == "/reset") {
+            messages.resize(o.system_given ? 1 : 0);
+            rt.session->reset();
+            std::printf("(conversation cleared)\n");
+            continue;
+        }
+        if (line.empty()) continue;
+        messages.push_back({"user", line});
+        const GenerateResult r = rt.session->generate(encode_chat(m, messages), params, &printer);
+        std::printf("\n");
+        if (r.reason == StopReason::ERROR) {
+            std::fprintf(stderr, "error: %s\n", r.error.c_str());
+            messages.pop_back();
+            continue;
+        }
+        if (r.reason == StopReason::CONTEXT_FULL) std::fprintf(stderr, "(the context is full: /reset to start over)\n");
+        messages.push_back({"assistant", r.text});
+    }
+    std::printf("\n");
+    return 0;
+}
+
+}  // namespace wb::cli

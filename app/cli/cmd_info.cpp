@@ -1,0 +1,145 @@
+// whitebox-cli info / tokenize: look at a GGUF file without running it.
+#include <cstdio>
+#include <sys/stat.h>
+
+#include "cli/commands.h"
+#include "cli/json_writer.h"
+#include "gguf/gguf_file.h"
+#include "model/model_config.h"
+#include "model/model_paths.h"
+#include "tokenizer/tokenizer.h"
+#include "util/error.h"
+
+namespace wb::cli {
+
+namespace {
+
+// Short rendering of a metadata value for the text listing (arrays: type, length and a few items).
+std::string value_summary(const GgufValue& v) {
+    switch (v.type) {
+        case GgufValueType::STRING: return v.s.size() > 200 ? json_quote(v.s.substr(0, 200)) + "..." : json_quote(v.s);
+        case GgufValueType::ARRAY: {
+            std::string out = "[" + std::string(gguf_value_type_name(v.elem_type)) + " x " + std::to_string(v.array_len) + "]";
+            size_t shown = 0;
+            for (; shown < 4 && shown < v.strings.size(); ++shown) out += " " + json_quote(v.strings[shown]);
+            for (; shown < 4 && shown < v.ints.size(); ++shown) out += " " + std::to_string(v.ints[shown]);
+            for (; shown < 4 && shown < v.floats.size(); ++shown) out += " " + std::to_string(v.floats[shown]);
+            return v.array_len > shown ? out + " ..." : out;
+        }
+        case GgufValueType::BOOL: return v.i ? "true" : "false";
+        case GgufValueType::FLOAT32:
+        case GgufValueType::FLOAT64: return std::to_string(v.f);
+        default: return std::to_string(v.i);
+    }
+}
+
+std::string shape_of(const GgufTensor& t) {
+    std::string s = "[";
+    for (uint32_t d = 0; d < t.n_dims; ++d) s += (d ? ", " : "") + std::to_string(t.ne[d]);
+    return s + "]";
+}
+
+void write_value_json(JsonWriter& j, const GgufValue& v) {
+    switch (v.type) {
+        case GgufValueType::STRING: j.value(v.s); break;
+        case GgufValueType::BOOL: j.value(v.i != 0); break;
+        case GgufValueType::FLOAT32:
+        case GgufValueType::FLOAT64: j.value(v.f); break;
+        case GgufValueType::ARRAY:
+            // Vocabulary-sized arrays would drown the output: give their type and length only.
+            if (v.array_len > 64) {
+                j.begin_object().key("array_of").value(gguf_value_type_name(v.elem_type)).key("length").value(v.array_len).end_object();
+            } else if (!v.strings.empty()) j.array(v.strings);
+            else if (!v.floats.empty()) j.array(v.floats);
+            else j.array(v.ints);
+            break;
+        default: j.value(v.i);
+    }
+}
+
+}  // namespace
+
+std::string resolve_model_path(const CliOptions& o) {
+    const std::string path = o.model.empty() ? default_model_path() : o.model;
+    struct stat st {};
+    if (stat(path.c_str(), &st) != 0) {
+        if (o.model.empty())
+            throw Error("default model not found at " + path + " (run scripts/fetch-models.sh, or pass -m MODEL)");
+        throw Error("model file not found: " + path);
+    }
+    return path;
+}
+
+int cmd_info(const CliOptions& o) {
+    const auto file = GgufFile::open(resolve_model_path(o));
+    uint64_t weight_bytes = 0;
+    for (const auto& t : file->tensors()) weight_bytes += t.n_bytes;
+    // The config is optional here: info must also describe files WhiteBox cannot run.
+    std::string config_error;
+    ModelConfig cfg;
+    try {
+        cfg = ModelConfig::from_gguf(*file);
+    } catch (const Error& e) {
+        config_error = e.what();
+    }
+    const int32_t ctx = o.ctx > 0 ? o.ctx : std::min(cfg.n_ctx_train, 4096);
+    // K and V in f16 for every layer and kv head: 2 * n_layer * kv_dim * 2 bytes per position.
+    const uint64_t kv_per_token = config_error.empty() ? uint64_t(2) * uint64_t(cfg.n_layer) * uint64_t(cfg.kv_dim()) * 2 : 0;
+
+    if (o.json) {
+        JsonWriter j;
+        j.begin_object().key("path").value(file->path()).key("version").value(int64_t(file->version()));
+        j.key("file_size").value(file->file_size()).key("metadata").begin_object();
+        for (const auto& [k, v] : file->metadata()) {
+            j.key(k);
+            write_value_json(j, v);
+        }
+        j.end_object().key("tensors").begin_array();
+        for (const auto& t : file->tensors()) {
+            j.begin_object().key("name").value(t.name).key("type").value(ggml_type_name(t.type)).key("shape").begin_array();
+            for (uint32_t d = 0; d < t.n_dims; ++d) j.value(t.ne[d]);
+            j.end_array().key("bytes").value(t.n_bytes).key("offset").value(t.offset).end_object();
+        }
+        j.end_array().key("memory").begin_object().key("weights_bytes").value(weight_bytes);
+        if (config_error.empty())
+            j.key("kv_bytes_per_token").value(kv_per_token).key("context").value(ctx).key("kv_bytes_at_context").value(kv_per_token * uint64_t(ctx));
+        j.end_object();
+        if (!config_error.empty()) j.key("unsupported").value(config_error);
+        j.end_object();
+        std::printf("%s\n", j.str().c_str());
+        return 0;
+    }
+    std::printf("file: %s (GGUF v%u, %.1f MiB)\n", file->path().c_str(), file->version(), double(file->file_size()) / 1048576.0);
+    std::printf("\nmetadata (%zu keys):\n", file->metadata().size());
+    for (const auto& [k, v] : file->metadata()) std::printf("  %-44s %s\n", k.c_str(), value_summary(v).c_str());
+    std::printf("\ntensors (%zu):\n  %-32s %-6s %-18s %12s\n", file->tensors().size(), "name", "type", "shape", "bytes");
+    for (const auto& t : file->tensors())
+        std::printf("  %-32s %-6s %-18s %12llu\n", t.name.c_str(), ggml_type_name(t.type).c_str(), shape_of(t).c_str(),
+                    static_cast<unsigned long long>(t.n_bytes));
+    std::printf("\nmemory estimate:\n  weights   %10.1f MiB\n", double(weight_bytes) / 1048576.0);
+    if (config_error.empty())
+        std::printf("  KV cache  %10.1f KiB per token, %.1f MiB at a %d-token context (f16)\n", double(kv_per_token) / 1024.0,
+                    double(kv_per_token * uint64_t(ctx)) / 1048576.0, ctx);
+    else
+        std::printf("  this file cannot be run: %s\n", config_error.c_str());
+    return 0;
+}
+
+int cmd_tokenize(const CliOptions& o) {
+    const auto file = GgufFile::open(resolve_model_path(o));
+    const auto tok = Tokenizer::from_gguf(*file);
+    const std::vector<int32_t> ids = tok->encode(o.prompt, tok->add_bos(), true);
+    std::vector<std::string> pieces;
+    for (int32_t id : ids) pieces.push_back(tok->token_to_piece(id, true));
+    if (o.json) {
+        JsonWriter j;
+        j.begin_object().key("tokens").array(ids).key("pieces").array(pieces).end_object();
+        std::printf("%s\n", j.str().c_str());
+        return 0;
+    }
+    for (size_t i = 0; i < ids.size(); ++i) std::printf("%6d  %s\n", ids[i], json_quote(pieces[i]).c_str());
+    std::printf("%zu tokens\n", ids.size());
+    return 0;
+}
+
+}  // namespace wb::cli

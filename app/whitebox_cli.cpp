@@ -1,0 +1,33 @@
+// whitebox-cli: the headless front end (argument parsing and wiring; the work is in core/).
+#include <cstdio>
+#include <cstring>
+#include <exception>
+
+#include "cli/cli_options.h"
+#include "cli/commands.h"
+#include "wb_version.h"
+
+int main(int argc, char** argv) {
+    using namespace wb::cli;
+    for (int i = 1; i < argc; ++i) {
+        if (std::strcmp(argv[i], "--version") == 0) {
+            std::printf("whitebox-cli %s (commit %s)\n", WB_VERSION, WB_GIT_COMMIT);
+            return 0;
+        }
+        if (std::strcmp(argv[i], "--help") == 0 || std::strcmp(argv[i], "-h") == 0) {
+            std::fputs(usage_text().c_str(), stdout);
+            return 0;
+        }
+    }
+    try {
+        const CliOptions o = parse_cli(argc, argv);
+        if (o.command == "info") return cmd_info(o);
+        if (o.command == "tokenize") return cmd_tokenize(o);
+        if (o.command == "generate") return cmd_generate(o);
+        if (o.command == "chat") return cmd_chat(o);
+        return cmd_bench(o);
+    } catch (const std::exception& e) {
+        std::fprintf(stderr, "whitebox-cli: error: %s\n", e.what());
+        return 1;
+    }
+}

@@ -1,0 +1,154 @@
+#include <functional>
+
+#include "chat/chat_formats.h"
+#include "util/error.h"
+
+namespace wb {
+
+namespace {
+
+// One user or assistant turn after the system prompt was merged into the user turn that follows it.
+struct Turn {
+    bool is_user;
+    std::string content;
+};
+
+std::string trim(const std::string& s) {
+    constexpr const char* kSpace = " \t\n\r\f\v";
+    const size_t begin = s.find_first_not_of(kSpace);
+    if (begin == std::string::npos) {
+        return {};
+    }
+    return s.substr(begin, s.find_last_not_of(kSpace) - begin + 1);
+}
+
+// For formats without a system role. Several system messages join with a blank line; one that no
+// user message follows still becomes a user turn of its own, so the instruction is never lost.
+using CombineSystem = std::function<std::string(const std::string& system, const std::string& user)>;
+
+std::vector<Turn> merge_system(const std::vector<ChatMessage>& messages, const CombineSystem& combine) {
+    std::vector<Turn> turns;
+    std::string system;
+    bool has_system = false;
+    for (const ChatMessage& m : messages) {
+        if (m.role == "system") {
+            system += (has_system ? "\n\n" : "") + m.content;
+            has_system = true;
+        } else if (m.role == "user" && has_system) {
+            turns.push_back({true, combine(system, m.content)});
+            system.clear();
+            has_system = false;
+        } else {
+            turns.push_back({m.role == "user", m.content});
+        }
+    }
+    if (has_system) {
+        turns.push_back({true, combine(system, "")});
+    }
+    return turns;
+}
+
+}  // namespace
+
+void check_roles(const std::vector<ChatMessage>& messages) {
+    for (const ChatMessage& m : messages) {
+        if (m.role != "system" && m.role != "user" && m.role != "assistant") {
+            throw Error("chat message has role \"" + m.role + "\"; expected system, user or assistant");
+        }
+    }
+}
+
+// ChatML writes contents verbatim, as SmolLM2's and Qwen2.5's templates do.
+std::string render_chatml(const std::vector<ChatMessage>& messages, bool add_generation_prompt,
+                          const std::string& default_system) {
+    std::string out;
+    if (!messages.empty() && messages.front().role != "system" && !default_system.empty()) {
+        out += "<|im_start|>system\n" + default_system + "<|im_end|>\n";
+    }
+    for (const ChatMessage& m : messages) {
+        out += "<|im_start|>" + m.role + "\n" + m.content + "<|im_end|>\n";
+    }
+    if (add_generation_prompt) {
+        out += "<|im_start|>assistant\n";
+    }
+    return out;
+}
+
+// Meta's Llama 2 chat format, as its Hugging Face template writes it (the tokenizer adds the first
+// <s>): "[INST] <<SYS>>\n{system}\n<</SYS>>\n\n{user} [/INST] {assistant} </s><s>[INST] {user} [/INST]".
+// llama.cpp's llama2-sys-bos variant is the same without the spaces around the assistant's text; we
+// keep Meta's spaces because the model was trained with them. Contents are trimmed as Meta's
+// template strips them. The text always ends where the reply begins, so add_generation_prompt
+// changes nothing (llama.cpp ignores it for this format too).
+std::string render_llama2(const std::vector<ChatMessage>& messages, bool /*add_generation_prompt*/) {
+    const auto turns = merge_system(messages, [](const std::string& system, const std::string& user) {
+        return "<<SYS>>\n" + trim(system) + "\n<</SYS>>\n\n" + trim(user);
+    });
+    std::string out;
+    for (const Turn& t : turns) {
+        if (t.is_user) {
+            out += out.empty() ? "[INST] " : "<s>[INST] ";
+            out += trim(t.content);
+            out += " [/INST]";
+        } else {
+            out += ' ';
+            out += trim(t.content);
+            out += " </s>";
+        }
+    }
+    return out;
+}
+
+// llama.cpp's llama3 format; <|begin_of_text|> is the BOS the tokenizer adds, not template text.
+std::string render_llama3(const std::vector<ChatMessage>& messages, bool add_generation_prompt) {
+    std::string out;
+    for (const ChatMessage& m : messages) {
+        out += "<|start_header_id|>" + m.role + "<|end_header_id|>\n\n" + trim(m.content) + "<|eot_id|>";
+    }
+    if (add_generation_prompt) {
+        out += "<|start_header_id|>assistant<|end_header_id|>\n\n";
+    }
+    return out;
+}
+
+// Gemma has no system role: the system text opens the first user turn ("{system}\n\n{user}"), the
+// assistant is called "model", and contents are trimmed (Gemma 3's own template and llama.cpp agree).
+std::string render_gemma(const std::vector<ChatMessage>& messages, bool add_generation_prompt) {
+    const auto turns = merge_system(messages, [](const std::string& system, const std::string& user) {
+        const std::string u = trim(user);
+        return u.empty() ? trim(system) : trim(system) + "\n\n" + u;
+    });
+    std::string out;
+    for (const Turn& t : turns) {
+        out += std::string("<start_of_turn>") + (t.is_user ? "user" : "model") + "\n" + trim(t.content) +
+               "<end_of_turn>\n";
+    }
+    if (add_generation_prompt) {
+        out += "<start_of_turn>model\n";
+    }
+    return out;
+}
+
+// Mistral's v3 format (Mistral 7B Instruct v0.3 and llama.cpp's "mistral-v3"):
+// "[INST] {system}\n\n{user}[/INST] {assistant}</s>[INST] {user}[/INST]". Only the assistant's text
+// is trimmed, as there. Like Llama 2, the text always ends where the reply begins.
+std::string render_mistral(const std::vector<ChatMessage>& messages, bool /*add_generation_prompt*/) {
+    const auto turns = merge_system(messages, [](const std::string& system, const std::string& user) {
+        return user.empty() ? system : system + "\n\n" + user;
+    });
+    std::string out;
+    for (const Turn& t : turns) {
+        if (t.is_user) {
+            out += "[INST] ";
+            out += t.content;
+            out += "[/INST]";
+        } else {
+            out += ' ';
+            out += trim(t.content);
+            out += "</s>";
+        }
+    }
+    return out;
+}
+
+}  // namespace wb

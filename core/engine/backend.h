@@ -1,0 +1,98 @@
+#pragma once
+// The Backend interface: the operations a transformer forward pass is made of.
+//
+// Architectures (core/model/arch_*.cpp) are written once against this interface; backends (CPU here,
+// CUDA in kernels/) implement the operations and know nothing about architectures. Activations are
+// float32 matrices in backend memory; weights stay in their GGUF types and are read as they are.
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "kv/kv_cache.h"
+#include "model/model_config.h"
+
+namespace wb {
+
+struct Weight;
+struct ModelWeights;
+
+// A float32 matrix [n_rows][n_cols] in backend memory (device memory for a GPU backend); one row per
+// token. A plain view: it does not own its memory.
+struct Tensor {
+    float* data = nullptr;
+    int64_t n_rows = 0;
+    int64_t n_cols = 0;
+
+    // Rows [r0, r0 + n) of this tensor, sharing its memory.
+    Tensor rows(int64_t r0, int64_t n) const { return {data + r0 * n_cols, n, n_cols}; }
+    // The same memory seen as fewer/more rows of the same total size (e.g. [n, heads*dim] as [n*heads, dim]).
+    Tensor reshaped(int64_t rows, int64_t cols) const { return {data, rows, cols}; }
+};
+
+struct RopeParams {
+    int32_t n_head = 0;       // heads in each row of the tensor
+    int32_t head_dim = 0;     // width of one head
+    int32_t n_rot = 0;        // leading dims of each head that rotate
+    float base = 10000.0f;    // theta
+    float freq_scale = 1.0f;  // positions are multiplied by this (linear rope scaling)
+    RopeMode mode = RopeMode::NORMAL;
+};
+
+struct AttentionParams {
+    int32_t n_head = 0;       // query heads
+    int32_t n_head_kv = 0;    // key/value heads; query head h reads kv head h / (n_head / n_head_kv)
+    int32_t head_dim = 0;
+    float scale = 1.0f;       // multiplies q.k before the softmax
+    int32_t window = 0;       // > 0: a query at p sees keys at p - window + 1 .. p (sliding window)
+};
+
+class Backend : public KvAllocator {
+public:
+    ~Backend() override = default;
+
+    virtual std::string name() const = 0;         // "cpu", "cuda"
+    virtual std::string description() const = 0;  // for status lines: device, threads, kernels
+
+    // Makes the weights usable by the operations (the CPU backend reads the file mapping as it is;
+    // a GPU backend uploads them and fills Weight::device).
+    virtual void prepare_weights(ModelWeights& weights) = 0;
+
+    virtual Tensor alloc(int64_t n_rows, int64_t n_cols) = 0;
+    virtual void free(Tensor& t) = 0;
+
+    // out[i] = table row ids[i] (dequantized) * scale. ids are host memory.
+    virtual void embed(const Weight& table, const int32_t* ids, int32_t n, float scale, Tensor& out) = 0;
+    // Normalises each run of `group` values of x by its RMS and multiplies by gain[0..group):
+    // group = n_cols normalises whole rows, group = head_dim normalises each head (QK-norm).
+    virtual void rms_norm(const Tensor& x, const Weight& gain, float eps, int64_t group, Tensor& out) = 0;
+    // out[t] = W x[t] for every row t: out is [x.n_rows, W.n_out].
+    virtual void matmul(const Weight& w, const Tensor& x, Tensor& out) = 0;
+    // Rotates the heads of every row of x in place; positions (host) has x.n_rows entries.
+    virtual void rope(Tensor& x, const RopeParams& p, const int32_t* positions) = 0;
+    // Writes k and v rows (positions pos0 ..) of layer il into the cache (blocks already reserved).
+    virtual void kv_store(KvCache& kv, int32_t il, const Tensor& k, const Tensor& v, int32_t pos0) = 0;
+    // Causal attention of the query rows (positions pos0 ..) over the cache's keys 0 .. pos0 + row.
+    virtual void attention(const Tensor& q, const KvCache& kv, int32_t il, int32_t pos0, const AttentionParams& p,
+                           Tensor& out) = 0;
+    // out = act(gate) * up, element-wise.
+    virtual void glu(const Tensor& gate, const Tensor& up, Activation act, Tensor& out) = 0;
+    // x += y, element-wise.
+    virtual void add(Tensor& x, const Tensor& y) = 0;
+    // Copies a tensor to host memory (x.n_rows * x.n_cols floats); waits for pending work.
+    virtual void read(const Tensor& x, float* host) = 0;
+};
+
+enum class BackendKind { AUTO, CPU, CUDA };
+
+struct BackendChoice {
+    std::unique_ptr<Backend> backend;
+    std::string note;  // why the GPU is not used, when AUTO fell back to the CPU; else empty
+};
+
+// Creates a backend. CPU always works; CUDA loads the plugin library at run time and throws wb::Error
+// saying why when it cannot (no plugin, no driver, no device); AUTO tries CUDA and falls back to the
+// CPU with the reason in note. n_threads <= 0: all cores.
+BackendChoice create_backend(BackendKind kind, int n_threads);
+BackendKind parse_backend_kind(const std::string& s);  // "cpu" | "cuda" | "auto"; wb::Error otherwise
+
+}  // namespace wb

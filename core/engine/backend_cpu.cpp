@@ -1,0 +1,225 @@
+#include "engine/backend_cpu.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <new>
+
+#include "model/weights.h"
+#include "quant/quant.h"
+#include "util/error.h"
+#include "util/fp16.h"
+
+namespace wb {
+
+namespace {
+
+constexpr size_t kAlign = 64;
+
+// Rows of W handled by one task of a matmul: large enough to amortise the task hand-out, small enough
+// that a decode matmul (one token) still splits evenly over the threads.
+constexpr int64_t kRowsPerTask = 16;
+
+float silu(float x) { return x / (1.0f + std::exp(-x)); }
+
+float gelu_tanh(float x) {
+    constexpr float kSqrt2OverPi = 0.7978845608028654f;
+    return 0.5f * x * (1.0f + std::tanh(kSqrt2OverPi * x * (1.0f + 0.044715f * x * x)));
+}
+
+}  // namespace
+
+CpuBackend::CpuBackend(int n_threads) : pool_(n_threads) { thread_buf_.resize(size_t(pool_.size())); }
+
+CpuBackend::~CpuBackend() = default;
+
+std::string CpuBackend::description() const {
+    return "CPU, " + std::to_string(pool_.size()) + " threads, " + quant_kernel_name() + " kernels";
+}
+
+void CpuBackend::prepare_weights(ModelWeights&) {
+    // The weights are used in place from the read-only file mapping: nothing to copy.
+}
+
+Tensor CpuBackend::alloc(int64_t n_rows, int64_t n_cols) {
+    const size_t bytes = (size_t(n_rows * n_cols) * sizeof(float) + kAlign - 1) / kAlign * kAlign;
+    void* p = std::aligned_alloc(kAlign, std::max<size_t>(bytes, kAlign));
+    if (!p) throw Error("out of memory allocating " + std::to_string(bytes) + " bytes of activations");
+    return {static_cast<float*>(p), n_rows, n_cols};
+}
+
+void CpuBackend::free(Tensor& t) {
+    std::free(t.data);
+    t = {};
+}
+
+void* CpuBackend::kv_alloc(size_t bytes) {
+    return std::aligned_alloc(kAlign, (bytes + kAlign - 1) / kAlign * kAlign);
+}
+
+void CpuBackend::kv_free(void* p) { std::free(p); }
+
+void CpuBackend::embed(const Weight& table, const int32_t* ids, int32_t n, float scale, Tensor& out) {
+    const size_t row_bytes = ggml_row_bytes(table.type, table.n_in);
+    for (int32_t i = 0; i < n; ++i) {
+        if (ids[i] < 0 || ids[i] >= table.n_out)
+            throw Error("token id " + std::to_string(ids[i]) + " is outside the vocabulary (0.." +
+                        std::to_string(table.n_out - 1) + ")");
+        float* row = out.data + int64_t(i) * out.n_cols;
+        dequantize_row(table.type, static_cast<const uint8_t*>(table.host) + size_t(ids[i]) * row_bytes, row, table.n_in);
+        if (scale != 1.0f)
+            for (int64_t j = 0; j < table.n_in; ++j) row[j] *= scale;
+    }
+}
+
+void CpuBackend::rms_norm(const Tensor& x, const Weight& gain, float eps, int64_t group, Tensor& out) {
+    const auto* g = static_cast<const float*>(gain.host);
+    const int64_t n_groups = x.n_rows * (x.n_cols / group);
+    for (int64_t r = 0; r < n_groups; ++r) {
+        const float* in = x.data + r * group;
+        float* o = out.data + r * group;
+        // Sum in double: rows are up to a few thousand wide and the tests compare against llama.cpp,
+        // which also accumulates this sum in double.
+        double sum = 0.0;
+        for (int64_t j = 0; j < group; ++j) sum += double(in[j]) * double(in[j]);
+        const float inv = 1.0f / std::sqrt(float(sum / double(group)) + eps);
+        for (int64_t j = 0; j < group; ++j) o[j] = in[j] * inv * g[j];
+    }
+}
+
+void CpuBackend::matmul(const Weight& w, const Tensor& x, Tensor& out) {
+    const int64_t n_tok = x.n_rows;
+    const int64_t n_in = w.n_in;
+    const size_t act_row = activation_row_bytes(w.type, n_in);
+    if (act_buf_.size() < act_row * size_t(n_tok)) act_buf_.resize(act_row * size_t(n_tok));
+    uint8_t* act = act_buf_.data();
+
+    // Convert every activation row once; with many tokens this is itself worth spreading out.
+    pool_.parallel_for(n_tok, [&](int64_t t, int) {
+        quantize_activations(w.type, x.data + t * x.n_cols, act + size_t(t) * act_row, n_in);
+    });
+
+    const size_t w_row = ggml_row_bytes(w.type, n_in);
+    const auto* wdata = static_cast<const uint8_t*>(w.host);
+    const int64_t n_out = w.n_out;
+    const int64_t n_tasks = (n_out + kRowsPerTask - 1) / kRowsPerTask;
+    // A task owns a run of weight rows and walks all tokens with them, so those rows stay in cache
+    // while every token is multiplied by them (prefill) .
+    pool_.parallel_for(n_tasks, [&](int64_t task, int) {
+        const int64_t r0 = task * kRowsPerTask;
+        const int64_t nr = std::min(kRowsPerTask, n_out - r0);
+        for (int64_t t = 0; t < n_tok; ++t)
+            vec_dot_rows(w.type, n_in, wdata + size_t(r0) * w_row, w_row, nr, act + size_t(t) * act_row,
+                         out.data + t * out.n_cols + r0);
+    });
+}
+
+void CpuBackend::rope(Tensor& x, const RopeParams& p, const int32_t* positions) {
+    const int32_t half = p.n_rot / 2;
+    // Angles as ggml computes them: theta_i = pos * base^(-2i/n_rot), built by repeated multiplication
+    // in float so the rounding matches the reference implementation.
+    const float theta_scale = std::pow(p.base, -2.0f / float(p.n_rot));
+    std::vector<float> cos_t(static_cast<size_t>(half)), sin_t(static_cast<size_t>(half));
+    for (int64_t r = 0; r < x.n_rows; ++r) {
+        float theta = float(positions[r]) * p.freq_scale;
+        for (int32_t i = 0; i < half; ++i) {
+            cos_t[size_t(i)] = std::cos(theta);
+            sin_t[size_t(i)] = std::sin(theta);
+            theta *= theta_scale;
+        }
+        for (int32_t h = 0; h < p.n_head; ++h) {
+            float* v = x.data + r * x.n_cols + int64_t(h) * p.head_dim;
+            for (int32_t i = 0; i < half; ++i) {
+                // NORMAL rotates neighbours (2i, 2i+1); NEOX rotates (i, i + n_rot/2).
+                const int32_t a = p.mode == RopeMode::NORMAL ? 2 * i : i;
+                const int32_t b = p.mode == RopeMode::NORMAL ? 2 * i + 1 : i + half;
+                const float x0 = v[a], x1 = v[b];
+                v[a] = x0 * cos_t[size_t(i)] - x1 * sin_t[size_t(i)];
+                v[b] = x0 * sin_t[size_t(i)] + x1 * cos_t[size_t(i)];
+            }
+        }
+    }
+}
+
+void CpuBackend::kv_store(KvCache& kv, int32_t il, const Tensor& k, const Tensor& v, int32_t pos0) {
+    const int64_t width = k.n_cols;
+    for (int64_t r = 0; r < k.n_rows; ++r) {
+        auto* kd = static_cast<uint16_t*>(kv.k_row(il, pos0 + int32_t(r)));
+        auto* vd = static_cast<uint16_t*>(kv.v_row(il, pos0 + int32_t(r)));
+        quantize_row(GgmlType::F16, k.data + r * width, kd, width);
+        quantize_row(GgmlType::F16, v.data + r * width, vd, width);
+    }
+}
+
+void CpuBackend::attention(const Tensor& q, const KvCache& kv, int32_t il, int32_t pos0, const AttentionParams& p,
+                           Tensor& out) {
+    const int32_t group = p.n_head / p.n_head_kv;
+    const int64_t hd = p.head_dim;
+    const int64_t n_tasks = q.n_rows * p.n_head;
+    const int64_t max_keys = pos0 + q.n_rows;
+    for (auto& b : thread_buf_)
+        if (b.size() < size_t(max_keys + 2 * hd)) b.resize(size_t(max_keys + 2 * hd));
+
+    pool_.parallel_for(n_tasks, [&](int64_t task, int thread) {
+        const int64_t r = task / p.n_head;
+        const int32_t h = int32_t(task % p.n_head);
+        const int32_t kvh = h / group;
+        const int32_t pos = pos0 + int32_t(r);
+        const int32_t first = p.window > 0 ? std::max(0, pos - p.window + 1) : 0;
+        const float* qv = q.data + r * q.n_cols + int64_t(h) * hd;
+        float* scores = thread_buf_[size_t(thread)].data();
+        float* vrow = scores + max_keys;
+
+        // The keys are f16, so q is rounded to f16 too: the dot is then a product of two f16 vectors
+        // accumulated in f32, the same arithmetic as llama.cpp's CPU path and a GPU's f16 attention.
+        float* q16 = vrow + hd;
+        for (int64_t d = 0; d < hd; ++d) q16[d] = fp16_to_f32(f32_to_fp16(qv[d]));
+
+        // scores_j = scale * q.k_j over the visible keys, then a numerically stable softmax.
+        float max_s = -INFINITY;
+        for (int32_t j = first; j <= pos; ++j) {
+            const auto* krow = static_cast<const uint16_t*>(kv.k_row(il, j)) + int64_t(kvh) * hd;
+            const float s = p.scale * vec_dot(GgmlType::F16, hd, krow, q16);
+            scores[j - first] = s;
+            max_s = std::max(max_s, s);
+        }
+        const int32_t n_keys = pos - first + 1;
+        double sum = 0.0;
+        for (int32_t j = 0; j < n_keys; ++j) {
+            scores[j] = std::exp(scores[j] - max_s);
+            sum += scores[j];
+        }
+        const float inv = float(1.0 / sum);
+
+        // out = sum_j p_j v_j with p_j rounded to f16 like the values it weights.
+        float* o = out.data + r * out.n_cols + int64_t(h) * hd;
+        std::fill(o, o + hd, 0.0f);
+        for (int32_t j = 0; j < n_keys; ++j) {
+            const float pj = fp16_to_f32(f32_to_fp16(scores[j] * inv));
+            const auto* vsrc = static_cast<const uint16_t*>(kv.v_row(il, first + j)) + int64_t(kvh) * hd;
+            dequantize_row(GgmlType::F16, vsrc, vrow, hd);
+            for (int64_t d = 0; d < hd; ++d) o[d] += pj * vrow[d];
+        }
+    });
+}
+
+void CpuBackend::glu(const Tensor& gate, const Tensor& up, Activation act, Tensor& out) {
+    const int64_t n = gate.n_rows * gate.n_cols;
+    if (act == Activation::SILU) {
+        for (int64_t i = 0; i < n; ++i) out.data[i] = silu(gate.data[i]) * up.data[i];
+    } else {
+        for (int64_t i = 0; i < n; ++i) out.data[i] = gelu_tanh(gate.data[i]) * up.data[i];
+    }
+}
+
+void CpuBackend::add(Tensor& x, const Tensor& y) {
+    const int64_t n = x.n_rows * x.n_cols;
+    for (int64_t i = 0; i < n; ++i) x.data[i] += y.data[i];
+}
+
+void CpuBackend::read(const Tensor& x, float* host) {
+    std::memcpy(host, x.data, size_t(x.n_rows * x.n_cols) * sizeof(float));
+}
+
+}  // namespace wb

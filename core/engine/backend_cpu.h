@@ -1,0 +1,46 @@
+#pragma once
+// The CPU backend: the reference the tests trust and the fallback without a usable GPU.
+// Matmuls quantize the activations once (llama.cpp's scheme) and split the weight rows over a thread
+// pool; attention splits (token, head) pairs over the same pool.
+#include <memory>
+#include <vector>
+
+#include "engine/backend.h"
+#include "util/thread_pool.h"
+
+namespace wb {
+
+class CpuBackend : public Backend {
+public:
+    explicit CpuBackend(int n_threads);
+    ~CpuBackend() override;
+
+    std::string name() const override { return "cpu"; }
+    std::string description() const override;
+    int n_threads() const { return pool_.size(); }
+
+    void prepare_weights(ModelWeights& weights) override;
+    Tensor alloc(int64_t n_rows, int64_t n_cols) override;
+    void free(Tensor& t) override;
+
+    void embed(const Weight& table, const int32_t* ids, int32_t n, float scale, Tensor& out) override;
+    void rms_norm(const Tensor& x, const Weight& gain, float eps, int64_t group, Tensor& out) override;
+    void matmul(const Weight& w, const Tensor& x, Tensor& out) override;
+    void rope(Tensor& x, const RopeParams& p, const int32_t* positions) override;
+    void kv_store(KvCache& kv, int32_t il, const Tensor& k, const Tensor& v, int32_t pos0) override;
+    void attention(const Tensor& q, const KvCache& kv, int32_t il, int32_t pos0, const AttentionParams& p,
+                   Tensor& out) override;
+    void glu(const Tensor& gate, const Tensor& up, Activation act, Tensor& out) override;
+    void add(Tensor& x, const Tensor& y) override;
+    void read(const Tensor& x, float* host) override;
+
+    void* kv_alloc(size_t bytes) override;
+    void kv_free(void* p) override;
+
+private:
+    ThreadPool pool_;
+    std::vector<uint8_t> act_buf_;               // activations converted to the weights' dot type
+    std::vector<std::vector<float>> thread_buf_;  // per-thread scratch (attention scores, rows)
+};
+
+}  // namespace wb

@@ -1,0 +1,28 @@
+#include "engine/model.h"
+
+#include "util/error.h"
+
+namespace wb {
+
+std::unique_ptr<Model> Model::load(const std::string& path) {
+    std::unique_ptr<Model> m(new Model());
+    m->file_ = GgufFile::open(path);
+    try {
+        m->config_ = ModelConfig::from_gguf(*m->file_);
+        m->weights_ = bind_weights(*m->file_, m->config_);
+        m->tokenizer_ = Tokenizer::from_gguf(*m->file_);
+    } catch (const Error& e) {
+        throw Error(path + ": " + e.what());
+    }
+    m->chat_template_ = ChatTemplate::detect(m->file_->get_string("tokenizer.chat_template").value_or(""));
+    return m;
+}
+
+std::string Model::display_name() const {
+    if (!config_.name.empty()) return config_.name;
+    const std::string& p = file_->path();
+    const auto slash = p.find_last_of('/');
+    return slash == std::string::npos ? p : p.substr(slash + 1);
+}
+
+}  // namespace wb

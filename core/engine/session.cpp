@@ -1,0 +1,192 @@
+#include "engine/session.h"
+
+#include <algorithm>
+#include <chrono>
+
+#include "engine/stop_strings.h"
+#include "sampling/sampler.h"
+#include "util/error.h"
+
+namespace wb {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double ms_since(Clock::time_point t0) {
+    return std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
+}
+
+// Default context when the user asks for none: the model's own, capped so a 128k-context model does
+// not promise more than a desktop chat needs (the cache grows on demand either way).
+constexpr int32_t kDefaultMaxContext = 4096;
+
+}  // namespace
+
+const char* stop_reason_name(StopReason r) {
+    switch (r) {
+        case StopReason::NONE: return "none";
+        case StopReason::EOS: return "eos";
+        case StopReason::STOP_STRING: return "stop_string";
+        case StopReason::MAX_TOKENS: return "max_tokens";
+        case StopReason::CONTEXT_FULL: return "context_full";
+        case StopReason::STOPPED: return "stopped";
+        case StopReason::ERROR: return "error";
+    }
+    return "?";
+}
+
+Session::Session(const Model& model, Backend& backend, const SessionOptions& options)
+    : model_(model), backend_(backend), weights_(model.weights()), forward_(forward_function(model.config().arch)) {
+    const ModelConfig& c = model.config();
+    n_ctx_ = options.n_ctx > 0 ? options.n_ctx : std::min(c.n_ctx_train, kDefaultMaxContext);
+    if (options.n_ctx > c.n_ctx_train && c.n_ctx_train > 0)
+        throw Error("context size " + std::to_string(options.n_ctx) + " exceeds the model's training context " +
+                    std::to_string(c.n_ctx_train));
+    n_batch_ = std::clamp(options.n_batch, 1, n_ctx_);
+    backend_.prepare_weights(weights_);
+
+    KvCacheConfig kc;
+    kc.n_layer = c.n_layer;
+    kc.n_head_kv = c.n_head_kv;
+    kc.head_dim = c.head_dim;
+    kc.n_ctx = n_ctx_;
+    kc.layer_is_swa = c.layer_is_swa;
+    kv_ = std::make_unique<KvCache>(kc, backend_);
+    buffers_.allocate(backend_, c, n_batch_);
+    last_logits_.resize(size_t(c.n_vocab));
+}
+
+Session::~Session() {
+    kv_.reset();
+    buffers_.release(backend_);
+}
+
+void Session::truncate(int32_t n) {
+    n = std::clamp(n, 0, int32_t(cached_.size()));
+    cached_.resize(size_t(n));
+    kv_->truncate(n);
+}
+
+const std::vector<float>& Session::append(const int32_t* tokens, int32_t n) {
+    const ModelConfig& c = model_.config();
+    if (n <= 0) throw Error("append: no tokens to evaluate");
+    for (int32_t done = 0; done < n;) {
+        const int32_t nb = std::min(n_batch_, n - done);
+        const int32_t pos0 = int32_t(cached_.size());
+        kv_->reserve(pos0 + nb);
+        ForwardBatch batch{tokens + done, nb, pos0, false};
+        forward_(backend_, c, weights_, *kv_, buffers_, batch);
+        cached_.insert(cached_.end(), tokens + done, tokens + done + nb);
+        kv_->set_n_tokens(int32_t(cached_.size()));
+        done += nb;
+    }
+    backend_.read(buffers_.logits.rows(0, 1), last_logits_.data());
+    return last_logits_;
+}
+
+std::vector<float> Session::evaluate(const std::vector<int32_t>& tokens) {
+    const ModelConfig& c = model_.config();
+    if (int32_t(tokens.size()) > n_ctx_)
+        throw Error("evaluate: " + std::to_string(tokens.size()) + " tokens do not fit the context of " +
+                    std::to_string(n_ctx_));
+    reset();
+    std::vector<float> out(tokens.size() * size_t(c.n_vocab));
+    for (size_t done = 0; done < tokens.size();) {
+        const int32_t nb = std::min<int32_t>(n_batch_, int32_t(tokens.size() - done));
+        const int32_t pos0 = int32_t(cached_.size());
+        kv_->reserve(pos0 + nb);
+        ForwardBatch batch{tokens.data() + done, nb, pos0, true};
+        forward_(backend_, c, weights_, *kv_, buffers_, batch);
+        backend_.read(buffers_.logits.rows(0, nb), out.data() + done * size_t(c.n_vocab));
+        cached_.insert(cached_.end(), tokens.begin() + long(done), tokens.begin() + long(done) + nb);
+        kv_->set_n_tokens(int32_t(cached_.size()));
+        done += size_t(nb);
+    }
+    return out;
+}
+
+GenerateResult Session::generate(const std::vector<int32_t>& prompt, const LiveSamplingParams& live,
+                                 Observer* observer) {
+    GenerateResult result;
+    stop_requested_.store(false);
+    const auto t_start = Clock::now();
+    const Tokenizer& tok = model_.tokenizer();
+    const int32_t n_vocab = model_.config().n_vocab;
+    try {
+        if (prompt.empty()) throw Error("the prompt is empty");
+        if (int32_t(prompt.size()) >= n_ctx_)
+            throw Error("the prompt is " + std::to_string(prompt.size()) + " tokens but the context holds " +
+                        std::to_string(n_ctx_) + " (including the reply): shorten it or raise the context size");
+
+        // Reuse the cached prefix; at least the last prompt token is evaluated again for its logits.
+        size_t common = 0;
+        while (common < cached_.size() && common < prompt.size() && cached_[common] == prompt[common]) ++common;
+        common = std::min(common, prompt.size() - 1);
+        truncate(int32_t(common));
+        result.timings.n_reused = int32_t(common);
+
+        SamplingParams params = live.get();
+        SamplerChain chain(params);
+        result.seed = chain.seed_in_use();
+        for (int32_t t : prompt) chain.accept(t);
+
+        const auto t_prefill = Clock::now();
+        const std::vector<float>* logits = &append(prompt.data() + common, int32_t(prompt.size() - common));
+        result.timings.prefill_ms = ms_since(t_prefill);
+        result.timings.n_prefill = int32_t(prompt.size() - common);
+        if (observer) observer->on_kv_cache(kv_->stats());
+
+        StopStringMatcher stops(params.stop);
+        StreamDecoder decoder(tok);
+        const auto t_decode = Clock::now();
+        for (;;) {
+            // Live controls: the settings in force now apply to this very token.
+            const SamplingParams now = live.get();
+            chain.set_params(now);
+            const int32_t id = chain.sample(logits->data(), n_vocab);
+            if (result.tokens.empty()) result.timings.ttft_ms = ms_since(t_start);
+            if (tok.is_eog(id)) {
+                result.reason = StopReason::EOS;
+                break;
+            }
+            chain.accept(id);
+            result.tokens.push_back(id);
+            const std::string shown = stops.push(decoder.push(id));
+            result.text += shown;
+            if (observer) {
+                const CandidateSet& final_set = chain.last_candidates();
+                const float p = final_set.data[size_t(final_set.selected)].p;
+                observer->on_token({int32_t(result.tokens.size() - 1), id, shown, p});
+            }
+            if (stops.matched()) {
+                result.reason = StopReason::STOP_STRING;
+                break;
+            }
+            if (int32_t(result.tokens.size()) >= now.max_tokens) {
+                result.reason = StopReason::MAX_TOKENS;
+                break;
+            }
+            if (stop_requested_.load()) {
+                result.reason = StopReason::STOPPED;
+                break;
+            }
+            if (int32_t(cached_.size()) + 1 > n_ctx_) {
+                result.reason = StopReason::CONTEXT_FULL;
+                break;
+            }
+            logits = &append(&id, 1);
+            ++result.timings.n_decode;
+            if (observer) observer->on_kv_cache(kv_->stats());
+        }
+        result.timings.decode_ms = ms_since(t_decode);
+        if (result.reason != StopReason::STOP_STRING) result.text += stops.flush() + decoder.flush();
+    } catch (const std::exception& e) {
+        result.reason = StopReason::ERROR;
+        result.error = e.what();
+    }
+    if (observer) observer->on_timing(result.timings);
+    return result;
+}
+
+}  // namespace wb

@@ -1,0 +1,103 @@
+#pragma once
+// A Session is one conversation with a model on a backend: it owns the KV cache and the token history,
+// runs prefill and decode, samples, detokenizes and decides when a reply ends.
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "engine/backend.h"
+#include "engine/model.h"
+#include "engine/observer.h"
+#include "model/forward.h"
+#include "sampling/sampling_params.h"
+
+namespace wb {
+
+enum class StopReason { NONE, EOS, STOP_STRING, MAX_TOKENS, CONTEXT_FULL, STOPPED, ERROR };
+const char* stop_reason_name(StopReason r);  // "eos", "stop_string", ...
+
+// Sampling settings that another thread (the GUI) may change while a reply is generated; the session
+// reads a copy before every token.
+class LiveSamplingParams {
+public:
+    explicit LiveSamplingParams(const SamplingParams& p = {}) : params_(p) {}
+    void set(const SamplingParams& p) {
+        std::lock_guard<std::mutex> lock(mutex_);
+        params_ = p;
+    }
+    SamplingParams get() const {
+        std::lock_guard<std::mutex> lock(mutex_);
+        return params_;
+    }
+
+private:
+    mutable std::mutex mutex_;
+    SamplingParams params_;
+};
+
+struct SessionOptions {
+    int32_t n_ctx = 0;      // context size in tokens; 0 = min(model's training context, 4096)
+    int32_t n_batch = 256;  // prompt tokens per forward pass during prefill
+};
+
+struct GenerateResult {
+    std::vector<int32_t> tokens;  // generated ids (an end-of-generation token is not included)
+    std::string text;             // their text, without a matched stop string
+    StopReason reason = StopReason::NONE;
+    std::string error;            // when reason == ERROR
+    Timings timings;
+    uint64_t seed = 0;            // seed the sampler used
+};
+
+class Session {
+public:
+    Session(const Model& model, Backend& backend, const SessionOptions& options = {});
+    ~Session();
+    Session(const Session&) = delete;
+    Session& operator=(const Session&) = delete;
+
+    // Continues the conversation so that the context becomes `prompt` followed by the reply. The longest
+    // prefix of `prompt` already in the cache is reused; the rest is prefilled in batches. Errors (an
+    // over-long prompt, a backend failure) end the reply with reason ERROR and a message.
+    GenerateResult generate(const std::vector<int32_t>& prompt, const LiveSamplingParams& params,
+                            Observer* observer = nullptr);
+
+    // Appends tokens to the context and runs them through the model in batches of n_batch; returns
+    // the logits after the last one ([n_vocab], valid until the next call). wb::Error when the context
+    // cannot hold them. generate() is built on this; benchmarks and tools use it directly.
+    const std::vector<float>& append(const int32_t* tokens, int32_t n);
+
+    // Teacher forcing from an empty cache: logits of every position, [tokens.size()][n_vocab].
+    std::vector<float> evaluate(const std::vector<int32_t>& tokens);
+
+    // Asks a running generate() to end after the current token; callable from any thread.
+    void stop() { stop_requested_.store(true); }
+    // Drops everything after the first n tokens of the context (regenerate, edit and resend).
+    void truncate(int32_t n);
+    // Forgets the conversation (new chat).
+    void reset() { truncate(0); }
+
+    const std::vector<int32_t>& context_tokens() const { return cached_; }  // tokens whose K/V are cached
+    int32_t n_ctx() const { return n_ctx_; }
+    KvStats kv_stats() const { return kv_->stats(); }
+    const Model& model() const { return model_; }
+    Backend& backend() { return backend_; }
+
+private:
+    const Model& model_;
+    Backend& backend_;
+    ModelWeights weights_;  // the model's weights as prepared by this backend
+    ForwardFn forward_;
+    int32_t n_ctx_ = 0;
+    int32_t n_batch_ = 0;
+    std::unique_ptr<KvCache> kv_;
+    ForwardBuffers buffers_;
+    std::vector<int32_t> cached_;
+    std::vector<float> last_logits_;
+    std::atomic<bool> stop_requested_{false};
+};
+
+}  // namespace wb

@@ -1,0 +1,38 @@
+#include "engine/stop_strings.h"
+
+#include <algorithm>
+
+namespace wb {
+
+std::string StopStringMatcher::push(const std::string& text) {
+    if (matched_) return {};
+    held_ += text;
+    size_t cut = std::string::npos;
+    for (const auto& s : stops_)
+        if (!s.empty()) cut = std::min(cut, held_.find(s));
+    if (cut != std::string::npos) {
+        matched_ = true;
+        std::string out = held_.substr(0, cut);
+        held_.clear();
+        return out;
+    }
+    // Keep the longest tail of held_ that is a proper prefix of some stop string.
+    size_t keep = 0;
+    for (const auto& s : stops_)
+        for (size_t n = std::min(s.size() - (s.empty() ? 0 : 1), held_.size()); n > keep; --n)
+            if (held_.compare(held_.size() - n, n, s, 0, n) == 0) {
+                keep = n;
+                break;
+            }
+    std::string out = held_.substr(0, held_.size() - keep);
+    held_.erase(0, held_.size() - keep);
+    return out;
+}
+
+std::string StopStringMatcher::flush() {
+    std::string out;
+    out.swap(held_);
+    return out;
+}
+
+}  // namespace wb

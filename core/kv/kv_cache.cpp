@@ -1,0 +1,92 @@
+#include "kv/kv_cache.h"
+
+#include "util/error.h"
+
+namespace wb {
+
+const char* kv_type_name(KvType t) {
+    switch (t) {
+        case KvType::F16: return "f16";
+    }
+    return "?";
+}
+
+size_t kv_type_bytes(KvType t) {
+    switch (t) {
+        case KvType::F16: return 2;
+    }
+    return 0;
+}
+
+KvCache::KvCache(const KvCacheConfig& config, KvAllocator& allocator) : config_(config), allocator_(allocator) {
+    if (config_.n_layer <= 0 || config_.n_head_kv <= 0 || config_.head_dim <= 0 || config_.n_ctx <= 0 ||
+        config_.block_tokens <= 0)
+        throw Error("KV cache: invalid configuration");
+    config_.layer_is_swa.resize(size_t(config_.n_layer), false);
+    blocks_.resize(size_t(config_.n_layer));
+}
+
+KvCache::~KvCache() { truncate(0); }
+
+void KvCache::reserve(int32_t n) {
+    if (n > config_.n_ctx)
+        throw Error("context full: " + std::to_string(n) + " positions needed, the context holds " +
+                    std::to_string(config_.n_ctx));
+    const size_t n_blocks = size_t((n + config_.block_tokens - 1) / config_.block_tokens);
+    for (auto& layer : blocks_) {
+        while (layer.size() < n_blocks) {
+            void* p = allocator_.kv_alloc(block_bytes());
+            if (!p) throw Error("KV cache: out of memory allocating " + std::to_string(block_bytes()) + " bytes");
+            layer.push_back(p);
+        }
+    }
+}
+
+void KvCache::set_n_tokens(int32_t n) {
+    if (n < 0 || n > int32_t(blocks_.empty() ? 0 : blocks_[0].size()) * config_.block_tokens)
+        throw Error("KV cache: set_n_tokens beyond the reserved blocks");
+    n_tokens_ = n;
+}
+
+void KvCache::truncate(int32_t n) {
+    if (n < 0) n = 0;
+    if (n < n_tokens_) n_tokens_ = n;
+    const size_t keep = size_t((n + config_.block_tokens - 1) / config_.block_tokens);
+    for (auto& layer : blocks_) {
+        while (layer.size() > keep) {
+            allocator_.kv_free(layer.back());
+            layer.pop_back();
+        }
+    }
+}
+
+void* KvCache::k_row(int32_t il, int32_t pos) const {
+    auto* block = static_cast<uint8_t*>(blocks_[size_t(il)][size_t(pos / config_.block_tokens)]);
+    return block + size_t(pos % config_.block_tokens) * row_bytes();
+}
+
+void* KvCache::v_row(int32_t il, int32_t pos) const {
+    auto* block = static_cast<uint8_t*>(blocks_[size_t(il)][size_t(pos / config_.block_tokens)]);
+    return block + (size_t(config_.block_tokens) + size_t(pos % config_.block_tokens)) * row_bytes();
+}
+
+KvStats KvCache::stats() const {
+    KvStats s;
+    s.n_tokens = n_tokens_;
+    s.capacity = config_.n_ctx;
+    s.block_tokens = config_.block_tokens;
+    s.type = config_.type;
+    for (int32_t il = 0; il < config_.n_layer; ++il) {
+        KvLayerStats l;
+        l.tokens = n_tokens_;
+        l.bytes_used = uint64_t(n_tokens_) * 2 * row_bytes();
+        l.bytes_reserved = uint64_t(blocks_[size_t(il)].size()) * block_bytes();
+        l.sliding_window = config_.layer_is_swa[size_t(il)];
+        s.bytes_used += l.bytes_used;
+        s.bytes_reserved += l.bytes_reserved;
+        s.layers.push_back(l);
+    }
+    return s;
+}
+
+}  // namespace wb

@@ -1,0 +1,58 @@
+// The `llama` architecture (Llama 1/2/3, SmolLM2, Mistral-style dense models):
+// pre-norm blocks of grouped-query attention with NORMAL RoPE and a SwiGLU feed-forward network.
+#include "model/forward.h"
+#include "model/weights.h"
+
+namespace wb {
+
+void forward_llama(Backend& be, const ModelConfig& c, const ModelWeights& w, KvCache& kv, ForwardBuffers& b,
+                   const ForwardBatch& batch) {
+    const int32_t n = batch.n;
+    for (int32_t i = 0; i < n; ++i) b.positions[size_t(i)] = batch.pos0 + i;
+
+    Tensor x = b.x.rows(0, n), xn = b.xn.rows(0, n), q = b.q.rows(0, n), k = b.k.rows(0, n), v = b.v.rows(0, n);
+    Tensor attn = b.attn.rows(0, n), proj = b.proj.rows(0, n), gate = b.gate.rows(0, n), up = b.up.rows(0, n);
+
+    const RopeParams rope_q{c.n_head, c.head_dim, c.n_rot, c.rope_base, c.rope_freq_scale, c.rope_mode};
+    const RopeParams rope_k{c.n_head_kv, c.head_dim, c.n_rot, c.rope_base, c.rope_freq_scale, c.rope_mode};
+    const AttentionParams ap{c.n_head, c.n_head_kv, c.head_dim, c.attn_scale, 0};
+
+    // x = token_embd[tokens]
+    be.embed(w.token_embd, batch.tokens, n, c.embd_scale, x);
+
+    for (int32_t il = 0; il < c.n_layer; ++il) {
+        const LayerWeights& l = w.layers[size_t(il)];
+
+        // attention block: xn = rmsnorm(x) * attn_norm; q, k, v projections
+        be.rms_norm(x, l.attn_norm, c.norm_eps, c.n_embd, xn);
+        be.matmul(l.attn_q, xn, q);
+        be.matmul(l.attn_k, xn, k);
+        be.matmul(l.attn_v, xn, v);
+        // rotate q and k by their positions, then save k and v at those positions
+        be.rope(q, rope_q, b.positions.data());
+        be.rope(k, rope_k, b.positions.data());
+        be.kv_store(kv, il, k, v, batch.pos0);
+        // causal grouped-query attention over everything cached so far
+        be.attention(q, kv, il, batch.pos0, ap, attn);
+        // x = x + Wo attn
+        be.matmul(l.attn_output, attn, proj);
+        be.add(x, proj);
+
+        // feed-forward block: x = x + W_down (silu(W_gate xn) * W_up xn), xn = rmsnorm(x) * ffn_norm
+        be.rms_norm(x, l.ffn_norm, c.norm_eps, c.n_embd, xn);
+        be.matmul(l.ffn_gate, xn, gate);
+        be.matmul(l.ffn_up, xn, up);
+        be.glu(gate, up, c.ffn_act, gate);
+        be.matmul(l.ffn_down, gate, proj);
+        be.add(x, proj);
+    }
+
+    // Only the rows whose logits are wanted go through the final norm and the (large) output matrix.
+    const int32_t first = batch.all_logits ? 0 : n - 1;
+    const int32_t n_out = n - first;
+    Tensor xl = x.rows(first, n_out), xnl = xn.rows(0, n_out), logits = b.logits.rows(0, n_out);
+    be.rms_norm(xl, w.output_norm, c.norm_eps, c.n_embd, xnl);
+    be.matmul(w.output, xnl, logits);
+}
+
+}  // namespace wb

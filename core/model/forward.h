@@ -1,0 +1,49 @@
+#pragma once
+// One forward pass per architecture, each in its own file (arch_<name>.cpp), written against Backend.
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "engine/backend.h"
+
+namespace wb {
+
+struct ModelWeights;
+
+// Scratch activations for batches of up to max_batch tokens, allocated once per session.
+struct ForwardBuffers {
+    int32_t max_batch = 0;
+    Tensor x;       // [max_batch, n_embd]   residual stream
+    Tensor xn;      // [max_batch, n_embd]   normalised input of a sub-layer
+    Tensor q;       // [max_batch, q_dim]
+    Tensor k;       // [max_batch, kv_dim]
+    Tensor v;       // [max_batch, kv_dim]
+    Tensor attn;    // [max_batch, q_dim]    attention output, heads concatenated
+    Tensor proj;    // [max_batch, n_embd]   output projection of a sub-layer
+    Tensor gate;    // [max_batch, n_ff]
+    Tensor up;      // [max_batch, n_ff]
+    Tensor logits;  // [max_batch, n_vocab]
+    std::vector<int32_t> positions;  // host: positions of the batch's tokens
+
+    void allocate(Backend& backend, const ModelConfig& c, int32_t max_batch);
+    void release(Backend& backend);
+};
+
+struct ForwardBatch {
+    const int32_t* tokens = nullptr;  // host
+    int32_t n = 0;                    // tokens in the batch (<= max_batch)
+    int32_t pos0 = 0;                 // position of the first token (= tokens already in the cache)
+    bool all_logits = false;          // logits for every token (teacher forcing) or only the last
+};
+
+// Runs the batch through the model: stores its K/V in every layer of the cache (blocks must be
+// reserved for positions < pos0 + n) and leaves the logits in buffers.logits (rows: n or 1).
+using ForwardFn = void (*)(Backend& backend, const ModelConfig& config, const ModelWeights& weights, KvCache& kv,
+                           ForwardBuffers& buffers, const ForwardBatch& batch);
+
+ForwardFn forward_function(const std::string& arch);
+
+void forward_llama(Backend& backend, const ModelConfig& config, const ModelWeights& weights, KvCache& kv,
+                   ForwardBuffers& buffers, const ForwardBatch& batch);
+
+}  // namespace wb

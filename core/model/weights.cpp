@@ -1,0 +1,100 @@
+#include "model/weights.h"
+
+#include <set>
+
+#include "gguf/gguf_file.h"
+#include "model/model_config.h"
+#include "util/error.h"
+
+namespace wb {
+
+namespace {
+
+std::string shape_str(int64_t a, int64_t b) {
+    return b == 1 ? "[" + std::to_string(a) + "]" : "[" + std::to_string(a) + ", " + std::to_string(b) + "]";
+}
+
+Weight make_weight(const GgufTensor& t) {
+    Weight w;
+    w.src = &t;
+    w.type = t.type;
+    w.n_in = t.ne[0];
+    w.n_out = t.ne[1];
+    w.host = t.data;
+    return w;
+}
+
+// Binds one tensor; n_out == 1 means a vector. Optional tensors that are absent give an empty Weight.
+Weight bind(const GgufFile& f, const std::string& name, int64_t n_in, int64_t n_out, bool required = true) {
+    const GgufTensor* t = f.find_tensor(name);
+    if (!t) {
+        if (required) throw Error("model file is missing tensor '" + name + "'");
+        return {};
+    }
+    const GgmlTypeTraits tr = ggml_type_traits(t->type);
+    if (!tr.supported)
+        throw Error("unsupported tensor type " + ggml_type_name(t->type) + " (" + std::to_string(uint32_t(t->type)) +
+                    ") in '" + name + "'");
+    if (t->ne[0] != n_in || t->ne[1] != n_out || t->ne[2] != 1 || t->ne[3] != 1)
+        throw Error("tensor '" + name + "' has shape " + shape_str(t->ne[0], t->ne[1]) + ", expected " +
+                    shape_str(n_in, n_out));
+    // Norm gains are used element by element on every token; only float types make sense there.
+    if (n_out == 1 && t->type != GgmlType::F32)
+        throw Error("tensor '" + name + "' is a norm vector of type " + ggml_type_name(t->type) + "; expected F32");
+    return make_weight(*t);
+}
+
+std::string blk(int il, const char* what) { return "blk." + std::to_string(il) + "." + what + ".weight"; }
+
+}  // namespace
+
+std::vector<Weight*> ModelWeights::all() {
+    std::vector<Weight*> out = {&token_embd, &output_norm, &output};
+    for (auto& l : layers)
+        for (Weight* w : {&l.attn_norm, &l.attn_q, &l.attn_k, &l.attn_v, &l.attn_output, &l.attn_q_norm, &l.attn_k_norm,
+                          &l.post_attention_norm, &l.ffn_norm, &l.ffn_gate, &l.ffn_up, &l.ffn_down, &l.post_ffw_norm})
+            out.push_back(w);
+    return out;
+}
+
+std::vector<const Weight*> ModelWeights::all() const {
+    std::vector<const Weight*> out;
+    for (Weight* w : const_cast<ModelWeights*>(this)->all()) out.push_back(w);  // same list, read-only
+    return out;
+}
+
+uint64_t ModelWeights::total_bytes() const {
+    std::set<const GgufTensor*> seen;
+    uint64_t total = 0;
+    for (const Weight* w : all())
+        if (w->src && seen.insert(w->src).second) total += w->src->n_bytes;
+    return total;
+}
+
+ModelWeights bind_weights(const GgufFile& f, const ModelConfig& c) {
+    ModelWeights w;
+    w.token_embd = bind(f, "token_embd.weight", c.n_embd, c.n_vocab);
+    w.output_norm = bind(f, "output_norm.weight", c.n_embd, 1);
+    w.output = c.tied_output ? w.token_embd : bind(f, "output.weight", c.n_embd, c.n_vocab);
+    const bool gemma = c.arch == "gemma3";
+    w.layers.resize(size_t(c.n_layer));
+    for (int il = 0; il < c.n_layer; ++il) {
+        LayerWeights& l = w.layers[size_t(il)];
+        l.attn_norm = bind(f, blk(il, "attn_norm"), c.n_embd, 1);
+        l.attn_q = bind(f, blk(il, "attn_q"), c.n_embd, c.q_dim());
+        l.attn_k = bind(f, blk(il, "attn_k"), c.n_embd, c.kv_dim());
+        l.attn_v = bind(f, blk(il, "attn_v"), c.n_embd, c.v_dim());
+        l.attn_output = bind(f, blk(il, "attn_output"), c.q_dim(), c.n_embd);
+        l.ffn_norm = bind(f, blk(il, "ffn_norm"), c.n_embd, 1);
+        l.ffn_gate = bind(f, blk(il, "ffn_gate"), c.n_embd, c.n_ff);
+        l.ffn_up = bind(f, blk(il, "ffn_up"), c.n_embd, c.n_ff);
+        l.ffn_down = bind(f, blk(il, "ffn_down"), c.n_ff, c.n_embd);
+        l.attn_q_norm = bind(f, blk(il, "attn_q_norm"), c.head_dim, 1, gemma);
+        l.attn_k_norm = bind(f, blk(il, "attn_k_norm"), c.head_dim, 1, gemma);
+        l.post_attention_norm = bind(f, blk(il, "post_attention_norm"), c.n_embd, 1, gemma);
+        l.post_ffw_norm = bind(f, blk(il, "post_ffw_norm"), c.n_embd, 1, gemma);
+    }
+    return w;
+}
+
+}  // namespace wb

@@ -1,0 +1,191 @@
+// Public quant API: argument checks and the choice of kernel family. The kernels themselves live in
+// quant_scalar.cpp (portable) and quant_avx2.cpp (x86-64 with AVX2/FMA/F16C).
+#include "quant/quant.h"
+
+#include <atomic>
+#include <cstring>
+#include <string>
+
+#include "quant/quant_blocks.h"
+#include "quant/quant_internal.h"
+#include "util/error.h"
+
+namespace wb {
+
+namespace {
+
+std::atomic<bool> g_force_scalar{false};
+
+const KernelTable& scalar_table() {
+    static const KernelTable table = scalar_kernels();
+    return table;
+}
+
+// Decided once: the CPU does not change under a running process.
+const KernelTable& best_table() {
+    static const KernelTable table = [] {
+#if defined(WB_QUANT_AVX2)
+        __builtin_cpu_init();
+        if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c"))
+            return avx2_kernels();
+#endif
+        return scalar_kernels();
+    }();
+    return table;
+}
+
+const KernelTable& kernels() {
+    return g_force_scalar.load(std::memory_order_relaxed) ? scalar_table() : best_table();
+}
+
+[[noreturn]] void throw_unsupported(const char* op, GgmlType t) {
+    throw Error(std::string(op) + ": tensor type " + ggml_type_name(t) +
+                " is not supported by the CPU kernels (supported: F32, F16, BF16, Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, "
+                "Q2_K, Q3_K, Q4_K, Q5_K, Q6_K)");
+}
+
+// A row must hold whole blocks: a partial block would read or write past the end of the row.
+void check_length(const char* op, GgmlType t, int64_t n) {
+    const int64_t block = ggml_type_traits(t).block_elems;
+    if (n >= 0 && block > 0 && n % block == 0) return;
+    throw Error(std::string(op) + ": a row of " + std::to_string(n) + " elements is not a whole number of " +
+                ggml_type_name(t) + " blocks (" + std::to_string(block) + " elements each)");
+}
+
+using RowFromFloatFn = void (*)(const float* x, void* dst, int64_t n);
+using RowToFloatFn = void (*)(const void* src, float* y, int64_t n);
+
+template <class Block, int Elems>
+void dequantize_blocks(const void* src, float* y, int64_t n) {
+    const auto* b = static_cast<const Block*>(src);
+    for (int64_t i = 0; i < n / Elems; ++i) dequantize_block(b[i], y + i * Elems);
+}
+
+void f32_to_f32(const void* src, float* y, int64_t n) { std::memcpy(y, src, size_t(n) * sizeof(float)); }
+void f16_to_f32(const void* src, float* y, int64_t n) { kernels().f16_to_f32(static_cast<const uint16_t*>(src), y, n); }
+void bf16_to_f32_row(const void* src, float* y, int64_t n) {
+    const auto* b = static_cast<const uint16_t*>(src);
+    for (int64_t i = 0; i < n; ++i) y[i] = bf16_to_f32(b[i]);
+}
+
+// Q8_1 and Q8_K are activation types, not weight types; dequantizing them serves tests that check the
+// dot kernels against plain float math.
+RowToFloatFn dequantizer(GgmlType t) {
+    switch (t) {
+        case GgmlType::F32: return f32_to_f32;
+        case GgmlType::F16: return f16_to_f32;
+        case GgmlType::BF16: return bf16_to_f32_row;
+        case GgmlType::Q4_0: return dequantize_blocks<BlockQ4_0, kQK>;
+        case GgmlType::Q4_1: return dequantize_blocks<BlockQ4_1, kQK>;
+        case GgmlType::Q5_0: return dequantize_blocks<BlockQ5_0, kQK>;
+        case GgmlType::Q5_1: return dequantize_blocks<BlockQ5_1, kQK>;
+        case GgmlType::Q8_0: return dequantize_blocks<BlockQ8_0, kQK>;
+        case GgmlType::Q8_1: return dequantize_blocks<BlockQ8_1, kQK>;
+        case GgmlType::Q2_K: return dequantize_blocks<BlockQ2_K, kQKK>;
+        case GgmlType::Q3_K: return dequantize_blocks<BlockQ3_K, kQKK>;
+        case GgmlType::Q4_K: return dequantize_blocks<BlockQ4_K, kQKK>;
+        case GgmlType::Q5_K: return dequantize_blocks<BlockQ5_K, kQKK>;
+        case GgmlType::Q6_K: return dequantize_blocks<BlockQ6_K, kQKK>;
+        case GgmlType::Q8_K: return dequantize_blocks<BlockQ8_K, kQKK>;
+        default: return nullptr;
+    }
+}
+
+void f32_from_f32(const float* x, void* dst, int64_t n) { std::memcpy(dst, x, size_t(n) * sizeof(float)); }
+void f16_from_f32(const float* x, void* dst, int64_t n) { kernels().f32_to_f16(x, static_cast<uint16_t*>(dst), n); }
+void bf16_from_f32(const float* x, void* dst, int64_t n) {
+    auto* b = static_cast<uint16_t*>(dst);
+    for (int64_t i = 0; i < n; ++i) b[i] = f32_to_bf16(x[i]);
+}
+
+RowFromFloatFn quantizer(GgmlType t) {
+    switch (t) {
+        case GgmlType::F32: return f32_from_f32;
+        case GgmlType::F16: return f16_from_f32;
+        case GgmlType::BF16: return bf16_from_f32;
+        case GgmlType::Q4_0: return quantize_row_q4_0;
+        case GgmlType::Q4_1: return quantize_row_q4_1;
+        case GgmlType::Q5_0: return quantize_row_q5_0;
+        case GgmlType::Q5_1: return quantize_row_q5_1;
+        case GgmlType::Q8_0: return quantize_row_q8_0;
+        case GgmlType::Q8_1: return quantize_row_q8_1;
+        case GgmlType::Q8_K: return quantize_row_q8_k;
+        default: return nullptr;
+    }
+}
+
+VecDotFn dot_kernel(GgmlType t) {
+    const uint32_t id = uint32_t(t);
+    const VecDotFn fn = id < uint32_t(kKernelSlots) ? kernels().dot[id] : nullptr;
+    if (!fn) throw_unsupported("vec_dot", t);
+    return fn;
+}
+
+}  // namespace
+
+void dequantize_row(GgmlType t, const void* src, float* y, int64_t n) {
+    const RowToFloatFn fn = dequantizer(t);
+    if (!fn) throw_unsupported("dequantize_row", t);
+    check_length("dequantize_row", t, n);
+    fn(src, y, n);
+}
+
+GgmlType vec_dot_type(GgmlType weight_type) {
+    switch (weight_type) {
+        case GgmlType::F32:
+        case GgmlType::F16:
+        case GgmlType::BF16: return GgmlType::F32;
+        case GgmlType::Q4_0:
+        case GgmlType::Q5_0:
+        case GgmlType::Q8_0: return GgmlType::Q8_0;
+        case GgmlType::Q4_1:
+        case GgmlType::Q5_1: return GgmlType::Q8_1;
+        case GgmlType::Q2_K:
+        case GgmlType::Q3_K:
+        case GgmlType::Q4_K:
+        case GgmlType::Q5_K:
+        case GgmlType::Q6_K: return GgmlType::Q8_K;
+        default: throw_unsupported("vec_dot_type", weight_type);
+    }
+}
+
+size_t activation_row_bytes(GgmlType weight_type, int64_t n) {
+    const GgmlType act = vec_dot_type(weight_type);
+    check_length("activation_row_bytes", act, n);
+    return ggml_row_bytes(act, n);
+}
+
+void quantize_activations(GgmlType weight_type, const float* x, void* dst, int64_t n) {
+    const GgmlType act = vec_dot_type(weight_type);
+    check_length("quantize_activations", act, n);
+    quantizer(act)(x, dst, n);
+}
+
+float vec_dot(GgmlType weight_type, int64_t n, const void* w_row, const void* x_prepared) {
+    const VecDotFn fn = dot_kernel(weight_type);
+    check_length("vec_dot", weight_type, n);
+    return fn(n, w_row, x_prepared);
+}
+
+void vec_dot_rows(GgmlType weight_type, int64_t n, const void* w, size_t w_row_stride, int64_t n_rows,
+                  const void* x_prepared, float* out) {
+    const VecDotFn fn = dot_kernel(weight_type);
+    check_length("vec_dot_rows", weight_type, n);
+    const auto* row = static_cast<const uint8_t*>(w);
+    for (int64_t r = 0; r < n_rows; ++r) out[r] = fn(n, row + size_t(r) * w_row_stride, x_prepared);
+}
+
+void quantize_row(GgmlType t, const float* x, void* dst, int64_t n) {
+    const RowFromFloatFn fn = quantizer(t);
+    if (!fn)
+        throw Error("quantize_row: no quantizer for tensor type " + ggml_type_name(t) +
+                    " (available: F32, F16, BF16, Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q8_1, Q8_K)");
+    check_length("quantize_row", t, n);
+    fn(x, dst, n);
+}
+
+const char* quant_kernel_name() { return kernels().name; }
+
+void quant_force_scalar(bool on) { g_force_scalar.store(on, std::memory_order_relaxed); }
+
+}  // namespace wb

@@ -1,0 +1,50 @@
+#pragma once
+// Row-level kernels for every weight type WhiteBox computes with (CPU).
+//
+// A matmul row is dot(weight_row, activations). Like llama.cpp, quantized weight types do not dot with
+// float activations directly: the activation row is first quantized once into the type's "vec_dot
+// type" (Q8_0, Q8_1 or Q8_K), so the inner loop is an integer dot product. Float weight types dot with
+// F32 activations as they are.
+//
+// Kernels are chosen at run time: AVX2+FMA(+F16C) when the CPU has them, portable scalar code otherwise.
+//
+// Every function throws wb::Error naming the type when given a type it has no kernel for, or a row
+// length that is not a whole number of blocks.
+#include <cstddef>
+#include <cstdint>
+
+#include "gguf/ggml_type.h"
+
+namespace wb {
+
+// y[0..n) = the n values of a row in type t. n must be a multiple of the type's block size.
+// Besides the weight types this accepts the activation types Q8_1 and Q8_K (used by tests).
+void dequantize_row(GgmlType t, const void* src, float* y, int64_t n);
+
+// Type the activations are converted to before dotting with weights of type t (F32 for float types).
+GgmlType vec_dot_type(GgmlType weight_type);
+
+// Bytes needed to hold n activations converted to vec_dot_type(weight_type).
+size_t activation_row_bytes(GgmlType weight_type, int64_t n);
+
+// Converts n float activations into vec_dot_type(weight_type) (a plain copy for F32).
+void quantize_activations(GgmlType weight_type, const float* x, void* dst, int64_t n);
+
+// dot(weight row of type t, activations prepared by quantize_activations for t), n elements.
+float vec_dot(GgmlType weight_type, int64_t n, const void* w_row, const void* x_prepared);
+
+// out[r] = vec_dot(weight_type, n, w + r * w_row_stride, x_prepared) for r in [0, n_rows): a run of
+// consecutive matrix rows against one activation row. The matmul's inner loop: the kernel is looked up
+// and the arguments checked once per run instead of once per row.
+void vec_dot_rows(GgmlType weight_type, int64_t n, const void* w, size_t w_row_stride, int64_t n_rows,
+                  const void* x_prepared, float* out);
+
+// Plain quantizers (reference, round-to-nearest) for building test data and random-weight models.
+// Supported for F32, F16, BF16, Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q8_1, Q8_K; K-quant weights are
+// written by tests block by block.
+void quantize_row(GgmlType t, const float* x, void* dst, int64_t n);
+
+// Name of the kernel family in use ("avx2" or "scalar"), for bench output.
+const char* quant_kernel_name();
+
+}  // namespace wb

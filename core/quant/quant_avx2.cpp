@@ -1,0 +1,351 @@
+// AVX2 + FMA + F16C kernels. The only file built with -mavx2 -mfma -mf16c: nothing here may run before
+// quant.cpp has checked the CPU, so it only hands out function pointers.
+//
+// Integer blocks all follow one pattern: bring the weights to 32 bytes holding one value each, as
+// unsigned bytes where possible (_mm256_maddubs_epi16 multiplies unsigned by signed), pair-sum to
+// 16 bits, then to 32 bits with _mm256_madd_epi16 (by ones, or by the sub-block scales for K-quants),
+// convert to float and accumulate with one FMA per block, scaled by d_w*d_x. Offsets that would make
+// the values signed (Q3_K's -4, Q6_K's -32) and the K-quant minimums are applied afterwards from the
+// activation block sums (Q8_K bsums, Q8_1 s).
+#include <immintrin.h>
+
+#include <cstring>
+#include <type_traits>
+
+#include "quant/quant_blocks.h"
+#include "quant/quant_internal.h"
+
+namespace wb {
+
+namespace {
+
+// The per-block functions are passed to dot_blocks as template arguments; GCC does not always inline
+// those, and a call per block (with the accumulators spilled around it) costs more than the block.
+#define WB_INLINE [[gnu::always_inline]] inline
+
+WB_INLINE float fp16(uint16_t h) { return _cvtsh_ss(h); }
+
+WB_INLINE float hsum(__m256 v) {
+    __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+    s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+    s = _mm_add_ss(s, _mm_movehdup_ps(s));
+    return _mm_cvtss_f32(s);
+}
+
+WB_INLINE __m256i load32(const void* p) { return _mm256_loadu_si256(static_cast<const __m256i*>(p)); }
+
+// 16 bytes of packed nibbles -> 32 values in element order (low nibbles are elements 0..15).
+WB_INLINE __m256i unpack_nibbles(const uint8_t* qs) {
+    const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(qs));
+    return _mm256_and_si256(_mm256_set_m128i(_mm_srli_epi16(v, 4), v), _mm256_set1_epi8(0x0F));
+}
+
+// 32 little-endian bits -> 32 bytes, 0xFF where the bit is set.
+WB_INLINE __m256i bits_to_bytes(const uint8_t* p) {
+    uint32_t bits;
+    std::memcpy(&bits, p, sizeof bits);
+    // byte i takes source byte i/8 (shuffles stay within 128-bit lanes, so each lane asks for its pair)
+    const __m256i spread = _mm256_shuffle_epi8(
+        _mm256_set1_epi32(int(bits)), _mm256_set_epi64x(0x0303030303030303, 0x0202020202020202,
+                                                        0x0101010101010101, 0x0000000000000000));
+    const __m256i bit_of_byte = _mm256_set1_epi64x(int64_t(0x8040201008040201));
+    return _mm256_cmpeq_epi8(_mm256_and_si256(spread, bit_of_byte), bit_of_byte);
+}
+
+// Unsigned bytes (< 128) times signed bytes, 8 int32 partial sums. The pair sums cannot saturate:
+// weights are < 64 and activations in [-127, 127].
+WB_INLINE __m256i dot_u8_i8(__m256i u, __m256i s) {
+    return _mm256_madd_epi16(_mm256_maddubs_epi16(u, s), _mm256_set1_epi16(1));
+}
+
+// Signed times signed: move a's sign onto b so maddubs sees |a| (|-128| = 128 as unsigned is fine;
+// b never holds -128 because activations are quantized to [-127, 127]).
+WB_INLINE __m256i dot_i8_i8(__m256i a, __m256i b) {
+    return dot_u8_i8(_mm256_sign_epi8(a, a), _mm256_sign_epi8(b, a));
+}
+
+// ---- legacy 32-blocks ----
+
+// d_a*d_b broadcast, both fp16, with one conversion.
+WB_INLINE __m256 scale_product(uint16_t a, uint16_t b) {
+    const __m128 f = _mm_cvtph_ps(_mm_cvtsi32_si128(int(uint32_t(b) << 16 | a)));
+    return _mm256_broadcastss_ps(_mm_mul_ss(f, _mm_movehdup_ps(f)));
+}
+
+// Q4_1/Q5_1 blocks start with (d, m) and Q8_1 blocks with (d, s): one F16C conversion of those four
+// halves gives [d_w, m, d_x, s], and one multiply gives [d_w*d_x, m*s] (the hot path for Q4_1 models).
+WB_INLINE __m128 q8_1_scales(const void* w_block, const BlockQ8_1& x) {
+    uint32_t dm, ds;
+    std::memcpy(&dm, w_block, sizeof dm);
+    std::memcpy(&ds, &x, sizeof ds);
+    const __m128 f = _mm_cvtph_ps(_mm_cvtsi64_si128(int64_t(uint64_t(ds) << 32 | dm)));
+    return _mm_mul_ps(f, _mm_movehl_ps(f, f));
+}
+
+// Each block function adds d_w*d_x*dot to v and its per-block offset terms (m*s, K-quant minimums,
+// value offsets) to extra.
+struct Acc {
+    __m256 v = _mm256_setzero_ps();
+    float extra = 0.0f;
+};
+
+WB_INLINE void block_q4_0(const BlockQ4_0& w, const BlockQ8_0& x, Acc& acc) {
+    const __m256i q = _mm256_sub_epi8(unpack_nibbles(w.qs), _mm256_set1_epi8(8));
+    const __m256 d = scale_product(w.d, x.d);
+    acc.v = _mm256_fmadd_ps(d, _mm256_cvtepi32_ps(dot_i8_i8(q, load32(x.qs))), acc.v);
+}
+
+WB_INLINE void block_q4_1(const BlockQ4_1& w, const BlockQ8_1& x, Acc& acc) {
+    const __m128 scales = q8_1_scales(&w, x);
+    acc.extra += _mm_cvtss_f32(_mm_movehdup_ps(scales));
+    const __m256 prod = _mm256_cvtepi32_ps(dot_u8_i8(unpack_nibbles(w.qs), load32(x.qs)));
+    acc.v = _mm256_fmadd_ps(_mm256_broadcastss_ps(scales), prod, acc.v);
+}
+
+WB_INLINE void block_q5_0(const BlockQ5_0& w, const BlockQ8_0& x, Acc& acc) {
+    // value - 16 as int8: the nibble when the fifth bit is set, nibble | 0xF0 (= nibble - 16) when not
+    const __m256i high = _mm256_andnot_si256(bits_to_bytes(w.qh), _mm256_set1_epi8(char(0xF0)));
+    const __m256i q = _mm256_or_si256(unpack_nibbles(w.qs), high);
+    const __m256 d = scale_product(w.d, x.d);
+    acc.v = _mm256_fmadd_ps(d, _mm256_cvtepi32_ps(dot_i8_i8(q, load32(x.qs))), acc.v);
+}
+
+WB_INLINE void block_q5_1(const BlockQ5_1& w, const BlockQ8_1& x, Acc& acc) {
+    const __m256i high = _mm256_and_si256(bits_to_bytes(w.qh), _mm256_set1_epi8(0x10));
+    const __m256i q = _mm256_or_si256(unpack_nibbles(w.qs), high);
+    const __m128 scales = q8_1_scales(&w, x);
+    acc.extra += _mm_cvtss_f32(_mm_movehdup_ps(scales));
+    acc.v = _mm256_fmadd_ps(_mm256_broadcastss_ps(scales), _mm256_cvtepi32_ps(dot_u8_i8(q, load32(x.qs))), acc.v);
+}
+
+WB_INLINE void block_q8_0(const BlockQ8_0& w, const BlockQ8_0& x, Acc& acc) {
+    const __m256 d = scale_product(w.d, x.d);
+    acc.v = _mm256_fmadd_ps(d, _mm256_cvtepi32_ps(dot_i8_i8(load32(w.qs), load32(x.qs))), acc.v);
+}
+
+// Two blocks per iteration into independent accumulators, so consecutive FMAs do not wait on each
+// other.
+template <class BW, class BX, void (*Block)(const BW&, const BX&, Acc&)>
+float dot_blocks(int64_t n, const void* w, const void* x) {
+    constexpr int64_t elems = std::is_same_v<BX, BlockQ8_K> ? kQKK : kQK;
+    const auto* bw = static_cast<const BW*>(w);
+    const auto* bx = static_cast<const BX*>(x);
+    const int64_t nb = n / elems;
+    Acc acc0, acc1;
+    int64_t i = 0;
+    for (; i + 1 < nb; i += 2) {
+        Block(bw[i], bx[i], acc0);
+        Block(bw[i + 1], bx[i + 1], acc1);
+    }
+    if (i < nb) Block(bw[i], bx[i], acc0);
+    return hsum(_mm256_add_ps(acc0.v, acc1.v)) + (acc0.extra + acc1.extra);
+}
+
+// ---- K-quants against Q8_K ----
+
+// 16-bit multipliers for one run of 32 values: the first 16 get a, the last 16 get b (the low and
+// high 128-bit lanes of the maddubs result).
+WB_INLINE __m256i scale_pair(int a, int b) { return _mm256_set_m128i(_mm_set1_epi16(short(b)), _mm_set1_epi16(short(a))); }
+
+// sum over a run of 32: scale * q * y, q unsigned bytes, 8 int32 partial sums.
+WB_INLINE __m256i scaled_run(__m256i q, const int8_t* y, __m256i scales) {
+    return _mm256_madd_epi16(_mm256_maddubs_epi16(q, load32(y)), scales);
+}
+
+// sum_k v[k] * bsums[k] over the 16 sub-blocks (v = scales or mins, as int8).
+WB_INLINE int weighted_bsums(const int8_t* v, const int16_t* bsums) {
+    const __m256i prod = _mm256_madd_epi16(_mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(v))),
+                                           _mm256_loadu_si256(reinterpret_cast<const __m256i*>(bsums)));
+    __m128i s = _mm_add_epi32(_mm256_castsi256_si128(prod), _mm256_extracti128_si256(prod, 1));
+    s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0x4E));
+    s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0xB1));
+    return _mm_cvtsi128_si32(s);
+}
+
+WB_INLINE void block_q2_k(const BlockQ2_K& w, const BlockQ8_K& x, Acc& acc) {
+    int8_t scale[16], min[16];
+    for (int k = 0; k < 16; ++k) {
+        scale[k] = int8_t(w.scales[k] & 0xF);
+        min[k] = int8_t(w.scales[k] >> 4);
+    }
+    const __m256i m3 = _mm256_set1_epi8(3);
+    __m256i sumi = _mm256_setzero_si256();
+    for (int h = 0; h < 2; ++h) {
+        const __m256i raw = load32(w.qs + 32 * h);
+        for (int j = 0; j < 4; ++j) {
+            const __m256i q = _mm256_and_si256(_mm256_srli_epi16(raw, 2 * j), m3);
+            const int k = 8 * h + 2 * j;
+            sumi = _mm256_add_epi32(sumi, scaled_run(q, x.qs + 128 * h + 32 * j, scale_pair(scale[k], scale[k + 1])));
+        }
+    }
+    acc.extra -= fp16(w.dmin) * x.d * float(weighted_bsums(min, x.bsums));
+    acc.v = _mm256_fmadd_ps(_mm256_set1_ps(fp16(w.d) * x.d), _mm256_cvtepi32_ps(sumi), acc.v);
+}
+
+// Values are taken as q + 4 in 0..7 (the high-mask bit set means "+4"), the -4 comes off via bsums.
+WB_INLINE void block_q3_k(const BlockQ3_K& w, const BlockQ8_K& x, Acc& acc) {
+    int8_t scale[16];
+    for (int k = 0; k < 16; ++k) scale[k] = int8_t(q3k_scale(k, w.scales));
+    const __m256i m3 = _mm256_set1_epi8(3);
+    const __m256i one = _mm256_set1_epi8(1);
+    const __m256i hmask = load32(w.hmask);
+    __m256i sumi = _mm256_setzero_si256();
+    for (int h = 0; h < 2; ++h) {
+        const __m256i raw = load32(w.qs + 32 * h);
+        for (int j = 0; j < 4; ++j) {
+            const __m256i low = _mm256_and_si256(_mm256_srli_epi16(raw, 2 * j), m3);
+            const __m256i high = _mm256_and_si256(_mm256_srli_epi16(hmask, 4 * h + j), one);
+            const __m256i q = _mm256_or_si256(low, _mm256_slli_epi16(high, 2));
+            const int k = 8 * h + 2 * j;
+            sumi = _mm256_add_epi32(sumi, scaled_run(q, x.qs + 128 * h + 32 * j, scale_pair(scale[k], scale[k + 1])));
+        }
+    }
+    const float d = fp16(w.d) * x.d;
+    acc.extra -= d * float(4 * weighted_bsums(scale, x.bsums));
+    acc.v = _mm256_fmadd_ps(_mm256_set1_ps(d), _mm256_cvtepi32_ps(sumi), acc.v);
+}
+
+// Q4_K/Q5_K minimums: sum_j mn[j] * (activation sum of sub-block j's 32 values).
+WB_INLINE int k4_min_term(const int* mn, const int16_t* bsums) {
+    int s = 0;
+    for (int j = 0; j < 8; ++j) s += mn[j] * (bsums[2 * j] + bsums[2 * j + 1]);
+    return s;
+}
+
+WB_INLINE void block_q4_k(const BlockQ4_K& w, const BlockQ8_K& x, Acc& acc) {
+    int sc[8], mn[8];
+    for (int j = 0; j < 8; ++j) k4_scale_min(j, w.scales, sc[j], mn[j]);
+    const __m256i m4 = _mm256_set1_epi8(0x0F);
+    __m256i sumi = _mm256_setzero_si256();
+    for (int c = 0; c < 4; ++c) {
+        const __m256i raw = load32(w.qs + 32 * c);
+        const __m256i lo = _mm256_and_si256(raw, m4);
+        const __m256i hi = _mm256_and_si256(_mm256_srli_epi16(raw, 4), m4);
+        sumi = _mm256_add_epi32(sumi, scaled_run(lo, x.qs + 64 * c, _mm256_set1_epi16(short(sc[2 * c]))));
+        sumi = _mm256_add_epi32(sumi, scaled_run(hi, x.qs + 64 * c + 32, _mm256_set1_epi16(short(sc[2 * c + 1]))));
+    }
+    acc.extra -= fp16(w.dmin) * x.d * float(k4_min_term(mn, x.bsums));
+    acc.v = _mm256_fmadd_ps(_mm256_set1_ps(fp16(w.d) * x.d), _mm256_cvtepi32_ps(sumi), acc.v);
+}
+
+WB_INLINE void block_q5_k(const BlockQ5_K& w, const BlockQ8_K& x, Acc& acc) {
+    int sc[8], mn[8];
+    for (int j = 0; j < 8; ++j) k4_scale_min(j, w.scales, sc[j], mn[j]);
+    const __m256i m4 = _mm256_set1_epi8(0x0F);
+    const __m256i one = _mm256_set1_epi8(1);
+    const __m256i qh = load32(w.qh);
+    __m256i sumi = _mm256_setzero_si256();
+    for (int c = 0; c < 4; ++c) {
+        const __m256i raw = load32(w.qs + 32 * c);
+        const __m256i hbit_lo = _mm256_and_si256(_mm256_srli_epi16(qh, 2 * c), one);
+        const __m256i hbit_hi = _mm256_and_si256(_mm256_srli_epi16(qh, 2 * c + 1), one);
+        const __m256i lo = _mm256_or_si256(_mm256_and_si256(raw, m4), _mm256_slli_epi16(hbit_lo, 4));
+        const __m256i hi =
+            _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(raw, 4), m4), _mm256_slli_epi16(hbit_hi, 4));
+        sumi = _mm256_add_epi32(sumi, scaled_run(lo, x.qs + 64 * c, _mm256_set1_epi16(short(sc[2 * c]))));
+        sumi = _mm256_add_epi32(sumi, scaled_run(hi, x.qs + 64 * c + 32, _mm256_set1_epi16(short(sc[2 * c + 1]))));
+    }
+    acc.extra -= fp16(w.dmin) * x.d * float(k4_min_term(mn, x.bsums));
+    acc.v = _mm256_fmadd_ps(_mm256_set1_ps(fp16(w.d) * x.d), _mm256_cvtepi32_ps(sumi), acc.v);
+}
+
+// Values are taken unsigned (0..63); the -32 comes off via bsums.
+WB_INLINE void block_q6_k(const BlockQ6_K& w, const BlockQ8_K& x, Acc& acc) {
+    const __m256i m4 = _mm256_set1_epi8(0x0F);
+    const __m256i m3 = _mm256_set1_epi8(3);
+    __m256i sumi = _mm256_setzero_si256();
+    for (int h = 0; h < 2; ++h) {
+        const __m256i l0 = load32(w.ql + 64 * h);
+        const __m256i l1 = load32(w.ql + 64 * h + 32);
+        const __m256i qh = load32(w.qh + 32 * h);
+        const __m256i q[4] = {
+            _mm256_or_si256(_mm256_and_si256(l0, m4), _mm256_slli_epi16(_mm256_and_si256(qh, m3), 4)),
+            _mm256_or_si256(_mm256_and_si256(l1, m4),
+                            _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, 2), m3), 4)),
+            _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l0, 4), m4),
+                            _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, 4), m3), 4)),
+            _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l1, 4), m4),
+                            _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, 6), m3), 4)),
+        };
+        for (int t = 0; t < 4; ++t) {
+            const int k = 8 * h + 2 * t;
+            const __m256i scales = scale_pair(w.scales[k], w.scales[k + 1]);
+            sumi = _mm256_add_epi32(sumi, scaled_run(q[t], x.qs + 128 * h + 32 * t, scales));
+        }
+    }
+    const float d = fp16(w.d) * x.d;
+    acc.extra -= d * float(32 * weighted_bsums(w.scales, x.bsums));
+    acc.v = _mm256_fmadd_ps(_mm256_set1_ps(d), _mm256_cvtepi32_ps(sumi), acc.v);
+}
+
+// ---- float weights against F32 activations ----
+
+WB_INLINE __m256 load8(const float* p) { return _mm256_loadu_ps(p); }
+WB_INLINE __m256 load8(const uint16_t* p) { return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))); }
+
+struct Bf16 {
+    uint16_t bits;
+};
+WB_INLINE __m256 load8(const Bf16* p) {
+    const __m256i wide = _mm256_cvtepu16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+    return _mm256_castsi256_ps(_mm256_slli_epi32(wide, 16));
+}
+
+float to_f32(float v) { return v; }
+float to_f32(uint16_t v) { return fp16(v); }
+float to_f32(Bf16 v) { return bf16_to_f32(v.bits); }
+
+// Four independent accumulators hide the FMA latency; tails go through scalar code.
+template <class T>
+float dot_float(int64_t n, const void* w, const void* x) {
+    const auto* a = static_cast<const T*>(w);
+    const auto* b = static_cast<const float*>(x);
+    __m256 acc[4] = {_mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps()};
+    int64_t i = 0;
+    for (; i + 32 <= n; i += 32)
+        for (int u = 0; u < 4; ++u) acc[u] = _mm256_fmadd_ps(load8(a + i + 8 * u), load8(b + i + 8 * u), acc[u]);
+    for (; i + 8 <= n; i += 8) acc[0] = _mm256_fmadd_ps(load8(a + i), load8(b + i), acc[0]);
+    float sum = hsum(_mm256_add_ps(_mm256_add_ps(acc[0], acc[1]), _mm256_add_ps(acc[2], acc[3])));
+    for (; i < n; ++i) sum += to_f32(a[i]) * b[i];
+    return sum;
+}
+
+void f16_to_f32_row(const uint16_t* x, float* y, int64_t n) {
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8) _mm256_storeu_ps(y + i, load8(x + i));
+    for (; i < n; ++i) y[i] = fp16(x[i]);
+}
+
+void f32_to_f16_row(const float* x, uint16_t* y, int64_t n) {
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        const __m128i h = _mm256_cvtps_ph(_mm256_loadu_ps(x + i), _MM_FROUND_TO_NEAREST_INT);
+        _mm_storeu_si128(reinterpret_cast<__m128i*>(y + i), h);
+    }
+    for (; i < n; ++i) y[i] = _cvtss_sh(x[i], _MM_FROUND_TO_NEAREST_INT);
+}
+
+}  // namespace
+
+KernelTable avx2_kernels() {
+    KernelTable t = scalar_kernels();
+    t.name = "avx2";
+    t.dot[slot(GgmlType::F32)] = dot_float<float>;
+    t.dot[slot(GgmlType::F16)] = dot_float<uint16_t>;
+    t.dot[slot(GgmlType::BF16)] = dot_float<Bf16>;
+    t.dot[slot(GgmlType::Q4_0)] = dot_blocks<BlockQ4_0, BlockQ8_0, block_q4_0>;
+    t.dot[slot(GgmlType::Q4_1)] = dot_blocks<BlockQ4_1, BlockQ8_1, block_q4_1>;
+    t.dot[slot(GgmlType::Q5_0)] = dot_blocks<BlockQ5_0, BlockQ8_0, block_q5_0>;
+    t.dot[slot(GgmlType::Q5_1)] = dot_blocks<BlockQ5_1, BlockQ8_1, block_q5_1>;
+    t.dot[slot(GgmlType::Q8_0)] = dot_blocks<BlockQ8_0, BlockQ8_0, block_q8_0>;
+    t.dot[slot(GgmlType::Q2_K)] = dot_blocks<BlockQ2_K, BlockQ8_K, block_q2_k>;
+    t.dot[slot(GgmlType::Q3_K)] = dot_blocks<BlockQ3_K, BlockQ8_K, block_q3_k>;
+    t.dot[slot(GgmlType::Q4_K)] = dot_blocks<BlockQ4_K, BlockQ8_K, block_q4_k>;
+    t.dot[slot(GgmlType::Q5_K)] = dot_blocks<BlockQ5_K, BlockQ8_K, block_q5_k>;
+    t.dot[slot(GgmlType::Q6_K)] = dot_blocks<BlockQ6_K, BlockQ8_K, block_q6_k>;
+    t.f16_to_f32 = f16_to_f32_row;
+    t.f32_to_f16 = f32_to_f16_row;
+    return t;
+}
+
+}  // namespace wb

@@ -1,0 +1,52 @@
+#pragma once
+// Internal wiring between the public API (quant.cpp) and the kernel families (quant_scalar.cpp,
+// quant_avx2.cpp). Not for use outside core/quant, except tests.
+#include <cstddef>
+#include <cstdint>
+
+#include "gguf/ggml_type.h"
+
+namespace wb {
+
+// One weight row dotted with its prepared activations (see vec_dot in quant.h).
+using VecDotFn = float (*)(int64_t n, const void* w_row, const void* x_prepared);
+using F16ToF32Fn = void (*)(const uint16_t* x, float* y, int64_t n);
+using F32ToF16Fn = void (*)(const float* x, uint16_t* y, int64_t n);
+
+// Slots cover every raw GgmlType value up to BF16 (30), the highest one with kernels.
+constexpr int kKernelSlots = 32;
+constexpr int slot(GgmlType t) { return int(t); }
+
+// One kernel family. F16 row conversion is here too because attention converts its F16 KV cache
+// rows on every token.
+struct KernelTable {
+    const char* name = nullptr;
+    VecDotFn dot[kKernelSlots] = {};  // indexed by slot(weight type); nullptr = no kernel
+    F16ToF32Fn f16_to_f32 = nullptr;
+    F32ToF16Fn f32_to_f16 = nullptr;
+};
+
+// Portable kernels for every supported weight type.
+KernelTable scalar_kernels();
+#if defined(WB_QUANT_AVX2)
+// The scalar table with the entries quant_avx2.cpp provides replaced; only valid to use on a CPU with
+// AVX2, FMA and F16C.
+KernelTable avx2_kernels();
+#endif
+
+// Activation quantizers (shared by both families so AVX2 and scalar dots see identical inputs).
+void quantize_row_q8_0(const float* x, void* dst, int64_t n);
+void quantize_row_q8_1(const float* x, void* dst, int64_t n);
+void quantize_row_q8_k(const float* x, void* dst, int64_t n);
+
+// Reference weight quantizers (llama.cpp's round-to-nearest rules).
+void quantize_row_q4_0(const float* x, void* dst, int64_t n);
+void quantize_row_q4_1(const float* x, void* dst, int64_t n);
+void quantize_row_q5_0(const float* x, void* dst, int64_t n);
+void quantize_row_q5_1(const float* x, void* dst, int64_t n);
+
+// Tests: true makes every dot go through the scalar family, so both families can be compared on one
+// machine. Thread-safe, takes effect on the next call.
+void quant_force_scalar(bool on);
+
+}  // namespace wb

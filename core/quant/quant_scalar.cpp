@@ -1,0 +1,392 @@
+// Portable kernels: the reference every SIMD family is tested against, and the fallback on CPUs
+// without AVX2. Also the quantizers, which both families share.
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+
+#include "quant/quant_blocks.h"
+#include "quant/quant_internal.h"
+
+namespace wb {
+
+namespace {
+
+// ---- legacy 32-blocks: integer dot per block, one float multiply-add per block ----
+
+float dot_q4_0(int64_t n, const void* w, const void* x) {
+    const auto* bw = static_cast<const BlockQ4_0*>(w);
+    const auto* bx = static_cast<const BlockQ8_0*>(x);
+    float sum = 0.0f;
+    for (int64_t i = 0; i < n / kQK; ++i) {
+        int sumi = 0;
+        for (int j = 0; j < 16; ++j) {
+            sumi += ((bw[i].qs[j] & 0xF) - 8) * bx[i].qs[j];
+            sumi += ((bw[i].qs[j] >> 4) - 8) * bx[i].qs[j + 16];
+        }
+        sum += fp16_to_f32(bw[i].d) * fp16_to_f32(bx[i].d) * float(sumi);
+    }
+    return sum;
+}
+
+// sum((d*q + m) * dx*qx) = d*dx*sum(q*qx) + m*s, with s = dx*sum(qx) precomputed in the Q8_1 block.
+float dot_q4_1(int64_t n, const void* w, const void* x) {
+    const auto* bw = static_cast<const BlockQ4_1*>(w);
+    const auto* bx = static_cast<const BlockQ8_1*>(x);
+    float sum = 0.0f;
+    for (int64_t i = 0; i < n / kQK; ++i) {
+        int sumi = 0;
+        for (int j = 0; j < 16; ++j) {
+            sumi += (bw[i].qs[j] & 0xF) * bx[i].qs[j];
+            sumi += (bw[i].qs[j] >> 4) * bx[i].qs[j + 16];
+        }
+        sum += fp16_to_f32(bw[i].d) * fp16_to_f32(bx[i].d) * float(sumi);
+        sum += fp16_to_f32(bw[i].m) * fp16_to_f32(bx[i].s);
+    }
+    return sum;
+}
+
+float dot_q5_0(int64_t n, const void* w, const void* x) {
+    const auto* bw = static_cast<const BlockQ5_0*>(w);
+    const auto* bx = static_cast<const BlockQ8_0*>(x);
+    float sum = 0.0f;
+    for (int64_t i = 0; i < n / kQK; ++i) {
+        const uint32_t h = q5_high_bits(bw[i].qh);
+        int sumi = 0;
+        for (int j = 0; j < kQK; ++j) sumi += (q5_value(bw[i].qs, h, j) - 16) * bx[i].qs[j];
+        sum += fp16_to_f32(bw[i].d) * fp16_to_f32(bx[i].d) * float(sumi);
+    }
+    return sum;
+}
+
+float dot_q5_1(int64_t n, const void* w, const void* x) {
+    const auto* bw = static_cast<const BlockQ5_1*>(w);
+    const auto* bx = static_cast<const BlockQ8_1*>(x);
+    float sum = 0.0f;
+    for (int64_t i = 0; i < n / kQK; ++i) {
+        const uint32_t h = q5_high_bits(bw[i].qh);
+        int sumi = 0;
+        for (int j = 0; j < kQK; ++j) sumi += q5_value(bw[i].qs, h, j) * bx[i].qs[j];
+        sum += fp16_to_f32(bw[i].d) * fp16_to_f32(bx[i].d) * float(sumi);
+        sum += fp16_to_f32(bw[i].m) * fp16_to_f32(bx[i].s);
+    }
+    return sum;
+}
+
+float dot_q8_0(int64_t n, const void* w, const void* x) {
+    const auto* bw = static_cast<const BlockQ8_0*>(w);
+    const auto* bx = static_cast<const BlockQ8_0*>(x);
+    float sum = 0.0f;
+    for (int64_t i = 0; i < n / kQK; ++i) {
+        int sumi = 0;
+        for (int j = 0; j < kQK; ++j) sumi += bw[i].qs[j] * bx[i].qs[j];
+        sum += fp16_to_f32(bw[i].d) * fp16_to_f32(bx[i].d) * float(sumi);
+    }
+    return sum;
+}
+
+// ---- K-quants: every type unpacks to the same shape, value = d*scale[k]*q - dmin*min[k] for the
+// 16 sub-blocks k of 16 elements, so one integer kernel serves all of them ----
+
+struct KUnpacked {
+    float d = 0.0f;
+    float dmin = 0.0f;
+    int8_t q[kQKK];
+    int scale[kQKK / 16];
+    int min[kQKK / 16] = {};
+};
+
+void unpack(const BlockQ2_K& b, KUnpacked& u) {
+    u.d = fp16_to_f32(b.d);
+    u.dmin = fp16_to_f32(b.dmin);
+    for (int k = 0; k < 16; ++k) {
+        u.scale[k] = b.scales[k] & 0xF;
+        u.min[k] = b.scales[k] >> 4;
+    }
+    for (int h = 0; h < 2; ++h)
+        for (int j = 0; j < 4; ++j)
+            for (int l = 0; l < 32; ++l) u.q[128 * h + 32 * j + l] = int8_t((b.qs[32 * h + l] >> (2 * j)) & 3);
+}
+
+void unpack(const BlockQ3_K& b, KUnpacked& u) {
+    u.d = fp16_to_f32(b.d);
+    for (int k = 0; k < 16; ++k) u.scale[k] = q3k_scale(k, b.scales);
+    for (int h = 0; h < 2; ++h) {
+        for (int j = 0; j < 4; ++j) {
+            for (int l = 0; l < 32; ++l) {
+                const int low = (b.qs[32 * h + l] >> (2 * j)) & 3;
+                const bool high = (b.hmask[l] >> (4 * h + j)) & 1;
+                u.q[128 * h + 32 * j + l] = int8_t(low - (high ? 0 : 4));
+            }
+        }
+    }
+}
+
+void unpack(const BlockQ4_K& b, KUnpacked& u) {
+    u.d = fp16_to_f32(b.d);
+    u.dmin = fp16_to_f32(b.dmin);
+    for (int j = 0; j < 8; ++j) {
+        int sc, mn;
+        k4_scale_min(j, b.scales, sc, mn);
+        u.scale[2 * j] = u.scale[2 * j + 1] = sc;
+        u.min[2 * j] = u.min[2 * j + 1] = mn;
+    }
+    for (int c = 0; c < 4; ++c) {
+        for (int l = 0; l < 32; ++l) {
+            u.q[64 * c + l] = int8_t(b.qs[32 * c + l] & 0xF);
+            u.q[64 * c + 32 + l] = int8_t(b.qs[32 * c + l] >> 4);
+        }
+    }
+}
+
+void unpack(const BlockQ5_K& b, KUnpacked& u) {
+    u.d = fp16_to_f32(b.d);
+    u.dmin = fp16_to_f32(b.dmin);
+    for (int j = 0; j < 8; ++j) {
+        int sc, mn;
+        k4_scale_min(j, b.scales, sc, mn);
+        u.scale[2 * j] = u.scale[2 * j + 1] = sc;
+        u.min[2 * j] = u.min[2 * j + 1] = mn;
+    }
+    for (int c = 0; c < 4; ++c) {
+        for (int l = 0; l < 32; ++l) {
+            u.q[64 * c + l] = int8_t((b.qs[32 * c + l] & 0xF) | (((b.qh[l] >> (2 * c)) & 1) << 4));
+            u.q[64 * c + 32 + l] = int8_t((b.qs[32 * c + l] >> 4) | (((b.qh[l] >> (2 * c + 1)) & 1) << 4));
+        }
+    }
+}
+
+void unpack(const BlockQ6_K& b, KUnpacked& u) {
+    u.d = fp16_to_f32(b.d);
+    for (int k = 0; k < 16; ++k) u.scale[k] = b.scales[k];
+    for (int h = 0; h < 2; ++h) {
+        const uint8_t* ql = b.ql + 64 * h;
+        const uint8_t* qh = b.qh + 32 * h;
+        int8_t* q = u.q + 128 * h;
+        for (int l = 0; l < 32; ++l) {
+            q[l] = int8_t(((ql[l] & 0xF) | (((qh[l] >> 0) & 3) << 4)) - 32);
+            q[l + 32] = int8_t(((ql[l + 32] & 0xF) | (((qh[l] >> 2) & 3) << 4)) - 32);
+            q[l + 64] = int8_t(((ql[l] >> 4) | (((qh[l] >> 4) & 3) << 4)) - 32);
+            q[l + 96] = int8_t(((ql[l + 32] >> 4) | (((qh[l] >> 6) & 3) << 4)) - 32);
+        }
+    }
+}
+
+float dot_unpacked(const KUnpacked& u, const BlockQ8_K& x) {
+    int sumi = 0;
+    int summ = 0;  // the min terms only need the sub-block sums of the activations
+    for (int k = 0; k < 16; ++k) {
+        int s = 0;
+        for (int l = 0; l < 16; ++l) s += u.q[16 * k + l] * x.qs[16 * k + l];
+        sumi += u.scale[k] * s;
+        summ += u.min[k] * x.bsums[k];
+    }
+    return x.d * (u.d * float(sumi) - u.dmin * float(summ));
+}
+
+template <class Block>
+float dot_kquant(int64_t n, const void* w, const void* x) {
+    const auto* bw = static_cast<const Block*>(w);
+    const auto* bx = static_cast<const BlockQ8_K*>(x);
+    KUnpacked u;
+    float sum = 0.0f;
+    for (int64_t i = 0; i < n / kQKK; ++i) {
+        unpack(bw[i], u);
+        sum += dot_unpacked(u, bx[i]);
+    }
+    return sum;
+}
+
+// ---- float weights against F32 activations (double accumulation: this is the accuracy reference) ----
+
+float to_f32(float v) { return v; }
+float to_f32_f16(uint16_t v) { return fp16_to_f32(v); }
+float to_f32_bf16(uint16_t v) { return bf16_to_f32(v); }
+
+template <class T, float (*Convert)(T)>
+float dot_float(int64_t n, const void* w, const void* x) {
+    const auto* a = static_cast<const T*>(w);
+    const auto* b = static_cast<const float*>(x);
+    double sum = 0.0;
+    for (int64_t i = 0; i < n; ++i) sum += double(Convert(a[i])) * double(b[i]);
+    return float(sum);
+}
+
+// ---- quantizer helpers ----
+
+float block_amax(const float* x, int count) {
+    float amax = 0.0f;
+    for (int j = 0; j < count; ++j) amax = std::max(amax, std::fabs(x[j]));
+    return amax;
+}
+
+// The value of largest magnitude, sign kept: symmetric 4/5-bit and Q8_K scales are negative
+// multiples of it so that the extreme value lands exactly on the wider negative end of the range.
+float block_signed_max(const float* x, int count) {
+    float amax = 0.0f;
+    float max = 0.0f;
+    for (int j = 0; j < count; ++j) {
+        if (std::fabs(x[j]) > amax) {
+            amax = std::fabs(x[j]);
+            max = x[j];
+        }
+    }
+    return max;
+}
+
+// Q8_0 and Q8_1 share everything but s. Returns the unrounded scale; sum receives sum(qs).
+float quantize_block_q8(const float* x, int8_t* qs, int& sum) {
+    // As llama.cpp: the inverse scale is 127/amax (not 1/d) and rounding is to nearest-even, so the
+    // integer activations, and with them the dot products, come out bit-identical.
+    const float amax = block_amax(x, kQK);
+    const float d = amax / 127.0f;
+    const float id = amax != 0.0f ? 127.0f / amax : 0.0f;
+    sum = 0;
+    for (int j = 0; j < kQK; ++j) {
+        qs[j] = int8_t(std::nearbyint(x[j] * id));
+        sum += qs[j];
+    }
+    return d;
+}
+
+}  // namespace
+
+KernelTable scalar_kernels() {
+    KernelTable t;
+    t.name = "scalar";
+    t.dot[slot(GgmlType::F32)] = dot_float<float, to_f32>;
+    t.dot[slot(GgmlType::F16)] = dot_float<uint16_t, to_f32_f16>;
+    t.dot[slot(GgmlType::BF16)] = dot_float<uint16_t, to_f32_bf16>;
+    t.dot[slot(GgmlType::Q4_0)] = dot_q4_0;
+    t.dot[slot(GgmlType::Q4_1)] = dot_q4_1;
+    t.dot[slot(GgmlType::Q5_0)] = dot_q5_0;
+    t.dot[slot(GgmlType::Q5_1)] = dot_q5_1;
+    t.dot[slot(GgmlType::Q8_0)] = dot_q8_0;
+    t.dot[slot(GgmlType::Q2_K)] = dot_kquant<BlockQ2_K>;
+    t.dot[slot(GgmlType::Q3_K)] = dot_kquant<BlockQ3_K>;
+    t.dot[slot(GgmlType::Q4_K)] = dot_kquant<BlockQ4_K>;
+    t.dot[slot(GgmlType::Q5_K)] = dot_kquant<BlockQ5_K>;
+    t.dot[slot(GgmlType::Q6_K)] = dot_kquant<BlockQ6_K>;
+    t.f16_to_f32 = [](const uint16_t* x, float* y, int64_t n) {
+        for (int64_t i = 0; i < n; ++i) y[i] = fp16_to_f32(x[i]);
+    };
+    t.f32_to_f16 = [](const float* x, uint16_t* y, int64_t n) {
+        for (int64_t i = 0; i < n; ++i) y[i] = f32_to_fp16(x[i]);
+    };
+    return t;
+}
+
+void quantize_row_q8_0(const float* x, void* dst, int64_t n) {
+    auto* y = static_cast<BlockQ8_0*>(dst);
+    for (int64_t i = 0; i < n / kQK; ++i) {
+        int sum;
+        y[i].d = f32_to_fp16(quantize_block_q8(x + i * kQK, y[i].qs, sum));
+    }
+}
+
+void quantize_row_q8_1(const float* x, void* dst, int64_t n) {
+    auto* y = static_cast<BlockQ8_1*>(dst);
+    for (int64_t i = 0; i < n / kQK; ++i) {
+        int sum;
+        const float d = quantize_block_q8(x + i * kQK, y[i].qs, sum);
+        y[i].d = f32_to_fp16(d);
+        y[i].s = f32_to_fp16(d * float(sum));
+    }
+}
+
+void quantize_row_q8_k(const float* x, void* dst, int64_t n) {
+    auto* y = static_cast<BlockQ8_K*>(dst);
+    for (int64_t i = 0; i < n / kQKK; ++i) {
+        const float* xb = x + i * kQKK;
+        BlockQ8_K& b = y[i];
+        const float max = block_signed_max(xb, kQKK);
+        if (max == 0.0f) {
+            std::memset(&b, 0, sizeof b);
+            continue;
+        }
+        const float iscale = -127.0f / max;
+        for (int j = 0; j < kQKK; ++j) b.qs[j] = int8_t(std::min(127L, std::lrint(iscale * xb[j])));
+        for (int k = 0; k < kQKK / 16; ++k) {
+            int sum = 0;
+            for (int l = 0; l < 16; ++l) sum += b.qs[16 * k + l];
+            b.bsums[k] = int16_t(sum);
+        }
+        b.d = 1.0f / iscale;
+    }
+}
+
+void quantize_row_q4_0(const float* x, void* dst, int64_t n) {
+    auto* y = static_cast<BlockQ4_0*>(dst);
+    for (int64_t i = 0; i < n / kQK; ++i) {
+        const float* xb = x + i * kQK;
+        const float d = block_signed_max(xb, kQK) / -8.0f;
+        const float id = d != 0.0f ? 1.0f / d : 0.0f;
+        y[i].d = f32_to_fp16(d);
+        for (int j = 0; j < 16; ++j) {
+            const int lo = std::min(15, int(xb[j] * id + 8.5f));
+            const int hi = std::min(15, int(xb[j + 16] * id + 8.5f));
+            y[i].qs[j] = uint8_t(lo | (hi << 4));
+        }
+    }
+}
+
+void quantize_row_q4_1(const float* x, void* dst, int64_t n) {
+    auto* y = static_cast<BlockQ4_1*>(dst);
+    for (int64_t i = 0; i < n / kQK; ++i) {
+        const float* xb = x + i * kQK;
+        const auto [mn, mx] = std::minmax_element(xb, xb + kQK);
+        const float d = (*mx - *mn) / 15.0f;
+        const float id = d != 0.0f ? 1.0f / d : 0.0f;
+        y[i].d = f32_to_fp16(d);
+        y[i].m = f32_to_fp16(*mn);
+        for (int j = 0; j < 16; ++j) {
+            const int lo = std::min(15, int((xb[j] - *mn) * id + 0.5f));
+            const int hi = std::min(15, int((xb[j + 16] - *mn) * id + 0.5f));
+            y[i].qs[j] = uint8_t(lo | (hi << 4));
+        }
+    }
+}
+
+namespace {
+
+// Q5_0/Q5_1: packs 32 five-bit values into the nibble array and the high-bit word.
+void pack_q5(const int* q, uint8_t* qs, uint8_t* qh) {
+    uint32_t h = 0;
+    for (int j = 0; j < 16; ++j) {
+        qs[j] = uint8_t((q[j] & 0xF) | ((q[j + 16] & 0xF) << 4));
+        h |= uint32_t(q[j] >> 4) << j;
+        h |= uint32_t(q[j + 16] >> 4) << (j + 16);
+    }
+    for (int b = 0; b < 4; ++b) qh[b] = uint8_t(h >> (8 * b));
+}
+
+}  // namespace
+
+void quantize_row_q5_0(const float* x, void* dst, int64_t n) {
+    auto* y = static_cast<BlockQ5_0*>(dst);
+    for (int64_t i = 0; i < n / kQK; ++i) {
+        const float* xb = x + i * kQK;
+        const float d = block_signed_max(xb, kQK) / -16.0f;
+        const float id = d != 0.0f ? 1.0f / d : 0.0f;
+        int q[kQK];
+        for (int j = 0; j < kQK; ++j) q[j] = std::min(31, int(xb[j] * id + 16.5f));
+        y[i].d = f32_to_fp16(d);
+        pack_q5(q, y[i].qs, y[i].qh);
+    }
+}
+
+void quantize_row_q5_1(const float* x, void* dst, int64_t n) {
+    auto* y = static_cast<BlockQ5_1*>(dst);
+    for (int64_t i = 0; i < n / kQK; ++i) {
+        const float* xb = x + i * kQK;
+        const auto [mn, mx] = std::minmax_element(xb, xb + kQK);
+        const float d = (*mx - *mn) / 31.0f;
+        const float id = d != 0.0f ? 1.0f / d : 0.0f;
+        int q[kQK];
+        for (int j = 0; j < kQK; ++j) q[j] = std::min(31, int((xb[j] - *mn) * id + 0.5f));
+        y[i].d = f32_to_fp16(d);
+        y[i].m = f32_to_fp16(*mn);
+        pack_q5(q, y[i].qs, y[i].qh);
+    }
+}
+
+}  // namespace wb

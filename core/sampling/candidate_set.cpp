@@ -1,0 +1,74 @@
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include "sampling/samplers.h"
+
+namespace wb {
+
+bool candidate_before(const Candidate& a, const Candidate& b) {
+    if (a.logit != b.logit) {
+        return a.logit > b.logit;
+    }
+    return a.id < b.id;
+}
+
+void CandidateSet::assign(const float* logits, int32_t n_vocab) {
+    data.resize(static_cast<size_t>(std::max(n_vocab, 0)));
+    for (int32_t i = 0; i < n_vocab; ++i) {
+        // A NaN would break the strict weak order every sort relies on; it can only come from a
+        // broken forward pass, and as -inf it merely becomes unselectable.
+        const float logit = std::isnan(logits[i]) ? -std::numeric_limits<float>::infinity() : logits[i];
+        data[static_cast<size_t>(i)] = Candidate{i, logit, 0.0f};
+    }
+    sorted = false;
+    selected = -1;
+}
+
+void CandidateSet::sort_desc() {
+    if (!sorted) {
+        std::sort(data.begin(), data.end(), candidate_before);
+        sorted = true;
+    }
+}
+
+void CandidateSet::softmax() {
+    sort_desc();
+    compute_probs(*this);
+}
+
+void compute_probs(CandidateSet& cands) {
+    if (cands.data.empty()) {
+        return;
+    }
+    float max_logit = cands.data.front().logit;
+    if (!cands.sorted) {
+        for (const Candidate& c : cands.data) {
+            max_logit = std::max(max_logit, c.logit);
+        }
+    }
+    if (max_logit == -std::numeric_limits<float>::infinity()) {
+        // Every candidate was masked: no preference left, so treat them alike rather than divide 0/0.
+        const float uniform = 1.0f / static_cast<float>(cands.data.size());
+        for (Candidate& c : cands.data) {
+            c.p = uniform;
+        }
+        return;
+    }
+    // Double accumulation: 262144 small terms summed in float lose several digits.
+    double sum = 0.0;
+    for (Candidate& c : cands.data) {
+        c.p = std::exp(c.logit - max_logit);
+        sum += c.p;
+    }
+    const double inv = 1.0 / sum;
+    for (Candidate& c : cands.data) {
+        c.p = static_cast<float>(c.p * inv);
+    }
+}
+
+size_t sorted_prefix_reaching(CandidateSet& cands, double mass) {
+    return sort_until_mass(cands.data, cands.sorted, mass, candidate_before, [](const Candidate& c) { return c.p; });
+}
+
+}  // namespace wb

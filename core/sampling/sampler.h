@@ -1,0 +1,106 @@
+#pragma once
+// The sampler chain. Each sampler transforms a candidate set (llama.cpp's shape: {id, logit, p});
+// the chain is itself a sampler. The chain can record what every stage did (the sampler trace the
+// token inspector shows).
+#include <cstdint>
+#include <memory>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "sampling/sampling_params.h"
+
+namespace wb {
+
+struct Candidate {
+    int32_t id;
+    float logit;
+    float p;  // valid after a softmax; stages that need it call CandidateSet::softmax()
+};
+
+struct CandidateSet {
+    std::vector<Candidate> data;
+    bool sorted = false;    // by logit, descending
+    int32_t selected = -1;  // index into data of the drawn token, set by the final stage
+
+    // Fills from a logits row (p not yet valid).
+    void assign(const float* logits, int32_t n_vocab);
+    void sort_desc();
+    // p = softmax(logit) over the current candidates (sorts first).
+    void softmax();
+};
+
+// What one stage did, recorded only when the trace is on.
+struct SamplerStageTrace {
+    std::string stage;                  // "top_k", "top_p", ...
+    size_t n_before = 0;
+    size_t n_after = 0;
+    std::vector<Candidate> top_after;   // the best candidates after the stage, p renormalised
+};
+
+class Sampler {
+public:
+    virtual ~Sampler() = default;
+    virtual const char* name() const = 0;
+    virtual void apply(CandidateSet& cands) = 0;
+    virtual void accept(int32_t /*token*/) {}
+    virtual void reset() {}
+};
+
+// Penalties need the recent history; the chain hands it over by accept(), so a chain must see every
+// token of the context (prompt and generated) to penalise as llama.cpp does.
+class SamplerChain : public Sampler {
+public:
+    // Builds penalties -> top_k -> typical_p -> top_p -> min_p -> temperature -> draw (or greedy),
+    // as llama.cpp's default chain, from params. seed kRandomSeed picks a random seed.
+    // Throws wb::Error naming the parameter when a value is not usable (see set_params).
+    explicit SamplerChain(const SamplingParams& params);
+    ~SamplerChain() override;
+    // The stages refer to the chain's history and random stream, so a chain stays where it was built.
+    SamplerChain(const SamplerChain&) = delete;
+    SamplerChain& operator=(const SamplerChain&) = delete;
+
+    const char* name() const override { return "chain"; }
+    void apply(CandidateSet& cands) override;
+    // Appends to the history the penalties look at; sample() does not do it by itself.
+    void accept(int32_t token) override;
+    // Starts a new generation: clears the history and restarts the random stream (a fixed seed
+    // replays the same stream; kRandomSeed picks a new seed).
+    void reset() override;
+
+    // Live update between tokens: thresholds change at once; history and the random stream are kept
+    // (the random stream restarts only if the seed itself changed).
+    // Rules: NaN or infinite floats, repeat_penalty <= 0 and repeat_last_n < -1 throw wb::Error
+    // naming the parameter (the chain keeps its previous settings). Out-of-range values that have an
+    // obvious meaning are taken as such: temperature < 0 is greedy; top_k <= 0 is off; top_p and
+    // typical_p >= 1 are off and <= 0 keep only the most likely token; min_p <= 0 is off and > 1 acts
+    // as 1 (only the tokens tied with the best survive).
+    void set_params(const SamplingParams& params);
+    const SamplingParams& params() const { return params_; }
+
+    // Sample one token from a logits row (n_vocab <= 0 throws wb::Error). trace may be null; when
+    // set, it receives one entry per stage with up to trace_top candidates each. The trace costs
+    // nothing when off and never changes which token is drawn. A NaN logit counts as -inf.
+    int32_t sample(const float* logits, int32_t n_vocab, std::vector<SamplerStageTrace>* trace = nullptr,
+                   size_t trace_top = 0);
+
+    uint64_t seed_in_use() const { return seed_in_use_; }
+
+    // The candidates the last sample() ended with: the final stage's survivors with p valid and
+    // selected pointing at the returned token. Added so the inspector can show the chosen token's
+    // probability and the final distribution without a second pass over the vocabulary.
+    const CandidateSet& last_candidates() const { return scratch_; }
+
+private:
+    void rebuild();
+    void reseed();
+
+    SamplingParams params_;
+    uint64_t seed_in_use_ = 0;
+    std::mt19937_64 rng_;
+    std::vector<int32_t> history_;  // accepted tokens, newest last
+    std::vector<std::unique_ptr<Sampler>> stages_;
+    CandidateSet scratch_;
+};
+
+}  // namespace wb

@@ -1,0 +1,194 @@
+#include "tokenizer.h"
+
+#include <algorithm>
+#include <array>
+#include <bitset>
+
+#include "gguf/gguf_file.h"
+#include "tokenizer_impl.h"
+#include "util/error.h"
+
+namespace wb {
+namespace {
+
+// Texts llama.cpp treats as end of generation whatever their ids; it also forces them to CONTROL.
+constexpr std::array<std::string_view, 8> k_eog_texts = {
+    "<|eot_id|>", "<|im_end|>", "<|end|>", "<end_of_turn>", "<|endoftext|>", "<|end_of_text|>", "<EOT>", "<|eom_id|>",
+};
+// Gemma's turn opener: some Gemma 3 files type it NORMAL, which would make chat prompts unparseable.
+constexpr std::string_view k_forced_control_text = "<start_of_turn>";
+
+std::optional<int32_t> read_id(const GgufFile& file, std::string_view key) {
+    const auto v = file.get_uint(key);
+    if (!v) return std::nullopt;
+    if (*v > uint64_t(INT32_MAX)) throw Error("GGUF key " + std::string(key) + " = " + std::to_string(*v) + " is not a token id");
+    return int32_t(*v);
+}
+
+void check_id(const VocabSpec& spec, const std::optional<int32_t>& id, const char* what) {
+    if (id && (*id < -1 || *id >= int32_t(spec.tokens.size()))) {
+        throw Error(std::string("tokenizer ") + what + " id " + std::to_string(*id) + " is outside the vocabulary of " +
+                    std::to_string(spec.tokens.size()) + " tokens");
+    }
+}
+
+}  // namespace
+
+std::unique_ptr<Tokenizer> Tokenizer::from_gguf(const GgufFile& file) {
+    VocabSpec spec;
+    spec.model = file.get_string("tokenizer.ggml.model").value_or("");
+    spec.pre = file.get_string("tokenizer.ggml.pre").value_or("");
+    const auto* tokens = file.get_string_array("tokenizer.ggml.tokens");
+    if (!tokens) throw Error("GGUF file " + file.path() + " has no tokenizer.ggml.tokens array");
+    spec.tokens = *tokens;
+    if (const auto* scores = file.get_float_array("tokenizer.ggml.scores")) {
+        spec.scores.assign(scores->begin(), scores->end());
+    }
+    if (const auto* types = file.get_int_array("tokenizer.ggml.token_type")) {
+        spec.types.reserve(types->size());
+        for (const int64_t t : *types) {
+            spec.types.push_back(t >= 0 && t <= int64_t(TokenType::BYTE) ? TokenType(t) : TokenType::UNDEFINED);
+        }
+    }
+    if (const auto* merges = file.get_string_array("tokenizer.ggml.merges")) spec.merges = *merges;
+    spec.bos_id = read_id(file, "tokenizer.ggml.bos_token_id");
+    spec.eos_id = read_id(file, "tokenizer.ggml.eos_token_id");
+    spec.unk_id = read_id(file, "tokenizer.ggml.unknown_token_id");
+    spec.eot_id = read_id(file, "tokenizer.ggml.eot_token_id");
+    spec.pad_id = read_id(file, "tokenizer.ggml.padding_token_id");
+    spec.add_bos = file.get_bool("tokenizer.ggml.add_bos_token");
+    spec.add_space_prefix = file.get_bool("tokenizer.ggml.add_space_prefix");
+    return from_vocab(std::move(spec));
+}
+
+std::unique_ptr<Tokenizer> Tokenizer::from_vocab(VocabSpec spec) {
+    if (spec.tokens.empty()) throw Error("tokenizer vocabulary is empty");
+    const size_t n = spec.tokens.size();
+    if (!spec.scores.empty() && spec.scores.size() != n) {
+        throw Error("tokenizer.ggml.scores has " + std::to_string(spec.scores.size()) + " entries for " +
+                    std::to_string(n) + " tokens");
+    }
+    if (!spec.types.empty() && spec.types.size() != n) {
+        throw Error("tokenizer.ggml.token_type has " + std::to_string(spec.types.size()) + " entries for " +
+                    std::to_string(n) + " tokens");
+    }
+    check_id(spec, spec.bos_id, "BOS");
+    check_id(spec, spec.eos_id, "EOS");
+    check_id(spec, spec.unk_id, "unknown-token");
+    check_id(spec, spec.eot_id, "EOT");
+    check_id(spec, spec.pad_id, "padding");
+    if (spec.model == "gpt2") return std::make_unique<BpeTokenizer>(std::move(spec));
+    if (spec.model == "llama") return std::make_unique<SpmTokenizer>(std::move(spec));
+    throw Error("unsupported tokenizer model '" + spec.model + "' (tokenizer.ggml.model); supported: gpt2, llama");
+}
+
+void Tokenizer::init_common(VocabSpec& spec, bool add_bos_default) {
+    model_ = spec.model;
+    pre_ = spec.pre;
+    tokens_ = std::move(spec.tokens);
+    types_ = std::move(spec.types);
+    types_.resize(tokens_.size(), TokenType::NORMAL);
+    for (size_t i = 0; i < tokens_.size(); ++i) {
+        // llama.cpp's names for empty entries; they keep ids addressable and pieces unique.
+        if (tokens_[i].empty()) tokens_[i] = "[EMPTY_" + std::to_string(i) + "]";
+    }
+    token_ids_.build(tokens_);
+
+    const bool spm = model_ == "llama";
+    const auto id_or = [](const std::optional<int32_t>& v, int32_t def) { return v ? *v : def; };
+    bos_id_ = id_or(spec.bos_id, spm ? 1 : 11);
+    eos_id_ = id_or(spec.eos_id, spm ? 2 : 11);
+    unk_id_ = id_or(spec.unk_id, spm ? 0 : -1);
+    add_bos_ = spec.add_bos.value_or(add_bos_default);
+    const int32_t n = n_vocab();
+    if (bos_id_ >= n) bos_id_ = -1;
+    if (eos_id_ >= n) eos_id_ = -1;
+    if (unk_id_ >= n) unk_id_ = -1;
+
+    std::vector<int32_t> eog;
+    if (eos_id_ >= 0) eog.push_back(eos_id_);
+    if (spec.eot_id && *spec.eot_id >= 0) eog.push_back(*spec.eot_id);
+    for (const std::string_view text : k_eog_texts) {
+        if (const auto id = find_token(text)) {
+            eog.push_back(*id);
+            types_[size_t(*id)] = TokenType::CONTROL;
+        }
+    }
+    if (const auto id = find_token(k_forced_control_text)) types_[size_t(*id)] = TokenType::CONTROL;
+    std::sort(eog.begin(), eog.end());
+    eog.erase(std::unique(eog.begin(), eog.end()), eog.end());
+    eog_ids_ = std::move(eog);
+
+    for (int32_t id = 0; id < n; ++id) {
+        const TokenType t = types_[size_t(id)];
+        if (t == TokenType::CONTROL || t == TokenType::USER_DEFINED || t == TokenType::UNKNOWN) special_ids_.push_back(id);
+    }
+    std::stable_sort(special_ids_.begin(), special_ids_.end(), [&](int32_t a, int32_t b) {
+        return tokens_[size_t(a)].size() > tokens_[size_t(b)].size();
+    });
+}
+
+std::vector<Tokenizer::Fragment> Tokenizer::split_special(std::string_view text, bool parse_special) const {
+    std::vector<Fragment> fragments;
+    if (text.empty()) return fragments;
+    fragments.push_back({-1, text});
+    // Which byte pairs occur in the text: a special text with a pair that does not occur cannot
+    // match, which rules out nearly all of a large vocabulary's specials without a search.
+    std::bitset<65536> pairs;
+    std::bitset<256> bytes;
+    for (size_t i = 0; i < text.size(); ++i) {
+        bytes.set(uint8_t(text[i]));
+        if (i + 1 < text.size()) pairs.set(size_t(uint8_t(text[i])) << 8 | uint8_t(text[i + 1]));
+    }
+    const auto may_occur = [&](std::string_view s) {
+        if (s.size() == 1) return bytes.test(uint8_t(s[0]));
+        for (size_t i = 0; i + 1 < s.size(); ++i) {
+            if (!pairs.test(size_t(uint8_t(s[i])) << 8 | uint8_t(s[i + 1]))) return false;
+        }
+        return true;
+    };
+    std::vector<Fragment> next;
+    for (const int32_t id : special_ids_) {
+        const TokenType type = types_[size_t(id)];
+        if (!parse_special && type != TokenType::USER_DEFINED) continue;
+        const std::string_view special = tokens_[size_t(id)];
+        if (special.size() > text.size() || !may_occur(special)) continue;
+        next.clear();
+        for (const Fragment& f : fragments) {
+            if (f.id >= 0) {
+                next.push_back(f);
+                continue;
+            }
+            std::string_view rest = f.text;
+            for (size_t at; (at = rest.find(special)) != std::string_view::npos;) {
+                if (at > 0) next.push_back({-1, rest.substr(0, at)});
+                next.push_back({id, special});
+                rest.remove_prefix(at + special.size());
+            }
+            if (!rest.empty()) next.push_back({-1, rest});
+        }
+        fragments.swap(next);
+    }
+    return fragments;
+}
+
+void Tokenizer::append_warning(const std::string& text) {
+    if (!warning_.empty()) warning_ += "; ";
+    warning_ += text;
+}
+
+TokenType Tokenizer::token_type(int32_t id) const { return types_.at(size_t(id)); }
+
+std::optional<int32_t> Tokenizer::find_token(std::string_view text) const {
+    return token_ids_.find(text);
+}
+
+bool Tokenizer::is_eog(int32_t id) const { return std::binary_search(eog_ids_.begin(), eog_ids_.end(), id); }
+
+std::string Tokenizer::decode(const std::vector<int32_t>& ids, bool render_special) const {
+    std::string out;
+    for (const int32_t id : ids) out += token_to_piece(id, render_special);
+    return out;
+}
+
+}  // namespace wb

@@ -1,0 +1,103 @@
+#include "util/thread_pool.h"
+
+#include <algorithm>
+
+#if defined(__x86_64__) || defined(__i386__)
+#include <immintrin.h>
+#define WB_CPU_RELAX() _mm_pause()
+#else
+#define WB_CPU_RELAX() std::this_thread::yield()
+#endif
+
+namespace wb {
+
+namespace {
+// Roughly 50-100 microseconds of spinning: longer than the gap between two matmuls of a decode step,
+// far shorter than the gap between two user requests.
+constexpr int kSpinIterations = 20000;
+// While waiting for the last tasks, spin this long before yielding the core to whoever needs it.
+constexpr int kSpinBeforeYield = 2000;
+
+uint32_t generation_of(uint64_t w) { return uint32_t(w >> 32); }
+}  // namespace
+
+int ThreadPool::default_threads() {
+    const unsigned hw = std::thread::hardware_concurrency();
+    return hw == 0 ? 1 : int(hw);
+}
+
+ThreadPool::ThreadPool(int n_threads) {
+    n_threads_ = n_threads > 0 ? n_threads : default_threads();
+    for (int t = 1; t < n_threads_; ++t) workers_.emplace_back([this, t] { worker_main(t); });
+}
+
+ThreadPool::~ThreadPool() {
+    {
+        std::lock_guard<std::mutex> lock(mutex_);
+        quit_.store(true);
+        work_.fetch_add(uint64_t(1) << 32);
+    }
+    wake_.notify_all();
+    for (auto& w : workers_) w.join();
+}
+
+void ThreadPool::run_tasks(uint32_t gen, int thread) {
+    for (;;) {
+        uint64_t w = work_.load(std::memory_order_acquire);
+        if (generation_of(w) != gen) return;
+        const int64_t task = int64_t(w & 0xffffffffu);
+        if (task >= n_tasks_.load(std::memory_order_relaxed)) return;
+        // Claiming succeeds only while this generation is current, so fn_ is still this loop's.
+        if (!work_.compare_exchange_weak(w, w + 1, std::memory_order_acq_rel)) continue;
+        (*fn_)(task, thread);
+        done_.fetch_add(1, std::memory_order_release);
+    }
+}
+
+void ThreadPool::worker_main(int thread) {
+    uint32_t seen = 0;
+    for (;;) {
+        uint32_t gen = generation_of(work_.load(std::memory_order_acquire));
+        for (int i = 0; gen == seen && i < kSpinIterations; ++i) {
+            WB_CPU_RELAX();
+            gen = generation_of(work_.load(std::memory_order_acquire));
+        }
+        if (gen == seen) {
+            std::unique_lock<std::mutex> lock(mutex_);
+            sleepers_.fetch_add(1);
+            wake_.wait(lock, [&] { return generation_of(work_.load()) != seen; });
+            sleepers_.fetch_sub(1);
+            gen = generation_of(work_.load(std::memory_order_acquire));
+        }
+        seen = gen;
+        if (quit_.load()) return;
+        run_tasks(gen, thread);
+    }
+}
+
+void ThreadPool::parallel_for(int64_t n_tasks, const std::function<void(int64_t, int)>& fn) {
+    if (n_tasks <= 0) return;
+    if (n_threads_ == 1 || n_tasks == 1) {
+        for (int64_t t = 0; t < n_tasks; ++t) fn(t, 0);
+        return;
+    }
+    fn_ = &fn;
+    n_tasks_.store(n_tasks, std::memory_order_relaxed);
+    done_.store(0, std::memory_order_relaxed);
+    const uint32_t gen = generation_of(work_.load()) + 1;
+    // seq_cst store and load: pairs with the sleepers' increment-then-check (a store-load fence).
+    work_.store(uint64_t(gen) << 32);
+    if (sleepers_.load() > 0) {
+        // The lock pairs with the sleepers' predicate check so no wake-up is lost.
+        std::lock_guard<std::mutex> lock(mutex_);
+        wake_.notify_all();
+    }
+    run_tasks(gen, 0);
+    for (int spins = 0; done_.load(std::memory_order_acquire) != n_tasks; ++spins) {
+        if (spins < kSpinBeforeYield) WB_CPU_RELAX();
+        else std::this_thread::yield();
+    }
+    fn_ = nullptr;
+}
+
+}  // namespace wb

@@ -1,0 +1,624 @@
+// CPU quant kernels: hand-built blocks decode to values worked out by hand from FACTS.md section 2;
+// quantizers follow llama.cpp's rules and round-trip within each type's error bound; every dot kernel,
+// in both the AVX2 and the scalar family, equals plain float math on the dequantized operands.
+#include <QtTest>
+
+#include <cmath>
+#include <cstring>
+#include <functional>
+#include <random>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "quant/quant.h"
+#include "quant/quant_blocks.h"
+#include "quant/quant_internal.h"
+#include "util/error.h"
+#include "util/fp16.h"
+
+using wb::GgmlType;
+
+namespace {
+
+// fp16 bit patterns used below
+constexpr uint16_t kHalf = 0x3800;     // 0.5
+constexpr uint16_t kQuarter = 0x3400;  // 0.25
+constexpr uint16_t kOne = 0x3C00;      // 1.0
+constexpr uint16_t kTwo = 0x4000;      // 2.0
+constexpr uint16_t kMinusOne = 0xBC00; // -1.0
+
+struct KnownBlock {
+    std::vector<uint8_t> bytes;
+    std::vector<std::pair<int, float>> expected;  // (element, value worked out by hand)
+};
+
+template <class T>
+std::vector<uint8_t> bytes_of(const T& v) {
+    std::vector<uint8_t> out(sizeof v);
+    std::memcpy(out.data(), &v, sizeof v);
+    return out;
+}
+
+template <class T>
+std::vector<uint8_t> bytes_of(const std::vector<T>& v) {
+    std::vector<uint8_t> out(v.size() * sizeof(T));
+    std::memcpy(out.data(), v.data(), out.size());
+    return out;
+}
+
+KnownBlock known_float_block(GgmlType t) {
+    if (t == GgmlType::F32) return {bytes_of(std::vector<float>{1.5f, -2.25f, 1e-3f}), {{0, 1.5f}, {1, -2.25f}, {2, 1e-3f}}};
+    if (t == GgmlType::F16)
+        // 0x3555: 2^(13-15) * (1 + 341/1024); 0x0001: smallest subnormal 2^-24
+        return {bytes_of(std::vector<uint16_t>{0x3C00, 0xC000, 0x3555, 0x0001}),
+                {{0, 1.0f}, {1, -2.0f}, {2, 0.333251953125f}, {3, 5.9604644775390625e-08f}}};
+    // BF16: top halves of the floats 1.0, -3.0, 0.15625
+    return {bytes_of(std::vector<uint16_t>{0x3F80, 0xC040, 0x3E20}), {{0, 1.0f}, {1, -3.0f}, {2, 0.15625f}}};
+}
+
+KnownBlock known_legacy_block(GgmlType t) {
+    switch (t) {
+        case GgmlType::Q4_0: {
+            wb::BlockQ4_0 b{kHalf, {}};
+            std::memset(b.qs, 0x88, sizeof b.qs);  // nibbles 8 -> 0
+            b.qs[0] = 0x9A;                        // low 10 is element 0, high 9 is element 16
+            b.qs[15] = 0x0F;                       // low 15 is element 15, high 0 is element 31
+            // 0.5*(10-8), 0.5*(9-8), 0.5*(15-8), 0.5*(0-8), 0.5*(8-8)
+            return {bytes_of(b), {{0, 1.0f}, {16, 0.5f}, {15, 3.5f}, {31, -4.0f}, {1, 0.0f}}};
+        }
+        case GgmlType::Q4_1: {
+            wb::BlockQ4_1 b{kQuarter, kMinusOne, {}};
+            std::memset(b.qs, 0x44, sizeof b.qs);  // 0.25*4 - 1 = 0
+            b.qs[0] = 0x3C;
+            b.qs[7] = 0xF0;
+            // 0.25*12-1, 0.25*3-1, 0.25*0-1, 0.25*15-1
+            return {bytes_of(b), {{0, 2.0f}, {16, -0.25f}, {7, -1.0f}, {23, 2.75f}, {1, 0.0f}}};
+        }
+        case GgmlType::Q5_0:
+        case GgmlType::Q5_1: {
+            // qs all 0 and every fifth bit set (value 16), except: qs[0] = 0x21 with bit 16 clear and
+            // qs[3] = 0xF5 with bit 3 clear. Values: e0 = 1|16 = 17, e16 = 2, e3 = 5, e19 = 15|16 = 31,
+            // e1 = 16. qh = 0xFFFFFFFF & ~(1<<16) & ~(1<<3) = 0xFFFEFFF7, little-endian.
+            uint8_t qs[16] = {};
+            qs[0] = 0x21;
+            qs[3] = 0xF5;
+            const uint8_t qh[4] = {0xF7, 0xFF, 0xFE, 0xFF};
+            if (t == GgmlType::Q5_0) {
+                wb::BlockQ5_0 b{kOne, {}, {}};
+                std::memcpy(b.qh, qh, 4);
+                std::memcpy(b.qs, qs, 16);
+                // 1*(value-16)
+                return {bytes_of(b), {{0, 1.0f}, {16, -14.0f}, {3, -11.0f}, {19, 15.0f}, {1, 0.0f}}};
+            }
+            wb::BlockQ5_1 b{kHalf, kTwo, {}, {}};
+            std::memcpy(b.qh, qh, 4);
+            std::memcpy(b.qs, qs, 16);
+            // 0.5*value + 2
+            return {bytes_of(b), {{0, 10.5f}, {16, 3.0f}, {3, 4.5f}, {19, 17.5f}, {1, 10.0f}}};
+        }
+        case GgmlType::Q8_0: {
+            wb::BlockQ8_0 b{kQuarter, {}};
+            b.qs[0] = -128;
+            b.qs[5] = -3;
+            b.qs[31] = 127;
+            return {bytes_of(b), {{0, -32.0f}, {5, -0.75f}, {31, 31.75f}, {1, 0.0f}}};
+        }
+        case GgmlType::Q8_1: {
+            wb::BlockQ8_1 b{kTwo, 0, {}};  // s plays no part in the values
+            b.qs[2] = -7;
+            return {bytes_of(b), {{2, -14.0f}, {0, 0.0f}}};
+        }
+        default: {
+            wb::BlockQ8_K b{};
+            b.d = 0.125f;
+            b.qs[0] = -1;
+            b.qs[255] = 100;
+            return {bytes_of(b), {{0, -0.125f}, {255, 12.5f}, {1, 0.0f}}};
+        }
+    }
+}
+
+KnownBlock known_q2_k() {
+    wb::BlockQ2_K b{};
+    b.d = kHalf;
+    b.dmin = kQuarter;
+    b.scales[0] = 0x21;  // sub-block 0: scale 1, min 2
+    b.scales[1] = 0x0F;  // sub-block 1: scale 15, min 0
+    b.scales[2] = 0x12;  // sub-block 2: scale 2, min 1
+    b.scales[6] = 0x34;  // sub-block 6: scale 4, min 3
+    b.scales[9] = 0xA5;  // sub-block 9: scale 5, min 10
+    b.qs[0] = 0xE4;      // 2-bit fields 0,1,2,3 for shifts 0,2,4,6 (elements 0, 32, 64, 96)
+    b.qs[19] = 0x02;     // element 19 (half 0, shift 0, second 16)
+    b.qs[48] = 0x03;     // element 144 (half 1, shift 0, second 16)
+    return {bytes_of(b),
+            {
+                {0, -0.5f},    // 0.5*1*0 - 0.25*2
+                {32, 0.75f},   // 0.5*2*1 - 0.25*1
+                {64, 0.0f},    // sub-block 4 has scale 0, min 0
+                {96, 5.25f},   // 0.5*4*3 - 0.25*3
+                {19, 15.0f},   // 0.5*15*2 - 0
+                {144, 5.0f},   // 0.5*5*3 - 0.25*10
+                {51, 0.0f},    // qs[19]>>2 = 0, sub-block 3 all zero
+            }};
+}
+
+KnownBlock known_q3_k() {
+    wb::BlockQ3_K b{};
+    b.d = kHalf;
+    // Every 6-bit scale starts at 32 (scale 0): low nibbles 0, high pairs 2 (0xAA = 2,2,2,2).
+    std::memset(b.scales + 8, 0xAA, 4);
+    b.scales[0] = 0x03;  // scale 0: low 3 | high (scales[8]&3 = 2)<<4 = 35 -> 3
+    b.scales[1] = 0xB0;  // scale 9: low = scales[1]>>4 = 11
+    b.scales[9] = 0x9A;  // scale 9: high = (scales[9]>>4)&3 = 1 -> 11|16 = 27 -> -5; scale 1 keeps 0x9A&3 = 2
+    b.qs[0] = 0x02;
+    b.hmask[0] = 0x01;  // element 0: 2, bit set -> no -4
+    b.qs[5] = 0x01;     // element 5: 1, bit clear -> 1-4 = -3
+    b.qs[50] = 0x03;    // element 146 (half 1, second 16, l=2): 3, hmask[18] bit 4 set
+    b.hmask[18] = 0x10;
+    // element 147: qs[51] = 0, hmask[19] bit 4 clear -> -4
+    return {bytes_of(b),
+            {
+                {0, 3.0f},     // 0.5*3*2
+                {5, -4.5f},    // 0.5*3*(-3)
+                {146, -7.5f},  // 0.5*(-5)*3
+                {147, 10.0f},  // 0.5*(-5)*(-4)
+                {32, 0.0f},    // scale 2 is 0
+            }};
+}
+
+// Shared by Q4_K and Q5_K: scale/min pairs 0 = (10, 4) and 5 = (37, 50), all others 0.
+void set_k4_scales(uint8_t* scales) {
+    scales[0] = 10;    // sc0
+    scales[4] = 4;     // mn0
+    scales[1] = 0x80;  // top bits 2 = high bits of sc5 (sc1 = 0)
+    scales[5] = 0xC0;  // top bits 3 = high bits of mn5 (mn1 = 0)
+    scales[9] = 0x25;  // low nibble 5 = low bits of sc5: 5|2<<4 = 37; high nibble 2: 2|3<<4 = 50
+}
+
+KnownBlock known_q4_k() {
+    wb::BlockQ4_K b{};
+    b.d = kHalf;
+    b.dmin = kQuarter;
+    set_k4_scales(b.scales);
+    b.qs[0] = 0x73;   // element 0 = 3 (sub-block 0), element 32 = 7 (sub-block 1)
+    b.qs[65] = 0xC0;  // element 161 = 12 (chunk 2 high nibble = sub-block 5), element 129 = 0
+    return {bytes_of(b),
+            {
+                {0, 14.0f},     // 0.5*10*3 - 0.25*4
+                {1, -1.0f},     // 0.5*10*0 - 0.25*4
+                {32, 0.0f},     // sub-block 1 is all zero
+                {161, 209.5f},  // 0.5*37*12 - 0.25*50
+                {129, 0.0f},    // sub-block 4 is all zero
+            }};
+}
+
+KnownBlock known_q5_k() {
+    wb::BlockQ5_K b{};
+    b.d = kHalf;
+    b.dmin = kQuarter;
+    set_k4_scales(b.scales);
+    b.qs[0] = 0x73;
+    b.qs[65] = 0xC0;
+    b.qh[1] = 0x20;  // bit 2c+1 for c=2: element 161 gains 16
+    b.qh[3] = 0x01;  // bit 2c for c=0: element 3 gains 16
+    return {bytes_of(b),
+            {
+                {0, 14.0f},     // 0.5*10*3 - 0.25*4
+                {3, 79.0f},     // 0.5*10*16 - 0.25*4
+                {35, 0.0f},     // qh[3] bit 1 clear, sub-block 1 zero
+                {161, 505.5f},  // 0.5*37*28 - 0.25*50
+            }};
+}
+
+KnownBlock known_q6_k() {
+    wb::BlockQ6_K b{};
+    b.d = kHalf;
+    std::memset(b.qh, 0xAA, sizeof b.qh);  // high pairs 2: with low nibble 0 every value is 32-32 = 0
+    b.scales[0] = 2;
+    b.scales[13] = -3;
+    b.ql[0] = 0x05;   // element 0: 5 | 2<<4 = 37
+    b.ql[1] = 0x0F;   // element 1: 15 | 3<<4 = 63 with qh[1] = 0xAB
+    b.qh[1] = 0xAB;
+    b.ql[84] = 0x30;  // element 212 (half 1, l=20, third quarter): high nibble 3
+    b.qh[52] = 0x8A;  // ... its high pair (bits 4-5) 0 -> 3
+    return {bytes_of(b),
+            {
+                {0, 5.0f},      // 0.5*2*(37-32)
+                {1, 31.0f},     // 0.5*2*(63-32)
+                {17, 0.0f},     // scale 1 is 0
+                {212, 43.5f},   // 0.5*(-3)*(3-32), scale index 8 + 20/16 + 2*2 = 13
+                {148, 0.0f},    // ql[84] low nibble 0, high pair 2 -> 0
+            }};
+}
+
+KnownBlock known_block(GgmlType t) {
+    switch (t) {
+        case GgmlType::F32:
+        case GgmlType::F16:
+        case GgmlType::BF16: return known_float_block(t);
+        case GgmlType::Q2_K: return known_q2_k();
+        case GgmlType::Q3_K: return known_q3_k();
+        case GgmlType::Q4_K: return known_q4_k();
+        case GgmlType::Q5_K: return known_q5_k();
+        case GgmlType::Q6_K: return known_q6_k();
+        default: return known_legacy_block(t);
+    }
+}
+
+int64_t block_elems(GgmlType t) { return wb::ggml_type_traits(t).block_elems; }
+
+// ---- random data ----
+
+std::vector<float> random_floats(std::mt19937& rng, int64_t n, float lo, float hi) {
+    std::uniform_real_distribution<float> dist(lo, hi);
+    std::vector<float> v(static_cast<size_t>(n));
+    for (float& x : v) x = dist(rng);
+    return v;
+}
+
+uint16_t random_scale(std::mt19937& rng) {
+    std::uniform_real_distribution<float> dist(-0.05f, 0.05f);
+    return wb::f32_to_fp16(dist(rng));
+}
+
+// Random payload bytes with sane fp16 scales written over the scale fields.
+template <class Block>
+void randomize_blocks(std::mt19937& rng, uint8_t* row, int64_t n_blocks) {
+    for (int64_t i = 0; i < n_blocks; ++i) {
+        Block b;
+        auto* raw = reinterpret_cast<uint8_t*>(&b);
+        for (size_t k = 0; k < sizeof b; ++k) raw[k] = uint8_t(rng());
+        b.d = random_scale(rng);
+        if constexpr (requires { b.m; }) b.m = random_scale(rng);
+        if constexpr (requires { b.dmin; }) b.dmin = random_scale(rng);
+        std::memcpy(row + size_t(i) * sizeof b, &b, sizeof b);
+    }
+}
+
+std::vector<uint8_t> random_weights(std::mt19937& rng, GgmlType t, int64_t n) {
+    std::vector<uint8_t> row(wb::ggml_row_bytes(t, n));
+    const int64_t nb = n / block_elems(t);
+    switch (t) {
+        case GgmlType::F32:
+        case GgmlType::F16:
+        case GgmlType::BF16: wb::quantize_row(t, random_floats(rng, n, -1.0f, 1.0f).data(), row.data(), n); break;
+        case GgmlType::Q4_0: randomize_blocks<wb::BlockQ4_0>(rng, row.data(), nb); break;
+        case GgmlType::Q4_1: randomize_blocks<wb::BlockQ4_1>(rng, row.data(), nb); break;
+        case GgmlType::Q5_0: randomize_blocks<wb::BlockQ5_0>(rng, row.data(), nb); break;
+        case GgmlType::Q5_1: randomize_blocks<wb::BlockQ5_1>(rng, row.data(), nb); break;
+        case GgmlType::Q8_0: randomize_blocks<wb::BlockQ8_0>(rng, row.data(), nb); break;
+        case GgmlType::Q2_K: randomize_blocks<wb::BlockQ2_K>(rng, row.data(), nb); break;
+        case GgmlType::Q3_K: randomize_blocks<wb::BlockQ3_K>(rng, row.data(), nb); break;
+        case GgmlType::Q4_K: randomize_blocks<wb::BlockQ4_K>(rng, row.data(), nb); break;
+        case GgmlType::Q5_K: randomize_blocks<wb::BlockQ5_K>(rng, row.data(), nb); break;
+        case GgmlType::Q6_K: randomize_blocks<wb::BlockQ6_K>(rng, row.data(), nb); break;
+        default: break;
+    }
+    return row;
+}
+
+// The Q8_1 s field is fp16, so m*s in the Q4_1/Q5_1 kernels carries up to one fp16 rounding of
+// d*sum(q) per block that dequantized math does not see: returns sum |m| * |s - d*sum(q)|.
+double q8_1_offset_error(GgmlType t, const uint8_t* w, const uint8_t* x, int64_t n) {
+    if (t != GgmlType::Q4_1 && t != GgmlType::Q5_1) return 0.0;
+    const auto* xb = reinterpret_cast<const wb::BlockQ8_1*>(x);
+    double err = 0.0;
+    for (int64_t i = 0; i < n / 32; ++i) {
+        const uint16_t m = t == GgmlType::Q4_1 ? reinterpret_cast<const wb::BlockQ4_1*>(w)[i].m
+                                               : reinterpret_cast<const wb::BlockQ5_1*>(w)[i].m;
+        int sum = 0;
+        for (int8_t q : xb[i].qs) sum += q;
+        const double exact = double(wb::fp16_to_f32(xb[i].d)) * sum;
+        err += std::fabs(wb::fp16_to_f32(m)) * std::fabs(wb::fp16_to_f32(xb[i].s) - exact);
+    }
+    return err;
+}
+
+// Scoped switch to the scalar family.
+struct ScalarKernels {
+    ScalarKernels() { wb::quant_force_scalar(true); }
+    ~ScalarKernels() { wb::quant_force_scalar(false); }
+};
+
+// Largest round-trip error allowed per element, as a fraction of the block's largest |x|.
+double round_trip_bound(GgmlType t) {
+    switch (t) {
+        case GgmlType::F32: return 0.0;
+        case GgmlType::F16: return 1.0 / 2048;  // half an ulp of 11 significant bits (no subnormals here)
+        case GgmlType::BF16: return 1.0 / 256;
+        case GgmlType::Q4_0: return 1.01 / 8;   // the clamp at 15 costs one full step d = amax/8
+        case GgmlType::Q5_0: return 1.01 / 16;
+        case GgmlType::Q4_1: return 1.0 / 15 + 2e-3;  // half a step of (max-min)/15 <= 2*amax/15, plus fp16 d, m
+        case GgmlType::Q5_1: return 1.0 / 31 + 2e-3;
+        case GgmlType::Q8_0:
+        case GgmlType::Q8_1: return 0.5 / 127 + 1e-3;  // half a step plus the fp16 rounding of d
+        default: return 0.501 / 127;                  // Q8_K keeps d as a float
+    }
+}
+
+}  // namespace
+
+class TestQuant : public QObject {
+    Q_OBJECT
+
+private Q_SLOTS:
+    void initTestCase();
+    void dequantize_gives_hand_computed_values_data();
+    void dequantize_gives_hand_computed_values();
+    void quantizers_follow_llama_cpp_rules();
+    void quantize_round_trip_stays_within_the_type_error_data();
+    void quantize_round_trip_stays_within_the_type_error();
+    void vec_dot_matches_dequantized_float_math_data();
+    void vec_dot_matches_dequantized_float_math();
+    void vec_dot_rows_equals_vec_dot_per_row_data();
+    void vec_dot_rows_equals_vec_dot_per_row();
+    void f16_row_conversion_is_identical_in_both_families();
+    void vec_dot_types_follow_llama_cpp();
+    void unsupported_type_throws_naming_it_data();
+    void unsupported_type_throws_naming_it();
+    void partial_block_row_throws();
+    void forcing_scalar_switches_kernel_name();
+};
+
+void TestQuant::initTestCase() { qInfo("best kernel family on this CPU: %s", wb::quant_kernel_name()); }
+
+void TestQuant::dequantize_gives_hand_computed_values_data() {
+    QTest::addColumn<uint32_t>("type");
+    for (GgmlType t : {GgmlType::F32, GgmlType::F16, GgmlType::BF16, GgmlType::Q4_0, GgmlType::Q4_1,
+                       GgmlType::Q5_0, GgmlType::Q5_1, GgmlType::Q8_0, GgmlType::Q8_1, GgmlType::Q2_K,
+                       GgmlType::Q3_K, GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K, GgmlType::Q8_K})
+        QTest::newRow(wb::ggml_type_name(t).c_str()) << uint32_t(t);
+}
+
+void TestQuant::dequantize_gives_hand_computed_values() {
+    QFETCH(uint32_t, type);
+    const auto t = GgmlType(type);
+    const KnownBlock kb = known_block(t);
+    const int64_t n = int64_t(kb.bytes.size() / wb::ggml_type_traits(t).block_bytes) * block_elems(t);
+    std::vector<float> y(size_t(n), -999.0f);
+    wb::dequantize_row(t, kb.bytes.data(), y.data(), n);
+    for (const auto& [i, want] : kb.expected) {
+        QVERIFY2(y[size_t(i)] == want, qPrintable(QString("element %1: got %2, want %3").arg(i).arg(y[size_t(i)]).arg(want)));
+    }
+}
+
+void TestQuant::quantizers_follow_llama_cpp_rules() {
+    // Q4_0: the value of largest magnitude (-8, negative) sets d = max / -8 = 1, so x = q - 8 exactly.
+    std::vector<float> x(32);
+    for (int j = 0; j < 32; ++j) x[size_t(j)] = float(j % 16 - 8);
+    wb::BlockQ4_0 q4{};
+    wb::quantize_row(GgmlType::Q4_0, x.data(), &q4, 32);
+    QCOMPARE(q4.d, kOne);
+    QCOMPARE(q4.qs[3], uint8_t(0x33));  // elements 3 and 19 are both 3 - 8
+
+    // Q8_K: the largest-magnitude value maps to -127 (iscale = -127/max), its negation to +127.
+    std::vector<float> xk(256, 0.0f);
+    xk[0] = 2.0f;
+    xk[1] = -2.0f;
+    xk[17] = 1.0f;  // -127/2 * 1 = -63.5 rounds to even: -64
+    wb::BlockQ8_K q8k{};
+    wb::quantize_row(GgmlType::Q8_K, xk.data(), &q8k, 256);
+    QCOMPARE(q8k.d, 1.0f / (-127.0f / 2.0f));
+    QCOMPARE(int(q8k.qs[0]), -127);
+    QCOMPARE(int(q8k.qs[1]), 127);
+    QCOMPARE(int(q8k.qs[17]), -64);
+    QCOMPARE(int(q8k.bsums[0]), 0);
+    QCOMPARE(int(q8k.bsums[1]), -64);
+
+    // Q8_1: s = d * sum(q).
+    std::vector<float> x1(32, 0.0f);
+    x1[0] = 1.27f;
+    x1[1] = 0.5f;  // 0.5 / 0.01 = 50
+    wb::BlockQ8_1 q81{};
+    wb::quantize_row(GgmlType::Q8_1, x1.data(), &q81, 32);
+    QCOMPARE(int(q81.qs[0]), 127);
+    QCOMPARE(int(q81.qs[1]), 50);
+    QCOMPARE(q81.s, wb::f32_to_fp16(1.27f / 127.0f * 177.0f));
+
+    // An all-zero block quantizes to d = 0 and zeros everywhere.
+    wb::BlockQ8_K zero{};
+    std::memset(&zero, 0x5A, sizeof zero);
+    wb::quantize_row(GgmlType::Q8_K, std::vector<float>(256, 0.0f).data(), &zero, 256);
+    QCOMPARE(zero.d, 0.0f);
+    QCOMPARE(int(zero.qs[100]), 0);
+    QCOMPARE(int(zero.bsums[3]), 0);
+}
+
+void TestQuant::quantize_round_trip_stays_within_the_type_error_data() {
+    QTest::addColumn<uint32_t>("type");
+    for (GgmlType t : {GgmlType::F32, GgmlType::F16, GgmlType::BF16, GgmlType::Q4_0, GgmlType::Q4_1,
+                       GgmlType::Q5_0, GgmlType::Q5_1, GgmlType::Q8_0, GgmlType::Q8_1, GgmlType::Q8_K})
+        QTest::newRow(wb::ggml_type_name(t).c_str()) << uint32_t(t);
+}
+
+void TestQuant::quantize_round_trip_stays_within_the_type_error() {
+    QFETCH(uint32_t, type);
+    const auto t = GgmlType(type);
+    std::mt19937 rng(1234);
+    const int64_t n = 1024;
+    std::vector<float> x = random_floats(rng, n, -2.0f, 2.0f);
+    std::fill(x.begin() + 256, x.begin() + 512, 0.0f);  // an all-zero stretch exercises d = 0
+    for (int j = 512; j < 544; ++j) x[size_t(j)] = 0.75f;  // a constant block (max == min)
+    std::vector<uint8_t> q(wb::ggml_row_bytes(t, n));
+    wb::quantize_row(t, x.data(), q.data(), n);
+    std::vector<float> y(static_cast<size_t>(n));
+    wb::dequantize_row(t, q.data(), y.data(), n);
+
+    const int64_t block = t == GgmlType::Q8_K ? 256 : 32;
+    for (int64_t b = 0; b < n / block; ++b) {
+        double amax = 0.0;
+        for (int64_t j = b * block; j < (b + 1) * block; ++j) amax = std::max(amax, double(std::fabs(x[size_t(j)])));
+        const double bound = round_trip_bound(t) * amax;
+        for (int64_t j = b * block; j < (b + 1) * block; ++j) {
+            const double err = std::fabs(double(y[size_t(j)]) - double(x[size_t(j)]));
+            QVERIFY2(err <= bound, qPrintable(QString("element %1: %2 -> %3, error %4 > %5")
+                                                  .arg(j).arg(x[size_t(j)]).arg(y[size_t(j)]).arg(err).arg(bound)));
+        }
+    }
+}
+
+void TestQuant::vec_dot_matches_dequantized_float_math_data() {
+    QTest::addColumn<uint32_t>("type");
+    QTest::addColumn<int>("n");
+    const auto add = [](GgmlType t, std::initializer_list<int> lengths) {
+        for (int n : lengths)
+            QTest::addRow("%s/%d", wb::ggml_type_name(t).c_str(), n) << uint32_t(t) << n;
+    };
+    for (GgmlType t : {GgmlType::F32, GgmlType::F16, GgmlType::BF16}) add(t, {1, 7, 33, 64, 576, 1000});
+    for (GgmlType t : {GgmlType::Q4_0, GgmlType::Q4_1, GgmlType::Q5_0, GgmlType::Q5_1, GgmlType::Q8_0})
+        add(t, {32, 96, 576, 1536});
+    for (GgmlType t : {GgmlType::Q2_K, GgmlType::Q3_K, GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K})
+        add(t, {256, 768, 1536});
+}
+
+void TestQuant::vec_dot_matches_dequantized_float_math() {
+    QFETCH(uint32_t, type);
+    QFETCH(int, n);
+    const auto t = GgmlType(type);
+    std::mt19937 rng(uint32_t(type) * 7919u + uint32_t(n));
+    for (int trial = 0; trial < 4; ++trial) {
+        const std::vector<uint8_t> w = random_weights(rng, t, n);
+        const std::vector<float> x = random_floats(rng, n, -1.0f, 1.0f);
+        std::vector<uint8_t> xq(wb::activation_row_bytes(t, n));
+        wb::quantize_activations(t, x.data(), xq.data(), n);
+
+        // reference: double-precision dot of the two dequantized rows
+        std::vector<float> wf(static_cast<size_t>(n)), xf(static_cast<size_t>(n));
+        wb::dequantize_row(t, w.data(), wf.data(), n);
+        wb::dequantize_row(wb::vec_dot_type(t), xq.data(), xf.data(), n);
+        double ref = 0.0, magnitude = 0.0;
+        for (int i = 0; i < n; ++i) {
+            ref += double(wf[size_t(i)]) * xf[size_t(i)];
+            magnitude += std::fabs(double(wf[size_t(i)]) * xf[size_t(i)]);
+        }
+        const double tol = 1e-4 * magnitude + q8_1_offset_error(t, w.data(), xq.data(), n) + 1e-6;
+
+        const float best = wb::vec_dot(t, n, w.data(), xq.data());
+        float scalar;
+        {
+            ScalarKernels force;
+            scalar = wb::vec_dot(t, n, w.data(), xq.data());
+        }
+        QVERIFY2(std::fabs(scalar - ref) <= tol, qPrintable(QString("scalar %1 vs %2 (tol %3)").arg(scalar).arg(ref).arg(tol)));
+        QVERIFY2(std::fabs(best - ref) <= tol, qPrintable(QString("%1 %2 vs %3 (tol %4)")
+                                                              .arg(wb::quant_kernel_name()).arg(best).arg(ref).arg(tol)));
+        QVERIFY2(std::fabs(best - scalar) <= tol, qPrintable(QString("%1 %2 vs scalar %3").arg(wb::quant_kernel_name()).arg(best).arg(scalar)));
+    }
+}
+
+void TestQuant::vec_dot_rows_equals_vec_dot_per_row_data() {
+    QTest::addColumn<uint32_t>("type");
+    QTest::addColumn<int>("n");
+    QTest::newRow("Q4_1/576") << uint32_t(GgmlType::Q4_1) << 576;
+    QTest::newRow("Q8_0/576") << uint32_t(GgmlType::Q8_0) << 576;
+    QTest::newRow("Q6_K/512") << uint32_t(GgmlType::Q6_K) << 512;
+    QTest::newRow("F16/64") << uint32_t(GgmlType::F16) << 64;
+}
+
+void TestQuant::vec_dot_rows_equals_vec_dot_per_row() {
+    QFETCH(uint32_t, type);
+    QFETCH(int, n);
+    const auto t = GgmlType(type);
+    std::mt19937 rng(99);
+    const int rows = 5;
+    const size_t stride = wb::ggml_row_bytes(t, n);
+    std::vector<uint8_t> w;
+    for (int r = 0; r < rows; ++r) {
+        const std::vector<uint8_t> row = random_weights(rng, t, n);
+        w.insert(w.end(), row.begin(), row.end());
+    }
+    const std::vector<float> x = random_floats(rng, n, -1.0f, 1.0f);
+    std::vector<uint8_t> xq(wb::activation_row_bytes(t, n));
+    wb::quantize_activations(t, x.data(), xq.data(), n);
+    std::vector<float> out(rows, 0.0f);
+    wb::vec_dot_rows(t, n, w.data(), stride, rows, xq.data(), out.data());
+    for (int r = 0; r < rows; ++r) QCOMPARE(out[size_t(r)], wb::vec_dot(t, n, w.data() + size_t(r) * stride, xq.data()));
+}
+
+void TestQuant::f16_row_conversion_is_identical_in_both_families() {
+    std::mt19937 rng(5);
+    const int64_t n = 203;  // not a multiple of 8: covers the SIMD tails
+    std::vector<float> x = random_floats(rng, n, -70000.0f, 70000.0f);  // includes overflow to inf
+    for (int64_t i = 0; i < 40; ++i) x[size_t(i)] *= 1e-9f;                // and fp16 subnormals
+    std::vector<uint16_t> best(static_cast<size_t>(n)), scalar(static_cast<size_t>(n));
+    std::vector<float> back_best(static_cast<size_t>(n)), back_scalar(static_cast<size_t>(n));
+    wb::quantize_row(GgmlType::F16, x.data(), best.data(), n);
+    wb::dequantize_row(GgmlType::F16, best.data(), back_best.data(), n);
+    {
+        ScalarKernels force;
+        wb::quantize_row(GgmlType::F16, x.data(), scalar.data(), n);
+        wb::dequantize_row(GgmlType::F16, scalar.data(), back_scalar.data(), n);
+    }
+    QVERIFY(best == scalar);
+    QCOMPARE(std::memcmp(back_best.data(), back_scalar.data(), size_t(n) * sizeof(float)), 0);
+}
+
+void TestQuant::vec_dot_types_follow_llama_cpp() {
+    QCOMPARE(wb::vec_dot_type(GgmlType::F16), GgmlType::F32);
+    QCOMPARE(wb::vec_dot_type(GgmlType::BF16), GgmlType::F32);
+    QCOMPARE(wb::vec_dot_type(GgmlType::Q4_0), GgmlType::Q8_0);
+    QCOMPARE(wb::vec_dot_type(GgmlType::Q5_0), GgmlType::Q8_0);
+    QCOMPARE(wb::vec_dot_type(GgmlType::Q8_0), GgmlType::Q8_0);
+    QCOMPARE(wb::vec_dot_type(GgmlType::Q4_1), GgmlType::Q8_1);
+    QCOMPARE(wb::vec_dot_type(GgmlType::Q5_1), GgmlType::Q8_1);
+    QCOMPARE(wb::vec_dot_type(GgmlType::Q2_K), GgmlType::Q8_K);
+    QCOMPARE(wb::vec_dot_type(GgmlType::Q6_K), GgmlType::Q8_K);
+    QCOMPARE(wb::activation_row_bytes(GgmlType::Q4_1, 576), size_t(18 * 36));
+    QCOMPARE(wb::activation_row_bytes(GgmlType::Q4_K, 512), size_t(2 * 292));
+    QCOMPARE(wb::activation_row_bytes(GgmlType::F16, 10), size_t(40));
+}
+
+void TestQuant::unsupported_type_throws_naming_it_data() {
+    QTest::addColumn<uint32_t>("type");
+    QTest::addColumn<QString>("name");
+    QTest::newRow("IQ2_XXS") << uint32_t(GgmlType::IQ2_XXS) << "IQ2_XXS";
+    QTest::newRow("I8") << uint32_t(GgmlType::I8) << "I8";
+    QTest::newRow("MXFP4") << uint32_t(GgmlType::MXFP4) << "MXFP4";
+    QTest::newRow("undefined 99") << 99u << "type_99";
+}
+
+void TestQuant::unsupported_type_throws_naming_it() {
+    QFETCH(uint32_t, type);
+    QFETCH(QString, name);
+    const auto t = GgmlType(type);
+    std::vector<uint8_t> buf(4096);
+    std::vector<float> f(256);
+    const auto expect_error = [&](const char* what, const std::function<void()>& call) {
+        try {
+            call();
+        } catch (const wb::Error& e) {
+            QVERIFY2(QString(e.what()).contains(name), qPrintable(QString("%1: message '%2' does not name %3").arg(what, e.what(), name)));
+            return;
+        }
+        QFAIL(qPrintable(QString("%1 did not throw for %2").arg(what, name)));
+    };
+    expect_error("dequantize_row", [&] { wb::dequantize_row(t, buf.data(), f.data(), 256); });
+    expect_error("vec_dot_type", [&] { wb::vec_dot_type(t); });
+    expect_error("vec_dot", [&] { wb::vec_dot(t, 256, buf.data(), buf.data()); });
+    expect_error("vec_dot_rows", [&] { wb::vec_dot_rows(t, 256, buf.data(), 0, 1, buf.data(), f.data()); });
+    expect_error("quantize_row", [&] { wb::quantize_row(t, f.data(), buf.data(), 256); });
+    expect_error("quantize_activations", [&] { wb::quantize_activations(t, f.data(), buf.data(), 256); });
+}
+
+void TestQuant::partial_block_row_throws() {
+    std::vector<uint8_t> buf(4096);
+    std::vector<float> f(512);
+    QVERIFY_THROWS_EXCEPTION(wb::Error, wb::dequantize_row(GgmlType::Q4_0, buf.data(), f.data(), 33));
+    QVERIFY_THROWS_EXCEPTION(wb::Error, wb::vec_dot(GgmlType::Q4_K, 576, buf.data(), buf.data()));
+    QVERIFY_THROWS_EXCEPTION(wb::Error, wb::quantize_activations(GgmlType::Q6_K, f.data(), buf.data(), 288));
+    QVERIFY_THROWS_EXCEPTION(wb::Error, wb::quantize_row(GgmlType::Q2_K, f.data(), buf.data(), 256));  // no quantizer
+}
+
+void TestQuant::forcing_scalar_switches_kernel_name() {
+    const QString best = wb::quant_kernel_name();
+    QVERIFY(best == "avx2" || best == "scalar");
+    {
+        ScalarKernels force;
+        QCOMPARE(QString(wb::quant_kernel_name()), QString("scalar"));
+    }
+    QCOMPARE(QString(wb::quant_kernel_name()), best);
+}
+
+QTEST_GUILESS_MAIN(TestQuant)
+#include "test_quant.moc"
