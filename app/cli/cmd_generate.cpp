@@ -88,16 +88,16 @@ int cmd_generate(const CliOptions& o) {
     const GenerateResult r = rt.session->generate(prompt, params, o.json ? nullptr : &printer);
     if (o.json) {
         print_json_result(r, prompt.size(), rt.backend.backend->name());
-    } else {
-        std::printf("\n");
-        std::fprintf(stderr, "[%s] %zu prompt tokens, %d generated; prefill %.1f tok/s, decode %.1f tok/s, stop: %s\n",
-                     rt.backend.backend->description().c_str(), prompt.size(), int(r.tokens.size()),
-                     r.timings.prefill_tps(), r.timings.decode_tps(), stop_reason_name(r.reason));
+        if (r.reason != StopReason::ERROR) return 0;
     }
+    if (!o.json) std::printf("\n");
     if (r.reason == StopReason::ERROR) {
-        if (!o.json) std::fprintf(stderr, "whitebox-cli: error: %s\n", r.error.c_str());
+        std::fprintf(stderr, "whitebox-cli: error: %s\n", r.error.c_str());
         return 1;
     }
+    std::fprintf(stderr, "[%s] %zu prompt tokens, %d generated; prefill %.1f tok/s, decode %.1f tok/s, stop: %s\n",
+                 rt.backend.backend->description().c_str(), prompt.size(), int(r.tokens.size()), r.timings.prefill_tps(),
+                 r.timings.decode_tps(), stop_reason_name(r.reason));
     return 0;
 }
 

@@ -14,21 +14,30 @@ namespace wb::cli {
 
 namespace {
 
+std::string number(double d) {
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%g", d);
+    return buf;
+}
+
 // Short rendering of a metadata value for the text listing (arrays: type, length and a few items).
 std::string value_summary(const GgufValue& v) {
     switch (v.type) {
         case GgufValueType::STRING: return v.s.size() > 200 ? json_quote(v.s.substr(0, 200)) + "..." : json_quote(v.s);
         case GgufValueType::ARRAY: {
-            std::string out = "[" + std::string(gguf_value_type_name(v.elem_type)) + " x " + std::to_string(v.array_len) + "]";
+            std::string out = "[";
+            out += gguf_value_type_name(v.elem_type);
+            out += " x " + std::to_string(v.array_len) + "]";
             size_t shown = 0;
-            for (; shown < 4 && shown < v.strings.size(); ++shown) out += " " + json_quote(v.strings[shown]);
-            for (; shown < 4 && shown < v.ints.size(); ++shown) out += " " + std::to_string(v.ints[shown]);
-            for (; shown < 4 && shown < v.floats.size(); ++shown) out += " " + std::to_string(v.floats[shown]);
-            return v.array_len > shown ? out + " ..." : out;
+            for (; shown < 4 && shown < v.strings.size(); ++shown) out.append(" ").append(json_quote(v.strings[shown]));
+            for (; shown < 4 && shown < v.ints.size(); ++shown) out.append(" ").append(std::to_string(v.ints[shown]));
+            for (; shown < 4 && shown < v.floats.size(); ++shown) out.append(" ").append(number(v.floats[shown]));
+            if (v.array_len > shown) out += " ...";
+            return out;
         }
         case GgufValueType::BOOL: return v.i ? "true" : "false";
         case GgufValueType::FLOAT32:
-        case GgufValueType::FLOAT64: return std::to_string(v.f);
+        case GgufValueType::FLOAT64: return number(v.f);
         default: return std::to_string(v.i);
     }
 }

@@ -1,0 +1,152 @@
+// whitebox-cli as a user runs it: the JSON contracts of info, tokenize, generate and bench on the real
+// default model, seeded reproducibility, and bad input (unknown flags, missing or truncated files, an
+// over-long prompt) ending with a non-zero exit and exactly one line on stderr.
+#include <QJsonArray>
+#include <QJsonDocument>
+#include <QJsonObject>
+#include <QProcess>
+#include <QTemporaryDir>
+#include <QtTest>
+
+#include <fstream>
+
+#include "test_paths.h"
+
+namespace {
+
+struct Run {
+    int exit_code = -1;
+    QByteArray out;
+    QByteArray err;
+};
+
+Run run_cli(const QStringList& args) {
+    QProcess p;
+    p.start(WB_CLI_PATH, args);
+    if (!p.waitForFinished(300000)) qFatal("whitebox-cli did not finish: %s", qPrintable(args.join(' ')));
+    return {p.exitStatus() == QProcess::NormalExit ? p.exitCode() : -1, p.readAllStandardOutput(), p.readAllStandardError()};
+}
+
+QJsonObject json_of(const Run& r) {
+    QJsonParseError e;
+    const QJsonDocument d = QJsonDocument::fromJson(r.out, &e);
+    if (e.error != QJsonParseError::NoError) qFatal("not JSON (%s): %s", qPrintable(e.errorString()), r.out.constData());
+    return d.object();
+}
+
+QString model() { return QString::fromStdString(wb_test::default_model()); }
+
+}  // namespace
+
+class TestCli : public QObject {
+    Q_OBJECT
+private Q_SLOTS:
+    void initTestCase() {
+        if (!std::ifstream(wb_test::default_model()).good())
+            QFAIL("default model missing: run scripts/fetch-models.sh");
+    }
+
+    void versionNamesVersionAndCommit() {
+        const Run r = run_cli({"--version"});
+        QCOMPARE(r.exit_code, 0);
+        QVERIFY(r.out.startsWith("whitebox-cli "));
+        QVERIFY(r.out.contains("commit"));
+    }
+
+    void badInputGivesOneLine_data() {
+        QTest::addColumn<QStringList>("args");
+        QTest::addColumn<QString>("needle");
+        QTest::newRow("no command") << QStringList{} << "no command";
+        QTest::newRow("unknown command") << QStringList{"frobnicate"} << "unknown command";
+        QTest::newRow("unknown flag") << QStringList{"generate", "-p", "x", "--bogus"} << "unknown option";
+        QTest::newRow("missing prompt") << QStringList{"generate", "-m", model()} << "needs a prompt";
+        QTest::newRow("bad number") << QStringList{"generate", "-p", "x", "--temp", "hot"} << "--temp expects";
+        QTest::newRow("missing model") << QStringList{"info", "-m", "/nonexistent/model.gguf"} << "not found";
+        QTest::newRow("bad backend") << QStringList{"generate", "-m", model(), "-p", "x", "--backend", "tpu"} << "unknown backend";
+        QTest::newRow("over-long prompt")
+            << QStringList{"generate", "-m", model(), "--backend", "cpu", "--ctx", "16", "-p",
+                           QString("one two three four five six seven eight nine ten ").repeated(4)}
+            << "context";
+    }
+    void badInputGivesOneLine() {
+        QFETCH(QStringList, args);
+        QFETCH(QString, needle);
+        const Run r = run_cli(args);
+        QVERIFY2(r.exit_code != 0 && r.exit_code != -1, r.err.constData());
+        const QList<QByteArray> lines = r.err.trimmed().split('\n');
+        QCOMPARE(lines.size(), 1);
+        QVERIFY2(lines[0].contains(needle.toUtf8()), lines[0].constData());
+    }
+
+    void truncatedModelIsRejectedClearly() {
+        QTemporaryDir dir;
+        const QString path = dir.filePath("truncated.gguf");
+        std::ifstream in(wb_test::default_model(), std::ios::binary);
+        std::vector<char> head(1 << 20);
+        in.read(head.data(), std::streamsize(head.size()));
+        std::ofstream(path.toStdString(), std::ios::binary).write(head.data(), std::streamsize(head.size()));
+        const Run r = run_cli({"generate", "-m", path, "-p", "hi", "--backend", "cpu"});
+        QCOMPARE(r.exit_code, 1);
+        QCOMPARE(r.err.trimmed().split('\n').size(), 1);
+        QVERIFY2(r.err.contains("truncated"), r.err.constData());
+    }
+
+    void infoJsonDescribesTheFile() {
+        const Run r = run_cli({"info", "-m", model(), "--json"});
+        QCOMPARE(r.exit_code, 0);
+        const QJsonObject o = json_of(r);
+        QCOMPARE(o["metadata"].toObject()["general.architecture"].toString(), QString("llama"));
+        QCOMPARE(o["tensors"].toArray().size(), 272);
+        QVERIFY(o["memory"].toObject()["weights_bytes"].toDouble() > 50e6);
+        QCOMPARE(o["memory"].toObject()["kv_bytes_per_token"].toInt(), 2 * 30 * 192 * 2);
+    }
+
+    void tokenizeJson() {
+        const Run r = run_cli({"tokenize", "-m", model(), "-p", "Hello, we can use", "--json"});
+        QCOMPARE(r.exit_code, 0);
+        const QJsonObject o = json_of(r);
+        QCOMPARE(o["tokens"].toArray(), (QJsonArray{19556, 28, 392, 416, 722}));
+        QCOMPARE(o["pieces"].toArray().first().toString(), QString("Hello"));
+    }
+
+    void generateJsonContract() {
+        const Run r = run_cli({"generate", "-m", model(), "-p", "The capital of France is", "-n", "6", "--temp", "0",
+                               "--backend", "cpu", "--json"});
+        QCOMPARE(r.exit_code, 0);
+        const QJsonObject o = json_of(r);
+        QVERIFY(o.contains("text") && o.contains("tokens") && o.contains("timings"));
+        QCOMPARE(o["prompt_tokens"].toInt(), 5);
+        QVERIFY(o["tokens"].toArray().size() <= 6);
+        const QString reason = o["stop_reason"].toString();
+        QVERIFY2(reason == "max_tokens" || reason == "eos", qPrintable(reason));
+        QVERIFY(o["timings"].toObject()["prefill_ms"].toDouble() > 0);
+    }
+
+    void sameSeedSameText() {
+        const QStringList args{"generate", "-m", model(), "-p", "Once upon a time", "-n", "12", "--temp", "1.0",
+                               "--seed", "1234", "--backend", "cpu", "--json"};
+        const QJsonObject a = json_of(run_cli(args)), b = json_of(run_cli(args));
+        QCOMPARE(a["tokens"].toArray(), b["tokens"].toArray());
+        QCOMPARE(a["seed"].toDouble(), 1234.0);
+    }
+
+    void chatFlagUsesTheTemplate() {
+        const Run r = run_cli({"generate", "-m", model(), "--chat", "-p", "Say hi", "-n", "4", "--temp", "0",
+                               "--backend", "cpu", "--json"});
+        QCOMPARE(r.exit_code, 0);
+        // SmolLM2's template adds its default system prompt: far more than the 2 tokens of "Say hi".
+        QVERIFY(json_of(r)["prompt_tokens"].toInt() > 20);
+    }
+
+    void benchJsonContract() {
+        const Run r = run_cli({"bench", "-m", model(), "-p", "16", "-n", "4", "-r", "2", "--backend", "cpu", "--json"});
+        QCOMPARE(r.exit_code, 0);
+        const QJsonObject o = json_of(r);
+        QVERIFY(o["prefill_tps"].toObject()["mean"].toDouble() > 0);
+        QVERIFY(o["decode_tps"].toObject()["mean"].toDouble() > 0);
+        QVERIFY(o.contains("weight_bytes_per_token"));
+    }
+};
+
+QTEST_GUILESS_MAIN(TestCli)
+#include "test_cli.moc"
