@@ -134,9 +134,13 @@ void CpuBackend::rope(Tensor& x, const RopeParams& p, const int32_t* positions) 
                 // NORMAL rotates neighbours (2i, 2i+1); NEOX rotates (i, i + n_rot/2).
                 const int32_t a = p.mode == RopeMode::NORMAL ? 2 * i : i;
                 const int32_t b = p.mode == RopeMode::NORMAL ? 2 * i + 1 : i + half;
+                // Written with explicit fused multiply-adds, in the form llama.cpp's CPU build (which
+                // the compiler contracts to FMA) evaluates, so the rotated values agree bit for bit:
+                // x0*cos - x1*sin == fma(x0, cos, -(x1*sin)), x0*sin + x1*cos == fma(x0, sin, x1*cos).
                 const float x0 = v[a], x1 = v[b];
-                v[a] = x0 * cos_t[size_t(i)] - x1 * sin_t[size_t(i)];
-                v[b] = x0 * sin_t[size_t(i)] + x1 * cos_t[size_t(i)];
+                const float c = cos_t[size_t(i)], s = sin_t[size_t(i)];
+                v[a] = std::fma(x0, c, -(x1 * s));
+                v[b] = std::fma(x0, s, x1 * c);
             }
         }
     }

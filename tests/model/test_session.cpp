@@ -1,0 +1,193 @@
+// Session behaviour on the real default model: prompt-prefix reuse gives the same tokens as a fresh
+// session while computing only the new part, truncation (regenerate/edit) likewise, stop() from another
+// thread, a full context, stop strings, live parameter changes taking effect at the next token, and KV
+// statistics that follow the formula after every step.
+#include <QtTest>
+
+#include <fstream>
+#include <thread>
+
+#include "engine/backend_cpu.h"
+#include "engine/model.h"
+#include "engine/session.h"
+#include "test_paths.h"
+
+using namespace wb;
+
+namespace {
+
+SamplingParams greedy(int max_tokens) {
+    SamplingParams p;
+    p.temperature = 0.0f;
+    p.max_tokens = max_tokens;
+    return p;
+}
+
+// Records events and can act on them (stop the session or change the live parameters).
+class Recorder : public Observer {
+public:
+    std::vector<TokenEvent> tokens;
+    std::vector<KvStats> kv;
+    std::function<void(const TokenEvent&)> on_each;
+    void on_token(const TokenEvent& e) override {
+        tokens.push_back(e);
+        if (on_each) on_each(e);
+    }
+    void on_kv_cache(const KvStats& s) override { kv.push_back(s); }
+};
+
+}  // namespace
+
+class TestSession : public QObject {
+    Q_OBJECT
+
+    std::unique_ptr<Model> model_;
+    std::unique_ptr<CpuBackend> backend_;
+
+    std::vector<int32_t> chat(const std::vector<ChatMessage>& msgs) const {
+        return model_->tokenizer().encode(model_->chat_template().render(msgs, true), false, true);
+    }
+
+private Q_SLOTS:
+    void initTestCase() {
+        if (!std::ifstream(wb_test::default_model()).good()) QFAIL("default model missing: run scripts/fetch-models.sh");
+        model_ = Model::load(wb_test::default_model());
+        backend_ = std::make_unique<CpuBackend>(0);
+    }
+
+    void prefixReuseGivesTheSameAnswer() {
+        Session reused(*model_, *backend_), fresh(*model_, *backend_);
+        std::vector<ChatMessage> msgs{{"user", "Name a color."}};
+        const GenerateResult first = reused.generate(chat(msgs), LiveSamplingParams(greedy(12)));
+        QVERIFY2(first.reason != StopReason::ERROR, first.error.c_str());
+        msgs.push_back({"assistant", first.text});
+        msgs.push_back({"user", "Name another one."});
+        const std::vector<int32_t> prompt2 = chat(msgs);
+        const GenerateResult second = reused.generate(prompt2, LiveSamplingParams(greedy(12)));
+        const GenerateResult reference = fresh.generate(prompt2, LiveSamplingParams(greedy(12)));
+        QCOMPARE(second.tokens, reference.tokens);
+        // The first turn's prompt is a prefix of the second's, so at least that much was reused.
+        QVERIFY(second.timings.n_reused >= int32_t(chat({{"user", "Name a color."}}).size()));
+        QCOMPARE(second.timings.n_reused + second.timings.n_prefill, int32_t(prompt2.size()));
+    }
+
+    void truncateThenRegenerateMatchesFresh() {
+        Session s(*model_, *backend_), fresh(*model_, *backend_);
+        const std::vector<int32_t> prompt = chat({{"user", "Write a haiku about rain."}});
+        const GenerateResult a = s.generate(prompt, LiveSamplingParams(greedy(16)));
+        s.truncate(int32_t(prompt.size()) - 3);
+        QCOMPARE(s.kv_stats().n_tokens, int32_t(prompt.size()) - 3);
+        const GenerateResult b = s.generate(prompt, LiveSamplingParams(greedy(16)));
+        QCOMPARE(b.timings.n_reused, int32_t(prompt.size()) - 3);
+        QCOMPARE(b.tokens, a.tokens);
+        QCOMPARE(b.tokens, fresh.generate(prompt, LiveSamplingParams(greedy(16))).tokens);
+    }
+
+    void stopFromAnotherThread() {
+        Session s(*model_, *backend_);
+        Recorder rec;
+        std::thread stopper;
+        rec.on_each = [&](const TokenEvent& e) {
+            if (e.index == 2) stopper = std::thread([&] { s.stop(); });
+        };
+        SamplingParams p = greedy(400);
+        const GenerateResult r = s.generate(chat({{"user", "Tell me a long story."}}), LiveSamplingParams(p), &rec);
+        stopper.join();
+        QCOMPARE(r.reason, StopReason::STOPPED);
+        QVERIFY(r.tokens.size() >= 3 && r.tokens.size() < 40);
+    }
+
+    void contextFullEndsTheReply() {
+        SessionOptions so;
+        so.n_ctx = 48;
+        Session s(*model_, *backend_, so);
+        const std::vector<int32_t> prompt = chat({{"user", "Count to one hundred."}});
+        QVERIFY(prompt.size() < 48);
+        const GenerateResult r = s.generate(prompt, LiveSamplingParams(greedy(200)));
+        QCOMPARE(r.reason, StopReason::CONTEXT_FULL);
+        QCOMPARE(int32_t(s.context_tokens().size()), 48);
+    }
+
+    void overLongPromptIsAnError() {
+        SessionOptions so;
+        so.n_ctx = 16;
+        Session s(*model_, *backend_, so);
+        const GenerateResult r = s.generate(std::vector<int32_t>(40, 100), LiveSamplingParams(greedy(4)));
+        QCOMPARE(r.reason, StopReason::ERROR);
+        QVERIFY(r.error.find("context") != std::string::npos);
+    }
+
+    void stopStringEndsTheReplyWithoutIt() {
+        Session s(*model_, *backend_);
+        const std::vector<int32_t> prompt = chat({{"user", "List three fruits, one per line."}});
+        const GenerateResult plain = s.generate(prompt, LiveSamplingParams(greedy(40)));
+        QVERIFY(plain.text.size() > 4);
+        // Use a piece of the unconstrained answer as the stop string: generation must end right before it.
+        const std::string stop = plain.text.substr(plain.text.size() / 2, 3);
+        SamplingParams p = greedy(40);
+        p.stop = {stop};
+        const GenerateResult r = s.generate(prompt, LiveSamplingParams(p));
+        QCOMPARE(r.reason, StopReason::STOP_STRING);
+        QCOMPARE(r.text, plain.text.substr(0, plain.text.find(stop)));
+    }
+
+    void liveParametersApplyToTheNextToken() {
+        Session s(*model_, *backend_);
+        LiveSamplingParams live(greedy(100));
+        Recorder rec;
+        rec.on_each = [&](const TokenEvent& e) {
+            if (e.index == 4) live.set(greedy(7));  // the GUI lowers "max tokens" mid-reply
+        };
+        const GenerateResult r = s.generate(chat({{"user", "Tell me a long story."}}), live, &rec);
+        QCOMPARE(r.reason, StopReason::MAX_TOKENS);
+        QCOMPARE(r.tokens.size(), size_t(7));
+    }
+
+    void kvStatisticsFollowTheFormulaAfterEveryStep() {
+        Session s(*model_, *backend_);
+        Recorder rec;
+        const std::vector<int32_t> prompt = chat({{"user", "Hello!"}});
+        const GenerateResult r = s.generate(prompt, LiveSamplingParams(greedy(10)), &rec);
+        QVERIFY(!rec.kv.empty());
+        const ModelConfig& c = model_->config();
+        const uint64_t per_token = 2ull * uint64_t(c.n_head_kv) * uint64_t(c.head_dim) * 2;  // K+V, f16
+        int32_t expected_tokens = int32_t(prompt.size());
+        for (const KvStats& k : rec.kv) {
+            QCOMPARE(k.n_tokens, expected_tokens);
+            QCOMPARE(k.layers.size(), size_t(c.n_layer));
+            for (const KvLayerStats& l : k.layers) {
+                QCOMPARE(l.bytes_used, per_token * uint64_t(expected_tokens));
+                QCOMPARE(l.bytes_reserved, per_token * uint64_t((expected_tokens + k.block_tokens - 1) / k.block_tokens * k.block_tokens));
+            }
+            ++expected_tokens;
+        }
+        s.truncate(3);
+        QCOMPARE(s.kv_stats().bytes_used, uint64_t(c.n_layer) * per_token * 3);
+    }
+
+    void tokenEventsCarryTextAndProbability() {
+        Session s(*model_, *backend_);
+        Recorder rec;
+        SamplingParams p;
+        p.seed = 7;
+        p.max_tokens = 12;
+        const GenerateResult r = s.generate(chat({{"user", "Say something."}}), LiveSamplingParams(p), &rec);
+        QCOMPARE(rec.tokens.size(), r.tokens.size());
+        std::string joined;
+        for (const TokenEvent& e : rec.tokens) {
+            joined += e.piece;
+            QVERIFY(e.p > 0.0f && e.p <= 1.0f);
+        }
+        QCOMPARE(joined, r.text.substr(0, joined.size()));
+        QCOMPARE(r.seed, uint64_t(7));
+
+        // Greedy decoding reports the chosen token's softmax probability too.
+        Recorder greedy_rec;
+        s.generate(chat({{"user", "Say something."}}), LiveSamplingParams(greedy(4)), &greedy_rec);
+        QVERIFY(!greedy_rec.tokens.empty());
+        for (const TokenEvent& e : greedy_rec.tokens) QVERIFY2(e.p > 0.0f && e.p <= 1.0f, qPrintable(QString::number(e.p)));
+    }
+};
+
+QTEST_GUILESS_MAIN(TestSession)
+#include "test_session.moc"
