@@ -162,8 +162,21 @@ void CpuBackend::attention(const Tensor& q, const KvCache& kv, int32_t il, int32
     const int64_t hd = p.head_dim;
     const int64_t n_tasks = q.n_rows * p.n_head;
     const int64_t max_keys = pos0 + q.n_rows;
+
+    // The arithmetic follows llama.cpp's CPU attention (no flash attention) step by step, so the two
+    // agree bit for bit: this model family's large activations turn any last-bit difference into a
+    // visibly different logit a few layers on. There, kq = K.q and out = V^T.p are matmuls over the
+    // f16 cache with q and p rounded to f16; a batch of several tokens takes its batched (tinyBLAS)
+    // kernel, which needs whole runs of 8 (kq) / rows in fours (out), and one token takes
+    // ggml_vec_dot_f16: two accumulation orders, both reproduced (F16DotOrder).
+    const bool batched = q.n_rows > 1;
+    const F16DotOrder kq_order = batched && hd % 8 == 0 ? F16DotOrder::kLanes8 : F16DotOrder::kStep32;
+    const F16DotOrder out_order = batched && hd % 4 == 0 ? F16DotOrder::kLanes8 : F16DotOrder::kStep32;
+    const int64_t n_lanes = f16_dot_lanes(out_order);
+    // per thread: scores[max_keys], out lanes[n_lanes * hd], lane gather[n_lanes], q in f16[hd]
+    const size_t buf_floats = size_t(max_keys + n_lanes * hd + n_lanes + hd);
     for (auto& b : thread_buf_)
-        if (b.size() < size_t(max_keys + 2 * hd)) b.resize(size_t(max_keys + 2 * hd));
+        if (b.size() < buf_floats) b.resize(buf_floats);
 
     pool_.parallel_for(n_tasks, [&](int64_t task, int thread) {
         const int64_t r = task / p.n_head;
@@ -173,37 +186,50 @@ void CpuBackend::attention(const Tensor& q, const KvCache& kv, int32_t il, int32
         const int32_t first = p.window > 0 ? std::max(0, pos - p.window + 1) : 0;
         const float* qv = q.data + r * q.n_cols + int64_t(h) * hd;
         float* scores = thread_buf_[size_t(thread)].data();
-        float* vrow = scores + max_keys;
+        float* lanes = scores + max_keys;
+        float* gather = lanes + n_lanes * hd;
+        auto* q16 = reinterpret_cast<uint16_t*>(gather + n_lanes);
 
         // The keys are f16, so q is rounded to f16 too: the dot is then a product of two f16 vectors
         // accumulated in f32, the same arithmetic as llama.cpp's CPU path and a GPU's f16 attention.
-        float* q16 = vrow + hd;
-        for (int64_t d = 0; d < hd; ++d) q16[d] = fp16_to_f32(f32_to_fp16(qv[d]));
+        quantize_row(GgmlType::F16, qv, q16, hd);
 
         // scores_j = scale * q.k_j over the visible keys, then a numerically stable softmax.
         float max_s = -INFINITY;
         for (int32_t j = first; j <= pos; ++j) {
             const auto* krow = static_cast<const uint16_t*>(kv.k_row(il, j)) + int64_t(kvh) * hd;
-            const float s = p.scale * vec_dot(GgmlType::F16, hd, krow, q16);
+            const float s = p.scale * dot_f16_f16(kq_order, hd, krow, q16);
             scores[j - first] = s;
             max_s = std::max(max_s, s);
         }
         const int32_t n_keys = pos - first + 1;
+        for (int32_t j = 0; j < n_keys; ++j) scores[j] = std::exp(scores[j] - max_s);
+        // The sum as llama.cpp forms it: over the cache in runs of 8 keys counted from key 0 (keys
+        // outside the window count 0), each run summed in float in the 8-lane tree, the runs in double.
         double sum = 0.0;
-        for (int32_t j = 0; j < n_keys; ++j) {
-            scores[j] = std::exp(scores[j] - max_s);
-            sum += scores[j];
+        for (int32_t run = first / 8 * 8; run <= pos; run += 8) {
+            float e[8];
+            for (int32_t l = 0; l < 8; ++l) {
+                const int32_t j = run + l;
+                e[l] = j >= first && j <= pos ? scores[j - first] : 0.0f;
+            }
+            sum += sum_f16_dot_lanes(F16DotOrder::kLanes8, e);
         }
         const float inv = float(1.0 / sum);
 
-        // out = sum_j p_j v_j with p_j rounded to f16 like the values it weights.
+        // out[d] = sum_j p_j v_j[d] with p_j rounded to f16 like the values it weights. Key j goes
+        // to lane j % n_lanes of every output dim (the lanes the reference's dot over the cache
+        // gives it); each lane row is one fused multiply-add per key.
+        std::fill(lanes, lanes + n_lanes * hd, 0.0f);
+        for (int32_t j = first; j <= pos; ++j) {
+            const float pj = fp16_to_f32(f32_to_fp16(scores[j - first] * inv));
+            const auto* vsrc = static_cast<const uint16_t*>(kv.v_row(il, j)) + int64_t(kvh) * hd;
+            fma_f16_row(pj, vsrc, lanes + (j % n_lanes) * hd, hd);
+        }
         float* o = out.data + r * out.n_cols + int64_t(h) * hd;
-        std::fill(o, o + hd, 0.0f);
-        for (int32_t j = 0; j < n_keys; ++j) {
-            const float pj = fp16_to_f32(f32_to_fp16(scores[j] * inv));
-            const auto* vsrc = static_cast<const uint16_t*>(kv.v_row(il, first + j)) + int64_t(kvh) * hd;
-            dequantize_row(GgmlType::F16, vsrc, vrow, hd);
-            for (int64_t d = 0; d < hd; ++d) o[d] += pj * vrow[d];
+        for (int64_t d = 0; d < hd; ++d) {
+            for (int64_t l = 0; l < n_lanes; ++l) gather[l] = lanes[l * hd + d];
+            o[d] = sum_f16_dot_lanes(out_order, gather);
         }
     });
 }

@@ -184,6 +184,27 @@ void quantize_row(GgmlType t, const float* x, void* dst, int64_t n) {
     fn(x, dst, n);
 }
 
+float sum_lanes8(const float* l) { return ((l[0] + l[4]) + (l[2] + l[6])) + ((l[1] + l[5]) + (l[3] + l[7])); }
+
+float sum_lanes32(const float* l) {
+    float a[8];
+    for (int i = 0; i < 8; ++i) a[i] = (l[i] + l[16 + i]) + (l[8 + i] + l[24 + i]);
+    float t[4];
+    for (int i = 0; i < 4; ++i) t[i] = a[i] + a[i + 4];
+    return (t[0] + t[1]) + (t[2] + t[3]);
+}
+
+float dot_f16_f16(F16DotOrder order, int64_t n, const uint16_t* x, const uint16_t* y) {
+    const KernelTable& k = kernels();
+    return order == F16DotOrder::kLanes8 ? k.dot_f16_lanes8(n, x, y) : k.dot_f16_step32(n, x, y);
+}
+
+void fma_f16_row(float a, const uint16_t* x, float* y, int64_t n) { kernels().fma_f16_row(a, x, y, n); }
+
+float sum_f16_dot_lanes(F16DotOrder order, const float* lanes) {
+    return order == F16DotOrder::kLanes8 ? sum_lanes8(lanes) : sum_lanes32(lanes);
+}
+
 const char* quant_kernel_name() { return kernels().name; }
 
 void quant_force_scalar(bool on) { g_force_scalar.store(on, std::memory_order_relaxed); }

@@ -44,6 +44,36 @@ void vec_dot_rows(GgmlType weight_type, int64_t n, const void* w, size_t w_row_s
 // written by tests block by block.
 void quantize_row(GgmlType t, const float* x, void* dst, int64_t n);
 
+// ---- F16 attention products (the CPU backend's attention over the F16 KV cache) ----
+//
+// A model with large activations amplifies last-bit differences (through the Q8 quantization of the
+// next matmul's activations), so attention reproduces the two float accumulation orders llama.cpp's
+// CPU build uses for its F16 products, and agrees with it bit for bit. Every term is a fused
+// multiply-add into one of several f32 lanes; the lanes are summed at the end in a fixed tree.
+enum class F16DotOrder {
+    // 8 lanes, element i in lane i % 8; lanes summed ((l0+l4)+(l2+l6)) + ((l1+l5)+(l3+l7)).
+    // llama.cpp's batched matmul (llamafile tinyBLAS), used when a batch has several tokens.
+    kLanes8,
+    // 32 lanes, element i in lane i % 32 (four 8-wide accumulators over runs of 32 elements); the
+    // accumulators are summed (a0+a2)+(a1+a3), then the 8 lanes of that ((t0+t1)+(t2+t3)) with
+    // t_i = l_i + l_{i+4}; elements past the last whole run of 32 are added in double.
+    // llama.cpp's ggml_vec_dot_f16, used for a single token.
+    kStep32,
+};
+
+// Number of lanes of an order (8 or 32).
+constexpr int f16_dot_lanes(F16DotOrder order) { return order == F16DotOrder::kLanes8 ? 8 : 32; }
+
+// sum_i x[i] * y[i] over two f16 vectors in the given order.
+float dot_f16_f16(F16DotOrder order, int64_t n, const uint16_t* x, const uint16_t* y);
+
+// y[i] = fma(a, x[i], y[i]) for i < n, x in f16: one term added to n independent lanes. Used to build
+// the lanes of dot products whose other operand is strided (attention's softmax-weighted values).
+void fma_f16_row(float a, const uint16_t* x, float* y, int64_t n);
+
+// Sums the lanes of a kLanes8/kStep32 dot (lanes[f16_dot_lanes(order)]) in that order's tree.
+float sum_f16_dot_lanes(F16DotOrder order, const float* lanes);
+
 // Name of the kernel family in use ("avx2" or "scalar"), for bench output.
 const char* quant_kernel_name();
 

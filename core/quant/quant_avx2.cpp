@@ -9,6 +9,7 @@
 // activation block sums (Q8_K bsums, Q8_1 s).
 #include <immintrin.h>
 
+#include <cmath>
 #include <cstring>
 #include <type_traits>
 
@@ -308,6 +309,38 @@ float dot_float(int64_t n, const void* w, const void* x) {
     return sum;
 }
 
+// Attention's F16 products (see F16DotOrder in quant.h). Lane l of an accumulator register is lane l
+// of the order, so the vector FMAs are exactly the per-lane FMAs of the definition.
+float dot_f16_lanes8(int64_t n, const uint16_t* x, const uint16_t* y) {
+    __m256 acc = _mm256_setzero_ps();
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8) acc = _mm256_fmadd_ps(load8(x + i), load8(y + i), acc);
+    float sum = hsum(acc);  // the kLanes8 tree
+    for (; i < n; ++i) sum += fp16(x[i]) * fp16(y[i]);
+    return sum;
+}
+
+float dot_f16_step32(int64_t n, const uint16_t* x, const uint16_t* y) {
+    __m256 acc[4] = {_mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps()};
+    int64_t i = 0;
+    for (; i + 32 <= n; i += 32)
+        for (int u = 0; u < 4; ++u) acc[u] = _mm256_fmadd_ps(load8(x + i + 8 * u), load8(y + i + 8 * u), acc[u]);
+    const __m256 a = _mm256_add_ps(_mm256_add_ps(acc[0], acc[2]), _mm256_add_ps(acc[1], acc[3]));
+    __m128 t = _mm_add_ps(_mm256_castps256_ps128(a), _mm256_extractf128_ps(a, 1));
+    t = _mm_hadd_ps(t, t);
+    t = _mm_hadd_ps(t, t);
+    double sum = _mm_cvtss_f32(t);
+    for (; i < n; ++i) sum += double(fp16(x[i]) * fp16(y[i]));
+    return float(sum);
+}
+
+void fma_f16_row(float a, const uint16_t* x, float* y, int64_t n) {
+    const __m256 av = _mm256_set1_ps(a);
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8) _mm256_storeu_ps(y + i, _mm256_fmadd_ps(av, load8(x + i), _mm256_loadu_ps(y + i)));
+    for (; i < n; ++i) y[i] = std::fma(a, fp16(x[i]), y[i]);
+}
+
 void f16_to_f32_row(const uint16_t* x, float* y, int64_t n) {
     int64_t i = 0;
     for (; i + 8 <= n; i += 8) _mm256_storeu_ps(y + i, load8(x + i));
@@ -342,6 +375,9 @@ KernelTable avx2_kernels() {
     t.dot[slot(GgmlType::Q5_K)] = dot_blocks<BlockQ5_K, BlockQ8_K, block_q5_k>;
     t.dot[slot(GgmlType::Q6_K)] = dot_blocks<BlockQ6_K, BlockQ8_K, block_q6_k>;
     t.f16_to_f32 = f16_to_f32_row;
+    t.dot_f16_lanes8 = dot_f16_lanes8;
+    t.dot_f16_step32 = dot_f16_step32;
+    t.fma_f16_row = fma_f16_row;
     t.f32_to_f16 = f32_to_f16_row;
     return t;
 }

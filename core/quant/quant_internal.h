@@ -12,6 +12,8 @@ namespace wb {
 using VecDotFn = float (*)(int64_t n, const void* w_row, const void* x_prepared);
 using F16ToF32Fn = void (*)(const uint16_t* x, float* y, int64_t n);
 using F32ToF16Fn = void (*)(const float* x, uint16_t* y, int64_t n);
+using F16DotFn = float (*)(int64_t n, const uint16_t* x, const uint16_t* y);
+using F16FmaRowFn = void (*)(float a, const uint16_t* x, float* y, int64_t n);
 
 // Slots cover every raw GgmlType value up to BF16 (30), the highest one with kernels.
 constexpr int kKernelSlots = 32;
@@ -24,7 +26,16 @@ struct KernelTable {
     VecDotFn dot[kKernelSlots] = {};  // indexed by slot(weight type); nullptr = no kernel
     F16ToF32Fn f16_to_f32 = nullptr;
     F32ToF16Fn f32_to_f16 = nullptr;
+    // Attention's F16 products (see dot_f16_f16 / fma_f16_row in quant.h): both families give
+    // bit-identical results, the orders being fixed and every term a correctly rounded FMA.
+    F16DotFn dot_f16_lanes8 = nullptr;
+    F16DotFn dot_f16_step32 = nullptr;
+    F16FmaRowFn fma_f16_row = nullptr;
 };
+
+// The lane-sum trees of the two F16DotOrder orders (shared by both families).
+float sum_lanes8(const float* l);
+float sum_lanes32(const float* l);
 
 // Portable kernels for every supported weight type.
 KernelTable scalar_kernels();

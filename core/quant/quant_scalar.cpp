@@ -211,6 +211,31 @@ float dot_float(int64_t n, const void* w, const void* x) {
     return float(sum);
 }
 
+// ---- attention's F16 products: lanes of correctly rounded FMAs, as the AVX2 family computes them ----
+
+float dot_f16_lanes8(int64_t n, const uint16_t* x, const uint16_t* y) {
+    float lanes[8] = {};
+    const int64_t whole = n / 8 * 8;
+    for (int64_t i = 0; i < whole; ++i) lanes[i % 8] = std::fma(fp16_to_f32(x[i]), fp16_to_f32(y[i]), lanes[i % 8]);
+    float sum = sum_lanes8(lanes);
+    for (int64_t i = whole; i < n; ++i) sum += fp16_to_f32(x[i]) * fp16_to_f32(y[i]);
+    return sum;
+}
+
+float dot_f16_step32(int64_t n, const uint16_t* x, const uint16_t* y) {
+    float lanes[32] = {};
+    const int64_t whole = n / 32 * 32;
+    for (int64_t i = 0; i < whole; ++i)
+        lanes[i % 32] = std::fma(fp16_to_f32(x[i]), fp16_to_f32(y[i]), lanes[i % 32]);
+    double sum = sum_lanes32(lanes);
+    for (int64_t i = whole; i < n; ++i) sum += double(fp16_to_f32(x[i]) * fp16_to_f32(y[i]));
+    return float(sum);
+}
+
+void fma_f16_row(float a, const uint16_t* x, float* y, int64_t n) {
+    for (int64_t i = 0; i < n; ++i) y[i] = std::fma(a, fp16_to_f32(x[i]), y[i]);
+}
+
 // ---- quantizer helpers ----
 
 float block_amax(const float* x, int count) {
@@ -269,6 +294,9 @@ KernelTable scalar_kernels() {
     t.f16_to_f32 = [](const uint16_t* x, float* y, int64_t n) {
         for (int64_t i = 0; i < n; ++i) y[i] = fp16_to_f32(x[i]);
     };
+    t.dot_f16_lanes8 = dot_f16_lanes8;
+    t.dot_f16_step32 = dot_f16_step32;
+    t.fma_f16_row = fma_f16_row;
     t.f32_to_f16 = [](const float* x, uint16_t* y, int64_t n) {
         for (int64_t i = 0; i < n; ++i) y[i] = f32_to_fp16(x[i]);
     };
