@@ -46,7 +46,7 @@ std::string usage_text() {
 commands:
   info     [-m MODEL] [--json]            metadata, tensor table with types, memory estimate
   tokenize [-m MODEL] -p TEXT [--json]    token ids and pieces
-  generate [-m MODEL] -p TEXT [-n N] [--chat] [--system TEXT] [sampling] [--json]
+  generate [-m MODEL] -p TEXT [-n N] [--chat] [--system TEXT] [sampling] [--json [--top-candidates N]]
   chat     [-m MODEL] [--system TEXT] [sampling]   interactive terminal chat (/reset, /exit)
   bench    [-m MODEL] [-p 512] [-n 128] [-r 3] [--json]
 common: --backend cpu|cuda|auto  --threads N  --ctx N  --version  --help
@@ -84,6 +84,7 @@ CliOptions parse_cli(int argc, char** argv) {
         else if (a == "--threads" || a == "-t") o.threads = to_int(a, next(), 1, 1024);
         else if (a == "--ctx" || a == "-c") o.ctx = to_int(a, next(), 16, 1 << 24);
         else if (a == "--json") o.json = true;
+        else if (a == "--top-candidates") o.top_candidates = to_int(a, next(), 0, 1000);
         else if (a == "--temp") s.temperature = to_float(a, next(), 0.0f, 100.0f);
         else if (a == "--top-k") s.top_k = to_int(a, next(), 0, 1 << 30);
         else if (a == "--top-p") s.top_p = to_float(a, next(), 0.0f, 1.0f);

@@ -23,6 +23,7 @@ struct CliOptions {
     int32_t threads = 0;               // --threads; 0 = all cores
     int32_t ctx = 0;                   // --ctx; 0 = model default (capped)
     bool json = false;                 // --json
+    int32_t top_candidates = 0;        // --top-candidates N: per-token candidates in generate --json
     SamplingParams sampling;           // --temp, --top-k, ... (--temp 0 = greedy)
 };
 

@@ -22,6 +22,22 @@ public:
     }
 };
 
+// Collects the per-token events for generate --json (the "steps" array).
+class StepsObserver : public Observer {
+public:
+    explicit StepsObserver(int32_t top_candidates) : top_(top_candidates) {}
+    CaptureSpec capture() const override {
+        CaptureSpec spec;
+        spec.top_candidates = top_;
+        return spec;
+    }
+    void on_token(const TokenEvent& e) override { steps.push_back(e); }
+    std::vector<TokenEvent> steps;
+
+private:
+    int32_t top_;
+};
+
 struct Runtime {
     std::unique_ptr<Model> model;
     BackendChoice backend;
@@ -55,9 +71,27 @@ std::vector<int32_t> encode_chat(const Model& m, const std::vector<ChatMessage>&
     return m.tokenizer().encode(text, m.tokenizer().add_bos(), true);
 }
 
-void print_json_result(const GenerateResult& r, size_t n_prompt, const std::string& backend) {
+void write_steps(JsonWriter& j, const std::vector<TokenEvent>& steps, bool with_candidates) {
+    j.key("steps").begin_array();
+    for (const TokenEvent& e : steps) {
+        j.begin_object().key("token").value(e.id).key("piece").value(e.token_piece).key("p").value(double(e.p));
+        if (with_candidates) {
+            j.key("entropy").value(double(e.entropy)).key("candidates").begin_array();
+            for (const TokenCandidate& c : e.candidates)
+                j.begin_object().key("id").value(c.id).key("piece").value(c.piece).key("p_raw").value(double(c.p_raw))
+                    .key("p_final").value(double(c.p_final)).end_object();
+            j.end_array();
+        }
+        j.end_object();
+    }
+    j.end_array();
+}
+
+void print_json_result(const GenerateResult& r, size_t n_prompt, const std::string& backend,
+                       const StepsObserver& steps, bool with_candidates) {
     JsonWriter j;
     j.begin_object().key("text").value(r.text).key("tokens").array(r.tokens);
+    write_steps(j, steps.steps, with_candidates);
     j.key("prompt_tokens").value(uint64_t(n_prompt)).key("stop_reason").value(stop_reason_name(r.reason));
     if (r.reason == StopReason::ERROR) j.key("error").value(r.error);
     j.key("seed").value(r.seed).key("backend").value(backend);
@@ -85,9 +119,10 @@ int cmd_generate(const CliOptions& o) {
     }
     const LiveSamplingParams params(sampling_for(o, m, o.chat));
     PrintObserver printer;
-    const GenerateResult r = rt.session->generate(prompt, params, o.json ? nullptr : &printer);
+    StepsObserver steps(o.top_candidates);
+    const GenerateResult r = rt.session->generate(prompt, params, o.json ? static_cast<Observer*>(&steps) : &printer);
     if (o.json) {
-        print_json_result(r, prompt.size(), rt.backend.backend->name());
+        print_json_result(r, prompt.size(), rt.backend.backend->name(), steps, o.top_candidates > 0);
         if (r.reason != StopReason::ERROR) return 0;
     }
     if (!o.json) std::printf("\n");

@@ -79,10 +79,10 @@ void CpuBackend::rms_norm(const Tensor& x, const Weight& gain, float eps, int64_
     for (int64_t r = 0; r < n_groups; ++r) {
         const float* in = x.data + r * group;
         float* o = out.data + r * group;
-        // Sum in double: rows are up to a few thousand wide and the tests compare against llama.cpp,
-        // which also accumulates this sum in double.
+        // Squares rounded to float, summed in double: exactly llama.cpp's arithmetic, so the two agree
+        // bit for bit (rows are up to a few thousand wide; the double sum keeps them accurate).
         double sum = 0.0;
-        for (int64_t j = 0; j < group; ++j) sum += double(in[j]) * double(in[j]);
+        for (int64_t j = 0; j < group; ++j) sum += double(in[j] * in[j]);
         const float inv = 1.0f / std::sqrt(float(sum / double(group)) + eps);
         for (int64_t j = 0; j < group; ++j) o[j] = in[j] * inv * g[j];
     }

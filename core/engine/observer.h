@@ -61,6 +61,7 @@ struct TokenEvent {
     int32_t index = 0;      // 0 for the first generated token
     int32_t id = 0;
     std::string piece;      // complete UTF-8 text this token adds to the reply (may be empty)
+    std::string token_piece;  // the token's own bytes (may be part of a multi-byte character)
     float p = 0.0f;         // probability of the chosen token in the distribution it was drawn from
     float entropy = 0.0f;   // entropy (nats) of the raw next-token distribution; set when candidates are captured
     std::vector<TokenCandidate> candidates;   // top CaptureSpec::top_candidates by raw probability

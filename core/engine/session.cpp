@@ -4,6 +4,7 @@
 #include <chrono>
 
 #include "engine/stop_strings.h"
+#include "engine/token_inspection.h"
 #include "sampling/sampler.h"
 #include "util/error.h"
 
@@ -52,6 +53,7 @@ Session::Session(const Model& model, Backend& backend, const SessionOptions& opt
     kc.head_dim = c.head_dim;
     kc.n_ctx = n_ctx_;
     kc.layer_is_swa = c.layer_is_swa;
+    kc.sliding_window = c.sliding_window;
     kv_ = std::make_unique<KvCache>(kc, backend_);
     buffers_.allocate(backend_, c, n_batch_);
     last_logits_.resize(size_t(c.n_vocab));
@@ -64,8 +66,17 @@ Session::~Session() {
 
 void Session::truncate(int32_t n) {
     n = std::clamp(n, 0, int32_t(cached_.size()));
-    cached_.resize(size_t(n));
-    kv_->truncate(n);
+    const std::vector<int32_t> prefix(cached_.begin(), cached_.begin() + n);
+    const int32_t kept = drop_after(n);
+    // Sliding-window layers had released keys that position n needs, so the cache started over:
+    // compute the prefix again, and the context is exactly its first n tokens as promised.
+    if (kept < n) append(prefix.data() + kept, n - kept);
+}
+
+int32_t Session::drop_after(int32_t n) {
+    n = std::clamp(n, 0, int32_t(cached_.size()));
+    cached_.resize(size_t(kv_->truncate(n)));
+    return int32_t(cached_.size());
 }
 
 const std::vector<float>& Session::append(const int32_t* tokens, int32_t n) {
@@ -123,9 +134,12 @@ GenerateResult Session::generate(const std::vector<int32_t>& prompt, const LiveS
         size_t common = 0;
         while (common < cached_.size() && common < prompt.size() && cached_[common] == prompt[common]) ++common;
         common = std::min(common, prompt.size() - 1);
-        truncate(int32_t(common));
+        // With sliding-window layers the cache may keep less than asked (see KvCache::truncate); the
+        // rest of the prompt is then prefilled like any new text.
+        common = size_t(drop_after(int32_t(common)));
         result.timings.n_reused = int32_t(common);
 
+        const CaptureSpec spec = observer ? observer->capture() : CaptureSpec{};
         SamplingParams params = live.get();
         SamplerChain chain(params);
         result.seed = chain.seed_in_use();
@@ -135,16 +149,21 @@ GenerateResult Session::generate(const std::vector<int32_t>& prompt, const LiveS
         const std::vector<float>* logits = &append(prompt.data() + common, int32_t(prompt.size() - common));
         result.timings.prefill_ms = ms_since(t_prefill);
         result.timings.n_prefill = int32_t(prompt.size() - common);
-        if (observer) observer->on_kv_cache(kv_->stats());
+        if (observer) {
+            observer->on_kv_cache(kv_->stats());
+            observer->on_timing(result.timings);
+        }
 
         StopStringMatcher stops(params.stop);
         StreamDecoder decoder(tok);
+        std::vector<SamplerStageTrace> trace;
         const auto t_decode = Clock::now();
         for (;;) {
             // Live controls: the settings in force now apply to this very token.
             const SamplingParams now = live.get();
             chain.set_params(now);
-            const int32_t id = chain.sample(logits->data(), n_vocab);
+            const int32_t id = chain.sample(logits->data(), n_vocab, spec.sampler_trace ? &trace : nullptr,
+                                            size_t(std::max(spec.top_candidates, 10)));
             if (result.tokens.empty()) result.timings.ttft_ms = ms_since(t_start);
             if (tok.is_eog(id)) {
                 result.reason = StopReason::EOS;
@@ -155,9 +174,17 @@ GenerateResult Session::generate(const std::vector<int32_t>& prompt, const LiveS
             const std::string shown = stops.push(decoder.push(id));
             result.text += shown;
             if (observer) {
+                TokenEvent ev;
+                ev.index = int32_t(result.tokens.size() - 1);
+                ev.id = id;
+                ev.piece = shown;
+                ev.token_piece = tok.token_to_piece(id, true);
                 const CandidateSet& final_set = chain.last_candidates();
-                const float p = final_set.data[size_t(final_set.selected)].p;
-                observer->on_token({int32_t(result.tokens.size() - 1), id, shown, p});
+                ev.p = final_set.data[size_t(final_set.selected)].p;
+                if (spec.top_candidates > 0)
+                    inspect_candidates(logits->data(), n_vocab, final_set, spec.top_candidates, tok, ev);
+                if (spec.sampler_trace) ev.trace = trace;
+                observer->on_token(ev);
             }
             if (stops.matched()) {
                 result.reason = StopReason::STOP_STRING;
@@ -175,9 +202,15 @@ GenerateResult Session::generate(const std::vector<int32_t>& prompt, const LiveS
                 result.reason = StopReason::CONTEXT_FULL;
                 break;
             }
+            const auto t_step = Clock::now();
             logits = &append(&id, 1);
             ++result.timings.n_decode;
-            if (observer) observer->on_kv_cache(kv_->stats());
+            if (observer) {
+                result.timings.last_token_ms = ms_since(t_step);
+                result.timings.decode_ms = ms_since(t_decode);
+                observer->on_kv_cache(kv_->stats());
+                observer->on_timing(result.timings);
+            }
         }
         result.timings.decode_ms = ms_since(t_decode);
         if (result.reason != StopReason::STOP_STRING) result.text += stops.flush() + decoder.flush();

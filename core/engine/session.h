@@ -75,7 +75,9 @@ public:
 
     // Asks a running generate() to end after the current token; callable from any thread.
     void stop() { stop_requested_.store(true); }
-    // Drops everything after the first n tokens of the context (regenerate, edit and resend).
+    // Drops everything after the first n tokens of the context (regenerate, edit and resend). When a
+    // sliding-window layer has already released keys the kept prefix needs, the prefix is computed
+    // again (a prefill of n tokens).
     void truncate(int32_t n);
     // Forgets the conversation (new chat).
     void reset() { truncate(0); }
@@ -87,6 +89,10 @@ public:
     Backend& backend() { return backend_; }
 
 private:
+    // Drops cached positions >= n; returns how many stay: n, or 0 when sliding-window layers can no
+    // longer continue from n (the caller recomputes what it needs).
+    int32_t drop_after(int32_t n);
+
     const Model& model_;
     Backend& backend_;
     ModelWeights weights_;  // the model's weights as prepared by this backend
