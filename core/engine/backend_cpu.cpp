@@ -9,6 +9,7 @@
 #include "model/weights.h"
 #include "quant/quant.h"
 #include "util/error.h"
+#include "util/exp_poly.h"
 #include "util/fp16.h"
 
 namespace wb {
@@ -21,7 +22,9 @@ constexpr size_t kAlign = 64;
 // that a decode matmul (one token) still splits evenly over the threads.
 constexpr int64_t kRowsPerTask = 16;
 
-float silu(float x) { return x / (1.0f + std::exp(-x)); }
+// SiLU with the polynomial exp (see util/exp_poly.h); `tail` elements, those past the last full run
+// of 8 in a row, use the library exp as llama.cpp's scalar remainder loop does.
+float silu(float x, bool tail) { return x / (1.0f + (tail ? std::exp(-x) : exp_poly(-x))); }
 
 float gelu_tanh(float x) {
     constexpr float kSqrt2OverPi = 0.7978845608028654f;
@@ -30,7 +33,10 @@ float gelu_tanh(float x) {
 
 }  // namespace
 
-CpuBackend::CpuBackend(int n_threads) : pool_(n_threads) { thread_buf_.resize(size_t(pool_.size())); }
+CpuBackend::CpuBackend(int n_threads) : pool_(n_threads) {
+    thread_buf_.resize(size_t(pool_.size()));
+    thread_f16_.resize(size_t(pool_.size()));
+}
 
 CpuBackend::~CpuBackend() = default;
 
@@ -173,10 +179,12 @@ void CpuBackend::attention(const Tensor& q, const KvCache& kv, int32_t il, int32
     const F16DotOrder kq_order = batched && hd % 8 == 0 ? F16DotOrder::kLanes8 : F16DotOrder::kStep32;
     const F16DotOrder out_order = batched && hd % 4 == 0 ? F16DotOrder::kLanes8 : F16DotOrder::kStep32;
     const int64_t n_lanes = f16_dot_lanes(out_order);
-    // per thread: scores[max_keys], out lanes[n_lanes * hd], lane gather[n_lanes], q in f16[hd]
-    const size_t buf_floats = size_t(max_keys + n_lanes * hd + n_lanes + hd);
+    // per thread: scores[max_keys], out lanes[n_lanes * hd], lane gather[n_lanes]; q in f16[hd]
+    const size_t buf_floats = size_t(max_keys + n_lanes * hd + n_lanes);
     for (auto& b : thread_buf_)
         if (b.size() < buf_floats) b.resize(buf_floats);
+    for (auto& b : thread_f16_)
+        if (b.size() < size_t(hd)) b.resize(size_t(hd));
 
     pool_.parallel_for(n_tasks, [&](int64_t task, int thread) {
         const int64_t r = task / p.n_head;
@@ -188,7 +196,7 @@ void CpuBackend::attention(const Tensor& q, const KvCache& kv, int32_t il, int32
         float* scores = thread_buf_[size_t(thread)].data();
         float* lanes = scores + max_keys;
         float* gather = lanes + n_lanes * hd;
-        auto* q16 = reinterpret_cast<uint16_t*>(gather + n_lanes);
+        uint16_t* q16 = thread_f16_[size_t(thread)].data();
 
         // The keys are f16, so q is rounded to f16 too: the dot is then a product of two f16 vectors
         // accumulated in f32, the same arithmetic as llama.cpp's CPU path and a GPU's f16 attention.
@@ -203,7 +211,9 @@ void CpuBackend::attention(const Tensor& q, const KvCache& kv, int32_t il, int32
             max_s = std::max(max_s, s);
         }
         const int32_t n_keys = pos - first + 1;
-        for (int32_t j = 0; j < n_keys; ++j) scores[j] = std::exp(scores[j] - max_s);
+        // Every key is exponentiated in the reference's vector loop (its rows are padded to whole runs
+        // of 8 with masked keys), hence the polynomial exp throughout.
+        for (int32_t j = 0; j < n_keys; ++j) scores[j] = exp_poly(scores[j] - max_s);
         // The sum as llama.cpp forms it: over the cache in runs of 8 keys counted from key 0 (keys
         // outside the window count 0), each run summed in float in the 8-lane tree, the runs in double.
         double sum = 0.0;
@@ -237,7 +247,12 @@ void CpuBackend::attention(const Tensor& q, const KvCache& kv, int32_t il, int32
 void CpuBackend::glu(const Tensor& gate, const Tensor& up, Activation act, Tensor& out) {
     const int64_t n = gate.n_rows * gate.n_cols;
     if (act == Activation::SILU) {
-        for (int64_t i = 0; i < n; ++i) out.data[i] = silu(gate.data[i]) * up.data[i];
+        const int64_t full = gate.n_cols / 8 * 8;
+        for (int64_t r = 0; r < gate.n_rows; ++r)
+            for (int64_t c = 0; c < gate.n_cols; ++c) {
+                const int64_t i = r * gate.n_cols + c;
+                out.data[i] = silu(gate.data[i], c >= full) * up.data[i];
+            }
     } else {
         for (int64_t i = 0; i < n; ++i) out.data[i] = gelu_tanh(gate.data[i]) * up.data[i];
     }

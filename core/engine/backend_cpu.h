@@ -40,7 +40,8 @@ public:
 private:
     ThreadPool pool_;
     std::vector<uint8_t> act_buf_;               // activations converted to the weights' dot type
-    std::vector<std::vector<float>> thread_buf_;  // per-thread scratch (attention scores, rows)
+    std::vector<std::vector<float>> thread_buf_;     // per-thread scratch (attention scores, lanes)
+    std::vector<std::vector<uint16_t>> thread_f16_;  // per-thread scratch (attention's f16 query head)
 };
 
 }  // namespace wb

@@ -124,11 +124,13 @@ WB_INLINE void block_q8_0(const BlockQ8_0& w, const BlockQ8_0& x, Acc& acc) {
     acc.v = _mm256_fmadd_ps(d, _mm256_cvtepi32_ps(dot_i8_i8(load32(w.qs), load32(x.qs))), acc.v);
 }
 
-// One accumulator, blocks in order, offset terms summed separately and added after the horizontal
-// sum: the same order of float operations as the reference implementation's (llama.cpp) AVX2 dots,
-// so results agree bit for bit. This model family has activations in the hundreds, where the Q8
-// activation quantization of the next matmul turns any last-bit difference into a visibly different
-// logit; two interleaved accumulators (faster by a few percent) would round differently.
+// One accumulator, blocks in order, per-block offset terms (Q4_1/Q5_1 m*s) summed separately as
+// scalars and added after the horizontal sum. For the 32-element block types this is the order of
+// float operations of llama.cpp's AVX2 dots (and of its batched Q8_0 kernel), so results agree bit
+// for bit: with activations in the hundreds (SmolLM2 and others), the Q8 quantization of the next
+// matmul's activations turns any last-bit difference into a visibly different logit. Two
+// interleaved accumulators would round differently and measured no faster (the loop is throughput
+// bound, not FMA-latency bound).
 template <class BW, class BX, void (*Block)(const BW&, const BX&, Acc&)>
 float dot_blocks(int64_t n, const void* w, const void* x) {
     constexpr int64_t elems = std::is_same_v<BX, BlockQ8_K> ? kQKK : kQK;
