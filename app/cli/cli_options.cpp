@@ -1,5 +1,6 @@
 #include "cli/cli_options.h"
 
+#include <algorithm>
 #include <cerrno>
 #include <cmath>
 #include <cstdlib>
@@ -39,6 +40,18 @@ float to_float(const std::string& flag, const std::string& v, float lo, float hi
     return x;
 }
 
+// "0,3,5" -> {0, 3, 5}
+std::vector<int32_t> to_int_list(const std::string& flag, const std::string& v) {
+    std::vector<int32_t> out;
+    size_t start = 0;
+    while (start <= v.size()) {
+        const size_t comma = std::min(v.find(',', start), v.size());
+        out.push_back(to_int(flag, v.substr(start, comma - start), 0, 1 << 20));
+        start = comma + 1;
+    }
+    return out;
+}
+
 }  // namespace
 
 std::string usage_text() {
@@ -47,6 +60,7 @@ commands:
   info     [-m MODEL] [--json]            metadata, tensor table with types, memory estimate
   tokenize [-m MODEL] -p TEXT [--json]    token ids and pieces
   generate [-m MODEL] -p TEXT [-n N] [--chat] [--system TEXT] [sampling] [--json [--top-candidates N]]
+           [--dump-attention FILE [--layers L,...] [--heads H,...]]
   chat     [-m MODEL] [--system TEXT] [sampling]   interactive terminal chat (/reset, /exit)
   bench    [-m MODEL] [-p 512] [-n 128] [-r 3] [--json]
 common: --backend cpu|cuda|auto  --threads N  --ctx N  --version  --help
@@ -85,6 +99,9 @@ CliOptions parse_cli(int argc, char** argv) {
         else if (a == "--ctx" || a == "-c") o.ctx = to_int(a, next(), 16, 1 << 24);
         else if (a == "--json") o.json = true;
         else if (a == "--top-candidates") o.top_candidates = to_int(a, next(), 0, 1000);
+        else if (a == "--dump-attention") o.dump_attention = next();
+        else if (a == "--layers") o.layers = to_int_list(a, next());
+        else if (a == "--heads") o.heads = to_int_list(a, next());
         else if (a == "--temp") s.temperature = to_float(a, next(), 0.0f, 100.0f);
         else if (a == "--top-k") s.top_k = to_int(a, next(), 0, 1 << 30);
         else if (a == "--top-p") s.top_p = to_float(a, next(), 0.0f, 1.0f);

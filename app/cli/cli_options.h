@@ -24,6 +24,9 @@ struct CliOptions {
     int32_t ctx = 0;                   // --ctx; 0 = model default (capped)
     bool json = false;                 // --json
     int32_t top_candidates = 0;        // --top-candidates N: per-token candidates in generate --json
+    std::string dump_attention;        // --dump-attention FILE: captured attention as JSON
+    std::vector<int32_t> layers;       // --layers L,...: layers to capture (default all)
+    std::vector<int32_t> heads;        // --heads H,...: query heads to capture (default all)
     SamplingParams sampling;           // --temp, --top-k, ... (--temp 0 = greedy)
 };
 

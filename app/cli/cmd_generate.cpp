@@ -3,6 +3,7 @@
 #include <iostream>
 
 #include "cli/commands.h"
+#include "cli/generate_observer.h"
 #include "cli/json_writer.h"
 #include "engine/backend.h"
 #include "engine/model.h"
@@ -12,31 +13,6 @@
 namespace wb::cli {
 
 namespace {
-
-// Streams each token's text to stdout as it is generated.
-class PrintObserver : public Observer {
-public:
-    void on_token(const TokenEvent& e) override {
-        std::fputs(e.piece.c_str(), stdout);
-        std::fflush(stdout);
-    }
-};
-
-// Collects the per-token events for generate --json (the "steps" array).
-class StepsObserver : public Observer {
-public:
-    explicit StepsObserver(int32_t top_candidates) : top_(top_candidates) {}
-    CaptureSpec capture() const override {
-        CaptureSpec spec;
-        spec.top_candidates = top_;
-        return spec;
-    }
-    void on_token(const TokenEvent& e) override { steps.push_back(e); }
-    std::vector<TokenEvent> steps;
-
-private:
-    int32_t top_;
-};
 
 struct Runtime {
     std::unique_ptr<Model> model;
@@ -88,10 +64,10 @@ void write_steps(JsonWriter& j, const std::vector<TokenEvent>& steps, bool with_
 }
 
 void print_json_result(const GenerateResult& r, size_t n_prompt, const std::string& backend,
-                       const StepsObserver& steps, bool with_candidates) {
+                       const GenerateObserver& obs, bool with_candidates) {
     JsonWriter j;
     j.begin_object().key("text").value(r.text).key("tokens").array(r.tokens);
-    write_steps(j, steps.steps, with_candidates);
+    write_steps(j, obs.steps(), with_candidates);
     j.key("prompt_tokens").value(uint64_t(n_prompt)).key("stop_reason").value(stop_reason_name(r.reason));
     if (r.reason == StopReason::ERROR) j.key("error").value(r.error);
     j.key("seed").value(r.seed).key("backend").value(backend);
@@ -118,11 +94,12 @@ int cmd_generate(const CliOptions& o) {
         prompt = m.tokenizer().encode(o.prompt, m.tokenizer().add_bos(), true);
     }
     const LiveSamplingParams params(sampling_for(o, m, o.chat));
-    PrintObserver printer;
-    StepsObserver steps(o.top_candidates);
-    const GenerateResult r = rt.session->generate(prompt, params, o.json ? static_cast<Observer*>(&steps) : &printer);
+    GenerateObserver obs({!o.json, o.top_candidates, !o.dump_attention.empty(), o.layers, o.heads});
+    const GenerateResult r = rt.session->generate(prompt, params, &obs);
+    if (!o.dump_attention.empty() && r.reason != StopReason::ERROR)
+        obs.write_attention(o.dump_attention, rt.session->context_tokens(), m.tokenizer());
     if (o.json) {
-        print_json_result(r, prompt.size(), rt.backend.backend->name(), steps, o.top_candidates > 0);
+        print_json_result(r, prompt.size(), rt.backend.backend->name(), obs, o.top_candidates > 0);
         if (r.reason != StopReason::ERROR) return 0;
     }
     if (!o.json) std::printf("\n");
@@ -144,7 +121,7 @@ int cmd_chat(const CliOptions& o) {
     std::vector<ChatMessage> messages;
     if (o.system_given) messages.push_back({"system", o.system});
     const LiveSamplingParams params(sampling_for(o, m, true));
-    PrintObserver printer;
+    GenerateObserver printer({true, 0, false, {}, {}});
     std::string line;
     for (;;) {
         std::printf("\n> ");

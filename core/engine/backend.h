@@ -44,6 +44,15 @@ struct AttentionParams {
     int32_t head_dim = 0;
     float scale = 1.0f;       // multiplies q.k before the softmax
     int32_t window = 0;       // > 0: a query at p sees keys at p - window + 1 .. p (sliding window)
+
+    // Attention capture (the inspector's hooks). When capture_probs is set, the backend writes the
+    // post-softmax probabilities it used for the listed query heads into host memory, laid out
+    // [n_capture_heads][query rows][pos0 + query rows] (all keys from position 0; masked keys 0), and
+    // the data is complete when attention() returns. The values must be the ones that weighted V —
+    // captured inside the attention computation, never recomputed by a second implementation.
+    float* capture_probs = nullptr;
+    const int32_t* capture_heads = nullptr;
+    int32_t n_capture_heads = 0;
 };
 
 class Backend : public KvAllocator {
@@ -80,6 +89,24 @@ public:
     virtual void add(Tensor& x, const Tensor& y) = 0;
     // Copies a tensor to host memory (x.n_rows * x.n_cols floats); waits for pending work.
     virtual void read(const Tensor& x, float* host) = 0;
+
+    // ---- Optional, with defaults that do nothing (the CPU backend inherits them) ----
+
+    // Waits until all queued work is done (a GPU backend's stream); used to time single layers.
+    virtual void synchronize() {}
+
+    // Undoes prepare_weights for a set of weights that will not be used again (a GPU backend frees
+    // its copies); called when the Session that prepared them ends.
+    virtual void release_weights(ModelWeights& /*weights*/) {}
+
+    // Decode-step replay (CUDA graphs). Around every one-token forward pass the Session calls
+    // decode_step_begin(kv, token, pos): true means the backend has replayed a recording of an
+    // earlier step for this token and position (K/V stored, logits in the same buffer), and the
+    // forward pass must not run; false means the caller runs the forward pass as usual and then
+    // calls decode_step_end(completed) — the backend may have recorded that pass for later steps.
+    // completed = false (the pass threw) discards a recording in progress.
+    virtual bool decode_step_begin(const KvCache& /*kv*/, int32_t /*token*/, int32_t /*pos*/) { return false; }
+    virtual void decode_step_end(bool /*completed*/) {}
 };
 
 enum class BackendKind { AUTO, CPU, CUDA };

@@ -186,6 +186,13 @@ void CpuBackend::attention(const Tensor& q, const KvCache& kv, int32_t il, int32
     for (auto& b : thread_f16_)
         if (b.size() < size_t(hd)) b.resize(size_t(hd));
 
+    // Capture (hooks): the slot of capture_probs a query head writes to, -1 for none.
+    auto capture_slot = [&p](int32_t h) {
+        for (int32_t i = 0; p.capture_probs && i < p.n_capture_heads; ++i)
+            if (p.capture_heads[i] == h) return i;
+        return -1;
+    };
+
     pool_.parallel_for(n_tasks, [&](int64_t task, int thread) {
         const int64_t r = task / p.n_head;
         const int32_t h = int32_t(task % p.n_head);
@@ -226,6 +233,13 @@ void CpuBackend::attention(const Tensor& q, const KvCache& kv, int32_t il, int32
             sum += sum_f16_dot_lanes(F16DotOrder::kLanes8, e);
         }
         const float inv = float(1.0 / sum);
+        if (const int32_t slot = capture_slot(h); slot >= 0) {
+            // The softmax output itself (V is weighted by these values rounded to f16 below, the
+            // precision of the reference's matmul input).
+            float* row = p.capture_probs + (int64_t(slot) * q.n_rows + r) * max_keys;
+            std::fill(row, row + max_keys, 0.0f);
+            for (int32_t j = first; j <= pos; ++j) row[j] = scores[j - first] * inv;
+        }
 
         // out[d] = sum_j p_j v_j[d] with p_j rounded to f16 like the values it weights. Key j goes
         // to lane j % n_lanes of every output dim (the lanes the reference's dot over the cache

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 
+#include "engine/forward_hooks.h"
 #include "engine/stop_strings.h"
 #include "engine/token_inspection.h"
 #include "sampling/sampler.h"
@@ -62,6 +63,7 @@ Session::Session(const Model& model, Backend& backend, const SessionOptions& opt
 Session::~Session() {
     kv_.reset();
     buffers_.release(backend_);
+    backend_.release_weights(weights_);  // a GPU backend frees its copy of the weights
 }
 
 void Session::truncate(int32_t n) {
@@ -79,15 +81,31 @@ int32_t Session::drop_after(int32_t n) {
     return int32_t(cached_.size());
 }
 
-const std::vector<float>& Session::append(const int32_t* tokens, int32_t n) {
+const std::vector<float>& Session::append(const int32_t* tokens, int32_t n) { return run(tokens, n, nullptr, n > 1); }
+
+const std::vector<float>& Session::run(const int32_t* tokens, int32_t n, SessionHooks* hooks, bool prefill) {
     const ModelConfig& c = model_.config();
     if (n <= 0) throw Error("append: no tokens to evaluate");
+    if (hooks && !hooks->active()) hooks = nullptr;
     for (int32_t done = 0; done < n;) {
         const int32_t nb = std::min(n_batch_, n - done);
         const int32_t pos0 = int32_t(cached_.size());
         kv_->reserve(pos0 + nb);
-        ForwardBatch batch{tokens + done, nb, pos0, false};
-        forward_(backend_, c, weights_, *kv_, buffers_, batch);
+        ForwardBatch batch{tokens + done, nb, pos0, false, hooks};
+        if (hooks) hooks->begin_pass(prefill);
+        // A one-token step may be replayed by the backend from a recording of an earlier one (CUDA
+        // graphs, see Backend::decode_step_begin); otherwise the forward pass runs as usual. Hooks
+        // need the operations to run, so a step that captures is never replayed.
+        const bool one = nb == 1 && !hooks;
+        if (!(one && backend_.decode_step_begin(*kv_, tokens[done], pos0))) {
+            try {
+                forward_(backend_, c, weights_, *kv_, buffers_, batch);
+            } catch (...) {
+                if (one) backend_.decode_step_end(false);
+                throw;
+            }
+            if (one) backend_.decode_step_end(true);
+        }
         cached_.insert(cached_.end(), tokens + done, tokens + done + nb);
         kv_->set_n_tokens(int32_t(cached_.size()));
         done += nb;
@@ -146,7 +164,9 @@ GenerateResult Session::generate(const std::vector<int32_t>& prompt, const LiveS
         for (int32_t t : prompt) chain.accept(t);
 
         const auto t_prefill = Clock::now();
-        const std::vector<float>* logits = &append(prompt.data() + common, int32_t(prompt.size() - common));
+        std::unique_ptr<SessionHooks> hooks;
+        if (observer) hooks = std::make_unique<SessionHooks>(spec, *observer, model_.config(), backend_, result.timings.layer_ms);
+        const std::vector<float>* logits = &run(prompt.data() + common, int32_t(prompt.size() - common), hooks.get(), true);
         result.timings.prefill_ms = ms_since(t_prefill);
         result.timings.n_prefill = int32_t(prompt.size() - common);
         if (observer) {
@@ -203,7 +223,7 @@ GenerateResult Session::generate(const std::vector<int32_t>& prompt, const LiveS
                 break;
             }
             const auto t_step = Clock::now();
-            logits = &append(&id, 1);
+            logits = &run(&id, 1, hooks.get(), false);
             ++result.timings.n_decode;
             if (observer) {
                 result.timings.last_token_ms = ms_since(t_step);

@@ -16,6 +16,8 @@
 
 namespace wb {
 
+class SessionHooks;
+
 enum class StopReason { NONE, EOS, STOP_STRING, MAX_TOKENS, CONTEXT_FULL, STOPPED, ERROR };
 const char* stop_reason_name(StopReason r);  // "eos", "stop_string", ...
 
@@ -89,6 +91,8 @@ public:
     Backend& backend() { return backend_; }
 
 private:
+    // append() with the observer hooks of a generation (null: none); prefill marks prompt batches.
+    const std::vector<float>& run(const int32_t* tokens, int32_t n, SessionHooks* hooks, bool prefill);
     // Drops cached positions >= n; returns how many stay: n, or 0 when sliding-window layers can no
     // longer continue from n (the caller recomputes what it needs).
     int32_t drop_after(int32_t n);

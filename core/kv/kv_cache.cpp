@@ -1,5 +1,7 @@
 #include "kv/kv_cache.h"
 
+#include <algorithm>
+
 #include "util/error.h"
 
 namespace wb {
@@ -22,8 +24,10 @@ KvCache::KvCache(const KvCacheConfig& config, KvAllocator& allocator) : config_(
     if (config_.n_layer <= 0 || config_.n_head_kv <= 0 || config_.head_dim <= 0 || config_.n_ctx <= 0 ||
         config_.block_tokens <= 0)
         throw Error("KV cache: invalid configuration");
+    if (config_.sliding_window < 0) throw Error("KV cache: invalid sliding window");
     config_.layer_is_swa.resize(size_t(config_.n_layer), false);
     blocks_.resize(size_t(config_.n_layer));
+    released_.assign(size_t(config_.n_layer), 0);
 }
 
 KvCache::~KvCache() { truncate(0); }
@@ -46,18 +50,44 @@ void KvCache::set_n_tokens(int32_t n) {
     if (n < 0 || n > int32_t(blocks_.empty() ? 0 : blocks_[0].size()) * config_.block_tokens)
         throw Error("KV cache: set_n_tokens beyond the reserved blocks");
     n_tokens_ = n;
+    release_outside_window(n);
 }
 
-void KvCache::truncate(int32_t n) {
+void KvCache::release_outside_window(int32_t n) {
+    for (size_t il = 0; il < blocks_.size(); ++il) {
+        const int32_t w = window_of(il);
+        if (w <= 0) continue;
+        // Queries come at positions >= n and see keys >= n - w + 1: whole blocks below that are dead.
+        const int32_t first_needed = std::max(0, n - w + 1);
+        const size_t dead = std::min(size_t(first_needed / config_.block_tokens), blocks_[il].size());
+        for (size_t b = released_[il]; b < dead; ++b) {
+            allocator_.kv_free(blocks_[il][b]);
+            blocks_[il][b] = nullptr;
+        }
+        released_[il] = std::max(released_[il], dead);
+    }
+}
+
+int32_t KvCache::truncate(int32_t n) {
     if (n < 0) n = 0;
+    // A query at position n needs keys n - w + 1 .. n - 1 on a sliding-window layer; if some of them
+    // were released, no prefix but the empty one can be continued (a shorter one needs even older keys).
+    for (size_t il = 0; il < blocks_.size(); ++il) {
+        const int32_t w = window_of(il);
+        if (w > 0 && released_[il] > 0 && int64_t(released_[il]) * config_.block_tokens > std::max(0, n - w + 1))
+            n = 0;
+    }
     if (n < n_tokens_) n_tokens_ = n;
     const size_t keep = size_t((n + config_.block_tokens - 1) / config_.block_tokens);
-    for (auto& layer : blocks_) {
+    for (size_t il = 0; il < blocks_.size(); ++il) {
+        auto& layer = blocks_[il];
         while (layer.size() > keep) {
-            allocator_.kv_free(layer.back());
+            if (layer.back()) allocator_.kv_free(layer.back());
             layer.pop_back();
         }
+        released_[il] = std::min(released_[il], layer.size());
     }
+    return n_tokens_;
 }
 
 void* KvCache::k_row(int32_t il, int32_t pos) const {
@@ -78,9 +108,13 @@ KvStats KvCache::stats() const {
     s.type = config_.type;
     for (int32_t il = 0; il < config_.n_layer; ++il) {
         KvLayerStats l;
-        l.tokens = n_tokens_;
-        l.bytes_used = uint64_t(n_tokens_) * 2 * row_bytes();
-        l.bytes_reserved = uint64_t(blocks_[size_t(il)].size()) * block_bytes();
+        l.window = window_of(size_t(il));
+        l.tokens = l.window > 0 ? std::min(n_tokens_, l.window) : n_tokens_;
+        l.first_pos = n_tokens_ - l.tokens;
+        l.bytes_used = uint64_t(l.tokens) * 2 * row_bytes();
+        size_t held = 0;
+        for (const void* b : blocks_[size_t(il)]) held += b != nullptr;
+        l.bytes_reserved = uint64_t(held) * block_bytes();
         l.sliding_window = config_.layer_is_swa[size_t(il)];
         s.bytes_used += l.bytes_used;
         s.bytes_reserved += l.bytes_reserved;

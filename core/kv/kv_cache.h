@@ -8,6 +8,11 @@
 //
 // Layout of one block of one layer: K rows then V rows, each [block_tokens][n_head_kv][head_dim] in the
 // element type (f16), so one position's K (or V) for all kv heads is contiguous.
+//
+// Sliding-window layers (Gemma 3's local layers) keep only the window: once every future query is past
+// a block (its positions are older than the window of the next position), the block is released and
+// its entry in the block table becomes null. Those positions are gone for good on that layer, so a
+// truncation back into them cannot keep its prefix; truncate() says how much stays usable.
 #include <cstddef>
 #include <cstdint>
 #include <string>
@@ -35,14 +40,19 @@ struct KvCacheConfig {
     int32_t n_ctx = 0;             // capacity in positions (the user's context size)
     int32_t block_tokens = 128;    // positions per block
     KvType type = KvType::F16;
-    std::vector<bool> layer_is_swa;  // per layer: sliding-window layer (statistics label)
+    std::vector<bool> layer_is_swa;  // per layer: sliding-window layer
+    int32_t sliding_window = 0;    // positions a query of a sliding-window layer sees (itself included);
+                                   // 0 = keep everything on every layer
 };
 
 struct KvLayerStats {
-    int32_t tokens = 0;            // positions held
+    int32_t tokens = 0;            // positions the next query can see: all, or at most `window` on a local layer
+    int32_t first_pos = 0;         // oldest of those positions (n_tokens - tokens)
     uint64_t bytes_used = 0;       // tokens * bytes per position (K and V)
-    uint64_t bytes_reserved = 0;   // allocated blocks * bytes per block
-    bool sliding_window = false;
+    uint64_t bytes_reserved = 0;   // blocks held * bytes per block (a local layer holds about window + one
+                                   // batch, rounded out to whole blocks)
+    bool sliding_window = false;   // local layer: attends over the last `window` positions only
+    int32_t window = 0;            // positions a query sees on this layer; 0 = all (global layer)
 };
 
 struct KvStats {
@@ -69,16 +79,20 @@ public:
     // Makes room for positions [0, n) in every layer, allocating blocks as needed. wb::Error when n
     // exceeds the capacity (the caller reports "context full").
     void reserve(int32_t n);
-    // Marks positions [0, n) as written (after a forward pass stored them).
+    // Marks positions [0, n) as written (after a forward pass stored them). On sliding-window layers,
+    // releases the blocks that no query at position >= n can see.
     void set_n_tokens(int32_t n);
     // Forgets positions >= n and frees the blocks no longer needed (regenerate, edit, new chat).
-    void truncate(int32_t n);
+    // Returns the positions kept: n, or 0 when a sliding-window layer has already released keys that
+    // a query at position n would need (the caller recomputes the prefix from the start).
+    int32_t truncate(int32_t n);
 
     // Bytes of one position's K (or V) for all kv heads of a layer.
     size_t row_bytes() const { return size_t(config_.n_head_kv) * size_t(config_.head_dim) * kv_type_bytes(config_.type); }
     size_t block_bytes() const { return 2 * size_t(config_.block_tokens) * row_bytes(); }
 
-    // Start of position pos's K / V row in layer il (the block must be reserved).
+    // Start of position pos's K / V row in layer il (the block must be reserved and, on a
+    // sliding-window layer, not yet released: pos >= n_tokens() - window + 1 for the next query).
     void* k_row(int32_t il, int32_t pos) const;
     void* v_row(int32_t il, int32_t pos) const;
     // Block table of a layer (null entries are blocks not allocated), for backends that walk it.
@@ -87,9 +101,15 @@ public:
     KvStats stats() const;
 
 private:
+    // Window of layer il in positions; 0 = the layer keeps everything.
+    int32_t window_of(size_t il) const { return config_.layer_is_swa[il] ? config_.sliding_window : 0; }
+    // Releases the leading blocks of sliding-window layers that no query at position >= n can see.
+    void release_outside_window(int32_t n);
+
     KvCacheConfig config_;
     KvAllocator& allocator_;
-    std::vector<std::vector<void*>> blocks_;  // [layer][block index]
+    std::vector<std::vector<void*>> blocks_;  // [layer][block index]; null: released (or not yet allocated)
+    std::vector<size_t> released_;            // [layer] leading blocks released (sliding-window layers)
     int32_t n_tokens_ = 0;
 };
 

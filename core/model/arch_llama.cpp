@@ -15,7 +15,7 @@ void forward_llama(Backend& be, const ModelConfig& c, const ModelWeights& w, KvC
 
     const RopeParams rope_q{c.n_head, c.head_dim, c.n_rot, c.rope_base, c.rope_freq_scale, c.rope_mode};
     const RopeParams rope_k{c.n_head_kv, c.head_dim, c.n_rot, c.rope_base, c.rope_freq_scale, c.rope_mode};
-    const AttentionParams ap{c.n_head, c.n_head_kv, c.head_dim, c.attn_scale, 0};
+    const AttentionParams attn_params{c.n_head, c.n_head_kv, c.head_dim, c.attn_scale, 0};
 
     // x = token_embd[tokens]
     be.embed(w.token_embd, batch.tokens, n, c.embd_scale, x);
@@ -33,7 +33,10 @@ void forward_llama(Backend& be, const ModelConfig& c, const ModelWeights& w, KvC
         be.rope(k, rope_k, b.positions.data());
         be.kv_store(kv, il, k, v, batch.pos0);
         // causal grouped-query attention over everything cached so far
+        AttentionParams ap = attn_params;
+        if (batch.hooks) batch.hooks->before_attention(il, n, batch.pos0, ap);
         be.attention(q, kv, il, batch.pos0, ap, attn);
+        if (batch.hooks) batch.hooks->after_attention(il, n, batch.pos0, ap);
         // x = x + Wo attn
         be.matmul(l.attn_output, attn, proj);
         be.add(x, proj);
@@ -45,6 +48,7 @@ void forward_llama(Backend& be, const ModelConfig& c, const ModelWeights& w, KvC
         be.glu(gate, up, c.ffn_act, gate);
         be.matmul(l.ffn_down, gate, proj);
         be.add(x, proj);
+        if (batch.hooks) batch.hooks->layer_done(il);
     }
 
     // Only the rows whose logits are wanted go through the final norm and the (large) output matrix.

@@ -27,6 +27,7 @@ void ForwardBuffers::release(Backend& backend) {
 
 ForwardFn forward_function(const std::string& arch) {
     if (arch == "llama") return &forward_llama;
+    if (arch == "gemma3") return &forward_gemma3;
     throw Error("no forward pass for architecture '" + arch + "'");
 }
 

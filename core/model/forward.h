@@ -29,11 +29,25 @@ struct ForwardBuffers {
     void release(Backend& backend);
 };
 
+// What the observer hooks need from inside a forward pass. Architectures call these around each
+// layer's attention and at each layer's end; both are no-ops unless the session asked for something.
+class ForwardHooks {
+public:
+    virtual ~ForwardHooks() = default;
+    // Before attention of layer il: may point p's capture fields at a buffer.
+    virtual void before_attention(int32_t il, int32_t n_rows, int32_t pos0, AttentionParams& p) = 0;
+    // After attention of layer il: hands what was captured to the observer.
+    virtual void after_attention(int32_t il, int32_t n_rows, int32_t pos0, const AttentionParams& p) = 0;
+    // After layer il has been computed (per-layer timing).
+    virtual void layer_done(int32_t il) = 0;
+};
+
 struct ForwardBatch {
     const int32_t* tokens = nullptr;  // host
     int32_t n = 0;                    // tokens in the batch (<= max_batch)
     int32_t pos0 = 0;                 // position of the first token (= tokens already in the cache)
     bool all_logits = false;          // logits for every token (teacher forcing) or only the last
+    ForwardHooks* hooks = nullptr;    // null: nobody is looking (the common case)
 };
 
 // Runs the batch through the model: stores its K/V in every layer of the cache (blocks must be
@@ -45,5 +59,7 @@ ForwardFn forward_function(const std::string& arch);
 
 void forward_llama(Backend& backend, const ModelConfig& config, const ModelWeights& weights, KvCache& kv,
                    ForwardBuffers& buffers, const ForwardBatch& batch);
+void forward_gemma3(Backend& backend, const ModelConfig& config, const ModelWeights& weights, KvCache& kv,
+                    ForwardBuffers& buffers, const ForwardBatch& batch);
 
 }  // namespace wb

@@ -71,10 +71,28 @@ void read_common(const GgufFile& f, ModelConfig& c) {
     c.layer_is_swa.assign(size_t(c.n_layer), false);
 }
 
+// Which layers of a gemma3 model use the sliding window. A file may list them (array of bools) or give
+// the period n of the pattern: the last layer of every n is global, the others local. Without the key,
+// llama.cpp uses a period of 6 for Gemma 3 ("5 local : 1 global").
+void read_gemma3_swa_pattern(const GgufFile& f, ModelConfig& c) {
+    const std::string key = c.arch + ".attention.sliding_window_pattern";
+    const GgufValue* v = f.find(key);
+    if (v && v->type == GgufValueType::ARRAY) {
+        const std::vector<int64_t>* flags = f.get_int_array(key);
+        if (flags->size() != size_t(c.n_layer))
+            throw Error("model metadata '" + key + "' has " + std::to_string(flags->size()) + " entries for " +
+                        std::to_string(c.n_layer) + " layers");
+        for (size_t il = 0; il < flags->size(); ++il) c.layer_is_swa[il] = (*flags)[il] != 0;
+        return;
+    }
+    const int32_t period = optional_int(f, key, 6);
+    for (int32_t il = 0; il < c.n_layer; ++il) c.layer_is_swa[size_t(il)] = period > 0 && il % period < period - 1;
+}
+
 }  // namespace
 
 const std::vector<std::string>& supported_architectures() {
-    static const std::vector<std::string> archs = {"llama"};
+    static const std::vector<std::string> archs = {"llama", "gemma3"};
     return archs;
 }
 
@@ -87,6 +105,27 @@ ModelConfig ModelConfig::from_gguf(const GgufFile& f) {
         read_common(f, c);
         c.rope_mode = RopeMode::NORMAL;  // the GGUF converter permutes Q/K rows for interleaved pairs
         c.ffn_act = Activation::SILU;
+        c.tied_output = f.find_tensor("output.weight") == nullptr;
+        return c;
+    }
+    if (c.arch == "gemma3") {
+        read_common(f, c);
+        c.rope_mode = RopeMode::NEOX;
+        c.ffn_act = Activation::GELU_TANH;
+        // sqrtf as llama.cpp computes it, so the scaled embeddings agree bit for bit.
+        c.embd_scale = std::sqrt(float(c.n_embd));
+        // Gemma's query_pre_attn_scalar: head_dim for every size but 27B (62 layers), which uses
+        // n_embd / n_head (llama.cpp and gemma_pytorch agree).
+        c.attn_scale = c.n_layer == 62 ? 1.0f / std::sqrt(float(c.n_embd / c.n_head)) : 1.0f / std::sqrt(float(c.head_dim));
+        c.sliding_window = optional_int(f, c.arch + ".attention.sliding_window", 0);
+        if (c.sliding_window > 0) {
+            read_gemma3_swa_pattern(f, c);
+            // The local layers' theta is not in most files; 10000 is what Gemma 3 was trained with.
+            c.rope_base_swa = optional_float(f, c.arch + ".rope.freq_base_swa", 10000.0f);
+        }
+        if (f.get_float(c.arch + ".final_logit_softcapping").value_or(0.0) != 0.0 ||
+            f.get_float(c.arch + ".attn_logit_softcapping").value_or(0.0) != 0.0)
+            throw Error("model uses logit soft-capping, which WhiteBox does not support yet");
         c.tied_output = f.find_tensor("output.weight") == nullptr;
         return c;
     }

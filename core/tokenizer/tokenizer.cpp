@@ -11,10 +11,14 @@
 namespace wb {
 namespace {
 
-// Texts llama.cpp treats as end of generation whatever their ids; it also forces them to CONTROL.
-constexpr std::array<std::string_view, 8> k_eog_texts = {
+// Texts llama.cpp treats as end of generation whatever their ids; it also forces them to CONTROL, so
+// they are not matched in plain text. "</s>" matters for Gemma 3, whose file types it USER_DEFINED (id 212).
+constexpr std::array<std::string_view, 9> k_eog_texts = {
     "<|eot_id|>", "<|im_end|>", "<|end|>", "<end_of_turn>", "<|endoftext|>", "<|end_of_text|>", "<EOT>", "<|eom_id|>",
+    "</s>",
 };
+// Vocabularies with one of these use "</s>" as ordinary text; llama.cpp then leaves it alone.
+constexpr std::array<std::string_view, 2> k_plain_s_markers = {"<|tool_response>", "<|plamo:eos|>"};
 // Gemma's turn opener: some Gemma 3 files type it NORMAL, which would make chat prompts unparseable.
 constexpr std::string_view k_forced_control_text = "<start_of_turn>";
 
@@ -108,7 +112,10 @@ void Tokenizer::init_common(VocabSpec& spec, bool add_bos_default) {
     std::vector<int32_t> eog;
     if (eos_id_ >= 0) eog.push_back(eos_id_);
     if (spec.eot_id && *spec.eot_id >= 0) eog.push_back(*spec.eot_id);
+    const bool plain_s = std::any_of(k_plain_s_markers.begin(), k_plain_s_markers.end(),
+                                     [&](std::string_view m) { return find_token(m).has_value(); });
     for (const std::string_view text : k_eog_texts) {
+        if (text == "</s>" && plain_s) continue;
         if (const auto id = find_token(text)) {
             eog.push_back(*id);
             types_[size_t(*id)] = TokenType::CONTROL;

@@ -3,6 +3,7 @@
 // over-long prompt) ending with a non-zero exit and exactly one line on stderr.
 #include <QJsonArray>
 #include <QJsonDocument>
+#include <QFile>
 #include <QJsonObject>
 #include <QProcess>
 #include <QTemporaryDir>
@@ -120,6 +121,51 @@ private Q_SLOTS:
         const QString reason = o["stop_reason"].toString();
         QVERIFY2(reason == "max_tokens" || reason == "eos", qPrintable(reason));
         QVERIFY(o["timings"].toObject()["prefill_ms"].toDouble() > 0);
+    }
+
+    void generateJsonStepsCarryCandidates() {
+        const Run r = run_cli({"generate", "-m", model(), "-p", "The capital of France is", "-n", "3", "--seed", "5",
+                               "--top-candidates", "5", "--backend", "cpu", "--json"});
+        QCOMPARE(r.exit_code, 0);
+        const QJsonArray steps = json_of(r)["steps"].toArray();
+        QVERIFY(!steps.isEmpty());
+        for (const auto& sv : steps) {
+            const QJsonObject st = sv.toObject();
+            QVERIFY(st.contains("token") && st.contains("piece") && st.contains("p") && st.contains("entropy"));
+            const QJsonArray cands = st["candidates"].toArray();
+            QCOMPARE(cands.size(), 5);
+            double final_sum = 0.0;
+            for (const auto& cv : cands) {
+                const QJsonObject c = cv.toObject();
+                QVERIFY(c.contains("id") && c.contains("piece") && c.contains("p_raw"));
+                final_sum += c["p_final"].toDouble();
+            }
+            QVERIFY(final_sum <= 1.0 + 1e-5);
+        }
+    }
+
+    void dumpAttentionWritesTheDocumentedFormat() {
+        QTemporaryDir dir;
+        const QString path = dir.filePath("att.json");
+        const Run r = run_cli({"generate", "-m", model(), "-p", "Hello there friend", "-n", "3", "--temp", "0",
+                               "--backend", "cpu", "--dump-attention", path, "--layers", "0,29", "--heads", "1,4"});
+        QCOMPARE(r.exit_code, 0);
+        QFile f(path);
+        QVERIFY(f.open(QIODevice::ReadOnly));
+        const QJsonObject o = QJsonDocument::fromJson(f.readAll()).object();
+        QCOMPARE(o["format"].toString(), QString("whitebox-attention-1"));
+        const QJsonArray tokens = o["tokens"].toArray();
+        QCOMPARE(o["pieces"].toArray().size(), tokens.size());
+        const QJsonArray events = o["events"].toArray();
+        QCOMPARE(events.size(), 2 * 3);  // prompt + 2 fed-back tokens, 2 layers each
+        const QJsonObject first = events[0].toObject();
+        QCOMPARE(first["heads"].toArray(), (QJsonArray{1, 4}));
+        QCOMPARE(first["kv_head_of"].toArray(), (QJsonArray{0, 1}));
+        QVERIFY(first["prefill"].toBool());
+        const QJsonArray rows = first["probs"].toArray()[0].toArray();
+        QCOMPARE(rows.size(), first["n_queries"].toInt());
+        QCOMPARE(rows[0].toArray()[0].toDouble(), 1.0);  // the first token can only attend to itself
+        QVERIFY(!events.last().toObject()["prefill"].toBool());
     }
 
     void sameSeedSameText() {

@@ -1,6 +1,7 @@
 // KV cache bookkeeping: blocks grow with the sequence (not preallocated), statistics follow the
 // formula 2 * kv_heads * head_dim * bytes * tokens per layer, truncation frees blocks, the context
-// limit is enforced, and rows of different positions never overlap.
+// limit is enforced, rows of different positions never overlap, and sliding-window layers keep only
+// the blocks a future query can see (truncating into released history gives up the whole prefix).
 #include <QtTest>
 
 #include <set>
@@ -37,6 +38,26 @@ KvCacheConfig small_config() {
     c.block_tokens = 16;
     c.layer_is_swa = {false, true, false};
     return c;
+}
+
+// Layer 1 is a sliding-window layer with a window of 20 positions (blocks of 16).
+KvCacheConfig windowed_config() {
+    KvCacheConfig c = small_config();
+    c.sliding_window = 20;
+    return c;
+}
+
+// Allocated (non-null) blocks of one layer.
+int live_blocks(const KvCache& kv, int32_t il) {
+    int n = 0;
+    for (const void* b : kv.blocks(il)) n += b != nullptr;
+    return n;
+}
+
+// Appends positions one batch at a time the way Session does: reserve, write, mark written.
+void append(KvCache& kv, int32_t n) {
+    kv.reserve(kv.n_tokens() + n);
+    kv.set_n_tokens(kv.n_tokens() + n);
 }
 
 }  // namespace
@@ -96,6 +117,95 @@ private Q_SLOTS:
         kv.truncate(0);
         QCOMPARE(alloc.live, 0);
         QCOMPARE(kv.stats().bytes_reserved, uint64_t(0));
+    }
+
+    void slidingWindowLayerReleasesBlocksNoFutureQuerySees() {
+        CountingAllocator alloc;
+        KvCache kv(windowed_config(), alloc);
+        append(kv, 36);  // the next query (position 36) sees 17..36: block 0 (0..15) is dead
+        QCOMPARE(kv.blocks(1).size(), size_t(3));
+        QVERIFY(kv.blocks(1)[0] == nullptr);
+        QCOMPARE(live_blocks(kv, 1), 2);
+        QCOMPARE(live_blocks(kv, 0), 3);  // full-attention layers keep everything
+        QCOMPARE(live_blocks(kv, 2), 3);
+        // Still readable: every position the next query sees.
+        for (int32_t p = 36 - 20 + 1; p < 36; ++p) QVERIFY(kv.k_row(1, p) != nullptr);
+        append(kv, 64);  // n = 100: the next query sees 81..100, so blocks 0..4 (0..79) are dead
+        QCOMPARE(live_blocks(kv, 1), 2);
+        QCOMPARE(live_blocks(kv, 0), 7);
+        QCOMPARE(alloc.live, 7 + 2 + 7);
+    }
+
+    // Memory of a sliding-window layer stays bounded however long the sequence grows.
+    void slidingWindowMemoryIsBounded() {
+        CountingAllocator alloc;
+        KvCacheConfig c = windowed_config();
+        c.n_ctx = 10000;
+        KvCache kv(c, alloc);
+        for (int i = 0; i < 1000; ++i) {
+            append(kv, 7);
+            // window (20) + one batch (7) rounded out to blocks of 16: at most 3 blocks
+            QVERIFY(live_blocks(kv, 1) <= 3);
+        }
+        QCOMPARE(live_blocks(kv, 0), (7000 + 15) / 16);
+    }
+
+    void statisticsShowTheWindow() {
+        CountingAllocator alloc;
+        KvCache kv(windowed_config(), alloc);
+        const uint64_t per_token = 2ull * 2 * 8 * 2;
+        append(kv, 12);  // shorter than the window: the local layer holds everything
+        KvStats s = kv.stats();
+        QCOMPARE(s.layers[1].tokens, 12);
+        QCOMPARE(s.layers[1].window, 20);
+        QCOMPARE(s.layers[0].window, 0);
+        QVERIFY(s.layers[1].sliding_window && !s.layers[0].sliding_window);
+        append(kv, 88);  // n = 100
+        s = kv.stats();
+        QCOMPARE(s.layers[0].tokens, 100);
+        QCOMPARE(s.layers[0].first_pos, 0);
+        QCOMPARE(s.layers[1].tokens, 20);
+        QCOMPARE(s.layers[1].first_pos, 80);
+        QCOMPARE(s.layers[1].bytes_used, 20 * per_token);
+        QCOMPARE(s.layers[1].bytes_reserved, 2 * 16 * per_token);  // blocks 80..95 and 96..111
+        QCOMPARE(s.layers[0].bytes_reserved, 7 * 16 * per_token);
+        QCOMPARE(s.bytes_used, (100 + 20 + 100) * per_token);
+        QCOMPARE(s.bytes_reserved, (7 + 2 + 7) * 16 * per_token);
+    }
+
+    void truncateWithinTheWindowKeepsThePrefix() {
+        CountingAllocator alloc;
+        KvCache kv(windowed_config(), alloc);
+        append(kv, 40);  // next query 40 sees 21..40: block 0 released
+        // A query at 38 needs 19..37: all still held.
+        QCOMPARE(kv.truncate(38), 38);
+        QCOMPARE(kv.n_tokens(), 38);
+        QCOMPARE(live_blocks(kv, 1), 2);
+        append(kv, 10);
+        QCOMPARE(kv.n_tokens(), 48);
+    }
+
+    void truncateIntoReleasedHistoryDropsEverything() {
+        CountingAllocator alloc;
+        KvCache kv(windowed_config(), alloc);
+        append(kv, 100);  // blocks 0..4 of layer 1 released
+        // A query at 60 would need 41..59 of layer 1: gone, so no prefix but the empty one survives.
+        QCOMPARE(kv.truncate(60), 0);
+        QCOMPARE(kv.n_tokens(), 0);
+        QCOMPARE(alloc.live, 0);
+        QCOMPARE(kv.stats().bytes_reserved, uint64_t(0));
+        // The cache works again from the start.
+        append(kv, 30);
+        QCOMPARE(live_blocks(kv, 1), 2);
+        QCOMPARE(kv.stats().layers[1].tokens, 20);
+    }
+
+    void truncateWithoutAWindowAlwaysKeeps() {
+        CountingAllocator alloc;
+        KvCache kv(small_config(), alloc);  // layer 1 is labelled local but has no window size
+        append(kv, 100);
+        QCOMPARE(kv.truncate(5), 5);
+        QCOMPARE(live_blocks(kv, 1), 1);
     }
 
     void contextLimitIsAnError() {

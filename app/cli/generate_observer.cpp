@@ -1,0 +1,64 @@
+#include "cli/generate_observer.h"
+
+#include <cerrno>
+#include <cstring>
+
+#include "cli/json_writer.h"
+#include "tokenizer/tokenizer.h"
+#include "util/error.h"
+
+namespace wb::cli {
+
+CaptureSpec GenerateObserver::capture() const {
+    CaptureSpec spec;
+    spec.top_candidates = what_.top_candidates;
+    spec.prefill_attention = spec.decode_attention = what_.attention;
+    spec.layers = what_.layers;
+    spec.heads = what_.heads;
+    return spec;
+}
+
+void GenerateObserver::on_token(const TokenEvent& e) {
+    if (what_.stream_text) {
+        std::fputs(e.piece.c_str(), stdout);
+        std::fflush(stdout);
+    }
+    steps_.push_back(e);
+}
+
+void GenerateObserver::write_attention(const std::string& path, const std::vector<int32_t>& context,
+                                       const Tokenizer& tok) const {
+    JsonWriter j;
+    j.begin_object().key("format").value("whitebox-attention-1");
+    j.key("tokens").array(context).key("pieces").begin_array();
+    for (int32_t id : context) j.value(tok.token_to_piece(id, true));
+    j.end_array().key("events").begin_array();
+    for (const AttentionEvent& e : attention_) {
+        j.begin_object().key("layer").value(e.layer).key("prefill").value(e.prefill);
+        j.key("heads").array(e.heads).key("kv_head_of").array(e.kv_head_of).key("window").value(e.window);
+        j.key("query_pos0").value(e.query_pos0).key("n_queries").value(e.n_queries).key("n_keys").value(e.n_keys);
+        j.key("probs").begin_array();
+        for (size_t h = 0; h < e.heads.size(); ++h) {
+            j.begin_array();
+            for (int32_t q = 0; q < e.n_queries; ++q) {
+                j.begin_array();
+                for (int32_t k = 0; k < e.n_keys; ++k) j.value(double(e.at(h, q, k)));
+                j.end_array();
+            }
+            j.end_array();
+        }
+        j.end_array().end_object();
+    }
+    j.end_array().end_object();
+
+    const std::string tmp = path + ".tmp";
+    FILE* f = std::fopen(tmp.c_str(), "wb");
+    if (!f) throw Error("cannot write " + tmp + ": " + std::strerror(errno));
+    const bool ok = std::fwrite(j.str().data(), 1, j.str().size(), f) == j.str().size() && std::fputc('\n', f) != EOF;
+    if (std::fclose(f) != 0 || !ok || std::rename(tmp.c_str(), path.c_str()) != 0) {
+        std::remove(tmp.c_str());
+        throw Error("cannot write " + path + ": " + std::strerror(errno));
+    }
+}
+
+}  // namespace wb::cli

@@ -1,0 +1,78 @@
+// The `gemma3` architecture (Gemma 3 text models, e.g. gemma-3-270m):
+// blocks with RMSNorm before *and after* attention and FFN, per-head RMSNorm of q and k (QK-norm),
+// NEOX RoPE, a GELU(tanh)-gated FFN, embeddings scaled by sqrt(n_embd), and a 5 local : 1 global
+// layer pattern: local layers attend over a sliding window with their own RoPE base.
+//
+// The GGUF converter already stores every norm gain as (1 + w) (HF's Gemma RMSNorm), so the gains are
+// used as they are, exactly like llama's.
+#include "model/forward.h"
+#include "model/weights.h"
+
+namespace wb {
+
+void forward_gemma3(Backend& be, const ModelConfig& c, const ModelWeights& w, KvCache& kv, ForwardBuffers& b,
+                    const ForwardBatch& batch) {
+    const int32_t n = batch.n;
+    for (int32_t i = 0; i < n; ++i) b.positions[size_t(i)] = batch.pos0 + i;
+
+    Tensor x = b.x.rows(0, n), xn = b.xn.rows(0, n), q = b.q.rows(0, n), k = b.k.rows(0, n), v = b.v.rows(0, n);
+    Tensor attn = b.attn.rows(0, n), proj = b.proj.rows(0, n), gate = b.gate.rows(0, n), up = b.up.rows(0, n);
+
+    // x = token_embd[tokens] * sqrt(n_embd)
+    be.embed(w.token_embd, batch.tokens, n, c.embd_scale, x);
+
+    for (int32_t il = 0; il < c.n_layer; ++il) {
+        const LayerWeights& l = w.layers[size_t(il)];
+        const bool local = c.layer_is_swa[size_t(il)];
+        // Local layers: theta 10000 and a window; global layers: the file's theta and every key.
+        const float base = local ? c.rope_base_swa : c.rope_base;
+        const RopeParams rope_q{c.n_head, c.head_dim, c.n_rot, base, c.rope_freq_scale, c.rope_mode};
+        const RopeParams rope_k{c.n_head_kv, c.head_dim, c.n_rot, base, c.rope_freq_scale, c.rope_mode};
+        // llama.cpp multiplies q by the scale and runs attention with scale 1; the scale is a power of
+        // two (1/16 for head_dim 256), so applying it to q.k instead gives the same products.
+        AttentionParams ap{c.n_head, c.n_head_kv, c.head_dim, c.attn_scale, local ? c.sliding_window : 0};
+
+        // xn = rmsnorm(x) * attn_norm
+        be.rms_norm(x, l.attn_norm, c.norm_eps, c.n_embd, xn);
+        // q = rmsnorm_per_head(Wq xn) * attn_q_norm; the projection goes through `attn` (free until the
+        // attention writes it) so that no backend operation has to work in place.
+        be.matmul(l.attn_q, xn, attn);
+        be.rms_norm(attn, l.attn_q_norm, c.norm_eps, c.head_dim, q);
+        // k = rmsnorm_per_head(Wk xn) * attn_k_norm, through `v` (written by its own projection next)
+        be.matmul(l.attn_k, xn, v);
+        be.rms_norm(v, l.attn_k_norm, c.norm_eps, c.head_dim, k);
+        be.matmul(l.attn_v, xn, v);
+        // rotate q and k by their positions (NEOX pairs), then save k and v at those positions
+        be.rope(q, rope_q, b.positions.data());
+        be.rope(k, rope_k, b.positions.data());
+        be.kv_store(kv, il, k, v, batch.pos0);
+        // causal grouped-query attention: the last `sliding_window` keys on local layers, all on global
+        if (batch.hooks) batch.hooks->before_attention(il, n, batch.pos0, ap);
+        be.attention(q, kv, il, batch.pos0, ap, attn);
+        if (batch.hooks) batch.hooks->after_attention(il, n, batch.pos0, ap);
+        // x = x + rmsnorm(Wo attn) * post_attention_norm
+        be.matmul(l.attn_output, attn, proj);
+        be.rms_norm(proj, l.post_attention_norm, c.norm_eps, c.n_embd, xn);
+        be.add(x, xn);
+
+        // x = x + rmsnorm(W_down (gelu_tanh(W_gate xn) * W_up xn)) * post_ffw_norm, xn = rmsnorm(x) * ffn_norm
+        be.rms_norm(x, l.ffn_norm, c.norm_eps, c.n_embd, xn);
+        be.matmul(l.ffn_gate, xn, gate);
+        be.matmul(l.ffn_up, xn, up);
+        be.glu(gate, up, c.ffn_act, gate);
+        be.matmul(l.ffn_down, gate, proj);
+        be.rms_norm(proj, l.post_ffw_norm, c.norm_eps, c.n_embd, xn);
+        be.add(x, xn);
+        if (batch.hooks) batch.hooks->layer_done(il);
+    }
+
+    // Only the rows whose logits are wanted go through the final norm and the tied output matrix
+    // (262k rows for Gemma 3: by far the largest matmul of a decode step).
+    const int32_t first = batch.all_logits ? 0 : n - 1;
+    const int32_t n_out = n - first;
+    Tensor xl = x.rows(first, n_out), xnl = xn.rows(0, n_out), logits = b.logits.rows(0, n_out);
+    be.rms_norm(xl, w.output_norm, c.norm_eps, c.n_embd, xnl);
+    be.matmul(w.output, xnl, logits);
+}
+
+}  // namespace wb

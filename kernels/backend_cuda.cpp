@@ -1,0 +1,485 @@
+#include "backend_cuda.h"
+
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+
+#include "cuda_check.h"
+#include "elementwise.cuh"
+#include "embed.cuh"
+#include "gguf/gguf_file.h"
+#include "kv_store.cuh"
+#include "model/weights.h"
+#include "norm.cuh"
+#include "rope.cuh"
+#include "util/error.h"
+
+namespace wb {
+
+namespace {
+
+// Kept free for activations, KV blocks, cuBLAS and scratch when the weights are checked against the
+// free memory: a model that just fits would fail at its first prompt instead of at load.
+constexpr size_t kReserveBytes = size_t(512) << 20;
+constexpr int kMinComputeMajor = 8;  // Ampere: the oldest architecture this build targets
+
+std::string mib(size_t bytes) { return std::to_string((bytes + (1u << 19)) >> 20) + " MiB"; }
+
+std::string runtime_version() {
+    int v = 0;
+    cudaRuntimeGetVersion(&v);
+    return std::to_string(v / 1000) + "." + std::to_string(v % 1000 / 10);
+}
+
+int choose_device(int count) {
+    const char* env = std::getenv("WB_CUDA_DEVICE");
+    if (!env || !*env) return 0;
+    char* end = nullptr;
+    const long d = std::strtol(env, &end, 10);
+    if (*end != '\0' || d < 0 || d >= count)
+        throw Error(std::string("WB_CUDA_DEVICE=") + env + " is not a device index (found " + std::to_string(count) +
+                    " CUDA device" + (count == 1 ? "" : "s") + ")");
+    return int(d);
+}
+
+}  // namespace
+
+std::unique_ptr<CudaBackend> CudaBackend::create() {
+    int count = 0;
+    const cudaError_t err = cudaGetDeviceCount(&count);
+    if (err == cudaErrorInsufficientDriver)
+        throw Error("the NVIDIA driver is missing or older than this build's CUDA runtime " + runtime_version());
+    if (err == cudaErrorNoDevice || (err == cudaSuccess && count == 0)) throw Error("no CUDA device found");
+    if (err != cudaSuccess) throw Error(std::string("CUDA initialisation failed: ") + cudaGetErrorString(err));
+
+    const int device = choose_device(count);
+    cudaDeviceProp props{};
+    WB_CUDA_CHECK(cudaGetDeviceProperties(&props, device));
+    if (props.major < kMinComputeMajor)
+        throw Error("CUDA device " + std::to_string(device) + " (" + props.name + ") has compute capability " +
+                    std::to_string(props.major) + "." + std::to_string(props.minor) + "; the CUDA backend needs " +
+                    std::to_string(kMinComputeMajor) + ".0 or newer");
+    WB_CUDA_CHECK(cudaSetDevice(device));
+    const cudaError_t image = cuda::kernel_image_status();
+    if (image != cudaSuccess)
+        throw Error("the CUDA backend was not built for " + std::string(props.name) + " (compute " +
+                    std::to_string(props.major) + "." + std::to_string(props.minor) + "): " +
+                    cudaGetErrorString(image) + "; rebuild with WB_CUDA_ARCHS including " +
+                    std::to_string(props.major * 10 + props.minor));
+    return std::unique_ptr<CudaBackend>(new CudaBackend(device, props));
+}
+
+CudaBackend::CudaBackend(int device, const cudaDeviceProp& props)
+    : device_(device), device_name_(props.name), cc_major_(props.major), cc_minor_(props.minor),
+      total_mem_(props.totalGlobalMem) {
+    WB_CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
+    const cublasStatus_t st = cublasCreate(&matmul_ws_.cublas);
+    if (st != CUBLAS_STATUS_SUCCESS) {
+        cudaStreamDestroy(stream_);
+        throw Error(std::string("cuBLAS could not be initialised: ") + cublasGetStatusString(st));
+    }
+    WB_CUBLAS_CHECK(cublasSetStream(matmul_ws_.cublas, stream_));
+    WB_CUDA_CHECK(cudaMalloc(&d_step_, 2 * sizeof(int32_t)));
+    const char* graphs = std::getenv("WB_CUDA_GRAPHS");
+    graphs_enabled_ = !(graphs && std::strcmp(graphs, "0") == 0);
+}
+
+CudaBackend::~CudaBackend() {
+    // Destructors must not throw: errors here are ignored, the process is tearing this down anyway.
+    cudaStreamSynchronize(stream_);
+    if (graph_) cudaGraphExecDestroy(graph_);
+    for (auto& [key, m] : mirrors_) cudaFree(m.table);
+    for (auto& [ptr, bytes] : kv_sizes_) cudaFree(ptr);
+    for (auto& [host, u] : uploads_) cudaFree(u.ptr);
+    cudaFree(d_step_);
+    cublasDestroy(matmul_ws_.cublas);
+    cudaStreamDestroy(stream_);
+}
+
+std::string CudaBackend::description() const {
+    return "CUDA, " + device_name_ + " (compute " + std::to_string(cc_major_) + "." + std::to_string(cc_minor_) + ", " +
+           mib(total_mem_) + "), runtime " + runtime_version() + ", decode graphs " + (graphs_enabled_ ? "on" : "off");
+}
+
+// ---- memory ----
+
+void CudaBackend::prepare_weights(ModelWeights& weights) {
+    invalidate_graph();
+    // What is not on the device yet (a tied output shares the embedding's memory: counted once).
+    size_t needed = 0;
+    std::unordered_map<const void*, size_t> fresh;
+    for (Weight* w : weights.all()) {
+        if (!w->host || uploads_.count(w->host) || fresh.count(w->host)) continue;
+        const size_t bytes = ggml_row_bytes(w->type, w->n_in) * size_t(w->n_out);
+        fresh[w->host] = bytes;
+        needed += bytes;
+    }
+    size_t free_bytes = 0, total_bytes = 0;
+    WB_CUDA_CHECK(cudaMemGetInfo(&free_bytes, &total_bytes));
+    if (needed + kReserveBytes > free_bytes)
+        throw Error("the model's weights need " + mib(needed) + " of GPU memory (plus " + mib(kReserveBytes) +
+                    " for activations and the KV cache) but only " + mib(free_bytes) + " of " + mib(total_bytes) +
+                    " are free on CUDA device " + std::to_string(device_) + " (" + device_name_ + ")");
+    for (auto& [host, bytes] : fresh) {
+        Upload u;
+        u.bytes = bytes;
+        WB_CUDA_CHECK(cudaMalloc(&u.ptr, bytes));
+        uploads_[host] = u;
+        WB_CUDA_CHECK(cudaMemcpy(u.ptr, host, bytes, cudaMemcpyHostToDevice));
+    }
+    for (Weight* w : weights.all()) {
+        if (!w->host) continue;
+        Upload& u = uploads_.at(w->host);
+        ++u.refs;
+        w->device = u.ptr;
+    }
+}
+
+void CudaBackend::release_weights(ModelWeights& weights) {
+    invalidate_graph();
+    WB_CUDA_CHECK(cudaStreamSynchronize(stream_));
+    for (Weight* w : weights.all()) {
+        if (!w->host || !w->device) continue;
+        const auto it = uploads_.find(w->host);
+        w->device = nullptr;
+        if (it == uploads_.end()) continue;
+        if (--it->second.refs == 0) {
+            WB_CUDA_CHECK(cudaFree(it->second.ptr));
+            uploads_.erase(it);
+        }
+    }
+}
+
+Tensor CudaBackend::alloc(int64_t n_rows, int64_t n_cols) {
+    void* p = nullptr;
+    const size_t bytes = std::max<size_t>(size_t(n_rows * n_cols) * sizeof(float), 256);
+    const cudaError_t err = cudaMalloc(&p, bytes);
+    if (err != cudaSuccess)
+        throw Error("out of GPU memory allocating " + mib(bytes) + " of activations on " + device_name_ + " (" +
+                    cudaGetErrorString(err) + ")");
+    return {static_cast<float*>(p), n_rows, n_cols};
+}
+
+void CudaBackend::free(Tensor& t) {
+    // A recorded step refers to the buffers by address; freeing any of them ends its validity, and
+    // this is also where sessions end, so the block-table mirrors of their caches go too.
+    invalidate_graph();
+    drop_mirrors();
+    WB_CUDA_CHECK(cudaStreamSynchronize(stream_));
+    WB_CUDA_CHECK(cudaFree(t.data));
+    t = {};
+}
+
+void* CudaBackend::kv_alloc(size_t bytes) {
+    auto& pool = kv_pool_[bytes];
+    if (!pool.empty()) {
+        void* p = pool.back();
+        pool.pop_back();
+        return p;
+    }
+    void* p = nullptr;
+    const cudaError_t err = cudaMalloc(&p, bytes);
+    if (err != cudaSuccess)
+        throw Error("out of GPU memory for the KV cache: a block of " + mib(bytes) + " could not be allocated on " +
+                    device_name_ + " (" + cudaGetErrorString(err) + "); use a smaller context");
+    kv_sizes_[p] = bytes;
+    return p;
+}
+
+void CudaBackend::kv_free(void* p) {
+    // Kept for reuse rather than freed: cudaFree synchronises the device, and a chat truncates and
+    // regrows its cache all the time. Queued kernels that still read the block finish before any
+    // later kernel can overwrite it (one stream).
+    const auto it = kv_sizes_.find(p);
+    if (it != kv_sizes_.end()) kv_pool_[it->second].push_back(p);
+}
+
+// ---- KV block tables in device memory ----
+
+CudaBackend::KvMirror& CudaBackend::mirror_for(const KvCache& kv) {
+    const KvCacheConfig& c = kv.config();
+    const int32_t max_blocks = (c.n_ctx + c.block_tokens - 1) / c.block_tokens;
+    KvMirror& m = mirrors_[&kv];
+    if (m.table && m.n_layer == c.n_layer && m.max_blocks == max_blocks) return m;
+    if (recording()) throw Error("CUDA backend: a KV cache changed shape while a decode step was recorded");
+    if (m.table) {
+        invalidate_graph();
+        WB_CUDA_CHECK(cudaStreamSynchronize(stream_));
+        WB_CUDA_CHECK(cudaFree(m.table));
+    }
+    m.n_layer = c.n_layer;
+    m.max_blocks = max_blocks;
+    m.host.assign(size_t(c.n_layer) * size_t(max_blocks), nullptr);
+    const size_t bytes = m.host.size() * sizeof(void*);
+    WB_CUDA_CHECK(cudaMalloc(&m.table, bytes));
+    WB_CUDA_CHECK(cudaMemsetAsync(m.table, 0, bytes, stream_));
+    return m;
+}
+
+void CudaBackend::sync_layer(const KvCache& kv, KvMirror& m, int32_t il) {
+    const std::vector<void*>& blocks = kv.blocks(il);
+    void** host = m.host.data() + size_t(il) * size_t(m.max_blocks);
+    bool same = true;
+    for (int32_t b = 0; b < m.max_blocks && same; ++b)
+        same = host[b] == (size_t(b) < blocks.size() ? blocks[size_t(b)] : nullptr);
+    if (same) return;
+    for (int32_t b = 0; b < m.max_blocks; ++b) host[b] = size_t(b) < blocks.size() ? blocks[size_t(b)] : nullptr;
+    // From pageable memory: the call returns once the source is staged, so m.host may change next.
+    WB_CUDA_CHECK(cudaMemcpyAsync(m.table + size_t(il) * size_t(m.max_blocks), host, size_t(m.max_blocks) * sizeof(void*),
+                                  cudaMemcpyHostToDevice, stream_));
+}
+
+void* const* CudaBackend::block_table(const KvCache& kv, int32_t il) {
+    KvMirror& m = mirror_for(kv);
+    if (!recording()) sync_layer(kv, m, il);
+    return m.table + size_t(il) * size_t(m.max_blocks);
+}
+
+void CudaBackend::drop_mirrors() {
+    if (mirrors_.empty()) return;
+    WB_CUDA_CHECK(cudaStreamSynchronize(stream_));
+    for (auto& [key, m] : mirrors_) WB_CUDA_CHECK(cudaFree(m.table));
+    mirrors_.clear();
+}
+
+// ---- helpers ----
+
+const void* CudaBackend::device_copy(const Weight& w) const {
+    if (!w.device)
+        throw Error("CUDA backend: a weight was used before prepare_weights uploaded it" +
+                    (w.src ? " ('" + w.src->name + "')" : std::string()));
+    return w.device;
+}
+
+const int32_t* CudaBackend::upload_ints(cuda::DeviceBuffer& buf, std::vector<int32_t>& last, const int32_t* host,
+                                        int32_t n) {
+    const void* before = buf.get();
+    auto* d = buf.ensure_as<int32_t>(size_t(n), stream_);
+    if (d != before) last.clear();  // a new allocation holds nothing yet
+    if (last.size() == size_t(n) && std::memcmp(last.data(), host, size_t(n) * sizeof(int32_t)) == 0) return d;
+    last.assign(host, host + n);
+    WB_CUDA_CHECK(cudaMemcpyAsync(d, last.data(), size_t(n) * sizeof(int32_t), cudaMemcpyHostToDevice, stream_));
+    return d;
+}
+
+void CudaBackend::invalidate_graph() {
+    if (graph_) {
+        cudaStreamSynchronize(stream_);
+        WB_CUDA_CHECK(cudaGraphExecDestroy(graph_));
+    }
+    graph_ = nullptr;
+    graph_kv_ = nullptr;
+    warm_kv_ = nullptr;
+}
+
+// ---- operations ----
+
+void CudaBackend::embed(const Weight& table, const int32_t* ids, int32_t n, float scale, Tensor& out) {
+    cuda::EmbedArgs a;
+    if (recording()) {
+        if (n != 1) throw Error("CUDA backend: a recorded decode step embeds one token");
+        a.ids = d_step_;
+    } else {
+        for (int32_t i = 0; i < n; ++i)
+            if (ids[i] < 0 || ids[i] >= table.n_out)
+                throw Error("token id " + std::to_string(ids[i]) + " is outside the vocabulary (0.." +
+                            std::to_string(table.n_out - 1) + ")");
+        // The ids buffer is shared with nothing else, so a re-upload check by content is safe.
+        a.ids = upload_ints(ids_, last_ids_, ids, n);
+    }
+    a.type = table.type;
+    a.table = static_cast<const uint8_t*>(device_copy(table));
+    a.row_bytes = ggml_row_bytes(table.type, table.n_in);
+    a.n_cols = table.n_in;
+    a.n_rows = table.n_out;
+    a.n = n;
+    a.scale = scale;
+    a.out = out.data;
+    cuda::embed(a, stream_);
+}
+
+void CudaBackend::rms_norm(const Tensor& x, const Weight& gain, float eps, int64_t group, Tensor& out) {
+    if (gain.type != GgmlType::F32 || gain.n_in != group || x.n_cols % group != 0)
+        throw Error("CUDA rms_norm: the gain must be F32 with one value per element of a group");
+    cuda::RmsNormArgs a;
+    a.x = x.data;
+    a.gain = static_cast<const float*>(device_copy(gain));
+    a.out = out.data;
+    a.n_groups = x.n_rows * (x.n_cols / group);
+    a.group = group;
+    a.eps = eps;
+    cuda::rms_norm(a, stream_);
+}
+
+void CudaBackend::matmul(const Weight& w, const Tensor& x, Tensor& out) {
+    if (x.n_cols != w.n_in || out.n_cols < w.n_out)
+        throw Error("CUDA matmul: activations of width " + std::to_string(x.n_cols) + " for a weight of " +
+                    std::to_string(w.n_in) + " x " + std::to_string(w.n_out));
+    if (recording() && x.n_rows > cuda::kGemvMaxTokens)
+        throw Error("CUDA backend: a recorded decode step may not take the cuBLAS path");
+    cuda::MatmulArgs a;
+    a.type = w.type;
+    a.w = static_cast<const uint8_t*>(device_copy(w));
+    a.w_row_bytes = ggml_row_bytes(w.type, w.n_in);
+    a.n_in = w.n_in;
+    a.n_out = w.n_out;
+    a.x = x.data;
+    a.n_tok = int32_t(x.n_rows);
+    a.out = out.data;
+    a.out_stride = out.n_cols;
+    cuda::matmul(a, matmul_ws_, stream_);
+}
+
+void CudaBackend::rope(Tensor& x, const RopeParams& p, const int32_t* positions) {
+    cuda::RopeArgs a;
+    if (recording()) {
+        if (x.n_rows != 1) throw Error("CUDA backend: a recorded decode step ropes one row");
+        a.positions = d_step_ + 1;
+    } else {
+        a.positions = upload_ints(positions_, last_positions_, positions, int32_t(x.n_rows));
+    }
+    a.x = x.data;
+    a.n_rows = x.n_rows;
+    a.row_stride = x.n_cols;
+    a.n_head = p.n_head;
+    a.head_dim = p.head_dim;
+    a.n_rot = p.n_rot;
+    a.freq_scale = p.freq_scale;
+    a.theta_scale = std::pow(p.base, -2.0f / float(p.n_rot));  // the CPU backend's expression, bit for bit
+    a.neox = p.mode == RopeMode::NEOX;
+    cuda::rope(a, stream_);
+}
+
+void CudaBackend::kv_store(KvCache& kv, int32_t il, const Tensor& k, const Tensor& v, int32_t pos0) {
+    cuda::KvStoreArgs a;
+    a.k = k.data;
+    a.v = v.data;
+    a.n_rows = k.n_rows;
+    a.width = k.n_cols;
+    a.blocks = block_table(kv, il);
+    a.block_tokens = kv.config().block_tokens;
+    a.pos0 = pos0;
+    a.pos0_dev = recording() ? d_step_ + 1 : nullptr;
+    cuda::kv_store(a, stream_);
+}
+
+void CudaBackend::attention(const Tensor& q, const KvCache& kv, int32_t il, int32_t pos0, const AttentionParams& p,
+                            Tensor& out) {
+    const int32_t bt = kv.config().block_tokens;
+    cuda::AttentionArgs a;
+    a.q = q.data;
+    a.q_stride = q.n_cols;
+    a.out = out.data;
+    a.out_stride = out.n_cols;
+    a.blocks = block_table(kv, il);
+    a.block_tokens = bt;
+    a.n_q = int32_t(q.n_rows);
+    a.n_head = p.n_head;
+    a.n_head_kv = p.n_head_kv;
+    a.head_dim = p.head_dim;
+    a.window = p.window;
+    a.scale = p.scale;
+    a.pos0 = pos0;
+    a.pos0_dev = recording() ? d_step_ + 1 : nullptr;
+    // One token: as many splits as the cache can ever have, so the launch (and a recorded graph) is
+    // the same at every position; splits past the position return immediately.
+    const int32_t keys = a.n_q == 1 ? kv.capacity() : pos0 + a.n_q;
+    a.n_splits = (keys + bt - 1) / bt;
+    size_t capture_floats = 0;
+    if (p.capture_probs) {
+        if (recording()) throw Error("CUDA backend: attention capture cannot be part of a recorded decode step");
+        std::vector<int32_t> slots(size_t(p.n_head), -1);
+        for (int32_t i = 0; i < p.n_capture_heads; ++i) {
+            const int32_t h = p.capture_heads[i];
+            if (h < 0 || h >= p.n_head) throw Error("attention capture: head " + std::to_string(h) + " does not exist");
+            slots[size_t(h)] = i;
+        }
+        a.capture_slot = upload_ints(capture_slots_, last_capture_slots_, slots.data(), p.n_head);
+        a.capture_keys = pos0 + a.n_q;
+        capture_floats = size_t(p.n_capture_heads) * size_t(a.n_q) * size_t(a.capture_keys);
+        a.capture = capture_.ensure_as<float>(capture_floats, stream_);
+        WB_CUDA_CHECK(cudaMemsetAsync(a.capture, 0, capture_floats * sizeof(float), stream_));
+    }
+    cuda::attention(a, attn_ws_, stream_);
+    if (p.capture_probs) {
+        // The contract: the probabilities are in host memory when attention() returns.
+        WB_CUDA_CHECK(cudaMemcpyAsync(p.capture_probs, a.capture, capture_floats * sizeof(float), cudaMemcpyDeviceToHost,
+                                      stream_));
+        WB_CUDA_CHECK(cudaStreamSynchronize(stream_));
+    }
+}
+
+void CudaBackend::glu(const Tensor& gate, const Tensor& up, Activation act, Tensor& out) {
+    cuda::GluArgs a;
+    a.gate = gate.data;
+    a.up = up.data;
+    a.out = out.data;
+    a.n = gate.n_rows * gate.n_cols;
+    a.act = act == Activation::SILU ? cuda::GluAct::SILU : cuda::GluAct::GELU_TANH;
+    cuda::glu(a, stream_);
+}
+
+void CudaBackend::add(Tensor& x, const Tensor& y) {
+    cuda::add({x.data, y.data, x.n_rows * x.n_cols}, stream_);
+}
+
+void CudaBackend::read(const Tensor& x, float* host) {
+    WB_CUDA_CHECK(cudaMemcpyAsync(host, x.data, size_t(x.n_rows * x.n_cols) * sizeof(float), cudaMemcpyDeviceToHost,
+                                  stream_));
+    WB_CUDA_CHECK(cudaStreamSynchronize(stream_));
+}
+
+void CudaBackend::synchronize() { WB_CUDA_CHECK(cudaStreamSynchronize(stream_)); }
+
+// ---- decode-step graphs ----
+
+bool CudaBackend::decode_step_begin(const KvCache& kv, int32_t token, int32_t pos) {
+    if (!graphs_enabled_) return false;
+    // Every layer's table must be current before a replay or a recording: neither touches the host.
+    KvMirror& m = mirror_for(kv);
+    for (int32_t il = 0; il < m.n_layer; ++il) sync_layer(kv, m, il);
+    const int32_t step[2] = {token, pos};
+    WB_CUDA_CHECK(cudaMemcpyAsync(d_step_, step, sizeof step, cudaMemcpyHostToDevice, stream_));
+    if (graph_ && graph_kv_ == &kv) {
+        WB_CUDA_CHECK(cudaGraphLaunch(graph_, stream_));
+        return true;
+    }
+    if (graph_) invalidate_graph();
+    step_kv_ = &kv;
+    if (warm_kv_ == &kv) {
+        WB_CUDA_CHECK(cudaStreamBeginCapture(stream_, cudaStreamCaptureModeThreadLocal));
+        step_ = StepMode::CAPTURE;
+    } else {
+        step_ = StepMode::WARMUP;
+    }
+    return false;
+}
+
+void CudaBackend::decode_step_end(bool completed) {
+    const StepMode mode = step_;
+    step_ = StepMode::NONE;
+    if (mode == StepMode::WARMUP) {
+        warm_kv_ = completed ? step_kv_ : nullptr;
+        return;
+    }
+    if (mode != StepMode::CAPTURE) return;
+    cudaGraph_t graph = nullptr;
+    const cudaError_t err = cudaStreamEndCapture(stream_, &graph);
+    if (!completed || err != cudaSuccess) {
+        if (graph) cudaGraphDestroy(graph);
+        warm_kv_ = nullptr;
+        if (completed) WB_CUDA_CHECK(err);
+        return;
+    }
+    cudaGraphExec_t exec = nullptr;
+    const cudaError_t inst = cudaGraphInstantiate(&exec, graph, 0);
+    cudaGraphDestroy(graph);
+    WB_CUDA_CHECK(inst);
+    graph_ = exec;
+    graph_kv_ = step_kv_;
+    // Recording did not execute anything: run the step now.
+    WB_CUDA_CHECK(cudaGraphLaunch(graph_, stream_));
+}
+
+}  // namespace wb

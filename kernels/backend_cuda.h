@@ -1,0 +1,112 @@
+#pragma once
+// The CUDA backend: the Backend operations on one NVIDIA GPU.
+//
+// Weights are uploaded once per model (shared by the sessions that use it) and read in their GGUF
+// types; activations, the KV cache blocks and scratch live in device memory. Everything runs on one
+// stream; the host waits only in read(). A decode step is recorded once as a CUDA graph and replayed
+// (decode_step_begin/end): the token and position of the step are written to device memory and the
+// kernels read them from there, attention reads the paged block table from device memory.
+#include <cublas_v2.h>
+#include <cuda_runtime.h>
+
+#include <memory>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "attention.cuh"
+#include "device_buffer.h"
+#include "engine/backend.h"
+#include "matmul.cuh"
+
+namespace wb {
+
+class CudaBackend final : public Backend {
+public:
+    // Picks the device (WB_CUDA_DEVICE, default 0) and checks it can run this build; wb::Error with
+    // the reason (no driver, no device, compute capability too old, cuBLAS failing) otherwise.
+    static std::unique_ptr<CudaBackend> create();
+    ~CudaBackend() override;
+
+    std::string name() const override { return "cuda"; }
+    std::string description() const override;
+
+    void prepare_weights(ModelWeights& weights) override;
+    void release_weights(ModelWeights& weights) override;
+    Tensor alloc(int64_t n_rows, int64_t n_cols) override;
+    void free(Tensor& t) override;
+
+    void embed(const Weight& table, const int32_t* ids, int32_t n, float scale, Tensor& out) override;
+    void rms_norm(const Tensor& x, const Weight& gain, float eps, int64_t group, Tensor& out) override;
+    void matmul(const Weight& w, const Tensor& x, Tensor& out) override;
+    void rope(Tensor& x, const RopeParams& p, const int32_t* positions) override;
+    void kv_store(KvCache& kv, int32_t il, const Tensor& k, const Tensor& v, int32_t pos0) override;
+    void attention(const Tensor& q, const KvCache& kv, int32_t il, int32_t pos0, const AttentionParams& p,
+                   Tensor& out) override;
+    void glu(const Tensor& gate, const Tensor& up, Activation act, Tensor& out) override;
+    void add(Tensor& x, const Tensor& y) override;
+    void read(const Tensor& x, float* host) override;
+    void synchronize() override;
+
+    void* kv_alloc(size_t bytes) override;
+    void kv_free(void* p) override;
+
+    bool decode_step_begin(const KvCache& kv, int32_t token, int32_t pos) override;
+    void decode_step_end(bool completed) override;
+
+private:
+    CudaBackend(int device, const cudaDeviceProp& props);
+
+    // Device copy of the layer's block table of a cache, updated from KvCache::blocks() when it
+    // changed (not while recording a graph: decode_step_begin has synced every layer then).
+    struct KvMirror {
+        void** table = nullptr;   // device: [n_layer][max_blocks]
+        int32_t n_layer = 0;
+        int32_t max_blocks = 0;
+        std::vector<void*> host;  // what the device table holds now
+    };
+    void* const* block_table(const KvCache& kv, int32_t il);
+    KvMirror& mirror_for(const KvCache& kv);
+    void sync_layer(const KvCache& kv, KvMirror& m, int32_t il);
+    void drop_mirrors();
+
+    const void* device_copy(const Weight& w) const;
+    const int32_t* upload_ints(cuda::DeviceBuffer& buf, std::vector<int32_t>& last, const int32_t* host, int32_t n);
+    void invalidate_graph();
+    bool recording() const { return step_ == StepMode::CAPTURE; }
+
+    int device_ = 0;
+    std::string device_name_;
+    int cc_major_ = 0, cc_minor_ = 0;
+    size_t total_mem_ = 0;
+    cudaStream_t stream_ = nullptr;
+    cuda::MatmulWorkspace matmul_ws_;
+    cuda::AttentionWorkspace attn_ws_;
+    cuda::DeviceBuffer ids_, positions_, capture_slots_, capture_;
+    // What ids_ / positions_ / capture_slots_ hold, to skip re-uploads.
+    std::vector<int32_t> last_ids_, last_positions_, last_capture_slots_;
+
+    struct Upload {
+        void* ptr = nullptr;
+        size_t bytes = 0;
+        int refs = 0;
+    };
+    std::unordered_map<const void*, Upload> uploads_;  // by host address of the tensor in the mapping
+
+    std::unordered_map<size_t, std::vector<void*>> kv_pool_;  // freed KV blocks by size, for reuse
+    std::unordered_map<void*, size_t> kv_sizes_;              // every KV block allocated, with its size
+    std::unordered_map<const KvCache*, KvMirror> mirrors_;
+
+    // Decode-step graph. The first decode step after an invalidation runs eagerly (it sizes every
+    // scratch buffer), the next one is recorded, later ones replay it.
+    enum class StepMode { NONE, WARMUP, CAPTURE };
+    StepMode step_ = StepMode::NONE;
+    bool graphs_enabled_ = true;       // WB_CUDA_GRAPHS=0 turns replay off (debugging, comparisons)
+    int32_t* d_step_ = nullptr;        // device: {token, pos} of the current step
+    const KvCache* step_kv_ = nullptr; // cache of the step in progress
+    const KvCache* warm_kv_ = nullptr; // cache a warm-up step ran for
+    const KvCache* graph_kv_ = nullptr;
+    cudaGraphExec_t graph_ = nullptr;
+};
+
+}  // namespace wb

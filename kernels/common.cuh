@@ -1,0 +1,56 @@
+#pragma once
+// Device helpers shared by the op files, and the dispatch from a runtime GgmlType to a kernel
+// template instantiated for it.
+#include <cuda_runtime.h>
+
+#include <cstdint>
+#include <type_traits>
+
+#include "gguf/ggml_type.h"
+#include "util/error.h"
+
+namespace wb::cuda {
+
+constexpr int kWarp = 32;
+
+inline int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+#if defined(__CUDACC__)
+__device__ __forceinline__ float warp_sum(float v) {
+#pragma unroll
+    for (int off = kWarp / 2; off > 0; off /= 2) v += __shfl_xor_sync(0xffffffffu, v, off);
+    return v;
+}
+
+__device__ __forceinline__ float warp_max(float v) {
+#pragma unroll
+    for (int off = kWarp / 2; off > 0; off /= 2) v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, off));
+    return v;
+}
+#endif
+
+// Calls fn(std::integral_constant<GgmlType, T>{}) for the weight type t, so a launcher can pick the
+// kernel instantiated for T; wb::Error for a type without a CUDA kernel.
+template <typename Fn>
+void dispatch_weight_type(GgmlType t, Fn&& fn) {
+    using T = GgmlType;
+    switch (t) {
+        case T::F32: fn(std::integral_constant<T, T::F32>{}); return;
+        case T::F16: fn(std::integral_constant<T, T::F16>{}); return;
+        case T::BF16: fn(std::integral_constant<T, T::BF16>{}); return;
+        case T::Q4_0: fn(std::integral_constant<T, T::Q4_0>{}); return;
+        case T::Q4_1: fn(std::integral_constant<T, T::Q4_1>{}); return;
+        case T::Q5_0: fn(std::integral_constant<T, T::Q5_0>{}); return;
+        case T::Q5_1: fn(std::integral_constant<T, T::Q5_1>{}); return;
+        case T::Q8_0: fn(std::integral_constant<T, T::Q8_0>{}); return;
+        case T::Q2_K: fn(std::integral_constant<T, T::Q2_K>{}); return;
+        case T::Q3_K: fn(std::integral_constant<T, T::Q3_K>{}); return;
+        case T::Q4_K: fn(std::integral_constant<T, T::Q4_K>{}); return;
+        case T::Q5_K: fn(std::integral_constant<T, T::Q5_K>{}); return;
+        case T::Q6_K: fn(std::integral_constant<T, T::Q6_K>{}); return;
+        default: break;
+    }
+    throw Error("the CUDA backend has no kernel for weight type " + ggml_type_name(t));
+}
+
+}  // namespace wb::cuda

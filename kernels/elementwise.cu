@@ -1,0 +1,61 @@
+#include "common.cuh"
+#include "cuda_check.h"
+#include "elementwise.cuh"
+
+namespace wb::cuda {
+
+namespace {
+
+constexpr int kThreads = 256;
+
+// Same formulas as the CPU backend (silu = x / (1 + e^-x); GELU with the tanh approximation).
+template <GluAct A>
+__global__ void glu_kernel(GluArgs a) {
+    const int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
+    if (i >= a.n) return;
+    const float g = a.gate[i];
+    float act;
+    if constexpr (A == GluAct::SILU) {
+        act = g / (1.0f + expf(-g));
+    } else {
+        constexpr float kSqrt2OverPi = 0.7978845608028654f;
+        act = 0.5f * g * (1.0f + tanhf(kSqrt2OverPi * g * (1.0f + 0.044715f * g * g)));
+    }
+    a.out[i] = act * a.up[i];
+}
+
+__global__ void add_kernel(AddArgs a) {
+    const int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
+    if (i < a.n) a.x[i] += a.y[i];
+}
+
+void launch_glu(const GluArgs& a, cudaStream_t stream) {
+    const unsigned blocks = unsigned(ceil_div(a.n, kThreads));
+    if (a.act == GluAct::SILU)
+        glu_kernel<GluAct::SILU><<<blocks, kThreads, 0, stream>>>(a);
+    else
+        glu_kernel<GluAct::GELU_TANH><<<blocks, kThreads, 0, stream>>>(a);
+    WB_CUDA_CHECK_LAUNCH();
+}
+
+void launch_add(const AddArgs& a, cudaStream_t stream) {
+    add_kernel<<<unsigned(ceil_div(a.n, kThreads)), kThreads, 0, stream>>>(a);
+    WB_CUDA_CHECK_LAUNCH();
+}
+
+}  // namespace
+
+void glu(const GluArgs& a, cudaStream_t stream) {
+    if (a.n > 0) launch_glu(a, stream);
+}
+
+void add(const AddArgs& a, cudaStream_t stream) {
+    if (a.n > 0) launch_add(a, stream);
+}
+
+cudaError_t kernel_image_status() {
+    cudaFuncAttributes attr;
+    return cudaFuncGetAttributes(&attr, add_kernel);
+}
+
+}  // namespace wb::cuda

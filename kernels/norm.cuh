@@ -1,0 +1,20 @@
+#pragma once
+// RMSNorm of whole rows or of each head (group) of a row.
+#include <cuda_runtime.h>
+
+#include <cstdint>
+
+namespace wb::cuda {
+
+struct RmsNormArgs {
+    const float* x = nullptr;     // device: n_groups runs of `group` values, contiguous
+    const float* gain = nullptr;  // device: [group]
+    float* out = nullptr;         // may equal x
+    int64_t n_groups = 0;
+    int64_t group = 0;
+    float eps = 1e-5f;
+};
+
+void rms_norm(const RmsNormArgs& a, cudaStream_t stream);
+
+}  // namespace wb::cuda

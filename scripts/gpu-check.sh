@@ -1,0 +1,167 @@
+#!/usr/bin/env bash
+# One prepared run on the GPU machine (../shared/docs/GPU.md): builds the engine, the CUDA plugin,
+# whitebox-cli and the Qt-free tests for the local GPU, runs the GPU tests and the CUDA benchmarks on
+# random-weight models, and leaves the logs and a summary table (written after every step, so a run
+# cut short still reports what it did) in $OUT.
+#
+# Needs Debian's libsentencepiece0, libsentencepiece-dev and libprotobuf-lite32 .debs in build-debs/
+# (fetched on a dev machine: mkdir -p build-debs && cd build-debs &&
+#  apt-get download libsentencepiece0 libsentencepiece-dev libprotobuf-lite32), carried along:
+#   run(command="bash scripts/gpu-check.sh", carry=["build-debs"], timeout_s=540)
+#
+# Environment: OUT (results; default ./gpu-check-out), WB_CUDA_ARCHS (default 90), JOBS (default nproc).
+# Files in $OUT (the device tool returns at most 8): env.log build.log models.log ctest.log bench.log
+# bandwidth.log summary.md
+set -uo pipefail
+
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+OUT=${OUT:-$ROOT/gpu-check-out}
+ARCHS=${WB_CUDA_ARCHS:-90}
+JOBS=${JOBS:-$(nproc)}
+BUILD=$ROOT/build-gpu
+SCRATCH=$(mktemp -d)
+PREFIX=$SCRATCH/prefix              # the .debs unpacked here, never into /
+MODELS=$SCRATCH/models
+mkdir -p "$OUT" "$PREFIX" "$MODELS"
+trap 'rm -rf "$SCRATCH"' EXIT
+
+SUMMARY_ROWS=()
+BENCH_ROWS=()
+
+write_summary() {
+    {
+        echo "# gpu-check $(date -u +%Y-%m-%dT%H:%M:%SZ), commit $(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || echo unknown)"
+        echo
+        echo "| step | result | seconds | log |"
+        echo "|---|---|---|---|"
+        printf '%s\n' "${SUMMARY_ROWS[@]}"
+        if ((${#BENCH_ROWS[@]})); then
+            echo
+            echo "| model | backend | prefill tok/s | decode tok/s | weight MB/token | decode GB/s | of copy bw |"
+            echo "|---|---|---|---|---|---|---|"
+            printf '%s\n' "${BENCH_ROWS[@]}"
+        fi
+    } >"$OUT/summary.md"
+}
+
+# step NAME LOG TIMEOUT CMD...: runs CMD with a time limit, appends its output to $OUT/LOG and a row
+# to the summary. Returns CMD's status.
+step() {
+    local name=$1 log=$2 limit=$3
+    shift 3
+    local t0 rc
+    t0=$(date +%s)
+    echo "=== $name: $*" >>"$OUT/$log"
+    timeout "$limit" "$@" >>"$OUT/$log" 2>&1
+    rc=$?
+    local result=ok
+    if ((rc == 124)); then result="TIMEOUT (${limit}s)"; elif ((rc != 0)); then result="FAILED (rc $rc)"; fi
+    SUMMARY_ROWS+=("| $name | $result | $(($(date +%s) - t0)) | $log |")
+    write_summary
+    return "$rc"
+}
+
+# ---- environment ----
+{
+    echo "commit: $(git -C "$ROOT" rev-parse HEAD 2>/dev/null || echo unknown)"
+    nvidia-smi || true
+    nvcc --version || true
+    cmake --version | head -1
+    echo "cores: $(nproc)"
+} >"$OUT/env.log" 2>&1
+
+# ---- sentencepiece from the carried .debs ----
+shopt -s nullglob
+debs=("$ROOT"/build-debs/*.deb)
+if ((${#debs[@]} < 3)); then
+    SUMMARY_ROWS+=("| unpack .debs | FAILED: build-debs/ holds ${#debs[@]} .deb files, expected 3 (carry build-debs) | 0 | env.log |")
+    write_summary
+    exit 1
+fi
+for deb in "${debs[@]}"; do dpkg -x "$deb" "$PREFIX"; done
+LIBDIR=$PREFIX/usr/lib/x86_64-linux-gnu
+export PKG_CONFIG_PATH=$LIBDIR/pkgconfig
+export PKG_CONFIG_SYSROOT_DIR=$PREFIX
+export LD_LIBRARY_PATH=$LIBDIR${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+
+# ---- build ----
+step configure build.log 120 cmake -G Ninja -S "$ROOT" -B "$BUILD" -DCMAKE_BUILD_TYPE=Release -DWB_GUI=OFF \
+    -DWB_CUDA=ON "-DWB_CUDA_ARCHS=$ARCHS" || exit 1
+step build build.log 420 cmake --build "$BUILD" -j "$JOBS" || exit 1
+CLI=$BUILD/app/whitebox-cli
+GEN=$BUILD/tests/make_random_gguf
+
+# ---- random-weight models (shapes of SmolLM2-135M Q4_1 and Llama-2-7B Q4_0) ----
+SMOL=$MODELS/random-smollm2-135m.gguf
+L7B=$MODELS/random-llama2-7b-q4_0.gguf
+step "model smollm2-135m" models.log 120 "$GEN" "$SMOL" --shape smollm2-135m
+step "model llama2-7b q4_0" models.log 180 "$GEN" "$L7B" --shape llama2-7b
+
+# ---- tests: the GPU tests and the CPU check of the kernels' dequantization ----
+step "ctest -L gpu|unit" ctest.log 300 ctest --test-dir "$BUILD" -L "gpu|unit" --output-on-failure -V
+# ctest counts a skip as a pass: on the GPU machine a skipped GPU test means the device was not seen.
+n_skipped=$(grep -c 'SKIPPED: no CUDA device' "$OUT/ctest.log")
+if ((n_skipped > 0)); then
+    SUMMARY_ROWS+=("| gpu tests | SKIPPED ($n_skipped): no CUDA device seen | 0 | ctest.log |")
+    write_summary
+fi
+
+# ---- copy bandwidth of this GPU (the yardstick for decode GB/s) ----
+COPY_GBPS=""
+step "copy bandwidth" bandwidth.log 60 python3 - <<'PY'
+import torch
+n = 1 << 30
+x = torch.empty(n, dtype=torch.uint8, device="cuda")
+y = torch.empty_like(x)
+for _ in range(3):
+    y.copy_(x)
+torch.cuda.synchronize()
+times = []
+for _ in range(20):
+    s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    s.record(); y.copy_(x); e.record(); e.synchronize()
+    times.append(s.elapsed_time(e))
+ms = sorted(times)[len(times) // 2]
+print(f"device-to-device copy of 1 GiB: median {ms:.3f} ms")
+# Read + write traffic, the same kind of figure as bytes read per token over decode time.
+print(f"COPY_GBPS {2 * n / (ms / 1e3) / 1e9:.1f}")
+PY
+COPY_GBPS=$(sed -n 's/^COPY_GBPS //p' "$OUT/bandwidth.log" | tail -1)
+
+# ---- benchmarks ----
+# bench_row MODEL_LABEL BACKEND: the last JSON line of bench.log as a summary row.
+cat >"$SCRATCH/bench_row.py" <<'PY'
+import json, os, sys
+label, backend, line = sys.argv[1], sys.argv[2], sys.argv[3]
+j = json.loads(line)
+copy = os.environ.get("COPY_GBPS") or ""
+gbps = j["decode_weight_gbps"]
+frac = "%.0f %%" % (100 * gbps / float(copy)) if copy else "n/a"
+print("| %s | %s | %.0f | %.1f | %.1f | %.1f | %s |" % (label, backend, j["prefill_tps"]["mean"],
+      j["decode_tps"]["mean"], j["weight_bytes_per_token"] / 1e6, gbps, frac))
+PY
+bench_row() {
+    local label=$1 backend=$2 json row
+    json=$(grep '^{' "$OUT/bench.log" | tail -1)
+    row=$(COPY_GBPS="$COPY_GBPS" python3 "$SCRATCH/bench_row.py" "$label" "$backend" "$json" 2>/dev/null) ||
+        row="| $label | $backend | (no result) | | | | |"
+    BENCH_ROWS+=("$row")
+    write_summary
+}
+
+if step "bench smollm2 cuda" bench.log 120 "$CLI" bench -m "$SMOL" --backend cuda -p 512 -n 256 -r 3 --json; then
+    bench_row "random SmolLM2-135M Q4_1" cuda
+fi
+if step "bench smollm2 cpu" bench.log 120 "$CLI" bench -m "$SMOL" --backend cpu -p 128 -n 32 -r 1 --json; then
+    bench_row "random SmolLM2-135M Q4_1" "cpu ($(nproc) threads)"
+fi
+if step "bench llama2-7b cuda" bench.log 180 "$CLI" bench -m "$L7B" --backend cuda -p 512 -n 128 -r 3 --json; then
+    bench_row "random Llama-2-7B Q4_0" cuda
+fi
+# Decode without graph replay: shows what the graphs buy on the launch-bound small model.
+if step "bench smollm2 cuda, graphs off" bench.log 120 env WB_CUDA_GRAPHS=0 "$CLI" bench -m "$SMOL" --backend cuda -p 512 -n 256 -r 3 --json; then
+    bench_row "random SmolLM2-135M Q4_1 (graphs off)" cuda
+fi
+
+write_summary
+cat "$OUT/summary.md"

@@ -1,0 +1,296 @@
+// Every CUDA backend operation against the CPU backend (the reference) on random inputs of several
+// shapes, with the tolerance of each comparison stated in its PASS/FAIL line. Matmul and embedding
+// are also checked against an exact double-precision product of the dequantized weights, which the
+// GPU (float32 activations) should match much more tightly than the CPU (Q8 activations) does.
+// Outputs are poisoned with NaN first, so an element a kernel forgets to write fails the check.
+//
+// Without a CUDA device: prints "SKIPPED: no CUDA device" and returns 77.
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "engine/backend_cpu.h"
+#include "gguf/gguf_file.h"
+#include "gpu_test_util.h"
+#include "model/weights.h"
+#include "quant/quant.h"
+#include "random_llama.h"
+
+using namespace wb;
+using namespace wb::gputest;
+
+namespace {
+
+// A random weight matrix usable by both backends (prepared on each; the CPU reads it in place).
+struct TestWeight {
+    GgufTensor src;
+    std::vector<uint8_t> data;
+    ModelWeights mw;
+    TestWeight(GgmlType type, int64_t n_in, int64_t n_out, uint64_t seed, float sigma, float mean = 0.0f) {
+        data.resize(ggml_row_bytes(type, n_in) * size_t(n_out));
+        fill_random_rows(type, n_in, n_out, sigma, mean, seed, false, data.data());
+        src.name = "test." + ggml_type_name(type);
+        src.type = type;
+        src.ne[0] = n_in;
+        src.ne[1] = n_out;
+        src.n_bytes = data.size();
+        src.data = data.data();
+        Weight& w = mw.token_embd;
+        w.src = &src;
+        w.type = type;
+        w.n_in = n_in;
+        w.n_out = n_out;
+        w.host = data.data();
+    }
+    TestWeight(const TestWeight&) = delete;
+    TestWeight& operator=(const TestWeight&) = delete;
+    const Weight& w() const { return mw.token_embd; }
+
+    // Row r dequantized on the host (the exact reference's weights).
+    std::vector<float> row(int64_t r) const {
+        std::vector<float> y(size_t(w().n_in));
+        dequantize_row(w().type, data.data() + size_t(r) * ggml_row_bytes(w().type, w().n_in), y.data(), w().n_in);
+        return y;
+    }
+};
+
+// Prepares a weight on the CUDA backend for the duration of a scope.
+struct Prepared {
+    Backend& cuda;
+    TestWeight& tw;
+    Prepared(Backend& c, TestWeight& t) : cuda(c), tw(t) { cuda.prepare_weights(tw.mw); }
+    ~Prepared() { cuda.release_weights(tw.mw); }
+};
+
+const std::vector<GgmlType> kAllTypes = {GgmlType::F32,  GgmlType::F16,  GgmlType::BF16, GgmlType::Q4_0, GgmlType::Q4_1,
+                                         GgmlType::Q5_0, GgmlType::Q5_1, GgmlType::Q8_0, GgmlType::Q2_K, GgmlType::Q3_K,
+                                         GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K};
+
+bool is_float_type(GgmlType t) { return t == GgmlType::F32 || t == GgmlType::F16 || t == GgmlType::BF16; }
+
+void test_embed(Backend& cpu, Backend& cuda) {
+    const std::vector<int32_t> ids = {0, 299, 17, 17, 150, 1};
+    const int32_t n = int32_t(ids.size());
+    for (GgmlType type : kAllTypes) {
+        TestWeight tw(type, 512, 300, 11 + uint64_t(type), 0.7f);
+        Prepared prep(cuda, tw);
+        OwnedTensor oc(cpu, n, 512), og(cuda, n, 512);
+        poison(cuda, og.t);
+        cpu.embed(tw.w(), ids.data(), n, 1.5f, oc.t);
+        cuda.embed(tw.w(), ids.data(), n, 1.5f, og.t);
+        // The same block formulas on both sides: equal up to a fused multiply-add's last bit.
+        expect_close("embed " + ggml_type_name(type), download(cpu, oc.t), download(cuda, og.t), 1e-6);
+    }
+}
+
+void test_matmul(Backend& cpu, Backend& cuda) {
+    struct Shape {
+        int64_t n_in, n_out;
+    };
+    const std::vector<Shape> shapes = {{256, 96}, {512, 1000}, {1536, 576}};
+    const std::vector<int32_t> n_toks = {1, 3, 8, 9, 64};
+    for (GgmlType type : kAllTypes) {
+        for (const Shape& s : shapes) {
+            TestWeight tw(type, s.n_in, s.n_out, 100 + uint64_t(type) * 7 + uint64_t(s.n_in), 1.0f / std::sqrt(float(s.n_in)));
+            Prepared prep(cuda, tw);
+            // The exact reference needs the dequantized rows once per shape.
+            std::vector<std::vector<float>> rows;
+            for (int64_t r = 0; r < s.n_out; ++r) rows.push_back(tw.row(r));
+            for (int32_t nt : n_toks) {
+                const std::vector<float> x = random_floats(size_t(nt * s.n_in), uint64_t(nt) * 31 + uint64_t(s.n_out));
+                OwnedTensor xc(cpu, nt, s.n_in), xg(cuda, nt, s.n_in), oc(cpu, nt, s.n_out), og(cuda, nt, s.n_out);
+                upload(cpu, xc.t, x);
+                upload(cuda, xg.t, x);
+                poison(cuda, og.t);
+                cpu.matmul(tw.w(), xc.t, oc.t);
+                cuda.matmul(tw.w(), xg.t, og.t);
+                const std::vector<float> got = download(cuda, og.t);
+
+                std::vector<float> exact(size_t(nt * s.n_out));
+                for (int32_t t = 0; t < nt; ++t)
+                    for (int64_t r = 0; r < s.n_out; ++r) {
+                        double acc = 0.0;
+                        for (int64_t i = 0; i < s.n_in; ++i) acc += double(rows[size_t(r)][size_t(i)]) * double(x[size_t(t * s.n_in + i)]);
+                        exact[size_t(t * s.n_out + r)] = float(acc);
+                    }
+                const std::string what = "matmul " + ggml_type_name(type) + " " + std::to_string(s.n_in) + "x" +
+                                         std::to_string(s.n_out) + " tokens " + std::to_string(nt);
+                // GEMV (<= 8 tokens) is float32 throughout; the cuBLAS path rounds both operands to
+                // f16 (F32 weights stay f32).
+                const bool gemv = nt <= 8;
+                const double exact_tol = gemv || type == GgmlType::F32 ? 2e-5 : 3e-3;
+                expect_close(what + " vs exact", exact, got, exact_tol);
+                // The CPU rounds activations to 8 bits for quantized types (llama.cpp's scheme).
+                expect_close(what + " vs cpu", download(cpu, oc.t), got, is_float_type(type) ? 3e-3 : 3e-2);
+            }
+        }
+    }
+}
+
+void test_rms_norm(Backend& cpu, Backend& cuda) {
+    struct Case {
+        int64_t rows, cols, group;
+        bool in_place;
+    };
+    for (const Case& c : {Case{3, 576, 576, false}, Case{2, 576, 64, false}, Case{5, 4096, 4096, true}, Case{1, 2048, 256, true}}) {
+        TestWeight gain(GgmlType::F32, c.group, 1, uint64_t(c.cols + c.group), 0.2f, 1.0f);
+        Prepared prep(cuda, gain);
+        const std::vector<float> x = random_floats(size_t(c.rows * c.cols), uint64_t(c.cols), 3.0f);
+        OwnedTensor xc(cpu, c.rows, c.cols), xg(cuda, c.rows, c.cols), oc(cpu, c.rows, c.cols), og(cuda, c.rows, c.cols);
+        upload(cpu, xc.t, x);
+        upload(cuda, xg.t, x);
+        poison(cuda, og.t);
+        Tensor& outc = c.in_place ? xc.t : oc.t;
+        Tensor& outg = c.in_place ? xg.t : og.t;
+        cpu.rms_norm(xc.t, gain.w(), 1e-5f, c.group, outc);
+        cuda.rms_norm(xg.t, gain.w(), 1e-5f, c.group, outg);
+        expect_close("rms_norm " + std::to_string(c.rows) + "x" + std::to_string(c.cols) + " group " + std::to_string(c.group) +
+                         (c.in_place ? " in place" : ""),
+                     download(cpu, outc), download(cuda, outg), 1e-6);
+    }
+}
+
+void test_rope(Backend& cpu, Backend& cuda) {
+    struct Case {
+        RopeParams p;
+        int64_t rows;
+    };
+    const std::vector<Case> cases = {
+        {{9, 64, 64, 100000.0f, 1.0f, RopeMode::NORMAL}, 5},
+        {{3, 64, 64, 100000.0f, 1.0f, RopeMode::NORMAL}, 1},
+        {{4, 128, 64, 10000.0f, 0.5f, RopeMode::NEOX}, 7},
+        {{8, 256, 256, 1000000.0f, 1.0f, RopeMode::NEOX}, 3},
+    };
+    for (const Case& c : cases) {
+        const int64_t cols = int64_t(c.p.n_head) * c.p.head_dim;
+        std::vector<int32_t> pos(size_t(c.rows));
+        for (size_t i = 0; i < pos.size(); ++i) pos[i] = int32_t((i * 977 + 13) % 4000);
+        const std::vector<float> x = random_floats(size_t(c.rows * cols), uint64_t(cols + c.rows));
+        OwnedTensor xc(cpu, c.rows, cols), xg(cuda, c.rows, cols);
+        upload(cpu, xc.t, x);
+        upload(cuda, xg.t, x);
+        cpu.rope(xc.t, c.p, pos.data());
+        cuda.rope(xg.t, c.p, pos.data());
+        expect_close(std::string("rope ") + (c.p.mode == RopeMode::NEOX ? "neox" : "normal") + " heads " +
+                         std::to_string(c.p.n_head) + " dim " + std::to_string(c.p.head_dim) + " rot " + std::to_string(c.p.n_rot),
+                     download(cpu, xc.t), download(cuda, xg.t), 1e-5);
+    }
+}
+
+void test_glu_add(Backend& cpu, Backend& cuda) {
+    const int64_t rows = 3, cols = 1536;
+    const std::vector<float> g = random_floats(size_t(rows * cols), 5, 3.0f), u = random_floats(size_t(rows * cols), 6);
+    for (Activation act : {Activation::SILU, Activation::GELU_TANH}) {
+        OwnedTensor gc(cpu, rows, cols), uc(cpu, rows, cols), gg(cuda, rows, cols), ug(cuda, rows, cols), og(cuda, rows, cols);
+        upload(cpu, gc.t, g);
+        upload(cpu, uc.t, u);
+        upload(cuda, gg.t, g);
+        upload(cuda, ug.t, u);
+        poison(cuda, og.t);
+        cpu.glu(gc.t, uc.t, act, gc.t);  // in place, as the forward pass calls it
+        cuda.glu(gg.t, ug.t, act, og.t);
+        expect_close(std::string("glu ") + (act == Activation::SILU ? "silu" : "gelu_tanh"), download(cpu, gc.t),
+                     download(cuda, og.t), 1e-6);
+    }
+    OwnedTensor xc(cpu, rows, cols), yc(cpu, rows, cols), xg(cuda, rows, cols), yg(cuda, rows, cols);
+    upload(cpu, xc.t, g);
+    upload(cpu, yc.t, u);
+    upload(cuda, xg.t, g);
+    upload(cuda, yg.t, u);
+    cpu.add(xc.t, yc.t);
+    cuda.add(xg.t, yg.t);
+    expect_close("add", download(cpu, xc.t), download(cuda, xg.t), 1e-7);
+}
+
+// K/V stored by each backend into its own cache, then attention over it, in the batches of a chat:
+// a prefill crossing a block boundary, one decode step, a longer continuation.
+void test_attention(Backend& cpu, Backend& cuda) {
+    struct Case {
+        int32_t n_head, n_head_kv, head_dim, window;
+    };
+    const std::vector<Case> cases = {{9, 3, 64, 0}, {32, 32, 128, 0}, {8, 1, 256, 0}, {16, 1, 64, 0}, {4, 2, 80, 0}, {9, 3, 64, 100}};
+    for (const Case& c : cases) {
+        KvCacheConfig kc;
+        kc.n_layer = 2;
+        kc.n_head_kv = c.n_head_kv;
+        kc.head_dim = c.head_dim;
+        kc.n_ctx = 1024;
+        KvCache kv_cpu(kc, cpu), kv_gpu(kc, cuda);
+        const AttentionParams ap{c.n_head, c.n_head_kv, c.head_dim, 1.0f / std::sqrt(float(c.head_dim)), c.window};
+        const std::string name = "attention heads " + std::to_string(c.n_head) + "/" + std::to_string(c.n_head_kv) + " dim " +
+                                 std::to_string(c.head_dim) + (c.window ? " window " + std::to_string(c.window) : "");
+        const int64_t q_dim = int64_t(c.n_head) * c.head_dim, kv_dim = int64_t(c.n_head_kv) * c.head_dim;
+        int32_t pos0 = 0;
+        const int32_t il = 1;  // the second layer: block tables are per layer
+        for (int32_t n : {150, 1, 200}) {
+            kv_cpu.reserve(pos0 + n);
+            kv_gpu.reserve(pos0 + n);
+            const std::vector<float> q = random_floats(size_t(n * q_dim), uint64_t(pos0 * 3 + 1), 1.5f);
+            const std::vector<float> k = random_floats(size_t(n * kv_dim), uint64_t(pos0 * 3 + 2), 1.5f);
+            const std::vector<float> v = random_floats(size_t(n * kv_dim), uint64_t(pos0 * 3 + 3));
+            OwnedTensor qc(cpu, n, q_dim), kc_(cpu, n, kv_dim), vc(cpu, n, kv_dim), oc(cpu, n, q_dim);
+            OwnedTensor qg(cuda, n, q_dim), kg(cuda, n, kv_dim), vg(cuda, n, kv_dim), og(cuda, n, q_dim);
+            upload(cpu, qc.t, q);
+            upload(cpu, kc_.t, k);
+            upload(cpu, vc.t, v);
+            upload(cuda, qg.t, q);
+            upload(cuda, kg.t, k);
+            upload(cuda, vg.t, v);
+            poison(cuda, og.t);
+            cpu.kv_store(kv_cpu, il, kc_.t, vc.t, pos0);
+            cuda.kv_store(kv_gpu, il, kg.t, vg.t, pos0);
+            // Capture the probabilities of the first and the last head (the inspector's hook).
+            const std::vector<int32_t> heads = {0, c.n_head - 1};
+            const size_t n_cap = heads.size() * size_t(n) * size_t(pos0 + n);
+            std::vector<float> cap_cpu(n_cap), cap_gpu(n_cap, std::nanf(""));
+            AttentionParams apc = ap, apg = ap;
+            apc.capture_heads = apg.capture_heads = heads.data();
+            apc.n_capture_heads = apg.n_capture_heads = int32_t(heads.size());
+            apc.capture_probs = cap_cpu.data();
+            apg.capture_probs = cap_gpu.data();
+            cpu.attention(qc.t, kv_cpu, il, pos0, apc, oc.t);
+            cuda.attention(qg.t, kv_gpu, il, pos0, apg, og.t);
+            const std::string at = " pos0 " + std::to_string(pos0) + " rows " + std::to_string(n);
+            // The CPU rounds the probabilities to f16 before weighting V; the GPU keeps them in f32.
+            expect_close(name + at, download(cpu, oc.t), download(cuda, og.t), 2e-3);
+            expect_close(name + at + " captured probabilities", cap_cpu, cap_gpu, 1e-4);
+            pos0 += n;
+            kv_cpu.set_n_tokens(pos0);
+            kv_gpu.set_n_tokens(pos0);
+        }
+        // The stored f16 rows must be identical, bit for bit (both round to nearest even).
+        size_t diff = 0;
+        std::vector<uint16_t> rowg(static_cast<size_t>(kv_dim));
+        for (int32_t p = std::max(0, pos0 - (c.window ? c.window : pos0)); p < pos0; ++p)
+            for (int kind = 0; kind < 2; ++kind) {
+                const void* src_c = kind == 0 ? kv_cpu.k_row(il, p) : kv_cpu.v_row(il, p);
+                const void* src_g = kind == 0 ? kv_gpu.k_row(il, p) : kv_gpu.v_row(il, p);
+                cudaMemcpy(rowg.data(), src_g, size_t(kv_dim) * 2, cudaMemcpyDeviceToHost);
+                if (std::memcmp(rowg.data(), src_c, size_t(kv_dim) * 2) != 0) ++diff;
+            }
+        report(diff == 0, name + " KV rows stored bit-identical (" + std::to_string(diff) + " rows differ)");
+    }
+}
+
+}  // namespace
+
+int main() {
+    if (!cuda_device_present()) {
+        std::printf("SKIPPED: no CUDA device\n");
+        return kSkip;
+    }
+    try {
+        CpuBackend cpu(0);
+        std::unique_ptr<Backend> cuda = make_cuda_backend();
+        std::printf("cpu:  %s\ncuda: %s\n", cpu.description().c_str(), cuda->description().c_str());
+        test_embed(cpu, *cuda);
+        test_rms_norm(cpu, *cuda);
+        test_rope(cpu, *cuda);
+        test_glu_add(cpu, *cuda);
+        test_matmul(cpu, *cuda);
+        test_attention(cpu, *cuda);
+    } catch (const std::exception& e) {
+        report(false, std::string("exception: ") + e.what());
+    }
+    return finish("test_gpu_ops");
+}

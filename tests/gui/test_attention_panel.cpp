@@ -1,0 +1,177 @@
+// Attention panel: given attention events, the colour map holds the probabilities at the right
+// cells (query rows, key columns) in each mode, the axes carry the token text, the map grows a row per
+// generated token, hovering names query, key and probability, and PNG/CSV export write the values.
+#include <QCheckBox>
+#include <QSignalSpy>
+#include <QTemporaryDir>
+#include <QtTest>
+#include <cmath>
+
+#include <qcustomplot.h>
+
+#include "attention_panel.h"
+#include "attention_store.h"
+#include "gui_test_support.h"
+
+namespace {
+
+// Distinct values per head, query and key: easy to check at any cell.
+float value(int head, int query, int key) {
+    return float(head + 1) * 0.1f + float(query) * 0.01f + float(key) * 0.001f;
+}
+
+PromptInfo prompt(const QStringList& pieces) {
+    PromptInfo info;
+    info.requestId = 1;
+    info.pieces = pieces;
+    for (int i = 0; i < pieces.size(); ++i) info.ids << i;
+    return info;
+}
+
+}  // namespace
+
+class TestAttentionPanel : public QObject {
+    Q_OBJECT
+
+    void feedPrefill(AttentionStore& store) {
+        store.setModelShape(4, 3);
+        store.handlePrompt(prompt({"<s>", "Hello", " world"}));
+        store.addEvents({wb_gui_test::attentionEvent(2, 3, 0, 3, value)});
+    }
+
+private Q_SLOTS:
+    void initTestCase() { wb_gui_test::isolateSettings("test_attention_panel"); }
+
+    void singleHeadCellsHoldTheProbabilities() {
+        AttentionStore store;
+        AttentionPanel panel(&store);
+        feedPrefill(store);
+        panel.setLayer(2);
+        panel.setHead(1);
+        panel.refreshNow();
+        QCPColorMapData* d = panel.colorMap()->data();
+        QCOMPARE(d->keySize(), 3);
+        QCOMPARE(d->valueSize(), 3);
+        // cell(key, query)
+        QCOMPARE(d->cell(0, 0), double(value(1, 0, 0)));
+        QCOMPARE(d->cell(1, 2), double(value(1, 2, 1)));
+        QCOMPARE(d->cell(2, 2), double(value(1, 2, 2)));
+        QVERIFY(std::isnan(d->cell(2, 0)));  // a future key is masked
+        QCOMPARE(panel.valueAt(2, 1, 1), double(value(1, 2, 1)));
+    }
+
+    void meanModeAveragesHeads() {
+        AttentionStore store;
+        AttentionPanel panel(&store);
+        feedPrefill(store);
+        panel.setLayer(2);
+        panel.setMode(AttentionPanel::Mode::MeanOverHeads);
+        panel.refreshNow();
+        const double mean = (value(0, 2, 1) + value(1, 2, 1) + value(2, 2, 1)) / 3.0;
+        QVERIFY(qAbs(panel.colorMap()->data()->cell(1, 2) - mean) < 1e-6);
+    }
+
+    void gridModeHasAMapPerHead() {
+        AttentionStore store;
+        AttentionPanel panel(&store);
+        feedPrefill(store);
+        panel.setLayer(2);
+        panel.setMode(AttentionPanel::Mode::AllHeads);
+        panel.refreshNow();
+        QVERIFY(panel.colorMap(0) && panel.colorMap(2));
+        QCOMPARE(panel.colorMap(2)->data()->cell(0, 1), double(value(2, 1, 0)));
+        QCOMPARE(panel.colorMap(0)->data()->cell(1, 1), double(value(0, 1, 1)));
+        QVERIFY(panel.describeCell(1, 0, 2).contains("head 2"));
+    }
+
+    void axesCarryTokenText() {
+        AttentionStore store;
+        AttentionPanel panel(&store);
+        panel.resize(800, 700);
+        panel.show();
+        QVERIFY(QTest::qWaitForWindowExposed(&panel));
+        feedPrefill(store);
+        panel.setLayer(2);
+        panel.refreshNow();
+        panel.plot()->replot();
+        QCOMPARE(panel.xTickLabel(1), QString("Hello"));
+        QCOMPARE(panel.yTickLabel(2), QString("·world"));  // a leading space is made visible
+        QCOMPARE(panel.xTickLabel(0), QString("<s>"));
+    }
+
+    void growsOneRowPerGeneratedToken() {
+        AttentionStore store;
+        AttentionPanel panel(&store);
+        feedPrefill(store);
+        panel.setLayer(2);
+        store.handleToken(3, "!");
+        store.addEvents({wb_gui_test::attentionEvent(2, 3, 3, 1, value)});
+        panel.refreshNow();
+        QCPColorMapData* d = panel.colorMap()->data();
+        QCOMPARE(d->valueSize(), 4);
+        QCOMPARE(d->cell(3, 3), double(value(0, 3, 3)));
+        QCOMPARE(d->cell(0, 3), double(value(0, 3, 0)));
+    }
+
+    void hoverDescribesQueryKeyAndProbability() {
+        AttentionStore store;
+        AttentionPanel panel(&store);
+        feedPrefill(store);
+        panel.setLayer(2);
+        panel.refreshNow();
+        const QString text = panel.describeCell(2, 1);
+        QVERIFY2(text.contains("query 2") && text.contains("world") && text.contains("key 1") && text.contains("Hello"), qPrintable(text));
+        QVERIFY2(text.contains(QString::number(value(0, 2, 1), 'f', 4)), qPrintable(text));
+        QVERIFY(panel.describeCell(0, 2).contains("masked"));
+        QVERIFY(panel.describeCell(5, 0).isEmpty());
+    }
+
+    // A new prompt that shares a prefix keeps the rows of that prefix and drops the rest.
+    void promptReuseKeepsPrefixRows() {
+        AttentionStore store;
+        feedPrefill(store);
+        PromptInfo next = prompt({"<s>", "Hello", " there", "!"});
+        next.reused = 2;
+        store.handlePrompt(next);
+        QVERIFY(store.row(2, 0, 1) != nullptr);
+        QVERIFY(store.row(2, 0, 2) == nullptr);
+        QCOMPARE(store.tokenCount(), 4);
+    }
+
+    void captureFollowsTheSelectedLayer() {
+        AttentionStore store;
+        store.setModelShape(4, 3);
+        AttentionPanel panel(&store);
+        QSignalSpy spy(&panel, &AttentionPanel::captureLayersChanged);
+        panel.setLayer(3);
+        QCOMPARE(spy.last().at(0).value<QVector<int>>(), QVector<int>{3});
+        QCheckBox* all = panel.findChild<QCheckBox*>();
+        all->setChecked(true);
+        QVERIFY(spy.last().at(0).value<QVector<int>>().isEmpty());
+    }
+
+    void exportsPngAndCsv() {
+        AttentionStore store;
+        AttentionPanel panel(&store);
+        panel.resize(600, 500);
+        feedPrefill(store);
+        panel.setLayer(2);
+        panel.refreshNow();
+        QTemporaryDir dir;
+        QVERIFY(panel.exportPng(dir.filePath("a.png")));
+        QVERIFY(!QImage(dir.filePath("a.png")).isNull());
+        QString error;
+        QVERIFY2(panel.exportCsv(dir.filePath("a.csv"), &error), qPrintable(error));
+        QFile f(dir.filePath("a.csv"));
+        QVERIFY(f.open(QIODevice::ReadOnly));
+        const QStringList lines = QString::fromUtf8(f.readAll()).split('\n', Qt::SkipEmptyParts);
+        QCOMPARE(lines.size(), 5);  // comment, header, three query rows
+        QVERIFY(lines[1].contains("\"1:Hello\""));
+        const QStringList row2 = lines[4].split(',');
+        QCOMPARE(row2.size(), 4);
+        QCOMPARE(row2[2].toDouble(), double(QString::number(value(0, 2, 1), 'g', 6).toDouble()));
+    }
+};
+
+QTEST_MAIN(TestAttentionPanel)
+#include "test_attention_panel.moc"

@@ -1,0 +1,199 @@
+// The inference worker with the real default model: tokens reach the GUI thread as they are generated,
+// KV statistics and timings arrive, stop ends a reply mid-way, edit-and-resend truncates the cache
+// (the prefix is reused, not rebuilt), a bad GGUF is reported as an error, and the GUI thread's event
+// loop keeps running while the worker generates.
+#include <QElapsedTimer>
+#include <QFileInfo>
+#include <QSignalSpy>
+#include <QTemporaryDir>
+#include <QtTest>
+
+#include "chat_controller.h"
+#include "gui_test_support.h"
+#include "main_window.h"
+#include "model/model_paths.h"
+
+namespace {
+
+constexpr int kLoadTimeoutMs = 120000;
+constexpr int kReplyTimeoutMs = 180000;
+
+wb::SamplingParams greedy(int maxTokens) {
+    wb::SamplingParams p;
+    p.temperature = 0.0f;
+    p.max_tokens = maxTokens;
+    return p;
+}
+
+GenerationSummary lastSummary(const QSignalSpy& spy) {
+    return spy.last().at(0).value<GenerationSummary>();
+}
+
+}  // namespace
+
+class TestInferenceWorker : public QObject {
+    Q_OBJECT
+
+    bool load(ChatController& c) {
+        QSignalSpy loaded(&c, &ChatController::modelLoaded);
+        c.loadModel(QString::fromStdString(wb::default_model_path()));
+        return loaded.wait(kLoadTimeoutMs);
+    }
+
+private Q_SLOTS:
+    void initTestCase() {
+        wb_gui_test::isolateSettings("test_inference_worker");
+        const QString path = QString::fromStdString(wb::default_model_path());
+        if (!QFileInfo::exists(path))
+            QFAIL(qPrintable(QString("default model missing at %1: run scripts/fetch-models.sh").arg(path)));
+    }
+
+    void generatesTokensTheGuiReceives() {
+        ChatController c;
+        QVERIFY(load(c));
+        QVERIFY(!c.model().name.isEmpty());
+        c.setSamplingParams(greedy(12));
+        QSignalSpy tokens(&c, &ChatController::tokenAppended);
+        QSignalSpy kv(&c, &ChatController::kvStatsChanged);
+        QSignalSpy prompts(&c, &ChatController::promptReady);
+        QSignalSpy finished(&c, &ChatController::generationFinished);
+        QVERIFY(c.sendMessage("What is the capital of France?"));
+        QVERIFY(c.isGenerating());
+        QVERIFY(finished.wait(kReplyTimeoutMs));
+        const GenerationSummary s = lastSummary(finished);
+        QVERIFY2(s.reason != wb::StopReason::ERROR, qPrintable(s.error));
+        const ChatEntry& reply = c.conversation().messages.last();
+        QCOMPARE(reply.role, QString("assistant"));
+        QVERIFY(!reply.tokens.isEmpty());
+        QCOMPARE(tokens.count(), reply.tokens.size());
+        QVERIFY(!reply.content.isEmpty());
+        QCOMPARE(prompts.count(), 1);
+        const PromptInfo info = prompts.at(0).at(0).value<PromptInfo>();
+        // Generated token i sits right after the prompt.
+        QCOMPARE(reply.tokens[0].position, int(info.ids.size()));
+        QVERIFY(reply.tokens[0].p > 0.0f);
+        QVERIFY(kv.count() > 0);
+        const wb::KvStats stats = kv.last().at(0).value<wb::KvStats>();
+        QCOMPARE(stats.n_tokens, s.contextTokens);
+        QVERIFY(stats.bytes_used > 0);
+        QVERIFY(s.timings.ttft_ms > 0);
+        QVERIFY(!c.isGenerating());
+    }
+
+    void stopEndsTheReplyMidway() {
+        ChatController c;
+        QVERIFY(load(c));
+        c.setSamplingParams(greedy(400));
+        QSignalSpy finished(&c, &ChatController::generationFinished);
+        connect(&c, &ChatController::tokenAppended, &c, [&c](int, int token) {
+            if (token == 4) c.stop();
+        });
+        QVERIFY(c.sendMessage("Count from 1 to 200, one number per line."));
+        QVERIFY(finished.wait(kReplyTimeoutMs));
+        const GenerationSummary s = lastSummary(finished);
+        QCOMPARE(s.reason, wb::StopReason::STOPPED);
+        // Stop is honoured at the next token; a few queued tokens may still arrive.
+        QVERIFY2(c.conversation().messages.last().tokens.size() < 20,
+                 qPrintable(QString::number(c.conversation().messages.last().tokens.size())));
+    }
+
+    void stopBeforeTheFirstTokenStillStops() {
+        ChatController c;
+        QVERIFY(load(c));
+        c.setSamplingParams(greedy(400));
+        QSignalSpy finished(&c, &ChatController::generationFinished);
+        QVERIFY(c.sendMessage("Count from 1 to 200, one number per line."));
+        c.stop();
+        QVERIFY(finished.wait(kReplyTimeoutMs));
+        QCOMPARE(lastSummary(finished).reason, wb::StopReason::STOPPED);
+        QVERIFY(c.conversation().messages.last().tokens.size() <= 2);
+    }
+
+    void editAndResendTruncatesTheCache() {
+        ChatController c;
+        QVERIFY(load(c));
+        c.setSamplingParams(greedy(16));
+        QSignalSpy finished(&c, &ChatController::generationFinished);
+        QSignalSpy prompts(&c, &ChatController::promptReady);
+        QVERIFY(c.sendMessage("Name a colour."));
+        QVERIFY(finished.wait(kReplyTimeoutMs));
+        QVERIFY(c.sendMessage("Name another one."));
+        QVERIFY(finished.wait(kReplyTimeoutMs));
+        const int before = lastSummary(finished).contextTokens;
+        const PromptInfo second = prompts.last().at(0).value<PromptInfo>();
+        QVERIFY(second.reused > 0);  // the second turn reused the first one's cache
+
+        QVERIFY(c.editAndResend(0, "Name a fruit."));
+        QCOMPARE(c.conversation().messages.size(), 2);  // edited message + the new reply
+        QVERIFY(finished.wait(kReplyTimeoutMs));
+        const GenerationSummary s = lastSummary(finished);
+        QVERIFY2(s.reason != wb::StopReason::ERROR, qPrintable(s.error));
+        const PromptInfo edited = prompts.last().at(0).value<PromptInfo>();
+        // The shared prefix (system prompt and the start of the user turn) is kept; everything after the
+        // edit was dropped from the cache and recomputed.
+        QVERIFY(edited.reused > 0);
+        QVERIFY(edited.reused < before);
+        QCOMPARE(s.timings.n_reused, edited.reused);
+        QCOMPARE(s.timings.n_prefill, int(edited.ids.size()) - edited.reused);
+        // Every generated token is fed back except the last one when the reply ended for a reason other
+        // than the end-of-generation token.
+        const int fedBack = int(c.conversation().messages.last().tokens.size()) - (s.reason == wb::StopReason::EOS ? 0 : 1);
+        QCOMPARE(s.contextTokens, int(edited.ids.size()) + fedBack);
+        QVERIFY(s.contextTokens < before);
+    }
+
+    void badGgufIsAnErrorNotACrash() {
+        QTemporaryDir dir;
+        const QString path = dir.filePath("broken.gguf");
+        QFile f(path);
+        QVERIFY(f.open(QIODevice::WriteOnly));
+        f.write("GGUF this is not a model");
+        f.close();
+        ChatController c;
+        QSignalSpy failed(&c, &ChatController::loadFailed);
+        c.loadModel(path);
+        QVERIFY(failed.wait(kLoadTimeoutMs));
+        QVERIFY(!failed.at(0).at(1).toString().isEmpty());
+        QVERIFY(!c.isLoading());
+        // Without a model a message ends in an error the user sees, and the empty reply is removed.
+        QSignalSpy errors(&c, &ChatController::errorOccurred);
+        QVERIFY(c.sendMessage("hello"));
+        QVERIFY(errors.wait(kLoadTimeoutMs));
+        QVERIFY(errors.at(0).at(0).toString().contains("No model"));
+        QCOMPARE(c.conversation().messages.size(), 1);
+    }
+
+    // A 10 ms timer on the GUI thread must never fire more than 50 ms late while the full window
+    // (all panels updating) follows a generation.
+    void eventLoopStaysResponsiveWhileGenerating() {
+        MainWindow w;
+        w.show();
+        ChatController* c = w.controller();
+        QVERIFY(load(*c));
+        c->setSamplingParams(greedy(64));
+        QSignalSpy finished(c, &ChatController::generationFinished);
+        QElapsedTimer clock;
+        qint64 last = -1, worst = 0;
+        int ticks = 0;
+        QTimer timer;
+        timer.setTimerType(Qt::PreciseTimer);
+        connect(&timer, &QTimer::timeout, &timer, [&] {
+            const qint64 now = clock.elapsed();
+            if (last >= 0) worst = std::max(worst, now - last - 10);
+            last = now;
+            ++ticks;
+        });
+        clock.start();
+        timer.start(10);
+        QVERIFY(c->sendMessage("Write a short poem about the sea."));
+        QVERIFY(finished.wait(kReplyTimeoutMs));
+        timer.stop();
+        qInfo("event-loop ticks %d, worst extra delay %lld ms, %d tokens", ticks, worst,
+              int(c->conversation().messages.last().tokens.size()));
+        QVERIFY(ticks > 5);
+        QVERIFY2(worst < 50, qPrintable(QString("worst event-loop delay %1 ms").arg(worst)));
+    }
+};
+
+QTEST_MAIN(TestInferenceWorker)
+#include "test_inference_worker.moc"

@@ -1,0 +1,153 @@
+// Sampling panel: every knob reaches the live parameters the worker hands to the session; presets;
+// the candidate chart draws the given probabilities and marks the cut-offs.
+#include <QCheckBox>
+#include <QComboBox>
+#include <QDoubleSpinBox>
+#include <QLineEdit>
+#include <QSignalSpy>
+#include <QSlider>
+#include <QSpinBox>
+#include <QtTest>
+
+#include "candidate_plot.h"
+#include "chat_controller.h"
+#include "gui_test_support.h"
+#include "param_control.h"
+#include "sampling_panel.h"
+#include "sampling_presets.h"
+
+class TestSamplingPanel : public QObject {
+    Q_OBJECT
+
+private Q_SLOTS:
+    void initTestCase() { wb_gui_test::isolateSettings("test_sampling_panel"); }
+
+    void knobReachesLiveParams_data() {
+        QTest::addColumn<QString>("knob");
+        QTest::addColumn<double>("value");
+        QTest::newRow("temperature") << "temperature" << 1.25;
+        QTest::newRow("top_k") << "top_k" << 7.0;
+        QTest::newRow("top_p") << "top_p" << 0.5;
+        QTest::newRow("min_p") << "min_p" << 0.2;
+        QTest::newRow("typical_p") << "typical_p" << 0.9;
+        QTest::newRow("repeat_penalty") << "repeat_penalty" << 1.3;
+        QTest::newRow("repeat_last_n") << "repeat_last_n" << 128.0;
+        QTest::newRow("frequency_penalty") << "frequency_penalty" << 0.4;
+        QTest::newRow("presence_penalty") << "presence_penalty" << -0.6;
+        QTest::newRow("max_tokens") << "max_tokens" << 99.0;
+    }
+
+    // Spin box -> panel -> controller -> InferenceWorker::setSamplingParams (LiveSamplingParams::set).
+    void knobReachesLiveParams() {
+        QFETCH(QString, knob);
+        QFETCH(double, value);
+        ChatController controller;
+        SamplingPanel panel;
+        connect(&panel, &SamplingPanel::paramsChanged, &controller, &ChatController::setSamplingParams);
+        QSignalSpy changed(&panel, &SamplingPanel::paramsChanged);
+        panel.control(knob)->spinBox()->setValue(value);
+        QCOMPARE(changed.count(), 1);
+        const wb::SamplingParams p = controller.worker()->samplingParams();
+        const QMap<QString, double> got = {
+            {"temperature", p.temperature}, {"top_k", p.top_k}, {"top_p", p.top_p}, {"min_p", p.min_p},
+            {"typical_p", p.typical_p}, {"repeat_penalty", p.repeat_penalty}, {"repeat_last_n", p.repeat_last_n},
+            {"frequency_penalty", p.frequency_penalty}, {"presence_penalty", p.presence_penalty}, {"max_tokens", p.max_tokens}};
+        QVERIFY2(qAbs(got.value(knob) - value) < 1e-5, qPrintable(QString("%1 = %2").arg(knob).arg(got.value(knob))));
+    }
+
+    void sliderAndSpinBoxStayInStep() {
+        SamplingPanel panel;
+        ParamControl* t = panel.control("temperature");
+        t->slider()->setValue(150);  // 0 + 150 x 0.01
+        QCOMPARE(t->spinBox()->value(), 1.5);
+        QCOMPARE(panel.params().temperature, 1.5f);
+        t->spinBox()->setValue(0.3);
+        QCOMPARE(t->slider()->value(), 30);
+    }
+
+    void seedStopStringsAndRandomSeed() {
+        SamplingPanel panel;
+        panel.randomSeedBox()->setChecked(false);
+        panel.seedBox()->setValue(1234);
+        QCOMPARE(panel.params().seed, quint64(1234));
+        panel.stopEdit()->setText("END|\\n\\n");
+        QCOMPARE(panel.params().stop.size(), size_t(2));
+        QCOMPARE(QString::fromStdString(panel.params().stop[1]), QString("\n\n"));
+        panel.randomSeedBox()->setChecked(true);
+        QCOMPARE(panel.params().seed, wb::SamplingParams::kRandomSeed);
+    }
+
+    void presetsApplyAndUserPresetsPersist() {
+        SamplingPanel panel;
+        QSignalSpy changed(&panel, &SamplingPanel::paramsChanged);
+        panel.applyPreset("Precise");
+        QCOMPARE(changed.count(), 1);
+        QCOMPARE(panel.params().temperature, 0.2f);
+        QCOMPARE(panel.control("top_k")->value(), 20.0);
+        panel.control("temperature")->spinBox()->setValue(0.55);
+        panel.saveUserPreset("mine");
+        QVERIFY(SamplingPresets::names().contains("mine"));
+        panel.applyPreset("Creative");
+        QCOMPARE(panel.params().temperature, 1.1f);
+        SamplingPanel other;  // a new panel reads the preset back from QSettings
+        other.applyPreset("mine");
+        QCOMPARE(other.params().temperature, 0.55f);
+        QVERIFY(other.presetBox()->findText("mine") >= 0);
+    }
+
+    void setParamsFillsControlsSilently() {
+        SamplingPanel panel;
+        QSignalSpy changed(&panel, &SamplingPanel::paramsChanged);
+        wb::SamplingParams p;
+        p.temperature = 0.0f;
+        p.top_k = 3;
+        p.seed = 42;
+        panel.setParams(p);
+        QCOMPARE(changed.count(), 0);
+        QCOMPARE(panel.control("top_k")->value(), 3.0);
+        QVERIFY(!panel.randomSeedBox()->isChecked());
+        QCOMPARE(panel.seedBox()->value(), 42);
+    }
+
+    // Bar heights are the raw and final probabilities; the tick labels are the pieces, the drawn one marked.
+    void chartShowsCandidates() {
+        SamplingPanel panel;
+        wb::SamplingParams p;
+        p.top_k = 0;
+        p.top_p = 0.8f;
+        p.min_p = 0.25f;
+        panel.setParams(p);
+        panel.handleTokenEvent(wb_gui_test::tokenEvent({0.5f, 0.25f, 0.15f, 0.1f}, {0.6f, 0.4f, 0.0f, 0.0f}, 1));
+        CandidatePlot* plot = panel.plot();
+        QCOMPARE(plot->rawBars()->data()->size(), 4);
+        QCOMPARE(plot->rawBars()->data()->at(0)->value, 0.5);
+        QCOMPARE(plot->rawBars()->data()->at(3)->value, double(0.1f));
+        QCOMPARE(plot->finalBars()->data()->at(1)->value, double(0.4f));
+        QCOMPARE(plot->finalBars()->data()->at(2)->value, 0.0);
+        QCOMPARE(plot->tickLabel(0), QString("t0"));
+        QVERIFY(plot->tickLabel(1).endsWith("t1") && plot->tickLabel(1).startsWith("▶"));
+        // 0.5 + 0.25 < 0.8 <= 0.5 + 0.25 + 0.15: top-p keeps three.
+        QCOMPARE(plot->topPCount(), 3);
+        QCOMPARE(plot->minPThreshold(), 0.25 * 0.5);
+    }
+
+    void chartUsesTheTraceForTopP() {
+        CandidatePlot plot;
+        wb::TokenEvent e = wb_gui_test::tokenEvent({0.4f, 0.3f, 0.2f, 0.1f}, {0.5f, 0.5f, 0.0f, 0.0f});
+        wb::SamplerStageTrace stage;
+        stage.stage = "top_p";
+        stage.n_before = 40;
+        stage.n_after = 2;
+        e.trace.push_back(stage);
+        wb::SamplingParams p;
+        p.top_p = 0.9f;
+        plot.setCandidates(e, p);
+        QCOMPARE(plot.topPCount(), 2);
+        p.top_p = 1.0f;  // off: no line
+        plot.setParams(p);
+        QCOMPARE(plot.topPCount(), -1);
+    }
+};
+
+QTEST_MAIN(TestSamplingPanel)
+#include "test_sampling_panel.moc"

@@ -1,0 +1,76 @@
+// make_random_gguf: writes a random-weight llama-architecture GGUF model of a given shape and type.
+//
+//   make_random_gguf OUT.gguf [--shape tiny|smollm2-135m|llama2-7b] [--type T] [--embd-type T]
+//                    [--output-type T] [--tied] [--untied] [--layers N] [--embd N] [--ff N] [--heads N]
+//                    [--kv-heads N] [--vocab N] [--ctx N] [--seed S] [--random-blocks] [--quantize]
+//
+// The shape presets set every field; later options override them. T is a GGUF type name (Q4_0, Q6_K,
+// F16, ...). --random-blocks fills quantized tensors with random blocks (fast; the 7B preset's
+// default), --quantize quantizes Gaussian floats instead (legacy types; K-quants are always blocks).
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+
+#include "random_llama.h"
+#include "util/error.h"
+
+namespace {
+
+int to_int(const std::string& opt, const std::string& v) {
+    char* end = nullptr;
+    const long n = std::strtol(v.c_str(), &end, 10);
+    if (v.empty() || *end != '\0' || n <= 0 || n > (1L << 30)) throw wb::Error(opt + " needs a positive integer, got '" + v + "'");
+    return int(n);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    try {
+        if (argc < 2 || std::string(argv[1]) == "--help") {
+            std::fprintf(stderr, "usage: make_random_gguf OUT.gguf [--shape tiny|smollm2-135m|llama2-7b] [--type T] ...\n"
+                                 "(see the top of tests/tools/make_random_gguf.cpp)\n");
+            return argc < 2 ? 2 : 0;
+        }
+        const std::string out = argv[1];
+        wb::RandomLlamaSpec s = wb::RandomLlamaSpec::tiny();
+        for (int i = 2; i < argc; ++i) {
+            const std::string a = argv[i];
+            auto next = [&]() -> std::string {
+                if (i + 1 >= argc) throw wb::Error("option " + a + " needs a value");
+                return argv[++i];
+            };
+            if (a == "--shape") {
+                const std::string v = next();
+                if (v == "tiny") s = wb::RandomLlamaSpec::tiny();
+                else if (v == "smollm2-135m") s = wb::RandomLlamaSpec::smollm2_135m();
+                else if (v == "llama2-7b") s = wb::RandomLlamaSpec::llama2_7b();
+                else throw wb::Error("unknown shape '" + v + "' (tiny, smollm2-135m, llama2-7b)");
+            } else if (a == "--type") s.type = wb::parse_ggml_type(next());
+            else if (a == "--embd-type") s.embd_type = wb::parse_ggml_type(next());
+            else if (a == "--output-type") s.output_type = wb::parse_ggml_type(next());
+            else if (a == "--tied") s.tied_output = true;
+            else if (a == "--untied") s.tied_output = false;
+            else if (a == "--layers") s.n_layer = to_int(a, next());
+            else if (a == "--embd") s.n_embd = to_int(a, next());
+            else if (a == "--ff") s.n_ff = to_int(a, next());
+            else if (a == "--heads") s.n_head = to_int(a, next());
+            else if (a == "--kv-heads") s.n_head_kv = to_int(a, next());
+            else if (a == "--vocab") s.n_vocab = to_int(a, next());
+            else if (a == "--ctx") s.n_ctx = to_int(a, next());
+            else if (a == "--seed") s.seed = std::strtoull(next().c_str(), nullptr, 10);
+            else if (a == "--random-blocks") s.random_blocks = true;
+            else if (a == "--quantize") s.random_blocks = false;
+            else throw wb::Error("unknown option '" + a + "'");
+        }
+        const auto t0 = std::chrono::steady_clock::now();
+        wb::write_random_llama(s, out);
+        const double sec = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+        std::printf("wrote %s (%s, %d layers, %d wide) in %.1f s\n", out.c_str(), s.name.c_str(), s.n_layer, s.n_embd, sec);
+        return 0;
+    } catch (const std::exception& e) {
+        std::fprintf(stderr, "make_random_gguf: error: %s\n", e.what());
+        return 1;
+    }
+}

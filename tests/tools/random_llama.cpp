@@ -1,0 +1,313 @@
+#include "random_llama.h"
+
+#include <algorithm>
+#include <cctype>
+#include <cmath>
+#include <cstring>
+#include <thread>
+#include <vector>
+
+#include "gguf/gguf_writer.h"
+#include "quant/quant.h"
+#include "quant/quant_blocks.h"
+#include "util/error.h"
+#include "util/fp16.h"
+
+namespace wb {
+
+namespace {
+
+// splitmix64: a tiny, well-mixed generator; one independent stream per (tensor, chunk of rows) so
+// the file is the same whatever the number of threads.
+struct Rng {
+    uint64_t s;
+    uint64_t next() {
+        uint64_t z = (s += 0x9e3779b97f4a7c15ull);
+        z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+        z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+        return z ^ (z >> 31);
+    }
+    float uniform() { return float(next() >> 40) * (1.0f / 16777216.0f); }  // [0, 1)
+    float normal() {  // Box-Muller
+        const float u1 = std::max(uniform(), 1e-7f), u2 = uniform();
+        return std::sqrt(-2.0f * std::log(u1)) * std::cos(6.2831853f * u2);
+    }
+};
+
+uint64_t mix(uint64_t a, uint64_t b) { return Rng{a * 0x2545f4914f6cdd1dull + b}.next(); }
+
+uint64_t name_hash(const std::string& s) {
+    uint64_t h = 1469598103934665603ull;  // FNV-1a
+    for (unsigned char c : s) h = (h ^ c) * 1099511628211ull;
+    return h;
+}
+
+// Overwrites the fp16 scale fields of a random K-quant block so its values have roughly the target
+// spread and (for the types with minimums) about zero mean. The factors come from the value ranges
+// of each format (uniform quants and 6-bit/8-bit scales).
+void set_kquant_scales(GgmlType t, uint8_t* block, float sigma) {
+    auto put16 = [](uint8_t* p, float v) {
+        const uint16_t h = f32_to_fp16(v);
+        std::memcpy(p, &h, 2);
+    };
+    switch (t) {
+        case GgmlType::Q2_K: {
+            const float d = sigma / 8.4f;
+            put16(block + offsetof(BlockQ2_K, d), d);
+            put16(block + offsetof(BlockQ2_K, dmin), 1.5f * d);
+            break;
+        }
+        case GgmlType::Q3_K: put16(block + offsetof(BlockQ3_K, d), sigma / 42.0f); break;
+        case GgmlType::Q4_K: {
+            const float d = sigma / 145.0f;
+            put16(block + offsetof(BlockQ4_K, d), d);
+            put16(block + offsetof(BlockQ4_K, dmin), 7.5f * d);
+            break;
+        }
+        case GgmlType::Q5_K: {
+            const float d = sigma / 290.0f;
+            put16(block + offsetof(BlockQ5_K, d), d);
+            put16(block + offsetof(BlockQ5_K, dmin), 15.5f * d);
+            break;
+        }
+        case GgmlType::Q6_K: put16(block + offsetof(BlockQ6_K, d), sigma / 1370.0f); break;
+        default: break;
+    }
+}
+
+// Legacy blocks as random bytes with a fitting scale (the fast path for large models).
+void set_legacy_scale(GgmlType t, uint8_t* block, float sigma) {
+    auto put16 = [&](size_t off, float v) {
+        const uint16_t h = f32_to_fp16(v);
+        std::memcpy(block + off, &h, 2);
+    };
+    switch (t) {
+        case GgmlType::Q4_0: put16(0, sigma / 4.6f); break;
+        case GgmlType::Q4_1: put16(0, sigma / 4.6f), put16(2, -7.5f * sigma / 4.6f); break;
+        case GgmlType::Q5_0: put16(0, sigma / 9.2f); break;
+        case GgmlType::Q5_1: put16(0, sigma / 9.2f), put16(2, -15.5f * sigma / 9.2f); break;
+        case GgmlType::Q8_0: put16(0, sigma / 73.6f); break;
+        default: break;
+    }
+}
+
+bool is_kquant(GgmlType t) {
+    return t == GgmlType::Q2_K || t == GgmlType::Q3_K || t == GgmlType::Q4_K || t == GgmlType::Q5_K ||
+           t == GgmlType::Q6_K;
+}
+
+}  // namespace
+
+void fill_random_rows(GgmlType type, int64_t n_in, int64_t n_rows, float sigma, float mean, uint64_t seed,
+                      bool random_blocks, uint8_t* dst) {
+    {
+        const size_t row_bytes = ggml_row_bytes(type, n_in);
+        const GgmlTypeTraits tr = ggml_type_traits(type);
+        const int64_t kChunk = 64;  // rows per task
+        const int64_t n_chunks = (n_rows + kChunk - 1) / kChunk;
+        const unsigned n_threads = std::max(1u, std::min(16u, std::thread::hardware_concurrency()));
+        auto work = [&](unsigned tid) {
+            std::vector<float> row(static_cast<size_t>(n_in));
+            for (int64_t c = tid; c < n_chunks; c += n_threads) {
+                Rng rng{mix(seed, uint64_t(c))};
+                for (int64_t r = c * kChunk; r < std::min(n_rows, (c + 1) * kChunk); ++r) {
+                    uint8_t* out = dst + size_t(r) * row_bytes;
+                    const bool quantized = tr.block_elems > 1;
+                    if (quantized && (random_blocks || is_kquant(type))) {
+                        // The quantizer has no K-quant encoder: K-quant weights are always random blocks.
+                        for (size_t i = 0; i < row_bytes; i += 8) {
+                            const uint64_t v = rng.next();
+                            std::memcpy(out + i, &v, std::min<size_t>(8, row_bytes - i));
+                        }
+                        for (int64_t b = 0; b < n_in / tr.block_elems; ++b) {
+                            uint8_t* block = out + size_t(b) * tr.block_bytes;
+                            if (is_kquant(type))
+                                set_kquant_scales(type, block, sigma);
+                            else
+                                set_legacy_scale(type, block, sigma);
+                        }
+                        continue;
+                    }
+                    for (auto& x : row) x = mean + sigma * rng.normal();
+                    quantize_row(type, row.data(), out, n_in);
+                }
+            }
+        };
+        std::vector<std::thread> pool;
+        for (unsigned t = 1; t < n_threads; ++t) pool.emplace_back(work, t);
+        work(0);
+        for (auto& th : pool) th.join();
+    }
+}
+
+namespace {
+
+// A matrix of n_rows rows of n_in values with standard deviation sigma (mean `mean` for norm gains).
+GgufWriter::Fill random_matrix(GgmlType type, int64_t n_in, int64_t n_rows, float sigma, float mean, uint64_t seed,
+                               bool random_blocks) {
+    return [=](uint8_t* dst) { fill_random_rows(type, n_in, n_rows, sigma, mean, seed, random_blocks, dst); };
+}
+
+// GPT-2's byte-to-unicode map: printable bytes stand for themselves, the rest move to U+0100 ...
+std::string byte_token(int b) {
+    int cp = b;
+    const bool printable = (b >= '!' && b <= '~') || (b >= 0xA1 && b <= 0xAC) || (b >= 0xAE && b <= 0xFF);
+    if (!printable) {
+        int n = 0;
+        for (int x = 0; x < b; ++x) {
+            const bool p = (x >= '!' && x <= '~') || (x >= 0xA1 && x <= 0xAC) || (x >= 0xAE && x <= 0xFF);
+            if (!p) ++n;
+        }
+        cp = 256 + n;
+    }
+    std::string s;
+    if (cp < 0x80) {
+        s += char(cp);
+    } else {
+        s += char(0xC0 | (cp >> 6));
+        s += char(0x80 | (cp & 0x3F));
+    }
+    return s;
+}
+
+void write_vocab(GgufWriter& w, int32_t n_vocab) {
+    std::vector<std::string> tokens = {"<|endoftext|>", "<|im_start|>", "<|im_end|>"};
+    std::vector<int32_t> types = {3, 3, 3};  // CONTROL
+    for (int b = 0; b < 256; ++b) {
+        tokens.push_back(byte_token(b));
+        types.push_back(1);
+    }
+    // Merges of lower-case letter pairs ("t h" -> "th"), and of a space (Ġ) with a letter, so the
+    // BPE path has work to do on ordinary text.
+    std::vector<std::string> merges;
+    const std::string space = byte_token(' ');
+    for (char a = 'a'; a <= 'z'; ++a) {
+        merges.push_back(space + " " + std::string(1, a));
+        tokens.push_back(space + std::string(1, a));
+        types.push_back(1);
+    }
+    for (char a = 'a'; a <= 'z'; ++a)
+        for (char b = 'a'; b <= 'z' && int32_t(tokens.size()) < n_vocab; ++b) {
+            merges.push_back(std::string(1, a) + " " + std::string(1, b));
+            tokens.push_back(std::string(1, a) + std::string(1, b));
+            types.push_back(1);
+        }
+    if (int32_t(tokens.size()) > n_vocab)
+        throw Error("random model: n_vocab must be at least " + std::to_string(tokens.size()));
+    while (int32_t(tokens.size()) < n_vocab) {
+        tokens.push_back("<|reserved_" + std::to_string(tokens.size()) + "|>");
+        types.push_back(5);  // UNUSED
+    }
+    w.set_string("tokenizer.ggml.model", "gpt2");
+    w.set_string("tokenizer.ggml.pre", "smollm");
+    w.set_string_array("tokenizer.ggml.tokens", tokens);
+    w.set_i32_array("tokenizer.ggml.token_type", types);
+    w.set_string_array("tokenizer.ggml.merges", merges);
+    w.set_u32("tokenizer.ggml.bos_token_id", 1);
+    w.set_u32("tokenizer.ggml.eos_token_id", 2);
+    w.set_u32("tokenizer.ggml.padding_token_id", 0);
+    w.set_bool("tokenizer.ggml.add_bos_token", false);
+}
+
+}  // namespace
+
+RandomLlamaSpec RandomLlamaSpec::smollm2_135m() {
+    RandomLlamaSpec s;
+    s.name = "random-smollm2-135m";
+    s.n_embd = 576;
+    s.n_layer = 30;
+    s.n_ff = 1536;
+    s.n_head = 9;
+    s.n_head_kv = 3;
+    s.n_vocab = 49152;
+    s.n_ctx = 8192;
+    s.rope_base = 100000.0f;
+    s.tied_output = true;
+    s.type = GgmlType::Q4_1;
+    s.embd_type = GgmlType::Q8_0;
+    return s;
+}
+
+RandomLlamaSpec RandomLlamaSpec::llama2_7b() {
+    RandomLlamaSpec s;
+    s.name = "random-llama2-7b";
+    s.n_embd = 4096;
+    s.n_layer = 32;
+    s.n_ff = 11008;
+    s.n_head = 32;
+    s.n_head_kv = 32;
+    s.n_vocab = 32000;
+    s.n_ctx = 4096;
+    s.type = GgmlType::Q4_0;
+    s.embd_type = GgmlType::Q4_0;
+    s.output_type = GgmlType::Q6_K;
+    s.random_blocks = true;
+    return s;
+}
+
+RandomLlamaSpec RandomLlamaSpec::tiny() { return RandomLlamaSpec{}; }
+
+GgmlType parse_ggml_type(const std::string& name) {
+    std::string upper;
+    for (char c : name) upper += char(std::toupper(static_cast<unsigned char>(c)));
+    std::string choices;
+    for (uint32_t raw = 0; raw < 64; ++raw) {
+        const GgmlTypeTraits tr = ggml_type_traits(raw);
+        if (!tr.known || !tr.supported) continue;
+        if (upper == tr.name) return GgmlType(raw);
+        choices += (choices.empty() ? "" : ", ") + std::string(tr.name);
+    }
+    throw Error("unknown or unsupported tensor type '" + name + "' (choose from " + choices + ")");
+}
+
+void write_random_llama(const RandomLlamaSpec& s, const std::string& path) {
+    if (s.n_head <= 0 || s.n_head_kv <= 0 || s.n_head % s.n_head_kv != 0 || s.n_embd % s.n_head != 0)
+        throw Error("random model: heads must divide the width and kv heads the heads");
+    const int32_t head_dim = s.n_embd / s.n_head;
+    const int64_t q_dim = int64_t(s.n_head) * head_dim, kv_dim = int64_t(s.n_head_kv) * head_dim;
+
+    GgufWriter w;
+    w.set_string("general.architecture", "llama");
+    w.set_string("general.name", s.name);
+    w.set_u32("llama.context_length", uint32_t(s.n_ctx));
+    w.set_u32("llama.embedding_length", uint32_t(s.n_embd));
+    w.set_u32("llama.block_count", uint32_t(s.n_layer));
+    w.set_u32("llama.feed_forward_length", uint32_t(s.n_ff));
+    w.set_u32("llama.attention.head_count", uint32_t(s.n_head));
+    w.set_u32("llama.attention.head_count_kv", uint32_t(s.n_head_kv));
+    w.set_u32("llama.rope.dimension_count", uint32_t(head_dim));
+    w.set_f32("llama.rope.freq_base", s.rope_base);
+    w.set_f32("llama.attention.layer_norm_rms_epsilon", s.norm_eps);
+    w.set_u32("llama.vocab_size", uint32_t(s.n_vocab));
+    write_vocab(w, s.n_vocab);
+
+    // Spreads chosen so activations stay O(1) through the layers (each projection preserves the
+    // variance of its input) and the logits spread over a few nats, like a trained model's: a flat
+    // distribution would make top-1 agreement a coin toss between near-equal logits.
+    uint64_t tensor_seed = s.seed;
+    auto add = [&](const std::string& name, GgmlType type, int64_t n_in, int64_t n_out, float sigma, float mean) {
+        const std::vector<int64_t> ne = n_out == 1 ? std::vector<int64_t>{n_in} : std::vector<int64_t>{n_in, n_out};
+        w.add_tensor(name, type, ne,
+                     random_matrix(type, n_in, n_out, sigma, mean, mix(tensor_seed, name_hash(name)), s.random_blocks));
+    };
+    const float embd_sigma = s.tied_output ? 3.0f / std::sqrt(float(s.n_embd)) : 1.0f;
+    add("token_embd.weight", s.embd_type, s.n_embd, s.n_vocab, embd_sigma, 0.0f);
+    add("output_norm.weight", GgmlType::F32, s.n_embd, 1, 0.1f, 1.0f);
+    if (!s.tied_output) add("output.weight", s.output_type, s.n_embd, s.n_vocab, 3.0f / std::sqrt(float(s.n_embd)), 0.0f);
+    const float in_embd = 1.0f / std::sqrt(float(s.n_embd));
+    for (int32_t il = 0; il < s.n_layer; ++il) {
+        const std::string p = "blk." + std::to_string(il) + ".";
+        add(p + "attn_norm.weight", GgmlType::F32, s.n_embd, 1, 0.1f, 1.0f);
+        add(p + "attn_q.weight", s.type, s.n_embd, q_dim, 2.0f * in_embd, 0.0f);
+        add(p + "attn_k.weight", s.type, s.n_embd, kv_dim, 2.0f * in_embd, 0.0f);
+        add(p + "attn_v.weight", s.type, s.n_embd, kv_dim, in_embd, 0.0f);
+        add(p + "attn_output.weight", s.type, q_dim, s.n_embd, 0.5f / std::sqrt(float(q_dim)), 0.0f);
+        add(p + "ffn_norm.weight", GgmlType::F32, s.n_embd, 1, 0.1f, 1.0f);
+        add(p + "ffn_gate.weight", s.type, s.n_embd, s.n_ff, in_embd, 0.0f);
+        add(p + "ffn_up.weight", s.type, s.n_embd, s.n_ff, in_embd, 0.0f);
+        add(p + "ffn_down.weight", s.type, s.n_ff, s.n_embd, 0.5f / std::sqrt(float(s.n_ff)), 0.0f);
+    }
+    w.write(path);
+}
+
+}  // namespace wb

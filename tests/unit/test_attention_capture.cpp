@@ -1,0 +1,135 @@
+// Attention capture on the CPU backend: the captured probabilities are the softmax the attention used.
+// Rows sum to 1, are zero above the causal diagonal and outside a sliding window, equal an independent
+// softmax(q.k * scale) over the same (f16) q and K, and only the requested heads are written.
+#include <QtTest>
+
+#include <cmath>
+#include <random>
+
+#include "engine/backend_cpu.h"
+#include "util/fp16.h"
+
+using namespace wb;
+
+namespace {
+
+struct Fixture {
+    static constexpr int32_t kHeads = 4, kKvHeads = 2, kDim = 16, kLayers = 1;
+    CpuBackend be{2};
+    KvCache kv;
+    std::mt19937 rng{1234};
+
+    explicit Fixture(int32_t n_ctx) : kv(make_config(n_ctx), be) {}
+    static KvCacheConfig make_config(int32_t n_ctx) {
+        KvCacheConfig c;
+        c.n_layer = kLayers;
+        c.n_head_kv = kKvHeads;
+        c.head_dim = kDim;
+        c.n_ctx = n_ctx;
+        c.block_tokens = 8;  // several blocks even for short sequences
+        return c;
+    }
+    Tensor random(int64_t rows, int64_t cols) {
+        Tensor t = be.alloc(rows, cols);
+        std::normal_distribution<float> nd(0.0f, 1.0f);
+        for (int64_t i = 0; i < rows * cols; ++i) t.data[i] = nd(rng);
+        return t;
+    }
+};
+
+float f16_round(float x) { return fp16_to_f32(f32_to_fp16(x)); }
+
+}  // namespace
+
+class TestAttentionCapture : public QObject {
+    Q_OBJECT
+private Q_SLOTS:
+    void capturedRowsAreTheSoftmaxUsed_data() {
+        QTest::addColumn<int>("n_tokens");
+        QTest::addColumn<int>("window");
+        QTest::newRow("prefill 20, full") << 20 << 0;
+        QTest::newRow("prefill 20, window 5") << 20 << 5;
+        QTest::newRow("prefill 1") << 1 << 0;
+    }
+    void capturedRowsAreTheSoftmaxUsed() {
+        QFETCH(int, n_tokens);
+        QFETCH(int, window);
+        Fixture f(64);
+        const int32_t n = n_tokens;
+        Tensor q = f.random(n, Fixture::kHeads * Fixture::kDim);
+        Tensor k = f.random(n, Fixture::kKvHeads * Fixture::kDim);
+        Tensor v = f.random(n, Fixture::kKvHeads * Fixture::kDim);
+        Tensor out = f.be.alloc(n, Fixture::kHeads * Fixture::kDim);
+        f.kv.reserve(n);
+        f.be.kv_store(f.kv, 0, k, v, 0);
+        f.kv.set_n_tokens(n);
+
+        const std::vector<int32_t> heads{3, 0};  // a subset, out of order
+        std::vector<float> probs(heads.size() * size_t(n) * size_t(n), -1.0f);
+        AttentionParams p{Fixture::kHeads, Fixture::kKvHeads, Fixture::kDim, 0.25f, window};
+        p.capture_probs = probs.data();
+        p.capture_heads = heads.data();
+        p.n_capture_heads = int32_t(heads.size());
+        f.be.attention(q, f.kv, 0, 0, p, out);
+
+        for (size_t hi = 0; hi < heads.size(); ++hi) {
+            const int32_t h = heads[hi], kvh = h / (Fixture::kHeads / Fixture::kKvHeads);
+            for (int32_t r = 0; r < n; ++r) {
+                const float* row = probs.data() + (hi * size_t(n) + size_t(r)) * size_t(n);
+                // independent softmax(scale * q.k) in double over the visible keys
+                const int32_t first = window > 0 ? std::max(0, r - window + 1) : 0;
+                std::vector<double> s(static_cast<size_t>(n), 0.0);
+                double mx = -1e300, z = 0.0, total = 0.0;
+                for (int32_t j = first; j <= r; ++j) {
+                    double dot = 0.0;
+                    for (int32_t d = 0; d < Fixture::kDim; ++d)
+                        dot += double(f16_round(q.data[r * q.n_cols + h * Fixture::kDim + d])) *
+                               double(f16_round(k.data[j * k.n_cols + kvh * Fixture::kDim + d]));
+                    s[size_t(j)] = 0.25 * dot;
+                    mx = std::max(mx, s[size_t(j)]);
+                }
+                for (int32_t j = first; j <= r; ++j) z += std::exp(s[size_t(j)] - mx);
+                for (int32_t j = 0; j < n; ++j) {
+                    total += row[j];
+                    if (j > r || j < first) {
+                        QCOMPARE(row[j], 0.0f);  // causal / window mask
+                    } else {
+                        const double expected = std::exp(s[size_t(j)] - mx) / z;
+                        QVERIFY2(std::fabs(row[j] - expected) < 1e-4,
+                                 qPrintable(QString("h%1 r%2 k%3: %4 vs %5").arg(h).arg(r).arg(j).arg(row[j]).arg(expected)));
+                    }
+                }
+                QVERIFY(std::fabs(total - 1.0) < 1e-5);
+            }
+        }
+        for (Tensor* t : {&q, &k, &v, &out}) f.be.free(*t);
+    }
+
+    // A decode step (one query row at the end) captures the same row as a prefill of the whole text.
+    void decodeRowEqualsPrefillRow() {
+        Fixture f(64);
+        const int32_t n = 13;
+        Tensor q = f.random(n, Fixture::kHeads * Fixture::kDim);
+        Tensor k = f.random(n, Fixture::kKvHeads * Fixture::kDim);
+        Tensor v = f.random(n, Fixture::kKvHeads * Fixture::kDim);
+        Tensor out = f.be.alloc(n, Fixture::kHeads * Fixture::kDim);
+        f.kv.reserve(n);
+        f.be.kv_store(f.kv, 0, k, v, 0);
+        f.kv.set_n_tokens(n);
+        const std::vector<int32_t> heads{1};
+        std::vector<float> prefill(size_t(n) * size_t(n)), decode(static_cast<size_t>(n));
+        AttentionParams p{Fixture::kHeads, Fixture::kKvHeads, Fixture::kDim, 0.25f, 0};
+        p.capture_heads = heads.data();
+        p.n_capture_heads = 1;
+        p.capture_probs = prefill.data();
+        f.be.attention(q, f.kv, 0, 0, p, out);
+        p.capture_probs = decode.data();
+        Tensor last_q = q.rows(n - 1, 1), last_out = out.rows(n - 1, 1);
+        f.be.attention(last_q, f.kv, 0, n - 1, p, last_out);
+        for (int32_t j = 0; j < n; ++j) QVERIFY(std::fabs(decode[size_t(j)] - prefill[size_t((n - 1) * n + j)]) < 1e-6);
+        for (Tensor* t : {&q, &k, &v, &out}) f.be.free(*t);
+    }
+};
+
+QTEST_GUILESS_MAIN(TestAttentionCapture)
+#include "test_attention_capture.moc"

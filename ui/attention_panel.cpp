@@ -1,0 +1,414 @@
+#include "attention_panel.h"
+
+#include <QCheckBox>
+#include <QComboBox>
+#include <QFile>
+#include <QFileDialog>
+#include <QHBoxLayout>
+#include <QHelpEvent>
+#include <QLabel>
+#include <QMessageBox>
+#include <QPushButton>
+#include <QSaveFile>
+#include <QSpinBox>
+#include <QTextStream>
+#include <QTimer>
+#include <QToolTip>
+#include <QVBoxLayout>
+#include <cmath>
+#include <limits>
+
+#include <qcustomplot.h>
+
+#include "attention_store.h"
+
+namespace {
+
+constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+// Pixels one axis label needs; fewer pixels per position than this and labels are thinned out.
+constexpr double kPixelsPerLabel = 15.0;
+
+QCPColorGradient attentionGradient() {
+    QCPColorGradient g(QCPColorGradient::gpThermal);
+    // Masked (future) keys and rows that were not captured are NaN: drawn light grey, not as 0.
+    g.setNanHandling(QCPColorGradient::nhNanColor);
+    g.setNanColor(QColor(236, 236, 236));
+    return g;
+}
+
+QString csvField(QString s) {
+    s.replace(QLatin1Char('"'), QStringLiteral("\"\""));
+    return QLatin1Char('"') + s + QLatin1Char('"');
+}
+
+}  // namespace
+
+AttentionPanel::AttentionPanel(AttentionStore* store, QWidget* parent) : QWidget(parent), m_store(store) {
+    m_modeBox = new QComboBox(this);
+    m_modeBox->addItems({tr("Single head"), tr("Mean over heads"), tr("All heads (grid)")});
+    m_layerBox = new QSpinBox(this);
+    m_layerBox->setPrefix(tr("layer "));
+    m_headBox = new QSpinBox(this);
+    m_headBox->setPrefix(tr("head "));
+    m_allLayersBox = new QCheckBox(tr("capture all layers"), this);
+    m_allLayersBox->setToolTip(tr("Off: only the selected layer is captured (memory grows with layers x tokens²)."));
+    auto* png = new QPushButton(tr("PNG…"), this);
+    auto* csv = new QPushButton(tr("CSV…"), this);
+    auto* fit = new QPushButton(tr("Fit"), this);
+    fit->setToolTip(tr("Show all tokens (wheel zooms, drag pans)"));
+    auto* controls = new QHBoxLayout;
+    for (QWidget* w : std::initializer_list<QWidget*>{m_modeBox, m_layerBox, m_headBox, m_allLayersBox}) controls->addWidget(w);
+    controls->addStretch(1);
+    for (QWidget* w : std::initializer_list<QWidget*>{fit, png, csv}) controls->addWidget(w);
+
+    m_note = new QLabel(this);
+    m_note->setWordWrap(true);
+    m_note->setStyleSheet(QStringLiteral("color: gray;"));
+    m_plot = new QCustomPlot(this);
+    m_plot->setMinimumSize(300, 260);
+    m_plot->setInteractions(QCP::iRangeDrag | QCP::iRangeZoom);
+    m_plot->installEventFilter(this);
+    // Label thinning depends on the axis length in pixels, known only once the plot has laid out
+    // (QCP computes ticks after this signal, so the new labels are drawn in the same replot).
+    connect(m_plot, &QCustomPlot::afterLayout, this, &AttentionPanel::updateTicks);
+
+    auto* layout = new QVBoxLayout(this);
+    layout->setContentsMargins(4, 4, 4, 4);
+    layout->addLayout(controls);
+    layout->addWidget(m_note);
+    layout->addWidget(m_plot, 1);
+
+    connect(m_modeBox, &QComboBox::currentIndexChanged, this, [this] {
+        m_headBox->setEnabled(mode() == Mode::SingleHead);
+        refreshNow();
+    });
+    connect(m_layerBox, &QSpinBox::valueChanged, this, [this] {
+        emitCapture();
+        Q_EMIT selectionChanged(layer(), head());
+        refreshNow();
+    });
+    connect(m_headBox, &QSpinBox::valueChanged, this, [this] {
+        Q_EMIT selectionChanged(layer(), head());
+        refreshNow();
+    });
+    connect(m_allLayersBox, &QCheckBox::toggled, this, &AttentionPanel::emitCapture);
+    connect(fit, &QPushButton::clicked, this, [this] {
+        m_shownTokens = -1;
+        refreshNow();
+    });
+    connect(png, &QPushButton::clicked, this, &AttentionPanel::exportPngInteractive);
+    connect(csv, &QPushButton::clicked, this, &AttentionPanel::exportCsvInteractive);
+    connect(m_store, &AttentionStore::rowsChanged, this, [this](int l) {
+        if (l == layer()) scheduleRefresh();
+    });
+    connect(m_store, &AttentionStore::tokensChanged, this, &AttentionPanel::scheduleRefresh);
+    connect(m_store, &AttentionStore::cleared, this, &AttentionPanel::handleModelShape);
+    handleModelShape();
+}
+
+int AttentionPanel::layer() const { return m_layerBox->value(); }
+int AttentionPanel::head() const { return m_headBox->value(); }
+AttentionPanel::Mode AttentionPanel::mode() const { return Mode(m_modeBox->currentIndex()); }
+void AttentionPanel::setLayer(int l) { m_layerBox->setValue(l); }
+void AttentionPanel::setHead(int h) { m_headBox->setValue(h); }
+void AttentionPanel::setMode(Mode m) { m_modeBox->setCurrentIndex(int(m)); }
+bool AttentionPanel::captureAllLayers() const { return m_allLayersBox->isChecked(); }
+
+void AttentionPanel::handleModelShape() {
+    m_layerBox->setRange(0, std::max(0, m_store->layerCount() - 1));
+    m_headBox->setRange(0, std::max(0, m_store->headCount() - 1));
+    m_shownTokens = -1;
+    refreshNow();
+}
+
+void AttentionPanel::emitCapture() {
+    Q_EMIT captureLayersChanged(captureAllLayers() ? QVector<int>{} : QVector<int>{layer()});
+}
+
+QCPColorMap* AttentionPanel::colorMap(int gridHead) const {
+    if (gridHead < 0) return m_map;
+    return gridHead < m_gridMaps.size() ? m_gridMaps[gridHead] : nullptr;
+}
+
+void AttentionPanel::buildSingleLayout() {
+    m_plot->clearPlottables();
+    m_plot->plotLayout()->clear();
+    m_gridMaps.clear();
+    m_gridRects.clear();
+    auto* rect = new QCPAxisRect(m_plot);
+    m_plot->plotLayout()->addElement(0, 0, rect);
+    m_scale = new QCPColorScale(m_plot);
+    m_plot->plotLayout()->addElement(0, 1, m_scale);
+    m_scale->axis()->setLabel(tr("attention probability"));
+    auto* margins = new QCPMarginGroup(m_plot);
+    rect->setMarginGroup(QCP::msTop | QCP::msBottom, margins);
+    m_scale->setMarginGroup(QCP::msTop | QCP::msBottom, margins);
+    QCPAxis* x = rect->axis(QCPAxis::atBottom);
+    QCPAxis* y = rect->axis(QCPAxis::atLeft);
+    y->setRangeReversed(true);  // the first token at the top, new rows grow downwards
+    x->setLabel(tr("key (attended-to token)"));
+    y->setLabel(tr("query (attending token)"));
+    x->setTickLabelRotation(90);
+    for (QCPAxis* a : {x, y}) {
+        a->setTicker(QSharedPointer<QCPAxisTickerText>(new QCPAxisTickerText));
+        a->setSubTicks(false);
+        a->setTickLabelFont(QFont(font().family(), 7));
+        connect(a, qOverload<const QCPRange&>(&QCPAxis::rangeChanged), this, [this] { updateTicks(); });
+    }
+    m_map = new QCPColorMap(x, y);
+    m_map->setInterpolate(false);
+    // The scale imposes its gradient on the maps linked to it: set it on the scale after linking.
+    m_map->setColorScale(m_scale);
+    m_scale->setGradient(attentionGradient());
+    m_layoutIsGrid = false;
+}
+
+void AttentionPanel::buildGridLayout() {
+    m_plot->clearPlottables();
+    m_plot->plotLayout()->clear();
+    m_map = nullptr;
+    m_gridMaps.clear();
+    m_gridRects.clear();
+    const int heads = std::max(1, m_store->headCount());
+    const int cols = int(std::ceil(std::sqrt(double(heads))));
+    auto* grid = new QCPLayoutGrid;
+    m_plot->plotLayout()->addElement(0, 0, grid);
+    m_scale = new QCPColorScale(m_plot);
+    m_plot->plotLayout()->addElement(0, 1, m_scale);
+    m_scale->axis()->setLabel(tr("attention probability"));
+    for (int h = 0; h < heads; ++h) {
+        auto* rect = new QCPAxisRect(m_plot);
+        grid->addElement(h / cols, h % cols, rect);
+        rect->setupFullAxesBox(false);
+        QCPAxis* x = rect->axis(QCPAxis::atBottom);
+        QCPAxis* y = rect->axis(QCPAxis::atLeft);
+        y->setRangeReversed(true);
+        for (QCPAxis* a : rect->axes()) {
+            a->setTickLabels(false);
+            a->setTicks(false);
+        }
+        x->setLabel(tr("head %1").arg(h));
+        x->setLabelPadding(2);
+        auto* map = new QCPColorMap(x, y);
+        map->setInterpolate(false);
+        map->setColorScale(m_scale);
+        m_gridRects.append(rect);
+        m_gridMaps.append(map);
+    }
+    m_scale->setGradient(attentionGradient());
+    m_layoutIsGrid = true;
+}
+
+double AttentionPanel::valueAt(int query, int key, int head) const {
+    if (query < 0 || key < 0 || key > query) return kNaN;
+    if (mode() == Mode::MeanOverHeads && head < 0) {
+        const std::vector<float> r = m_store->meanRow(layer(), query);
+        return key < int(r.size()) ? double(r[size_t(key)]) : kNaN;
+    }
+    const std::vector<float>* r = m_store->row(layer(), head < 0 ? this->head() : head, query);
+    return r && key < int(r->size()) ? double((*r)[size_t(key)]) : kNaN;
+}
+
+void AttentionPanel::fillMap(QCPColorMap* map, int head) const {
+    const int n = std::max(1, m_store->tokenCount());
+    QCPColorMapData* data = map->data();
+    data->setSize(n, n);
+    data->setRange(QCPRange(0, n - 1), QCPRange(0, n - 1));
+    double top = 0.0;
+    const bool mean = head < 0 && mode() == Mode::MeanOverHeads;
+    for (int q = 0; q < n; ++q) {
+        std::vector<float> meanRow;
+        const std::vector<float>* r = nullptr;
+        if (mean) {
+            meanRow = m_store->meanRow(layer(), q);
+            r = meanRow.empty() ? nullptr : &meanRow;
+        } else {
+            r = m_store->row(layer(), head < 0 ? this->head() : head, q);
+        }
+        for (int k = 0; k < n; ++k) {
+            const double v = r && k <= q && k < int(r->size()) ? double((*r)[size_t(k)]) : kNaN;
+            data->setCell(k, q, v);
+            // Row 0 is always p = 1 (the first token sees only itself): leaving it out of the scale
+            // keeps the rest of the map from being drawn in the bottom tenth of the colours.
+            if (v > top && (q > 0 || n == 1)) top = v;
+        }
+    }
+    // An explicit range avoids QCP's full rescan; attention rows peak well below 1 except at sinks.
+    map->setDataRange(QCPRange(0, top > 0 ? top : 1.0));
+}
+
+void AttentionPanel::scheduleRefresh() {
+    if (m_refreshPending) return;
+    m_refreshPending = true;
+    QTimer::singleShot(0, this, &AttentionPanel::refreshNow);
+}
+
+void AttentionPanel::refreshNow() {
+    m_refreshPending = false;
+    const bool grid = mode() == Mode::AllHeads;
+    if (!m_map && m_gridMaps.isEmpty()) buildSingleLayout();
+    if (grid != m_layoutIsGrid || (grid && m_gridMaps.size() != std::max(1, m_store->headCount()))) {
+        if (grid)
+            buildGridLayout();
+        else
+            buildSingleLayout();
+        m_shownTokens = -1;
+    }
+    const int n = m_store->tokenCount();
+    if (grid) {
+        double top = 0.0;
+        for (int h = 0; h < m_gridMaps.size(); ++h) {
+            fillMap(m_gridMaps[h], h);
+            top = std::max(top, m_gridMaps[h]->dataRange().upper);
+        }
+        // One colour scale for all heads, so the heads can be compared.
+        for (QCPColorMap* m : m_gridMaps) m->setDataRange(QCPRange(0, top));
+        for (QCPAxisRect* r : m_gridRects) {
+            r->axis(QCPAxis::atBottom)->setRange(-0.5, std::max(n, 1) - 0.5);
+            r->axis(QCPAxis::atLeft)->setRange(-0.5, std::max(n, 1) - 0.5);
+        }
+    } else {
+        fillMap(m_map, mode() == Mode::MeanOverHeads ? -1 : head());
+        // Follow the growing conversation unless the user zoomed in.
+        QCPAxis* x = m_map->keyAxis();
+        QCPAxis* y = m_map->valueAxis();
+        const bool showingAll = m_shownTokens < 0 || (x->range().lower <= -0.4 && x->range().upper >= m_shownTokens - 0.6);
+        if (showingAll) {
+            x->setRange(-0.5, std::max(n, 1) - 0.5);
+            y->setRange(-0.5, std::max(n, 1) - 0.5);
+        }
+        updateTicks();
+    }
+    m_shownTokens = n;
+    if (m_store->rowCount(layer()) == 0)
+        m_note->setText(n == 0 ? tr("Attention appears here while the model answers.")
+                               : tr("No attention captured for layer %1 yet; it is captured from the next reply.").arg(layer()));
+    else
+        m_note->setText(tr("Layer %1 · %2 tokens · wheel zooms, drag pans, hover for values").arg(layer()).arg(n));
+    m_plot->replot(QCustomPlot::rpQueuedReplot);
+}
+
+void AttentionPanel::updateTicks() {
+    if (!m_map) return;
+    const int n = m_store->tokenCount();
+    auto fill = [this, n](QCPAxis* axis, double pixels) {
+        auto ticker = qSharedPointerDynamicCast<QCPAxisTickerText>(axis->ticker());
+        if (!ticker) return;
+        ticker->clear();
+        const QCPRange r = axis->range();
+        const int lo = std::max(0, int(std::floor(r.lower)));
+        const int hi = std::min(n - 1, int(std::ceil(r.upper)));
+        const double perLabel = pixels / std::max(1.0, r.size());
+        const int stride = std::max(1, int(std::ceil(kPixelsPerLabel / std::max(perLabel, 1e-6))));
+        for (int p = lo - lo % stride; p <= hi; p += stride)
+            if (p >= 0) ticker->addTick(p, m_store->tokenLabel(p));
+    };
+    fill(m_map->keyAxis(), m_map->keyAxis()->axisRect()->width());
+    fill(m_map->valueAxis(), m_map->valueAxis()->axisRect()->height());
+}
+
+QString AttentionPanel::xTickLabel(int position) const {
+    if (!m_map) return {};
+    auto t = qSharedPointerDynamicCast<QCPAxisTickerText>(m_map->keyAxis()->ticker());
+    return t ? t->ticks().value(position) : QString();
+}
+
+QString AttentionPanel::yTickLabel(int position) const {
+    if (!m_map) return {};
+    auto t = qSharedPointerDynamicCast<QCPAxisTickerText>(m_map->valueAxis()->ticker());
+    return t ? t->ticks().value(position) : QString();
+}
+
+QString AttentionPanel::describeCell(int query, int key, int gridHead) const {
+    const int n = m_store->tokenCount();
+    if (query < 0 || key < 0 || query >= n || key >= n) return {};
+    const double v = valueAt(query, key, gridHead);
+    const QString who = gridHead >= 0 ? tr("head %1").arg(gridHead)
+                        : mode() == Mode::MeanOverHeads ? tr("mean of heads")
+                                                        : tr("head %1").arg(head());
+    return tr("layer %1, %2\nquery %3: %4\nkey %5: %6\np = %7")
+        .arg(layer())
+        .arg(who)
+        .arg(query)
+        .arg(m_store->tokenLabel(query))
+        .arg(key)
+        .arg(m_store->tokenLabel(key))
+        .arg(std::isnan(v) ? (key > query ? tr("masked (future)") : tr("not captured")) : QString::number(v, 'f', 4));
+}
+
+bool AttentionPanel::eventFilter(QObject* watched, QEvent* event) {
+    if (watched == m_plot && event->type() == QEvent::ToolTip) {
+        const QPoint pos = static_cast<QHelpEvent*>(event)->pos();
+        QCPAxisRect* rect = m_plot->axisRectAt(pos);
+        QString text;
+        if (rect && rect->rect().contains(pos)) {
+            const int gridHead = m_layoutIsGrid ? int(m_gridRects.indexOf(rect)) : -1;
+            const int key = int(std::lround(rect->axis(QCPAxis::atBottom)->pixelToCoord(pos.x())));
+            const int query = int(std::lround(rect->axis(QCPAxis::atLeft)->pixelToCoord(pos.y())));
+            text = describeCell(query, key, gridHead);
+        }
+        if (text.isEmpty())
+            QToolTip::hideText();
+        else
+            QToolTip::showText(static_cast<QHelpEvent*>(event)->globalPos(), text, m_plot);
+        return true;
+    }
+    return QWidget::eventFilter(watched, event);
+}
+
+bool AttentionPanel::exportPng(const QString& path) const {
+    return m_plot->savePng(path, std::max(m_plot->width(), 800), std::max(m_plot->height(), 700));
+}
+
+bool AttentionPanel::exportCsv(const QString& path, QString* error) const {
+    QSaveFile file(path);
+    if (!file.open(QIODevice::WriteOnly | QIODevice::Text)) {
+        if (error) *error = file.errorString();
+        return false;
+    }
+    QTextStream out(&file);
+    const int n = m_store->tokenCount();
+    QList<int> heads;
+    if (mode() == Mode::AllHeads)
+        for (int h = 0; h < m_store->headCount(); ++h) heads << h;
+    else
+        heads << -1;
+    // One matrix per head: rows are queries, columns keys, empty cells were not captured or are masked.
+    for (int h : heads) {
+        out << "# layer " << layer() << ", "
+            << (h >= 0 ? QStringLiteral("head %1").arg(h)
+                       : mode() == Mode::MeanOverHeads ? QStringLiteral("mean over heads") : QStringLiteral("head %1").arg(head()))
+            << '\n';
+        out << "query\\key";
+        for (int k = 0; k < n; ++k) out << ',' << csvField(QStringLiteral("%1:%2").arg(k).arg(m_store->tokens().value(k)));
+        out << '\n';
+        for (int q = 0; q < n; ++q) {
+            out << csvField(QStringLiteral("%1:%2").arg(q).arg(m_store->tokens().value(q)));
+            for (int k = 0; k < n; ++k) {
+                const double v = valueAt(q, k, h);
+                out << ',';
+                if (!std::isnan(v)) out << QString::number(v, 'g', 6);
+            }
+            out << '\n';
+        }
+    }
+    out.flush();
+    if (!file.commit()) {
+        if (error) *error = file.errorString();
+        return false;
+    }
+    return true;
+}
+
+void AttentionPanel::exportPngInteractive() {
+    const QString path = QFileDialog::getSaveFileName(this, tr("Export attention map"), QStringLiteral("attention.png"),
+                                                      tr("PNG images (*.png)"));
+    if (!path.isEmpty() && !exportPng(path)) QMessageBox::warning(this, tr("Export failed"), tr("Could not write %1.").arg(path));
+}
+
+void AttentionPanel::exportCsvInteractive() {
+    const QString path = QFileDialog::getSaveFileName(this, tr("Export attention values"), QStringLiteral("attention.csv"),
+                                                      tr("CSV files (*.csv)"));
+    QString error;
+    if (!path.isEmpty() && !exportCsv(path, &error)) QMessageBox::warning(this, tr("Export failed"), error);
+}

@@ -1,0 +1,87 @@
+#pragma once
+// Attention panel: the captured attention of a layer as a colour map (query tokens down, key tokens
+// across), for one head, the mean over heads, or a grid of all heads. Token text labels both axes and
+// thins out as you zoom out; wheel zooms, drag pans; hovering a cell names the query token, the key
+// token and the probability. The map grows one row per generated token. Export as PNG or CSV.
+#include <QVector>
+#include <QWidget>
+
+class AttentionStore;
+class QCPAxisRect;
+class QCPColorMap;
+class QCPColorScale;
+class QCheckBox;
+class QComboBox;
+class QCustomPlot;
+class QLabel;
+class QSpinBox;
+
+class AttentionPanel : public QWidget {
+    Q_OBJECT
+
+public:
+    enum class Mode { SingleHead = 0, MeanOverHeads = 1, AllHeads = 2 };
+
+    explicit AttentionPanel(AttentionStore* store, QWidget* parent = nullptr);
+
+    int layer() const;
+    int head() const;
+    Mode mode() const;
+    void setLayer(int layer);
+    void setHead(int head);
+    void setMode(Mode mode);
+    bool captureAllLayers() const;
+
+    QCustomPlot* plot() const { return m_plot; }
+    // The map of single-head / mean mode, or of head h in grid mode.
+    QCPColorMap* colorMap(int gridHead = -1) const;
+    QCPColorScale* colorScale() const { return m_scale; }
+    // Tooltip text for a cell: query token, key token, probability (empty outside the data).
+    QString describeCell(int query, int key, int gridHead = -1) const;
+    // Value shown at (query, key) in the current mode; NaN when not captured or masked.
+    double valueAt(int query, int key, int head) const;
+    // Axis label currently shown at a position ("" when thinned out).
+    QString xTickLabel(int position) const;
+    QString yTickLabel(int position) const;
+
+    bool exportPng(const QString& path) const;
+    bool exportCsv(const QString& path, QString* error) const;
+
+public Q_SLOTS:
+    // Rebuilds the map from the store (coalesced: several requests in one event-loop pass redraw once).
+    void scheduleRefresh();
+    void refreshNow();
+    void handleModelShape();
+
+Q_SIGNALS:
+    // Layers the engine should capture: empty = all layers.
+    void captureLayersChanged(const QVector<int>& layers);
+    void selectionChanged(int layer, int head);
+
+protected:
+    bool eventFilter(QObject* watched, QEvent* event) override;
+
+private:
+    void buildSingleLayout();
+    void buildGridLayout();
+    void fillMap(QCPColorMap* map, int head) const;
+    void updateTicks();
+    void emitCapture();
+    void exportPngInteractive();
+    void exportCsvInteractive();
+
+    AttentionStore* m_store;
+    QComboBox* m_modeBox;
+    QSpinBox* m_layerBox;
+    QSpinBox* m_headBox;
+    QCheckBox* m_allLayersBox;
+    QLabel* m_note;
+    QCustomPlot* m_plot;
+    QCPColorScale* m_scale = nullptr;
+    QCPColorMap* m_map = nullptr;           // single / mean mode
+    QVector<QCPColorMap*> m_gridMaps;        // grid mode, one per head
+    QVector<QCPAxisRect*> m_gridRects;
+    bool m_refreshPending = false;
+    bool m_layoutIsGrid = false;
+    int m_shownTokens = -1;                  // token count the axes were last fitted to
+};

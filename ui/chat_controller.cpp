@@ -1,0 +1,241 @@
+#include "chat_controller.h"
+
+ChatController::ChatController(QObject* parent) : QObject(parent) {
+    registerEngineTypes();
+    m_thread.setObjectName(QStringLiteral("inference"));
+    m_worker = new InferenceWorker;
+    m_worker->moveToThread(&m_thread);
+    connectWorker();
+    m_thread.start();
+    m_worker->setSamplingParams(m_conversation.sampling);
+}
+
+ChatController::~ChatController() {
+    // Ask the engine to finish its current token, let the thread's queue drain, then delete the
+    // worker (and with it the engine) once nothing runs on the thread any more.
+    m_worker->cancelLoad();
+    m_worker->requestStop(m_nextRequest);
+    m_thread.quit();
+    m_thread.wait();
+    delete m_worker;
+}
+
+// Every connection between the GUI thread and the inference thread is made here, each one explicitly
+// queued: the worker's slots run on its thread in request order, and its signals arrive on the GUI
+// thread as events, so neither side ever blocks on the other.
+void ChatController::connectWorker() {
+    const auto q = Qt::QueuedConnection;
+    connect(this, &ChatController::loadRequested, m_worker, &InferenceWorker::loadModel, q);
+    connect(this, &ChatController::generateRequested, m_worker, &InferenceWorker::generateChat, q);
+    connect(this, &ChatController::resetRequested, m_worker, &InferenceWorker::resetSession, q);
+
+    connect(m_worker, &InferenceWorker::loadStarted, this, &ChatController::handleLoadStarted, q);
+    connect(m_worker, &InferenceWorker::modelLoaded, this, &ChatController::handleModelLoaded, q);
+    connect(m_worker, &InferenceWorker::loadFailed, this, &ChatController::handleLoadFailed, q);
+    connect(m_worker, &InferenceWorker::loadCanceled, this, &ChatController::handleLoadCanceled, q);
+    connect(m_worker, &InferenceWorker::fileHashReady, this, &ChatController::fileHashReady, q);
+    connect(m_worker, &InferenceWorker::promptReady, this, &ChatController::handlePromptReady, q);
+    connect(m_worker, &InferenceWorker::tokenGenerated, this, &ChatController::handleToken, q);
+    connect(m_worker, &InferenceWorker::attentionCaptured, this, &ChatController::handleAttention, q);
+    connect(m_worker, &InferenceWorker::kvStatsChanged, this, &ChatController::kvStatsChanged, q);
+    connect(m_worker, &InferenceWorker::timingsChanged, this, &ChatController::handleTimings, q);
+    connect(m_worker, &InferenceWorker::generationFinished, this, &ChatController::handleGenerationFinished, q);
+}
+
+void ChatController::loadModel(const QString& path) {
+    if (m_generating) stop();
+    setLoading(true);
+    // By default the engine gets every core but one: its thread pool spins between the parallel
+    // loops of a step, and on a small machine a pool over all cores starves the GUI thread (measured
+    // on 2 cores: event-loop delays of ~90 ms with 2 engine threads, ~25 ms with 1).
+    const int threads = m_threads > 0 ? m_threads : std::max(1, QThread::idealThreadCount() - 1);
+    Q_EMIT loadRequested(path, m_backendName, m_contextSize, threads);
+}
+
+void ChatController::cancelLoad() {
+    m_worker->cancelLoad();
+}
+
+bool ChatController::sendMessage(const QString& text) {
+    if (m_generating || text.trimmed().isEmpty()) return false;
+    m_conversation.messages.append({QStringLiteral("user"), text, {}, {}});
+    Q_EMIT messageAppended(int(m_conversation.messages.size()) - 1);
+    startGeneration();
+    return true;
+}
+
+bool ChatController::regenerate() {
+    if (m_generating || m_conversation.messages.isEmpty()) return false;
+    if (m_conversation.messages.last().role == QLatin1String("assistant")) {
+        m_conversation.messages.removeLast();
+        Q_EMIT conversationReset();
+    }
+    if (m_conversation.messages.isEmpty()) return false;
+    startGeneration();
+    return true;
+}
+
+bool ChatController::editAndResend(int index, const QString& text) {
+    if (m_generating || index < 0 || index >= m_conversation.messages.size() || text.trimmed().isEmpty()) return false;
+    if (m_conversation.messages[index].role != QLatin1String("user")) return false;
+    m_conversation.messages.resize(index + 1);
+    m_conversation.messages[index].content = text;
+    Q_EMIT conversationReset();
+    startGeneration();
+    return true;
+}
+
+void ChatController::startGeneration() {
+    m_activeRequest = m_nextRequest++;
+    m_promptTokens = 0;
+    ChatEntry reply;
+    reply.role = QStringLiteral("assistant");
+    m_conversation.messages.append(reply);
+    Q_EMIT messageAppended(int(m_conversation.messages.size()) - 1);
+    setGenerating(true);
+    // The reply placeholder is not part of the prompt.
+    Conversation prompt = m_conversation;
+    prompt.messages.removeLast();
+    Q_EMIT generateRequested(m_activeRequest, prompt.toEngineMessages());
+}
+
+void ChatController::stop() {
+    if (m_activeRequest) m_worker->requestStop(m_activeRequest);
+}
+
+void ChatController::newChat() {
+    if (m_generating) stop();
+    m_conversation.messages.clear();
+    m_attention.clear();
+    Q_EMIT resetRequested();
+    Q_EMIT conversationReset();
+}
+
+void ChatController::setSystemPrompt(const QString& prompt) {
+    m_conversation.systemPrompt = prompt;
+}
+
+void ChatController::setSamplingParams(const wb::SamplingParams& params) {
+    m_conversation.sampling = params;
+    m_worker->setSamplingParams(params);
+}
+
+void ChatController::setCaptureSpec(const wb::CaptureSpec& spec) {
+    m_worker->setCaptureSpec(spec);
+}
+
+bool ChatController::saveConversation(const QString& path, QString* error) {
+    m_conversation.modelName = m_model.name;
+    return m_conversation.save(path, error);
+}
+
+bool ChatController::loadConversation(const QString& path, QString* error) {
+    if (m_generating) {
+        if (error) *error = tr("Stop the reply before opening a conversation.");
+        return false;
+    }
+    std::optional<Conversation> c = Conversation::load(path, error);
+    if (!c) return false;
+    m_conversation = *c;
+    m_attention.clear();
+    // The cached context belongs to the old conversation; the next reply re-reads the loaded one.
+    Q_EMIT resetRequested();
+    m_worker->setSamplingParams(m_conversation.sampling);
+    Q_EMIT samplingParamsRestored(m_conversation.sampling);
+    Q_EMIT systemPromptRestored(m_conversation.systemPrompt);
+    Q_EMIT conversationReset();
+    if (!m_conversation.modelName.isEmpty() && hasModel() && m_conversation.modelName != m_model.name)
+        Q_EMIT notice(tr("This conversation was held with %1; the loaded model is %2.").arg(m_conversation.modelName, m_model.name));
+    return true;
+}
+
+void ChatController::handleLoadStarted(const QString& path) {
+    Q_EMIT loadStarted(path);
+}
+
+void ChatController::handleModelLoaded(const ModelSummary& summary) {
+    m_model = summary;
+    m_attention.setModelShape(summary.nLayer, summary.nHead);
+    setLoading(false);
+    Q_EMIT modelLoaded(summary);
+}
+
+void ChatController::handleLoadFailed(const QString& path, const QString& error) {
+    setLoading(false);
+    Q_EMIT loadFailed(path, error);
+}
+
+void ChatController::handleLoadCanceled(const QString& path) {
+    setLoading(false);
+    Q_EMIT loadCanceled(path);
+}
+
+void ChatController::handlePromptReady(const PromptInfo& info) {
+    if (info.requestId != m_activeRequest) return;
+    m_promptTokens = int(info.ids.size());
+    m_attention.handlePrompt(info);
+    Q_EMIT promptReady(info);
+}
+
+void ChatController::handleToken(quint64 requestId, const wb::TokenEvent& event) {
+    if (requestId != m_activeRequest || m_conversation.messages.isEmpty()) return;
+    ChatEntry& reply = m_conversation.messages.last();
+    TokenRecord t;
+    t.id = event.id;
+    t.piece = QString::fromStdString(event.piece);
+    t.p = event.p;
+    t.entropy = event.entropy;
+    t.position = m_promptTokens + event.index;
+    t.candidates = event.candidates;
+    t.trace = event.trace;
+    reply.content += t.piece;
+    reply.tokens.append(t);
+    m_attention.handleToken(t.position, t.piece);
+    Q_EMIT tokenEvent(event);
+    Q_EMIT tokenAppended(int(m_conversation.messages.size()) - 1, int(reply.tokens.size()) - 1);
+}
+
+void ChatController::handleAttention(quint64 requestId, const AttentionBatch& batch) {
+    if (requestId != m_activeRequest || !batch) return;
+    m_attention.addEvents(*batch);
+}
+
+void ChatController::handleTimings(quint64 requestId, const wb::Timings& timings) {
+    if (requestId == m_activeRequest) Q_EMIT timingsChanged(timings);
+}
+
+void ChatController::handleGenerationFinished(const GenerationSummary& summary) {
+    if (summary.requestId != m_activeRequest) return;
+    const int index = int(m_conversation.messages.size()) - 1;
+    if (index >= 0) {
+        ChatEntry& reply = m_conversation.messages[index];
+        if (summary.reason == wb::StopReason::ERROR && reply.tokens.isEmpty()) {
+            m_conversation.messages.removeLast();
+            Q_EMIT conversationReset();
+        } else {
+            // The streamed pieces hold back text that might start a stop string; the final text is
+            // authoritative.
+            reply.content = summary.text;
+            reply.stopReason = QString::fromLatin1(wb::stop_reason_name(summary.reason));
+            Q_EMIT messageFinished(index);
+        }
+    }
+    setGenerating(false);
+    Q_EMIT timingsChanged(summary.timings);
+    Q_EMIT generationFinished(summary);
+    if (summary.reason == wb::StopReason::ERROR) Q_EMIT errorOccurred(summary.error);
+    if (summary.reason == wb::StopReason::CONTEXT_FULL)
+        Q_EMIT notice(tr("The context is full: start a new chat or raise the context size."));
+}
+
+void ChatController::setGenerating(bool on) {
+    if (m_generating == on) return;
+    m_generating = on;
+    Q_EMIT generatingChanged(on);
+}
+
+void ChatController::setLoading(bool on) {
+    if (m_loading == on) return;
+    m_loading = on;
+    Q_EMIT loadingChanged(on);
+}

@@ -1,0 +1,117 @@
+#pragma once
+// ChatController: the GUI-thread side of a conversation. It owns the inference thread and its worker,
+// makes every cross-thread connection (connectWorker, all explicitly queued), keeps the Conversation
+// and turns user actions (send, stop, regenerate, edit and resend, new chat, save/load) into worker
+// requests. Panels listen to its signals; none of them talks to the worker.
+#include <QObject>
+#include <QThread>
+
+#include "attention_store.h"
+#include "conversation.h"
+#include "engine_types.h"
+#include "inference_worker.h"
+#include "model_summary.h"
+
+class ChatController : public QObject {
+    Q_OBJECT
+
+public:
+    explicit ChatController(QObject* parent = nullptr);
+    ~ChatController() override;
+
+    const Conversation& conversation() const { return m_conversation; }
+    AttentionStore* attentionStore() { return &m_attention; }
+    InferenceWorker* worker() { return m_worker; }
+    bool isGenerating() const { return m_generating; }
+    bool isLoading() const { return m_loading; }
+    bool hasModel() const { return !m_model.path.isEmpty(); }
+    const ModelSummary& model() const { return m_model; }
+    const wb::SamplingParams& samplingParams() const { return m_conversation.sampling; }
+
+    // Model loading options used by the next loadModel.
+    void setBackend(const QString& backend) { m_backendName = backend; }
+    QString backend() const { return m_backendName; }
+    void setContextSize(int tokens) { m_contextSize = tokens; }
+    int contextSize() const { return m_contextSize; }
+    // Engine threads; 0 = every core but one (the GUI thread keeps a core).
+    void setThreads(int threads) { m_threads = threads; }
+
+public Q_SLOTS:
+    void loadModel(const QString& path);
+    void cancelLoad();
+    // Appends a user message and starts the reply; false while a reply is being generated.
+    bool sendMessage(const QString& text);
+    // Drops the last reply (if any) and generates a new one for the same conversation.
+    bool regenerate();
+    // Replaces user message `index`, drops everything after it and generates a new reply. The
+    // session keeps the cached prefix up to the edit and truncates the rest.
+    bool editAndResend(int index, const QString& text);
+    void stop();
+    void newChat();
+    void setSystemPrompt(const QString& prompt);
+    // Live: applies to the next token of a running reply.
+    void setSamplingParams(const wb::SamplingParams& params);
+    void setCaptureSpec(const wb::CaptureSpec& spec);
+    bool saveConversation(const QString& path, QString* error);
+    bool loadConversation(const QString& path, QString* error);
+
+Q_SIGNALS:
+    void loadStarted(const QString& path);
+    void modelLoaded(const ModelSummary& summary);
+    void loadFailed(const QString& path, const QString& error);
+    void loadCanceled(const QString& path);
+    void fileHashReady(const QString& path, const QString& sha256);
+    void loadingChanged(bool loading);
+    void generatingChanged(bool generating);
+    // The whole conversation changed (new chat, load, edit): views re-render everything.
+    void conversationReset();
+    void messageAppended(int index);
+    void tokenAppended(int messageIndex, int tokenIndex);
+    void messageFinished(int index);
+    // The latest token event (its candidates drive the sampling panel's chart).
+    void tokenEvent(const wb::TokenEvent& event);
+    void promptReady(const PromptInfo& info);
+    void kvStatsChanged(const wb::KvStats& stats);
+    void timingsChanged(const wb::Timings& timings);
+    void generationFinished(const GenerationSummary& summary);
+    void samplingParamsRestored(const wb::SamplingParams& params);
+    void systemPromptRestored(const QString& prompt);
+    void errorOccurred(const QString& message);
+    void notice(const QString& message);
+
+    // To the worker (queued); private use, connected in connectWorker.
+    void loadRequested(const QString& path, const QString& backend, int contextSize, int threads);
+    void generateRequested(quint64 requestId, const ChatMessages& messages);
+    void resetRequested();
+
+private Q_SLOTS:
+    void handleLoadStarted(const QString& path);
+    void handleModelLoaded(const ModelSummary& summary);
+    void handleLoadFailed(const QString& path, const QString& error);
+    void handleLoadCanceled(const QString& path);
+    void handlePromptReady(const PromptInfo& info);
+    void handleToken(quint64 requestId, const wb::TokenEvent& event);
+    void handleAttention(quint64 requestId, const AttentionBatch& batch);
+    void handleTimings(quint64 requestId, const wb::Timings& timings);
+    void handleGenerationFinished(const GenerationSummary& summary);
+
+private:
+    void connectWorker();
+    void startGeneration();
+    void setGenerating(bool on);
+    void setLoading(bool on);
+
+    QThread m_thread;
+    InferenceWorker* m_worker = nullptr;  // lives on m_thread; deleted after the thread ends
+    Conversation m_conversation;
+    AttentionStore m_attention;
+    ModelSummary m_model;
+    QString m_backendName = QStringLiteral("auto");
+    int m_contextSize = 0;
+    int m_threads = 0;
+    quint64 m_nextRequest = 1;
+    quint64 m_activeRequest = 0;
+    int m_promptTokens = 0;  // of the active request: generated token i sits at position m_promptTokens + i
+    bool m_generating = false;
+    bool m_loading = false;
+};

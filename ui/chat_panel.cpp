@@ -1,0 +1,177 @@
+#include "chat_panel.h"
+
+#include <QApplication>
+#include <QCheckBox>
+#include <QClipboard>
+#include <QHBoxLayout>
+#include <QLabel>
+#include <QLineEdit>
+#include <QMenu>
+#include <QPushButton>
+#include <QScrollBar>
+#include <QTextBrowser>
+#include <QVBoxLayout>
+
+#include "chat_controller.h"
+#include "chat_document.h"
+#include "message_edit.h"
+
+ChatPanel::ChatPanel(ChatController* controller, QWidget* parent) : QWidget(parent), m_controller(controller) {
+    m_systemPrompt = new QLineEdit(this);
+    m_systemPrompt->setPlaceholderText(tr("System prompt (optional; applies from the next reply)"));
+    m_systemPrompt->setClearButtonEnabled(true);
+
+    m_view = new QTextBrowser(this);
+    m_view->setOpenLinks(false);
+    m_view->setContextMenuPolicy(Qt::CustomContextMenu);
+    m_document = new ChatDocument(m_view->document());
+
+    m_editLabel = new QLabel(this);
+    m_editLabel->setVisible(false);
+    m_editLabel->setStyleSheet(QStringLiteral("color: #8a5a00;"));
+
+    m_input = new MessageEdit(this);
+    m_input->setMaximumHeight(110);
+    m_input->setObjectName(QStringLiteral("messageEdit"));
+
+    m_sendButton = new QPushButton(tr("Send"), this);
+    m_stopButton = new QPushButton(tr("Stop"), this);
+    m_stopButton->setToolTip(tr("Stop the reply (Esc)"));
+    m_regenerateButton = new QPushButton(tr("Regenerate"), this);
+    m_newChatButton = new QPushButton(tr("New chat"), this);
+    m_copyButton = new QPushButton(tr("Copy"), this);
+    m_copyButton->setToolTip(tr("Copy the conversation as text"));
+    m_colorBox = new QCheckBox(tr("Colour tokens by probability"), this);
+
+    auto* buttons = new QHBoxLayout;
+    buttons->addWidget(m_colorBox);
+    buttons->addStretch(1);
+    for (QPushButton* b : {m_copyButton, m_newChatButton, m_regenerateButton, m_stopButton, m_sendButton}) buttons->addWidget(b);
+
+    auto* layout = new QVBoxLayout(this);
+    layout->setContentsMargins(4, 4, 4, 4);
+    layout->addWidget(m_systemPrompt);
+    layout->addWidget(m_view, 1);
+    layout->addWidget(m_editLabel);
+    layout->addWidget(m_input);
+    layout->addLayout(buttons);
+
+    connect(m_input, &MessageEdit::sendRequested, this, &ChatPanel::send);
+    connect(m_sendButton, &QPushButton::clicked, this, &ChatPanel::send);
+    connect(m_stopButton, &QPushButton::clicked, m_controller, &ChatController::stop);
+    connect(m_regenerateButton, &QPushButton::clicked, m_controller, &ChatController::regenerate);
+    connect(m_newChatButton, &QPushButton::clicked, m_controller, &ChatController::newChat);
+    connect(m_copyButton, &QPushButton::clicked, this, &ChatPanel::copyConversation);
+    connect(m_systemPrompt, &QLineEdit::textChanged, m_controller, &ChatController::setSystemPrompt);
+    connect(m_colorBox, &QCheckBox::toggled, this, [this](bool on) {
+        m_document->setColorByProbability(on);
+        m_document->rebuild(m_controller->conversation());
+    });
+    connect(m_view, &QTextBrowser::anchorClicked, this, &ChatPanel::handleAnchorClicked);
+    connect(m_view, &QWidget::customContextMenuRequested, this, &ChatPanel::handleContextMenu);
+
+    connect(m_controller, &ChatController::conversationReset, this, &ChatPanel::handleConversationReset);
+    connect(m_controller, &ChatController::messageAppended, this, &ChatPanel::handleMessageAppended);
+    connect(m_controller, &ChatController::tokenAppended, this, &ChatPanel::handleTokenAppended);
+    connect(m_controller, &ChatController::messageFinished, this, &ChatPanel::handleMessageFinished);
+    connect(m_controller, &ChatController::generatingChanged, this, &ChatPanel::handleGeneratingChanged);
+    connect(m_controller, &ChatController::systemPromptRestored, m_systemPrompt, &QLineEdit::setText);
+    handleGeneratingChanged(false);
+}
+
+ChatPanel::~ChatPanel() {
+    delete m_document;
+}
+
+void ChatPanel::send() {
+    const QString text = m_input->toPlainText();
+    if (text.trimmed().isEmpty()) return;
+    const bool sent = m_editIndex >= 0 ? m_controller->editAndResend(m_editIndex, text) : m_controller->sendMessage(text);
+    if (!sent) return;
+    m_input->clear();
+    cancelEdit();
+}
+
+void ChatPanel::beginEdit(int index) {
+    const auto& messages = m_controller->conversation().messages;
+    if (index < 0 || index >= messages.size() || messages[index].role != QLatin1String("user")) return;
+    m_editIndex = index;
+    m_input->setPlainText(messages[index].content);
+    m_editLabel->setText(tr("Editing message %1: send replaces it and everything after it.").arg(index + 1));
+    m_editLabel->setVisible(true);
+    m_input->setFocus();
+}
+
+void ChatPanel::cancelEdit() {
+    m_editIndex = -1;
+    m_editLabel->setVisible(false);
+}
+
+void ChatPanel::copyConversation() {
+    QStringList out;
+    const Conversation& c = m_controller->conversation();
+    if (!c.systemPrompt.isEmpty()) out << tr("System: %1").arg(c.systemPrompt);
+    for (const ChatEntry& m : c.messages)
+        out << (m.role == QLatin1String("user") ? tr("You: %1") : tr("Assistant: %1")).arg(m.content);
+    QApplication::clipboard()->setText(out.join(QStringLiteral("\n\n")));
+}
+
+bool ChatPanel::isFollowing() const {
+    const QScrollBar* bar = m_view->verticalScrollBar();
+    return bar->value() >= bar->maximum() - 4;
+}
+
+void ChatPanel::scrollToEndIfFollowing(bool following) {
+    if (following) m_view->verticalScrollBar()->setValue(m_view->verticalScrollBar()->maximum());
+}
+
+void ChatPanel::handleConversationReset() {
+    m_document->rebuild(m_controller->conversation());
+    scrollToEndIfFollowing(true);
+}
+
+void ChatPanel::handleMessageAppended(int index) {
+    const bool follow = isFollowing();
+    m_document->appendMessage(m_controller->conversation(), index);
+    scrollToEndIfFollowing(follow);
+}
+
+void ChatPanel::handleTokenAppended(int messageIndex, int tokenIndex) {
+    const bool follow = isFollowing();
+    m_document->appendToken(m_controller->conversation(), messageIndex, tokenIndex);
+    scrollToEndIfFollowing(follow);
+}
+
+void ChatPanel::handleMessageFinished(int) {
+    const bool follow = isFollowing();
+    m_document->refreshLastMessage(m_controller->conversation());
+    scrollToEndIfFollowing(follow);
+}
+
+void ChatPanel::handleGeneratingChanged(bool generating) {
+    m_stopButton->setEnabled(generating);
+    m_sendButton->setEnabled(!generating);
+    m_regenerateButton->setEnabled(!generating);
+}
+
+void ChatPanel::handleAnchorClicked(const QUrl& url) {
+    int message = 0, token = 0;
+    if (ChatDocument::parseTokenHref(url.toString(), &message, &token)) Q_EMIT tokenClicked(message, token);
+}
+
+void ChatPanel::handleContextMenu(const QPoint& pos) {
+    const int index = m_document->messageAt(m_view->cursorForPosition(pos).position());
+    const auto& messages = m_controller->conversation().messages;
+    QMenu* menu = m_view->createStandardContextMenu(pos);
+    menu->addSeparator();
+    if (index >= 0 && index < messages.size()) {
+        const QString content = messages[index].content;
+        menu->addAction(tr("Copy message"), this, [content] { QApplication::clipboard()->setText(content); });
+        if (messages[index].role == QLatin1String("user"))
+            menu->addAction(tr("Edit and resend…"), this, [this, index] { beginEdit(index); })
+                ->setEnabled(!m_controller->isGenerating());
+    }
+    menu->addAction(tr("Regenerate last reply"), m_controller, &ChatController::regenerate)->setEnabled(!m_controller->isGenerating());
+    menu->setAttribute(Qt::WA_DeleteOnClose);
+    menu->popup(m_view->viewport()->mapToGlobal(pos));
+}

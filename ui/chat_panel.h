@@ -1,0 +1,65 @@
+#pragma once
+// The chat panel: the conversation (streaming replies, code blocks, tokens optionally coloured by
+// probability and clickable), the system prompt and the message box with send, stop, regenerate,
+// new chat and copy. Edit and resend: right-click a message of yours, edit it in the box, send.
+#include <QWidget>
+
+class ChatController;
+class ChatDocument;
+class MessageEdit;
+class QCheckBox;
+class QLabel;
+class QLineEdit;
+class QPushButton;
+class QTextBrowser;
+
+class ChatPanel : public QWidget {
+    Q_OBJECT
+
+public:
+    explicit ChatPanel(ChatController* controller, QWidget* parent = nullptr);
+    ~ChatPanel() override;
+
+    MessageEdit* input() const { return m_input; }
+    QTextBrowser* view() const { return m_view; }
+    QLineEdit* systemPromptEdit() const { return m_systemPrompt; }
+    QCheckBox* colorByProbabilityBox() const { return m_colorBox; }
+    int editingIndex() const { return m_editIndex; }
+    // Puts user message `index` into the message box; the next send replaces it and what followed.
+    void beginEdit(int index);
+    void cancelEdit();
+
+public Q_SLOTS:
+    void send();
+    void copyConversation();
+
+Q_SIGNALS:
+    void tokenClicked(int messageIndex, int tokenIndex);
+
+private Q_SLOTS:
+    void handleConversationReset();
+    void handleMessageAppended(int index);
+    void handleTokenAppended(int messageIndex, int tokenIndex);
+    void handleMessageFinished(int index);
+    void handleGeneratingChanged(bool generating);
+    void handleAnchorClicked(const QUrl& url);
+    void handleContextMenu(const QPoint& pos);
+
+private:
+    void scrollToEndIfFollowing(bool following);
+    bool isFollowing() const;
+
+    ChatController* m_controller;
+    QTextBrowser* m_view;
+    ChatDocument* m_document;
+    MessageEdit* m_input;
+    QLineEdit* m_systemPrompt;
+    QCheckBox* m_colorBox;
+    QLabel* m_editLabel;
+    QPushButton* m_sendButton;
+    QPushButton* m_stopButton;
+    QPushButton* m_regenerateButton;
+    QPushButton* m_newChatButton;
+    QPushButton* m_copyButton;
+    int m_editIndex = -1;
+};

@@ -1,0 +1,54 @@
+#pragma once
+// Engine values that cross from the inference thread to the GUI thread inside queued signals. Queued
+// connections copy their arguments through QMetaType, so every type used in a cross-thread signal is
+// declared here and registered once by registerEngineTypes() before the first connection is made.
+#include <memory>
+#include <vector>
+
+#include <QMetaType>
+#include <QString>
+#include <QStringList>
+#include <QVector>
+
+#include "engine/observer.h"
+#include "engine/session.h"
+#include "chat/chat_template.h"
+
+// A batch of attention events: the worker hands over up to 30 batches a second instead of one signal
+// per layer and token. Shared and immutable, so the queued copy is a pointer copy.
+using AttentionBatch = std::shared_ptr<const std::vector<wb::AttentionEvent>>;
+using ChatMessages = std::vector<wb::ChatMessage>;
+
+// The tokenised prompt of one generation, sent before its first token so the views can label positions.
+struct PromptInfo {
+    quint64 requestId = 0;
+    QVector<int> ids;        // the whole context the reply continues (template-rendered conversation)
+    QStringList pieces;      // text of each id (special tokens rendered)
+    int reused = 0;          // leading positions whose K/V the session keeps from the previous turn
+};
+
+// How one generation ended.
+struct GenerationSummary {
+    quint64 requestId = 0;
+    QString text;            // the reply, without a matched stop string
+    wb::StopReason reason = wb::StopReason::NONE;
+    QString error;           // when reason is ERROR
+    wb::Timings timings;
+    int contextTokens = 0;   // tokens whose K/V are cached after the reply
+    quint64 seed = 0;
+};
+
+Q_DECLARE_METATYPE(wb::TokenEvent)
+Q_DECLARE_METATYPE(wb::KvStats)
+Q_DECLARE_METATYPE(wb::Timings)
+Q_DECLARE_METATYPE(wb::SamplingParams)
+Q_DECLARE_METATYPE(AttentionBatch)
+Q_DECLARE_METATYPE(ChatMessages)
+Q_DECLARE_METATYPE(PromptInfo)
+Q_DECLARE_METATYPE(GenerationSummary)
+
+// Registers the types above with QMetaType; idempotent.
+void registerEngineTypes();
+
+// Human-readable byte count ("1.5 MiB").
+QString formatBytes(double bytes);

@@ -1,0 +1,199 @@
+#include "inference_worker.h"
+
+#include <QFileInfo>
+#include <QMutexLocker>
+
+#include "worker_observer.h"
+
+namespace {
+
+// Bytes read per hashing step: small enough that a queued generation request waits at most a few
+// milliseconds, large enough that hashing a 4 GB file is not dominated by event-loop overhead.
+constexpr qint64 kHashChunk = 8 << 20;
+
+wb::BackendKind backendKind(const QString& name) {
+    if (name == QLatin1String("cpu")) return wb::BackendKind::CPU;
+    if (name == QLatin1String("cuda")) return wb::BackendKind::CUDA;
+    return wb::BackendKind::AUTO;
+}
+
+}  // namespace
+
+InferenceWorker::InferenceWorker(QObject* parent) : QObject(parent) {
+    registerEngineTypes();
+}
+
+InferenceWorker::~InferenceWorker() {
+    releaseEngine();
+}
+
+void InferenceWorker::releaseEngine() {
+    QMutexLocker lock(&m_sessionMutex);
+    m_session.reset();
+    m_backend = {};
+    m_model.reset();
+}
+
+void InferenceWorker::requestStop(quint64 upToRequest) {
+    quint64 cur = m_stopUpTo.load();
+    while (cur < upToRequest && !m_stopUpTo.compare_exchange_weak(cur, upToRequest)) {
+    }
+    stopSession();
+}
+
+void InferenceWorker::stopSession() {
+    QMutexLocker lock(&m_sessionMutex);
+    if (m_session) m_session->stop();
+}
+
+void InferenceWorker::cancelLoad() {
+    m_cancelLoad.store(true);
+}
+
+void InferenceWorker::setSamplingParams(const wb::SamplingParams& params) {
+    QMutexLocker lock(&m_paramsMutex);
+    m_userParams = params;
+    applyParams();
+}
+
+wb::SamplingParams InferenceWorker::samplingParams() const {
+    QMutexLocker lock(&m_paramsMutex);
+    return m_userParams;
+}
+
+void InferenceWorker::applyParams() {
+    // The template's end-of-turn marker ends a reply even if a file forgot to type it as a control token.
+    wb::SamplingParams p = m_userParams;
+    for (const auto& s : m_turnStops) p.stop.push_back(s);
+    m_live.set(p);
+}
+
+void InferenceWorker::setCaptureSpec(const wb::CaptureSpec& spec) {
+    QMutexLocker lock(&m_paramsMutex);
+    m_capture = spec;
+}
+
+wb::CaptureSpec InferenceWorker::captureSpec() const {
+    QMutexLocker lock(&m_paramsMutex);
+    return m_capture;
+}
+
+void InferenceWorker::loadModel(const QString& path, const QString& backend, int contextSize, int threads) {
+    m_cancelLoad.store(false);
+    Q_EMIT loadStarted(path);
+    try {
+        // Build the new engine beside the old one, so a failed or cancelled load leaves the current
+        // model working.
+        std::unique_ptr<wb::Model> model = wb::Model::load(path.toStdString());
+        if (m_cancelLoad.load()) {
+            Q_EMIT loadCanceled(path);
+            return;
+        }
+        wb::BackendChoice choice = wb::create_backend(backendKind(backend), threads);
+        wb::SessionOptions options;
+        options.n_ctx = contextSize;
+        auto session = std::make_unique<wb::Session>(*model, *choice.backend, options);
+        if (m_cancelLoad.load()) {
+            Q_EMIT loadCanceled(path);
+            return;
+        }
+        ModelSummary summary = ModelSummary::fromModel(*model, path, session->n_ctx());
+        summary.backendName = QString::fromStdString(choice.backend->name());
+        summary.backendDescription = QString::fromStdString(choice.backend->description());
+        summary.backendNote = QString::fromStdString(choice.note);
+        releaseEngine();
+        {
+            QMutexLocker lock(&m_sessionMutex);
+            m_model = std::move(model);
+            m_backend = std::move(choice);
+            m_session = std::move(session);
+        }
+        {
+            QMutexLocker lock(&m_paramsMutex);
+            m_turnStops = m_model->chat_template().end_of_turn_texts();
+            applyParams();
+        }
+        m_modelPath = path;
+        Q_EMIT modelLoaded(summary);
+        Q_EMIT kvStatsChanged(m_session->kv_stats());
+        startHash(path);
+    } catch (const std::exception& e) {
+        Q_EMIT loadFailed(path, QString::fromUtf8(e.what()));
+    }
+}
+
+void InferenceWorker::generateChat(quint64 requestId, const ChatMessages& messages) {
+    GenerationSummary summary;
+    summary.requestId = requestId;
+    if (!m_session) {
+        summary.reason = wb::StopReason::ERROR;
+        summary.error = tr("No model is loaded.");
+        Q_EMIT generationFinished(summary);
+        return;
+    }
+    try {
+        const wb::Model& m = *m_model;
+        const std::string text = m.chat_template().render(messages, true);
+        const std::vector<int32_t> ids = m.tokenizer().encode(text, m.tokenizer().add_bos(), true);
+        PromptInfo info;
+        info.requestId = requestId;
+        for (int32_t id : ids) {
+            info.ids.append(id);
+            info.pieces.append(QString::fromStdString(m.tokenizer().token_to_piece(id, true)));
+        }
+        // The same prefix rule as Session::generate: the last prompt token is always evaluated again.
+        const auto& cached = m_session->context_tokens();
+        size_t common = 0;
+        while (common < cached.size() && common < ids.size() && cached[common] == ids[common]) ++common;
+        info.reused = ids.empty() ? 0 : int(std::min(common, ids.size() - 1));
+        Q_EMIT promptReady(info);
+
+        WorkerObserver observer(*this, requestId, captureSpec());
+        const wb::GenerateResult r = m_session->generate(ids, m_live, &observer);
+        observer.flush();
+        summary.text = QString::fromStdString(r.text);
+        summary.reason = r.reason;
+        summary.error = QString::fromStdString(r.error);
+        summary.timings = r.timings;
+        summary.seed = r.seed;
+    } catch (const std::exception& e) {
+        summary.reason = wb::StopReason::ERROR;
+        summary.error = QString::fromUtf8(e.what());
+    }
+    summary.contextTokens = int(m_session->context_tokens().size());
+    Q_EMIT kvStatsChanged(m_session->kv_stats());
+    Q_EMIT generationFinished(summary);
+}
+
+void InferenceWorker::resetSession() {
+    if (!m_session) return;
+    m_session->reset();
+    Q_EMIT kvStatsChanged(m_session->kv_stats());
+}
+
+void InferenceWorker::startHash(const QString& path) {
+    ++m_hashJob;
+    m_hash.reset();
+    m_hashFile = std::make_unique<QFile>(path);
+    if (!m_hashFile->open(QIODevice::ReadOnly)) {
+        m_hashFile.reset();
+        Q_EMIT fileHashReady(path, tr("(cannot read the file)"));
+        return;
+    }
+    const quint64 job = m_hashJob;
+    QMetaObject::invokeMethod(this, [this, job] { hashNextChunk(job); }, Qt::QueuedConnection);
+}
+
+void InferenceWorker::hashNextChunk(quint64 job) {
+    // A newer model load started another hash: this chain ends.
+    if (job != m_hashJob || !m_hashFile) return;
+    const QByteArray chunk = m_hashFile->read(kHashChunk);
+    m_hash.addData(chunk);
+    if (chunk.size() == kHashChunk) {
+        QMetaObject::invokeMethod(this, [this, job] { hashNextChunk(job); }, Qt::QueuedConnection);
+        return;
+    }
+    const QString path = m_hashFile->fileName();
+    m_hashFile.reset();
+    Q_EMIT fileHashReady(path, QString::fromLatin1(m_hash.result().toHex()));
+}

@@ -1,0 +1,95 @@
+#pragma once
+// InferenceWorker: the object that owns the engine (Model, backend, Session) and runs it on its own
+// QThread. The GUI talks to it only through queued signals and slots (connected in one place,
+// ChatController::connectWorker) plus the few thread-safe calls below, so the GUI thread never waits
+// for the engine.
+#include <atomic>
+#include <memory>
+
+#include <QCryptographicHash>
+#include <QFile>
+#include <QMutex>
+#include <QObject>
+#include <QString>
+
+#include "engine/backend.h"
+#include "engine/model.h"
+#include "engine/session.h"
+#include "engine_types.h"
+#include "model_summary.h"
+
+class InferenceWorker : public QObject {
+    Q_OBJECT
+
+public:
+    explicit InferenceWorker(QObject* parent = nullptr);
+    ~InferenceWorker() override;
+
+    // --- Thread-safe: called directly from the GUI thread while the worker may be busy. ---
+    // Ends every generation with a request id <= upToRequest at its next token (Session::stop is an
+    // atomic flag); a request that has not started yet stops at its first token.
+    void requestStop(quint64 upToRequest);
+    // A model load cannot be interrupted inside the engine; a cancelled load is discarded when it
+    // returns and the previous model stays.
+    void cancelLoad();
+    // Live sampling parameters: the session reads them before every token (LiveSamplingParams::set).
+    void setSamplingParams(const wb::SamplingParams& params);
+    wb::SamplingParams samplingParams() const;
+    // What the observer asks the engine to capture; read at the start of each generation.
+    void setCaptureSpec(const wb::CaptureSpec& spec);
+    wb::CaptureSpec captureSpec() const;
+
+    // --- Used by WorkerObserver on the worker thread. ---
+    bool stopRequested(quint64 requestId) const { return requestId <= m_stopUpTo.load(); }
+    void stopSession();
+
+public Q_SLOTS:
+    // backend: "auto", "cpu" or "cuda"; contextSize 0 = the engine's default; threads 0 = all cores.
+    void loadModel(const QString& path, const QString& backend, int contextSize, int threads);
+    // Renders the conversation with the model's chat template, tokenises it and generates the reply.
+    // The session reuses the cached prefix, so an edited or regenerated turn truncates the cache.
+    void generateChat(quint64 requestId, const ChatMessages& messages);
+    // Forgets the conversation (new chat).
+    void resetSession();
+
+Q_SIGNALS:
+    void loadStarted(const QString& path);
+    void modelLoaded(const ModelSummary& summary);
+    void loadFailed(const QString& path, const QString& error);
+    void loadCanceled(const QString& path);
+    void fileHashReady(const QString& path, const QString& sha256);
+    void promptReady(const PromptInfo& info);
+    void tokenGenerated(quint64 requestId, const wb::TokenEvent& event);
+    void attentionCaptured(quint64 requestId, const AttentionBatch& batch);
+    void kvStatsChanged(const wb::KvStats& stats);
+    void timingsChanged(quint64 requestId, const wb::Timings& timings);
+    void generationFinished(const GenerationSummary& summary);
+
+private:
+    void startHash(const QString& path);
+    void hashNextChunk(quint64 job);
+    void applyParams();  // m_userParams + the template's end-of-turn texts -> m_live
+    void releaseEngine();
+
+    // Declaration order matters for destruction: the session refers to the backend and the model.
+    std::unique_ptr<wb::Model> m_model;
+    wb::BackendChoice m_backend;
+    std::unique_ptr<wb::Session> m_session;
+    QString m_modelPath;
+
+    mutable QMutex m_sessionMutex;  // guards m_session against a swap while the GUI calls stop
+    mutable QMutex m_paramsMutex;
+    wb::SamplingParams m_userParams;
+    std::vector<std::string> m_turnStops;  // end-of-turn texts of the loaded model's template
+    wb::LiveSamplingParams m_live;
+    wb::CaptureSpec m_capture;
+
+    std::atomic<quint64> m_stopUpTo{0};
+    std::atomic<bool> m_cancelLoad{false};
+
+    // SHA-256 of the model file, computed in chunks queued on this thread so generation requests
+    // interleave with it instead of waiting for a multi-GB file to be read.
+    std::unique_ptr<QFile> m_hashFile;
+    QCryptographicHash m_hash{QCryptographicHash::Sha256};
+    quint64 m_hashJob = 0;
+};

@@ -1,0 +1,128 @@
+#include "kv_cache_panel.h"
+
+#include <QFormLayout>
+#include <QLabel>
+#include <QProgressBar>
+#include <QVBoxLayout>
+
+#include <qcustomplot.h>
+
+#include "engine_types.h"
+#include "model_summary.h"
+
+namespace {
+constexpr double kMiB = 1024.0 * 1024.0;
+}
+
+KvCachePanel::KvCachePanel(QWidget* parent) : QWidget(parent) {
+    m_layerPlot = new QCustomPlot(this);
+    m_layerPlot->setMinimumHeight(160);
+    m_reserved = new QCPBars(m_layerPlot->xAxis, m_layerPlot->yAxis);
+    m_reserved->setName(tr("reserved"));
+    m_reserved->setPen(Qt::NoPen);
+    m_reserved->setBrush(QColor(200, 205, 220));
+    m_used = new QCPBars(m_layerPlot->xAxis, m_layerPlot->yAxis);
+    m_used->setName(tr("used"));
+    m_used->setPen(Qt::NoPen);
+    m_used->setBrush(QColor(60, 110, 190));
+    // Used drawn over reserved at the same position: the pale part is reserved but empty.
+    m_reserved->setWidth(0.8);
+    m_used->setWidth(0.5);
+    m_layerPlot->xAxis->setLabel(tr("layer"));
+    m_layerPlot->yAxis->setLabel(tr("MiB"));
+    m_layerPlot->legend->setVisible(true);
+    m_layerPlot->legend->setFont(QFont(font().family(), 8));
+
+    m_timePlot = new QCustomPlot(this);
+    m_timePlot->setMinimumHeight(130);
+    m_totalReserved = m_timePlot->addGraph();
+    m_totalReserved->setName(tr("reserved"));
+    m_totalReserved->setPen(QPen(QColor(150, 155, 175), 1.5));
+    m_totalUsed = m_timePlot->addGraph();
+    m_totalUsed->setName(tr("used"));
+    m_totalUsed->setPen(QPen(QColor(60, 110, 190), 2));
+    m_timePlot->xAxis->setLabel(tr("seconds"));
+    m_timePlot->yAxis->setLabel(tr("total MiB"));
+    m_timePlot->legend->setVisible(true);
+    m_timePlot->legend->setFont(QFont(font().family(), 8));
+    m_timePlot->axisRect()->insetLayout()->setInsetAlignment(0, Qt::AlignTop | Qt::AlignLeft);
+
+    m_gauge = new QProgressBar(this);
+    m_gauge->setFormat(tr("%v / %m tokens (%p%)"));
+    m_gauge->setRange(0, 1);
+    m_gauge->setValue(0);
+    m_type = new QLabel(tr("—"), this);
+    m_measured = new QLabel(tr("—"), this);
+    m_estimate = new QLabel(tr("—"), this);
+    m_estimate->setWordWrap(true);
+    for (QLabel* l : {m_type, m_measured, m_estimate}) l->setTextInteractionFlags(Qt::TextSelectableByMouse);
+
+    auto* form = new QFormLayout;
+    form->addRow(tr("Context fill"), m_gauge);
+    form->addRow(tr("Element type"), m_type);
+    form->addRow(tr("Measured"), m_measured);
+    form->addRow(tr("Formula"), m_estimate);
+    auto* layout = new QVBoxLayout(this);
+    layout->setContentsMargins(4, 4, 4, 4);
+    layout->addLayout(form);
+    layout->addWidget(m_layerPlot, 3);
+    layout->addWidget(m_timePlot, 2);
+    m_clock.start();
+}
+
+quint64 KvCachePanel::formulaBytes(int layers, int kvHeads, int headDim, int tokens, int elementBytes) {
+    return quint64(2) * quint64(layers) * quint64(kvHeads) * quint64(headDim) * quint64(tokens) * quint64(elementBytes);
+}
+
+QString KvCachePanel::typeText() const { return m_type->text(); }
+QString KvCachePanel::estimateText() const { return m_estimate->text(); }
+QString KvCachePanel::measuredText() const { return m_measured->text(); }
+
+void KvCachePanel::setModel(const ModelSummary& summary) {
+    m_nLayer = summary.nLayer;
+    m_nHeadKv = summary.nHeadKv;
+    m_headDim = summary.headDim;
+    m_totalUsed->data()->clear();
+    m_totalReserved->data()->clear();
+    m_clock.restart();
+    m_gauge->setRange(0, std::max(1, summary.contextSize));
+    m_gauge->setValue(0);
+}
+
+void KvCachePanel::handleStats(const wb::KvStats& stats) {
+    QVector<double> keys, used, reserved;
+    double top = 0.0;
+    for (size_t i = 0; i < stats.layers.size(); ++i) {
+        keys << double(i);
+        used << double(stats.layers[i].bytes_used) / kMiB;
+        reserved << double(stats.layers[i].bytes_reserved) / kMiB;
+        top = std::max(top, reserved.last());
+    }
+    m_used->setData(keys, used, true);
+    m_reserved->setData(keys, reserved, true);
+    m_layerPlot->xAxis->setRange(-0.7, std::max<double>(1, double(stats.layers.size())) - 0.3);
+    m_layerPlot->yAxis->setRange(0, std::max(top * 1.15, 0.01));
+    m_layerPlot->replot(QCustomPlot::rpQueuedReplot);
+
+    const double t = m_clock.elapsed() / 1000.0;
+    m_totalUsed->addData(t, double(stats.bytes_used) / kMiB);
+    m_totalReserved->addData(t, double(stats.bytes_reserved) / kMiB);
+    m_timePlot->rescaleAxes();
+    m_timePlot->yAxis->setRangeLower(0);
+    m_timePlot->replot(QCustomPlot::rpQueuedReplot);
+
+    m_gauge->setRange(0, std::max(1, stats.capacity));
+    m_gauge->setValue(std::min(stats.n_tokens, std::max(1, stats.capacity)));
+    const size_t elementBytes = wb::kv_type_bytes(stats.type);
+    m_type->setText(tr("%1 (%2 bytes), blocks of %3 tokens").arg(QString::fromLatin1(wb::kv_type_name(stats.type))).arg(elementBytes).arg(stats.block_tokens));
+    m_measured->setText(tr("%1 used, %2 reserved, %3 tokens").arg(formatBytes(double(stats.bytes_used)), formatBytes(double(stats.bytes_reserved))).arg(stats.n_tokens));
+    const int layers = m_nLayer > 0 ? m_nLayer : int(stats.layers.size());
+    const quint64 est = formulaBytes(layers, m_nHeadKv, m_headDim, stats.n_tokens, int(elementBytes));
+    m_estimate->setText(tr("2 × %1 layers × %2 kv heads × %3 dims × %4 tokens × %5 B = %6")
+                            .arg(layers)
+                            .arg(m_nHeadKv)
+                            .arg(m_headDim)
+                            .arg(stats.n_tokens)
+                            .arg(elementBytes)
+                            .arg(formatBytes(double(est))));
+}

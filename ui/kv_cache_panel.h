@@ -1,0 +1,52 @@
+#pragma once
+// KV-cache panel: per layer, bytes used beside bytes reserved (whole blocks); the total over time;
+// a context fill gauge; the element type; and the formula estimate
+// 2 x layers x kv_heads x head_dim x tokens x bytes per element beside the measured figure.
+#include <QElapsedTimer>
+#include <QWidget>
+
+#include "kv/kv_cache.h"
+
+class QCPBars;
+class QCPGraph;
+class QCustomPlot;
+class QLabel;
+class QProgressBar;
+struct ModelSummary;
+
+class KvCachePanel : public QWidget {
+    Q_OBJECT
+
+public:
+    explicit KvCachePanel(QWidget* parent = nullptr);
+
+    QCPBars* usedBars() const { return m_used; }
+    QCPBars* reservedBars() const { return m_reserved; }
+    QCPGraph* totalUsedGraph() const { return m_totalUsed; }
+    QProgressBar* fillGauge() const { return m_gauge; }
+    QString typeText() const;
+    QString estimateText() const;
+    QString measuredText() const;
+    // 2 x layers x kv_heads x head_dim x tokens x element bytes.
+    static quint64 formulaBytes(int layers, int kvHeads, int headDim, int tokens, int elementBytes);
+
+public Q_SLOTS:
+    void setModel(const ModelSummary& summary);
+    void handleStats(const wb::KvStats& stats);
+
+private:
+    QCustomPlot* m_layerPlot;
+    QCustomPlot* m_timePlot;
+    QCPBars* m_used;
+    QCPBars* m_reserved;
+    QCPGraph* m_totalUsed;
+    QCPGraph* m_totalReserved;
+    QProgressBar* m_gauge;
+    QLabel* m_type;
+    QLabel* m_measured;
+    QLabel* m_estimate;
+    QElapsedTimer m_clock;
+    int m_nLayer = 0;
+    int m_nHeadKv = 0;
+    int m_headDim = 0;
+};

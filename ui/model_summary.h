@@ -1,0 +1,48 @@
+#pragma once
+// What the Model info panel shows about a loaded model, gathered on the inference thread (where the
+// Model lives) into plain Qt values, so the GUI never touches engine objects another thread owns.
+#include <QMetaType>
+#include <QPair>
+#include <QString>
+#include <QVector>
+
+namespace wb {
+class Model;
+class Backend;
+}
+
+struct TensorRow {
+    QString name;
+    QString type;    // ggml type name, e.g. "q4_1"
+    QString shape;   // "[576, 49152]"
+    quint64 bytes = 0;
+};
+
+struct ModelSummary {
+    QString path;
+    QString name;            // display name (general.name or the file name)
+    QString arch;
+    quint64 fileSize = 0;
+    int ggufVersion = 0;
+    QVector<QPair<QString, QString>> metadata;    // key, short rendering of the value
+    QVector<QPair<QString, QString>> architecture; // hyperparameter name, value
+    QVector<TensorRow> tensors;
+    QVector<QPair<QString, int>> tensorTypes;      // type name, tensor count
+    quint64 weightBytes = 0;
+    quint64 kvBytesPerToken = 0;    // 2 x layers x kv_heads x head_dim x 2 bytes (f16)
+    int contextSize = 0;            // the session's n_ctx
+    int nLayer = 0;
+    int nHead = 0;
+    int nHeadKv = 0;
+    int headDim = 0;
+    QString chatTemplate;           // template family
+    QString warnings;               // chat template / tokenizer compromises, one per line
+    QString backendName;            // "cpu", "cuda"
+    QString backendDescription;
+    QString backendNote;            // why the GPU is not used (empty when it is, or when CPU was asked for)
+
+    // Fills everything except the backend fields.
+    static ModelSummary fromModel(const wb::Model& model, const QString& path, int contextSize);
+};
+
+Q_DECLARE_METATYPE(ModelSummary)

@@ -1,0 +1,198 @@
+#include "sampling_panel.h"
+
+#include <QCheckBox>
+#include <QComboBox>
+#include <QFormLayout>
+#include <QHBoxLayout>
+#include <QInputDialog>
+#include <QLabel>
+#include <QLineEdit>
+#include <QPushButton>
+#include <QSignalBlocker>
+#include <QSpinBox>
+#include <QVBoxLayout>
+
+#include "candidate_plot.h"
+#include "param_control.h"
+#include "sampling_presets.h"
+
+namespace {
+
+// Stop strings are typed separated by "|" (they may contain spaces and commas); "\n" stands for a new line.
+std::vector<std::string> parseStops(const QString& text) {
+    std::vector<std::string> out;
+    for (QString s : text.split(QLatin1Char('|'), Qt::SkipEmptyParts)) {
+        s.replace(QStringLiteral("\\n"), QStringLiteral("\n"));
+        if (!s.isEmpty()) out.push_back(s.toStdString());
+    }
+    return out;
+}
+
+QString formatStops(const std::vector<std::string>& stops) {
+    QStringList parts;
+    for (const auto& s : stops) parts << QString::fromStdString(s).replace(QLatin1Char('\n'), QStringLiteral("\\n"));
+    return parts.join(QLatin1Char('|'));
+}
+
+}  // namespace
+
+SamplingPanel::SamplingPanel(QWidget* parent) : QWidget(parent) {
+    m_presets = new QComboBox(this);
+    m_savePreset = new QPushButton(tr("Save…"), this);
+    m_savePreset->setToolTip(tr("Save the current settings as a preset"));
+    m_deletePreset = new QPushButton(tr("Delete"), this);
+    auto* presetRow = new QHBoxLayout;
+    presetRow->addWidget(new QLabel(tr("Preset"), this));
+    presetRow->addWidget(m_presets, 1);
+    presetRow->addWidget(m_savePreset);
+    presetRow->addWidget(m_deletePreset);
+
+    m_form = new QFormLayout;
+    m_form->setFieldGrowthPolicy(QFormLayout::AllNonFixedFieldsGrow);
+    addControl(QStringLiteral("temperature"), tr("Temperature"), 0, 2, 0.01, 2, tr("0 = greedy (always the most likely token)"));
+    addControl(QStringLiteral("top_k"), tr("Top-k"), 0, 200, 1, 0, tr("keep the k most likely tokens; 0 = off"));
+    addControl(QStringLiteral("top_p"), tr("Top-p"), 0, 1, 0.01, 2, tr("smallest set with cumulative p >= top-p; 1 = off"));
+    addControl(QStringLiteral("min_p"), tr("Min-p"), 0, 1, 0.01, 2, tr("drop tokens below min-p x the best p; 0 = off"));
+    addControl(QStringLiteral("typical_p"), tr("Typical-p"), 0, 1, 0.01, 2, tr("locally typical sampling; 1 = off"));
+    addControl(QStringLiteral("repeat_penalty"), tr("Repetition penalty"), 0.5, 2, 0.01, 2, tr("1 = off"));
+    addControl(QStringLiteral("repeat_last_n"), tr("Penalty window"), -1, 2048, 1, 0, tr("tokens the penalties look at; 0 = off, -1 = all"));
+    addControl(QStringLiteral("frequency_penalty"), tr("Frequency penalty"), -2, 2, 0.01, 2, tr("logit -= count x penalty"));
+    addControl(QStringLiteral("presence_penalty"), tr("Presence penalty"), -2, 2, 0.01, 2, tr("logit -= penalty if the token occurred"));
+    addControl(QStringLiteral("max_tokens"), tr("Max tokens"), 1, 4096, 1, 0, tr("generated tokens per reply"));
+
+    m_randomSeed = new QCheckBox(tr("random"), this);
+    m_seed = new QSpinBox(this);
+    m_seed->setRange(0, std::numeric_limits<int>::max());
+    auto* seedRow = new QHBoxLayout;
+    seedRow->addWidget(m_seed, 1);
+    seedRow->addWidget(m_randomSeed);
+    m_form->addRow(tr("Seed"), seedRow);
+    m_stop = new QLineEdit(this);
+    m_stop->setPlaceholderText(tr("stop strings, separated by |"));
+    m_form->addRow(tr("Stop"), m_stop);
+
+    m_plot = new CandidatePlot(this);
+    m_plotNote = new QLabel(tr("Next-token candidates appear here while the model answers."), this);
+    m_plotNote->setWordWrap(true);
+    m_plotNote->setStyleSheet(QStringLiteral("color: gray;"));
+
+    auto* layout = new QVBoxLayout(this);
+    layout->setContentsMargins(4, 4, 4, 4);
+    layout->addLayout(presetRow);
+    layout->addLayout(m_form);
+    layout->addWidget(m_plotNote);
+    layout->addWidget(m_plot, 1);
+
+    connect(m_randomSeed, &QCheckBox::toggled, this, [this](bool on) {
+        m_seed->setEnabled(!on);
+        readControls();
+    });
+    connect(m_seed, &QSpinBox::valueChanged, this, [this] { readControls(); });
+    connect(m_stop, &QLineEdit::textChanged, this, [this] { readControls(); });
+    connect(m_presets, &QComboBox::textActivated, this, &SamplingPanel::applyPreset);
+    connect(m_savePreset, &QPushButton::clicked, this, [this] {
+        bool ok = false;
+        const QString name = QInputDialog::getText(this, tr("Save preset"), tr("Preset name:"), QLineEdit::Normal, QString(), &ok);
+        if (ok && !name.trimmed().isEmpty()) saveUserPreset(name.trimmed());
+    });
+    connect(m_deletePreset, &QPushButton::clicked, this, &SamplingPanel::deleteCurrentPreset);
+
+    refreshPresets(QStringLiteral("Balanced"));
+    setParams(wb::SamplingParams{});
+}
+
+ParamControl* SamplingPanel::addControl(const QString& name, const QString& label, double lo, double hi, double step,
+                                        int decimals, const QString& tip) {
+    auto* c = new ParamControl(lo, hi, step, decimals, this);
+    c->setToolTip(tip);
+    c->setObjectName(name);
+    m_controls.insert(name, c);
+    m_form->addRow(label, c);
+    connect(c, &ParamControl::valueChanged, this, [this] { readControls(); });
+    return c;
+}
+
+ParamControl* SamplingPanel::control(const QString& name) const {
+    return m_controls.value(name);
+}
+
+void SamplingPanel::readControls() {
+    if (m_filling) return;
+    wb::SamplingParams p;
+    auto v = [this](const char* k) { return m_controls.value(QLatin1String(k))->value(); };
+    p.temperature = float(v("temperature"));
+    p.top_k = int(v("top_k"));
+    p.top_p = float(v("top_p"));
+    p.min_p = float(v("min_p"));
+    p.typical_p = float(v("typical_p"));
+    p.repeat_penalty = float(v("repeat_penalty"));
+    p.repeat_last_n = int(v("repeat_last_n"));
+    p.frequency_penalty = float(v("frequency_penalty"));
+    p.presence_penalty = float(v("presence_penalty"));
+    p.max_tokens = int(v("max_tokens"));
+    p.seed = m_randomSeed->isChecked() ? wb::SamplingParams::kRandomSeed : quint64(m_seed->value());
+    p.stop = parseStops(m_stop->text());
+    m_params = p;
+    m_plot->setParams(p);
+    Q_EMIT paramsChanged(p);
+}
+
+void SamplingPanel::setParams(const wb::SamplingParams& p) {
+    m_filling = true;
+    auto set = [this](const char* k, double value) { m_controls.value(QLatin1String(k))->setValue(value); };
+    set("temperature", p.temperature);
+    set("top_k", p.top_k);
+    set("top_p", p.top_p);
+    set("min_p", p.min_p);
+    set("typical_p", p.typical_p);
+    set("repeat_penalty", p.repeat_penalty);
+    set("repeat_last_n", p.repeat_last_n);
+    set("frequency_penalty", p.frequency_penalty);
+    set("presence_penalty", p.presence_penalty);
+    set("max_tokens", p.max_tokens);
+    const bool random = p.seed == wb::SamplingParams::kRandomSeed;
+    m_randomSeed->setChecked(random);
+    m_seed->setEnabled(!random);
+    if (!random) m_seed->setValue(int(std::min<quint64>(p.seed, quint64(std::numeric_limits<int>::max()))));
+    m_stop->setText(formatStops(p.stop));
+    m_filling = false;
+    m_params = p;
+    m_plot->setParams(p);
+}
+
+void SamplingPanel::applyPreset(const QString& name) {
+    wb::SamplingParams p;
+    if (!SamplingPresets::find(name, &p)) return;
+    // A preset sets the sampling knobs; the reply length and stop strings are the user's.
+    p.max_tokens = m_params.max_tokens;
+    p.stop = m_params.stop;
+    setParams(p);
+    m_deletePreset->setEnabled(!SamplingPresets::isBuiltin(name));
+    Q_EMIT paramsChanged(m_params);
+}
+
+void SamplingPanel::saveUserPreset(const QString& name) {
+    SamplingPresets::saveUser(name, m_params);
+    refreshPresets(name);
+}
+
+void SamplingPanel::deleteCurrentPreset() {
+    const QString name = m_presets->currentText();
+    if (SamplingPresets::isBuiltin(name)) return;
+    SamplingPresets::removeUser(name);
+    refreshPresets(QStringLiteral("Balanced"));
+}
+
+void SamplingPanel::refreshPresets(const QString& select) {
+    QSignalBlocker block(m_presets);
+    m_presets->clear();
+    m_presets->addItems(SamplingPresets::names());
+    m_presets->setCurrentText(select);
+    m_deletePreset->setEnabled(!SamplingPresets::isBuiltin(select));
+}
+
+void SamplingPanel::handleTokenEvent(const wb::TokenEvent& event) {
+    if (event.candidates.empty()) return;
+    m_plotNote->setText(tr("Token %1: top candidates before and after sampling").arg(event.index));
+    m_plot->setCandidates(event, m_params);
+}

@@ -1,0 +1,63 @@
+#pragma once
+// Sampling panel: every SamplingParams knob (slider + spin box), the seed (fixed or random), max
+// tokens and stop strings; presets; and the chart of the latest token's candidates before and after
+// sampling. Every change is emitted at once: the controller hands it to the running generation, so it
+// applies to the very next token.
+#include <QWidget>
+
+#include "engine/observer.h"
+#include "sampling/sampling_params.h"
+
+class CandidatePlot;
+class ParamControl;
+class QCheckBox;
+class QComboBox;
+class QLabel;
+class QLineEdit;
+class QPushButton;
+class QSpinBox;
+
+class SamplingPanel : public QWidget {
+    Q_OBJECT
+
+public:
+    explicit SamplingPanel(QWidget* parent = nullptr);
+
+    wb::SamplingParams params() const { return m_params; }
+    CandidatePlot* plot() const { return m_plot; }
+    ParamControl* control(const QString& name) const;  // "temperature", "top_k", ...
+    QCheckBox* randomSeedBox() const { return m_randomSeed; }
+    QSpinBox* seedBox() const { return m_seed; }
+    QLineEdit* stopEdit() const { return m_stop; }
+    QComboBox* presetBox() const { return m_presets; }
+
+public Q_SLOTS:
+    // Fills the controls without emitting paramsChanged (a loaded conversation, a preset).
+    void setParams(const wb::SamplingParams& params);
+    void applyPreset(const QString& name);
+    void handleTokenEvent(const wb::TokenEvent& event);
+    void saveUserPreset(const QString& name);
+    void deleteCurrentPreset();
+
+Q_SIGNALS:
+    void paramsChanged(const wb::SamplingParams& params);
+
+private:
+    void readControls();
+    void refreshPresets(const QString& select);
+    ParamControl* addControl(const QString& name, const QString& label, double lo, double hi, double step, int decimals,
+                             const QString& tip);
+
+    wb::SamplingParams m_params;
+    QHash<QString, ParamControl*> m_controls;
+    class QFormLayout* m_form;
+    QCheckBox* m_randomSeed;
+    QSpinBox* m_seed;
+    QLineEdit* m_stop;
+    QComboBox* m_presets;
+    QPushButton* m_savePreset;
+    QPushButton* m_deletePreset;
+    QLabel* m_plotNote;
+    CandidatePlot* m_plot;
+    bool m_filling = false;
+};

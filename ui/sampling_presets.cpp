@@ -1,0 +1,73 @@
+#include "sampling_presets.h"
+
+#include <QJsonDocument>
+#include <QSettings>
+
+#include "conversation.h"
+
+namespace {
+
+const char* kGroup = "samplingPresets";
+
+wb::SamplingParams builtin(const QString& name) {
+    wb::SamplingParams p;
+    if (name == QLatin1String("Precise")) {
+        // Near-deterministic answers: low temperature, a short list of candidates.
+        p.temperature = 0.2f;
+        p.top_k = 20;
+        p.top_p = 0.9f;
+        p.min_p = 0.1f;
+        p.repeat_penalty = 1.1f;
+    } else if (name == QLatin1String("Creative")) {
+        // Flatter distribution and a wide candidate list; presence penalty against loops.
+        p.temperature = 1.1f;
+        p.top_k = 100;
+        p.top_p = 0.98f;
+        p.min_p = 0.02f;
+        p.presence_penalty = 0.3f;
+    }
+    // Balanced: the engine's defaults (llama.cpp's).
+    return p;
+}
+
+}  // namespace
+
+QStringList SamplingPresets::builtinNames() {
+    return {QStringLiteral("Precise"), QStringLiteral("Balanced"), QStringLiteral("Creative")};
+}
+
+bool SamplingPresets::isBuiltin(const QString& name) {
+    return builtinNames().contains(name);
+}
+
+QStringList SamplingPresets::names() {
+    QSettings s;
+    s.beginGroup(QLatin1String(kGroup));
+    QStringList user = s.childKeys();
+    user.sort();
+    return builtinNames() + user;
+}
+
+bool SamplingPresets::find(const QString& name, wb::SamplingParams* params) {
+    if (isBuiltin(name)) {
+        *params = builtin(name);
+        return true;
+    }
+    QSettings s;
+    s.beginGroup(QLatin1String(kGroup));
+    if (!s.contains(name)) return false;
+    *params = samplingFromJson(QJsonDocument::fromJson(s.value(name).toByteArray()).object());
+    return true;
+}
+
+void SamplingPresets::saveUser(const QString& name, const wb::SamplingParams& params) {
+    QSettings s;
+    s.beginGroup(QLatin1String(kGroup));
+    s.setValue(name, QJsonDocument(samplingToJson(params)).toJson(QJsonDocument::Compact));
+}
+
+void SamplingPresets::removeUser(const QString& name) {
+    QSettings s;
+    s.beginGroup(QLatin1String(kGroup));
+    s.remove(name);
+}

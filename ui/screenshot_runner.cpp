@@ -1,0 +1,62 @@
+#include "screenshot_runner.h"
+
+#include <QApplication>
+#include <QDir>
+#include <QDockWidget>
+#include <QPixmap>
+#include <QTimer>
+
+#include "chat_controller.h"
+#include "chat_panel.h"
+#include "main_window.h"
+
+namespace {
+// Tokens into the reply when the "while generating" picture is taken.
+constexpr int kStreamingShotAfter = 24;
+}
+
+ScreenshotRunner::ScreenshotRunner(MainWindow* window, const QString& directory, const QString& prompt, QObject* parent)
+    : QObject(parent), m_window(window), m_directory(directory), m_prompt(prompt) {
+    QDir().mkpath(directory);
+    ChatController* c = window->controller();
+    connect(c, &ChatController::modelLoaded, this, [this] {
+        QTimer::singleShot(500, this, [this] { m_window->controller()->sendMessage(m_prompt); });
+    });
+    connect(c, &ChatController::tokenAppended, this, [this](int, int token) {
+        if (!m_grabbedStreaming && token >= kStreamingShotAfter) {
+            m_grabbedStreaming = true;
+            save(m_window, QStringLiteral("window-streaming.png"));
+        }
+    });
+    connect(c, &ChatController::generationFinished, this, [this] {
+        const auto& messages = m_window->controller()->conversation().messages;
+        if (!messages.isEmpty() && messages.last().tokens.size() > 3) m_window->inspectToken(int(messages.size()) - 1, 3);
+        // Let queued replots and the layout settle before grabbing.
+        QTimer::singleShot(800, this, [this] { grabAll(); });
+    });
+    connect(c, &ChatController::loadFailed, qApp, [](const QString&, const QString&) { QApplication::exit(2); });
+}
+
+void ScreenshotRunner::save(QWidget* widget, const QString& name) {
+    widget->grab().save(QDir(m_directory).filePath(name));
+}
+
+void ScreenshotRunner::grabAll() {
+    save(m_window, QStringLiteral("window.png"));
+    save(m_window->chatPanel(), QStringLiteral("chat.png"));
+    const QList<QPair<QString, QString>> docks = {
+        {QStringLiteral("samplingDock"), QStringLiteral("sampling.png")},
+        {QStringLiteral("attentionDock"), QStringLiteral("attention.png")},
+        {QStringLiteral("kvCacheDock"), QStringLiteral("kv-cache.png")},
+        {QStringLiteral("tokenInspectorDock"), QStringLiteral("token-inspector.png")},
+        {QStringLiteral("modelInfoDock"), QStringLiteral("model-info.png")},
+    };
+    for (const auto& [dockName, file] : docks) {
+        QDockWidget* d = m_window->dock(dockName);
+        if (!d) continue;
+        d->raise();
+        QApplication::processEvents();
+        save(d, file);
+    }
+    QApplication::quit();
+}

@@ -1,0 +1,24 @@
+#pragma once
+// Takes the screenshots of docs/screenshots/ (whitebox --screenshot DIR): waits for the model, sends
+// a prompt, grabs the window while the reply streams, then, when it has finished, selects a token in
+// the inspector and grabs the window and every panel, and quits.
+#include <QObject>
+#include <QString>
+
+class MainWindow;
+
+class ScreenshotRunner : public QObject {
+    Q_OBJECT
+
+public:
+    ScreenshotRunner(MainWindow* window, const QString& directory, const QString& prompt, QObject* parent = nullptr);
+
+private:
+    void grabAll();
+    void save(QWidget* widget, const QString& name);
+
+    MainWindow* m_window;
+    QString m_directory;
+    QString m_prompt;
+    bool m_grabbedStreaming = false;
+};

@@ -1,0 +1,159 @@
+#include "token_inspector.h"
+
+#include <QHeaderView>
+#include <QLabel>
+#include <QSplitter>
+#include <QTableWidget>
+#include <QTreeWidget>
+#include <QVBoxLayout>
+
+#include <qcustomplot.h>
+
+#include "attention_store.h"
+#include "chat_document.h"
+
+namespace {
+
+QString shown(QString s) {
+    s.replace(QLatin1Char('\n'), QStringLiteral("↵"));
+    return s.isEmpty() ? QStringLiteral("∅") : QLatin1Char('\'') + s + QLatin1Char('\'');
+}
+
+}  // namespace
+
+TokenInspector::TokenInspector(AttentionStore* store, QWidget* parent) : QWidget(parent), m_store(store) {
+    m_title = new QLabel(tr("Click a token of a reply to inspect it."), this);
+    m_title->setWordWrap(true);
+    m_title->setTextInteractionFlags(Qt::TextSelectableByMouse);
+
+    m_candidates = new QTableWidget(0, 4, this);
+    m_candidates->setHorizontalHeaderLabels({tr("token"), tr("id"), tr("p raw"), tr("p final")});
+    m_candidates->horizontalHeader()->setSectionResizeMode(0, QHeaderView::Stretch);
+    m_candidates->verticalHeader()->setVisible(false);
+    m_candidates->verticalHeader()->setDefaultSectionSize(fontMetrics().height() + 4);
+    m_candidates->setEditTriggers(QAbstractItemView::NoEditTriggers);
+
+    m_trace = new QTreeWidget(this);
+    m_trace->setHeaderLabels({tr("sampler stage"), tr("kept"), tr("best after the stage")});
+    m_trace->setRootIsDecorated(false);
+
+    m_attentionNote = new QLabel(this);
+    m_attentionNote->setWordWrap(true);
+    m_attentionPlot = new QCustomPlot(this);
+    m_attentionPlot->setMinimumHeight(120);
+    m_attentionBars = new QCPBars(m_attentionPlot->xAxis, m_attentionPlot->yAxis);
+    m_attentionBars->setPen(Qt::NoPen);
+    m_attentionBars->setBrush(QColor(230, 120, 40));
+    m_attentionPlot->xAxis->setTicker(QSharedPointer<QCPAxisTickerText>(new QCPAxisTickerText));
+    m_attentionPlot->xAxis->setTickLabelRotation(90);
+    m_attentionPlot->xAxis->setTickLabelFont(QFont(font().family(), 7));
+    m_attentionPlot->yAxis->setLabel(tr("p"));
+    m_attentionPlot->yAxis->ticker()->setTickCount(3);
+    m_attentionPlot->setInteractions(QCP::iRangeDrag | QCP::iRangeZoom);
+    m_attentionPlot->axisRect()->setRangeZoom(Qt::Horizontal);
+    m_attentionPlot->axisRect()->setRangeDrag(Qt::Horizontal);
+
+    auto* attention = new QWidget(this);
+    auto* al = new QVBoxLayout(attention);
+    al->setContentsMargins(0, 0, 0, 0);
+    al->addWidget(m_attentionNote);
+    al->addWidget(m_attentionPlot, 1);
+    auto* split = new QSplitter(Qt::Vertical, this);
+    split->addWidget(m_candidates);
+    split->addWidget(m_trace);
+    split->addWidget(attention);
+    split->setSizes({160, 130, 200});
+    auto* layout = new QVBoxLayout(this);
+    layout->setContentsMargins(4, 4, 4, 4);
+    layout->addWidget(m_title);
+    layout->addWidget(split, 1);
+
+    connect(m_store, &AttentionStore::rowsChanged, this, [this](int layer) {
+        if (layer == m_layer && m_hasToken) refreshAttention();
+    });
+    clear();
+}
+
+QString TokenInspector::headline() const {
+    return m_title->text();
+}
+
+void TokenInspector::clear() {
+    m_hasToken = false;
+    m_title->setText(tr("Click a token of a reply to inspect it."));
+    m_candidates->setRowCount(0);
+    m_trace->clear();
+    m_attentionBars->data()->clear();
+    m_attentionNote->setText(QString());
+    m_attentionPlot->replot(QCustomPlot::rpQueuedReplot);
+}
+
+void TokenInspector::setToken(const TokenRecord& token) {
+    m_token = token;
+    m_hasToken = true;
+    QString title = tr("%1 · id %2 · position %3 · p = %4").arg(shown(token.piece)).arg(token.id).arg(token.position).arg(double(token.p), 0, 'f', 4);
+    if (token.entropy > 0) title += tr(" · entropy %1 nats").arg(double(token.entropy), 0, 'f', 3);
+    m_title->setText(title);
+
+    m_candidates->setRowCount(int(token.candidates.size()));
+    for (int i = 0; i < int(token.candidates.size()); ++i) {
+        const wb::TokenCandidate& c = token.candidates[size_t(i)];
+        auto* name = new QTableWidgetItem(shown(QString::fromStdString(c.piece)));
+        auto* id = new QTableWidgetItem(QString::number(c.id));
+        auto* raw = new QTableWidgetItem(QString::number(double(c.p_raw), 'f', 4));
+        auto* fin = new QTableWidgetItem(QString::number(double(c.p_final), 'f', 4));
+        raw->setBackground(ChatDocument::probabilityColor(c.p_raw));
+        if (c.id == token.id) {
+            QFont bold = name->font();
+            bold.setBold(true);
+            for (auto* item : {name, id, raw, fin}) item->setFont(bold);
+        }
+        m_candidates->setItem(i, 0, name);
+        m_candidates->setItem(i, 1, id);
+        m_candidates->setItem(i, 2, raw);
+        m_candidates->setItem(i, 3, fin);
+    }
+    m_trace->clear();
+    for (const wb::SamplerStageTrace& s : token.trace) {
+        QStringList best;
+        for (size_t i = 0; i < s.top_after.size() && i < 5; ++i)
+            best << QStringLiteral("#%1 %2").arg(s.top_after[i].id).arg(double(s.top_after[i].p), 0, 'f', 3);
+        m_trace->addTopLevelItem(new QTreeWidgetItem(
+            {QString::fromStdString(s.stage), QStringLiteral("%1 → %2").arg(s.n_before).arg(s.n_after), best.join(QStringLiteral(", "))}));
+    }
+    if (token.candidates.empty() && token.trace.empty())
+        m_trace->addTopLevelItem(new QTreeWidgetItem({tr("(no candidates or trace were captured for this token)")}));
+    refreshAttention();
+}
+
+void TokenInspector::setAttentionSelection(int layer, int head) {
+    m_layer = layer;
+    m_head = head;
+    if (m_hasToken) refreshAttention();
+}
+
+void TokenInspector::refreshAttention() {
+    // The token was chosen from the logits of the step whose query was the position before it.
+    const int query = m_token.position - 1;
+    const std::vector<float>* row = m_hasToken ? m_store->row(m_layer, m_head, query) : nullptr;
+    QVector<double> keys, values;
+    auto ticker = qSharedPointerDynamicCast<QCPAxisTickerText>(m_attentionPlot->xAxis->ticker());
+    ticker->clear();
+    if (row) {
+        const int stride = std::max(1, int(row->size()) / 40);
+        for (int k = 0; k < int(row->size()); ++k) {
+            keys << k;
+            values << (*row)[size_t(k)];
+            if (k % stride == 0) ticker->addTick(k, m_store->tokenLabel(k));
+        }
+        m_attentionNote->setText(tr("Attention of layer %1, head %2 at the step that chose it (query position %3)").arg(m_layer).arg(m_head).arg(query));
+    } else if (m_hasToken) {
+        m_attentionNote->setText(tr("No attention row captured for layer %1, head %2 at position %3.").arg(m_layer).arg(m_head).arg(query));
+    }
+    m_attentionBars->setData(keys, values, true);
+    m_attentionPlot->xAxis->setRange(-0.5, std::max<double>(1, double(keys.size())) - 0.5);
+    double top = 0.0;
+    for (double v : values) top = std::max(top, v);
+    m_attentionPlot->yAxis->setRange(0, std::max(0.05, top * 1.1));
+    m_attentionPlot->replot(QCustomPlot::rpQueuedReplot);
+}

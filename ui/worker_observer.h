@@ -1,0 +1,43 @@
+#pragma once
+// The engine Observer of the desktop app: runs on the inference thread and turns engine events into
+// InferenceWorker signals (queued to the GUI). Tokens go one by one (the chat streams them); attention,
+// KV statistics and timings are coalesced to at most 30 signals a second, so a fast decode cannot
+// flood the GUI's event queue.
+#include <QElapsedTimer>
+
+#include "engine/observer.h"
+#include "engine_types.h"
+
+class InferenceWorker;
+
+class WorkerObserver : public wb::Observer {
+public:
+    WorkerObserver(InferenceWorker& worker, quint64 requestId, const wb::CaptureSpec& spec);
+
+    wb::CaptureSpec capture() const override { return m_spec; }
+    void on_token(const wb::TokenEvent& event) override;
+    void on_attention(const wb::AttentionEvent& event) override;
+    void on_kv_cache(const wb::KvStats& stats) override;
+    void on_timing(const wb::Timings& timings) override;
+
+    // Emits whatever is still held back; called when the generation ends.
+    void flush();
+
+    // 30 Hz: the GUI redraws no faster than this anyway.
+    static constexpr qint64 kMinIntervalMs = 33;
+
+private:
+    void flushAttention();
+
+    InferenceWorker& m_worker;
+    quint64 m_requestId;
+    wb::CaptureSpec m_spec;
+    std::vector<wb::AttentionEvent> m_pendingAttention;
+    wb::KvStats m_pendingKv;
+    bool m_hasKv = false;
+    wb::Timings m_pendingTimings;
+    bool m_hasTimings = false;
+    QElapsedTimer m_attentionClock;
+    QElapsedTimer m_kvClock;
+    QElapsedTimer m_timingClock;
+};
