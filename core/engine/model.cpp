@@ -14,7 +14,13 @@ std::unique_ptr<Model> Model::load(const std::string& path) {
     } catch (const Error& e) {
         throw Error(path + ": " + e.what());
     }
-    m->chat_template_ = ChatTemplate::detect(m->file_->get_string("tokenizer.chat_template").value_or(""));
+    const std::string jinja = m->file_->get_string("tokenizer.chat_template").value_or("");
+    // Some files (e.g. base Gemma 3 checkpoints) carry no template; their vocabulary still names the
+    // turn markers of their family, which is a better guess than ChatML.
+    if (jinja.empty() && m->tokenizer_->find_token("<start_of_turn>"))
+        m->chat_template_ = ChatTemplate::of_kind(ChatTemplateKind::GEMMA);
+    else
+        m->chat_template_ = ChatTemplate::detect(jinja);
     return m;
 }
 
