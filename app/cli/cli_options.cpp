@@ -62,10 +62,11 @@ commands:
   generate [-m MODEL] -p TEXT [-n N] [--chat] [--system TEXT] [sampling] [--json [--top-candidates N]]
            [--dump-attention FILE [--layers L,...] [--heads H,...]]
   chat     [-m MODEL] [--system TEXT] [sampling]   interactive terminal chat (/reset, /exit)
-  bench    [-m MODEL] [-p 512] [-n 128] [-r 3] [--json]
+  bench    [-m MODEL] [-p 512] [-n 128] [-r 3] [--capture none|empty|attention|candidates] [--json]
 common: --backend cpu|cuda|auto  --threads N  --ctx N  --version  --help
 sampling: --temp T (0 = greedy) --top-k K --top-p P --min-p P --typical-p P --repeat-penalty R
           --repeat-last-n N --frequency-penalty F --presence-penalty P --seed S --stop STR (repeatable)
+          --ignore-eos
 -m defaults to the default model in the cache ($WHITEBOX_MODELS or ~/.cache/whitebox/models).
 )";
 }
@@ -113,6 +114,13 @@ CliOptions parse_cli(int argc, char** argv) {
         else if (a == "--presence-penalty") s.presence_penalty = to_float(a, next(), -100.0f, 100.0f);
         else if (a == "--seed") s.seed = to_u64(a, next());
         else if (a == "--stop") s.stop.push_back(next());
+        else if (a == "--ignore-eos") s.ignore_eos = true;
+        else if (a == "--capture") {
+            o.bench_capture = next();
+            if (o.bench_capture != "none" && o.bench_capture != "empty" && o.bench_capture != "attention" &&
+                o.bench_capture != "candidates")
+                throw Error("--capture expects none, empty, attention or candidates, got '" + o.bench_capture + "'");
+        }
         else throw Error("unknown option '" + a + "' for " + o.command + " (try --help)");
     }
     if ((o.command == "tokenize" || o.command == "generate") && !o.prompt_given)

@@ -16,6 +16,7 @@ struct CliOptions {
     int32_t n_predict = 128;           // -n: tokens to generate (generate/chat) or to decode (bench)
     int32_t bench_prompt = 512;        // bench -p: prompt tokens
     int32_t repetitions = 3;           // bench -r
+    std::string bench_capture = "none";  // bench --capture: observer attached while decoding
     bool chat = false;                 // generate --chat: wrap the prompt in the model's chat template
     std::string system;                // --system TEXT
     bool system_given = false;

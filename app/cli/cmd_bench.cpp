@@ -1,6 +1,5 @@
 // whitebox-cli bench: prefill and decode throughput, mean and standard deviation over repetitions.
 // Same protocol as scripts/bench-llamacpp.py so the two numbers can stand side by side.
-#include <chrono>
 #include <cmath>
 #include <cstdio>
 
@@ -29,16 +28,24 @@ Stat stat_of(const std::vector<double>& xs) {
     return s;
 }
 
-double seconds_since(std::chrono::steady_clock::time_point t0) {
-    return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-}
+// The observer attached during bench --capture: nothing ("empty"), every decode attention row of every
+// layer ("attention"), or the top-40 candidates of every token ("candidates").
+class BenchObserver : public Observer {
+public:
+    explicit BenchObserver(std::string what) : what_(std::move(what)) {}
+    CaptureSpec capture() const override {
+        CaptureSpec spec;
+        spec.decode_attention = what_ == "attention";
+        spec.top_candidates = what_ == "candidates" ? 40 : 0;
+        return spec;
+    }
+    void on_attention(const AttentionEvent& e) override { sink_ += e.probs.empty() ? 0.0f : e.probs[0]; }
+    void on_token(const TokenEvent& e) override { sink_ += e.candidates.empty() ? 0.0f : e.candidates[0].p_raw; }
 
-int32_t argmax(const std::vector<float>& v) {
-    size_t best = 0;
-    for (size_t i = 1; i < v.size(); ++i)
-        if (v[i] > v[best]) best = i;
-    return int32_t(best);
-}
+private:
+    std::string what_;
+    float sink_ = 0.0f;  // touches the data so the capture cannot be optimised away
+};
 
 }  // namespace
 
@@ -63,20 +70,21 @@ int cmd_bench(const CliOptions& o) {
     session.reset();
     session.append(prompt.data(), std::min<int32_t>(8, o.bench_prompt));
 
+    // Decode runs through Session::generate, the real path: greedy sampling each step and, with
+    // --capture, an observer attached (to measure what the inspector's hooks cost).
+    BenchObserver observer(o.bench_capture);
+    SamplingParams sp;
+    sp.temperature = 0.0f;
+    sp.ignore_eos = true;
+    sp.max_tokens = o.n_predict + 1;  // the last token is sampled but never fed back
+    const LiveSamplingParams live(sp);
     std::vector<double> prefill_tps, decode_tps;
     for (int rep = 0; rep < o.repetitions; ++rep) {
         session.reset();
-        auto t0 = std::chrono::steady_clock::now();
-        const std::vector<float>* logits = &session.append(prompt.data(), o.bench_prompt);
-        prefill_tps.push_back(o.bench_prompt / seconds_since(t0));
-        if (o.n_predict > 0) {
-            t0 = std::chrono::steady_clock::now();
-            for (int32_t i = 0; i < o.n_predict; ++i) {
-                const int32_t next = argmax(*logits);
-                logits = &session.append(&next, 1);
-            }
-            decode_tps.push_back(o.n_predict / seconds_since(t0));
-        }
+        const GenerateResult r = session.generate(prompt, live, o.bench_capture == "none" ? nullptr : &observer);
+        if (r.reason == StopReason::ERROR) throw Error(r.error);
+        prefill_tps.push_back(r.timings.prefill_tps());
+        if (o.n_predict > 0) decode_tps.push_back(r.timings.decode_tps());
     }
     const Stat pf = stat_of(prefill_tps);
     const Stat dc = decode_tps.empty() ? Stat{} : stat_of(decode_tps);
@@ -85,7 +93,7 @@ int cmd_bench(const CliOptions& o) {
         JsonWriter j;
         j.begin_object().key("model").value(model->display_name()).key("backend").value(bc.backend->description());
         j.key("commit").value(WB_GIT_COMMIT).key("prompt_tokens").value(o.bench_prompt).key("decode_tokens").value(o.n_predict);
-        j.key("repetitions").value(o.repetitions);
+        j.key("repetitions").value(o.repetitions).key("capture").value(o.bench_capture);
         j.key("prefill_tps").begin_object().key("mean").value(pf.mean).key("sd").value(pf.sd).end_object();
         j.key("decode_tps").begin_object().key("mean").value(dc.mean).key("sd").value(dc.sd).end_object();
         // Every decoded token reads all weights once: this is the memory traffic decode speed implies.
@@ -93,7 +101,8 @@ int cmd_bench(const CliOptions& o) {
         j.end_object();
         std::printf("%s\n", j.str().c_str());
     } else {
-        std::printf("model   %s\nbackend %s\n", model->display_name().c_str(), bc.backend->description().c_str());
+        std::printf("model   %s\nbackend %s\ncapture %s\n", model->display_name().c_str(),
+                    bc.backend->description().c_str(), o.bench_capture.c_str());
         std::printf("prefill %5d tokens: %9.1f ± %.1f tok/s\n", o.bench_prompt, pf.mean, pf.sd);
         std::printf("decode  %5d tokens: %9.1f ± %.1f tok/s  (%.1f MB of weights per token, %.1f GB/s)\n", o.n_predict,
                     dc.mean, dc.sd, double(weight_bytes) / 1e6, dc.mean * double(weight_bytes) / 1e9);

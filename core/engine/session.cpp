@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 
 #include "engine/forward_hooks.h"
 #include "engine/stop_strings.h"
@@ -182,6 +183,9 @@ GenerateResult Session::generate(const std::vector<int32_t>& prompt, const LiveS
             // Live controls: the settings in force now apply to this very token.
             const SamplingParams now = live.get();
             chain.set_params(now);
+            // logits points at last_logits_, the session's own copy, so masking it changes nothing else.
+            if (now.ignore_eos)
+                for (int32_t eog : tok.eog_ids()) last_logits_[size_t(eog)] = -INFINITY;
             const int32_t id = chain.sample(logits->data(), n_vocab, spec.sampler_trace ? &trace : nullptr,
                                             size_t(std::max(spec.top_candidates, 10)));
             if (result.tokens.empty()) result.timings.ttft_ms = ms_since(t_start);

@@ -20,6 +20,7 @@ struct SamplingParams {
     uint64_t seed = 0xFFFFFFFFu;     // 0xFFFFFFFF (default) = random seed chosen per generation
     int32_t max_tokens = 256;        // generated tokens per reply
     std::vector<std::string> stop;   // stop strings (generation ends before them)
+    bool ignore_eos = false;         // end-of-generation tokens get probability 0 (benchmarks, long runs)
 
     static constexpr uint64_t kRandomSeed = 0xFFFFFFFFu;
     bool is_greedy() const { return temperature <= 0.0f; }

@@ -108,6 +108,18 @@ private Q_SLOTS:
         QCOMPARE(int32_t(s.context_tokens().size()), 48);
     }
 
+    void ignoreEosKeepsGoingToMaxTokens() {
+        Session s(*model_, *backend_);
+        const std::vector<int32_t> prompt = chat({{"user", "Say hi."}});
+        const GenerateResult normal = s.generate(prompt, LiveSamplingParams(greedy(200)));
+        QCOMPARE(normal.reason, StopReason::EOS);  // a short answer ends by itself
+        SamplingParams p = greedy(int32_t(normal.tokens.size()) + 10);
+        p.ignore_eos = true;
+        const GenerateResult forced = s.generate(prompt, LiveSamplingParams(p));
+        QCOMPARE(forced.reason, StopReason::MAX_TOKENS);
+        for (int32_t id : forced.tokens) QVERIFY(!model_->tokenizer().is_eog(id));
+    }
+
     void overLongPromptIsAnError() {
         SessionOptions so;
         so.n_ctx = 16;
