@@ -39,6 +39,7 @@ void ChatController::connectWorker() {
     connect(m_worker, &InferenceWorker::attentionCaptured, this, &ChatController::handleAttention, q);
     connect(m_worker, &InferenceWorker::kvStatsChanged, this, &ChatController::kvStatsChanged, q);
     connect(m_worker, &InferenceWorker::timingsChanged, this, &ChatController::handleTimings, q);
+    connect(m_worker, &InferenceWorker::prefillProgress, this, &ChatController::handlePrefillProgress, q);
     connect(m_worker, &InferenceWorker::generationFinished, this, &ChatController::handleGenerationFinished, q);
 }
 
@@ -198,6 +199,10 @@ void ChatController::handleToken(quint64 requestId, const wb::TokenEvent& event)
 void ChatController::handleAttention(quint64 requestId, const AttentionBatch& batch) {
     if (requestId != m_activeRequest || !batch) return;
     m_attention.addEvents(*batch);
+}
+
+void ChatController::handlePrefillProgress(quint64 requestId, int done, int total) {
+    if (requestId == m_activeRequest) Q_EMIT prefillProgress(done, total);
 }
 
 void ChatController::handleTimings(quint64 requestId, const wb::Timings& timings) {

@@ -73,6 +73,8 @@ Q_SIGNALS:
     void promptReady(const PromptInfo& info);
     void kvStatsChanged(const wb::KvStats& stats);
     void timingsChanged(const wb::Timings& timings);
+    // Prompt tokens evaluated so far of total, after each prefill batch (Stop cancels the prefill).
+    void prefillProgress(int done, int total);
     void generationFinished(const GenerationSummary& summary);
     void samplingParamsRestored(const wb::SamplingParams& params);
     void systemPromptRestored(const QString& prompt);
@@ -93,6 +95,7 @@ private Q_SLOTS:
     void handleToken(quint64 requestId, const wb::TokenEvent& event);
     void handleAttention(quint64 requestId, const AttentionBatch& batch);
     void handleTimings(quint64 requestId, const wb::Timings& timings);
+    void handlePrefillProgress(quint64 requestId, int done, int total);
     void handleGenerationFinished(const GenerationSummary& summary);
 
 private:

@@ -63,6 +63,7 @@ Q_SIGNALS:
     void attentionCaptured(quint64 requestId, const AttentionBatch& batch);
     void kvStatsChanged(const wb::KvStats& stats);
     void timingsChanged(quint64 requestId, const wb::Timings& timings);
+    void prefillProgress(quint64 requestId, int done, int total);
     void generationFinished(const GenerationSummary& summary);
 
 private:

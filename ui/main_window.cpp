@@ -11,6 +11,7 @@
 #include <QLabel>
 #include <QMenuBar>
 #include <QMessageBox>
+#include <QProgressBar>
 #include <QProgressDialog>
 #include <QSettings>
 #include <QStatusBar>
@@ -74,6 +75,7 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
     connect(m_controller, &ChatController::loadCanceled, this, &MainWindow::handleLoadFinished);
     connect(m_controller, &ChatController::fileHashReady, m_info, &ModelInfoPanel::setFileHash);
     connect(m_controller, &ChatController::timingsChanged, this, &MainWindow::handleTimings);
+    connect(m_controller, &ChatController::prefillProgress, this, &MainWindow::handlePrefillProgress);
     connect(m_controller, &ChatController::kvStatsChanged, this, &MainWindow::handleKvStats);
     connect(m_controller, &ChatController::kvStatsChanged, m_kv, &KvCachePanel::handleStats);
     connect(m_controller, &ChatController::generatingChanged, this, &MainWindow::handleGeneratingChanged);
@@ -220,6 +222,18 @@ void MainWindow::createStatusBar() {
     statusBar()->addPermanentWidget(m_speedLabel);
     statusBar()->addPermanentWidget(m_ttftLabel);
     statusBar()->addPermanentWidget(m_memoryLabel);
+    // Shown only while a long prompt is being read; Stop (Esc) cancels it.
+    m_prefillBar = new QProgressBar(this);
+    m_prefillBar->setMaximumWidth(220);
+    m_prefillBar->setFormat(tr("prompt %v / %m"));
+    m_prefillBar->hide();
+    statusBar()->addWidget(m_prefillBar);
+}
+
+void MainWindow::handlePrefillProgress(int done, int total) {
+    m_prefillBar->setRange(0, total);
+    m_prefillBar->setValue(done);
+    m_prefillBar->setVisible(done < total);
 }
 
 void MainWindow::start() {
@@ -348,6 +362,7 @@ void MainWindow::handleKvStats(const wb::KvStats& stats) {
 }
 
 void MainWindow::handleGeneratingChanged(bool generating) {
+    if (!generating && m_prefillBar) m_prefillBar->hide();
     m_stopAction->setEnabled(generating);
     m_regenerateAction->setEnabled(!generating);
 }

@@ -16,6 +16,7 @@ class QActionGroup;
 class QDockWidget;
 class QLabel;
 class QMenu;
+class QProgressBar;
 class QProgressDialog;
 class SamplingPanel;
 class TokenInspector;
@@ -42,6 +43,7 @@ public:
     QLabel* speedLabel() const { return m_speedLabel; }
     QLabel* ttftLabel() const { return m_ttftLabel; }
     QLabel* memoryLabel() const { return m_memoryLabel; }
+    QProgressBar* prefillBar() const { return m_prefillBar; }
 
     // Resident memory of the process (Linux /proc; 0 elsewhere).
     static quint64 residentBytes();
@@ -63,6 +65,7 @@ private Q_SLOTS:
     void handleLoadFailed(const QString& path, const QString& error);
     void handleLoadFinished();
     void handleTimings(const wb::Timings& timings);
+    void handlePrefillProgress(int done, int total);
     void handleKvStats(const wb::KvStats& stats);
     void handleGeneratingChanged(bool generating);
     void handleEscape();
@@ -97,6 +100,7 @@ private:
     QLabel* m_speedLabel;
     QLabel* m_ttftLabel;
     QLabel* m_memoryLabel;
+    QProgressBar* m_prefillBar = nullptr;
     quint64 m_kvReserved = 0;
     QString m_loadingPath;
 };

@@ -34,6 +34,10 @@ void WorkerObserver::on_kv_cache(const wb::KvStats& stats) {
     }
 }
 
+void WorkerObserver::on_prefill_progress(int32_t done, int32_t total) {
+    Q_EMIT m_worker.prefillProgress(m_requestId, done, total);
+}
+
 void WorkerObserver::on_timing(const wb::Timings& timings) {
     m_pendingTimings = timings;
     m_hasTimings = true;

@@ -19,6 +19,8 @@ public:
     void on_attention(const wb::AttentionEvent& event) override;
     void on_kv_cache(const wb::KvStats& stats) override;
     void on_timing(const wb::Timings& timings) override;
+    // One signal per prefill batch (a long prompt has few): drives the progress bar.
+    void on_prefill_progress(int32_t done, int32_t total) override;
 
     // Emits whatever is still held back; called when the generation ends.
     void flush();

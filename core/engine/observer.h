@@ -91,6 +91,8 @@ public:
     virtual void on_token(const TokenEvent& /*event*/) {}
     virtual void on_attention(const AttentionEvent& /*event*/) {}
     virtual void on_kv_cache(const KvStats& /*stats*/) {}
+    // During the prompt's prefill, after each batch: tokens evaluated so far of total.
+    virtual void on_prefill_progress(int32_t /*done*/, int32_t /*total*/) {}
     // After the prefill, after each decode step (running totals), and once at the end.
     virtual void on_timing(const Timings& /*timings*/) {}
 };

@@ -167,9 +167,24 @@ GenerateResult Session::generate(const std::vector<int32_t>& prompt, const LiveS
         const auto t_prefill = Clock::now();
         std::unique_ptr<SessionHooks> hooks;
         if (observer) hooks = std::make_unique<SessionHooks>(spec, *observer, model_.config(), backend_, result.timings.layer_ms);
-        const std::vector<float>* logits = &run(prompt.data() + common, int32_t(prompt.size() - common), hooks.get(), true);
+        // The prompt goes in batch by batch so a long prefill reports progress and can be stopped.
+        const std::vector<float>* logits = nullptr;
+        const int32_t n_new = int32_t(prompt.size() - common);
+        for (int32_t done = 0; done < n_new;) {
+            const int32_t nb = std::min(n_batch_, n_new - done);
+            logits = &run(prompt.data() + common + done, nb, hooks.get(), true);
+            done += nb;
+            if (observer) observer->on_prefill_progress(done, n_new);
+            if (stop_requested_.load() && done < n_new) {
+                result.reason = StopReason::STOPPED;
+                result.timings.prefill_ms = ms_since(t_prefill);
+                result.timings.n_prefill = done;
+                if (observer) observer->on_timing(result.timings);
+                return result;
+            }
+        }
         result.timings.prefill_ms = ms_since(t_prefill);
-        result.timings.n_prefill = int32_t(prompt.size() - common);
+        result.timings.n_prefill = n_new;
         if (observer) {
             observer->on_kv_cache(kv_->stats());
             observer->on_timing(result.timings);

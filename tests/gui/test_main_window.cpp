@@ -8,6 +8,7 @@
 #include <QSignalSpy>
 #include <QTemporaryDir>
 #include <QTextBrowser>
+#include <QProgressBar>
 #include <QtTest>
 
 #include "chat_controller.h"
@@ -72,6 +73,18 @@ private Q_SLOTS:
         Q_EMIT w.chatPanel()->view()->anchorClicked(QUrl(QString("tok:%1:0").arg(reply)));
         QVERIFY(w.tokenInspector()->hasToken());
         QVERIFY(w.tokenInspector()->headline().contains(QString("id %1").arg(w.controller()->conversation().messages[reply].tokens[0].id)));
+    }
+
+    // A long prompt shows its progress in the status bar; the bar goes away when the prompt is read.
+    void prefillProgressShowsInTheStatusBar() {
+        MainWindow w;
+        w.show();
+        Q_EMIT w.controller()->prefillProgress(256, 1000);
+        QVERIFY(w.prefillBar()->isVisible());
+        QCOMPARE(w.prefillBar()->value(), 256);
+        QCOMPARE(w.prefillBar()->maximum(), 1000);
+        Q_EMIT w.controller()->prefillProgress(1000, 1000);
+        QVERIFY(!w.prefillBar()->isVisible());
     }
 
     void dockLayoutPersists() {

@@ -97,6 +97,44 @@ private Q_SLOTS:
         QVERIFY(r.tokens.size() >= 3 && r.tokens.size() < 40);
     }
 
+    void longPrefillReportsProgressAndCanBeStopped() {
+        SessionOptions so;
+        so.n_batch = 16;
+        Session s(*model_, *backend_, so);
+        std::string text;
+        for (int i = 0; i < 12; ++i) text += "The cat sat on the mat and looked at the bird. ";
+        const std::vector<int32_t> prompt = model_->tokenizer().encode(text, false, true);
+        QVERIFY(prompt.size() > 64);
+
+        struct Progress : Observer {
+            std::vector<std::pair<int32_t, int32_t>> steps;
+            Session* session = nullptr;
+            void on_prefill_progress(int32_t done, int32_t total) override {
+                steps.emplace_back(done, total);
+                if (steps.size() == 2) session->stop();  // the user presses Stop during the prefill
+            }
+        } progress;
+        progress.session = &s;
+        const GenerateResult r = s.generate(prompt, LiveSamplingParams(greedy(5)), &progress);
+        QCOMPARE(r.reason, StopReason::STOPPED);
+        QVERIFY(r.tokens.empty());
+        QCOMPARE(progress.steps.size(), size_t(2));
+        QCOMPARE(progress.steps[0], std::make_pair(16, int32_t(prompt.size())));
+        QCOMPARE(progress.steps[1].first, 32);
+        QCOMPARE(int32_t(s.context_tokens().size()), 32);  // the cache holds what was computed
+
+        // Without a stop the progress reaches the total, and the next turn reuses what is cached.
+        progress.steps.clear();
+        progress.session = nullptr;
+        struct Counter : Observer {
+            int32_t last = 0;
+            void on_prefill_progress(int32_t done, int32_t) override { last = done; }
+        } counter;
+        const GenerateResult full = s.generate(prompt, LiveSamplingParams(greedy(2)), &counter);
+        QCOMPARE(full.timings.n_reused, 32);
+        QCOMPARE(counter.last, int32_t(prompt.size()) - 32);
+    }
+
     void contextFullEndsTheReply() {
         SessionOptions so;
         so.n_ctx = 48;
