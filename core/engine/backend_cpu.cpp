@@ -1,6 +1,7 @@
 #include "engine/backend_cpu.h"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
@@ -22,13 +23,74 @@ constexpr size_t kAlign = 64;
 // that a decode matmul (one token) still splits evenly over the threads.
 constexpr int64_t kRowsPerTask = 16;
 
+// The element-wise loops below lean on fused multiply-adds (exp_poly, rope). Built for the generic
+// x86-64 baseline, std::fma would be a libm call per element; target_clones adds an FMA build of each
+// such function and picks it at load time on CPUs that have FMA. Results are identical either way
+// (std::fma is exact in both).
+#if defined(__GNUC__) && defined(__x86_64__) && !defined(__clang__)
+#define WB_FMA_CLONES __attribute__((target_clones("fma", "default")))
+#else
+#define WB_FMA_CLONES
+#endif
+
 // SiLU with the polynomial exp (see util/exp_poly.h); `tail` elements, those past the last full run
 // of 8 in a row, use the library exp as llama.cpp's scalar remainder loop does.
-float silu(float x, bool tail) { return x / (1.0f + (tail ? std::exp(-x) : exp_poly(-x))); }
+inline float silu(float x, bool tail) { return x / (1.0f + (tail ? std::exp(-x) : exp_poly(-x))); }
 
+WB_FMA_CLONES void silu_mul(const float* gate, const float* up, float* out, int64_t rows, int64_t cols) {
+    const int64_t full = cols / 8 * 8;
+    for (int64_t r = 0; r < rows; ++r)
+        for (int64_t c = 0; c < cols; ++c) {
+            const int64_t i = r * cols + c;
+            out[i] = silu(gate[i], c >= full) * up[i];
+        }
+}
+
+// s[j] = exp(s[j] - max) for a softmax. Every key is exponentiated in the reference's vector loop (its
+// rows are padded to whole runs of 8 with masked keys), hence the polynomial exp throughout.
+WB_FMA_CLONES void exp_shifted(float* s, int32_t n, float max) {
+    for (int32_t j = 0; j < n; ++j) s[j] = exp_poly(s[j] - max);
+}
+
+// Rotates every head of one row by precomputed angles. Written with explicit fused multiply-adds, in
+// the form llama.cpp's CPU build (which the compiler contracts to FMA) evaluates, so the rotated values
+// agree bit for bit: x0*cos - x1*sin == fma(x0, cos, -(x1*sin)), x0*sin + x1*cos == fma(x0, sin, x1*cos).
+// NORMAL rotates neighbours (2i, 2i+1); NEOX rotates (i, i + n_rot/2).
+WB_FMA_CLONES void rotate_heads(float* row, int32_t n_head, int32_t head_dim, int32_t half, bool normal,
+                                const float* cos_t, const float* sin_t) {
+    for (int32_t h = 0; h < n_head; ++h) {
+        float* v = row + int64_t(h) * head_dim;
+        for (int32_t i = 0; i < half; ++i) {
+            const int32_t a = normal ? 2 * i : i;
+            const int32_t b = normal ? 2 * i + 1 : i + half;
+            const float x0 = v[a], x1 = v[b];
+            v[a] = std::fma(x0, cos_t[i], -(x1 * sin_t[i]));
+            v[b] = std::fma(x0, sin_t[i], x1 * cos_t[i]);
+        }
+    }
+}
+
+// GELU(tanh) in float. The inner 1 + 0.044715 x^2 is one fused multiply-add, the form llama.cpp's CPU
+// build (contracted to FMA by the compiler) evaluates: with it all 65536 entries of the table below
+// equal the reference's.
 float gelu_tanh(float x) {
     constexpr float kSqrt2OverPi = 0.7978845608028654f;
-    return 0.5f * x * (1.0f + std::tanh(kSqrt2OverPi * x * (1.0f + 0.044715f * x * x)));
+    return 0.5f * x * (1.0f + std::tanh(kSqrt2OverPi * x * std::fma(0.044715f * x, x, 1.0f)));
+}
+
+// GELU(tanh) as llama.cpp's CPU backend evaluates it, so the two agree bit for bit: the reference does
+// not compute GELU per element but rounds the input to f16 and looks the result up in a table of f16
+// values (one per f16 input, each the float tanh formula above rounded to f16); inputs <= -10 give 0
+// and inputs >= 10 pass through unchanged. The table is built once, on first use (thread-safe static).
+float gelu_tanh_f16_table(float x) {
+    static const std::array<uint16_t, 65536> table = [] {
+        std::array<uint16_t, 65536> t{};
+        for (uint32_t i = 0; i < t.size(); ++i) t[i] = f32_to_fp16(gelu_tanh(fp16_to_f32(uint16_t(i))));
+        return t;
+    }();
+    if (x <= -10.0f) return 0.0f;
+    if (x >= 10.0f) return x;
+    return fp16_to_f32(table[f32_to_fp16(x)]);
 }
 
 }  // namespace
@@ -134,21 +196,8 @@ void CpuBackend::rope(Tensor& x, const RopeParams& p, const int32_t* positions) 
             sin_t[size_t(i)] = std::sin(theta);
             theta *= theta_scale;
         }
-        for (int32_t h = 0; h < p.n_head; ++h) {
-            float* v = x.data + r * x.n_cols + int64_t(h) * p.head_dim;
-            for (int32_t i = 0; i < half; ++i) {
-                // NORMAL rotates neighbours (2i, 2i+1); NEOX rotates (i, i + n_rot/2).
-                const int32_t a = p.mode == RopeMode::NORMAL ? 2 * i : i;
-                const int32_t b = p.mode == RopeMode::NORMAL ? 2 * i + 1 : i + half;
-                // Written with explicit fused multiply-adds, in the form llama.cpp's CPU build (which
-                // the compiler contracts to FMA) evaluates, so the rotated values agree bit for bit:
-                // x0*cos - x1*sin == fma(x0, cos, -(x1*sin)), x0*sin + x1*cos == fma(x0, sin, x1*cos).
-                const float x0 = v[a], x1 = v[b];
-                const float c = cos_t[size_t(i)], s = sin_t[size_t(i)];
-                v[a] = std::fma(x0, c, -(x1 * s));
-                v[b] = std::fma(x0, s, x1 * c);
-            }
-        }
+        rotate_heads(x.data + r * x.n_cols, p.n_head, p.head_dim, half, p.mode == RopeMode::NORMAL, cos_t.data(),
+                     sin_t.data());
     }
 }
 
@@ -218,9 +267,7 @@ void CpuBackend::attention(const Tensor& q, const KvCache& kv, int32_t il, int32
             max_s = std::max(max_s, s);
         }
         const int32_t n_keys = pos - first + 1;
-        // Every key is exponentiated in the reference's vector loop (its rows are padded to whole runs
-        // of 8 with masked keys), hence the polynomial exp throughout.
-        for (int32_t j = 0; j < n_keys; ++j) scores[j] = exp_poly(scores[j] - max_s);
+        exp_shifted(scores, n_keys, max_s);
         // The sum as llama.cpp forms it: over the cache in runs of 8 keys counted from key 0 (keys
         // outside the window count 0), each run summed in float in the 8-lane tree, the runs in double.
         double sum = 0.0;
@@ -261,14 +308,9 @@ void CpuBackend::attention(const Tensor& q, const KvCache& kv, int32_t il, int32
 void CpuBackend::glu(const Tensor& gate, const Tensor& up, Activation act, Tensor& out) {
     const int64_t n = gate.n_rows * gate.n_cols;
     if (act == Activation::SILU) {
-        const int64_t full = gate.n_cols / 8 * 8;
-        for (int64_t r = 0; r < gate.n_rows; ++r)
-            for (int64_t c = 0; c < gate.n_cols; ++c) {
-                const int64_t i = r * gate.n_cols + c;
-                out.data[i] = silu(gate.data[i], c >= full) * up.data[i];
-            }
+        silu_mul(gate.data, up.data, out.data, gate.n_rows, gate.n_cols);
     } else {
-        for (int64_t i = 0; i < n; ++i) out.data[i] = gelu_tanh(gate.data[i]) * up.data[i];
+        for (int64_t i = 0; i < n; ++i) out.data[i] = gelu_tanh_f16_table(gate.data[i]) * up.data[i];
     }
 }
 

@@ -213,20 +213,38 @@ WB_INLINE int k4_min_term(const int* mn, const int16_t* bsums) {
     return s;
 }
 
-WB_INLINE void block_q4_k(const BlockQ4_K& w, const BlockQ8_K& x, Acc& acc) {
-    int sc[8], mn[8];
-    for (int j = 0; j < 8; ++j) k4_scale_min(j, w.scales, sc[j], mn[j]);
+// Q4_K in the order of llama.cpp's x86 build, which repacks Q4_K weights (8 rows interleaved) and
+// multiplies them with its gemv/gemm kernels rather than the row dot product: per block the scaled
+// products and the minimum term are each summed exactly in integers, then folded into two float
+// accumulators with one fused multiply-add each (scale d_w*d_x, resp. dmin_w*d_x); the result is
+// their difference. Matching that order keeps Q4_K matmuls bit-exact with the reference.
+float dot_q4_k(int64_t n, const void* w, const void* x) {
+    const auto* bw = static_cast<const BlockQ4_K*>(w);
+    const auto* bx = static_cast<const BlockQ8_K*>(x);
+    const int64_t nb = n / kQKK;
     const __m256i m4 = _mm256_set1_epi8(0x0F);
-    __m256i sumi = _mm256_setzero_si256();
-    for (int c = 0; c < 4; ++c) {
-        const __m256i raw = load32(w.qs + 32 * c);
-        const __m256i lo = _mm256_and_si256(raw, m4);
-        const __m256i hi = _mm256_and_si256(_mm256_srli_epi16(raw, 4), m4);
-        sumi = _mm256_add_epi32(sumi, scaled_run(lo, x.qs + 64 * c, _mm256_set1_epi16(short(sc[2 * c]))));
-        sumi = _mm256_add_epi32(sumi, scaled_run(hi, x.qs + 64 * c + 32, _mm256_set1_epi16(short(sc[2 * c + 1]))));
+    float acc = 0.0f, acc_min = 0.0f;
+    for (int64_t i = 0; i < nb; ++i) {
+        const BlockQ4_K& wb = bw[i];
+        const BlockQ8_K& xb = bx[i];
+        int sc[8], mn[8];
+        for (int j = 0; j < 8; ++j) k4_scale_min(j, wb.scales, sc[j], mn[j]);
+        __m256i sumi = _mm256_setzero_si256();
+        for (int c = 0; c < 4; ++c) {
+            const __m256i raw = load32(wb.qs + 32 * c);
+            const __m256i lo = _mm256_and_si256(raw, m4);
+            const __m256i hi = _mm256_and_si256(_mm256_srli_epi16(raw, 4), m4);
+            sumi = _mm256_add_epi32(sumi, scaled_run(lo, xb.qs + 64 * c, _mm256_set1_epi16(short(sc[2 * c]))));
+            sumi = _mm256_add_epi32(sumi, scaled_run(hi, xb.qs + 64 * c + 32, _mm256_set1_epi16(short(sc[2 * c + 1]))));
+        }
+        __m128i s4 = _mm_add_epi32(_mm256_castsi256_si128(sumi), _mm256_extracti128_si256(sumi, 1));
+        s4 = _mm_add_epi32(s4, _mm_unpackhi_epi64(s4, s4));
+        s4 = _mm_add_epi32(s4, _mm_shuffle_epi32(s4, 1));
+        const int isum = _mm_cvtsi128_si32(s4);
+        acc = std::fma(float(isum), fp16(wb.d) * xb.d, acc);
+        acc_min = std::fma(float(k4_min_term(mn, xb.bsums)), fp16(wb.dmin) * xb.d, acc_min);
     }
-    acc.extra -= fp16(w.dmin) * x.d * float(k4_min_term(mn, x.bsums));
-    acc.v = _mm256_fmadd_ps(_mm256_set1_ps(fp16(w.d) * x.d), _mm256_cvtepi32_ps(sumi), acc.v);
+    return acc - acc_min;
 }
 
 WB_INLINE void block_q5_k(const BlockQ5_K& w, const BlockQ8_K& x, Acc& acc) {
@@ -373,7 +391,7 @@ KernelTable avx2_kernels() {
     t.dot[slot(GgmlType::Q8_0)] = dot_blocks<BlockQ8_0, BlockQ8_0, block_q8_0>;
     t.dot[slot(GgmlType::Q2_K)] = dot_blocks<BlockQ2_K, BlockQ8_K, block_q2_k>;
     t.dot[slot(GgmlType::Q3_K)] = dot_blocks<BlockQ3_K, BlockQ8_K, block_q3_k>;
-    t.dot[slot(GgmlType::Q4_K)] = dot_blocks<BlockQ4_K, BlockQ8_K, block_q4_k>;
+    t.dot[slot(GgmlType::Q4_K)] = dot_q4_k;
     t.dot[slot(GgmlType::Q5_K)] = dot_blocks<BlockQ5_K, BlockQ8_K, block_q5_k>;
     t.dot[slot(GgmlType::Q6_K)] = dot_blocks<BlockQ6_K, BlockQ8_K, block_q6_k>;
     t.f16_to_f32 = f16_to_f32_row;
