@@ -66,13 +66,8 @@ void forward_gemma3(Backend& be, const ModelConfig& c, const ModelWeights& w, Kv
         if (batch.hooks) batch.hooks->layer_done(il);
     }
 
-    // Only the rows whose logits are wanted go through the final norm and the tied output matrix
-    // (262k rows for Gemma 3: by far the largest matmul of a decode step).
-    const int32_t first = batch.all_logits ? 0 : n - 1;
-    const int32_t n_out = n - first;
-    Tensor xl = x.rows(first, n_out), xnl = xn.rows(0, n_out), logits = b.logits.rows(0, n_out);
-    be.rms_norm(xl, w.output_norm, c.norm_eps, c.n_embd, xnl);
-    be.matmul(w.output, xnl, logits);
+    // final norm and output head: logits = output . rmsnorm(x) * output_norm
+    forward_logits(be, c, w, b, batch);
 }
 
 }  // namespace wb

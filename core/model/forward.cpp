@@ -1,5 +1,6 @@
 #include "model/forward.h"
 
+#include "model/weights.h"
 #include "util/error.h"
 
 namespace wb {
@@ -23,6 +24,16 @@ void ForwardBuffers::release(Backend& backend) {
     for (Tensor* t : {&x, &xn, &q, &k, &v, &attn, &proj, &gate, &up, &logits})
         if (t->data) backend.free(*t);
     max_batch = 0;
+}
+
+void forward_logits(Backend& be, const ModelConfig& c, const ModelWeights& w, ForwardBuffers& b,
+                    const ForwardBatch& batch) {
+    // The output matrix is the largest of the model (vocabulary rows): skip the rows nobody reads.
+    const int32_t first = batch.all_logits ? 0 : batch.n - 1;
+    const int32_t n_out = batch.n - first;
+    Tensor x = b.x.rows(first, n_out), xn = b.xn.rows(0, n_out), logits = b.logits.rows(0, n_out);
+    be.rms_norm(x, w.output_norm, c.norm_eps, c.n_embd, xn);
+    be.matmul(w.output, xn, logits);
 }
 
 ForwardFn forward_function(const std::string& arch) {

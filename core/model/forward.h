@@ -57,6 +57,11 @@ using ForwardFn = void (*)(Backend& backend, const ModelConfig& config, const Mo
 
 ForwardFn forward_function(const std::string& arch);
 
+// The step every architecture ends with: the final RMSNorm of buffers.x and the output matrix, for
+// only the rows whose logits are wanted (all, or the last), into buffers.logits.
+void forward_logits(Backend& backend, const ModelConfig& config, const ModelWeights& weights, ForwardBuffers& buffers,
+                    const ForwardBatch& batch);
+
 void forward_llama(Backend& backend, const ModelConfig& config, const ModelWeights& weights, KvCache& kv,
                    ForwardBuffers& buffers, const ForwardBatch& batch);
 void forward_gemma3(Backend& backend, const ModelConfig& config, const ModelWeights& weights, KvCache& kv,
