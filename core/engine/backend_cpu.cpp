@@ -172,6 +172,9 @@ void CpuBackend::matmul(const Weight& w, const Tensor& x, Tensor& out) {
     const auto* wdata = static_cast<const uint8_t*>(w.host);
     const int64_t n_out = w.n_out;
     const int64_t n_tasks = (n_out + kRowsPerTask - 1) / kRowsPerTask;
+    // llama.cpp multiplies the tokens of a batch in groups of 4 with its gemm kernel and the leftover
+    // (n_tok % 4) with the gemv; where their float orders differ (Q4_K) we follow the same split.
+    const int64_t n_batched = n_tok - n_tok % 4;
     // A task owns a run of weight rows and walks all tokens with them, so those rows stay in cache
     // while every token is multiplied by them (prefill) .
     pool_.parallel_for(n_tasks, [&](int64_t task, int) {
@@ -179,7 +182,7 @@ void CpuBackend::matmul(const Weight& w, const Tensor& x, Tensor& out) {
         const int64_t nr = std::min(kRowsPerTask, n_out - r0);
         for (int64_t t = 0; t < n_tok; ++t)
             vec_dot_rows(w.type, n_in, wdata + size_t(r0) * w_row, w_row, nr, act + size_t(t) * act_row,
-                         out.data + t * out.n_cols + r0);
+                         out.data + t * out.n_cols + r0, t < n_batched ? DotOrder::kBatched : DotOrder::kRow);
     });
 }
 

@@ -36,8 +36,14 @@ float vec_dot(GgmlType weight_type, int64_t n, const void* w_row, const void* x_
 // out[r] = vec_dot(weight_type, n, w + r * w_row_stride, x_prepared) for r in [0, n_rows): a run of
 // consecutive matrix rows against one activation row. The matmul's inner loop: the kernel is looked up
 // and the arguments checked once per run instead of once per row.
+//
+// order selects between llama.cpp's two float accumulation orders where they differ (on x86 only
+// Q4_K, whose repacked weights go through a gemv for single tokens and a gemm for groups of 4):
+// kBatched is the gemm's order, for the tokens llama.cpp multiplies in groups of 4 (the first
+// n_tok - n_tok % 4 of a batch); kRow for everything else. Other types ignore it.
+enum class DotOrder { kRow, kBatched };
 void vec_dot_rows(GgmlType weight_type, int64_t n, const void* w, size_t w_row_stride, int64_t n_rows,
-                  const void* x_prepared, float* out);
+                  const void* x_prepared, float* out, DotOrder order = DotOrder::kRow);
 
 // Plain quantizers (reference, round-to-nearest) for building test data and random-weight models.
 // Supported for F32, F16, BF16, Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q8_1, Q8_K; K-quant weights are

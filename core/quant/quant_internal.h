@@ -31,6 +31,8 @@ struct KernelTable {
     F16DotFn dot_f16_lanes8 = nullptr;
     F16DotFn dot_f16_step32 = nullptr;
     F16FmaRowFn fma_f16_row = nullptr;
+    // Q4_K in llama.cpp's batched (gemm) order; nullptr = same as dot[Q4_K].
+    VecDotFn dot_q4_k_gemm = nullptr;
 };
 
 // The lane-sum trees of the two F16DotOrder orders (shared by both families).
