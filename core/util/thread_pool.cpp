@@ -19,6 +19,8 @@ constexpr int kSpinIterations = 20000;
 constexpr int kSpinBeforeYield = 2000;
 
 uint32_t generation_of(uint64_t w) { return uint32_t(w >> 32); }
+// Task index of a closed generation: above every real index, so nobody claims anything from it.
+constexpr uint32_t kClosed = 0xffffffffu;
 }  // namespace
 
 int ThreadPool::default_threads() {
@@ -81,10 +83,21 @@ void ThreadPool::parallel_for(int64_t n_tasks, const std::function<void(int64_t,
         for (int64_t t = 0; t < n_tasks; ++t) fn(t, 0);
         return;
     }
+    // Task indices live in the low 32 bits of work_; split absurdly large loops.
+    if (n_tasks >= int64_t(kClosed)) {
+        for (int64_t off = 0; off < n_tasks; off += kClosed - 1)
+            parallel_for(std::min<int64_t>(kClosed - 1, n_tasks - off), [&](int64_t t, int th) { fn(off + t, th); });
+        return;
+    }
+    // Close the previous loop before touching the loop data: a worker of the previous generation may
+    // have read an old claim word and be about to compare-and-swap it; with work_ changed first, that
+    // swap fails instead of claiming a task of this loop under the old bookkeeping (which ran tasks twice).
+    const uint32_t closed = generation_of(work_.load()) + 1;
+    work_.store((uint64_t(closed) << 32) | kClosed);
     fn_ = &fn;
     n_tasks_.store(n_tasks, std::memory_order_relaxed);
     done_.store(0, std::memory_order_relaxed);
-    const uint32_t gen = generation_of(work_.load()) + 1;
+    const uint32_t gen = closed + 1;
     // seq_cst store and load: pairs with the sleepers' increment-then-check (a store-load fence).
     work_.store(uint64_t(gen) << 32);
     if (sleepers_.load() > 0) {
