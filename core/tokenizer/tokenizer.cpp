@@ -17,6 +17,13 @@ constexpr std::array<std::string_view, 9> k_eog_texts = {
     "<|eot_id|>", "<|im_end|>", "<|end|>", "<end_of_turn>", "<|endoftext|>", "<|end_of_text|>", "<EOT>", "<|eom_id|>",
     "</s>",
 };
+// Fill-in-the-middle markers llama.cpp also ends generation on (and forces to CONTROL): per group, the
+// first text of the group the vocabulary has. Code models emit them where a chat reply would end.
+constexpr std::array<std::array<std::string_view, 5>, 3> k_fim_eog_groups = {{
+    {"<|fim_pad|>", "<fim-pad>", "<fim_pad>", "<PAD>", "[PAD]"},                 // padding
+    {"<|fim_repo|>", "<|repo_name|>", "<fim-repo>", "<REPO>", "<reponame>"},     // repository name
+    {"<|file_sep|>", "", "", "", ""},                                             // file separator
+}};
 // Vocabularies with one of these use "</s>" as ordinary text; llama.cpp then leaves it alone.
 constexpr std::array<std::string_view, 2> k_plain_s_markers = {"<|tool_response>", "<|plamo:eos|>"};
 // Gemma's turn opener: some Gemma 3 files type it NORMAL, which would make chat prompts unparseable.
@@ -121,6 +128,13 @@ void Tokenizer::init_common(VocabSpec& spec, bool add_bos_default) {
             types_[size_t(*id)] = TokenType::CONTROL;
         }
     }
+    for (const auto& group : k_fim_eog_groups)
+        for (const std::string_view text : group)
+            if (const auto id = text.empty() ? std::nullopt : find_token(text)) {
+                eog.push_back(*id);
+                types_[size_t(*id)] = TokenType::CONTROL;
+                break;
+            }
     if (const auto id = find_token(k_forced_control_text)) types_[size_t(*id)] = TokenType::CONTROL;
     std::sort(eog.begin(), eog.end());
     eog.erase(std::unique(eog.begin(), eog.end()), eog.end());

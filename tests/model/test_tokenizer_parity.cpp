@@ -132,6 +132,13 @@ private slots:
         QVERIFY(tok_->is_eog(2));
         QVERIFY(tok_->is_eog(0));
         QVERIFY(!tok_->is_eog(1));
+        // The end-of-generation set llama.cpp reports for this file (recorded in greedy.json), FIM
+        // marker <reponame> included.
+        QFile f(QString::fromStdString(wb_test::reference_dir()) + "/smollm2-135m-instruct-q4_1/greedy.json");
+        QVERIFY(f.open(QIODevice::ReadOnly));
+        std::vector<int32_t> expected;
+        for (const auto& v : QJsonDocument::fromJson(f.readAll()).object()["eog_ids"].toArray()) expected.push_back(v.toInt());
+        QCOMPARE(tok_->eog_ids(), expected);
     }
 
     // Third-party vectors from the facts sheet; they are kept because they agree with the reference.
