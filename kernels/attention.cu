@@ -233,6 +233,9 @@ void attention(const AttentionArgs& a, AttentionWorkspace& ws, cudaStream_t stre
     // Several query rows share a block when the group is small (prefill): each K/V row then serves
     // up to kVecs query vectors.
     L.rows = a.n_q == 1 ? 1 : kVecs / L.gc;
+    // Query rows go on grid y (merge kernels) and z (split kernel): at most 65535 each.
+    if (a.n_q > 65535)
+        throw Error("CUDA attention: " + std::to_string(a.n_q) + " query rows in one batch; at most 65535 are supported");
     const size_t n_partial = size_t(a.n_q) * size_t(a.n_head) * size_t(a.n_splits) * size_t(a.head_dim + 2);
     L.partial = ws.partial.ensure_as<float>(n_partial, stream);
     launch_attention(L, stream);

@@ -126,8 +126,11 @@ void CudaBackend::prepare_weights(ModelWeights& weights) {
         u.bytes = bytes;
         WB_CUDA_CHECK(cudaMalloc(&u.ptr, bytes));
         uploads_[host] = u;
-        WB_CUDA_CHECK(cudaMemcpy(u.ptr, host, bytes, cudaMemcpyHostToDevice));
+        // On the backend's stream: a plain cudaMemcpy from pageable memory may return before the data
+        // has landed, and it runs on the legacy stream, which this non-blocking stream does not wait for.
+        WB_CUDA_CHECK(cudaMemcpyAsync(u.ptr, host, bytes, cudaMemcpyHostToDevice, stream_));
     }
+    WB_CUDA_CHECK(cudaStreamSynchronize(stream_));
     for (Weight* w : weights.all()) {
         if (!w->host) continue;
         Upload& u = uploads_.at(w->host);
@@ -261,6 +264,10 @@ const int32_t* CudaBackend::upload_ints(cuda::DeviceBuffer& buf, std::vector<int
     last.assign(host, host + n);
     WB_CUDA_CHECK(cudaMemcpyAsync(d, last.data(), size_t(n) * sizeof(int32_t), cudaMemcpyHostToDevice, stream_));
     return d;
+}
+
+uint64_t CudaBackend::scratch_generation() const {
+    return attn_ws_.partial.generation() + matmul_ws_.w16.generation() + matmul_ws_.x16.generation();
 }
 
 void CudaBackend::invalidate_graph() {
@@ -441,6 +448,9 @@ bool CudaBackend::decode_step_begin(const KvCache& kv, int32_t token, int32_t po
     for (int32_t il = 0; il < m.n_layer; ++il) sync_layer(kv, m, il);
     const int32_t step[2] = {token, pos};
     WB_CUDA_CHECK(cudaMemcpyAsync(d_step_, step, sizeof step, cudaMemcpyHostToDevice, stream_));
+    // A scratch buffer that grew since the recording (a longer prompt came in between) was freed
+    // and reallocated: the recording still points at the old memory.
+    if (graph_ && graph_scratch_ != scratch_generation()) invalidate_graph();
     if (graph_ && graph_kv_ == &kv) {
         WB_CUDA_CHECK(cudaGraphLaunch(graph_, stream_));
         return true;
@@ -469,15 +479,23 @@ void CudaBackend::decode_step_end(bool completed) {
     if (!completed || err != cudaSuccess) {
         if (graph) cudaGraphDestroy(graph);
         warm_kv_ = nullptr;
+        // The step was recorded but never ran, so this one fails; later steps run eagerly rather
+        // than failing the same way every other token.
+        if (completed) graphs_enabled_ = false;
         if (completed) WB_CUDA_CHECK(err);
         return;
     }
     cudaGraphExec_t exec = nullptr;
     const cudaError_t inst = cudaGraphInstantiate(&exec, graph, 0);
     cudaGraphDestroy(graph);
-    WB_CUDA_CHECK(inst);
+    if (inst != cudaSuccess) {
+        warm_kv_ = nullptr;
+        graphs_enabled_ = false;
+        WB_CUDA_CHECK(inst);
+    }
     graph_ = exec;
     graph_kv_ = step_kv_;
+    graph_scratch_ = scratch_generation();
     // Recording did not execute anything: run the step now.
     WB_CUDA_CHECK(cudaGraphLaunch(graph_, stream_));
 }

@@ -73,6 +73,8 @@ private:
     const void* device_copy(const Weight& w) const;
     const int32_t* upload_ints(cuda::DeviceBuffer& buf, std::vector<int32_t>& last, const int32_t* host, int32_t n);
     void invalidate_graph();
+    // Changes whenever a scratch buffer a recorded step may use is reallocated.
+    uint64_t scratch_generation() const;
     bool recording() const { return step_ == StepMode::CAPTURE; }
 
     int device_ = 0;
@@ -107,6 +109,7 @@ private:
     const KvCache* warm_kv_ = nullptr; // cache a warm-up step ran for
     const KvCache* graph_kv_ = nullptr;
     cudaGraphExec_t graph_ = nullptr;
+    uint64_t graph_scratch_ = 0;       // scratch_generation() when graph_ was recorded
 };
 
 }  // namespace wb

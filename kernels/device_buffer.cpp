@@ -16,6 +16,7 @@ void DeviceBuffer::release() {
     if (ptr_) WB_CUDA_CHECK(cudaFree(ptr_));
     ptr_ = nullptr;
     bytes_ = 0;
+    ++generation_;
 }
 
 void* DeviceBuffer::ensure(size_t bytes, cudaStream_t stream) {

@@ -3,6 +3,7 @@
 #include <cuda_runtime.h>
 
 #include <cstddef>
+#include <cstdint>
 
 namespace wb::cuda {
 
@@ -24,11 +25,14 @@ public:
     }
     void* get() const { return ptr_; }
     size_t size() const { return bytes_; }
+    // Counts the reallocations: a recorded CUDA graph that baked in get() is stale once it changes.
+    uint64_t generation() const { return generation_; }
     void release();
 
 private:
     void* ptr_ = nullptr;
     size_t bytes_ = 0;
+    uint64_t generation_ = 0;
 };
 
 }  // namespace wb::cuda

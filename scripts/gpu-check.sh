@@ -7,7 +7,10 @@
 # Needs Debian's libsentencepiece0, libsentencepiece-dev and libprotobuf-lite32 .debs in build-debs/
 # (fetched on a dev machine: mkdir -p build-debs && cd build-debs &&
 #  apt-get download libsentencepiece0 libsentencepiece-dev libprotobuf-lite32), carried along:
-#   run(command="bash scripts/gpu-check.sh", carry=["build-debs"], timeout_s=540)
+#   run(command="bash scripts/gpu-check.sh", carry=["build-debs"], timeout_s=480)
+# The steps run most important first (build, GPU tests, small-model benchmarks, then the 7B model);
+# on 16 cores expect about 1.5 min to build, 1-2 min of tests, 3 min of benchmarks. A rerun on the
+# still-warm machine reuses build-gpu/ and build-gpu-deps/ and only rebuilds what changed.
 #
 # Environment: OUT (results; default ./gpu-check-out), WB_CUDA_ARCHS (default 90), JOBS (default nproc).
 # Files in $OUT (the device tool returns at most 8): env.log build.log models.log ctest.log bench.log
@@ -19,10 +22,13 @@ OUT=${OUT:-$ROOT/gpu-check-out}
 ARCHS=${WB_CUDA_ARCHS:-90}
 JOBS=${JOBS:-$(nproc)}
 BUILD=$ROOT/build-gpu
+# The .debs are unpacked here, never into /. A fixed path beside the build (git-ignored), not a
+# temporary one: CMake caches the library paths it found, and a rerun must still find them.
+DEPS=$ROOT/build-gpu-deps
+PREFIX=$DEPS/prefix
 SCRATCH=$(mktemp -d)
-PREFIX=$SCRATCH/prefix              # the .debs unpacked here, never into /
 MODELS=$SCRATCH/models
-mkdir -p "$OUT" "$PREFIX" "$MODELS"
+mkdir -p "$OUT" "$PREFIX" "$DEPS/bin" "$MODELS"
 trap 'rm -rf "$SCRATCH"' EXIT
 
 SUMMARY_ROWS=()
@@ -72,33 +78,64 @@ step() {
 
 # ---- sentencepiece from the carried .debs ----
 shopt -s nullglob
-debs=("$ROOT"/build-debs/*.deb)
-if ((${#debs[@]} < 3)); then
-    SUMMARY_ROWS+=("| unpack .debs | FAILED: build-debs/ holds ${#debs[@]} .deb files, expected 3 (carry build-debs) | 0 | env.log |")
+missing=()
+for pkg in libsentencepiece0 libsentencepiece-dev libprotobuf-lite32; do
+    found=("$ROOT"/build-debs/"$pkg"_*.deb)
+    ((${#found[@]})) || missing+=("$pkg")
+done
+if ((${#missing[@]})); then
+    SUMMARY_ROWS+=("| unpack .debs | FAILED: build-debs/ lacks ${missing[*]} (fetch them, carry build-debs) | 0 | env.log |")
     write_summary
     exit 1
 fi
-for deb in "${debs[@]}"; do dpkg -x "$deb" "$PREFIX"; done
+for deb in "$ROOT"/build-debs/*.deb; do dpkg -x "$deb" "$PREFIX"; done
 LIBDIR=$PREFIX/usr/lib/x86_64-linux-gnu
-export PKG_CONFIG_PATH=$LIBDIR/pkgconfig
-export PKG_CONFIG_SYSROOT_DIR=$PREFIX
 export LD_LIBRARY_PATH=$LIBDIR${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+if command -v pkg-config >/dev/null; then
+    export PKG_CONFIG_PATH=$LIBDIR/pkgconfig
+    export PKG_CONFIG_SYSROOT_DIR=$PREFIX
+else
+    # No pkg-config on the machine: a stand-in that answers CMake's FindPkgConfig for the one module
+    # the build asks for, with sentencepiece.pc's values (prefix=/usr moved under $PREFIX).
+    echo "pkg-config: not installed, using a stand-in for sentencepiece" >>"$OUT/env.log"
+    cat >"$DEPS/bin/pkg-config" <<SH
+#!/usr/bin/env bash
+out=()
+for a in "\$@"; do
+    case "\$a" in
+        --version) echo 0.29.2; exit 0 ;;
+        --print-errors | --short-errors | --static | --exists) ;;
+        --modversion) out+=(0.1.97) ;;
+        --variable=prefix) out+=("$PREFIX/usr") ;;
+        --variable=includedir) out+=("$PREFIX/usr/include") ;;
+        --variable=libdir) out+=("$LIBDIR") ;;
+        --variable=*) out+=("") ;;
+        --libs-only-l) out+=(-lsentencepiece -lsentencepiece_train) ;;
+        --libs-only-L) out+=("-L$LIBDIR") ;;
+        --libs) out+=("-L$LIBDIR" -lsentencepiece -lsentencepiece_train) ;;
+        --cflags-only-I | --cflags) out+=("-I$PREFIX/usr/include") ;;
+        --libs-only-other | --cflags-only-other) ;;
+        sentencepiece) ;;
+        -*) echo "pkg-config stand-in: unsupported option \$a" >&2; exit 1 ;;
+        *) echo "Package \$a was not found (pkg-config stand-in knows only sentencepiece)" >&2; exit 1 ;;
+    esac
+done
+echo "\${out[*]}"
+SH
+    chmod +x "$DEPS/bin/pkg-config"
+    export PATH=$DEPS/bin:$PATH
+fi
 
 # ---- build ----
 step configure build.log 120 cmake -G Ninja -S "$ROOT" -B "$BUILD" -DCMAKE_BUILD_TYPE=Release -DWB_GUI=OFF \
     -DWB_CUDA=ON "-DWB_CUDA_ARCHS=$ARCHS" || exit 1
-step build build.log 420 cmake --build "$BUILD" -j "$JOBS" || exit 1
+step build build.log 360 cmake --build "$BUILD" -j "$JOBS" || exit 1
 CLI=$BUILD/app/whitebox-cli
 GEN=$BUILD/tests/make_random_gguf
 
-# ---- random-weight models (shapes of SmolLM2-135M Q4_1 and Llama-2-7B Q4_0) ----
-SMOL=$MODELS/random-smollm2-135m.gguf
-L7B=$MODELS/random-llama2-7b-q4_0.gguf
-step "model smollm2-135m" models.log 120 "$GEN" "$SMOL" --shape smollm2-135m
-step "model llama2-7b q4_0" models.log 180 "$GEN" "$L7B" --shape llama2-7b
-
 # ---- tests: the GPU tests and the CPU check of the kernels' dequantization ----
-step "ctest -L gpu|unit" ctest.log 300 ctest --test-dir "$BUILD" -L "gpu|unit" --output-on-failure -V
+# Per-test limit, so one hung kernel leaves time for the rest and the benchmarks.
+step "ctest -L gpu|unit" ctest.log 300 ctest --test-dir "$BUILD" -L "gpu|unit" --timeout 200 --output-on-failure -V
 # ctest counts a skip as a pass: on the GPU machine a skipped GPU test means the device was not seen.
 n_skipped=$(grep -c 'SKIPPED: no CUDA device' "$OUT/ctest.log")
 if ((n_skipped > 0)); then
@@ -128,6 +165,11 @@ print(f"COPY_GBPS {2 * n / (ms / 1e3) / 1e9:.1f}")
 PY
 COPY_GBPS=$(sed -n 's/^COPY_GBPS //p' "$OUT/bandwidth.log" | tail -1)
 
+# ---- random-weight models (shapes of SmolLM2-135M Q4_1 and Llama-2-7B Q4_0) ----
+SMOL=$MODELS/random-smollm2-135m.gguf
+L7B=$MODELS/random-llama2-7b-q4_0.gguf
+step "model smollm2-135m" models.log 120 "$GEN" "$SMOL" --shape smollm2-135m
+
 # ---- benchmarks ----
 # bench_row MODEL_LABEL BACKEND: the last JSON line of bench.log as a summary row.
 cat >"$SCRATCH/bench_row.py" <<'PY'
@@ -152,15 +194,17 @@ bench_row() {
 if step "bench smollm2 cuda" bench.log 120 "$CLI" bench -m "$SMOL" --backend cuda -p 512 -n 256 -r 3 --json; then
     bench_row "random SmolLM2-135M Q4_1" cuda
 fi
-if step "bench smollm2 cpu" bench.log 120 "$CLI" bench -m "$SMOL" --backend cpu -p 128 -n 32 -r 1 --json; then
-    bench_row "random SmolLM2-135M Q4_1" "cpu ($(nproc) threads)"
-fi
-if step "bench llama2-7b cuda" bench.log 180 "$CLI" bench -m "$L7B" --backend cuda -p 512 -n 128 -r 3 --json; then
-    bench_row "random Llama-2-7B Q4_0" cuda
-fi
 # Decode without graph replay: shows what the graphs buy on the launch-bound small model.
 if step "bench smollm2 cuda, graphs off" bench.log 120 env WB_CUDA_GRAPHS=0 "$CLI" bench -m "$SMOL" --backend cuda -p 512 -n 256 -r 3 --json; then
     bench_row "random SmolLM2-135M Q4_1 (graphs off)" cuda
+fi
+# The bandwidth-bound case last: writing 3.8 GB of random blocks takes a while.
+if step "model llama2-7b q4_0" models.log 180 "$GEN" "$L7B" --shape llama2-7b &&
+    step "bench llama2-7b cuda" bench.log 180 "$CLI" bench -m "$L7B" --backend cuda -p 512 -n 128 -r 3 --json; then
+    bench_row "random Llama-2-7B Q4_0" cuda
+fi
+if step "bench smollm2 cpu" bench.log 120 "$CLI" bench -m "$SMOL" --backend cpu -p 128 -n 32 -r 1 --json; then
+    bench_row "random SmolLM2-135M Q4_1" "cpu ($(nproc) threads)"
 fi
 
 write_summary

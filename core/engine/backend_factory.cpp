@@ -42,7 +42,14 @@ std::unique_ptr<Backend> load_cuda(int n_threads) {
         if (!lib) {
             const char* why = dlerror();
             // A plugin that exists but cannot load (missing libcudart/cuBLAS) is the interesting reason.
-            if (why && std::string(why).find("No such file") == std::string::npos) last_error = why;
+            // Both that and a plugin that is not there say "No such file or directory", so look at the
+            // file itself (or, for the loader's search, at whether the message names the plugin).
+            const std::string msg = why ? why : "";
+            const bool plugin_missing =
+                path.find('/') != std::string::npos
+                    ? access(path.c_str(), F_OK) != 0
+                    : msg.empty() || (msg.rfind(path + ":", 0) == 0 && msg.find("No such file") != std::string::npos);
+            if (!plugin_missing) last_error = msg;
             continue;
         }
         auto create = reinterpret_cast<CreateFn>(dlsym(lib, kCudaPluginEntry));

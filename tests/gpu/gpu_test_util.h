@@ -44,18 +44,37 @@ inline std::unique_ptr<Backend> make_cuda_backend() {
 
 inline bool on_host(const Backend& b) { return b.name() == "cpu"; }
 
+// The backend works on its own non-blocking stream, which does not wait for the legacy stream that
+// cudaMemcpy / cudaMemset use, and both may return before the device memory is written (pageable
+// source, device memset). So the device is idle before a test writes a backend tensor (nothing still
+// reads it) and after (the next operation sees the data).
+inline void device_sync(const char* what) {
+    const cudaError_t err = cudaDeviceSynchronize();
+    if (err != cudaSuccess) throw Error(std::string(what) + ": " + cudaGetErrorString(err));
+}
+
 inline void upload(Backend& b, Tensor& t, const std::vector<float>& host) {
     const size_t bytes = size_t(t.n_rows * t.n_cols) * sizeof(float);
     if (host.size() * sizeof(float) < bytes) throw Error("upload: not enough host data");
-    if (on_host(b)) std::memcpy(t.data, host.data(), bytes);
-    else if (cudaMemcpy(t.data, host.data(), bytes, cudaMemcpyHostToDevice) != cudaSuccess) throw Error("upload failed");
+    if (on_host(b)) {
+        std::memcpy(t.data, host.data(), bytes);
+        return;
+    }
+    device_sync("upload");
+    if (cudaMemcpy(t.data, host.data(), bytes, cudaMemcpyHostToDevice) != cudaSuccess) throw Error("upload failed");
+    device_sync("upload");
 }
 
 // Fills a tensor with NaN, so an element an op fails to write shows up in the comparison.
 inline void poison(Backend& b, Tensor& t) {
     const size_t bytes = size_t(t.n_rows * t.n_cols) * sizeof(float);
-    if (on_host(b)) std::memset(t.data, 0xFF, bytes);
-    else if (cudaMemset(t.data, 0xFF, bytes) != cudaSuccess) throw Error("poison failed");
+    if (on_host(b)) {
+        std::memset(t.data, 0xFF, bytes);
+        return;
+    }
+    device_sync("poison");
+    if (cudaMemset(t.data, 0xFF, bytes) != cudaSuccess) throw Error("poison failed");
+    device_sync("poison");
 }
 
 inline std::vector<float> download(Backend& b, const Tensor& t) {

@@ -3,8 +3,14 @@
 //   - teacher-forced logits over a long prompt (prefill: cuBLAS path): top-1 agreement >= 99 % and
 //     mean KL(cpu || cuda) <= 0.005 nats;
 //   - the same over one-token steps (decode: GEMV path and CUDA graph replay);
-//   - greedy generation from 10 prompts: identical token sequences on >= 9 of them;
+//   - greedy generation from 10 prompts, then from a prompt long enough to regrow the attention
+//     scratch after a decode step was recorded: identical token sequences on >= 10 of the 11;
 //   - decode with graphs on and off (WB_CUDA_GRAPHS=0) gives bit-identical logits.
+// A random model's logits are flat (no confident top token), so some positions have two tokens
+// within a few hundredths of a logit; the CPU's 8-bit activations move logits by about that much.
+// Top-1 and greedy agreement therefore count a different choice as agreeing when it is a near tie
+// in the reference (within kTie of its top logit); the strict figures are printed too, and KL and
+// the bit-exact graph check stay strict.
 //
 // Without a CUDA device: prints "SKIPPED: no CUDA device" and returns 77.
 #include <unistd.h>
@@ -28,12 +34,21 @@ using namespace wb::gputest;
 
 namespace {
 
+// A choice within this many logits of the reference's top one is a near tie (see the header).
+constexpr float kTie = 0.1f;
+
 struct Agreement {
-    double top1 = 0.0;     // fraction of positions with the same argmax
-    double mean_kl = 0.0;  // mean KL(ref || got) in nats
+    double top1 = 0.0;       // fraction of positions with the same argmax
+    double top1_tie = 0.0;   // ... or where the got argmax is a near tie in the reference
+    double mean_kl = 0.0;    // mean KL(ref || got) in nats
 };
 
 int32_t argmax(const float* x, int32_t n) { return int32_t(std::max_element(x, x + n) - x); }
+
+// True when token `got` is the reference's top token or within kTie of it.
+bool near_top(const float* ref, int32_t n_vocab, int32_t got) {
+    return ref[got] >= ref[argmax(ref, n_vocab)] - kTie;
+}
 
 Agreement agreement(const std::vector<float>& ref, const std::vector<float>& got, int32_t n_vocab) {
     const size_t n_pos = ref.size() / size_t(n_vocab);
@@ -42,6 +57,7 @@ Agreement agreement(const std::vector<float>& ref, const std::vector<float>& got
         const float* r = ref.data() + p * size_t(n_vocab);
         const float* g = got.data() + p * size_t(n_vocab);
         if (argmax(r, n_vocab) == argmax(g, n_vocab)) a.top1 += 1.0;
+        if (near_top(r, n_vocab, argmax(g, n_vocab))) a.top1_tie += 1.0;
         // log-softmax of both in double, then sum p_ref * (log p_ref - log p_got).
         const double mr = *std::max_element(r, r + n_vocab), mg = *std::max_element(g, g + n_vocab);
         double zr = 0.0, zg = 0.0;
@@ -58,14 +74,16 @@ Agreement agreement(const std::vector<float>& ref, const std::vector<float>& got
         a.mean_kl += std::isfinite(kl) ? kl : 1e9;
     }
     a.top1 /= double(n_pos);
+    a.top1_tie /= double(n_pos);
     a.mean_kl /= double(n_pos);
     return a;
 }
 
 void expect_agreement(const std::string& what, const Agreement& a) {
-    char buf[160];
-    std::snprintf(buf, sizeof buf, " (top-1 %.2f %% >= 99 %%, mean KL %.5f <= 0.005 nats)", 100.0 * a.top1, a.mean_kl);
-    report(a.top1 >= 0.99 && a.mean_kl <= 0.005, what + buf);
+    char buf[200];
+    std::snprintf(buf, sizeof buf, " (top-1 up to near ties %.2f %% >= 99 %%, strict %.2f %%; mean KL %.5f <= 0.005 nats)",
+                  100.0 * a.top1_tie, 100.0 * a.top1, a.mean_kl);
+    report(a.top1_tie >= 0.99 && a.mean_kl <= 0.005, what + buf);
 }
 
 std::vector<int32_t> random_tokens(size_t n, uint64_t seed, int32_t n_vocab) {
@@ -88,16 +106,39 @@ std::vector<float> stepwise_logits(Session& s, const std::vector<int32_t>& token
     return out;
 }
 
-std::vector<int32_t> greedy(Session& s, const std::vector<int32_t>& prompt, int32_t n_new, int32_t n_vocab) {
+// Greedy continuation of prompt; the logits each token was chosen from go to *logits_out when given.
+std::vector<int32_t> greedy(Session& s, const std::vector<int32_t>& prompt, int32_t n_new, int32_t n_vocab,
+                            std::vector<float>* logits_out = nullptr) {
     s.reset();
     const std::vector<float>* logits = &s.append(prompt.data(), int32_t(prompt.size()));
     std::vector<int32_t> out;
     for (int32_t i = 0; i < n_new; ++i) {
+        if (logits_out) logits_out->insert(logits_out->end(), logits->begin(), logits->end());
         const int32_t next = argmax(logits->data(), n_vocab);
         out.push_back(next);
         logits = &s.append(&next, 1);
     }
     return out;
+}
+
+// Greedy generation on both backends; true when the GPU's tokens equal the CPU's, or first differ
+// where the CPU's logits make the GPU's choice a near tie (after that the contexts differ).
+bool greedy_agrees(Session& s_cpu, Session& s_gpu, const std::vector<int32_t>& prompt, int32_t n_new, int32_t n_vocab,
+                   const std::string& label) {
+    std::vector<float> ref_logits;
+    const std::vector<int32_t> ref = greedy(s_cpu, prompt, n_new, n_vocab, &ref_logits);
+    const std::vector<int32_t> got = greedy(s_gpu, prompt, n_new, n_vocab);
+    size_t i = 0;
+    while (i < ref.size() && ref[i] == got[i]) ++i;
+    if (i == ref.size()) {
+        std::printf("  greedy %s (%zu tokens): identical\n", label.c_str(), prompt.size());
+        return true;
+    }
+    const float* r = ref_logits.data() + i * size_t(n_vocab);
+    const bool tie = near_top(r, n_vocab, got[i]);
+    std::printf("  greedy %s (%zu tokens): differs from step %zu (cpu %d, cuda %d, %.4f logits apart)%s\n", label.c_str(),
+                prompt.size(), i, ref[i], got[i], double(r[ref[i]] - r[got[i]]), tie ? ", a near tie" : "");
+    return tie;
 }
 
 void run(const std::string& model_path) {
@@ -120,15 +161,16 @@ void run(const std::string& model_path) {
     const std::vector<float> dec_cpu = stepwise_logits(s_cpu, steps), dec_gpu = stepwise_logits(s_gpu, steps);
     expect_agreement("teacher-forced decode steps, 140 positions", agreement(dec_cpu, dec_gpu, n_vocab));
 
-    // Greedy generation from 10 prompts of different lengths.
+    // Greedy generation from 10 prompts of different lengths, then from a 900-token prompt: its
+    // prefill needs more attention scratch than anything before, after decode steps were recorded,
+    // so the recording must be dropped (it points at the freed scratch) and made again.
     int same = 0;
     for (int i = 0; i < 10; ++i) {
         const std::vector<int32_t> p = random_tokens(size_t(4 + 9 * i), uint64_t(100 + i), n_vocab);
-        const bool eq = greedy(s_cpu, p, 32, n_vocab) == greedy(s_gpu, p, 32, n_vocab);
-        same += eq ? 1 : 0;
-        std::printf("  greedy prompt %d (%zu tokens): %s\n", i, p.size(), eq ? "identical" : "differs");
+        same += greedy_agrees(s_cpu, s_gpu, p, 32, n_vocab, "prompt " + std::to_string(i)) ? 1 : 0;
     }
-    report(same >= 9, "greedy generation identical on " + std::to_string(same) + "/10 prompts (>= 9)");
+    same += greedy_agrees(s_cpu, s_gpu, random_tokens(900, 3, n_vocab), 32, n_vocab, "long prompt") ? 1 : 0;
+    report(same >= 10, "greedy generation identical (up to near ties) on " + std::to_string(same) + "/11 prompts (>= 10)");
 
     // Graph replay must be exactly the eager computation.
     setenv("WB_CUDA_GRAPHS", "0", 1);
