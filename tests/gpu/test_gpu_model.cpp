@@ -1,16 +1,23 @@
-// Whole-model parity of the CUDA backend with the CPU backend on a random-weight model of
-// SmolLM2-135M's shape and tensor types (Q4_1 matrices, tied Q8_0 embedding), written at start-up:
+// Whole-model parity of the CUDA backend on a random-weight model of SmolLM2-135M's shape and tensor
+// types (Q4_1 matrices, tied Q8_0 embedding), written at start-up:
 //   - teacher-forced logits over a long prompt (prefill: cuBLAS path): top-1 agreement >= 99 % and
-//     mean KL(cpu || cuda) <= 0.005 nats;
+//     mean KL(ref || cuda) <= 0.005 nats;
 //   - the same over one-token steps (decode: GEMV path and CUDA graph replay);
 //   - greedy generation from 10 prompts, then from a prompt long enough to regrow the attention
 //     scratch after a decode step was recorded: identical token sequences on >= 10 of the 11;
 //   - decode with graphs on and off (WB_CUDA_GRAPHS=0) gives bit-identical logits.
-// A random model's logits are flat (no confident top token), so some positions have two tokens
-// within a few hundredths of a logit; the CPU's 8-bit activations move logits by about that much.
-// Top-1 and greedy agreement therefore count a different choice as agreeing when it is a near tie
-// in the reference (within kTie of its top logit); the strict figures are printed too, and KL and
-// the bit-exact graph check stay strict.
+//
+// The reference is the CPU backend with its matmul replaced by the GPU's arithmetic: float32
+// activations times the dequantized weights, both operands rounded to f16 where the GPU takes its
+// cuBLAS path (more than 8 tokens). Not the production CPU backend: its 8-bit activations (llama.cpp's
+// scheme) are right for parity with llama.cpp, but a random model amplifies that rounding so much
+// (peaked attention flips) that on this model, measured on the CPU, they alone give a mean KL of 0.2
+// nats and 62 % top-1 against exact matmuls. With the f16 operands emulated, what remains is summation
+// order and the CPU attention's f16 probabilities (KL ~1e-4 measured on the CPU). Every operation is
+// compared with the production CPU backend in test_gpu_ops.
+// Random logits are flat, so a few positions have two tokens within hundredths of a logit: top-1 and
+// greedy agreement count a different choice as agreeing when it is within kTie of the reference's
+// top logit (the strict figures are printed too); KL and the bit-exact graph check stay strict.
 //
 // Without a CUDA device: prints "SKIPPED: no CUDA device" and returns 77.
 #include <unistd.h>
@@ -26,8 +33,13 @@
 #include "engine/backend_cpu.h"
 #include "engine/model.h"
 #include "engine/session.h"
+#include "gguf/gguf_file.h"
 #include "gpu_test_util.h"
+#include "model/weights.h"
+#include "quant/quant.h"
 #include "random_llama.h"
+#include "util/fp16.h"
+#include "util/thread_pool.h"
 
 using namespace wb;
 using namespace wb::gputest;
@@ -36,6 +48,48 @@ namespace {
 
 // A choice within this many logits of the reference's top one is a near tie (see the header).
 constexpr float kTie = 0.1f;
+// Batches above this many tokens take the GPU's cuBLAS path (kernels/matmul.cuh, kGemvMaxTokens).
+constexpr int64_t kGpuGemvMaxTokens = 8;
+
+// The CPU backend with the GPU's matmul arithmetic (see the header).
+class ReferenceBackend : public CpuBackend {
+public:
+    ReferenceBackend() : CpuBackend(0), pool_(0), rows_(size_t(pool_.size())) {}
+    std::string description() const override { return "CPU reference with float32 matmuls (" + CpuBackend::description() + ")"; }
+
+    void matmul(const Weight& w, const Tensor& x, Tensor& out) override {
+        const int64_t n_in = w.n_in, n_tok = x.n_rows;
+        const bool f16_operands = n_tok > kGpuGemvMaxTokens && w.type != GgmlType::F32;
+        xs_.assign(x.data, x.data + n_tok * n_in);
+        if (f16_operands)
+            for (float& v : xs_) v = fp16_to_f32(f32_to_fp16(v));
+        const size_t row_bytes = ggml_row_bytes(w.type, n_in);
+        constexpr int64_t kRows = 16;
+        pool_.parallel_for((w.n_out + kRows - 1) / kRows, [&](int64_t task, int thread) {
+            std::vector<float>& row = rows_[size_t(thread)];
+            row.resize(size_t(n_in));
+            for (int64_t r = task * kRows; r < std::min(w.n_out, (task + 1) * kRows); ++r) {
+                dequantize_row(w.type, static_cast<const uint8_t*>(w.host) + size_t(r) * row_bytes, row.data(), n_in);
+                if (f16_operands)
+                    for (float& v : row) v = fp16_to_f32(f32_to_fp16(v));
+                for (int64_t t = 0; t < n_tok; ++t) out.data[t * out.n_cols + r] = dot(row.data(), xs_.data() + t * n_in, n_in);
+            }
+        });
+    }
+
+private:
+    // Float dot product in 8 interleaved sums (the rows are multiples of 32 long).
+    static float dot(const float* a, const float* b, int64_t n) {
+        float acc[8] = {};
+        for (int64_t i = 0; i < n; i += 8)
+            for (int l = 0; l < 8; ++l) acc[l] += a[i + l] * b[i + l];
+        return ((acc[0] + acc[1]) + (acc[2] + acc[3])) + ((acc[4] + acc[5]) + (acc[6] + acc[7]));
+    }
+
+    ThreadPool pool_;
+    std::vector<std::vector<float>> rows_;  // per thread: one dequantized weight row
+    std::vector<float> xs_;                 // the activations, rounded as the GPU rounds them
+};
 
 struct Agreement {
     double top1 = 0.0;       // fraction of positions with the same argmax
@@ -121,12 +175,12 @@ std::vector<int32_t> greedy(Session& s, const std::vector<int32_t>& prompt, int3
     return out;
 }
 
-// Greedy generation on both backends; true when the GPU's tokens equal the CPU's, or first differ
-// where the CPU's logits make the GPU's choice a near tie (after that the contexts differ).
-bool greedy_agrees(Session& s_cpu, Session& s_gpu, const std::vector<int32_t>& prompt, int32_t n_new, int32_t n_vocab,
+// Greedy generation on both backends; true when the GPU's tokens equal the reference's, or first
+// differ where the reference's logits make the GPU's choice a near tie (after that the contexts differ).
+bool greedy_agrees(Session& s_ref, Session& s_gpu, const std::vector<int32_t>& prompt, int32_t n_new, int32_t n_vocab,
                    const std::string& label) {
     std::vector<float> ref_logits;
-    const std::vector<int32_t> ref = greedy(s_cpu, prompt, n_new, n_vocab, &ref_logits);
+    const std::vector<int32_t> ref = greedy(s_ref, prompt, n_new, n_vocab, &ref_logits);
     const std::vector<int32_t> got = greedy(s_gpu, prompt, n_new, n_vocab);
     size_t i = 0;
     while (i < ref.size() && ref[i] == got[i]) ++i;
@@ -136,7 +190,7 @@ bool greedy_agrees(Session& s_cpu, Session& s_gpu, const std::vector<int32_t>& p
     }
     const float* r = ref_logits.data() + i * size_t(n_vocab);
     const bool tie = near_top(r, n_vocab, got[i]);
-    std::printf("  greedy %s (%zu tokens): differs from step %zu (cpu %d, cuda %d, %.4f logits apart)%s\n", label.c_str(),
+    std::printf("  greedy %s (%zu tokens): differs from step %zu (ref %d, cuda %d, %.4f logits apart)%s\n", label.c_str(),
                 prompt.size(), i, ref[i], got[i], double(r[ref[i]] - r[got[i]]), tie ? ", a near tie" : "");
     return tie;
 }
@@ -144,32 +198,33 @@ bool greedy_agrees(Session& s_cpu, Session& s_gpu, const std::vector<int32_t>& p
 void run(const std::string& model_path) {
     const auto model = Model::load(model_path);
     const int32_t n_vocab = model->config().n_vocab;
-    CpuBackend cpu(0);
+    ReferenceBackend ref;
     std::unique_ptr<Backend> cuda = make_cuda_backend();
-    std::printf("cpu:  %s\ncuda: %s\n", cpu.description().c_str(), cuda->description().c_str());
+    std::printf("ref:  %s\ncuda: %s\n", ref.description().c_str(), cuda->description().c_str());
     SessionOptions so;
     so.n_ctx = 1024;
     so.n_batch = 256;
-    Session s_cpu(*model, cpu, so), s_gpu(*model, *cuda, so);
+    Session s_ref(*model, ref, so), s_gpu(*model, *cuda, so);
 
     // Prefill: 300 tokens = a 256-token batch and a 44-token batch (both take cuBLAS).
     const std::vector<int32_t> prompt = random_tokens(300, 1, n_vocab);
-    expect_agreement("teacher-forced prefill, 300 positions", agreement(s_cpu.evaluate(prompt), s_gpu.evaluate(prompt), n_vocab));
+    expect_agreement("teacher-forced prefill, 300 positions", agreement(s_ref.evaluate(prompt), s_gpu.evaluate(prompt), n_vocab));
 
     // Decode: one token at a time (GEMV, and graph replay from the third step).
     const std::vector<int32_t> steps = random_tokens(140, 2, n_vocab);  // crosses a 128-position KV block
-    const std::vector<float> dec_cpu = stepwise_logits(s_cpu, steps), dec_gpu = stepwise_logits(s_gpu, steps);
-    expect_agreement("teacher-forced decode steps, 140 positions", agreement(dec_cpu, dec_gpu, n_vocab));
+    const std::vector<float> dec_ref = stepwise_logits(s_ref, steps), dec_gpu = stepwise_logits(s_gpu, steps);
+    expect_agreement("teacher-forced decode steps, 140 positions", agreement(dec_ref, dec_gpu, n_vocab));
 
-    // Greedy generation from 10 prompts of different lengths, then from a 900-token prompt: its
-    // prefill needs more attention scratch than anything before, after decode steps were recorded,
-    // so the recording must be dropped (it points at the freed scratch) and made again.
+    // Greedy generation from 10 prompts of different lengths, then from a 600-token prompt: its
+    // prefill needs more attention scratch than anything before (a 256-row batch over 4 KV blocks),
+    // after decode steps were recorded, so the recording must be dropped (it points at the freed
+    // scratch) and made again.
     int same = 0;
     for (int i = 0; i < 10; ++i) {
         const std::vector<int32_t> p = random_tokens(size_t(4 + 9 * i), uint64_t(100 + i), n_vocab);
-        same += greedy_agrees(s_cpu, s_gpu, p, 32, n_vocab, "prompt " + std::to_string(i)) ? 1 : 0;
+        same += greedy_agrees(s_ref, s_gpu, p, 32, n_vocab, "prompt " + std::to_string(i)) ? 1 : 0;
     }
-    same += greedy_agrees(s_cpu, s_gpu, random_tokens(900, 3, n_vocab), 32, n_vocab, "long prompt") ? 1 : 0;
+    same += greedy_agrees(s_ref, s_gpu, random_tokens(600, 3, n_vocab), 32, n_vocab, "long prompt") ? 1 : 0;
     report(same >= 10, "greedy generation identical (up to near ties) on " + std::to_string(same) + "/11 prompts (>= 10)");
 
     // Graph replay must be exactly the eager computation.
