@@ -88,7 +88,34 @@ if ((${#missing[@]})); then
     write_summary
     exit 1
 fi
-for deb in "$ROOT"/build-debs/*.deb; do dpkg -x "$deb" "$PREFIX"; done
+# dpkg -x where dpkg exists; otherwise Python opens the .deb (an ar archive) and its data.tar.xz.
+unpack_deb() {
+    if command -v dpkg >/dev/null; then
+        dpkg -x "$1" "$2"
+    else
+        python3 - "$1" "$2" <<'PY'
+import io, sys, tarfile
+deb, dest = sys.argv[1], sys.argv[2]
+data = open(deb, "rb").read()
+assert data[:8] == b"!<arch>\n", deb + ": not an ar archive"
+pos = 8
+while pos + 60 <= len(data):
+    name, size = data[pos:pos + 16].decode().strip().rstrip("/"), int(data[pos + 48:pos + 58])
+    body = data[pos + 60:pos + 60 + size]
+    if name.startswith("data.tar"):
+        tarfile.open(fileobj=io.BytesIO(body)).extractall(dest)
+        break
+    pos += 60 + size + (size & 1)
+else:
+    sys.exit(deb + ": no data.tar member")
+PY
+    fi
+}
+for deb in "$ROOT"/build-debs/*.deb; do unpack_deb "$deb" "$PREFIX" >>"$OUT/env.log" 2>&1 || {
+    SUMMARY_ROWS+=("| unpack .debs | FAILED: $(basename "$deb") (see env.log) | 0 | env.log |")
+    write_summary
+    exit 1
+}; done
 LIBDIR=$PREFIX/usr/lib/x86_64-linux-gnu
 export LD_LIBRARY_PATH=$LIBDIR${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 if command -v pkg-config >/dev/null; then
