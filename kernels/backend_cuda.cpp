@@ -140,15 +140,16 @@ void CudaBackend::prepare_weights(ModelWeights& weights) {
 }
 
 void CudaBackend::release_weights(ModelWeights& weights) {
+    // Called from ~Session: never throws (see free()).
     invalidate_graph();
-    WB_CUDA_CHECK(cudaStreamSynchronize(stream_));
+    cudaStreamSynchronize(stream_);
     for (Weight* w : weights.all()) {
         if (!w->host || !w->device) continue;
         const auto it = uploads_.find(w->host);
         w->device = nullptr;
         if (it == uploads_.end()) continue;
         if (--it->second.refs == 0) {
-            WB_CUDA_CHECK(cudaFree(it->second.ptr));
+            cudaFree(it->second.ptr);
             uploads_.erase(it);
         }
     }
@@ -167,10 +168,12 @@ Tensor CudaBackend::alloc(int64_t n_rows, int64_t n_cols) {
 void CudaBackend::free(Tensor& t) {
     // A recorded step refers to the buffers by address; freeing any of them ends its validity, and
     // this is also where sessions end, so the block-table mirrors of their caches go too.
+    // Called from destructors (~Session, during unwinding too): never throws. After a device fault
+    // every call fails; the operation that hit it has already reported the error.
     invalidate_graph();
     drop_mirrors();
-    WB_CUDA_CHECK(cudaStreamSynchronize(stream_));
-    WB_CUDA_CHECK(cudaFree(t.data));
+    cudaStreamSynchronize(stream_);
+    cudaFree(t.data);
     t = {};
 }
 
@@ -240,9 +243,10 @@ void* const* CudaBackend::block_table(const KvCache& kv, int32_t il) {
 }
 
 void CudaBackend::drop_mirrors() {
+    // Never throws (on free()'s path).
     if (mirrors_.empty()) return;
-    WB_CUDA_CHECK(cudaStreamSynchronize(stream_));
-    for (auto& [key, m] : mirrors_) WB_CUDA_CHECK(cudaFree(m.table));
+    cudaStreamSynchronize(stream_);
+    for (auto& [key, m] : mirrors_) cudaFree(m.table);
     mirrors_.clear();
 }
 
@@ -271,9 +275,10 @@ uint64_t CudaBackend::scratch_generation() const {
 }
 
 void CudaBackend::invalidate_graph() {
+    // Never throws (on free()'s path).
     if (graph_) {
         cudaStreamSynchronize(stream_);
-        WB_CUDA_CHECK(cudaGraphExecDestroy(graph_));
+        cudaGraphExecDestroy(graph_);
     }
     graph_ = nullptr;
     graph_kv_ = nullptr;
