@@ -268,6 +268,23 @@ void test_attention(Backend& cpu, Backend& cuda) {
             // The CPU rounds the probabilities to f16 before weighting V; the GPU keeps them in f32.
             expect_close(name + at, download(cpu, oc.t), download(cuda, og.t), 2e-3);
             expect_close(name + at + " captured probabilities", cap_cpu, cap_gpu, 1e-4);
+            // Each captured row is a distribution over the visible keys: sums to 1, exact zeros elsewhere.
+            double worst_sum = 0.0;
+            size_t masked_nonzero = 0;
+            for (size_t hr = 0; hr < heads.size() * size_t(n); ++hr) {
+                const int32_t pos = pos0 + int32_t(hr % size_t(n));
+                const int32_t first = c.window > 0 ? std::max(0, pos - c.window + 1) : 0;
+                double sum = 0.0;
+                for (int32_t j = 0; j < pos0 + n; ++j) {
+                    const float pj = cap_gpu[hr * size_t(pos0 + n) + size_t(j)];
+                    sum += pj;
+                    if ((j < first || j > pos) && pj != 0.0f) ++masked_nonzero;
+                }
+                worst_sum = std::max(worst_sum, std::fabs(sum - 1.0));
+            }
+            report(worst_sum <= 1e-4 && masked_nonzero == 0, name + at + " captured rows sum to 1 (worst |sum - 1| " +
+                                                                 std::to_string(worst_sum) + "), masked keys 0 (" +
+                                                                 std::to_string(masked_nonzero) + " not)");
             pos0 += n;
             kv_cpu.set_n_tokens(pos0);
             kv_gpu.set_n_tokens(pos0);
