@@ -210,6 +210,17 @@ void test_glu_add(Backend& cpu, Backend& cuda) {
     expect_close("add", download(cpu, xc.t), download(cuda, xg.t), 1e-7);
 }
 
+// Attention parameters with scale 1/sqrt(head_dim), set by name (AttentionParams grows fields).
+AttentionParams attention_params(int32_t n_head, int32_t n_head_kv, int32_t head_dim, int32_t window) {
+    AttentionParams p;
+    p.n_head = n_head;
+    p.n_head_kv = n_head_kv;
+    p.head_dim = head_dim;
+    p.scale = 1.0f / std::sqrt(float(head_dim));
+    p.window = window;
+    return p;
+}
+
 // K/V stored by each backend into its own cache, then attention over it, in the batches of a chat:
 // a prefill crossing a block boundary, one decode step, a longer continuation, and (with a window)
 // more steps after the cache has released the blocks the window left behind (null table entries).
@@ -229,7 +240,7 @@ void test_attention(Backend& cpu, Backend& cuda) {
             kc.sliding_window = c.window;
         }
         KvCache kv_cpu(kc, cpu), kv_gpu(kc, cuda);
-        const AttentionParams ap{c.n_head, c.n_head_kv, c.head_dim, 1.0f / std::sqrt(float(c.head_dim)), c.window};
+        const AttentionParams ap = attention_params(c.n_head, c.n_head_kv, c.head_dim, c.window);
         const std::string name = "attention heads " + std::to_string(c.n_head) + "/" + std::to_string(c.n_head_kv) + " dim " +
                                  std::to_string(c.head_dim) + (c.window ? " window " + std::to_string(c.window) : "");
         const int64_t q_dim = int64_t(c.n_head) * c.head_dim, kv_dim = int64_t(c.n_head_kv) * c.head_dim;
@@ -324,8 +335,8 @@ void test_decode_graph(Backend& cpu, Backend& cuda) {
     kc.sliding_window = window;
     KvCache kv_cpu(kc, cpu), kv_gpu(kc, cuda);
     const int64_t q_dim = int64_t(n_head) * head_dim, kv_dim = int64_t(n_head_kv) * head_dim;
-    const float scale = 1.0f / std::sqrt(float(head_dim));
-    const AttentionParams ap[2] = {{n_head, n_head_kv, head_dim, scale, window}, {n_head, n_head_kv, head_dim, scale, 0}};
+    const AttentionParams ap[2] = {attention_params(n_head, n_head_kv, head_dim, window),
+                                   attention_params(n_head, n_head_kv, head_dim, 0)};
 
     // Fixed tensors, as a recorded step needs: new data is written into them before every step.
     const int32_t max_rows = 200;
