@@ -28,6 +28,7 @@
 #include "message_edit.h"
 #include "model/model_paths.h"
 #include "model_info_panel.h"
+#include "models_dialog.h"
 #include "sampling_panel.h"
 #include "token_inspector.h"
 
@@ -110,6 +111,10 @@ void MainWindow::createActions() {
     QAction* open = file->addAction(tr("&Open model…"), this, &MainWindow::openModelDialog);
     open->setShortcut(QKeySequence::Open);
     open->setIcon(style()->standardIcon(QStyle::SP_DialogOpenButton));
+    QAction* models = file->addAction(tr("&Models…"), this, &MainWindow::openModelsDialog);
+    models->setShortcut(QKeySequence(Qt::CTRL | Qt::Key_M));
+    models->setIcon(style()->standardIcon(QStyle::SP_DirHomeIcon));
+    models->setToolTip(tr("The models in the cache; download or fetch one"));
     m_recentMenu = file->addMenu(tr("Recent models"));
     file->addSeparator();
     QAction* openConv = file->addAction(tr("Open conversation…"), this, &MainWindow::openConversationDialog);
@@ -165,6 +170,7 @@ void MainWindow::createActions() {
     bar->setObjectName(QStringLiteral("mainToolBar"));
     bar->setToolButtonStyle(Qt::ToolButtonTextBesideIcon);
     bar->addAction(open);
+    bar->addAction(models);
     bar->addSeparator();
     bar->addAction(newChat);
     bar->addAction(m_stopAction);
@@ -245,10 +251,22 @@ void MainWindow::start() {
     else if (QFileInfo::exists(fallback))
         m_controller->loadModel(fallback);
     else
-        QTimer::singleShot(0, this, [this, fallback] {
-            showError(tr("No model"), tr("The default model is not in the cache (%1).\nOpen a GGUF file, or run scripts/fetch-models.sh.").arg(fallback));
-            openModelDialog();
-        });
+        // The first start (or the models were deleted): the Models dialog says what to do and offers
+        // the ways to get one, instead of an empty window and an error.
+        QTimer::singleShot(0, this, &MainWindow::openModelsDialog);
+}
+
+void MainWindow::openModelsDialog() {
+    if (!m_modelsDialog) {
+        m_modelsDialog = new ModelsDialog(this);
+        connect(m_modelsDialog, &ModelsDialog::modelChosen, m_controller, &ChatController::loadModel);
+    } else {
+        m_modelsDialog->refresh();
+    }
+    // open(), not exec(): the event loop keeps running (a download, the hashing, the tests).
+    m_modelsDialog->open();
+    m_modelsDialog->raise();
+    m_modelsDialog->activateWindow();
 }
 
 void MainWindow::openModelDialog() {

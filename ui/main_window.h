@@ -12,6 +12,7 @@ class ChatController;
 class ChatPanel;
 class KvCachePanel;
 class ModelInfoPanel;
+class ModelsDialog;
 class QActionGroup;
 class QDockWidget;
 class QLabel;
@@ -28,7 +29,8 @@ public:
     explicit MainWindow(QWidget* parent = nullptr);
     ~MainWindow() override;
 
-    // Opens the last model, else the default model when it is in the cache, else asks for a file.
+    // Opens the last model, else the default model when it is in the cache, else (the first start)
+    // shows the Models dialog.
     void start();
 
     ChatController* controller() const { return m_controller; }
@@ -38,6 +40,8 @@ public:
     KvCachePanel* kvCachePanel() const { return m_kv; }
     TokenInspector* tokenInspector() const { return m_inspector; }
     ModelInfoPanel* modelInfoPanel() const { return m_info; }
+    // Created the first time it is opened.
+    ModelsDialog* modelsDialog() const { return m_modelsDialog; }
     QDockWidget* dock(const QString& objectName) const;
     QLabel* backendLabel() const { return m_backendLabel; }
     QLabel* speedLabel() const { return m_speedLabel; }
@@ -50,6 +54,7 @@ public:
 
 public Q_SLOTS:
     void openModelDialog();
+    void openModelsDialog();
     void openConversationDialog();
     void saveConversationDialog();
     void showError(const QString& title, const QString& text);
@@ -88,6 +93,7 @@ private:
     KvCachePanel* m_kv;
     TokenInspector* m_inspector;
     ModelInfoPanel* m_info;
+    ModelsDialog* m_modelsDialog = nullptr;
     QList<QDockWidget*> m_docks;
     QMenu* m_recentMenu = nullptr;
     QMenu* m_viewMenu = nullptr;

@@ -9,10 +9,14 @@
 #include "chat_controller.h"
 #include "chat_panel.h"
 #include "main_window.h"
+#include "model_cache.h"
+#include "models_dialog.h"
 
 namespace {
 // Tokens into the reply when the "while generating" picture is taken.
 constexpr int kStreamingShotAfter = 24;
+// The Models dialog is grabbed once its hashes are in (the first time they are computed), or after this.
+constexpr int kModelsHashWaitMs = 60000;
 }
 
 ScreenshotRunner::ScreenshotRunner(MainWindow* window, const QString& directory, const QString& prompt, QObject* parent)
@@ -58,5 +62,24 @@ void ScreenshotRunner::grabAll() {
         QApplication::processEvents();
         save(d, file);
     }
-    QApplication::quit();
+    grabModelsDialog();
+}
+
+void ScreenshotRunner::grabModelsDialog() {
+    m_window->openModelsDialog();
+    ModelsDialog* dialog = m_window->modelsDialog();
+    dialog->selectPath(m_window->controller()->model().path);
+    auto finish = [this, dialog] {
+        if (m_grabbedModels) return;
+        m_grabbedModels = true;
+        save(dialog, QStringLiteral("models.png"));
+        dialog->close();
+        QApplication::quit();
+    };
+    const auto finishWhenHashed = [this, dialog, finish] {
+        if (!dialog->cache()->isHashing()) QTimer::singleShot(300, this, finish);
+    };
+    connect(dialog->cache(), &ModelCache::hashReady, this, finishWhenHashed);
+    QTimer::singleShot(kModelsHashWaitMs, this, finish);
+    finishWhenHashed();
 }

@@ -1,7 +1,7 @@
 #pragma once
 // Takes the screenshots of docs/screenshots/ (whitebox --screenshot DIR): waits for the model, sends
 // a prompt, grabs the window while the reply streams, then, when it has finished, selects a token in
-// the inspector and grabs the window and every panel, and quits.
+// the inspector and grabs the window and every panel, then the Models dialog, and quits.
 #include <QObject>
 #include <QString>
 
@@ -15,10 +15,12 @@ public:
 
 private:
     void grabAll();
+    void grabModelsDialog();
     void save(QWidget* widget, const QString& name);
 
     MainWindow* m_window;
     QString m_directory;
     QString m_prompt;
     bool m_grabbedStreaming = false;
+    bool m_grabbedModels = false;
 };

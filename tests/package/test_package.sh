@@ -74,6 +74,10 @@ echo "   Depends: $depends"
 [ -n "$depends" ] || fail "empty Depends (dpkg-shlibdeps did not run?)"
 grep -q 'libqt6' <<<"$depends" || { is_on "$have_gui" && fail "Depends lacks libqt6*"; }
 grep -q 'libsentencepiece' <<<"$depends" || fail "Depends lacks libsentencepiece"
+if is_on "$have_gui"; then
+  # The Models dialog's "Fetch default model" runs fetch-models.sh, which needs pip.
+  grep -q 'python3-pip' <<<"$(field Recommends)" || fail "Recommends lacks python3-pip: '$(field Recommends)'"
+fi
 if grep -Eiq 'cuda|cublas|nvidia' <<<"$depends$(field Pre-Depends)"; then
   fail "Depends names CUDA/NVIDIA packages; the CUDA plugin must stay optional: $depends"
 fi
@@ -85,7 +89,8 @@ expect=(./usr/bin/whitebox-cli ./usr/share/man/man1/whitebox-cli.1.gz)
 if is_on "$have_gui"; then
   expect+=(./usr/bin/whitebox ./usr/share/applications/whitebox.desktop
            ./usr/share/icons/hicolor/256x256/apps/whitebox.png
-           ./usr/share/metainfo/io.whitebox.WhiteBox.metainfo.xml)
+           ./usr/share/metainfo/io.whitebox.WhiteBox.metainfo.xml
+           ./usr/share/whitebox/fetch-models.sh)
 fi
 is_on "$have_cuda" && expect+=(./usr/lib/whitebox/libwhitebox-cuda.so)
 for f in "${expect[@]}"; do
