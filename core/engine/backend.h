@@ -44,6 +44,10 @@ struct AttentionParams {
     int32_t head_dim = 0;
     float scale = 1.0f;       // multiplies q.k before the softmax
     int32_t window = 0;       // > 0: a query at p sees keys at p - window + 1 .. p (sliding window)
+    // true: scale multiplies q itself, before the backend rounds q for the product (the CPU backend
+    // rounds q to f16), instead of q.k. The same math, another rounding: llama.cpp's graph scales q
+    // for some architectures (Gemma 3) and q.k for others (llama), and the CPU backend follows each.
+    bool scale_q = false;
 
     // Attention capture (the inspector's hooks). When capture_probs is set, the backend writes the
     // post-softmax probabilities it used for the listed query heads into host memory, laid out

@@ -93,6 +93,25 @@ float gelu_tanh_f16_table(float x) {
     return fp16_to_f32(table[f32_to_fp16(x)]);
 }
 
+// The path llama.cpp's x86 CPU build takes for token t of an n_tok-token matmul, as a DotOrder (see
+// quant.h), where the paths round differently (K-quants):
+//  - Q4_K with a row count divisible by 8 is repacked: the tokens of a batch go in groups of 4
+//    through its gemm (the first n_tok - n_tok % 4), the rest through its gemv;
+//  - other K-quants (and Q4_K otherwise) go through its tiled matmul when the batch has 8 tokens or
+//    more, and through the row dot products when it has fewer.
+DotOrder llama_cpp_dot_order(const Weight& w, int64_t n_tok, int64_t t) {
+    switch (w.type) {
+        case GgmlType::Q4_K:
+            if (w.n_out % 8 == 0) return t < n_tok - n_tok % 4 ? DotOrder::kGemm : DotOrder::kGemv;
+            [[fallthrough]];
+        case GgmlType::Q2_K:
+        case GgmlType::Q3_K:
+        case GgmlType::Q5_K:
+        case GgmlType::Q6_K: return n_tok >= 8 ? DotOrder::kTiled : DotOrder::kRow;
+        default: return DotOrder::kRow;
+    }
+}
+
 }  // namespace
 
 CpuBackend::CpuBackend(int n_threads) : pool_(n_threads) {
@@ -172,9 +191,7 @@ void CpuBackend::matmul(const Weight& w, const Tensor& x, Tensor& out) {
     const auto* wdata = static_cast<const uint8_t*>(w.host);
     const int64_t n_out = w.n_out;
     const int64_t n_tasks = (n_out + kRowsPerTask - 1) / kRowsPerTask;
-    // llama.cpp multiplies the tokens of a batch in groups of 4 with its gemm kernel and the leftover
-    // (n_tok % 4) with the gemv; where their float orders differ (Q4_K) we follow the same split.
-    const int64_t n_batched = n_tok - n_tok % 4;
+    const auto order = [&](int64_t t) { return llama_cpp_dot_order(w, n_tok, t); };
     // A task owns a run of weight rows and walks all tokens with them, so those rows stay in cache
     // while every token is multiplied by them (prefill) .
     pool_.parallel_for(n_tasks, [&](int64_t task, int) {
@@ -182,7 +199,7 @@ void CpuBackend::matmul(const Weight& w, const Tensor& x, Tensor& out) {
         const int64_t nr = std::min(kRowsPerTask, n_out - r0);
         for (int64_t t = 0; t < n_tok; ++t)
             vec_dot_rows(w.type, n_in, wdata + size_t(r0) * w_row, w_row, nr, act + size_t(t) * act_row,
-                         out.data + t * out.n_cols + r0, t < n_batched ? DotOrder::kBatched : DotOrder::kRow);
+                         out.data + t * out.n_cols + r0, order(t));
     });
 }
 
@@ -231,8 +248,9 @@ void CpuBackend::attention(const Tensor& q, const KvCache& kv, int32_t il, int32
     const F16DotOrder kq_order = batched && hd % 8 == 0 ? F16DotOrder::kLanes8 : F16DotOrder::kStep32;
     const F16DotOrder out_order = batched && hd % 4 == 0 ? F16DotOrder::kLanes8 : F16DotOrder::kStep32;
     const int64_t n_lanes = f16_dot_lanes(out_order);
-    // per thread: scores[max_keys], out lanes[n_lanes * hd], lane gather[n_lanes]; q in f16[hd]
-    const size_t buf_floats = size_t(max_keys + n_lanes * hd + n_lanes);
+    // per thread: scores[max_keys], out lanes[n_lanes * hd], lane gather[n_lanes], scaled q[hd];
+    // q in f16[hd]
+    const size_t buf_floats = size_t(max_keys + n_lanes * hd + n_lanes + hd);
     for (auto& b : thread_buf_)
         if (b.size() < buf_floats) b.resize(buf_floats);
     for (auto& b : thread_f16_)
@@ -259,13 +277,21 @@ void CpuBackend::attention(const Tensor& q, const KvCache& kv, int32_t il, int32
 
         // The keys are f16, so q is rounded to f16 too: the dot is then a product of two f16 vectors
         // accumulated in f32, the same arithmetic as llama.cpp's CPU path and a GPU's f16 attention.
-        quantize_row(GgmlType::F16, qv, q16, hd);
+        // With scale_q the scale multiplies q before that rounding and the scores are not scaled.
+        if (p.scale_q) {
+            float* qs = gather + n_lanes;
+            for (int64_t i = 0; i < hd; ++i) qs[i] = qv[i] * p.scale;
+            quantize_row(GgmlType::F16, qs, q16, hd);
+        } else {
+            quantize_row(GgmlType::F16, qv, q16, hd);
+        }
+        const float score_scale = p.scale_q ? 1.0f : p.scale;
 
         // scores_j = scale * q.k_j over the visible keys, then a numerically stable softmax.
         float max_s = -INFINITY;
         for (int32_t j = first; j <= pos; ++j) {
             const auto* krow = static_cast<const uint16_t*>(kv.k_row(il, j)) + int64_t(kvh) * hd;
-            const float s = p.scale * dot_f16_f16(kq_order, hd, krow, q16);
+            const float s = score_scale * dot_f16_f16(kq_order, hd, krow, q16);
             scores[j - first] = s;
             max_s = std::max(max_s, s);
         }

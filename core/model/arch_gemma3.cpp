@@ -28,9 +28,11 @@ void forward_gemma3(Backend& be, const ModelConfig& c, const ModelWeights& w, Kv
         const float base = local ? c.rope_base_swa : c.rope_base;
         const RopeParams rope_q{c.n_head, c.head_dim, c.n_rot, base, c.rope_freq_scale, c.rope_mode};
         const RopeParams rope_k{c.n_head_kv, c.head_dim, c.n_rot, base, c.rope_freq_scale, c.rope_mode};
-        // llama.cpp multiplies q by the scale and runs attention with scale 1; the scale is a power of
-        // two (1/16 for head_dim 256), so applying it to q.k instead gives the same products.
+        // llama.cpp multiplies q by the scale and runs attention with scale 1. Even for a power of two
+        // (1/16 for head_dim 256) that is not the same as scaling q.k: q is rounded to f16 for the
+        // product, and the small elements of q/16 fall into f16's subnormal range and lose bits.
         AttentionParams ap{c.n_head, c.n_head_kv, c.head_dim, c.attn_scale, local ? c.sliding_window : 0};
+        ap.scale_q = true;
 
         // xn = rmsnorm(x) * attn_norm
         be.rms_norm(x, l.attn_norm, c.norm_eps, c.n_embd, xn);

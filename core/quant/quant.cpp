@@ -170,8 +170,13 @@ float vec_dot(GgmlType weight_type, int64_t n, const void* w_row, const void* x_
 void vec_dot_rows(GgmlType weight_type, int64_t n, const void* w, size_t w_row_stride, int64_t n_rows,
                   const void* x_prepared, float* out, DotOrder order) {
     VecDotFn fn = dot_kernel(weight_type);
-    if (order == DotOrder::kBatched && weight_type == GgmlType::Q4_K && kernels().dot_q4_k_gemm)
-        fn = kernels().dot_q4_k_gemm;
+    const KernelTable& k = kernels();
+    if (order == DotOrder::kGemv && weight_type == GgmlType::Q4_K && k.dot_q4_k_gemv)
+        fn = k.dot_q4_k_gemv;
+    else if (order == DotOrder::kGemm && weight_type == GgmlType::Q4_K && k.dot_q4_k_gemm)
+        fn = k.dot_q4_k_gemm;
+    else if (order == DotOrder::kTiled && k.dot_tiled[slot(weight_type)])
+        fn = k.dot_tiled[slot(weight_type)];
     check_length("vec_dot_rows", weight_type, n);
     const auto* row = static_cast<const uint8_t*>(w);
     for (int64_t r = 0; r < n_rows; ++r) out[r] = fn(n, row + size_t(r) * w_row_stride, x_prepared);

@@ -37,11 +37,15 @@ float vec_dot(GgmlType weight_type, int64_t n, const void* w_row, const void* x_
 // consecutive matrix rows against one activation row. The matmul's inner loop: the kernel is looked up
 // and the arguments checked once per run instead of once per row.
 //
-// order selects between llama.cpp's two float accumulation orders where they differ (on x86 only
-// Q4_K, whose repacked weights go through a gemv for single tokens and a gemm for groups of 4):
-// kBatched is the gemm's order, for the tokens llama.cpp multiplies in groups of 4 (the first
-// n_tok - n_tok % 4 of a batch); kRow for everything else. Other types ignore it.
-enum class DotOrder { kRow, kBatched };
+// order selects among the float accumulation orders of llama.cpp's x86 matmul paths, which differ
+// for K-quants (other types ignore it; an order a type has no path for means kRow):
+//  - kRow: its row dot product (ggml_vec_dot_*), for batches of fewer than 8 tokens;
+//  - kTiled: its tiled K-quant matmul, for every token of a batch of 8 or more;
+//  - kGemv, kGemm: Q4_K matrices with a row count divisible by 8, which it repacks and multiplies
+//    with a gemm for the tokens of a batch in groups of 4 (the first n_tok - n_tok % 4) and a gemv
+//    for the rest (kRow and kTiled are for the Q4_K matrices it does not repack).
+// Which one applies to which matmul is the caller's choice (CpuBackend::matmul).
+enum class DotOrder { kRow, kTiled, kGemv, kGemm };
 void vec_dot_rows(GgmlType weight_type, int64_t n, const void* w, size_t w_row_stride, int64_t n_rows,
                   const void* x_prepared, float* out, DotOrder order = DotOrder::kRow);
 

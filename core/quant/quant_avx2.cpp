@@ -4,9 +4,9 @@
 // Integer blocks all follow one pattern: bring the weights to 32 bytes holding one value each, as
 // unsigned bytes where possible (_mm256_maddubs_epi16 multiplies unsigned by signed), pair-sum to
 // 16 bits, then to 32 bits with _mm256_madd_epi16 (by ones, or by the sub-block scales for K-quants),
-// convert to float and accumulate with one FMA per block, scaled by d_w*d_x. Offsets that would make
-// the values signed (Q3_K's -4, Q6_K's -32) and the K-quant minimums are applied afterwards from the
-// activation block sums (Q8_K bsums, Q8_1 s).
+// convert to float and accumulate with one FMA per block, scaled by d_w*d_x. Per-block offset terms
+// (Q4_1/Q5_1 m*s, K-quant minimums and value offsets) come from the activation block sums (Q8_K
+// bsums, Q8_1 s), each applied where llama.cpp's x86 kernel applies it (see the K-quant section).
 #include <immintrin.h>
 
 #include <cmath>
@@ -143,6 +143,18 @@ float dot_blocks(int64_t n, const void* w, const void* x) {
 }
 
 // ---- K-quants against Q8_K ----
+//
+// llama.cpp's x86 build multiplies K-quant weights along three paths, and this file reproduces the
+// float order of each (the integer part, codes times activations times sub-block scales, is exact
+// and therefore the same everywhere; only how it is folded into floats differs):
+//  - its row dot products (ggml_vec_dot_*_q8_K): batches of fewer than 8 tokens, for every K-quant
+//    matrix it does not repack (all but Q4_K). 8 int32 lanes per block (lane l holds elements
+//    4l..4l+3 of every run of 32), converted to float and folded into one 8-lane accumulator with
+//    an FMA by d_x*d_w; the minimums and value offsets as described at each block function;
+//  - its tiled matmul: batches of 8 tokens or more, every K-quant it does not repack (all but
+//    Q4_K): per block the exact integer sums, d_w times their sum (minus dmin_w times the minimum
+//    term, fused), folded into one float with an FMA by d_x (dot_k_tiled);
+//  - its repacked Q4_K gemv and gemm (dot_q4_k_gemv, dot_q4_k_gemm).
 
 // 16-bit multipliers for one run of 32 values: the first 16 get a, the last 16 get b (the low and
 // high 128-bit lanes of the maddubs result).
@@ -163,12 +175,22 @@ WB_INLINE int weighted_bsums(const int8_t* v, const int16_t* bsums) {
     return _mm_cvtsi128_si32(s);
 }
 
-WB_INLINE void block_q2_k(const BlockQ2_K& w, const BlockQ8_K& x, Acc& acc) {
-    int8_t scale[16], min[16];
-    for (int k = 0; k < 16; ++k) {
-        scale[k] = int8_t(w.scales[k] & 0xF);
-        min[k] = int8_t(w.scales[k] >> 4);
-    }
+WB_INLINE int hsum_i32(__m256i v) {
+    __m128i s = _mm_add_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
+    s = _mm_add_epi32(s, _mm_unpackhi_epi64(s, s));
+    s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 1));
+    return _mm_cvtsi128_si32(s);
+}
+
+// A block's exact integer part: sum = sum_k scale_k * sum(value * y) over its sub-blocks (values
+// with their offsets: Q3_K's -4, Q6_K's -32), min = sum_k min_k * (activation sum of sub-block k).
+struct KInts {
+    int sum;
+    int min;
+};
+
+// Q2_K: lanes of scale * q * y, q in 0..3.
+WB_INLINE __m256i q2_k_lanes(const BlockQ2_K& w, const BlockQ8_K& x) {
     const __m256i m3 = _mm256_set1_epi8(3);
     __m256i sumi = _mm256_setzero_si256();
     for (int h = 0; h < 2; ++h) {
@@ -176,19 +198,39 @@ WB_INLINE void block_q2_k(const BlockQ2_K& w, const BlockQ8_K& x, Acc& acc) {
         for (int j = 0; j < 4; ++j) {
             const __m256i q = _mm256_and_si256(_mm256_srli_epi16(raw, 2 * j), m3);
             const int k = 8 * h + 2 * j;
-            sumi = _mm256_add_epi32(sumi, scaled_run(q, x.qs + 128 * h + 32 * j, scale_pair(scale[k], scale[k + 1])));
+            sumi = _mm256_add_epi32(sumi, scaled_run(q, x.qs + 128 * h + 32 * j,
+                                                     scale_pair(w.scales[k] & 0xF, w.scales[k + 1] & 0xF)));
         }
     }
-    acc.extra -= fp16(w.dmin) * x.d * float(weighted_bsums(min, x.bsums));
-    acc.v = _mm256_fmadd_ps(_mm256_set1_ps(fp16(w.d) * x.d), _mm256_cvtepi32_ps(sumi), acc.v);
+    return sumi;
 }
 
-// Values are taken as q + 4 in 0..7 (the high-mask bit set means "+4"), the -4 comes off via bsums.
-WB_INLINE void block_q3_k(const BlockQ3_K& w, const BlockQ8_K& x, Acc& acc) {
-    int8_t scale[16];
-    for (int k = 0; k < 16; ++k) scale[k] = int8_t(q3k_scale(k, w.scales));
+WB_INLINE __m128i q2_k_mins(const BlockQ2_K& w) {
+    return _mm_and_si128(_mm_srli_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(w.scales)), 4),
+                         _mm_set1_epi8(0x0F));
+}
+
+// The minimums as llama.cpp's row dot applies them: lane k = min[2k]*bsums[2k] + min[2k+1]*bsums[2k+1],
+// folded into the accumulator (scale -d_x*dmin_w) before the block's scaled products.
+WB_INLINE void block_q2_k(const BlockQ2_K& w, const BlockQ8_K& x, Acc& acc) {
+    const __m256i prod = _mm256_madd_epi16(_mm256_cvtepi8_epi16(q2_k_mins(w)),
+                                           _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x.bsums)));
+    acc.v = _mm256_fmadd_ps(_mm256_set1_ps(-x.d * fp16(w.dmin)), _mm256_cvtepi32_ps(prod), acc.v);
+    acc.v = _mm256_fmadd_ps(_mm256_set1_ps(x.d * fp16(w.d)), _mm256_cvtepi32_ps(q2_k_lanes(w, x)), acc.v);
+}
+
+WB_INLINE KInts q2_k_ints(const BlockQ2_K& w, const BlockQ8_K& x) {
+    int8_t mins[16];
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(mins), q2_k_mins(w));
+    return {hsum_i32(q2_k_lanes(w, x)), weighted_bsums(mins, x.bsums)};
+}
+
+// Q3_K: lanes of scale * v * y with the signed value v = q - 4 (q = low bits | high-mask bit << 2),
+// the offset applied per element inside the lanes, as llama.cpp's row dot does.
+WB_INLINE __m256i q3_k_lanes(const BlockQ3_K& w, const BlockQ8_K& x) {
     const __m256i m3 = _mm256_set1_epi8(3);
     const __m256i one = _mm256_set1_epi8(1);
+    const __m256i four = _mm256_set1_epi8(4);
     const __m256i hmask = load32(w.hmask);
     __m256i sumi = _mm256_setzero_si256();
     for (int h = 0; h < 2; ++h) {
@@ -196,15 +238,21 @@ WB_INLINE void block_q3_k(const BlockQ3_K& w, const BlockQ8_K& x, Acc& acc) {
         for (int j = 0; j < 4; ++j) {
             const __m256i low = _mm256_and_si256(_mm256_srli_epi16(raw, 2 * j), m3);
             const __m256i high = _mm256_and_si256(_mm256_srli_epi16(hmask, 4 * h + j), one);
-            const __m256i q = _mm256_or_si256(low, _mm256_slli_epi16(high, 2));
+            const __m256i v = _mm256_sub_epi8(_mm256_or_si256(low, _mm256_slli_epi16(high, 2)), four);
             const int k = 8 * h + 2 * j;
-            sumi = _mm256_add_epi32(sumi, scaled_run(q, x.qs + 128 * h + 32 * j, scale_pair(scale[k], scale[k + 1])));
+            // |v| times y with v's sign: pair sums of at most 2*4*127, exact in 16 bits
+            const __m256i prod = _mm256_maddubs_epi16(_mm256_sign_epi8(v, v), _mm256_sign_epi8(load32(x.qs + 128 * h + 32 * j), v));
+            sumi = _mm256_add_epi32(sumi, _mm256_madd_epi16(prod, scale_pair(q3k_scale(k, w.scales), q3k_scale(k + 1, w.scales))));
         }
     }
-    const float d = fp16(w.d) * x.d;
-    acc.extra -= d * float(4 * weighted_bsums(scale, x.bsums));
-    acc.v = _mm256_fmadd_ps(_mm256_set1_ps(d), _mm256_cvtepi32_ps(sumi), acc.v);
+    return sumi;
 }
+
+WB_INLINE void block_q3_k(const BlockQ3_K& w, const BlockQ8_K& x, Acc& acc) {
+    acc.v = _mm256_fmadd_ps(_mm256_set1_ps(x.d * fp16(w.d)), _mm256_cvtepi32_ps(q3_k_lanes(w, x)), acc.v);
+}
+
+WB_INLINE KInts q3_k_ints(const BlockQ3_K& w, const BlockQ8_K& x) { return {hsum_i32(q3_k_lanes(w, x)), 0}; }
 
 // Q4_K/Q5_K minimums: sum_j mn[j] * (activation sum of sub-block j's 32 values).
 WB_INLINE int k4_min_term(const int* mn, const int16_t* bsums) {
@@ -213,42 +261,73 @@ WB_INLINE int k4_min_term(const int* mn, const int16_t* bsums) {
     return s;
 }
 
-// Q4_K in the order of llama.cpp's x86 build, which repacks Q4_K weights (8 rows interleaved) and
-// multiplies them with its gemv/gemm kernels rather than the row dot product: per block the scaled
-// products and the minimum term are each summed exactly in integers, then folded into two float
-// accumulators with one fused multiply-add each (scale d_w*d_x, resp. dmin_w*d_x); the result is
-// their difference. Matching that order keeps Q4_K matmuls bit-exact with the reference.
-float dot_q4_k(int64_t n, const void* w, const void* x) {
+// Q4_K: lanes of scale * q * y, q in 0..15.
+WB_INLINE __m256i q4_k_lanes(const BlockQ4_K& w, const BlockQ8_K& x, const int* sc) {
+    const __m256i m4 = _mm256_set1_epi8(0x0F);
+    __m256i sumi = _mm256_setzero_si256();
+    for (int c = 0; c < 4; ++c) {
+        const __m256i raw = load32(w.qs + 32 * c);
+        const __m256i lo = _mm256_and_si256(raw, m4);
+        const __m256i hi = _mm256_and_si256(_mm256_srli_epi16(raw, 4), m4);
+        sumi = _mm256_add_epi32(sumi, scaled_run(lo, x.qs + 64 * c, _mm256_set1_epi16(short(sc[2 * c]))));
+        sumi = _mm256_add_epi32(sumi, scaled_run(hi, x.qs + 64 * c + 32, _mm256_set1_epi16(short(sc[2 * c + 1]))));
+    }
+    return sumi;
+}
+
+WB_INLINE KInts q4_k_ints(const BlockQ4_K& w, const BlockQ8_K& x) {
+    int sc[8], mn[8];
+    for (int j = 0; j < 8; ++j) k4_scale_min(j, w.scales, sc[j], mn[j]);
+    return {hsum_i32(q4_k_lanes(w, x, sc)), k4_min_term(mn, x.bsums)};
+}
+
+// Q4_K in the order of llama.cpp's row dot product (only reached by a matrix it does not repack, see
+// dot_q4_k_gemv): the scaled products in 8 lanes as for the other types, the minimums in 4 lanes
+// (lane m: sub-blocks 2m and 2m+1) folded in with their own FMA (scale -d_x*dmin_w), summed
+// ((m0+m2)+(m1+m3)) and added after the horizontal sum of the 8.
+float dot_q4_k_row(int64_t n, const void* w, const void* x) {
     const auto* bw = static_cast<const BlockQ4_K*>(w);
     const auto* bx = static_cast<const BlockQ8_K*>(x);
     const int64_t nb = n / kQKK;
-    const __m256i m4 = _mm256_set1_epi8(0x0F);
-    float acc = 0.0f, acc_min = 0.0f;
+    __m256 acc = _mm256_setzero_ps();
+    __m128 acc_m = _mm_setzero_ps();
     for (int64_t i = 0; i < nb; ++i) {
         const BlockQ4_K& wb = bw[i];
         const BlockQ8_K& xb = bx[i];
         int sc[8], mn[8];
         for (int j = 0; j < 8; ++j) k4_scale_min(j, wb.scales, sc[j], mn[j]);
-        __m256i sumi = _mm256_setzero_si256();
-        for (int c = 0; c < 4; ++c) {
-            const __m256i raw = load32(wb.qs + 32 * c);
-            const __m256i lo = _mm256_and_si256(raw, m4);
-            const __m256i hi = _mm256_and_si256(_mm256_srli_epi16(raw, 4), m4);
-            sumi = _mm256_add_epi32(sumi, scaled_run(lo, xb.qs + 64 * c, _mm256_set1_epi16(short(sc[2 * c]))));
-            sumi = _mm256_add_epi32(sumi, scaled_run(hi, xb.qs + 64 * c + 32, _mm256_set1_epi16(short(sc[2 * c + 1]))));
-        }
-        __m128i s4 = _mm_add_epi32(_mm256_castsi256_si128(sumi), _mm256_extracti128_si256(sumi, 1));
-        s4 = _mm_add_epi32(s4, _mm_unpackhi_epi64(s4, s4));
-        s4 = _mm_add_epi32(s4, _mm_shuffle_epi32(s4, 1));
-        const int isum = _mm_cvtsi128_si32(s4);
-        acc = std::fma(float(isum), fp16(wb.d) * xb.d, acc);
-        acc_min = std::fma(float(k4_min_term(mn, xb.bsums)), fp16(wb.dmin) * xb.d, acc_min);
+        const __m128i mins = _mm_setr_epi16(short(mn[0]), short(mn[1]), short(mn[2]), short(mn[3]), short(mn[4]),
+                                            short(mn[5]), short(mn[6]), short(mn[7]));
+        const __m256i bsums = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(xb.bsums));
+        const __m128i pair_sums = _mm_hadd_epi16(_mm256_castsi256_si128(bsums), _mm256_extracti128_si256(bsums, 1));
+        acc_m = _mm_fmadd_ps(_mm_set1_ps(-xb.d * fp16(wb.dmin)), _mm_cvtepi32_ps(_mm_madd_epi16(mins, pair_sums)), acc_m);
+        acc = _mm256_fmadd_ps(_mm256_set1_ps(xb.d * fp16(wb.d)), _mm256_cvtepi32_ps(q4_k_lanes(wb, xb, sc)), acc);
+    }
+    acc_m = _mm_add_ps(acc_m, _mm_movehl_ps(acc_m, acc_m));
+    acc_m = _mm_add_ss(acc_m, _mm_movehdup_ps(acc_m));
+    return hsum(acc) + _mm_cvtss_f32(acc_m);
+}
+
+// Q4_K in the order of llama.cpp's x86 gemv: its x86 build repacks Q4_K matrices whose row count is a
+// multiple of 8 (8 rows interleaved) and multiplies them with its gemv/gemm kernels rather than the
+// row dot product. Per block the scaled products and the minimum term are each summed exactly in
+// integers, then folded into two float accumulators with one fused multiply-add each (scale
+// d_w*d_x, resp. dmin_w*d_x); the result is their difference.
+float dot_q4_k_gemv(int64_t n, const void* w, const void* x) {
+    const auto* bw = static_cast<const BlockQ4_K*>(w);
+    const auto* bx = static_cast<const BlockQ8_K*>(x);
+    const int64_t nb = n / kQKK;
+    float acc = 0.0f, acc_min = 0.0f;
+    for (int64_t i = 0; i < nb; ++i) {
+        const KInts k = q4_k_ints(bw[i], bx[i]);
+        acc = std::fma(float(k.sum), fp16(bw[i].d) * bx[i].d, acc);
+        acc_min = std::fma(float(k.min), fp16(bw[i].dmin) * bx[i].d, acc_min);
     }
     return acc - acc_min;
 }
 
 // Q4_K in the order of llama.cpp's x86 gemm (the repacked kernel it uses for each group of 4
-// tokens of a batch): the same exact integer sums as dot_q4_k, but folded into the two float
+// tokens of a batch): the same exact integer sums as dot_q4_k_gemv, but folded into the two float
 // accumulators once per 64-value chunk (two sub-blocks) instead of once per block, i.e. four FMAs
 // per block for the scaled products (scale d_w*d_x) and four for the minimum term (dmin_w*d_x).
 float dot_q4_k_gemm(int64_t n, const void* w, const void* x) {
@@ -268,13 +347,9 @@ float dot_q4_k_gemm(int64_t n, const void* w, const void* x) {
             const __m256i raw = load32(wb.qs + 32 * c);
             const __m256i lo = _mm256_and_si256(raw, m4);
             const __m256i hi = _mm256_and_si256(_mm256_srli_epi16(raw, 4), m4);
-            const __m256i sumi =
-                _mm256_add_epi32(scaled_run(lo, xb.qs + 64 * c, _mm256_set1_epi16(short(sc[2 * c]))),
-                                 scaled_run(hi, xb.qs + 64 * c + 32, _mm256_set1_epi16(short(sc[2 * c + 1]))));
-            __m128i s4 = _mm_add_epi32(_mm256_castsi256_si128(sumi), _mm256_extracti128_si256(sumi, 1));
-            s4 = _mm_add_epi32(s4, _mm_unpackhi_epi64(s4, s4));
-            s4 = _mm_add_epi32(s4, _mm_shuffle_epi32(s4, 1));
-            const int isum = _mm_cvtsi128_si32(s4);
+            const int isum =
+                hsum_i32(_mm256_add_epi32(scaled_run(lo, xb.qs + 64 * c, _mm256_set1_epi16(short(sc[2 * c]))),
+                                          scaled_run(hi, xb.qs + 64 * c + 32, _mm256_set1_epi16(short(sc[2 * c + 1])))));
             const int imin = mn[2 * c] * (xb.bsums[4 * c] + xb.bsums[4 * c + 1]) +
                              mn[2 * c + 1] * (xb.bsums[4 * c + 2] + xb.bsums[4 * c + 3]);
             acc = std::fma(float(isum), d, acc);
@@ -284,9 +359,8 @@ float dot_q4_k_gemm(int64_t n, const void* w, const void* x) {
     return acc - acc_min;
 }
 
-WB_INLINE void block_q5_k(const BlockQ5_K& w, const BlockQ8_K& x, Acc& acc) {
-    int sc[8], mn[8];
-    for (int j = 0; j < 8; ++j) k4_scale_min(j, w.scales, sc[j], mn[j]);
+// Q5_K: lanes of scale * q * y, q in 0..31.
+WB_INLINE __m256i q5_k_lanes(const BlockQ5_K& w, const BlockQ8_K& x, const int* sc) {
     const __m256i m4 = _mm256_set1_epi8(0x0F);
     const __m256i one = _mm256_set1_epi8(1);
     const __m256i qh = load32(w.qh);
@@ -301,12 +375,27 @@ WB_INLINE void block_q5_k(const BlockQ5_K& w, const BlockQ8_K& x, Acc& acc) {
         sumi = _mm256_add_epi32(sumi, scaled_run(lo, x.qs + 64 * c, _mm256_set1_epi16(short(sc[2 * c]))));
         sumi = _mm256_add_epi32(sumi, scaled_run(hi, x.qs + 64 * c + 32, _mm256_set1_epi16(short(sc[2 * c + 1]))));
     }
-    acc.extra -= fp16(w.dmin) * x.d * float(k4_min_term(mn, x.bsums));
-    acc.v = _mm256_fmadd_ps(_mm256_set1_ps(fp16(w.d) * x.d), _mm256_cvtepi32_ps(sumi), acc.v);
+    return sumi;
 }
 
-// Values are taken unsigned (0..63); the -32 comes off via bsums.
-WB_INLINE void block_q6_k(const BlockQ6_K& w, const BlockQ8_K& x, Acc& acc) {
+// The minimum term folded into a scalar with an FMA (scale -d_x*dmin_w: llama.cpp's build contracts
+// its multiply-add), added after the horizontal sum.
+WB_INLINE void block_q5_k(const BlockQ5_K& w, const BlockQ8_K& x, Acc& acc) {
+    int sc[8], mn[8];
+    for (int j = 0; j < 8; ++j) k4_scale_min(j, w.scales, sc[j], mn[j]);
+    acc.extra = std::fma(-(fp16(w.dmin) * x.d), float(k4_min_term(mn, x.bsums)), acc.extra);
+    acc.v = _mm256_fmadd_ps(_mm256_set1_ps(fp16(w.d) * x.d), _mm256_cvtepi32_ps(q5_k_lanes(w, x, sc)), acc.v);
+}
+
+WB_INLINE KInts q5_k_ints(const BlockQ5_K& w, const BlockQ8_K& x) {
+    int sc[8], mn[8];
+    for (int j = 0; j < 8; ++j) k4_scale_min(j, w.scales, sc[j], mn[j]);
+    return {hsum_i32(q5_k_lanes(w, x, sc)), k4_min_term(mn, x.bsums)};
+}
+
+// Q6_K: lanes of scale * q * y with the values taken unsigned (q in 0..63); the -32 comes off via
+// bsums.
+WB_INLINE __m256i q6_k_lanes(const BlockQ6_K& w, const BlockQ8_K& x) {
     const __m256i m4 = _mm256_set1_epi8(0x0F);
     const __m256i m3 = _mm256_set1_epi8(3);
     __m256i sumi = _mm256_setzero_si256();
@@ -325,13 +414,43 @@ WB_INLINE void block_q6_k(const BlockQ6_K& w, const BlockQ8_K& x, Acc& acc) {
         };
         for (int t = 0; t < 4; ++t) {
             const int k = 8 * h + 2 * t;
-            const __m256i scales = scale_pair(w.scales[k], w.scales[k + 1]);
-            sumi = _mm256_add_epi32(sumi, scaled_run(q[t], x.qs + 128 * h + 32 * t, scales));
+            sumi = _mm256_add_epi32(sumi, scaled_run(q[t], x.qs + 128 * h + 32 * t, scale_pair(w.scales[k], w.scales[k + 1])));
         }
     }
-    const float d = fp16(w.d) * x.d;
-    acc.extra -= d * float(32 * weighted_bsums(w.scales, x.bsums));
-    acc.v = _mm256_fmadd_ps(_mm256_set1_ps(d), _mm256_cvtepi32_ps(sumi), acc.v);
+    return sumi;
+}
+
+// The -32 offset as llama.cpp's row dot applies it: in integers, lane k losing
+// 32 * (scale[2k]*bsums[2k] + scale[2k+1]*bsums[2k+1]) before the lanes are converted to float.
+WB_INLINE void block_q6_k(const BlockQ6_K& w, const BlockQ8_K& x, Acc& acc) {
+    const __m256i offset = _mm256_slli_epi32(
+        _mm256_madd_epi16(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(x.bsums)),
+                          _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(w.scales)))),
+        5);
+    const __m256i sumi = _mm256_sub_epi32(q6_k_lanes(w, x), offset);
+    acc.v = _mm256_fmadd_ps(_mm256_set1_ps(x.d * fp16(w.d)), _mm256_cvtepi32_ps(sumi), acc.v);
+}
+
+WB_INLINE KInts q6_k_ints(const BlockQ6_K& w, const BlockQ8_K& x) {
+    return {hsum_i32(q6_k_lanes(w, x)) - 32 * weighted_bsums(w.scales, x.bsums), 0};
+}
+
+// llama.cpp's tiled K-quant matmul order (see above): per block
+//   r = d_w * float(sum)   [ r = fma(-dmin_w, float(min), r) for the types with minimums ]
+//   acc = fma(r, d_x, acc)
+template <class BW, KInts (*Ints)(const BW&, const BlockQ8_K&), bool kHasMin>
+float dot_k_tiled(int64_t n, const void* w, const void* x) {
+    const auto* bw = static_cast<const BW*>(w);
+    const auto* bx = static_cast<const BlockQ8_K*>(x);
+    const int64_t nb = n / kQKK;
+    float acc = 0.0f;
+    for (int64_t i = 0; i < nb; ++i) {
+        const KInts k = Ints(bw[i], bx[i]);
+        float r = fp16(bw[i].d) * float(k.sum);
+        if constexpr (kHasMin) r = std::fma(-fp16(bw[i].dmin), float(k.min), r);
+        acc = std::fma(r, bx[i].d, acc);
+    }
+    return acc;
 }
 
 // ---- float weights against F32 activations ----
@@ -428,10 +547,16 @@ KernelTable avx2_kernels() {
     t.dot[slot(GgmlType::Q8_0)] = dot_blocks<BlockQ8_0, BlockQ8_0, block_q8_0>;
     t.dot[slot(GgmlType::Q2_K)] = dot_blocks<BlockQ2_K, BlockQ8_K, block_q2_k>;
     t.dot[slot(GgmlType::Q3_K)] = dot_blocks<BlockQ3_K, BlockQ8_K, block_q3_k>;
-    t.dot[slot(GgmlType::Q4_K)] = dot_q4_k;
+    t.dot[slot(GgmlType::Q4_K)] = dot_q4_k_row;
+    t.dot_q4_k_gemv = dot_q4_k_gemv;
     t.dot_q4_k_gemm = dot_q4_k_gemm;
     t.dot[slot(GgmlType::Q5_K)] = dot_blocks<BlockQ5_K, BlockQ8_K, block_q5_k>;
     t.dot[slot(GgmlType::Q6_K)] = dot_blocks<BlockQ6_K, BlockQ8_K, block_q6_k>;
+    t.dot_tiled[slot(GgmlType::Q2_K)] = dot_k_tiled<BlockQ2_K, q2_k_ints, true>;
+    t.dot_tiled[slot(GgmlType::Q3_K)] = dot_k_tiled<BlockQ3_K, q3_k_ints, false>;
+    t.dot_tiled[slot(GgmlType::Q4_K)] = dot_k_tiled<BlockQ4_K, q4_k_ints, true>;
+    t.dot_tiled[slot(GgmlType::Q5_K)] = dot_k_tiled<BlockQ5_K, q5_k_ints, true>;
+    t.dot_tiled[slot(GgmlType::Q6_K)] = dot_k_tiled<BlockQ6_K, q6_k_ints, false>;
     t.f16_to_f32 = f16_to_f32_row;
     t.dot_f16_lanes8 = dot_f16_lanes8;
     t.dot_f16_step32 = dot_f16_step32;

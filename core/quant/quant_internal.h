@@ -31,8 +31,13 @@ struct KernelTable {
     F16DotFn dot_f16_lanes8 = nullptr;
     F16DotFn dot_f16_step32 = nullptr;
     F16FmaRowFn fma_f16_row = nullptr;
-    // Q4_K in llama.cpp's batched (gemm) order; nullptr = same as dot[Q4_K].
+    // Q4_K in the orders of llama.cpp's repacked gemv and gemm (DotOrder::kGemv, kGemm); nullptr =
+    // same as dot[Q4_K].
+    VecDotFn dot_q4_k_gemv = nullptr;
     VecDotFn dot_q4_k_gemm = nullptr;
+    // K-quants in the order of llama.cpp's tiled matmul (DotOrder::kTiled), indexed like dot;
+    // nullptr = same as dot.
+    VecDotFn dot_tiled[kKernelSlots] = {};
 };
 
 // The lane-sum trees of the two F16DotOrder orders (shared by both families).

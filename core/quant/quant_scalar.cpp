@@ -171,16 +171,17 @@ void unpack(const BlockQ6_K& b, KUnpacked& u) {
     }
 }
 
-float dot_unpacked(const KUnpacked& u, const BlockQ8_K& x) {
-    int sumi = 0;
-    int summ = 0;  // the min terms only need the sub-block sums of the activations
+// The exact integer parts of a block: sumi = sum_k scale[k] * sum(q * y) over the 16 sub-blocks,
+// summ = sum_k min[k] * (activation sum of sub-block k).
+void unpacked_ints(const KUnpacked& u, const BlockQ8_K& x, int& sumi, int& summ) {
+    sumi = 0;
+    summ = 0;  // the min terms only need the sub-block sums of the activations
     for (int k = 0; k < 16; ++k) {
         int s = 0;
         for (int l = 0; l < 16; ++l) s += u.q[16 * k + l] * x.qs[16 * k + l];
         sumi += u.scale[k] * s;
         summ += u.min[k] * x.bsums[k];
     }
-    return x.d * (u.d * float(sumi) - u.dmin * float(summ));
 }
 
 template <class Block>
@@ -191,9 +192,30 @@ float dot_kquant(int64_t n, const void* w, const void* x) {
     float sum = 0.0f;
     for (int64_t i = 0; i < n / kQKK; ++i) {
         unpack(bw[i], u);
-        sum += dot_unpacked(u, bx[i]);
+        int sumi, summ;
+        unpacked_ints(u, bx[i], sumi, summ);
+        sum += bx[i].d * (u.d * float(sumi) - u.dmin * float(summ));
     }
     return sum;
+}
+
+// DotOrder::kTiled, the order of llama.cpp's tiled K-quant matmul, which the AVX2 family follows too:
+// the float operations are fixed and the integer parts exact, so both families agree bit for bit.
+template <class Block, bool kHasMin>
+float dot_kquant_tiled(int64_t n, const void* w, const void* x) {
+    const auto* bw = static_cast<const Block*>(w);
+    const auto* bx = static_cast<const BlockQ8_K*>(x);
+    KUnpacked u;
+    float acc = 0.0f;
+    for (int64_t i = 0; i < n / kQKK; ++i) {
+        unpack(bw[i], u);
+        int sumi, summ;
+        unpacked_ints(u, bx[i], sumi, summ);
+        float r = u.d * float(sumi);
+        if constexpr (kHasMin) r = std::fma(-u.dmin, float(summ), r);
+        acc = std::fma(r, bx[i].d, acc);
+    }
+    return acc;
 }
 
 // ---- float weights against F32 activations (double accumulation: this is the accuracy reference) ----
@@ -291,6 +313,11 @@ KernelTable scalar_kernels() {
     t.dot[slot(GgmlType::Q4_K)] = dot_kquant<BlockQ4_K>;
     t.dot[slot(GgmlType::Q5_K)] = dot_kquant<BlockQ5_K>;
     t.dot[slot(GgmlType::Q6_K)] = dot_kquant<BlockQ6_K>;
+    t.dot_tiled[slot(GgmlType::Q2_K)] = dot_kquant_tiled<BlockQ2_K, true>;
+    t.dot_tiled[slot(GgmlType::Q3_K)] = dot_kquant_tiled<BlockQ3_K, false>;
+    t.dot_tiled[slot(GgmlType::Q4_K)] = dot_kquant_tiled<BlockQ4_K, true>;
+    t.dot_tiled[slot(GgmlType::Q5_K)] = dot_kquant_tiled<BlockQ5_K, true>;
+    t.dot_tiled[slot(GgmlType::Q6_K)] = dot_kquant_tiled<BlockQ6_K, false>;
     t.f16_to_f32 = [](const uint16_t* x, float* y, int64_t n) {
         for (int64_t i = 0; i < n; ++i) y[i] = fp16_to_f32(x[i]);
     };

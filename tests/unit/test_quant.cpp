@@ -337,6 +337,173 @@ double round_trip_bound(GgmlType t) {
     }
 }
 
+// ---- llama.cpp's K-quant float orders (wb::DotOrder), written out plainly from their definitions ----
+
+// A K-quant block as integers: element e (0..255) is d * scale[e / 16] * (q[e] - offset) - dmin * min[e / 16].
+struct KBlockInts {
+    float d = 0.0f;
+    float dmin = 0.0f;
+    int q[256] = {};
+    int offset = 0;
+    int scale[16] = {};
+    int min[16] = {};
+};
+
+template <class Block>
+Block block_at(const uint8_t* p) {
+    Block b;
+    std::memcpy(&b, p, sizeof b);
+    return b;
+}
+
+// Decodes a block straight from the format description (FACTS.md section 2).
+KBlockInts decode_k_block(GgmlType t, const uint8_t* p) {
+    KBlockInts k;
+    switch (t) {
+        case GgmlType::Q2_K: {
+            const auto b = block_at<wb::BlockQ2_K>(p);
+            k.d = wb::fp16_to_f32(b.d);
+            k.dmin = wb::fp16_to_f32(b.dmin);
+            for (int e = 0; e < 256; ++e) k.q[e] = (b.qs[32 * (e / 128) + e % 32] >> (2 * (e % 128 / 32))) & 3;
+            for (int s = 0; s < 16; ++s) {
+                k.scale[s] = b.scales[s] & 0xF;
+                k.min[s] = b.scales[s] >> 4;
+            }
+            break;
+        }
+        case GgmlType::Q3_K: {
+            const auto b = block_at<wb::BlockQ3_K>(p);
+            k.d = wb::fp16_to_f32(b.d);
+            k.offset = 4;
+            for (int e = 0; e < 256; ++e) {
+                const int h = e / 128, j = e % 128 / 32, l = e % 32;
+                k.q[e] = ((b.qs[32 * h + l] >> (2 * j)) & 3) + 4 * ((b.hmask[l] >> (4 * h + j)) & 1);
+            }
+            for (int s = 0; s < 16; ++s) k.scale[s] = wb::q3k_scale(s, b.scales);
+            break;
+        }
+        case GgmlType::Q4_K:
+        case GgmlType::Q5_K: {
+            const bool five = t == GgmlType::Q5_K;
+            const auto b4 = block_at<wb::BlockQ4_K>(p);
+            const auto b5 = block_at<wb::BlockQ5_K>(p);
+            k.d = wb::fp16_to_f32(five ? b5.d : b4.d);
+            k.dmin = wb::fp16_to_f32(five ? b5.dmin : b4.dmin);
+            const uint8_t* qs = five ? b5.qs : b4.qs;
+            for (int e = 0; e < 256; ++e) {
+                const int c = e / 64, upper = e % 64 / 32, l = e % 32;
+                k.q[e] = upper ? qs[32 * c + l] >> 4 : qs[32 * c + l] & 0xF;
+                if (five) k.q[e] += ((b5.qh[l] >> (2 * c + upper)) & 1) << 4;
+            }
+            for (int j = 0; j < 8; ++j) {
+                int sc, mn;
+                wb::k4_scale_min(j, five ? b5.scales : b4.scales, sc, mn);
+                k.scale[2 * j] = k.scale[2 * j + 1] = sc;
+                k.min[2 * j] = k.min[2 * j + 1] = mn;
+            }
+            break;
+        }
+        default: {  // Q6_K
+            const auto b = block_at<wb::BlockQ6_K>(p);
+            k.d = wb::fp16_to_f32(b.d);
+            k.offset = 32;
+            for (int e = 0; e < 256; ++e) {
+                const int h = e / 128, r = e % 128 / 32, l = e % 32;
+                const uint8_t ql = b.ql[64 * h + 32 * (r % 2) + l];
+                k.q[e] = (r < 2 ? ql & 0xF : ql >> 4) | (((b.qh[32 * h + l] >> (2 * r)) & 3) << 4);
+            }
+            for (int s = 0; s < 16; ++s) k.scale[s] = b.scales[s];
+            break;
+        }
+    }
+    return k;
+}
+
+// The 8 int32 lanes of llama.cpp's x86 row dots: lane l sums scale * (q - offset) * y over elements
+// 4l..4l+3 of every run of 32 (offset 0 where the kernel takes the values unsigned).
+void k_lanes(const KBlockInts& k, const wb::BlockQ8_K& x, int offset, int64_t* lanes) {
+    for (int l = 0; l < 8; ++l) lanes[l] = 0;
+    for (int e = 0; e < 256; ++e) lanes[e % 32 / 4] += int64_t(k.scale[e / 16]) * (k.q[e] - offset) * x.qs[e];
+}
+
+// Sum of scale * (q - offset) * y over the elements [e0, e1), and of min * bsums over their 16-sub-blocks.
+int64_t k_sum(const KBlockInts& k, const wb::BlockQ8_K& x, int e0, int e1) {
+    int64_t s = 0;
+    for (int e = e0; e < e1; ++e) s += int64_t(k.scale[e / 16]) * (k.q[e] - k.offset) * x.qs[e];
+    return s;
+}
+int64_t k_min_sum(const KBlockInts& k, const wb::BlockQ8_K& x, int e0, int e1) {
+    int64_t s = 0;
+    for (int sb = e0 / 16; sb < e1 / 16; ++sb) s += int64_t(k.min[sb]) * x.bsums[sb];
+    return s;
+}
+
+// _mm256 horizontal sum: ((l0+l4)+(l2+l6)) + ((l1+l5)+(l3+l7)).
+float hsum8(const float* a) { return ((a[0] + a[4]) + (a[2] + a[6])) + ((a[1] + a[5]) + (a[3] + a[7])); }
+
+// One weight row dotted with Q8_K activations in the given order, following llama.cpp's kernels
+// operation by operation (see wb::DotOrder; ggml_vec_dot_*_q8_K for kRow).
+float k_dot_reference(GgmlType t, wb::DotOrder order, const uint8_t* w, const wb::BlockQ8_K* x, int64_t n) {
+    const size_t block_bytes = wb::ggml_row_bytes(t, 256);
+    const bool has_min = t == GgmlType::Q2_K || t == GgmlType::Q4_K || t == GgmlType::Q5_K;
+    float acc8[8] = {}, acc4[4] = {}, acc = 0.0f, acc_min = 0.0f, extra = 0.0f;
+    for (int64_t i = 0; i < n / 256; ++i) {
+        const KBlockInts k = decode_k_block(t, w + size_t(i) * block_bytes);
+        const wb::BlockQ8_K& y = x[i];
+        if (order == wb::DotOrder::kTiled) {
+            float r = k.d * float(k_sum(k, y, 0, 256));
+            if (has_min) r = std::fma(-k.dmin, float(k_min_sum(k, y, 0, 256)), r);
+            acc = std::fma(r, y.d, acc);
+        } else if (order == wb::DotOrder::kGemv || order == wb::DotOrder::kGemm) {  // Q4_K repacked
+            const int chunk = order == wb::DotOrder::kGemv ? 256 : 64;
+            for (int e0 = 0; e0 < 256; e0 += chunk) {
+                acc = std::fma(float(k_sum(k, y, e0, e0 + chunk)), k.d * y.d, acc);
+                acc_min = std::fma(float(k_min_sum(k, y, e0, e0 + chunk)), k.dmin * y.d, acc_min);
+            }
+        } else {  // kRow
+            int64_t lanes[8];
+            switch (t) {
+                case GgmlType::Q2_K:
+                    for (int l = 0; l < 8; ++l)
+                        acc8[l] = std::fma(-y.d * k.dmin, float(k_min_sum(k, y, 32 * l, 32 * l + 32)), acc8[l]);
+                    k_lanes(k, y, 0, lanes);
+                    break;
+                case GgmlType::Q3_K: k_lanes(k, y, 4, lanes); break;
+                case GgmlType::Q4_K:
+                    for (int m = 0; m < 4; ++m)
+                        acc4[m] = std::fma(-y.d * k.dmin, float(k_min_sum(k, y, 64 * m, 64 * m + 64)), acc4[m]);
+                    k_lanes(k, y, 0, lanes);
+                    break;
+                case GgmlType::Q5_K:
+                    extra = std::fma(-(k.dmin * y.d), float(k_min_sum(k, y, 0, 256)), extra);
+                    k_lanes(k, y, 0, lanes);
+                    break;
+                default:  // Q6_K: unsigned values, the -32 per lane pair of sub-blocks
+                    k_lanes(k, y, 0, lanes);
+                    for (int l = 0; l < 8; ++l)
+                        lanes[l] -= 32 * (k.scale[2 * l] * y.bsums[2 * l] + k.scale[2 * l + 1] * y.bsums[2 * l + 1]);
+                    break;
+            }
+            for (int l = 0; l < 8; ++l) acc8[l] = std::fma(y.d * k.d, float(lanes[l]), acc8[l]);
+        }
+    }
+    switch (order) {
+        case wb::DotOrder::kTiled: return acc;
+        case wb::DotOrder::kGemv:
+        case wb::DotOrder::kGemm: return acc - acc_min;
+        default: return hsum8(acc8) + ((acc4[0] + acc4[2]) + (acc4[1] + acc4[3])) + extra;
+    }
+}
+
+const char* order_name(wb::DotOrder o) {
+    switch (o) {
+        case wb::DotOrder::kRow: return "row";
+        case wb::DotOrder::kTiled: return "tiled";
+        case wb::DotOrder::kGemv: return "gemv";
+        default: return "gemm";
+    }
+}
+
 }  // namespace
 
 class TestQuant : public QObject {
@@ -353,6 +520,8 @@ private Q_SLOTS:
     void vec_dot_matches_dequantized_float_math();
     void vec_dot_rows_equals_vec_dot_per_row_data();
     void vec_dot_rows_equals_vec_dot_per_row();
+    void k_quant_dots_follow_llama_cpp_orders_data();
+    void k_quant_dots_follow_llama_cpp_orders();
     void f16_row_conversion_is_identical_in_both_families();
     void vec_dot_types_follow_llama_cpp();
     void unsupported_type_throws_naming_it_data();
@@ -534,6 +703,71 @@ void TestQuant::vec_dot_rows_equals_vec_dot_per_row() {
     std::vector<float> out(rows, 0.0f);
     wb::vec_dot_rows(t, n, w.data(), stride, rows, xq.data(), out.data());
     for (int r = 0; r < rows; ++r) QCOMPARE(out[size_t(r)], wb::vec_dot(t, n, w.data() + size_t(r) * stride, xq.data()));
+}
+
+// Every K-quant order the kernels offer (wb::DotOrder) gives, bit for bit, the float operations of
+// the llama.cpp kernel it stands for, recomputed above from the block format: the CPU backend's
+// bit-exactness with llama.cpp rests on these orders (activations in the hundreds turn a last-bit
+// difference into a different token a few layers on). The AVX2 family implements all of them; the
+// scalar family the tiled order (its other dots are plain reference math).
+void TestQuant::k_quant_dots_follow_llama_cpp_orders_data() {
+    QTest::addColumn<uint32_t>("type");
+    QTest::addColumn<int>("order");
+    const auto add = [](GgmlType t, wb::DotOrder o) {
+        QTest::addRow("%s/%s", wb::ggml_type_name(t).c_str(), order_name(o)) << uint32_t(t) << int(o);
+    };
+    for (GgmlType t : {GgmlType::Q2_K, GgmlType::Q3_K, GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K}) {
+        add(t, wb::DotOrder::kRow);
+        add(t, wb::DotOrder::kTiled);
+    }
+    add(GgmlType::Q4_K, wb::DotOrder::kGemv);
+    add(GgmlType::Q4_K, wb::DotOrder::kGemm);
+}
+
+void TestQuant::k_quant_dots_follow_llama_cpp_orders() {
+    QFETCH(uint32_t, type);
+    QFETCH(int, order);
+    const auto t = GgmlType(type);
+    const auto o = wb::DotOrder(order);
+    const bool avx2 = std::strcmp(wb::quant_kernel_name(), "avx2") == 0;
+    if (!avx2 && o != wb::DotOrder::kTiled) QSKIP("only the AVX2 family implements this order");
+
+    const int64_t n = 2048;  // 8 blocks
+    const int rows = 48;
+    std::mt19937 rng(uint32_t(type) * 31u + uint32_t(order));
+    std::vector<uint8_t> w;
+    for (int r = 0; r < rows; ++r) {
+        const std::vector<uint8_t> row = random_weights(rng, t, n);
+        w.insert(w.end(), row.begin(), row.end());
+    }
+    const size_t stride = wb::ggml_row_bytes(t, n);
+    // activations of mixed magnitudes, as in a real model (a few large values per block)
+    std::vector<float> x = random_floats(rng, n, -1.0f, 1.0f);
+    for (int64_t i = 0; i < n; i += 37) x[size_t(i)] *= 150.0f;
+    std::vector<uint8_t> xq(wb::activation_row_bytes(t, n));
+    wb::quantize_activations(t, x.data(), xq.data(), n);
+    const auto* y = reinterpret_cast<const wb::BlockQ8_K*>(xq.data());
+
+    std::vector<float> want(rows);
+    for (int r = 0; r < rows; ++r) want[size_t(r)] = k_dot_reference(t, o, w.data() + size_t(r) * stride, y, n);
+
+    const auto check = [&](const char* family) {
+        std::vector<float> got(rows, 0.0f);
+        wb::vec_dot_rows(t, n, w.data(), stride, rows, xq.data(), got.data(), o);
+        for (int r = 0; r < rows; ++r) {
+            uint32_t g, e;
+            std::memcpy(&g, &got[size_t(r)], 4);
+            std::memcpy(&e, &want[size_t(r)], 4);
+            QVERIFY2(g == e, qPrintable(QString("%1 row %2: %3 (0x%4), llama.cpp's order gives %5 (0x%6)")
+                                            .arg(family).arg(r).arg(double(got[size_t(r)]), 0, 'g', 9).arg(g, 8, 16, QChar('0'))
+                                            .arg(double(want[size_t(r)]), 0, 'g', 9).arg(e, 8, 16, QChar('0'))));
+        }
+    };
+    if (avx2) check("avx2");
+    if (o == wb::DotOrder::kTiled) {
+        ScalarKernels force;
+        check("scalar");
+    }
 }
 
 void TestQuant::f16_row_conversion_is_identical_in_both_families() {
