@@ -30,7 +30,9 @@ __device__ __forceinline__ int64_t partial_index(const SplitLayout& L, int32_t r
 
 // One block per (split, kv head and chunk of its query heads, run of query rows). The K/V rows of
 // the split's cache block are loaded once for all those query vectors (the grouped-query sharing).
-// q is rounded to f16 first, as the CPU reference does, so q.k is a product of two f16 vectors.
+// q is rounded to f16 first, as the CPU reference does, so q.k is a product of two f16 vectors; with
+// scale_q the scale multiplies q before that rounding (f16(q * scale), as the CPU backend rounds it)
+// and the scores are the plain dot products.
 __global__ void __launch_bounds__(kThreads) attention_split_kernel(SplitLayout L) {
     const AttentionArgs& a = L.a;
     extern __shared__ float smem[];
@@ -67,11 +69,15 @@ __global__ void __launch_bounds__(kThreads) attention_split_kernel(SplitLayout L
         return;
     }
 
+    const float q_scale = a.scale_q ? a.scale : 1.0f;
+    const float score_scale = a.scale_q ? 1.0f : a.scale;
     for (int idx = threadIdx.x; idx < kVecs * D; idx += blockDim.x) {
         const int i = idx / D, d = idx % D;
-        qs[idx] = vec_active(i)
-                      ? __half2float(__float2half_rn(a.q[int64_t(vec_row(i)) * a.q_stride + int64_t(vec_head(i)) * D + d]))
-                      : 0.0f;
+        // A plain multiply (nothing to contract it with) then round to nearest even: bit for bit the
+        // CPU's f16(q * scale). q * 1.0f is q exactly.
+        qs[idx] = vec_active(i) ? __half2float(__float2half_rn(
+                                      a.q[int64_t(vec_row(i)) * a.q_stride + int64_t(vec_head(i)) * D + d] * q_scale))
+                                : 0.0f;
     }
     __syncthreads();
 
@@ -97,7 +103,7 @@ __global__ void __launch_bounds__(kThreads) attention_split_kernel(SplitLayout L
                 const float dot = warp_sum(acc[i]);
                 const int32_t pos = pos0 + vec_row(i);
                 const bool visible = vec_active(i) && j <= pos && j >= first_key(pos);
-                if (lane == 0) sc[i * BT + (j - jlo)] = visible ? dot * a.scale : -INFINITY;
+                if (lane == 0) sc[i * BT + (j - jlo)] = visible ? dot * score_scale : -INFINITY;
             }
         }
     }

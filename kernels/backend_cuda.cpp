@@ -392,6 +392,7 @@ void CudaBackend::attention(const Tensor& q, const KvCache& kv, int32_t il, int3
     a.head_dim = p.head_dim;
     a.window = p.window;
     a.scale = p.scale;
+    a.scale_q = p.scale_q;
     a.pos0 = pos0;
     a.pos0_dev = recording() ? d_step_ + 1 : nullptr;
     // One token: as many splits as the cache can ever have, so the launch (and a recorded graph) is

@@ -3,6 +3,10 @@
 // are also checked against an exact double-precision product of the dequantized weights, which the
 // GPU (float32 activations) should match much more tightly than the CPU (Q8 activations) does.
 // Outputs are poisoned with NaN first, so an element a kernel forgets to write fails the check.
+// Besides the general shapes, the shapes and types of Gemma 3 270M (Q4_K_M file): rows of 640 (not a
+// multiple of 256: legacy types with idle lanes), the 262144-row Q8_0 embedding/output, head_dim 256
+// with one kv head, QK-norm groups, NEOX rope with both bases, windows, and q scaled before its f16
+// rounding (AttentionParams::scale_q), also with q where that rounding is visibly different.
 //
 // Without a CUDA device: prints "SKIPPED: no CUDA device" and returns 77.
 #include <algorithm>
@@ -85,6 +89,53 @@ void test_embed(Backend& cpu, Backend& cuda) {
         // The same block formulas on both sides: equal up to a fused multiply-add's last bit.
         expect_close("embed " + ggml_type_name(type), download(cpu, oc.t), download(cuda, og.t), 1e-6);
     }
+    // Gemma 3 270M's table: 262144 rows of 640 Q8_0, scaled by sqrt(640); ids at both ends.
+    const std::vector<int32_t> gids = {2, 262143, 131072, 105, 262143, 0, 77777};
+    const int32_t gn = int32_t(gids.size());
+    TestWeight tw(GgmlType::Q8_0, 640, 262144, 5, 0.02f);
+    Prepared prep(cuda, tw);
+    OwnedTensor oc(cpu, gn, 640), og(cuda, gn, 640);
+    poison(cuda, og.t);
+    cpu.embed(tw.w(), gids.data(), gn, std::sqrt(640.0f), oc.t);
+    cuda.embed(tw.w(), gids.data(), gn, std::sqrt(640.0f), og.t);
+    expect_close("embed Q8_0 640 x 262144 (gemma3), scale sqrt(640)", download(cpu, oc.t), download(cuda, og.t), 1e-6);
+}
+
+// One weight against the CPU backend and an exact double product, for each token count.
+void matmul_case(Backend& cpu, Backend& cuda, GgmlType type, int64_t n_in, int64_t n_out, const std::vector<int32_t>& n_toks,
+                 const std::string& label = "") {
+    TestWeight tw(type, n_in, n_out, 100 + uint64_t(type) * 7 + uint64_t(n_in), 1.0f / std::sqrt(float(n_in)));
+    Prepared prep(cuda, tw);
+    // The exact reference needs the dequantized rows once per shape.
+    std::vector<std::vector<float>> rows;
+    for (int64_t r = 0; r < n_out; ++r) rows.push_back(tw.row(r));
+    for (int32_t nt : n_toks) {
+        const std::vector<float> x = random_floats(size_t(nt * n_in), uint64_t(nt) * 31 + uint64_t(n_out));
+        OwnedTensor xc(cpu, nt, n_in), xg(cuda, nt, n_in), oc(cpu, nt, n_out), og(cuda, nt, n_out);
+        upload(cpu, xc.t, x);
+        upload(cuda, xg.t, x);
+        poison(cuda, og.t);
+        cpu.matmul(tw.w(), xc.t, oc.t);
+        cuda.matmul(tw.w(), xg.t, og.t);
+        const std::vector<float> got = download(cuda, og.t);
+
+        std::vector<float> exact(size_t(nt * n_out));
+        for (int32_t t = 0; t < nt; ++t)
+            for (int64_t r = 0; r < n_out; ++r) {
+                double acc = 0.0;
+                for (int64_t i = 0; i < n_in; ++i) acc += double(rows[size_t(r)][size_t(i)]) * double(x[size_t(t * n_in + i)]);
+                exact[size_t(t * n_out + r)] = float(acc);
+            }
+        const std::string what = "matmul " + ggml_type_name(type) + " " + std::to_string(n_in) + "x" + std::to_string(n_out) +
+                                 " tokens " + std::to_string(nt) + label;
+        // GEMV (<= 8 tokens) is float32 throughout; the cuBLAS path rounds both operands to
+        // f16 (F32 weights stay f32).
+        const bool gemv = nt <= 8;
+        const double exact_tol = gemv || type == GgmlType::F32 ? 2e-5 : 3e-3;
+        expect_close(what + " vs exact", exact, got, exact_tol);
+        // The CPU rounds activations to 8 bits for quantized types (llama.cpp's scheme).
+        expect_close(what + " vs cpu", download(cpu, oc.t), got, is_float_type(type) ? 3e-3 : 3e-2);
+    }
 }
 
 void test_matmul(Backend& cpu, Backend& cuda) {
@@ -93,50 +144,39 @@ void test_matmul(Backend& cpu, Backend& cuda) {
     };
     const std::vector<Shape> shapes = {{256, 96}, {512, 1000}, {1536, 576}};
     const std::vector<int32_t> n_toks = {1, 3, 8, 9, 64};
-    for (GgmlType type : kAllTypes) {
-        for (const Shape& s : shapes) {
-            TestWeight tw(type, s.n_in, s.n_out, 100 + uint64_t(type) * 7 + uint64_t(s.n_in), 1.0f / std::sqrt(float(s.n_in)));
-            Prepared prep(cuda, tw);
-            // The exact reference needs the dequantized rows once per shape.
-            std::vector<std::vector<float>> rows;
-            for (int64_t r = 0; r < s.n_out; ++r) rows.push_back(tw.row(r));
-            for (int32_t nt : n_toks) {
-                const std::vector<float> x = random_floats(size_t(nt * s.n_in), uint64_t(nt) * 31 + uint64_t(s.n_out));
-                OwnedTensor xc(cpu, nt, s.n_in), xg(cuda, nt, s.n_in), oc(cpu, nt, s.n_out), og(cuda, nt, s.n_out);
-                upload(cpu, xc.t, x);
-                upload(cuda, xg.t, x);
-                poison(cuda, og.t);
-                cpu.matmul(tw.w(), xc.t, oc.t);
-                cuda.matmul(tw.w(), xg.t, og.t);
-                const std::vector<float> got = download(cuda, og.t);
+    for (GgmlType type : kAllTypes)
+        for (const Shape& s : shapes) matmul_case(cpu, cuda, type, s.n_in, s.n_out, n_toks);
 
-                std::vector<float> exact(size_t(nt * s.n_out));
-                for (int32_t t = 0; t < nt; ++t)
-                    for (int64_t r = 0; r < s.n_out; ++r) {
-                        double acc = 0.0;
-                        for (int64_t i = 0; i < s.n_in; ++i) acc += double(rows[size_t(r)][size_t(i)]) * double(x[size_t(t * s.n_in + i)]);
-                        exact[size_t(t * s.n_out + r)] = float(acc);
-                    }
-                const std::string what = "matmul " + ggml_type_name(type) + " " + std::to_string(s.n_in) + "x" +
-                                         std::to_string(s.n_out) + " tokens " + std::to_string(nt);
-                // GEMV (<= 8 tokens) is float32 throughout; the cuBLAS path rounds both operands to
-                // f16 (F32 weights stay f32).
-                const bool gemv = nt <= 8;
-                const double exact_tol = gemv || type == GgmlType::F32 ? 2e-5 : 3e-3;
-                expect_close(what + " vs exact", exact, got, exact_tol);
-                // The CPU rounds activations to 8 bits for quantized types (llama.cpp's scheme).
-                expect_close(what + " vs cpu", download(cpu, oc.t), got, is_float_type(type) ? 3e-3 : 3e-2);
-            }
-        }
-    }
+    // Gemma 3 270M's matrices with the types of its Q4_K_M file. Rows of 640 are 20 legacy blocks:
+    // lanes 20..31 of each GEMV warp have no part to work on.
+    struct GemmaCase {
+        GgmlType type;
+        int64_t n_in, n_out;
+        const char* role;
+    };
+    const std::vector<GemmaCase> gemma = {
+        {GgmlType::Q5_0, 640, 1024, "attn_q"},   {GgmlType::Q5_0, 640, 256, "attn_k"},
+        {GgmlType::Q8_0, 640, 256, "attn_v"},    {GgmlType::Q5_0, 640, 256, "attn_v"},
+        {GgmlType::Q4_K, 1024, 640, "attn_output"}, {GgmlType::Q5_0, 640, 2048, "ffn_gate/up"},
+        {GgmlType::Q6_K, 2048, 640, "ffn_down"}, {GgmlType::Q4_K, 2048, 640, "ffn_down"},
+    };
+    for (const GemmaCase& g : gemma) matmul_case(cpu, cuda, g.type, g.n_in, g.n_out, n_toks, std::string(" (gemma3 ") + g.role + ")");
+    // The tied output matrix: 262144 rows (65536 GEMV blocks), one decode token and one small batch.
+    matmul_case(cpu, cuda, GgmlType::Q8_0, 640, 262144, {1, 9}, " (gemma3 output)");
 }
 
 void test_rms_norm(Backend& cpu, Backend& cuda) {
     struct Case {
         int64_t rows, cols, group;
         bool in_place;
+        float eps = 1e-5f;
     };
-    for (const Case& c : {Case{3, 576, 576, false}, Case{2, 576, 64, false}, Case{5, 4096, 4096, true}, Case{1, 2048, 256, true}}) {
+    const std::vector<Case> cases = {
+        {3, 576, 576, false}, {2, 576, 64, false}, {5, 4096, 4096, true}, {1, 2048, 256, true},
+        // Gemma 3 270M (eps 1e-6): rows of 640, q heads (4 x 256) and the k head normalised per head.
+        {7, 640, 640, false, 1e-6f}, {7, 1024, 256, false, 1e-6f}, {7, 256, 256, false, 1e-6f}, {1, 640, 640, true, 1e-6f},
+    };
+    for (const Case& c : cases) {
         TestWeight gain(GgmlType::F32, c.group, 1, uint64_t(c.cols + c.group), 0.2f, 1.0f);
         Prepared prep(cuda, gain);
         const std::vector<float> x = random_floats(size_t(c.rows * c.cols), uint64_t(c.cols), 3.0f);
@@ -146,10 +186,10 @@ void test_rms_norm(Backend& cpu, Backend& cuda) {
         poison(cuda, og.t);
         Tensor& outc = c.in_place ? xc.t : oc.t;
         Tensor& outg = c.in_place ? xg.t : og.t;
-        cpu.rms_norm(xc.t, gain.w(), 1e-5f, c.group, outc);
-        cuda.rms_norm(xg.t, gain.w(), 1e-5f, c.group, outg);
+        cpu.rms_norm(xc.t, gain.w(), c.eps, c.group, outc);
+        cuda.rms_norm(xg.t, gain.w(), c.eps, c.group, outg);
         expect_close("rms_norm " + std::to_string(c.rows) + "x" + std::to_string(c.cols) + " group " + std::to_string(c.group) +
-                         (c.in_place ? " in place" : ""),
+                         (c.in_place ? " in place" : "") + (c.eps != 1e-5f ? " eps 1e-6" : ""),
                      download(cpu, outc), download(cuda, outg), 1e-6);
     }
 }
@@ -164,6 +204,11 @@ void test_rope(Backend& cpu, Backend& cuda) {
         {{3, 64, 64, 100000.0f, 1.0f, RopeMode::NORMAL}, 1},
         {{4, 128, 64, 10000.0f, 0.5f, RopeMode::NEOX}, 7},
         {{8, 256, 256, 1000000.0f, 1.0f, RopeMode::NEOX}, 3},
+        // Gemma 3 270M: q (4 heads) and k (1 head) of 256, NEOX, global base 1e6 and local base 1e4.
+        {{4, 256, 256, 1000000.0f, 1.0f, RopeMode::NEOX}, 6},
+        {{1, 256, 256, 1000000.0f, 1.0f, RopeMode::NEOX}, 6},
+        {{4, 256, 256, 10000.0f, 1.0f, RopeMode::NEOX}, 6},
+        {{1, 256, 256, 10000.0f, 1.0f, RopeMode::NEOX}, 6},
     };
     for (const Case& c : cases) {
         const int64_t cols = int64_t(c.p.n_head) * c.p.head_dim;
@@ -176,12 +221,27 @@ void test_rope(Backend& cpu, Backend& cuda) {
         cpu.rope(xc.t, c.p, pos.data());
         cuda.rope(xg.t, c.p, pos.data());
         expect_close(std::string("rope ") + (c.p.mode == RopeMode::NEOX ? "neox" : "normal") + " heads " +
-                         std::to_string(c.p.n_head) + " dim " + std::to_string(c.p.head_dim) + " rot " + std::to_string(c.p.n_rot),
+                         std::to_string(c.p.n_head) + " dim " + std::to_string(c.p.head_dim) + " rot " + std::to_string(c.p.n_rot) +
+                         " base " + std::to_string(int64_t(c.p.base)),
                      download(cpu, xc.t), download(cuda, xg.t), 1e-5);
     }
 }
 
 void test_glu_add(Backend& cpu, Backend& cuda) {
+    // Gemma 3 270M's FFN width (GELU only); the general case below covers both activations.
+    {
+        const int64_t rows = 9, cols = 2048;
+        const std::vector<float> g = random_floats(size_t(rows * cols), 15, 4.0f), u = random_floats(size_t(rows * cols), 16);
+        OwnedTensor gc(cpu, rows, cols), uc(cpu, rows, cols), gg(cuda, rows, cols), ug(cuda, rows, cols), og(cuda, rows, cols);
+        upload(cpu, gc.t, g);
+        upload(cpu, uc.t, u);
+        upload(cuda, gg.t, g);
+        upload(cuda, ug.t, u);
+        poison(cuda, og.t);
+        cpu.glu(gc.t, uc.t, Activation::GELU_TANH, gc.t);
+        cuda.glu(gg.t, ug.t, Activation::GELU_TANH, og.t);
+        expect_close("glu gelu_tanh 9x2048 (gemma3 FFN)", download(cpu, gc.t), download(cuda, og.t), 2e-3);
+    }
     const int64_t rows = 3, cols = 1536;
     const std::vector<float> g = random_floats(size_t(rows * cols), 5, 3.0f), u = random_floats(size_t(rows * cols), 6);
     for (Activation act : {Activation::SILU, Activation::GELU_TANH}) {
@@ -211,13 +271,14 @@ void test_glu_add(Backend& cpu, Backend& cuda) {
 }
 
 // Attention parameters with scale 1/sqrt(head_dim), set by name (AttentionParams grows fields).
-AttentionParams attention_params(int32_t n_head, int32_t n_head_kv, int32_t head_dim, int32_t window) {
+AttentionParams attention_params(int32_t n_head, int32_t n_head_kv, int32_t head_dim, int32_t window, bool scale_q = false) {
     AttentionParams p;
     p.n_head = n_head;
     p.n_head_kv = n_head_kv;
     p.head_dim = head_dim;
     p.scale = 1.0f / std::sqrt(float(head_dim));
     p.window = window;
+    p.scale_q = scale_q;
     return p;
 }
 
@@ -227,8 +288,12 @@ AttentionParams attention_params(int32_t n_head, int32_t n_head_kv, int32_t head
 void test_attention(Backend& cpu, Backend& cuda) {
     struct Case {
         int32_t n_head, n_head_kv, head_dim, window;
+        bool scale_q = false;
     };
-    const std::vector<Case> cases = {{9, 3, 64, 0}, {32, 32, 128, 0}, {8, 1, 256, 0}, {16, 1, 64, 0}, {4, 2, 80, 0}, {9, 3, 64, 100}};
+    // The last two: Gemma 3 270M's heads (4 / 1 of 256) with q scaled before its f16 rounding, global
+    // and with a window that releases blocks.
+    const std::vector<Case> cases = {{9, 3, 64, 0},   {32, 32, 128, 0},     {8, 1, 256, 0},      {16, 1, 64, 0},
+                                     {4, 2, 80, 0},   {9, 3, 64, 100},      {4, 1, 256, 0, true}, {4, 1, 256, 100, true}};
     for (const Case& c : cases) {
         KvCacheConfig kc;
         kc.n_layer = 2;
@@ -240,9 +305,10 @@ void test_attention(Backend& cpu, Backend& cuda) {
             kc.sliding_window = c.window;
         }
         KvCache kv_cpu(kc, cpu), kv_gpu(kc, cuda);
-        const AttentionParams ap = attention_params(c.n_head, c.n_head_kv, c.head_dim, c.window);
+        const AttentionParams ap = attention_params(c.n_head, c.n_head_kv, c.head_dim, c.window, c.scale_q);
         const std::string name = "attention heads " + std::to_string(c.n_head) + "/" + std::to_string(c.n_head_kv) + " dim " +
-                                 std::to_string(c.head_dim) + (c.window ? " window " + std::to_string(c.window) : "");
+                                 std::to_string(c.head_dim) + (c.window ? " window " + std::to_string(c.window) : "") +
+                                 (c.scale_q ? " scale_q" : "");
         const int64_t q_dim = int64_t(c.n_head) * c.head_dim, kv_dim = int64_t(c.n_head_kv) * c.head_dim;
         int32_t pos0 = 0;
         const int32_t il = 1;  // the second layer: block tables are per layer
@@ -317,6 +383,82 @@ void test_attention(Backend& cpu, Backend& cuda) {
     }
 }
 
+// AttentionParams::scale_q where it changes the result: q so small that q * scale (1/16) lies deep in
+// f16's subnormal range (steps of 6e-8), keys near f16's largest values (|k| 5e4 .. 6e4) for O(1)
+// scores. Rounding q*scale keeps about 4 significant bits there, rounding q about 8, so the two
+// conventions give visibly different softmaxes. The GPU must follow the CPU in both; the CPU's two
+// results must differ by well over the tolerances, or this case could not tell a kernel that ignores
+// scale_q from one that honours it. Measured on the CPU with a float emulation of the kernel: the
+// conventions differ by rel_l2 1.1e-2 (output) and 1.2e-2 (probabilities); the emulation honouring
+// scale_q is 1.9e-4 and 8e-8 from the CPU, one ignoring it 1.1e-2 and 1.2e-2.
+void test_attention_scale_q(Backend& cpu, Backend& cuda) {
+    const int32_t n_head = 4, n_head_kv = 1, head_dim = 256, n = 40;
+    KvCacheConfig kc;
+    kc.n_layer = 1;
+    kc.n_head_kv = n_head_kv;
+    kc.head_dim = head_dim;
+    kc.n_ctx = 256;
+    KvCache kv_cpu(kc, cpu), kv_gpu(kc, cuda);
+    const int64_t q_dim = int64_t(n_head) * head_dim, kv_dim = int64_t(n_head_kv) * head_dim;
+    kv_cpu.reserve(n);
+    kv_gpu.reserve(n);
+    const std::vector<float> q = random_floats(size_t(n * q_dim), 901, 1.5e-5f);
+    std::vector<float> k = random_floats(size_t(n * kv_dim), 902);  // |x| <= 3.47: |k| in 5e4 .. 6e4 < f16 max
+    for (float& x : k) x = std::copysign(5e4f + 1e4f * std::min(1.0f, std::fabs(x) / 3.5f), x);
+    const std::vector<float> v = random_floats(size_t(n * kv_dim), 903);
+    OwnedTensor qc(cpu, n, q_dim), kc_(cpu, n, kv_dim), vc(cpu, n, kv_dim);
+    OwnedTensor qg(cuda, n, q_dim), kg(cuda, n, kv_dim), vg(cuda, n, kv_dim);
+    upload(cpu, qc.t, q);
+    upload(cpu, kc_.t, k);
+    upload(cpu, vc.t, v);
+    upload(cuda, qg.t, q);
+    upload(cuda, kg.t, k);
+    upload(cuda, vg.t, v);
+    cpu.kv_store(kv_cpu, 0, kc_.t, vc.t, 0);
+    cuda.kv_store(kv_gpu, 0, kg.t, vg.t, 0);
+    kv_cpu.set_n_tokens(n);
+    kv_gpu.set_n_tokens(n);
+
+    // Prefill rows (all n) and one decode row (the last), each with both conventions.
+    std::vector<float> out_c[2], out_g[2], cap_c[2], cap_g[2];
+    const std::vector<int32_t> heads = {0, 1, 2, 3};
+    for (int conv = 0; conv < 2; ++conv) {
+        AttentionParams apc = attention_params(n_head, n_head_kv, head_dim, 0, conv == 1), apg = apc;
+        for (const bool decode : {false, true}) {
+            const int32_t rows = decode ? 1 : n, pos0 = decode ? n - 1 : 0;
+            OwnedTensor oc(cpu, rows, q_dim), og(cuda, rows, q_dim);
+            poison(cuda, og.t);
+            const size_t n_cap = heads.size() * size_t(rows) * size_t(pos0 + rows);
+            std::vector<float> cc(n_cap), cg(n_cap, std::nanf(""));
+            apc.capture_heads = apg.capture_heads = heads.data();
+            apc.n_capture_heads = apg.n_capture_heads = int32_t(heads.size());
+            apc.capture_probs = cc.data();
+            apg.capture_probs = cg.data();
+            const Tensor qrc = qc.t.rows(pos0, rows), qrg = qg.t.rows(pos0, rows);
+            cpu.attention(qrc, kv_cpu, 0, pos0, apc, oc.t);
+            cuda.attention(qrg, kv_gpu, 0, pos0, apg, og.t);
+            const std::vector<float> oc_h = download(cpu, oc.t), og_h = download(cuda, og.t);
+            out_c[conv].insert(out_c[conv].end(), oc_h.begin(), oc_h.end());
+            out_g[conv].insert(out_g[conv].end(), og_h.begin(), og_h.end());
+            cap_c[conv].insert(cap_c[conv].end(), cc.begin(), cc.end());
+            cap_g[conv].insert(cap_g[conv].end(), cg.begin(), cg.end());
+        }
+    }
+    const ErrorStats conv_diff = compare(out_c[0], out_c[1]), conv_cap = compare(cap_c[0], cap_c[1]);
+    char buf[240];
+    std::snprintf(buf, sizeof buf,
+                  "attention scale_q, q*scale in f16's subnormal range: the CPU's two conventions differ (output rel_l2 "
+                  "%.3g >= 5e-3, probabilities %.3g >= 1e-3)",
+                  conv_diff.rel_l2, conv_cap.rel_l2);
+    report(conv_diff.rel_l2 >= 5e-3 && conv_cap.rel_l2 >= 1e-3, buf);
+    for (int conv = 0; conv < 2; ++conv) {
+        const std::string what = std::string("attention ") + (conv ? "scale_q (f16(q*scale))" : "scaled dot (f16(q)*scale)") +
+                                 ", subnormal q*scale, prefill + decode vs cpu";
+        expect_close(what, out_c[conv], out_g[conv], 2e-3);
+        expect_close(what + " captured probabilities", cap_c[conv], cap_g[conv], 1e-4);
+    }
+}
+
 // Decode steps through the CUDA graph path (Backend::decode_step_begin/end), as Session runs them:
 // each step stores K/V on a sliding-window layer (Gemma 3's local layers: the cache releases its
 // old blocks as the window moves on, leaving null entries in the block table) and on a global layer
@@ -335,7 +477,8 @@ void test_decode_graph(Backend& cpu, Backend& cuda) {
     kc.sliding_window = window;
     KvCache kv_cpu(kc, cpu), kv_gpu(kc, cuda);
     const int64_t q_dim = int64_t(n_head) * head_dim, kv_dim = int64_t(n_head_kv) * head_dim;
-    const AttentionParams ap[2] = {attention_params(n_head, n_head_kv, head_dim, window),
+    // The window layer scales q (Gemma 3's convention), the global one the dot: both in one recording.
+    const AttentionParams ap[2] = {attention_params(n_head, n_head_kv, head_dim, window, true),
                                    attention_params(n_head, n_head_kv, head_dim, 0)};
 
     // Fixed tensors, as a recorded step needs: new data is written into them before every step.
@@ -431,6 +574,7 @@ int main() {
         test_glu_add(cpu, *cuda);
         test_matmul(cpu, *cuda);
         test_attention(cpu, *cuda);
+        test_attention_scale_q(cpu, *cuda);
         test_decode_graph(cpu, *cuda);
     } catch (const std::exception& e) {
         report(false, std::string("exception: ") + e.what());
