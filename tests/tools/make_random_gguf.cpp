@@ -1,12 +1,17 @@
-// make_random_gguf: writes a random-weight llama-architecture GGUF model of a given shape and type.
+// make_random_gguf: writes a random-weight GGUF model (llama or gemma3 architecture) of a given shape
+// and type.
 //
-//   make_random_gguf OUT.gguf [--shape tiny|smollm2-135m|llama2-7b] [--type T] [--embd-type T]
-//                    [--output-type T] [--tied] [--untied] [--layers N] [--embd N] [--ff N] [--heads N]
-//                    [--kv-heads N] [--vocab N] [--ctx N] [--seed S] [--random-blocks] [--quantize]
+//   make_random_gguf OUT.gguf [--shape tiny|smollm2-135m|llama2-7b|gemma3-270m|gemma3-tiny] [--type T]
+//                    [--embd-type T] [--output-type T] [--tied] [--untied] [--layers N] [--embd N]
+//                    [--ff N] [--heads N] [--kv-heads N] [--head-dim N] [--vocab N] [--ctx N]
+//                    [--window N] [--swa-period N] [--seed S] [--random-blocks] [--quantize]
 //
-// The shape presets set every field; later options override them. T is a GGUF type name (Q4_0, Q6_K,
-// F16, ...). --random-blocks fills quantized tensors with random blocks (fast; the 7B preset's
-// default), --quantize quantizes Gaussian floats instead (legacy types; K-quants are always blocks).
+// The shape presets set every field (gemma3-270m: the architecture, metadata and tensor types of
+// gemma-3-270m-Q4_K_M.gguf); later options override them. T is a GGUF type name (Q4_0, Q6_K, F16,
+// ...); --type sets the matrices without a role-specific type (a gemma3 preset's attn_v, attn_output
+// and ffn_down keep theirs). --window 0 turns Gemma's sliding window off. --random-blocks fills
+// quantized tensors with random blocks (fast; the 7B preset's default), --quantize quantizes Gaussian
+// floats instead (legacy types; K-quants are always blocks).
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -29,8 +34,9 @@ int to_int(const std::string& opt, const std::string& v) {
 int main(int argc, char** argv) {
     try {
         if (argc < 2 || std::string(argv[1]) == "--help") {
-            std::fprintf(stderr, "usage: make_random_gguf OUT.gguf [--shape tiny|smollm2-135m|llama2-7b] [--type T] ...\n"
-                                 "(see the top of tests/tools/make_random_gguf.cpp)\n");
+            std::fprintf(stderr, "usage: make_random_gguf OUT.gguf [--shape %s] [--type T] ...\n"
+                                 "(see the top of tests/tools/make_random_gguf.cpp)\n",
+                         wb::RandomLlamaSpec::shape_names());
             return argc < 2 ? 2 : 0;
         }
         const std::string out = argv[1];
@@ -41,13 +47,8 @@ int main(int argc, char** argv) {
                 if (i + 1 >= argc) throw wb::Error("option " + a + " needs a value");
                 return argv[++i];
             };
-            if (a == "--shape") {
-                const std::string v = next();
-                if (v == "tiny") s = wb::RandomLlamaSpec::tiny();
-                else if (v == "smollm2-135m") s = wb::RandomLlamaSpec::smollm2_135m();
-                else if (v == "llama2-7b") s = wb::RandomLlamaSpec::llama2_7b();
-                else throw wb::Error("unknown shape '" + v + "' (tiny, smollm2-135m, llama2-7b)");
-            } else if (a == "--type") s.type = wb::parse_ggml_type(next());
+            if (a == "--shape") s = wb::RandomLlamaSpec::by_name(next());
+            else if (a == "--type") s.type = wb::parse_ggml_type(next());
             else if (a == "--embd-type") s.embd_type = wb::parse_ggml_type(next());
             else if (a == "--output-type") s.output_type = wb::parse_ggml_type(next());
             else if (a == "--tied") s.tied_output = true;
@@ -57,7 +58,12 @@ int main(int argc, char** argv) {
             else if (a == "--ff") s.n_ff = to_int(a, next());
             else if (a == "--heads") s.n_head = to_int(a, next());
             else if (a == "--kv-heads") s.n_head_kv = to_int(a, next());
+            else if (a == "--head-dim") s.head_dim = to_int(a, next());
             else if (a == "--vocab") s.n_vocab = to_int(a, next());
+            else if (a == "--window") {
+                const std::string v = next();
+                s.sliding_window = v == "0" ? 0 : to_int(a, v);
+            } else if (a == "--swa-period") s.swa_period = to_int(a, next());
             else if (a == "--ctx") s.n_ctx = to_int(a, next());
             else if (a == "--seed") s.seed = std::strtoull(next().c_str(), nullptr, 10);
             else if (a == "--random-blocks") s.random_blocks = true;
@@ -67,7 +73,8 @@ int main(int argc, char** argv) {
         const auto t0 = std::chrono::steady_clock::now();
         wb::write_random_llama(s, out);
         const double sec = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-        std::printf("wrote %s (%s, %d layers, %d wide) in %.1f s\n", out.c_str(), s.name.c_str(), s.n_layer, s.n_embd, sec);
+        std::printf("wrote %s (%s %s, %d layers, %d wide) in %.1f s\n", out.c_str(), s.arch.c_str(), s.name.c_str(), s.n_layer,
+                    s.n_embd, sec);
         return 0;
     } catch (const std::exception& e) {
         std::fprintf(stderr, "make_random_gguf: error: %s\n", e.what());

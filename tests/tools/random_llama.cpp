@@ -209,7 +209,63 @@ void write_vocab(GgufWriter& w, int32_t n_vocab) {
     w.set_bool("tokenizer.ggml.add_bos_token", false);
 }
 
+// Gemma 3's SentencePiece layout (tokenizer model "llama", FACTS.md 7.4) in small: its special
+// tokens, the 256 byte tokens <0x00>..<0xFF> (byte fallback), the escaped space U+2581, the lower-case
+// letters, each letter after a space ("▁a") and the letter pairs, with scores that make the shorter
+// merges win, then unused tokens up to n_vocab. Gemma's flags: BOS added, no dummy space prefix.
+void write_spm_vocab(GgufWriter& w, int32_t n_vocab) {
+    const std::string space = "\xE2\x96\x81";
+    std::vector<std::string> tokens = {"<pad>", "<eos>", "<bos>", "<unk>", "<mask>", "<start_of_turn>", "<end_of_turn>"};
+    std::vector<int32_t> types = {3, 3, 3, 2, 3, 3, 3};  // CONTROL, UNKNOWN
+    std::vector<float> scores(tokens.size(), -1000.0f);
+    static constexpr char hex[] = "0123456789ABCDEF";
+    for (int b = 0; b < 256; ++b) {
+        tokens.push_back(std::string("<0x") + hex[b >> 4] + hex[b & 15] + ">");
+        types.push_back(6);  // BYTE
+        scores.push_back(0.0f);
+    }
+    auto piece = [&](const std::string& text) {
+        tokens.push_back(text);
+        types.push_back(1);  // NORMAL
+        scores.push_back(-float(scores.size()));
+    };
+    piece(space);
+    for (char a = 'a'; a <= 'z'; ++a) piece(std::string(1, a));
+    for (char a = 'a'; a <= 'z'; ++a) piece(space + a);
+    for (char a = 'a'; a <= 'z'; ++a)
+        for (char b = 'a'; b <= 'z' && int32_t(tokens.size()) < n_vocab; ++b) piece(std::string(1, a) + b);
+    if (int32_t(tokens.size()) > n_vocab)
+        throw Error("random model: n_vocab must be at least " + std::to_string(tokens.size()));
+    while (int32_t(tokens.size()) < n_vocab) {
+        tokens.push_back("<unused" + std::to_string(tokens.size()) + ">");
+        types.push_back(5);  // UNUSED
+        scores.push_back(-1000.0f);
+    }
+    w.set_string("tokenizer.ggml.model", "llama");
+    w.set_string("tokenizer.ggml.pre", "default");
+    w.set_string_array("tokenizer.ggml.tokens", tokens);
+    w.set_f32_array("tokenizer.ggml.scores", scores);
+    w.set_i32_array("tokenizer.ggml.token_type", types);
+    w.set_u32("tokenizer.ggml.bos_token_id", 2);
+    w.set_u32("tokenizer.ggml.eos_token_id", 1);
+    w.set_u32("tokenizer.ggml.unknown_token_id", 3);
+    w.set_u32("tokenizer.ggml.padding_token_id", 0);
+    w.set_bool("tokenizer.ggml.add_bos_token", true);
+    w.set_bool("tokenizer.ggml.add_eos_token", false);
+    w.set_bool("tokenizer.ggml.add_space_prefix", false);
+}
+
 }  // namespace
+
+GgmlType RandomLlamaSpec::attn_v_type_of(int32_t il) const {
+    const GgmlType base = attn_v_type.value_or(type);
+    return more_bits(il) ? attn_v_more_type.value_or(base) : base;
+}
+
+GgmlType RandomLlamaSpec::ffn_down_type_of(int32_t il) const {
+    const GgmlType base = ffn_down_type.value_or(type);
+    return more_bits(il) ? ffn_down_more_type.value_or(base) : base;
+}
 
 RandomLlamaSpec RandomLlamaSpec::smollm2_135m() {
     RandomLlamaSpec s;
@@ -247,6 +303,62 @@ RandomLlamaSpec RandomLlamaSpec::llama2_7b() {
 
 RandomLlamaSpec RandomLlamaSpec::tiny() { return RandomLlamaSpec{}; }
 
+RandomLlamaSpec RandomLlamaSpec::gemma3_270m() {
+    RandomLlamaSpec s;
+    s.arch = "gemma3";
+    s.name = "random-gemma3-270m";
+    s.n_embd = 640;
+    s.n_layer = 18;
+    s.n_ff = 2048;
+    s.n_head = 4;
+    s.n_head_kv = 1;
+    s.head_dim = 256;
+    s.n_vocab = 262144;
+    s.n_ctx = 32768;
+    s.rope_base = 1000000.0f;
+    s.rope_base_swa = 10000.0f;
+    s.norm_eps = 1e-6f;
+    s.sliding_window = 512;
+    s.swa_period = 6;
+    s.tied_output = true;
+    // The types of gemma-3-270m-Q4_K_M.gguf: llama.cpp's Q4_K_M recipe, where rows of 640 (not a
+    // multiple of 256) fall back from Q4_K to Q5_0 and from Q6_K to Q8_0.
+    s.embd_type = GgmlType::Q8_0;
+    s.type = GgmlType::Q5_0;  // attn_q, attn_k, ffn_gate, ffn_up
+    s.attn_v_type = GgmlType::Q5_0;
+    s.attn_v_more_type = GgmlType::Q8_0;
+    s.attn_output_type = GgmlType::Q4_K;
+    s.ffn_down_type = GgmlType::Q4_K;
+    s.ffn_down_more_type = GgmlType::Q6_K;
+    return s;
+}
+
+RandomLlamaSpec RandomLlamaSpec::gemma3_tiny() {
+    RandomLlamaSpec s = gemma3_270m();
+    s.name = "random-gemma3-tiny";
+    s.n_embd = 320;  // like 640: a multiple of 32, not of 256
+    s.n_layer = 6;
+    s.n_ff = 512;
+    s.n_head = 2;
+    s.n_head_kv = 1;
+    s.n_vocab = 1024;
+    s.n_ctx = 4096;
+    s.sliding_window = 64;
+    s.swa_period = 3;
+    return s;
+}
+
+RandomLlamaSpec RandomLlamaSpec::by_name(const std::string& shape) {
+    if (shape == "tiny") return tiny();
+    if (shape == "smollm2-135m") return smollm2_135m();
+    if (shape == "llama2-7b") return llama2_7b();
+    if (shape == "gemma3-270m") return gemma3_270m();
+    if (shape == "gemma3-tiny") return gemma3_tiny();
+    throw Error("unknown shape '" + shape + "' (" + shape_names() + ")");
+}
+
+const char* RandomLlamaSpec::shape_names() { return "tiny|smollm2-135m|llama2-7b|gemma3-270m|gemma3-tiny"; }
+
 GgmlType parse_ggml_type(const std::string& name) {
     std::string upper;
     for (char c : name) upper += char(std::toupper(static_cast<unsigned char>(c)));
@@ -261,51 +373,82 @@ GgmlType parse_ggml_type(const std::string& name) {
 }
 
 void write_random_llama(const RandomLlamaSpec& s, const std::string& path) {
-    if (s.n_head <= 0 || s.n_head_kv <= 0 || s.n_head % s.n_head_kv != 0 || s.n_embd % s.n_head != 0)
-        throw Error("random model: heads must divide the width and kv heads the heads");
-    const int32_t head_dim = s.n_embd / s.n_head;
+    const bool gemma = s.arch == "gemma3";
+    if (!gemma && s.arch != "llama") throw Error("random model: unknown architecture '" + s.arch + "' (llama, gemma3)");
+    if (s.n_head <= 0 || s.n_head_kv <= 0 || s.n_head % s.n_head_kv != 0 || (s.head_dim <= 0 && s.n_embd % s.n_head != 0))
+        throw Error("random model: kv heads must divide the heads, and heads the width unless head_dim is set");
+    const int32_t head_dim = s.key_length();
     const int64_t q_dim = int64_t(s.n_head) * head_dim, kv_dim = int64_t(s.n_head_kv) * head_dim;
+    if (gemma && s.sliding_window > 0 && s.swa_period < 1) throw Error("random model: swa_period must be >= 1");
 
     GgufWriter w;
-    w.set_string("general.architecture", "llama");
+    const std::string a = s.arch;
+    w.set_string("general.architecture", a);
     w.set_string("general.name", s.name);
-    w.set_u32("llama.context_length", uint32_t(s.n_ctx));
-    w.set_u32("llama.embedding_length", uint32_t(s.n_embd));
-    w.set_u32("llama.block_count", uint32_t(s.n_layer));
-    w.set_u32("llama.feed_forward_length", uint32_t(s.n_ff));
-    w.set_u32("llama.attention.head_count", uint32_t(s.n_head));
-    w.set_u32("llama.attention.head_count_kv", uint32_t(s.n_head_kv));
-    w.set_u32("llama.rope.dimension_count", uint32_t(head_dim));
-    w.set_f32("llama.rope.freq_base", s.rope_base);
-    w.set_f32("llama.attention.layer_norm_rms_epsilon", s.norm_eps);
-    w.set_u32("llama.vocab_size", uint32_t(s.n_vocab));
-    write_vocab(w, s.n_vocab);
+    w.set_u32(a + ".context_length", uint32_t(s.n_ctx));
+    w.set_u32(a + ".embedding_length", uint32_t(s.n_embd));
+    w.set_u32(a + ".block_count", uint32_t(s.n_layer));
+    w.set_u32(a + ".feed_forward_length", uint32_t(s.n_ff));
+    w.set_u32(a + ".attention.head_count", uint32_t(s.n_head));
+    w.set_u32(a + ".attention.head_count_kv", uint32_t(s.n_head_kv));
+    if (s.head_dim > 0) {
+        w.set_u32(a + ".attention.key_length", uint32_t(head_dim));
+        w.set_u32(a + ".attention.value_length", uint32_t(head_dim));
+    }
+    w.set_f32(a + ".attention.layer_norm_rms_epsilon", s.norm_eps);
+    w.set_f32(a + ".rope.freq_base", s.rope_base);
+    if (gemma) {
+        // Gemma 3 files carry no rope.dimension_count (every dim rotates) and no vocab_size.
+        if (s.sliding_window > 0) {
+            w.set_u32(a + ".attention.sliding_window", uint32_t(s.sliding_window));
+            w.set_u32(a + ".attention.sliding_window_pattern", uint32_t(s.swa_period));
+            w.set_f32(a + ".rope.freq_base_swa", s.rope_base_swa);
+        }
+        write_spm_vocab(w, s.n_vocab);
+    } else {
+        w.set_u32(a + ".rope.dimension_count", uint32_t(head_dim));
+        w.set_u32(a + ".vocab_size", uint32_t(s.n_vocab));
+        write_vocab(w, s.n_vocab);
+    }
 
     // Spreads chosen so activations stay O(1) through the layers (each projection preserves the
     // variance of its input) and the logits spread over a few nats, like a trained model's: a flat
-    // distribution would make top-1 agreement a coin toss between near-equal logits.
+    // distribution would make top-1 agreement a coin toss between near-equal logits. Gemma's extra
+    // norms (per head on q and k, after the attention and FFN projections) keep its activations O(1)
+    // whatever the matrices' spreads; its embedding rows are multiplied by sqrt(n_embd) on input.
     uint64_t tensor_seed = s.seed;
     auto add = [&](const std::string& name, GgmlType type, int64_t n_in, int64_t n_out, float sigma, float mean) {
         const std::vector<int64_t> ne = n_out == 1 ? std::vector<int64_t>{n_in} : std::vector<int64_t>{n_in, n_out};
         w.add_tensor(name, type, ne,
                      random_matrix(type, n_in, n_out, sigma, mean, mix(tensor_seed, name_hash(name)), s.random_blocks));
     };
-    const float embd_sigma = s.tied_output ? 3.0f / std::sqrt(float(s.n_embd)) : 1.0f;
+    const bool tied = s.tied_output;
+    // Gemma: input rows of RMS 1 after the sqrt(n_embd) scaling, like one layer's contribution (the
+    // post-norms make each O(1)); the logit spread comes from the output norm's gain instead. With
+    // the llama spreads, the current token's own embedding would dominate the final state and its
+    // logit every distribution, leaving the layers nothing to decide.
+    const float embd_sigma = gemma ? 0.4f / std::sqrt(float(s.n_embd)) : tied ? 3.0f / std::sqrt(float(s.n_embd)) : 1.0f;
     add("token_embd.weight", s.embd_type, s.n_embd, s.n_vocab, embd_sigma, 0.0f);
-    add("output_norm.weight", GgmlType::F32, s.n_embd, 1, 0.1f, 1.0f);
-    if (!s.tied_output) add("output.weight", s.output_type, s.n_embd, s.n_vocab, 3.0f / std::sqrt(float(s.n_embd)), 0.0f);
+    add("output_norm.weight", GgmlType::F32, s.n_embd, 1, gemma ? 0.75f : 0.1f, gemma ? 7.5f : 1.0f);
+    if (!tied) add("output.weight", s.output_type, s.n_embd, s.n_vocab, 3.0f / std::sqrt(float(s.n_embd)), 0.0f);
     const float in_embd = 1.0f / std::sqrt(float(s.n_embd));
     for (int32_t il = 0; il < s.n_layer; ++il) {
         const std::string p = "blk." + std::to_string(il) + ".";
         add(p + "attn_norm.weight", GgmlType::F32, s.n_embd, 1, 0.1f, 1.0f);
         add(p + "attn_q.weight", s.type, s.n_embd, q_dim, 2.0f * in_embd, 0.0f);
         add(p + "attn_k.weight", s.type, s.n_embd, kv_dim, 2.0f * in_embd, 0.0f);
-        add(p + "attn_v.weight", s.type, s.n_embd, kv_dim, in_embd, 0.0f);
-        add(p + "attn_output.weight", s.type, q_dim, s.n_embd, 0.5f / std::sqrt(float(q_dim)), 0.0f);
+        add(p + "attn_v.weight", s.attn_v_type_of(il), s.n_embd, kv_dim, in_embd, 0.0f);
+        add(p + "attn_output.weight", s.attn_output_type_of(), q_dim, s.n_embd, 0.5f / std::sqrt(float(q_dim)), 0.0f);
         add(p + "ffn_norm.weight", GgmlType::F32, s.n_embd, 1, 0.1f, 1.0f);
         add(p + "ffn_gate.weight", s.type, s.n_embd, s.n_ff, in_embd, 0.0f);
         add(p + "ffn_up.weight", s.type, s.n_embd, s.n_ff, in_embd, 0.0f);
-        add(p + "ffn_down.weight", s.type, s.n_ff, s.n_embd, 0.5f / std::sqrt(float(s.n_ff)), 0.0f);
+        add(p + "ffn_down.weight", s.ffn_down_type_of(il), s.n_ff, s.n_embd, 0.5f / std::sqrt(float(s.n_ff)), 0.0f);
+        if (gemma) {
+            add(p + "attn_q_norm.weight", GgmlType::F32, head_dim, 1, 0.1f, 1.0f);
+            add(p + "attn_k_norm.weight", GgmlType::F32, head_dim, 1, 0.1f, 1.0f);
+            add(p + "post_attention_norm.weight", GgmlType::F32, s.n_embd, 1, 0.1f, 1.0f);
+            add(p + "post_ffw_norm.weight", GgmlType::F32, s.n_embd, 1, 0.1f, 1.0f);
+        }
     }
     w.write(path);
 }

@@ -1,9 +1,15 @@
 #pragma once
-// Random-weight llama-architecture GGUF models of any shape and weight type, for GPU parity tests and
-// benchmarks at sizes nobody wants to download (tests/tools/make_random_gguf.cpp is the command line).
-// The files load with Model::load: full llama metadata and a small byte-level BPE vocabulary padded
-// with reserved tokens to the requested size.
+// Random-weight GGUF models of any shape and weight type, for GPU parity tests and benchmarks at sizes
+// nobody wants to download (tests/tools/make_random_gguf.cpp is the command line). Two architectures:
+//  - llama: full llama metadata and a small byte-level BPE vocabulary (gpt2) padded with reserved
+//    tokens to the requested size;
+//  - gemma3: Gemma 3's metadata (key_length, sliding window and its layer pattern, the local layers'
+//    rope base), its extra tensors (q/k norms, post-attention and post-FFN norms), a tied embedding,
+//    and a small SentencePiece vocabulary (tokenizer model "llama": Gemma's special tokens, 256 byte
+//    tokens, letters and letter pairs with merge scores) padded with unused tokens.
+// The files load with Model::load.
 #include <cstdint>
+#include <optional>
 #include <string>
 
 #include "gguf/ggml_type.h"
@@ -11,6 +17,7 @@
 namespace wb {
 
 struct RandomLlamaSpec {
+    std::string arch = "llama";  // "llama" or "gemma3"
     std::string name = "random-llama";
     int32_t n_embd = 256;
     int32_t n_layer = 2;
@@ -18,13 +25,25 @@ struct RandomLlamaSpec {
     int32_t n_head = 4;
     int32_t n_head_kv = 2;
     int32_t n_vocab = 1024;  // >= 1024: three specials, 256 byte tokens, letter-pair merges, reserved fill
-    int32_t n_ctx = 2048;    // llama.context_length
+    int32_t n_ctx = 2048;    // {arch}.context_length
+    int32_t head_dim = 0;    // key/value length; 0 = n_embd / n_head (written as attention.key_length
+                             // and value_length when set)
     float rope_base = 10000.0f;
     float norm_eps = 1e-5f;
+    // gemma3 only: local (sliding-window) layers. Layer il is local iff il % swa_period < swa_period - 1
+    // (gemma3.attention.sliding_window_pattern); their rope base is rope_base_swa. sliding_window 0 = no
+    // window (every layer global; the pattern and rope_base_swa keys are then not written).
+    int32_t sliding_window = 0;
+    int32_t swa_period = 6;
+    float rope_base_swa = 10000.0f;
     bool tied_output = false;         // no output.weight: logits use token_embd
     GgmlType type = GgmlType::Q4_0;   // attention and FFN matrices
     GgmlType embd_type = GgmlType::Q8_0;
     GgmlType output_type = GgmlType::Q6_K;  // output.weight when not tied
+    // Types by role, instead of `type`, as llama.cpp's mixed quantizations (Q4_K_M ...) choose them.
+    // The *_more types go to the layers the quantizer gives more bits (use_more_bits: the first and
+    // last eighth of the layers and every third in between); unset = the role's type.
+    std::optional<GgmlType> attn_v_type, attn_v_more_type, attn_output_type, ffn_down_type, ffn_down_more_type;
     uint64_t seed = 1;
     // Quantized tensors as random blocks (random quants, scales sized for the target spread) instead
     // of Gaussian floats run through the quantizer: ~50x faster, for multi-gigabyte benchmark models.
@@ -34,6 +53,23 @@ struct RandomLlamaSpec {
     static RandomLlamaSpec smollm2_135m();  // 30 layers, 576 wide, GQA 9/3, tied Q8_0 embedding, Q4_1
     static RandomLlamaSpec llama2_7b();     // 32 layers, 4096 wide, Q4_0 with a Q6_K output
     static RandomLlamaSpec tiny();          // 2 layers, 256 wide: fast tests
+    // Gemma 3 270M as gemma-3-270m-Q4_K_M.gguf has it: 18 layers, 640 wide, 4/1 heads of 256, FFN 2048,
+    // window 512 (5 local : 1 global), rope bases 1e6 / 1e4, 262144 tokens, tied Q8_0 embedding,
+    // attn_q/attn_k/ffn_gate/ffn_up Q5_0, attn_v Q8_0 / Q5_0, attn_output Q4_K, ffn_down Q6_K / Q4_K.
+    static RandomLlamaSpec gemma3_270m();
+    // The same architecture and type mix at test size: 6 layers (period 3: layers 2 and 5 global), 256
+    // wide, 2/1 heads of 256, FFN 512, window 64, 1024 tokens.
+    static RandomLlamaSpec gemma3_tiny();
+    // A preset by name (tiny, smollm2-135m, llama2-7b, gemma3-270m, gemma3-tiny); wb::Error otherwise.
+    static RandomLlamaSpec by_name(const std::string& shape);
+    static const char* shape_names();  // "tiny|smollm2-135m|..." for usage lines
+
+    int32_t key_length() const { return head_dim > 0 ? head_dim : n_embd / n_head; }
+    // llama.cpp's use_more_bits(i_layer, n_layer) (llama-quant.cpp).
+    bool more_bits(int32_t il) const { return il < n_layer / 8 || il >= 7 * n_layer / 8 || (il - n_layer / 8) % 3 == 2; }
+    GgmlType attn_v_type_of(int32_t il) const;
+    GgmlType attn_output_type_of() const { return attn_output_type.value_or(type); }
+    GgmlType ffn_down_type_of(int32_t il) const;
 };
 
 // Fills dst with n_rows random rows of n_in values of `type` (spread sigma around mean): Gaussian
@@ -42,7 +78,7 @@ struct RandomLlamaSpec {
 void fill_random_rows(GgmlType type, int64_t n_in, int64_t n_rows, float sigma, float mean, uint64_t seed,
                       bool random_blocks, uint8_t* dst);
 
-// Writes the model; wb::Error on a bad spec or an I/O failure.
+// Writes the model (either architecture); wb::Error on a bad spec or an I/O failure.
 void write_random_llama(const RandomLlamaSpec& spec, const std::string& path);
 
 // "Q4_K" -> GgmlType::Q4_K (case-insensitive); wb::Error naming the choices otherwise.
