@@ -9,8 +9,9 @@
 #  apt-get download libsentencepiece0 libsentencepiece-dev libprotobuf-lite32), carried along:
 #   run(command="bash scripts/gpu-check.sh", carry=["build-debs"], timeout_s=480)
 # The steps run most important first (build, GPU tests, small-model benchmarks, then the 7B model);
-# on 16 cores expect about 1.5 min to build, 1-2 min of tests, 3 min of benchmarks. A rerun on the
-# still-warm machine reuses build-gpu/ and build-gpu-deps/ and only rebuilds what changed.
+# on 16 cores expect about 1.5 min to build, 2-3 min of tests (the CPU references of the two
+# whole-model tests take most of it), 3 min of benchmarks. A rerun on the still-warm machine reuses
+# build-gpu/ and build-gpu-deps/ and only rebuilds what changed.
 #
 # Environment: OUT (results; default ./gpu-check-out), WB_CUDA_ARCHS (default 90), JOBS (default nproc).
 # Files in $OUT (the device tool returns at most 8): env.log build.log models.log ctest.log bench.log
@@ -192,8 +193,9 @@ print(f"COPY_GBPS {2 * n / (ms / 1e3) / 1e9:.1f}")
 PY
 COPY_GBPS=$(sed -n 's/^COPY_GBPS //p' "$OUT/bandwidth.log" | tail -1)
 
-# ---- random-weight models (shapes of SmolLM2-135M Q4_1 and Llama-2-7B Q4_0) ----
+# ---- random-weight models (shapes of SmolLM2-135M Q4_1, Gemma 3 270M Q4_K_M, Llama-2-7B Q4_0) ----
 SMOL=$MODELS/random-smollm2-135m.gguf
+GEMMA=$MODELS/random-gemma3-270m.gguf
 L7B=$MODELS/random-llama2-7b-q4_0.gguf
 step "model smollm2-135m" models.log 120 "$GEN" "$SMOL" --shape smollm2-135m
 
@@ -224,6 +226,13 @@ fi
 # Decode without graph replay: shows what the graphs buy on the launch-bound small model.
 if step "bench smollm2 cuda, graphs off" bench.log 120 env WB_CUDA_GRAPHS=0 "$CLI" bench -m "$SMOL" --backend cuda -p 512 -n 256 -r 3 --json; then
     bench_row "random SmolLM2-135M Q4_1 (graphs off)" cuda
+fi
+# Gemma 3 270M's shape: head_dim 256, one kv head, a 512-position window on 5 of 6 layers (the
+# decode steps run past it, over released KV blocks), K-quant and legacy matrices, and a 262144-row
+# output matrix that is two thirds of the weights. The file (254 MB) takes seconds to write.
+if step "model gemma3-270m" models.log 120 "$GEN" "$GEMMA" --shape gemma3-270m &&
+    step "bench gemma3 cuda" bench.log 120 "$CLI" bench -m "$GEMMA" --backend cuda -p 512 -n 256 -r 3 --json; then
+    bench_row "random Gemma 3 270M (Q4_K_M types)" cuda
 fi
 # The bandwidth-bound case last: writing 3.8 GB of random blocks takes a while.
 if step "model llama2-7b q4_0" models.log 180 "$GEN" "$L7B" --shape llama2-7b &&
