@@ -7,6 +7,7 @@
 #include <cstring>
 #include <new>
 
+#include "engine/backend_cpu_fma.h"
 #include "model/weights.h"
 #include "quant/quant.h"
 #include "util/error.h"
@@ -23,15 +24,6 @@ constexpr size_t kAlign = 64;
 // that a decode matmul (one token) still splits evenly over the threads.
 constexpr int64_t kRowsPerTask = 16;
 
-// The element-wise loops below lean on fused multiply-adds (exp_poly, rope). Built for the generic
-// x86-64 baseline, std::fma would be a libm call per element; target_clones adds an FMA build of each
-// such function and picks it at load time on CPUs that have FMA. Results are identical either way
-// (std::fma is exact in both).
-#if defined(__GNUC__) && defined(__x86_64__) && !defined(__clang__)
-#define WB_FMA_CLONES __attribute__((target_clones("fma", "default")))
-#else
-#define WB_FMA_CLONES
-#endif
 
 // SiLU with the polynomial exp (see util/exp_poly.h); `tail` elements, those past the last full run
 // of 8 in a row, use the library exp as llama.cpp's scalar remainder loop does.
@@ -44,12 +36,6 @@ WB_FMA_CLONES void silu_mul(const float* gate, const float* up, float* out, int6
             const int64_t i = r * cols + c;
             out[i] = silu(gate[i], c >= full) * up[i];
         }
-}
-
-// s[j] = exp(s[j] - max) for a softmax. Every key is exponentiated in the reference's vector loop (its
-// rows are padded to whole runs of 8 with masked keys), hence the polynomial exp throughout.
-WB_FMA_CLONES void exp_shifted(float* s, int32_t n, float max) {
-    for (int32_t j = 0; j < n; ++j) s[j] = exp_poly(s[j] - max);
 }
 
 // Rotates every head of one row by precomputed angles. Written with explicit fused multiply-adds, in
@@ -229,109 +215,6 @@ void CpuBackend::kv_store(KvCache& kv, int32_t il, const Tensor& k, const Tensor
         quantize_row(GgmlType::F16, k.data + r * width, kd, width);
         quantize_row(GgmlType::F16, v.data + r * width, vd, width);
     }
-}
-
-void CpuBackend::attention(const Tensor& q, const KvCache& kv, int32_t il, int32_t pos0, const AttentionParams& p,
-                           Tensor& out) {
-    const int32_t group = p.n_head / p.n_head_kv;
-    const int64_t hd = p.head_dim;
-    const int64_t n_tasks = q.n_rows * p.n_head;
-    const int64_t max_keys = pos0 + q.n_rows;
-
-    // The arithmetic follows llama.cpp's CPU attention (no flash attention) step by step, so the two
-    // agree bit for bit: this model family's large activations turn any last-bit difference into a
-    // visibly different logit a few layers on. There, kq = K.q and out = V^T.p are matmuls over the
-    // f16 cache with q and p rounded to f16; a batch of several tokens takes its batched (tinyBLAS)
-    // kernel, which needs whole runs of 8 (kq) / rows in fours (out), and one token takes
-    // ggml_vec_dot_f16: two accumulation orders, both reproduced (F16DotOrder).
-    const bool batched = q.n_rows > 1;
-    const F16DotOrder kq_order = batched && hd % 8 == 0 ? F16DotOrder::kLanes8 : F16DotOrder::kStep32;
-    const F16DotOrder out_order = batched && hd % 4 == 0 ? F16DotOrder::kLanes8 : F16DotOrder::kStep32;
-    const int64_t n_lanes = f16_dot_lanes(out_order);
-    // per thread: scores[max_keys], out lanes[n_lanes * hd], lane gather[n_lanes], scaled q[hd];
-    // q in f16[hd]
-    const size_t buf_floats = size_t(max_keys + n_lanes * hd + n_lanes + hd);
-    for (auto& b : thread_buf_)
-        if (b.size() < buf_floats) b.resize(buf_floats);
-    for (auto& b : thread_f16_)
-        if (b.size() < size_t(hd)) b.resize(size_t(hd));
-
-    // Capture (hooks): the slot of capture_probs a query head writes to, -1 for none.
-    auto capture_slot = [&p](int32_t h) {
-        for (int32_t i = 0; p.capture_probs && i < p.n_capture_heads; ++i)
-            if (p.capture_heads[i] == h) return i;
-        return -1;
-    };
-
-    pool_.parallel_for(n_tasks, [&](int64_t task, int thread) {
-        const int64_t r = task / p.n_head;
-        const int32_t h = int32_t(task % p.n_head);
-        const int32_t kvh = h / group;
-        const int32_t pos = pos0 + int32_t(r);
-        const int32_t first = p.window > 0 ? std::max(0, pos - p.window + 1) : 0;
-        const float* qv = q.data + r * q.n_cols + int64_t(h) * hd;
-        float* scores = thread_buf_[size_t(thread)].data();
-        float* lanes = scores + max_keys;
-        float* gather = lanes + n_lanes * hd;
-        uint16_t* q16 = thread_f16_[size_t(thread)].data();
-
-        // The keys are f16, so q is rounded to f16 too: the dot is then a product of two f16 vectors
-        // accumulated in f32, the same arithmetic as llama.cpp's CPU path and a GPU's f16 attention.
-        // With scale_q the scale multiplies q before that rounding and the scores are not scaled.
-        if (p.scale_q) {
-            float* qs = gather + n_lanes;
-            for (int64_t i = 0; i < hd; ++i) qs[i] = qv[i] * p.scale;
-            quantize_row(GgmlType::F16, qs, q16, hd);
-        } else {
-            quantize_row(GgmlType::F16, qv, q16, hd);
-        }
-        const float score_scale = p.scale_q ? 1.0f : p.scale;
-
-        // scores_j = scale * q.k_j over the visible keys, then a numerically stable softmax.
-        float max_s = -INFINITY;
-        for (int32_t j = first; j <= pos; ++j) {
-            const auto* krow = static_cast<const uint16_t*>(kv.k_row(il, j)) + int64_t(kvh) * hd;
-            const float s = score_scale * dot_f16_f16(kq_order, hd, krow, q16);
-            scores[j - first] = s;
-            max_s = std::max(max_s, s);
-        }
-        const int32_t n_keys = pos - first + 1;
-        exp_shifted(scores, n_keys, max_s);
-        // The sum as llama.cpp forms it: over the cache in runs of 8 keys counted from key 0 (keys
-        // outside the window count 0), each run summed in float in the 8-lane tree, the runs in double.
-        double sum = 0.0;
-        for (int32_t run = first / 8 * 8; run <= pos; run += 8) {
-            float e[8];
-            for (int32_t l = 0; l < 8; ++l) {
-                const int32_t j = run + l;
-                e[l] = j >= first && j <= pos ? scores[j - first] : 0.0f;
-            }
-            sum += sum_f16_dot_lanes(F16DotOrder::kLanes8, e);
-        }
-        const float inv = float(1.0 / sum);
-        if (const int32_t slot = capture_slot(h); slot >= 0) {
-            // The softmax output itself (V is weighted by these values rounded to f16 below, the
-            // precision of the reference's matmul input).
-            float* row = p.capture_probs + (int64_t(slot) * q.n_rows + r) * max_keys;
-            std::fill(row, row + max_keys, 0.0f);
-            for (int32_t j = first; j <= pos; ++j) row[j] = scores[j - first] * inv;
-        }
-
-        // out[d] = sum_j p_j v_j[d] with p_j rounded to f16 like the values it weights. Key j goes
-        // to lane j % n_lanes of every output dim (the lanes the reference's dot over the cache
-        // gives it); each lane row is one fused multiply-add per key.
-        std::fill(lanes, lanes + n_lanes * hd, 0.0f);
-        for (int32_t j = first; j <= pos; ++j) {
-            const float pj = fp16_to_f32(f32_to_fp16(scores[j - first] * inv));
-            const auto* vsrc = static_cast<const uint16_t*>(kv.v_row(il, j)) + int64_t(kvh) * hd;
-            fma_f16_row(pj, vsrc, lanes + (j % n_lanes) * hd, hd);
-        }
-        float* o = out.data + r * out.n_cols + int64_t(h) * hd;
-        for (int64_t d = 0; d < hd; ++d) {
-            for (int64_t l = 0; l < n_lanes; ++l) gather[l] = lanes[l * hd + d];
-            o[d] = sum_f16_dot_lanes(out_order, gather);
-        }
-    });
 }
 
 void CpuBackend::glu(const Tensor& gate, const Tensor& up, Activation act, Tensor& out) {

@@ -1,7 +1,7 @@
 #pragma once
 // The CPU backend: the reference the tests trust and the fallback without a usable GPU.
 // Matmuls quantize the activations once (llama.cpp's scheme) and split the weight rows over a thread
-// pool; attention splits (token, head) pairs over the same pool.
+// pool; attention splits its work over the same pool (backend_cpu_attention.cpp).
 #include <memory>
 #include <vector>
 
@@ -38,10 +38,18 @@ public:
     void kv_free(void* p) override;
 
 private:
+    // Attention (backend_cpu_attention.cpp): a task per (token, head) for batches; a three-phase
+    // schedule of the same arithmetic for one token.
+    void attention_rows(const Tensor& q, const KvCache& kv, int32_t il, int32_t pos0, const AttentionParams& p,
+                        Tensor& out);
+    void attention_decode(const Tensor& q, const KvCache& kv, int32_t il, int32_t pos, const AttentionParams& p,
+                          Tensor& out);
+
     ThreadPool pool_;
     std::vector<uint8_t> act_buf_;               // activations converted to the weights' dot type
     std::vector<std::vector<float>> thread_buf_;     // per-thread scratch (attention scores, lanes)
     std::vector<std::vector<uint16_t>> thread_f16_;  // per-thread scratch (attention's f16 query head)
+    std::vector<float> decode_buf_;                  // decode attention: rounded queries, scores
 };
 
 }  // namespace wb

@@ -208,6 +208,16 @@ float dot_f16_f16(F16DotOrder order, int64_t n, const uint16_t* x, const uint16_
 
 void fma_f16_row(float a, const uint16_t* x, float* y, int64_t n) { kernels().fma_f16_row(a, x, y, n); }
 
+void dot_f16_keys(F16DotOrder order, int64_t n, const uint16_t* k, int64_t k_stride, int64_t n_keys, const float* q,
+                  int64_t q_stride, int g, float* out, int64_t out_stride) {
+    kernels().dot_f16_keys(order, n, k, k_stride, n_keys, q, q_stride, g, out, out_stride);
+}
+
+void fma_f16_keys(int64_t n, const uint16_t* v, int64_t v_stride, int64_t n_keys, int64_t lane0, int n_lanes,
+                  const float* p, int64_t p_stride, int g, float* lanes, int64_t lanes_stride) {
+    kernels().fma_f16_keys(n, v, v_stride, n_keys, lane0, n_lanes, p, p_stride, g, lanes, lanes_stride);
+}
+
 float sum_f16_dot_lanes(F16DotOrder order, const float* lanes) {
     return order == F16DotOrder::kLanes8 ? sum_lanes8(lanes) : sum_lanes32(lanes);
 }

@@ -81,6 +81,20 @@ float dot_f16_f16(F16DotOrder order, int64_t n, const uint16_t* x, const uint16_
 // the lanes of dot products whose other operand is strided (attention's softmax-weighted values).
 void fma_f16_row(float a, const uint16_t* x, float* y, int64_t n);
 
+// The same products for a run of keys against the query heads that share them (grouped-query
+// attention), one call per run so each f16 key row is converted once for all of them:
+//   out[i * out_stride + j] = dot_f16_f16(order, n, k + j * k_stride, f16 of q + i * q_stride)
+// for j < n_keys, i < g, where the q vectors hold values already rounded to f16 (as floats).
+void dot_f16_keys(F16DotOrder order, int64_t n, const uint16_t* k, int64_t k_stride, int64_t n_keys, const float* q,
+                  int64_t q_stride, int g, float* out, int64_t out_stride);
+
+// fma_f16_row for a run of value rows v_j = v + j * v_stride (j < n_keys) and the g query heads that
+// share them: row j goes to lane (lane0 + j) % n_lanes of each head's lanes, a [n_lanes][n] block at
+// lanes + i * lanes_stride, weighted by p[i * p_stride + j]. Keys are added in ascending j, so each
+// lane accumulates in the same order as one fma_f16_row call per key would.
+void fma_f16_keys(int64_t n, const uint16_t* v, int64_t v_stride, int64_t n_keys, int64_t lane0, int n_lanes,
+                  const float* p, int64_t p_stride, int g, float* lanes, int64_t lanes_stride);
+
 // Sums the lanes of a kLanes8/kStep32 dot (lanes[f16_dot_lanes(order)]) in that order's tree.
 float sum_f16_dot_lanes(F16DotOrder order, const float* lanes);
 

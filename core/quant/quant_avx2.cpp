@@ -510,11 +510,74 @@ float dot_f16_step32(int64_t n, const uint16_t* x, const uint16_t* y) {
     return float(sum);
 }
 
-void fma_f16_row(float a, const uint16_t* x, float* y, int64_t n) {
+void fma_f16_row_avx2(float a, const uint16_t* x, float* y, int64_t n) {
     const __m256 av = _mm256_set1_ps(a);
     int64_t i = 0;
     for (; i + 8 <= n; i += 8) _mm256_storeu_ps(y + i, _mm256_fmadd_ps(av, load8(x + i), _mm256_loadu_ps(y + i)));
     for (; i < n; ++i) y[i] = std::fma(a, fp16(x[i]), y[i]);
+}
+
+// Decode attention's runs of keys (quant.h). The key row is converted once into kf and then dotted
+// with every query head of its group; per head the accumulators and their reduction are those of
+// dot_f16_lanes8 / dot_f16_step32 above, so each score is bit-identical to one dot_f16_f16 call.
+void dot_f16_keys_avx2(F16DotOrder order, int64_t n, const uint16_t* k, int64_t k_stride, int64_t n_keys, const float* q,
+                  int64_t q_stride, int g, float* out, int64_t out_stride) {
+    constexpr int64_t kMaxDim = 1024;  // head dims beyond it (none known) take the scalar loop
+    if (n > kMaxDim) return scalar_kernels().dot_f16_keys(order, n, k, k_stride, n_keys, q, q_stride, g, out, out_stride);
+    alignas(32) float kf[kMaxDim];
+    const bool step32 = order == F16DotOrder::kStep32;
+    const int64_t whole = step32 ? n / 32 * 32 : n / 8 * 8;
+    for (int64_t j = 0; j < n_keys; ++j) {
+        const uint16_t* kj = k + j * k_stride;
+        int64_t e = 0;
+        for (; e + 8 <= n; e += 8) _mm256_store_ps(kf + e, load8(kj + e));
+        for (; e < n; ++e) kf[e] = fp16(kj[e]);
+        for (int i = 0; i < g; ++i) {
+            const float* qi = q + i * q_stride;
+            float& o = out[i * out_stride + j];
+            if (step32) {
+                __m256 acc[4] = {_mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps()};
+                for (int64_t b = 0; b < whole; b += 32)
+                    for (int u = 0; u < 4; ++u)
+                        acc[u] = _mm256_fmadd_ps(_mm256_load_ps(kf + b + 8 * u), _mm256_loadu_ps(qi + b + 8 * u), acc[u]);
+                const __m256 a = _mm256_add_ps(_mm256_add_ps(acc[0], acc[2]), _mm256_add_ps(acc[1], acc[3]));
+                __m128 t = _mm_add_ps(_mm256_castps256_ps128(a), _mm256_extractf128_ps(a, 1));
+                t = _mm_hadd_ps(t, t);
+                t = _mm_hadd_ps(t, t);
+                double sum = _mm_cvtss_f32(t);
+                for (int64_t x = whole; x < n; ++x) sum += double(kf[x] * qi[x]);
+                o = float(sum);
+            } else {
+                __m256 acc = _mm256_setzero_ps();
+                for (int64_t b = 0; b < whole; b += 8) acc = _mm256_fmadd_ps(_mm256_load_ps(kf + b), _mm256_loadu_ps(qi + b), acc);
+                float sum = hsum(acc);
+                for (int64_t x = whole; x < n; ++x) sum += kf[x] * qi[x];
+                o = sum;
+            }
+        }
+    }
+}
+
+// Each 8-value slice of a value row is converted once and added to the lanes of every head.
+void fma_f16_keys_avx2(int64_t n, const uint16_t* v, int64_t v_stride, int64_t n_keys, int64_t lane0, int n_lanes,
+                  const float* p, int64_t p_stride, int g, float* lanes, int64_t lanes_stride) {
+    for (int64_t j = 0; j < n_keys; ++j) {
+        const uint16_t* vj = v + j * v_stride;
+        float* lane = lanes + ((lane0 + j) % n_lanes) * n;
+        int64_t d = 0;
+        for (; d + 8 <= n; d += 8) {
+            const __m256 x = load8(vj + d);
+            for (int i = 0; i < g; ++i) {
+                float* y = lane + i * lanes_stride + d;
+                _mm256_storeu_ps(y, _mm256_fmadd_ps(_mm256_set1_ps(p[i * p_stride + j]), x, _mm256_loadu_ps(y)));
+            }
+        }
+        for (; d < n; ++d)
+            for (int i = 0; i < g; ++i) {
+                float* y = lane + i * lanes_stride + d;
+                *y = std::fma(p[i * p_stride + j], fp16(vj[d]), *y);
+            }
+    }
 }
 
 void f16_to_f32_row(const uint16_t* x, float* y, int64_t n) {
@@ -560,7 +623,9 @@ KernelTable avx2_kernels() {
     t.f16_to_f32 = f16_to_f32_row;
     t.dot_f16_lanes8 = dot_f16_lanes8;
     t.dot_f16_step32 = dot_f16_step32;
-    t.fma_f16_row = fma_f16_row;
+    t.fma_f16_row = fma_f16_row_avx2;
+    t.dot_f16_keys = dot_f16_keys_avx2;
+    t.fma_f16_keys = fma_f16_keys_avx2;
     t.f32_to_f16 = f32_to_f16_row;
     return t;
 }

@@ -5,6 +5,7 @@
 #include <cstdint>
 
 #include "gguf/ggml_type.h"
+#include "quant/quant.h"
 
 namespace wb {
 
@@ -14,6 +15,10 @@ using F16ToF32Fn = void (*)(const uint16_t* x, float* y, int64_t n);
 using F32ToF16Fn = void (*)(const float* x, uint16_t* y, int64_t n);
 using F16DotFn = float (*)(int64_t n, const uint16_t* x, const uint16_t* y);
 using F16FmaRowFn = void (*)(float a, const uint16_t* x, float* y, int64_t n);
+using F16DotKeysFn = void (*)(F16DotOrder order, int64_t n, const uint16_t* k, int64_t k_stride, int64_t n_keys,
+                              const float* q, int64_t q_stride, int g, float* out, int64_t out_stride);
+using F16FmaKeysFn = void (*)(int64_t n, const uint16_t* v, int64_t v_stride, int64_t n_keys, int64_t lane0,
+                              int n_lanes, const float* p, int64_t p_stride, int g, float* lanes, int64_t lanes_stride);
 
 // Slots cover every raw GgmlType value up to BF16 (30), the highest one with kernels.
 constexpr int kKernelSlots = 32;
@@ -31,6 +36,8 @@ struct KernelTable {
     F16DotFn dot_f16_lanes8 = nullptr;
     F16DotFn dot_f16_step32 = nullptr;
     F16FmaRowFn fma_f16_row = nullptr;
+    F16DotKeysFn dot_f16_keys = nullptr;  // the decode attention's runs of keys (quant.h)
+    F16FmaKeysFn fma_f16_keys = nullptr;
     // Q4_K in the orders of llama.cpp's repacked gemv and gemm (DotOrder::kGemv, kGemm); nullptr =
     // same as dot[Q4_K].
     VecDotFn dot_q4_k_gemv = nullptr;

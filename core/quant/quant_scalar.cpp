@@ -254,8 +254,42 @@ float dot_f16_step32(int64_t n, const uint16_t* x, const uint16_t* y) {
     return float(sum);
 }
 
-void fma_f16_row(float a, const uint16_t* x, float* y, int64_t n) {
+void fma_f16_row_scalar(float a, const uint16_t* x, float* y, int64_t n) {
     for (int64_t i = 0; i < n; ++i) y[i] = std::fma(a, fp16_to_f32(x[i]), y[i]);
+}
+
+// The definitions of quant.h, key by key and head by head.
+void dot_f16_keys_scalar(F16DotOrder order, int64_t n, const uint16_t* k, int64_t k_stride, int64_t n_keys, const float* q,
+                  int64_t q_stride, int g, float* out, int64_t out_stride) {
+    const int n_lanes = f16_dot_lanes(order);
+    const int64_t whole = n / n_lanes * n_lanes;
+    for (int64_t j = 0; j < n_keys; ++j) {
+        const uint16_t* kj = k + j * k_stride;
+        for (int i = 0; i < g; ++i) {
+            const float* qi = q + i * q_stride;
+            float lanes[32] = {};
+            for (int64_t e = 0; e < whole; ++e) lanes[e % n_lanes] = std::fma(fp16_to_f32(kj[e]), qi[e], lanes[e % n_lanes]);
+            float& o = out[i * out_stride + j];
+            if (order == F16DotOrder::kLanes8) {
+                float sum = sum_lanes8(lanes);
+                for (int64_t e = whole; e < n; ++e) sum += fp16_to_f32(kj[e]) * qi[e];
+                o = sum;
+            } else {
+                double sum = sum_lanes32(lanes);
+                for (int64_t e = whole; e < n; ++e) sum += double(fp16_to_f32(kj[e]) * qi[e]);
+                o = float(sum);
+            }
+        }
+    }
+}
+
+void fma_f16_keys_scalar(int64_t n, const uint16_t* v, int64_t v_stride, int64_t n_keys, int64_t lane0, int n_lanes,
+                  const float* p, int64_t p_stride, int g, float* lanes, int64_t lanes_stride) {
+    for (int64_t j = 0; j < n_keys; ++j) {
+        const int64_t lane = (lane0 + j) % n_lanes;
+        for (int i = 0; i < g; ++i)
+            fma_f16_row_scalar(p[i * p_stride + j], v + j * v_stride, lanes + i * lanes_stride + lane * n, n);
+    }
 }
 
 // ---- quantizer helpers ----
@@ -323,7 +357,9 @@ KernelTable scalar_kernels() {
     };
     t.dot_f16_lanes8 = dot_f16_lanes8;
     t.dot_f16_step32 = dot_f16_step32;
-    t.fma_f16_row = fma_f16_row;
+    t.fma_f16_row = fma_f16_row_scalar;
+    t.dot_f16_keys = dot_f16_keys_scalar;
+    t.fma_f16_keys = fma_f16_keys_scalar;
     t.f32_to_f16 = [](const float* x, uint16_t* y, int64_t n) {
         for (int64_t i = 0; i < n; ++i) y[i] = f32_to_fp16(x[i]);
     };

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstring>
 #include <functional>
+#include <memory>
 #include <random>
 #include <string>
 #include <utility>
@@ -315,6 +316,25 @@ double q8_1_offset_error(GgmlType t, const uint8_t* w, const uint8_t* x, int64_t
     return err;
 }
 
+// The F16DotOrder definitions (quant.h), written out plainly: lane FMAs, the order's tree, the tail.
+float f16_dot_by_definition(wb::F16DotOrder order, int64_t n, const uint16_t* x, const uint16_t* y) {
+    const int n_lanes = wb::f16_dot_lanes(order);
+    const int64_t whole = n / n_lanes * n_lanes;
+    float l[32] = {};
+    for (int64_t i = 0; i < whole; ++i) l[i % n_lanes] = std::fma(wb::fp16_to_f32(x[i]), wb::fp16_to_f32(y[i]), l[i % n_lanes]);
+    if (order == wb::F16DotOrder::kLanes8) {
+        float sum = ((l[0] + l[4]) + (l[2] + l[6])) + ((l[1] + l[5]) + (l[3] + l[7]));
+        for (int64_t i = whole; i < n; ++i) sum += wb::fp16_to_f32(x[i]) * wb::fp16_to_f32(y[i]);
+        return sum;
+    }
+    float a[8], t[4];
+    for (int i = 0; i < 8; ++i) a[i] = (l[i] + l[16 + i]) + (l[8 + i] + l[24 + i]);
+    for (int i = 0; i < 4; ++i) t[i] = a[i] + a[i + 4];
+    double sum = (t[0] + t[1]) + (t[2] + t[3]);
+    for (int64_t i = whole; i < n; ++i) sum += double(wb::fp16_to_f32(x[i]) * wb::fp16_to_f32(y[i]));
+    return float(sum);
+}
+
 // Scoped switch to the scalar family.
 struct ScalarKernels {
     ScalarKernels() { wb::quant_force_scalar(true); }
@@ -523,6 +543,8 @@ private Q_SLOTS:
     void k_quant_dots_follow_llama_cpp_orders_data();
     void k_quant_dots_follow_llama_cpp_orders();
     void f16_row_conversion_is_identical_in_both_families();
+    void f16_attention_products_follow_their_orders_data();
+    void f16_attention_products_follow_their_orders();
     void vec_dot_types_follow_llama_cpp();
     void unsupported_type_throws_naming_it_data();
     void unsupported_type_throws_naming_it();
@@ -786,6 +808,58 @@ void TestQuant::f16_row_conversion_is_identical_in_both_families() {
     }
     QVERIFY(best == scalar);
     QCOMPARE(std::memcmp(back_best.data(), back_scalar.data(), size_t(n) * sizeof(float)), 0);
+}
+
+void TestQuant::f16_attention_products_follow_their_orders_data() {
+    QTest::addColumn<int>("order");
+    QTest::addColumn<int>("n");
+    for (int order : {int(wb::F16DotOrder::kLanes8), int(wb::F16DotOrder::kStep32)})
+        for (int n : {64, 256, 40, 100}) {
+            const char* name = order == int(wb::F16DotOrder::kLanes8) ? "lanes8" : "step32";
+            QTest::addRow("%s n=%d", name, n) << order << n;
+        }
+}
+
+// The attention's f16 products: dot_f16_f16 is its order's definition bit for bit, and the decode
+// attention's run kernels (one key row for several query heads; several value rows into lanes) give
+// exactly what one dot_f16_f16 / fma_f16_row call per key and head gives. In both kernel families.
+void TestQuant::f16_attention_products_follow_their_orders() {
+    QFETCH(int, order);
+    QFETCH(int, n);
+    const auto ord = wb::F16DotOrder(order);
+    std::mt19937 rng(uint32_t(11 + n + 1000 * order));
+    const int64_t n_keys = 37, g = 3, stride = n + 24;  // keys of a cache row laid out with a gap
+    std::vector<uint16_t> k(size_t(n_keys * stride)), q16(size_t(g * n));
+    wb::quantize_row(GgmlType::F16, random_floats(rng, n_keys * stride, -3.0f, 3.0f).data(), k.data(), n_keys * stride);
+    wb::quantize_row(GgmlType::F16, random_floats(rng, g * n, -3.0f, 3.0f).data(), q16.data(), g * n);
+    std::vector<float> qf(size_t(g * n)), p(size_t(g * n_keys));
+    wb::dequantize_row(GgmlType::F16, q16.data(), qf.data(), g * n);
+    for (auto& v : p) v = wb::fp16_to_f32(wb::f32_to_fp16(std::uniform_real_distribution<float>(0.0f, 1.0f)(rng)));
+    const int n_lanes = wb::f16_dot_lanes(ord);
+
+    for (bool scalar : {false, true}) {
+        std::unique_ptr<ScalarKernels> force;
+        if (scalar) force = std::make_unique<ScalarKernels>();
+        std::vector<float> scores(size_t(g * n_keys));
+        wb::dot_f16_keys(ord, n, k.data(), stride, n_keys, qf.data(), n, int(g), scores.data(), n_keys);
+        for (int64_t j = 0; j < n_keys; ++j)
+            for (int64_t i = 0; i < g; ++i) {
+                const uint16_t* kj = k.data() + j * stride;
+                const float want = f16_dot_by_definition(ord, n, kj, q16.data() + i * n);
+                QCOMPARE(wb::dot_f16_f16(ord, n, kj, q16.data() + i * n), want);
+                QCOMPARE(scores[size_t(i * n_keys + j)], want);
+            }
+
+        // Keys 5.. go to lanes starting at 5 % n_lanes, as the decode attention's runs do.
+        std::vector<float> lanes(size_t(g * n_lanes * n), 0.0f), want(lanes.size(), 0.0f);
+        const int64_t lane0 = 5;
+        wb::fma_f16_keys(n, k.data(), stride, n_keys, lane0, n_lanes, p.data(), n_keys, int(g), lanes.data(), n_lanes * n);
+        for (int64_t j = 0; j < n_keys; ++j)
+            for (int64_t i = 0; i < g; ++i)
+                wb::fma_f16_row(p[size_t(i * n_keys + j)], k.data() + j * stride,
+                                want.data() + i * n_lanes * n + ((lane0 + j) % n_lanes) * n, n);
+        QCOMPARE(std::memcmp(lanes.data(), want.data(), lanes.size() * sizeof(float)), 0);
+    }
 }
 
 void TestQuant::vec_dot_types_follow_llama_cpp() {

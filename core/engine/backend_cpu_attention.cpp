@@ -1,0 +1,246 @@
+// The CPU backend's attention over the f16 KV cache.
+//
+// The arithmetic follows llama.cpp's CPU attention (no flash attention) step by step, so the two agree
+// bit for bit: models with large activations turn any last-bit difference into a visibly different
+// logit a few layers on. There, kq = K.q and out = V^T.p are matmuls over the f16 cache with q and p
+// rounded to f16; a batch of several tokens takes its batched (tinyBLAS) kernel, which needs whole runs
+// of 8 (kq) / rows in fours (out), and one token takes ggml_vec_dot_f16: two accumulation orders, both
+// reproduced (F16DotOrder in quant/quant.h).
+//
+// Two schedules of that same arithmetic:
+//  - attention_rows: a task per (token, query head), for batches (prefill), where there are plenty;
+//  - attention_decode: one token has only n_head (query head) tasks, too few and too uneven to keep
+//    the threads busy, so it runs in three phases split by key runs and by output dims instead, and
+//    converts each f16 K/V row once for all query heads of its group (grouped-query attention).
+// The per-value operations and their order are the same in both, so they give identical results.
+#include <algorithm>
+#include <cmath>
+
+#include "engine/backend_cpu.h"
+#include "engine/backend_cpu_fma.h"
+#include "kv/kv_cache.h"
+#include "quant/quant.h"
+#include "util/exp_poly.h"
+#include "util/fp16.h"
+
+namespace wb {
+
+namespace {
+
+// s[j] = exp(s[j] - max) for a softmax. Every key is exponentiated in the reference's vector loop (its
+// rows are padded to whole runs of 8 with masked keys), hence the polynomial exp throughout.
+WB_FMA_CLONES void exp_shifted(float* s, int32_t n, float max) {
+    for (int32_t j = 0; j < n; ++j) s[j] = exp_poly(s[j] - max);
+}
+
+// The slot of capture_probs query head h writes to, -1 for none (the inspector's hooks).
+int32_t capture_slot(const AttentionParams& p, int32_t h) {
+    for (int32_t i = 0; p.capture_probs && i < p.n_capture_heads; ++i)
+        if (p.capture_heads[i] == h) return i;
+    return -1;
+}
+
+// The keys query position pos sees: [first, pos].
+int32_t first_key(const AttentionParams& p, int32_t pos) { return p.window > 0 ? std::max(0, pos - p.window + 1) : 0; }
+
+// q rounded to f16 the way the reference feeds it to kq: with scale_q, the scale multiplies q before
+// that rounding (and the scores are then not scaled).
+void round_query(const AttentionParams& p, const float* q, float* scratch, uint16_t* q16, int64_t hd) {
+    if (p.scale_q) {
+        for (int64_t i = 0; i < hd; ++i) scratch[i] = q[i] * p.scale;
+        quantize_row(GgmlType::F16, scratch, q16, hd);
+    } else {
+        quantize_row(GgmlType::F16, q, q16, hd);
+    }
+}
+
+// Softmax of the scores of keys [first, pos] in place (scores[j - first]), returning 1 / sum. The sum
+// as llama.cpp forms it: over the cache in runs of 8 keys counted from key 0 (keys outside the window
+// count 0), each run summed in float in the 8-lane tree, the runs in double.
+float softmax_in_place(float* scores, int32_t first, int32_t pos) {
+    const int32_t n_keys = pos - first + 1;
+    float max_s = -INFINITY;
+    for (int32_t j = 0; j < n_keys; ++j) max_s = std::max(max_s, scores[j]);
+    exp_shifted(scores, n_keys, max_s);
+    double sum = 0.0;
+    for (int32_t run = first / 8 * 8; run <= pos; run += 8) {
+        float e[8];
+        for (int32_t l = 0; l < 8; ++l) {
+            const int32_t j = run + l;
+            e[l] = j >= first && j <= pos ? scores[j - first] : 0.0f;
+        }
+        sum += sum_f16_dot_lanes(F16DotOrder::kLanes8, e);
+    }
+    return float(1.0 / sum);
+}
+
+// The softmax output itself goes to the capture (V is weighted by these values rounded to f16, the
+// precision of the reference's matmul input). row has max_keys entries; keys outside [first, pos] are 0.
+void capture_row(float* row, int64_t max_keys, const float* scores, int32_t first, int32_t pos, float inv) {
+    std::fill(row, row + max_keys, 0.0f);
+    for (int32_t j = first; j <= pos; ++j) row[j] = scores[j - first] * inv;
+}
+
+// Keys of one position run along a KV block: [j, j + n) with n up to the end of j's block or to last.
+int32_t run_in_block(const KvCache& kv, int32_t j, int32_t last) {
+    const int32_t bt = kv.config().block_tokens;
+    return std::min(last - j + 1, bt - j % bt);
+}
+
+}  // namespace
+
+void CpuBackend::attention(const Tensor& q, const KvCache& kv, int32_t il, int32_t pos0, const AttentionParams& p,
+                           Tensor& out) {
+    if (q.n_rows == 1)
+        attention_decode(q, kv, il, pos0, p, out);
+    else
+        attention_rows(q, kv, il, pos0, p, out);
+}
+
+void CpuBackend::attention_rows(const Tensor& q, const KvCache& kv, int32_t il, int32_t pos0, const AttentionParams& p,
+                                Tensor& out) {
+    const int32_t group = p.n_head / p.n_head_kv;
+    const int64_t hd = p.head_dim;
+    const int64_t n_tasks = q.n_rows * p.n_head;
+    const int64_t max_keys = pos0 + q.n_rows;
+    const bool batched = q.n_rows > 1;
+    const F16DotOrder kq_order = batched && hd % 8 == 0 ? F16DotOrder::kLanes8 : F16DotOrder::kStep32;
+    const F16DotOrder out_order = batched && hd % 4 == 0 ? F16DotOrder::kLanes8 : F16DotOrder::kStep32;
+    const int64_t n_lanes = f16_dot_lanes(out_order);
+    // per thread: scores[max_keys], out lanes[n_lanes * hd], lane gather[n_lanes], scaled q[hd];
+    // q in f16[hd]
+    const size_t buf_floats = size_t(max_keys + n_lanes * hd + n_lanes + hd);
+    for (auto& b : thread_buf_)
+        if (b.size() < buf_floats) b.resize(buf_floats);
+    for (auto& b : thread_f16_)
+        if (b.size() < size_t(hd)) b.resize(size_t(hd));
+    const float score_scale = p.scale_q ? 1.0f : p.scale;
+
+    pool_.parallel_for(n_tasks, [&](int64_t task, int thread) {
+        const int64_t r = task / p.n_head;
+        const int32_t h = int32_t(task % p.n_head);
+        const int32_t kvh = h / group;
+        const int32_t pos = pos0 + int32_t(r);
+        const int32_t first = first_key(p, pos);
+        float* scores = thread_buf_[size_t(thread)].data();
+        float* lanes = scores + max_keys;
+        float* gather = lanes + n_lanes * hd;
+        uint16_t* q16 = thread_f16_[size_t(thread)].data();
+        round_query(p, q.data + r * q.n_cols + int64_t(h) * hd, gather + n_lanes, q16, hd);
+
+        // scores_j = scale * q.k_j over the visible keys, then a numerically stable softmax.
+        for (int32_t j = first; j <= pos; ++j) {
+            const auto* krow = static_cast<const uint16_t*>(kv.k_row(il, j)) + int64_t(kvh) * hd;
+            scores[j - first] = score_scale * dot_f16_f16(kq_order, hd, krow, q16);
+        }
+        const float inv = softmax_in_place(scores, first, pos);
+        if (const int32_t slot = capture_slot(p, h); slot >= 0)
+            capture_row(p.capture_probs + (int64_t(slot) * q.n_rows + r) * max_keys, max_keys, scores, first, pos, inv);
+
+        // out[d] = sum_j p_j v_j[d] with p_j rounded to f16 like the values it weights. Key j goes
+        // to lane j % n_lanes of every output dim (the lanes the reference's dot over the cache
+        // gives it); each lane row is one fused multiply-add per key.
+        std::fill(lanes, lanes + n_lanes * hd, 0.0f);
+        for (int32_t j = first; j <= pos; ++j) {
+            const float pj = fp16_to_f32(f32_to_fp16(scores[j - first] * inv));
+            const auto* vsrc = static_cast<const uint16_t*>(kv.v_row(il, j)) + int64_t(kvh) * hd;
+            fma_f16_row(pj, vsrc, lanes + (j % n_lanes) * hd, hd);
+        }
+        float* o = out.data + r * out.n_cols + int64_t(h) * hd;
+        for (int64_t d = 0; d < hd; ++d) {
+            for (int64_t l = 0; l < n_lanes; ++l) gather[l] = lanes[l * hd + d];
+            o[d] = sum_f16_dot_lanes(out_order, gather);
+        }
+    });
+}
+
+void CpuBackend::attention_decode(const Tensor& q, const KvCache& kv, int32_t il, int32_t pos, const AttentionParams& p,
+                                  Tensor& out) {
+    const int32_t group = p.n_head / p.n_head_kv;
+    const int64_t hd = p.head_dim;
+    const int32_t first = first_key(p, pos);
+    const int32_t n_keys = pos - first + 1;
+    // One token: ggml_vec_dot_f16's order for both products.
+    constexpr F16DotOrder kOrder = F16DotOrder::kStep32;
+    constexpr int n_lanes = f16_dot_lanes(kOrder);
+    const int64_t row_halves = int64_t(kv.row_bytes() / sizeof(uint16_t));  // one position's K (or V), all kv heads
+    const float score_scale = p.scale_q ? 1.0f : p.scale;
+
+    // Shared: the query heads rounded to f16 (as floats) [n_head][hd], then scores / probabilities
+    // [n_head][n_keys]. Per thread: the value lanes of one output slice for a group [group][n_lanes][dims].
+    const int64_t dims = hd % 16 == 0 ? 16 : hd;  // output dims per phase-3 task
+    decode_buf_.resize(size_t(p.n_head * hd + int64_t(p.n_head) * n_keys));
+    float* qf = decode_buf_.data();
+    float* scores = qf + p.n_head * hd;
+    // per thread: lanes, then a gather row of n_lanes (phase 3) or the scaled q (set-up below)
+    const size_t thread_floats = size_t(group * n_lanes * dims + std::max<int64_t>(hd, n_lanes));
+    for (auto& b : thread_buf_)
+        if (b.size() < thread_floats) b.resize(thread_floats);
+    for (auto& b : thread_f16_)
+        if (b.size() < size_t(hd)) b.resize(size_t(hd));
+    {
+        float* scratch = thread_buf_[0].data();
+        uint16_t* q16 = thread_f16_[0].data();
+        for (int32_t h = 0; h < p.n_head; ++h) {
+            round_query(p, q.data + int64_t(h) * hd, scratch, q16, hd);
+            for (int64_t i = 0; i < hd; ++i) qf[h * hd + i] = fp16_to_f32(q16[i]);
+        }
+    }
+
+    // Phase 1, scores: a task per (kv head, run of keys); each key row is dotted with the group's heads.
+    // Runs of about a quarter of a thread's share, so uneven tasks still even out.
+    const int32_t chunk = std::clamp<int32_t>((n_keys / (4 * n_threads()) + 15) / 16 * 16, 16, 256);
+    const int32_t n_chunks = (n_keys + chunk - 1) / chunk;
+    pool_.parallel_for(int64_t(p.n_head_kv) * n_chunks, [&](int64_t task, int) {
+        const int32_t kvh = int32_t(task / n_chunks);
+        const int32_t lo = first + int32_t(task % n_chunks) * chunk;
+        const int32_t hi = std::min(pos, lo + chunk - 1);
+        for (int32_t j = lo; j <= hi;) {
+            const int32_t run = run_in_block(kv, j, hi);
+            const auto* k = static_cast<const uint16_t*>(kv.k_row(il, j)) + int64_t(kvh) * hd;
+            dot_f16_keys(kOrder, hd, k, row_halves, run, qf + int64_t(kvh) * group * hd, hd, group,
+                         scores + int64_t(kvh) * group * n_keys + (j - first), n_keys);
+            j += run;
+        }
+    });
+
+    // Phase 2, softmax: a task per query head. The probabilities are left rounded to f16, the precision
+    // the reference weights V with.
+    pool_.parallel_for(p.n_head, [&](int64_t h, int) {
+        float* s = scores + h * n_keys;
+        for (int32_t j = 0; j < n_keys; ++j) s[j] *= score_scale;
+        const float inv = softmax_in_place(s, first, pos);
+        if (const int32_t slot = capture_slot(p, int32_t(h)); slot >= 0)
+            capture_row(p.capture_probs + int64_t(slot) * (pos + 1), pos + 1, s, first, pos, inv);
+        for (int32_t j = 0; j < n_keys; ++j) s[j] = fp16_to_f32(f32_to_fp16(s[j] * inv));
+    });
+
+    // Phase 3, out = V^T p: a task per (kv head, slice of output dims); key j goes to lane j % 32 of each
+    // dim, keys in ascending order, then each dim's lanes are summed in the order's tree.
+    const int64_t n_slices = hd / dims;
+    pool_.parallel_for(p.n_head_kv * n_slices, [&](int64_t task, int thread) {
+        const int32_t kvh = int32_t(task / n_slices);
+        const int64_t d0 = (task % n_slices) * dims;
+        float* lanes = thread_buf_[size_t(thread)].data();  // [group][n_lanes][dims]
+        float* gather = lanes + group * n_lanes * dims;
+        std::fill(lanes, lanes + group * n_lanes * dims, 0.0f);
+        const float* probs = scores + int64_t(kvh) * group * n_keys;
+        for (int32_t j = first; j <= pos;) {
+            const int32_t run = run_in_block(kv, j, pos);
+            const auto* v = static_cast<const uint16_t*>(kv.v_row(il, j)) + int64_t(kvh) * hd + d0;
+            fma_f16_keys(dims, v, row_halves, run, j % n_lanes, n_lanes, probs + (j - first), n_keys, group, lanes,
+                         n_lanes * dims);
+            j += run;
+        }
+        for (int32_t g = 0; g < group; ++g) {
+            float* o = out.data + int64_t(kvh * group + g) * hd + d0;
+            const float* lg = lanes + int64_t(g) * n_lanes * dims;
+            for (int64_t d = 0; d < dims; ++d) {
+                for (int l = 0; l < n_lanes; ++l) gather[l] = lg[l * dims + d];
+                o[d] = sum_f16_dot_lanes(kOrder, gather);
+            }
+        }
+    });
+}
+
+}  // namespace wb
