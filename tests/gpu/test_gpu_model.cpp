@@ -48,6 +48,7 @@
 #include "engine/session.h"
 #include "gguf/gguf_file.h"
 #include "gpu_test_util.h"
+#include "logit_kl.h"
 #include "model/weights.h"
 #include "quant/quant.h"
 #include "random_llama.h"
@@ -125,20 +126,7 @@ Agreement agreement(const std::vector<float>& ref, const std::vector<float>& got
         const float* g = got.data() + p * size_t(n_vocab);
         if (argmax(r, n_vocab) == argmax(g, n_vocab)) a.top1 += 1.0;
         if (near_top(r, n_vocab, argmax(g, n_vocab))) a.top1_tie += 1.0;
-        // log-softmax of both in double, then sum p_ref * (log p_ref - log p_got).
-        const double mr = *std::max_element(r, r + n_vocab), mg = *std::max_element(g, g + n_vocab);
-        double zr = 0.0, zg = 0.0;
-        for (int32_t i = 0; i < n_vocab; ++i) {
-            zr += std::exp(double(r[i]) - mr);
-            zg += std::exp(double(g[i]) - mg);
-        }
-        const double lzr = std::log(zr) + mr, lzg = std::log(zg) + mg;
-        double kl = 0.0;
-        for (int32_t i = 0; i < n_vocab; ++i) {
-            const double lpr = double(r[i]) - lzr, lpg = double(g[i]) - lzg;
-            kl += std::exp(lpr) * (lpr - lpg);
-        }
-        a.mean_kl += std::isfinite(kl) ? kl : 1e9;
+        a.mean_kl += wb_test::kl_nats(r, g, n_vocab);
     }
     a.top1 /= double(n_pos);
     a.top1_tie /= double(n_pos);

@@ -24,6 +24,7 @@
 #include "engine/backend_cpu.h"
 #include "engine/model.h"
 #include "engine/session.h"
+#include "logit_kl.h"
 #include "random_llama.h"
 
 using namespace wb;
@@ -55,23 +56,7 @@ std::vector<int32_t> random_tokens(size_t n, uint64_t seed, int32_t n_vocab) {
 // Mean KL(ref || got) in nats over the positions of two [n][n_vocab] logit arrays.
 double mean_kl(const float* ref, const float* got, size_t n_pos, int32_t n_vocab) {
     double total = 0.0;
-    for (size_t p = 0; p < n_pos; ++p) {
-        const float* r = ref + p * size_t(n_vocab);
-        const float* g = got + p * size_t(n_vocab);
-        const double mr = *std::max_element(r, r + n_vocab), mg = *std::max_element(g, g + n_vocab);
-        double zr = 0.0, zg = 0.0;
-        for (int32_t i = 0; i < n_vocab; ++i) {
-            zr += std::exp(double(r[i]) - mr);
-            zg += std::exp(double(g[i]) - mg);
-        }
-        const double lzr = std::log(zr) + mr, lzg = std::log(zg) + mg;
-        double kl = 0.0;
-        for (int32_t i = 0; i < n_vocab; ++i) {
-            const double lpr = double(r[i]) - lzr, lpg = double(g[i]) - lzg;
-            kl += std::exp(lpr) * (lpr - lpg);
-        }
-        total += std::isfinite(kl) ? kl : 1e9;
-    }
+    for (size_t p = 0; p < n_pos; ++p) total += wb_test::kl_nats(ref + p * size_t(n_vocab), got + p * size_t(n_vocab), n_vocab);
     return n_pos ? total / double(n_pos) : 0.0;
 }
 
