@@ -182,6 +182,24 @@ void vec_dot_rows(GgmlType weight_type, int64_t n, const void* w, size_t w_row_s
     for (int64_t r = 0; r < n_rows; ++r) out[r] = fn(n, row + size_t(r) * w_row_stride, x_prepared);
 }
 
+bool has_dot_tile(GgmlType weight_type) {
+    const int s = slot(weight_type);
+    return s >= 0 && s < kKernelSlots && kernels().dot_tile[s] != nullptr;
+}
+
+void vec_dot_tile(GgmlType weight_type, int64_t n, const void* w, size_t w_row_stride, const void* x_prepared,
+                  size_t x_row_stride, float* out, int64_t out_stride) {
+    const VecDotFn fn = dot_kernel(weight_type);
+    check_length("vec_dot_tile", weight_type, n);
+    if (const DotTileFn tile = kernels().dot_tile[slot(weight_type)])
+        return tile(n, w, w_row_stride, x_prepared, x_row_stride, out, out_stride);
+    const auto* wr = static_cast<const uint8_t*>(w);
+    const auto* xr = static_cast<const uint8_t*>(x_prepared);
+    for (int c = 0; c < kDotTileCols; ++c)
+        for (int r = 0; r < kDotTileRows; ++r)
+            out[c * out_stride + r] = fn(n, wr + size_t(r) * w_row_stride, xr + size_t(c) * x_row_stride);
+}
+
 void quantize_row(GgmlType t, const float* x, void* dst, int64_t n) {
     const RowFromFloatFn fn = quantizer(t);
     if (!fn)

@@ -49,6 +49,18 @@ enum class DotOrder { kRow, kTiled, kGemv, kGemm };
 void vec_dot_rows(GgmlType weight_type, int64_t n, const void* w, size_t w_row_stride, int64_t n_rows,
                   const void* x_prepared, float* out, DotOrder order = DotOrder::kRow);
 
+// A tile of kDotTileRows weight rows times kDotTileCols activation rows (kRow order):
+//   out[c * out_stride + r] = vec_dot(weight_type, n, w + r * w_row_stride, x + c * x_row_stride).
+// Every output is computed with exactly the operations of vec_dot, in the same order; the tile only
+// reuses each unpacked weight block for several tokens and each activation block for several rows,
+// which is what makes a batch (prefill) faster than one dot at a time. Valid for every type;
+// has_dot_tile says whether the kernel family in use has a tile kernel for it (else it is a loop over
+// vec_dot).
+constexpr int kDotTileRows = 1, kDotTileCols = 8;
+bool has_dot_tile(GgmlType weight_type);
+void vec_dot_tile(GgmlType weight_type, int64_t n, const void* w, size_t w_row_stride, const void* x_prepared,
+                  size_t x_row_stride, float* out, int64_t out_stride);
+
 // Plain quantizers (reference, round-to-nearest) for building test data and random-weight models.
 // Supported for F32, F16, BF16, Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q8_1, Q8_K; K-quant weights are
 // written by tests block by block.

@@ -142,6 +142,27 @@ float dot_blocks(int64_t n, const void* w, const void* x) {
     return hsum(acc.v) + acc.extra;
 }
 
+// A tile of dot_blocks: an accumulator per (weight row, activation row), each fed exactly the blocks
+// and operations dot_blocks feeds its one accumulator, so every output is bit-identical to it. The
+// loops are fully unrolled over the tile, so the compiler unpacks each weight block once for all
+// activation rows and loads each activation block once for all weight rows.
+template <class BW, class BX, void (*Block)(const BW&, const BX&, Acc&)>
+void dot_tile(int64_t n, const void* w, size_t w_stride, const void* x, size_t x_stride, float* out, int64_t out_stride) {
+    const int64_t nb = n / kQK;
+    const BW* bw[kDotTileRows];
+    const BX* bx[kDotTileCols];
+    for (int r = 0; r < kDotTileRows; ++r) bw[r] = reinterpret_cast<const BW*>(static_cast<const uint8_t*>(w) + size_t(r) * w_stride);
+    for (int c = 0; c < kDotTileCols; ++c) bx[c] = reinterpret_cast<const BX*>(static_cast<const uint8_t*>(x) + size_t(c) * x_stride);
+    Acc acc[kDotTileRows][kDotTileCols];
+    for (int64_t i = 0; i < nb; ++i)
+#pragma GCC unroll 8
+        for (int r = 0; r < kDotTileRows; ++r)
+#pragma GCC unroll 8
+            for (int c = 0; c < kDotTileCols; ++c) Block(bw[r][i], bx[c][i], acc[r][c]);
+    for (int r = 0; r < kDotTileRows; ++r)
+        for (int c = 0; c < kDotTileCols; ++c) out[c * out_stride + r] = hsum(acc[r][c].v) + acc[r][c].extra;
+}
+
 // ---- K-quants against Q8_K ----
 //
 // llama.cpp's x86 build multiplies K-quant weights along three paths, and this file reproduces the
@@ -608,6 +629,11 @@ KernelTable avx2_kernels() {
     t.dot[slot(GgmlType::Q5_0)] = dot_blocks<BlockQ5_0, BlockQ8_0, block_q5_0>;
     t.dot[slot(GgmlType::Q5_1)] = dot_blocks<BlockQ5_1, BlockQ8_1, block_q5_1>;
     t.dot[slot(GgmlType::Q8_0)] = dot_blocks<BlockQ8_0, BlockQ8_0, block_q8_0>;
+    t.dot_tile[slot(GgmlType::Q4_0)] = dot_tile<BlockQ4_0, BlockQ8_0, block_q4_0>;
+    t.dot_tile[slot(GgmlType::Q4_1)] = dot_tile<BlockQ4_1, BlockQ8_1, block_q4_1>;
+    t.dot_tile[slot(GgmlType::Q5_0)] = dot_tile<BlockQ5_0, BlockQ8_0, block_q5_0>;
+    t.dot_tile[slot(GgmlType::Q5_1)] = dot_tile<BlockQ5_1, BlockQ8_1, block_q5_1>;
+    t.dot_tile[slot(GgmlType::Q8_0)] = dot_tile<BlockQ8_0, BlockQ8_0, block_q8_0>;
     t.dot[slot(GgmlType::Q2_K)] = dot_blocks<BlockQ2_K, BlockQ8_K, block_q2_k>;
     t.dot[slot(GgmlType::Q3_K)] = dot_blocks<BlockQ3_K, BlockQ8_K, block_q3_k>;
     t.dot[slot(GgmlType::Q4_K)] = dot_q4_k_row;

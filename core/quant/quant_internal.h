@@ -11,6 +11,9 @@ namespace wb {
 
 // One weight row dotted with its prepared activations (see vec_dot in quant.h).
 using VecDotFn = float (*)(int64_t n, const void* w_row, const void* x_prepared);
+// A kDotTileRows x kDotTileCols tile of row dots (vec_dot_tile in quant.h).
+using DotTileFn = void (*)(int64_t n, const void* w, size_t w_stride, const void* x, size_t x_stride, float* out,
+                           int64_t out_stride);
 using F16ToF32Fn = void (*)(const uint16_t* x, float* y, int64_t n);
 using F32ToF16Fn = void (*)(const float* x, uint16_t* y, int64_t n);
 using F16DotFn = float (*)(int64_t n, const uint16_t* x, const uint16_t* y);
@@ -36,6 +39,7 @@ struct KernelTable {
     F16DotFn dot_f16_lanes8 = nullptr;
     F16DotFn dot_f16_step32 = nullptr;
     F16FmaRowFn fma_f16_row = nullptr;
+    DotTileFn dot_tile[kKernelSlots] = {};  // indexed like dot; nullptr = a loop over dot
     F16DotKeysFn dot_f16_keys = nullptr;  // the decode attention's runs of keys (quant.h)
     F16FmaKeysFn fma_f16_keys = nullptr;
     // Q4_K in the orders of llama.cpp's repacked gemv and gemm (DotOrder::kGemv, kGemm); nullptr =

@@ -540,6 +540,8 @@ private Q_SLOTS:
     void vec_dot_matches_dequantized_float_math();
     void vec_dot_rows_equals_vec_dot_per_row_data();
     void vec_dot_rows_equals_vec_dot_per_row();
+    void vec_dot_tile_equals_vec_dot_per_pair_data();
+    void vec_dot_tile_equals_vec_dot_per_pair();
     void k_quant_dots_follow_llama_cpp_orders_data();
     void k_quant_dots_follow_llama_cpp_orders();
     void f16_row_conversion_is_identical_in_both_families();
@@ -725,6 +727,50 @@ void TestQuant::vec_dot_rows_equals_vec_dot_per_row() {
     std::vector<float> out(rows, 0.0f);
     wb::vec_dot_rows(t, n, w.data(), stride, rows, xq.data(), out.data());
     for (int r = 0; r < rows; ++r) QCOMPARE(out[size_t(r)], wb::vec_dot(t, n, w.data() + size_t(r) * stride, xq.data()));
+}
+
+void TestQuant::vec_dot_tile_equals_vec_dot_per_pair_data() {
+    QTest::addColumn<uint32_t>("type");
+    QTest::addColumn<int>("n");
+    for (GgmlType t : {GgmlType::Q4_0, GgmlType::Q4_1, GgmlType::Q5_0, GgmlType::Q5_1, GgmlType::Q8_0, GgmlType::Q6_K, GgmlType::F16})
+        for (int n : {64, 576}) {
+            if (t == GgmlType::Q6_K && n % 256 != 0) continue;
+            QTest::addRow("%s/%d", wb::ggml_type_name(t).c_str(), n) << uint32_t(t) << n;
+        }
+    QTest::addRow("Q6_K/512") << uint32_t(GgmlType::Q6_K) << 512;
+}
+
+// The prefill tile (rows x tokens) gives each output exactly vec_dot's value, in both kernel families,
+// with and without a tile kernel for the type; and the 32-element types have one on AVX2.
+void TestQuant::vec_dot_tile_equals_vec_dot_per_pair() {
+    QFETCH(uint32_t, type);
+    QFETCH(int, n);
+    const auto t = GgmlType(type);
+    std::mt19937 rng(uint32_t(7 + n + type));
+    const size_t w_stride = wb::ggml_row_bytes(t, n) + 16;  // rows with a gap, as a strided view would have
+    std::vector<uint8_t> w(w_stride * wb::kDotTileRows);
+    for (int r = 0; r < wb::kDotTileRows; ++r) {
+        const std::vector<uint8_t> row = random_weights(rng, t, n);
+        std::copy(row.begin(), row.end(), w.begin() + long(size_t(r) * w_stride));
+    }
+    const size_t x_stride = wb::activation_row_bytes(t, n) + 8;
+    std::vector<uint8_t> xq(x_stride * wb::kDotTileCols);
+    for (int c = 0; c < wb::kDotTileCols; ++c)
+        wb::quantize_activations(t, random_floats(rng, n, -2.0f, 2.0f).data(), xq.data() + size_t(c) * x_stride, n);
+    const bool avx2 = std::string(wb::quant_kernel_name()) == "avx2";
+    const bool q32 = t == GgmlType::Q4_0 || t == GgmlType::Q4_1 || t == GgmlType::Q5_0 || t == GgmlType::Q5_1 || t == GgmlType::Q8_0;
+    QCOMPARE(wb::has_dot_tile(t), avx2 && q32);
+    for (bool scalar : {false, true}) {
+        std::unique_ptr<ScalarKernels> force;
+        if (scalar) force = std::make_unique<ScalarKernels>();
+        const int64_t out_stride = wb::kDotTileRows + 3;
+        std::vector<float> out(size_t(out_stride * wb::kDotTileCols), -1.0f);
+        wb::vec_dot_tile(t, n, w.data(), w_stride, xq.data(), x_stride, out.data(), out_stride);
+        for (int c = 0; c < wb::kDotTileCols; ++c)
+            for (int r = 0; r < wb::kDotTileRows; ++r)
+                QCOMPARE(out[size_t(c * out_stride + r)],
+                         wb::vec_dot(t, n, w.data() + size_t(r) * w_stride, xq.data() + size_t(c) * x_stride));
+    }
 }
 
 // Every K-quant order the kernels offer (wb::DotOrder) gives, bit for bit, the float operations of
