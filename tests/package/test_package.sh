@@ -144,6 +144,16 @@ step "/usr/bin/whitebox-cli generate (default model, greedy, 16 tokens, backend 
 cat "$work/gen.txt"; sed 's/^/   stderr: /' "$work/gen.err"
 [ "$(tr -d '[:space:]' <"$work/gen.txt" | wc -c)" -gt 0 ] || fail "generation printed nothing"
 grep -q 'Paris' "$work/gen.txt" || fail "greedy continuation of 'The capital of France is' lacks 'Paris'"
+if is_on "$have_cuda"; then
+  # The installed plugin must be found in /usr/lib/whitebox; without a GPU it then declines with its
+  # own reason, and the CLI says once that it runs on the CPU.
+  if [ ! -e /dev/nvidia0 ]; then
+    grep -q 'running on the CPU' "$work/gen.err" || fail "no note saying why the CPU is used: $(cat "$work/gen.err")"
+  fi
+  if grep -q 'was not built or installed' "$work/gen.err"; then
+    fail "the installed CUDA plugin was not found from /usr/bin/whitebox-cli: $(cat "$work/gen.err")"
+  fi
+fi
 
 if is_on "$have_gui"; then
   step "/usr/bin/whitebox --version"
