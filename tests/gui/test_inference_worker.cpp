@@ -92,8 +92,10 @@ private Q_SLOTS:
         QVERIFY(finished.wait(kReplyTimeoutMs));
         const GenerationSummary s = lastSummary(finished);
         QCOMPARE(s.reason, wb::StopReason::STOPPED);
-        // Stop is honoured at the next token; a few queued tokens may still arrive.
-        QVERIFY2(c.conversation().messages.last().tokens.size() < 20,
+        // The engine honours Stop at the next token (test_session checks it without a GUI), but the worker
+        // may be some tokens ahead of this GUI thread when it calls stop(), more on a loaded machine;
+        // unstopped, this reply runs to its 400-token limit.
+        QVERIFY2(c.conversation().messages.last().tokens.size() < 100,
                  qPrintable(QString::number(c.conversation().messages.last().tokens.size())));
     }
 
