@@ -180,25 +180,30 @@ void CpuBackend::matmul(const Weight& w, const Tensor& x, Tensor& out) {
     const auto order = [&](int64_t t) { return llama_cpp_dot_order(w, n_tok, t); };
     // A task owns a run of weight rows and walks all tokens with them, so those rows stay in cache
     // while every token is multiplied by them (prefill) .
-    // Types with a tile kernel (the 32-element ones, always in the kRow order) take tokens in groups of
-    // kDotTileCols and rows in groups of kDotTileRows; the tile gives every output exactly what
-    // vec_dot_rows would (quant.h), only faster: each weight block is unpacked once per group.
-    const bool tiled = has_dot_tile(w.type) && n_tok >= kDotTileCols;
+    // Tokens go in groups of kDotTileCols (rows in groups of kDotTileRows) through a tile kernel where
+    // the group's tokens share an order that has one; the tile gives every output exactly what
+    // vec_dot_rows would (quant.h), only faster: each weight block is unpacked once per group. The
+    // order changes at most once over a batch (Q4_K: gemm, then gemv), so a group's first and last
+    // token tell whether it is uniform.
+    const int64_t n_groups = n_tok / kDotTileCols;
+    std::vector<char> group_tiled(static_cast<size_t>(n_groups));
+    for (int64_t gi = 0; gi < n_groups; ++gi) {
+        const DotOrder o = order(gi * kDotTileCols);
+        group_tiled[size_t(gi)] = o == order(gi * kDotTileCols + kDotTileCols - 1) && has_dot_tile(w.type, o);
+    }
     pool_.parallel_for(n_tasks, [&](int64_t task, int) {
         const int64_t r0 = task * kRowsPerTask;
         const int64_t nr = std::min(kRowsPerTask, n_out - r0);
+        const int64_t nr_tiles = nr / kDotTileRows * kDotTileRows;
         int64_t t = 0;
-        if (tiled) {
-            const int64_t nr_tiles = nr / kDotTileRows * kDotTileRows;
-            for (; t + kDotTileCols <= n_tok; t += kDotTileCols) {
-                for (int64_t r = 0; r < nr_tiles; r += kDotTileRows)
-                    vec_dot_tile(w.type, n_in, wdata + size_t(r0 + r) * w_row, w_row, act + size_t(t) * act_row, act_row,
-                                 out.data + t * out.n_cols + r0 + r, out.n_cols);
-                if (nr_tiles < nr)
-                    for (int64_t c = t; c < t + kDotTileCols; ++c)
-                        vec_dot_rows(w.type, n_in, wdata + size_t(r0 + nr_tiles) * w_row, w_row, nr - nr_tiles,
-                                     act + size_t(c) * act_row, out.data + c * out.n_cols + r0 + nr_tiles, order(c));
-            }
+        for (; t + kDotTileCols <= n_tok && group_tiled[size_t(t / kDotTileCols)]; t += kDotTileCols) {
+            for (int64_t r = 0; r < nr_tiles; r += kDotTileRows)
+                vec_dot_tile(w.type, n_in, wdata + size_t(r0 + r) * w_row, w_row, act + size_t(t) * act_row, act_row,
+                             out.data + t * out.n_cols + r0 + r, out.n_cols, order(t));
+            if (nr_tiles < nr)
+                for (int64_t c = t; c < t + kDotTileCols; ++c)
+                    vec_dot_rows(w.type, n_in, wdata + size_t(r0 + nr_tiles) * w_row, w_row, nr - nr_tiles,
+                                 act + size_t(c) * act_row, out.data + c * out.n_cols + r0 + nr_tiles, order(c));
         }
         for (; t < n_tok; ++t)
             vec_dot_rows(w.type, n_in, wdata + size_t(r0) * w_row, w_row, nr, act + size_t(t) * act_row,

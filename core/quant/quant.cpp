@@ -167,31 +167,48 @@ float vec_dot(GgmlType weight_type, int64_t n, const void* w_row, const void* x_
     return fn(n, w_row, x_prepared);
 }
 
+namespace {
+
+// The row kernel of an order (see DotOrder): the order's own kernel where the family has one.
+VecDotFn order_kernel(GgmlType weight_type, DotOrder order) {
+    const KernelTable& k = kernels();
+    if (order == DotOrder::kGemv && weight_type == GgmlType::Q4_K && k.dot_q4_k_gemv) return k.dot_q4_k_gemv;
+    if (order == DotOrder::kGemm && weight_type == GgmlType::Q4_K && k.dot_q4_k_gemm) return k.dot_q4_k_gemm;
+    if (order == DotOrder::kTiled && k.dot_tiled[slot(weight_type)]) return k.dot_tiled[slot(weight_type)];
+    return dot_kernel(weight_type);
+}
+
+// The tile kernel of an order, nullptr where the family has none.
+DotTileFn tile_kernel(GgmlType weight_type, DotOrder order) {
+    const int s = slot(weight_type);
+    if (s < 0 || s >= kKernelSlots) return nullptr;
+    const KernelTable& k = kernels();
+    switch (order) {
+        case DotOrder::kRow: return k.dot_tile[s];
+        case DotOrder::kTiled: return k.dot_tiled[s] ? k.dot_tile_tiled[s] : k.dot_tile[s];
+        case DotOrder::kGemm: return weight_type == GgmlType::Q4_K ? k.dot_tile_q4_k_gemm : k.dot_tile[s];
+        case DotOrder::kGemv: return weight_type == GgmlType::Q4_K ? nullptr : k.dot_tile[s];
+    }
+    return nullptr;
+}
+
+}  // namespace
+
 void vec_dot_rows(GgmlType weight_type, int64_t n, const void* w, size_t w_row_stride, int64_t n_rows,
                   const void* x_prepared, float* out, DotOrder order) {
-    VecDotFn fn = dot_kernel(weight_type);
-    const KernelTable& k = kernels();
-    if (order == DotOrder::kGemv && weight_type == GgmlType::Q4_K && k.dot_q4_k_gemv)
-        fn = k.dot_q4_k_gemv;
-    else if (order == DotOrder::kGemm && weight_type == GgmlType::Q4_K && k.dot_q4_k_gemm)
-        fn = k.dot_q4_k_gemm;
-    else if (order == DotOrder::kTiled && k.dot_tiled[slot(weight_type)])
-        fn = k.dot_tiled[slot(weight_type)];
+    const VecDotFn fn = order_kernel(weight_type, order);
     check_length("vec_dot_rows", weight_type, n);
     const auto* row = static_cast<const uint8_t*>(w);
     for (int64_t r = 0; r < n_rows; ++r) out[r] = fn(n, row + size_t(r) * w_row_stride, x_prepared);
 }
 
-bool has_dot_tile(GgmlType weight_type) {
-    const int s = slot(weight_type);
-    return s >= 0 && s < kKernelSlots && kernels().dot_tile[s] != nullptr;
-}
+bool has_dot_tile(GgmlType weight_type, DotOrder order) { return tile_kernel(weight_type, order) != nullptr; }
 
 void vec_dot_tile(GgmlType weight_type, int64_t n, const void* w, size_t w_row_stride, const void* x_prepared,
-                  size_t x_row_stride, float* out, int64_t out_stride) {
-    const VecDotFn fn = dot_kernel(weight_type);
+                  size_t x_row_stride, float* out, int64_t out_stride, DotOrder order) {
+    const VecDotFn fn = order_kernel(weight_type, order);
     check_length("vec_dot_tile", weight_type, n);
-    if (const DotTileFn tile = kernels().dot_tile[slot(weight_type)])
+    if (const DotTileFn tile = tile_kernel(weight_type, order))
         return tile(n, w, w_row_stride, x_prepared, x_row_stride, out, out_stride);
     const auto* wr = static_cast<const uint8_t*>(w);
     const auto* xr = static_cast<const uint8_t*>(x_prepared);

@@ -49,17 +49,16 @@ enum class DotOrder { kRow, kTiled, kGemv, kGemm };
 void vec_dot_rows(GgmlType weight_type, int64_t n, const void* w, size_t w_row_stride, int64_t n_rows,
                   const void* x_prepared, float* out, DotOrder order = DotOrder::kRow);
 
-// A tile of kDotTileRows weight rows times kDotTileCols activation rows (kRow order):
-//   out[c * out_stride + r] = vec_dot(weight_type, n, w + r * w_row_stride, x + c * x_row_stride).
-// Every output is computed with exactly the operations of vec_dot, in the same order; the tile only
-// reuses each unpacked weight block for several tokens and each activation block for several rows,
-// which is what makes a batch (prefill) faster than one dot at a time. Valid for every type;
-// has_dot_tile says whether the kernel family in use has a tile kernel for it (else it is a loop over
-// vec_dot).
+// A tile of kDotTileRows weight rows times kDotTileCols activation rows in one order:
+//   out[c * out_stride + r] = the vec_dot_rows value of row r and activation row c in that order.
+// Every output is computed with exactly the operations of the row kernel, in the same order; the tile
+// only reuses each unpacked weight block for several tokens, which is what makes a batch (prefill)
+// faster than one dot at a time. Valid for every type and order; has_dot_tile says whether the kernel
+// family in use has a tile kernel for them (else it is a loop over the row kernel).
 constexpr int kDotTileRows = 1, kDotTileCols = 8;
-bool has_dot_tile(GgmlType weight_type);
+bool has_dot_tile(GgmlType weight_type, DotOrder order = DotOrder::kRow);
 void vec_dot_tile(GgmlType weight_type, int64_t n, const void* w, size_t w_row_stride, const void* x_prepared,
-                  size_t x_row_stride, float* out, int64_t out_stride);
+                  size_t x_row_stride, float* out, int64_t out_stride, DotOrder order = DotOrder::kRow);
 
 // Plain quantizers (reference, round-to-nearest) for building test data and random-weight models.
 // Supported for F32, F16, BF16, Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q8_1, Q8_K; K-quant weights are

@@ -474,6 +474,72 @@ float dot_k_tiled(int64_t n, const void* w, const void* x) {
     return acc;
 }
 
+// Tiles of the two orders above (vec_dot_tile): per output the operations of dot_k_tiled /
+// dot_q4_k_gemm in their order; the weight block's unpacking is shared by the tile's tokens.
+static_assert(kDotTileRows == 1, "the K-quant tiles are written for one weight row");
+
+template <class BW, KInts (*Ints)(const BW&, const BlockQ8_K&), bool kHasMin>
+void dot_k_tiled_tile(int64_t n, const void* w, size_t, const void* x, size_t x_stride, float* out, int64_t out_stride) {
+    const auto* bw = static_cast<const BW*>(w);
+    const BlockQ8_K* bx[kDotTileCols];
+    for (int c = 0; c < kDotTileCols; ++c)
+        bx[c] = reinterpret_cast<const BlockQ8_K*>(static_cast<const uint8_t*>(x) + size_t(c) * x_stride);
+    const int64_t nb = n / kQKK;
+    float acc[kDotTileCols] = {};
+    for (int64_t i = 0; i < nb; ++i) {
+        const float d = fp16(bw[i].d);
+        float dmin = 0.0f;
+        if constexpr (kHasMin) dmin = fp16(bw[i].dmin);
+#pragma GCC unroll 8
+        for (int c = 0; c < kDotTileCols; ++c) {
+            const KInts k = Ints(bw[i], bx[c][i]);
+            float r = d * float(k.sum);
+            if constexpr (kHasMin) r = std::fma(-dmin, float(k.min), r);
+            acc[c] = std::fma(r, bx[c][i].d, acc[c]);
+        }
+    }
+    for (int c = 0; c < kDotTileCols; ++c) out[c * out_stride] = acc[c];
+}
+
+void dot_q4_k_gemm_tile(int64_t n, const void* w, size_t, const void* x, size_t x_stride, float* out, int64_t out_stride) {
+    const auto* bw = static_cast<const BlockQ4_K*>(w);
+    const BlockQ8_K* bx[kDotTileCols];
+    for (int c = 0; c < kDotTileCols; ++c)
+        bx[c] = reinterpret_cast<const BlockQ8_K*>(static_cast<const uint8_t*>(x) + size_t(c) * x_stride);
+    const int64_t nb = n / kQKK;
+    const __m256i m4 = _mm256_set1_epi8(0x0F);
+    float acc[kDotTileCols] = {}, acc_min[kDotTileCols] = {};
+    for (int64_t i = 0; i < nb; ++i) {
+        const BlockQ4_K& wb = bw[i];
+        int sc[8], mn[8];
+        for (int j = 0; j < 8; ++j) k4_scale_min(j, wb.scales, sc[j], mn[j]);
+        float d[kDotTileCols], dmin[kDotTileCols];
+        for (int c = 0; c < kDotTileCols; ++c) {
+            d[c] = fp16(wb.d) * bx[c][i].d;
+            dmin[c] = fp16(wb.dmin) * bx[c][i].d;
+        }
+        // Chunk-major here, token-major in dot_q4_k_gemm: each token's accumulators still see the
+        // blocks and chunks in the same order.
+        for (int ch = 0; ch < 4; ++ch) {
+            const __m256i raw = load32(wb.qs + 32 * ch);
+            const __m256i lo = _mm256_and_si256(raw, m4);
+            const __m256i hi = _mm256_and_si256(_mm256_srli_epi16(raw, 4), m4);
+            const __m256i s_lo = _mm256_set1_epi16(short(sc[2 * ch])), s_hi = _mm256_set1_epi16(short(sc[2 * ch + 1]));
+#pragma GCC unroll 8
+            for (int c = 0; c < kDotTileCols; ++c) {
+                const BlockQ8_K& xb = bx[c][i];
+                const int isum = hsum_i32(_mm256_add_epi32(scaled_run(lo, xb.qs + 64 * ch, s_lo),
+                                                           scaled_run(hi, xb.qs + 64 * ch + 32, s_hi)));
+                const int imin = mn[2 * ch] * (xb.bsums[4 * ch] + xb.bsums[4 * ch + 1]) +
+                                 mn[2 * ch + 1] * (xb.bsums[4 * ch + 2] + xb.bsums[4 * ch + 3]);
+                acc[c] = std::fma(float(isum), d[c], acc[c]);
+                acc_min[c] = std::fma(float(imin), dmin[c], acc_min[c]);
+            }
+        }
+    }
+    for (int c = 0; c < kDotTileCols; ++c) out[c * out_stride] = acc[c] - acc_min[c];
+}
+
 // ---- float weights against F32 activations ----
 
 WB_INLINE __m256 load8(const float* p) { return _mm256_loadu_ps(p); }
@@ -646,6 +712,12 @@ KernelTable avx2_kernels() {
     t.dot_tiled[slot(GgmlType::Q4_K)] = dot_k_tiled<BlockQ4_K, q4_k_ints, true>;
     t.dot_tiled[slot(GgmlType::Q5_K)] = dot_k_tiled<BlockQ5_K, q5_k_ints, true>;
     t.dot_tiled[slot(GgmlType::Q6_K)] = dot_k_tiled<BlockQ6_K, q6_k_ints, false>;
+    t.dot_tile_tiled[slot(GgmlType::Q2_K)] = dot_k_tiled_tile<BlockQ2_K, q2_k_ints, true>;
+    t.dot_tile_tiled[slot(GgmlType::Q3_K)] = dot_k_tiled_tile<BlockQ3_K, q3_k_ints, false>;
+    t.dot_tile_tiled[slot(GgmlType::Q4_K)] = dot_k_tiled_tile<BlockQ4_K, q4_k_ints, true>;
+    t.dot_tile_tiled[slot(GgmlType::Q5_K)] = dot_k_tiled_tile<BlockQ5_K, q5_k_ints, true>;
+    t.dot_tile_tiled[slot(GgmlType::Q6_K)] = dot_k_tiled_tile<BlockQ6_K, q6_k_ints, false>;
+    t.dot_tile_q4_k_gemm = dot_q4_k_gemm_tile;
     t.f16_to_f32 = f16_to_f32_row;
     t.dot_f16_lanes8 = dot_f16_lanes8;
     t.dot_f16_step32 = dot_f16_step32;

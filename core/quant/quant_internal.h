@@ -39,7 +39,11 @@ struct KernelTable {
     F16DotFn dot_f16_lanes8 = nullptr;
     F16DotFn dot_f16_step32 = nullptr;
     F16FmaRowFn fma_f16_row = nullptr;
-    DotTileFn dot_tile[kKernelSlots] = {};  // indexed like dot; nullptr = a loop over dot
+    // Tiles (vec_dot_tile), nullptr = a loop over the row kernel: kRow indexed like dot, kTiled like
+    // dot_tiled, and Q4_K's gemm order.
+    DotTileFn dot_tile[kKernelSlots] = {};
+    DotTileFn dot_tile_tiled[kKernelSlots] = {};
+    DotTileFn dot_tile_q4_k_gemm = nullptr;
     F16DotKeysFn dot_f16_keys = nullptr;  // the decode attention's runs of keys (quant.h)
     F16FmaKeysFn fma_f16_keys = nullptr;
     // Q4_K in the orders of llama.cpp's repacked gemv and gemm (DotOrder::kGemv, kGemm); nullptr =

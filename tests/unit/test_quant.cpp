@@ -732,21 +732,28 @@ void TestQuant::vec_dot_rows_equals_vec_dot_per_row() {
 void TestQuant::vec_dot_tile_equals_vec_dot_per_pair_data() {
     QTest::addColumn<uint32_t>("type");
     QTest::addColumn<int>("n");
-    for (GgmlType t : {GgmlType::Q4_0, GgmlType::Q4_1, GgmlType::Q5_0, GgmlType::Q5_1, GgmlType::Q8_0, GgmlType::Q6_K, GgmlType::F16})
-        for (int n : {64, 576}) {
-            if (t == GgmlType::Q6_K && n % 256 != 0) continue;
-            QTest::addRow("%s/%d", wb::ggml_type_name(t).c_str(), n) << uint32_t(t) << n;
-        }
-    QTest::addRow("Q6_K/512") << uint32_t(GgmlType::Q6_K) << 512;
+    QTest::addColumn<int>("order");
+    const int row = int(wb::DotOrder::kRow);
+    for (GgmlType t : {GgmlType::Q4_0, GgmlType::Q4_1, GgmlType::Q5_0, GgmlType::Q5_1, GgmlType::Q8_0, GgmlType::F16})
+        for (int n : {64, 576}) QTest::addRow("%s/%d/row", wb::ggml_type_name(t).c_str(), n) << uint32_t(t) << n << row;
+    for (GgmlType t : {GgmlType::Q2_K, GgmlType::Q3_K, GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K}) {
+        QTest::addRow("%s/512/row", wb::ggml_type_name(t).c_str()) << uint32_t(t) << 512 << row;
+        QTest::addRow("%s/768/tiled", wb::ggml_type_name(t).c_str()) << uint32_t(t) << 768 << int(wb::DotOrder::kTiled);
+    }
+    QTest::addRow("Q4_K/768/gemm") << uint32_t(GgmlType::Q4_K) << 768 << int(wb::DotOrder::kGemm);
+    QTest::addRow("Q4_K/768/gemv") << uint32_t(GgmlType::Q4_K) << 768 << int(wb::DotOrder::kGemv);
 }
 
-// The prefill tile (rows x tokens) gives each output exactly vec_dot's value, in both kernel families,
-// with and without a tile kernel for the type; and the 32-element types have one on AVX2.
+// The prefill tile (rows x tokens) gives each output exactly what vec_dot_rows gives in the same order,
+// in both kernel families, with and without a tile kernel; and on AVX2 the tiles exist where the
+// backend uses them (the 32-element types in row order, the K-quants' tiled order, Q4_K's gemm).
 void TestQuant::vec_dot_tile_equals_vec_dot_per_pair() {
     QFETCH(uint32_t, type);
     QFETCH(int, n);
+    QFETCH(int, order);
     const auto t = GgmlType(type);
-    std::mt19937 rng(uint32_t(7 + n + type));
+    const auto o = wb::DotOrder(order);
+    std::mt19937 rng(uint32_t(7 + n + type + 100 * order));
     const size_t w_stride = wb::ggml_row_bytes(t, n) + 16;  // rows with a gap, as a strided view would have
     std::vector<uint8_t> w(w_stride * wb::kDotTileRows);
     for (int r = 0; r < wb::kDotTileRows; ++r) {
@@ -759,17 +766,22 @@ void TestQuant::vec_dot_tile_equals_vec_dot_per_pair() {
         wb::quantize_activations(t, random_floats(rng, n, -2.0f, 2.0f).data(), xq.data() + size_t(c) * x_stride, n);
     const bool avx2 = std::string(wb::quant_kernel_name()) == "avx2";
     const bool q32 = t == GgmlType::Q4_0 || t == GgmlType::Q4_1 || t == GgmlType::Q5_0 || t == GgmlType::Q5_1 || t == GgmlType::Q8_0;
-    QCOMPARE(wb::has_dot_tile(t), avx2 && q32);
+    const bool k_quant = t == GgmlType::Q2_K || t == GgmlType::Q3_K || t == GgmlType::Q4_K || t == GgmlType::Q5_K || t == GgmlType::Q6_K;
+    const bool expect_tile = avx2 && ((q32 && o == wb::DotOrder::kRow) || (k_quant && o == wb::DotOrder::kTiled) ||
+                                      (t == GgmlType::Q4_K && o == wb::DotOrder::kGemm));
+    QCOMPARE(wb::has_dot_tile(t, o), expect_tile);
     for (bool scalar : {false, true}) {
         std::unique_ptr<ScalarKernels> force;
         if (scalar) force = std::make_unique<ScalarKernels>();
         const int64_t out_stride = wb::kDotTileRows + 3;
         std::vector<float> out(size_t(out_stride * wb::kDotTileCols), -1.0f);
-        wb::vec_dot_tile(t, n, w.data(), w_stride, xq.data(), x_stride, out.data(), out_stride);
+        wb::vec_dot_tile(t, n, w.data(), w_stride, xq.data(), x_stride, out.data(), out_stride, o);
         for (int c = 0; c < wb::kDotTileCols; ++c)
-            for (int r = 0; r < wb::kDotTileRows; ++r)
-                QCOMPARE(out[size_t(c * out_stride + r)],
-                         wb::vec_dot(t, n, w.data() + size_t(r) * w_stride, xq.data() + size_t(c) * x_stride));
+            for (int r = 0; r < wb::kDotTileRows; ++r) {
+                float want = 0.0f;
+                wb::vec_dot_rows(t, n, w.data() + size_t(r) * w_stride, w_stride, 1, xq.data() + size_t(c) * x_stride, &want, o);
+                QCOMPARE(out[size_t(c * out_stride + r)], want);
+            }
     }
 }
 
