@@ -179,7 +179,7 @@ void CpuBackend::matmul(const Weight& w, const Tensor& x, Tensor& out) {
     const int64_t n_tasks = (n_out + kRowsPerTask - 1) / kRowsPerTask;
     const auto order = [&](int64_t t) { return llama_cpp_dot_order(w, n_tok, t); };
     // A task owns a run of weight rows and walks all tokens with them, so those rows stay in cache
-    // while every token is multiplied by them (prefill) .
+    // while every token is multiplied by them (prefill).
     // Tokens go in groups of kDotTileCols (rows in groups of kDotTileRows) through a tile kernel where
     // the group's tokens share an order that has one; the tile gives every output exactly what
     // vec_dot_rows would (quant.h), only faster: each weight block is unpacked once per group. The

@@ -610,7 +610,10 @@ void fma_f16_row_avx2(float a, const uint16_t* x, float* y, int64_t n) {
 void dot_f16_keys_avx2(F16DotOrder order, int64_t n, const uint16_t* k, int64_t k_stride, int64_t n_keys, const float* q,
                   int64_t q_stride, int g, float* out, int64_t out_stride) {
     constexpr int64_t kMaxDim = 1024;  // head dims beyond it (none known) take the scalar loop
-    if (n > kMaxDim) return scalar_kernels().dot_f16_keys(order, n, k, k_stride, n_keys, q, q_stride, g, out, out_stride);
+    if (n > kMaxDim) {
+        static const KernelTable scalar = scalar_kernels();
+        return scalar.dot_f16_keys(order, n, k, k_stride, n_keys, q, q_stride, g, out, out_stride);
+    }
     alignas(32) float kf[kMaxDim];
     const bool step32 = order == F16DotOrder::kStep32;
     const int64_t whole = step32 ? n / 32 * 32 : n / 8 * 8;

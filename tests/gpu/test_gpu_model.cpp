@@ -141,15 +141,6 @@ void expect_agreement(const std::string& what, const Agreement& a) {
     report(a.top1_tie >= 0.99 && a.mean_kl <= 0.005, what + buf);
 }
 
-std::vector<int32_t> random_tokens(size_t n, uint64_t seed, int32_t n_vocab) {
-    std::vector<int32_t> t(n);
-    for (auto& x : t) {
-        seed = seed * 6364136223846793005ull + 1442695040888963407ull;
-        x = int32_t((seed >> 33) % uint64_t(n_vocab));
-    }
-    return t;
-}
-
 // Logits after each token from n_prefix on, fed one at a time (decode steps) after the first n_prefix
 // tokens went in as one prefill: [tokens.size() - n_prefix][n_vocab].
 std::vector<float> stepwise_logits(Session& s, const std::vector<int32_t>& tokens, size_t n_prefix = 0) {

@@ -453,4 +453,13 @@ void write_random_llama(const RandomLlamaSpec& s, const std::string& path) {
     w.write(path);
 }
 
+std::vector<int32_t> random_tokens(size_t n, uint64_t seed, int32_t n_vocab) {
+    std::vector<int32_t> t(n);
+    for (auto& x : t) {
+        seed = seed * 6364136223846793005ull + 1442695040888963407ull;
+        x = int32_t((seed >> 33) % uint64_t(n_vocab));
+    }
+    return t;
+}
+
 }  // namespace wb

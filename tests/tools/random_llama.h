@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "gguf/ggml_type.h"
 
@@ -80,6 +81,9 @@ void fill_random_rows(GgmlType type, int64_t n_in, int64_t n_rows, float sigma, 
 
 // Writes the model (either architecture); wb::Error on a bad spec or an I/O failure.
 void write_random_llama(const RandomLlamaSpec& spec, const std::string& path);
+
+// n token ids in [0, n_vocab), deterministic in seed (a 64-bit LCG): prompts for random models.
+std::vector<int32_t> random_tokens(size_t n, uint64_t seed, int32_t n_vocab);
 
 // "Q4_K" -> GgmlType::Q4_K (case-insensitive); wb::Error naming the choices otherwise.
 GgmlType parse_ggml_type(const std::string& name);

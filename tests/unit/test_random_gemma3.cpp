@@ -44,15 +44,6 @@ std::string temp_path(const std::string& tag) {
         .string();
 }
 
-std::vector<int32_t> random_tokens(size_t n, uint64_t seed, int32_t n_vocab) {
-    std::vector<int32_t> t(n);
-    for (auto& x : t) {
-        seed = seed * 6364136223846793005ull + 1442695040888963407ull;
-        x = int32_t((seed >> 33) % uint64_t(n_vocab));
-    }
-    return t;
-}
-
 // Mean KL(ref || got) in nats over the positions of two [n][n_vocab] logit arrays.
 double mean_kl(const float* ref, const float* got, size_t n_pos, int32_t n_vocab) {
     double total = 0.0;
