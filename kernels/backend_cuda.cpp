@@ -105,6 +105,7 @@ std::string CudaBackend::description() const {
 // ---- memory ----
 
 void CudaBackend::prepare_weights(ModelWeights& weights) {
+    end_matmul_run();
     invalidate_graph();
     // What is not on the device yet (a tied output shares the embedding's memory: counted once).
     size_t needed = 0;
@@ -141,6 +142,7 @@ void CudaBackend::prepare_weights(ModelWeights& weights) {
 
 void CudaBackend::release_weights(ModelWeights& weights) {
     // Called from ~Session: never throws (see free()).
+    end_matmul_run();
     invalidate_graph();
     cudaStreamSynchronize(stream_);
     for (Weight* w : weights.all()) {
@@ -156,6 +158,7 @@ void CudaBackend::release_weights(ModelWeights& weights) {
 }
 
 Tensor CudaBackend::alloc(int64_t n_rows, int64_t n_cols) {
+    end_matmul_run();
     void* p = nullptr;
     const size_t bytes = std::max<size_t>(size_t(n_rows * n_cols) * sizeof(float), 256);
     const cudaError_t err = cudaMalloc(&p, bytes);
@@ -166,6 +169,7 @@ Tensor CudaBackend::alloc(int64_t n_rows, int64_t n_cols) {
 }
 
 void CudaBackend::free(Tensor& t) {
+    end_matmul_run();
     // A recorded step refers to the buffers by address; freeing any of them ends its validity, and
     // this is also where sessions end, so the block-table mirrors of their caches go too.
     // Called from destructors (~Session, during unwinding too): never throws. After a device fault
@@ -271,7 +275,8 @@ const int32_t* CudaBackend::upload_ints(cuda::DeviceBuffer& buf, std::vector<int
 }
 
 uint64_t CudaBackend::scratch_generation() const {
-    return attn_ws_.partial.generation() + matmul_ws_.w16.generation() + matmul_ws_.x16.generation();
+    return attn_ws_.partial.generation() + matmul_ws_.w16.generation() + matmul_ws_.x16.generation() +
+           matmul_ws_.xq8.generation() + matmul_ws_.xq8_scales.generation();
 }
 
 void CudaBackend::invalidate_graph() {
@@ -288,6 +293,7 @@ void CudaBackend::invalidate_graph() {
 // ---- operations ----
 
 void CudaBackend::embed(const Weight& table, const int32_t* ids, int32_t n, float scale, Tensor& out) {
+    end_matmul_run();
     cuda::EmbedArgs a;
     if (recording()) {
         if (n != 1) throw Error("CUDA backend: a recorded decode step embeds one token");
@@ -312,6 +318,7 @@ void CudaBackend::embed(const Weight& table, const int32_t* ids, int32_t n, floa
 }
 
 void CudaBackend::rms_norm(const Tensor& x, const Weight& gain, float eps, int64_t group, Tensor& out) {
+    end_matmul_run();
     if (gain.type != GgmlType::F32 || gain.n_in != group || x.n_cols % group != 0)
         throw Error("CUDA rms_norm: the gain must be F32 with one value per element of a group");
     cuda::RmsNormArgs a;
@@ -328,6 +335,9 @@ void CudaBackend::matmul(const Weight& w, const Tensor& x, Tensor& out) {
     if (x.n_cols != w.n_in || out.n_cols < w.n_out)
         throw Error("CUDA matmul: activations of width " + std::to_string(x.n_cols) + " for a weight of " +
                     std::to_string(w.n_in) + " x " + std::to_string(w.n_out));
+    // The output never overlaps the input: the quantized copy of x is reused by the next matmul.
+    if (out.data < x.data + x.n_rows * x.n_cols && x.data < out.data + out.n_rows * out.n_cols)
+        throw Error("CUDA matmul: the output overlaps the input");
     if (recording() && x.n_rows > cuda::kGemvMaxTokens)
         throw Error("CUDA backend: a recorded decode step may not take the cuBLAS path");
     cuda::MatmulArgs a;
@@ -344,6 +354,7 @@ void CudaBackend::matmul(const Weight& w, const Tensor& x, Tensor& out) {
 }
 
 void CudaBackend::rope(Tensor& x, const RopeParams& p, const int32_t* positions) {
+    end_matmul_run();
     cuda::RopeArgs a;
     if (recording()) {
         if (x.n_rows != 1) throw Error("CUDA backend: a recorded decode step ropes one row");
@@ -364,6 +375,7 @@ void CudaBackend::rope(Tensor& x, const RopeParams& p, const int32_t* positions)
 }
 
 void CudaBackend::kv_store(KvCache& kv, int32_t il, const Tensor& k, const Tensor& v, int32_t pos0) {
+    end_matmul_run();
     cuda::KvStoreArgs a;
     a.k = k.data;
     a.v = v.data;
@@ -378,6 +390,7 @@ void CudaBackend::kv_store(KvCache& kv, int32_t il, const Tensor& k, const Tenso
 
 void CudaBackend::attention(const Tensor& q, const KvCache& kv, int32_t il, int32_t pos0, const AttentionParams& p,
                             Tensor& out) {
+    end_matmul_run();
     const int32_t bt = kv.config().block_tokens;
     cuda::AttentionArgs a;
     a.q = q.data;
@@ -424,6 +437,7 @@ void CudaBackend::attention(const Tensor& q, const KvCache& kv, int32_t il, int3
 }
 
 void CudaBackend::glu(const Tensor& gate, const Tensor& up, Activation act, Tensor& out) {
+    end_matmul_run();
     cuda::GluArgs a;
     a.gate = gate.data;
     a.up = up.data;
@@ -434,20 +448,26 @@ void CudaBackend::glu(const Tensor& gate, const Tensor& up, Activation act, Tens
 }
 
 void CudaBackend::add(Tensor& x, const Tensor& y) {
+    end_matmul_run();
     cuda::add({x.data, y.data, x.n_rows * x.n_cols}, stream_);
 }
 
 void CudaBackend::read(const Tensor& x, float* host) {
+    end_matmul_run();
     WB_CUDA_CHECK(cudaMemcpyAsync(host, x.data, size_t(x.n_rows * x.n_cols) * sizeof(float), cudaMemcpyDeviceToHost,
                                   stream_));
     WB_CUDA_CHECK(cudaStreamSynchronize(stream_));
 }
 
-void CudaBackend::synchronize() { WB_CUDA_CHECK(cudaStreamSynchronize(stream_)); }
+void CudaBackend::synchronize() {
+    end_matmul_run();
+    WB_CUDA_CHECK(cudaStreamSynchronize(stream_));
+}
 
 // ---- decode-step graphs ----
 
 bool CudaBackend::decode_step_begin(const KvCache& kv, int32_t token, int32_t pos) {
+    end_matmul_run();
     if (!graphs_enabled_) return false;
     // Every layer's table must be current before a replay or a recording: neither touches the host.
     KvMirror& m = mirror_for(kv);
@@ -473,6 +493,7 @@ bool CudaBackend::decode_step_begin(const KvCache& kv, int32_t token, int32_t po
 }
 
 void CudaBackend::decode_step_end(bool completed) {
+    end_matmul_run();
     const StepMode mode = step_;
     step_ = StepMode::NONE;
     if (mode == StepMode::WARMUP) {

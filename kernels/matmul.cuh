@@ -1,6 +1,9 @@
 #pragma once
 // out[t] = W x[t] for a weight matrix of any supported GGUF type and float32 activations.
-// Few tokens (decode): a GEMV that reads the GGUF blocks directly and dequantizes in registers.
+// Few tokens (decode): a GEMV that reads the GGUF blocks directly. For quantized weights the
+// activations are first quantized to 8 bits per 32 elements and the GEMV unpacks each weight part to
+// 8-bit integers in registers and multiplies with dp4a (kernels/q8_parts.h); float weights (F32, F16,
+// BF16) are dequantized in registers and multiplied in float32.
 // Many tokens (prefill): W is dequantized to f16 and multiplied by cuBLAS on tensor cores.
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
@@ -29,6 +32,15 @@ struct MatmulWorkspace {
     cublasHandle_t cublas = nullptr;  // bound to the stream the matmul runs on
     DeviceBuffer w16;                 // dequantized weights (prefill)
     DeviceBuffer x16;                 // activations in f16 (prefill)
+    DeviceBuffer xq8;                 // activations as 8-bit parts (decode): [n_tok][n_in] int8
+    DeviceBuffer xq8_scales;          // their scales: [n_tok][n_in / 32] Q8Scale
+
+    // Which activations xq8 holds, so the matmuls that share an input (q/k/v, gate/up) quantize it
+    // once. The backend calls forget_q8() from every operation but matmul (which never writes its
+    // own input), so a run of consecutive matmuls of the same x is the only reuse.
+    const float* q8_x = nullptr;
+    int64_t q8_rows = 0, q8_cols = 0;
+    void forget_q8() { q8_x = nullptr; }
 };
 
 // Batches up to this many tokens take the GEMV path (also the only path used inside CUDA graphs).

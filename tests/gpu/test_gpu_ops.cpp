@@ -21,6 +21,7 @@
 #include "gguf/gguf_file.h"
 #include "gpu_test_util.h"
 #include "model/weights.h"
+#include "q8_reference.h"
 #include "quant/quant.h"
 #include "random_llama.h"
 
@@ -101,6 +102,18 @@ void test_embed(Backend& cpu, Backend& cuda) {
     expect_close("embed Q8_0 640 x 262144 (gemma3), scale sqrt(640)", download(cpu, oc.t), download(cuda, og.t), 1e-6);
 }
 
+// W x[t] for every token with the GPU's GEMV arithmetic on the host (tests/gpu/q8_reference.h).
+std::vector<float> q8_product(const TestWeight& tw, const std::vector<float>& x, int32_t nt) {
+    const Weight& w = tw.w();
+    const size_t row_bytes = ggml_row_bytes(w.type, w.n_in);
+    const Q8Activations xa = quantize_activations_q8(x.data(), nt, w.n_in);
+    std::vector<float> out(size_t(nt * w.n_out));
+    for (int32_t t = 0; t < nt; ++t)
+        for (int64_t r = 0; r < w.n_out; ++r)
+            out[size_t(t * w.n_out + r)] = dot_row_q8(w.type, tw.data.data() + size_t(r) * row_bytes, xa, t);
+    return out;
+}
+
 // One weight against the CPU backend and an exact double product, for each token count.
 void matmul_case(Backend& cpu, Backend& cuda, GgmlType type, int64_t n_in, int64_t n_out, const std::vector<int32_t>& n_toks,
                  const std::string& label = "") {
@@ -128,11 +141,15 @@ void matmul_case(Backend& cpu, Backend& cuda, GgmlType type, int64_t n_in, int64
             }
         const std::string what = "matmul " + ggml_type_name(type) + " " + std::to_string(n_in) + "x" + std::to_string(n_out) +
                                  " tokens " + std::to_string(nt) + label;
-        // GEMV (<= 8 tokens) is float32 throughout; the cuBLAS path rounds both operands to
-        // f16 (F32 weights stay f32).
+        // GEMV (<= 8 tokens): float weights in float32 throughout; quantized weights with 8-bit
+        // activations (about 0.5 % relative error against exact), checked tightly against the host
+        // emulation of the same integer arithmetic. The cuBLAS path rounds both operands to f16
+        // (F32 weights stay f32).
         const bool gemv = nt <= 8;
-        const double exact_tol = gemv || type == GgmlType::F32 ? 2e-5 : 3e-3;
+        const bool q8 = gemv && cuda::has_int_part(type);
+        const double exact_tol = q8 ? 2e-2 : gemv || type == GgmlType::F32 ? 2e-5 : 3e-3;
         expect_close(what + " vs exact", exact, got, exact_tol);
+        if (q8) expect_close(what + " vs q8 emulation", q8_product(tw, x, nt), got, 2e-5);
         // The CPU rounds activations to 8 bits for quantized types (llama.cpp's scheme).
         expect_close(what + " vs cpu", download(cpu, oc.t), got, is_float_type(type) ? 3e-3 : 3e-2);
     }
@@ -163,6 +180,40 @@ void test_matmul(Backend& cpu, Backend& cuda) {
     for (const GemmaCase& g : gemma) matmul_case(cpu, cuda, g.type, g.n_in, g.n_out, n_toks, std::string(" (gemma3 ") + g.role + ")");
     // The tied output matrix: 262144 rows (65536 GEMV blocks), one decode token and one small batch.
     matmul_case(cpu, cuda, GgmlType::Q8_0, 640, 262144, {1, 9}, " (gemma3 output)");
+}
+
+// Consecutive matmuls of the same input share its 8-bit quantization (MatmulWorkspace::forget_q8).
+// Each product here must still see the input as it is at that moment: after another matmul wrote
+// over it, after an add changed it in place, and with another weight type in between.
+void test_matmul_input_reuse(Backend& cuda) {
+    constexpr int64_t n = 256;
+    TestWeight wa(GgmlType::Q4_0, n, n, 901, 0.06f), wb(GgmlType::Q6_K, n, n, 902, 0.06f);
+    Prepared pa(cuda, wa), pb(cuda, wb);
+    for (int32_t nt : {1, 5}) {
+        std::vector<float> x = random_floats(size_t(nt * n), 903);
+        const std::vector<float> y = random_floats(size_t(nt * n), 904);
+        OwnedTensor xg(cuda, nt, n), yg(cuda, nt, n), o1(cuda, nt, n), o2(cuda, nt, n), o3(cuda, nt, n);
+        upload(cuda, xg.t, x);
+        upload(cuda, yg.t, y);
+        const std::string tag = " (tokens " + std::to_string(nt) + ")";
+
+        cuda.matmul(wa.w(), xg.t, o1.t);  // quantizes x
+        cuda.matmul(wb.w(), xg.t, o2.t);  // reuses it, another weight type
+        expect_close("reuse: first product" + tag, q8_product(wa, x, nt), download(cuda, o1.t), 2e-5);
+        expect_close("reuse: second product of the same input" + tag, q8_product(wb, x, nt), download(cuda, o2.t), 2e-5);
+
+        cuda.matmul(wa.w(), xg.t, o1.t);
+        cuda.matmul(wb.w(), o1.t, xg.t);  // writes over x, quantized two matmuls ago
+        cuda.matmul(wa.w(), xg.t, o3.t);
+        const std::vector<float> x2 = download(cuda, xg.t);
+        expect_close("reuse: input rewritten by a matmul in between" + tag, q8_product(wa, x2, nt), download(cuda, o3.t), 2e-5);
+
+        cuda.matmul(wa.w(), yg.t, o1.t);
+        cuda.add(yg.t, o1.t);  // changes the quantized input in place
+        cuda.matmul(wa.w(), yg.t, o2.t);
+        const std::vector<float> y2 = download(cuda, yg.t);
+        expect_close("reuse: input changed by add" + tag, q8_product(wa, y2, nt), download(cuda, o2.t), 2e-5);
+    }
 }
 
 void test_rms_norm(Backend& cpu, Backend& cuda) {
@@ -573,6 +624,7 @@ int main() {
         test_rope(cpu, *cuda);
         test_glu_add(cpu, *cuda);
         test_matmul(cpu, *cuda);
+        test_matmul_input_reuse(*cuda);
         test_attention(cpu, *cuda);
         test_attention_scale_q(cpu, *cuda);
         test_decode_graph(cpu, *cuda);

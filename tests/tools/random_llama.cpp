@@ -435,8 +435,8 @@ void write_random_llama(const RandomLlamaSpec& s, const std::string& path) {
     for (int32_t il = 0; il < s.n_layer; ++il) {
         const std::string p = "blk." + std::to_string(il) + ".";
         add(p + "attn_norm.weight", GgmlType::F32, s.n_embd, 1, 0.1f, 1.0f);
-        add(p + "attn_q.weight", s.type, s.n_embd, q_dim, 2.0f * in_embd, 0.0f);
-        add(p + "attn_k.weight", s.type, s.n_embd, kv_dim, 2.0f * in_embd, 0.0f);
+        add(p + "attn_q.weight", s.type, s.n_embd, q_dim, s.qk_sigma * in_embd, 0.0f);
+        add(p + "attn_k.weight", s.type, s.n_embd, kv_dim, s.qk_sigma * in_embd, 0.0f);
         add(p + "attn_v.weight", s.attn_v_type_of(il), s.n_embd, kv_dim, in_embd, 0.0f);
         add(p + "attn_output.weight", s.attn_output_type_of(), q_dim, s.n_embd, 0.5f / std::sqrt(float(q_dim)), 0.0f);
         add(p + "ffn_norm.weight", GgmlType::F32, s.n_embd, 1, 0.1f, 1.0f);

@@ -46,6 +46,10 @@ struct RandomLlamaSpec {
     // last eighth of the layers and every third in between); unset = the role's type.
     std::optional<GgmlType> attn_v_type, attn_v_more_type, attn_output_type, ffn_down_type, ffn_down_more_type;
     uint64_t seed = 1;
+    // Spread of attn_q / attn_k entries in units of 1/sqrt(n_embd) (llama only; gemma3 normalises q
+    // and k). The attention scores then spread by about qk_sigma^2 (q.k over head_dim terms, scaled by
+    // 1/sqrt(head_dim)). Wider scores make the model chaotic: see tests/gpu/test_gpu_model.cpp.
+    float qk_sigma = 0.5f;
     // Quantized tensors as random blocks (random quants, scales sized for the target spread) instead
     // of Gaussian floats run through the quantizer: ~50x faster, for multi-gigabyte benchmark models.
     bool random_blocks = false;
