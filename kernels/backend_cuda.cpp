@@ -331,7 +331,7 @@ void CudaBackend::rms_norm(const Tensor& x, const Weight& gain, float eps, int64
     cuda::rms_norm(a, stream_);
 }
 
-void CudaBackend::matmul(const Weight& w, const Tensor& x, Tensor& out) {
+cuda::MatmulArgs CudaBackend::matmul_args(const Weight& w, const Tensor& x, Tensor& out) const {
     if (x.n_cols != w.n_in || out.n_cols < w.n_out)
         throw Error("CUDA matmul: activations of width " + std::to_string(x.n_cols) + " for a weight of " +
                     std::to_string(w.n_in) + " x " + std::to_string(w.n_out));
@@ -350,7 +350,31 @@ void CudaBackend::matmul(const Weight& w, const Tensor& x, Tensor& out) {
     a.n_tok = int32_t(x.n_rows);
     a.out = out.data;
     a.out_stride = out.n_cols;
-    cuda::matmul(a, matmul_ws_, stream_);
+    return a;
+}
+
+void CudaBackend::matmul(const Weight& w, const Tensor& x, Tensor& out) {
+    cuda::matmul(matmul_args(w, x, out), matmul_ws_, stream_);
+}
+
+void CudaBackend::matmul_shared(const Tensor& x, const Weight* const* weights, Tensor* const* outs, int n) {
+    bool fuse = n >= 2 && n <= cuda::kMaxShared;
+    for (int i = 0; i < n && fuse; ++i)
+        fuse = weights[i]->type == weights[0]->type && cuda::gemv_fusable(weights[i]->type, int32_t(x.n_rows));
+    if (!fuse) return Backend::matmul_shared(x, weights, outs, n);
+    cuda::MatmulArgs a[cuda::kMaxShared];
+    for (int i = 0; i < n; ++i) a[i] = matmul_args(*weights[i], x, *outs[i]);
+    cuda::matmul_shared(a, n, matmul_ws_, stream_);
+}
+
+void CudaBackend::matmul_glu(const Weight& gate, const Weight& up, const Tensor& x, Activation act, Tensor& up_scratch,
+                             Tensor& out) {
+    if (up.type != gate.type || up.n_in != gate.n_in || up.n_out != gate.n_out ||
+        !cuda::gemv_fusable(gate.type, int32_t(x.n_rows)))
+        return Backend::matmul_glu(gate, up, x, act, up_scratch, out);
+    const cuda::MatmulArgs a = matmul_args(gate, x, out);
+    cuda::matmul_glu(a, static_cast<const uint8_t*>(device_copy(up)),
+                     act == Activation::SILU ? cuda::GluAct::SILU : cuda::GluAct::GELU_TANH, matmul_ws_, stream_);
 }
 
 void CudaBackend::rope(Tensor& x, const RopeParams& p, const int32_t* positions) {

@@ -39,6 +39,9 @@ public:
     void embed(const Weight& table, const int32_t* ids, int32_t n, float scale, Tensor& out) override;
     void rms_norm(const Tensor& x, const Weight& gain, float eps, int64_t group, Tensor& out) override;
     void matmul(const Weight& w, const Tensor& x, Tensor& out) override;
+    void matmul_shared(const Tensor& x, const Weight* const* weights, Tensor* const* outs, int n) override;
+    void matmul_glu(const Weight& gate, const Weight& up, const Tensor& x, Activation act, Tensor& up_scratch,
+                    Tensor& out) override;
     void rope(Tensor& x, const RopeParams& p, const int32_t* positions) override;
     void kv_store(KvCache& kv, int32_t il, const Tensor& k, const Tensor& v, int32_t pos0) override;
     void attention(const Tensor& q, const KvCache& kv, int32_t il, int32_t pos0, const AttentionParams& p,
@@ -71,12 +74,14 @@ private:
     void drop_mirrors();
 
     const void* device_copy(const Weight& w) const;
+    // The kernel arguments of out = W x, after the checks every matmul makes.
+    cuda::MatmulArgs matmul_args(const Weight& w, const Tensor& x, Tensor& out) const;
     const int32_t* upload_ints(cuda::DeviceBuffer& buf, std::vector<int32_t>& last, const int32_t* host, int32_t n);
     void invalidate_graph();
     // Changes whenever a scratch buffer a recorded step may use is reallocated.
     uint64_t scratch_generation() const;
     bool recording() const { return step_ == StepMode::CAPTURE; }
-    // Every operation but matmul calls this first: consecutive matmuls of the same input share one
+    // Every operation but the matmuls (matmul, matmul_shared, matmul_glu) calls this first: consecutive matmuls of the same input share one
     // quantization of it (MatmulWorkspace::forget_q8), and anything else may have changed it. Also
     // the step boundaries, so a recorded step never relies on work done outside it. Never throws.
     void end_matmul_run() { matmul_ws_.forget_q8(); }

@@ -8,20 +8,11 @@ namespace {
 
 constexpr int kThreads = 256;
 
-// Same formulas as the CPU backend (silu = x / (1 + e^-x); GELU with the tanh approximation).
 template <GluAct A>
 __global__ void glu_kernel(GluArgs a) {
     const int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
     if (i >= a.n) return;
-    const float g = a.gate[i];
-    float act;
-    if constexpr (A == GluAct::SILU) {
-        act = g / (1.0f + expf(-g));
-    } else {
-        constexpr float kSqrt2OverPi = 0.7978845608028654f;
-        act = 0.5f * g * (1.0f + tanhf(kSqrt2OverPi * g * (1.0f + 0.044715f * g * g)));
-    }
-    a.out[i] = act * a.up[i];
+    a.out[i] = glu_activation<A>(a.gate[i]) * a.up[i];
 }
 
 __global__ void add_kernel(AddArgs a) {

@@ -8,6 +8,20 @@ namespace wb::cuda {
 
 enum class GluAct { SILU, GELU_TANH };
 
+#if defined(__CUDACC__)
+// act(g) of a gated feed-forward: the CPU backend's formulas (silu = x / (1 + e^-x); GELU with the
+// tanh approximation). Also applied by the fused gate/up GEMV (matmul.cu).
+template <GluAct A>
+__device__ __forceinline__ float glu_activation(float g) {
+    if constexpr (A == GluAct::SILU) {
+        return g / (1.0f + expf(-g));
+    } else {
+        constexpr float kSqrt2OverPi = 0.7978845608028654f;
+        return 0.5f * g * (1.0f + tanhf(kSqrt2OverPi * g * (1.0f + 0.044715f * g * g)));
+    }
+}
+#endif
+
 struct GluArgs {
     const float* gate = nullptr;
     const float* up = nullptr;

@@ -5,6 +5,7 @@
 #include "common.cuh"
 #include "cuda_check.h"
 #include "dequant_parts.h"
+#include "elementwise.cuh"
 #include "matmul.cuh"
 #include "q8_parts.h"
 
@@ -27,33 +28,29 @@ __global__ void quantize_q8_kernel(const float* x, int64_t n_parts, int8_t* xq, 
     const int lane = threadIdx.x % kWarp;
     if (part >= n_parts) return;  // whole warps: part is the same for all lanes
     const float v = x[part * kPart + lane];
+    // A NaN or infinity makes the whole part NaN (quantize_part_q8), so it reaches the output.
+    const bool finite = !__any_sync(0xffffffffu, !isfinite(v));
     const float amax = warp_max(fabsf(v));
-    const int q = q8_round(v, q8_inverse_scale(amax));
+    const int q = finite ? q8_round(v, q8_inverse_scale(amax)) : 0;
     xq[part * kPart + lane] = int8_t(q);
     const float sum = warp_sum(float(q));  // |sum| <= 32 * 127: exact in float
     if (lane == 0) {
-        const float d = amax / 127.0f;
+        const float d = finite ? amax / 127.0f : NAN;
         xs[part] = {d, d * sum};
     }
 }
 
-template <GgmlType T, int NT>
-__global__ void __launch_bounds__(kGemvWarps * kWarp)
-    gemv_q8_kernel(MatmulArgs a, const int8_t* __restrict__ xq, const Q8Scale* __restrict__ xs) {
-    const int lane = threadIdx.x % kWarp;
-    const int64_t row = int64_t(blockIdx.x) * kGemvWarps + threadIdx.x / kWarp;
-    if (row >= a.n_out) return;
-    const int tok0 = blockIdx.y * NT;
-    const int nt = min(NT, a.n_tok - tok0);
-    const uint8_t* wrow = a.w + row * a.w_row_bytes;
-    const int64_t n_parts = a.n_in / kPart;
-
-    float acc[NT];
+// This lane's share of NW weight rows of type T times the activations of tokens tok0 .. tok0 + nt - 1:
+// acc[k][t] += parts lane, lane + 32, ... of row k . x[tok0 + t]. The rows share each activation load
+// (gate and up of a fused feed-forward).
+template <GgmlType T, int NT, int NW>
+__device__ __forceinline__ void gemv_q8_lane(const uint8_t* const (&wrow)[NW], int64_t n_parts, int tok0, int nt,
+                                             const int8_t* __restrict__ xq, const Q8Scale* __restrict__ xs,
+                                             float (&acc)[NW][NT]) {
+    for (int64_t part = threadIdx.x % kWarp; part < n_parts; part += kWarp) {
+        IntPart w[NW];
 #pragma unroll
-    for (int t = 0; t < NT; ++t) acc[t] = 0.0f;
-    for (int64_t part = lane; part < n_parts; part += kWarp) {
-        IntPart w;
-        unpack_row_part<T>(wrow, part, w);
+        for (int k = 0; k < NW; ++k) unpack_row_part<T>(wrow[k], part, w[k]);
 #pragma unroll
         for (int t = 0; t < NT; ++t) {
             if (t < nt) {
@@ -62,14 +59,65 @@ __global__ void __launch_bounds__(kGemvWarps * kWarp)
                 const uint4* xp = reinterpret_cast<const uint4*>(xq + xi * kPart);
                 const uint4 x0 = __ldg(xp), x1 = __ldg(xp + 1);
                 const uint32_t x[8] = {x0.x, x0.y, x0.z, x0.w, x1.x, x1.y, x1.z, x1.w};
-                acc[t] += dot_part_q8<T>(w, x, xs[xi]);
+                const Q8Scale scale = xs[xi];
+#pragma unroll
+                for (int k = 0; k < NW; ++k) acc[k][t] += dot_part_q8<T>(w[k], x, scale);
             }
         }
     }
+}
+
+// Up to kMaxShared matrices of one type times the same activations in one launch (q, k and v):
+// blockIdx.x runs over the row blocks of all of them, first_block[i] is where matrix i starts.
+struct SharedGemv {
+    MatmulArgs m[kMaxShared];
+    int n = 0;
+    unsigned first_block[kMaxShared + 1] = {};
+};
+
+template <GgmlType T, int NT>
+__global__ void __launch_bounds__(kGemvWarps * kWarp)
+    gemv_q8_kernel(SharedGemv g, const int8_t* __restrict__ xq, const Q8Scale* __restrict__ xs) {
+    int i = 0;
+    while (i + 1 < g.n && blockIdx.x >= g.first_block[i + 1]) ++i;
+    const MatmulArgs& a = g.m[i];
+    const int lane = threadIdx.x % kWarp;
+    const int64_t row = int64_t(blockIdx.x - g.first_block[i]) * kGemvWarps + threadIdx.x / kWarp;
+    if (row >= a.n_out) return;  // whole warps
+    const int tok0 = blockIdx.y * NT;
+    const int nt = min(NT, a.n_tok - tok0);
+    const uint8_t* wrow[1] = {a.w + row * a.w_row_bytes};
+    float acc[1][NT];
+#pragma unroll
+    for (int t = 0; t < NT; ++t) acc[0][t] = 0.0f;
+    gemv_q8_lane<T, NT, 1>(wrow, a.n_in / kPart, tok0, nt, xq, xs, acc);
 #pragma unroll
     for (int t = 0; t < NT; ++t) {
-        const float s = warp_sum(acc[t]);
+        const float s = warp_sum(acc[0][t]);
         if (lane == 0 && t < nt) a.out[int64_t(tok0 + t) * a.out_stride + row] = s;
+    }
+}
+
+// out[t][r] = act(gate[r] . x[t]) * (up[r] . x[t]): a warp computes row r of both projections.
+template <GgmlType T, int NT, GluAct A>
+__global__ void __launch_bounds__(kGemvWarps * kWarp)
+    gemv_q8_glu_kernel(MatmulArgs gate, const uint8_t* __restrict__ w_up, const int8_t* __restrict__ xq,
+                       const Q8Scale* __restrict__ xs) {
+    const int lane = threadIdx.x % kWarp;
+    const int64_t row = int64_t(blockIdx.x) * kGemvWarps + threadIdx.x / kWarp;
+    if (row >= gate.n_out) return;  // whole warps
+    const int tok0 = blockIdx.y * NT;
+    const int nt = min(NT, gate.n_tok - tok0);
+    const uint8_t* wrow[2] = {gate.w + row * gate.w_row_bytes, w_up + row * gate.w_row_bytes};
+    float acc[2][NT];
+#pragma unroll
+    for (int t = 0; t < NT; ++t) acc[0][t] = acc[1][t] = 0.0f;
+    gemv_q8_lane<T, NT, 2>(wrow, gate.n_in / kPart, tok0, nt, xq, xs, acc);
+#pragma unroll
+    for (int t = 0; t < NT; ++t) {
+        const float g = warp_sum(acc[0][t]);
+        const float u = warp_sum(acc[1][t]);
+        if (lane == 0 && t < nt) gate.out[int64_t(tok0 + t) * gate.out_stride + row] = glu_activation<A>(g) * u;
     }
 }
 
@@ -127,6 +175,7 @@ void launch_gemv(const MatmulArgs& a, cudaStream_t stream) {
 // Quantizes a.x into the workspace unless it already holds these activations (see forget_q8).
 void quantize_activations(const MatmulArgs& a, MatmulWorkspace& ws, cudaStream_t stream) {
     if (ws.q8_x == a.x && ws.q8_rows == a.n_tok && ws.q8_cols == a.n_in) return;
+    ws.forget_q8();  // until the buffers hold x: growing them may throw
     const int64_t n_parts = int64_t(a.n_tok) * (a.n_in / kPart);
     auto* xq = ws.xq8.ensure_as<int8_t>(size_t(n_parts * kPart), stream);
     auto* xs = ws.xq8_scales.ensure_as<Q8Scale>(size_t(n_parts), stream);
@@ -138,20 +187,37 @@ void quantize_activations(const MatmulArgs& a, MatmulWorkspace& ws, cudaStream_t
     ws.q8_cols = a.n_in;
 }
 
+// Grid: (row blocks, token groups); one token alone takes the NT = 1 instantiation.
+dim3 gemv_grid(int64_t row_blocks, int32_t n_tok) {
+    return dim3(unsigned(row_blocks), n_tok == 1 ? 1u : unsigned(ceil_div(n_tok, kGemvMaxTokens)));
+}
+
 template <GgmlType T>
-void launch_gemv_q8(const MatmulArgs& a, MatmulWorkspace& ws, cudaStream_t stream) {
-    quantize_activations(a, ws, stream);
-    const auto* xq = static_cast<const int8_t*>(ws.xq8.get());
-    const auto* xs = static_cast<const Q8Scale*>(ws.xq8_scales.get());
-    const dim3 block(kGemvWarps * kWarp);
-    if (a.n_tok == 1) {
-        gemv_q8_kernel<T, 1><<<dim3(unsigned(ceil_div(a.n_out, kGemvWarps)), 1), block, 0, stream>>>(a, xq, xs);
-    } else {
-        constexpr int kNt = kGemvMaxTokens;
-        const dim3 grid(unsigned(ceil_div(a.n_out, kGemvWarps)), unsigned(ceil_div(a.n_tok, kNt)));
-        gemv_q8_kernel<T, kNt><<<grid, block, 0, stream>>>(a, xq, xs);
-    }
+void launch_gemv_q8(const SharedGemv& g, const int8_t* xq, const Q8Scale* xs, cudaStream_t stream) {
+    const dim3 grid = gemv_grid(g.first_block[g.n], g.m[0].n_tok);
+    if (g.m[0].n_tok == 1)
+        gemv_q8_kernel<T, 1><<<grid, kGemvWarps * kWarp, 0, stream>>>(g, xq, xs);
+    else
+        gemv_q8_kernel<T, kGemvMaxTokens><<<grid, kGemvWarps * kWarp, 0, stream>>>(g, xq, xs);
     WB_CUDA_CHECK_LAUNCH();
+}
+
+template <GgmlType T, GluAct A>
+void launch_gemv_q8_glu(const MatmulArgs& gate, const uint8_t* w_up, const int8_t* xq, const Q8Scale* xs,
+                        cudaStream_t stream) {
+    const dim3 grid = gemv_grid(ceil_div(gate.n_out, kGemvWarps), gate.n_tok);
+    if (gate.n_tok == 1)
+        gemv_q8_glu_kernel<T, 1, A><<<grid, kGemvWarps * kWarp, 0, stream>>>(gate, w_up, xq, xs);
+    else
+        gemv_q8_glu_kernel<T, kGemvMaxTokens, A><<<grid, kGemvWarps * kWarp, 0, stream>>>(gate, w_up, xq, xs);
+    WB_CUDA_CHECK_LAUNCH();
+}
+
+// Forgets the quantized activations when a product's output overlaps the memory they were made of
+// (a float-weight GEMV or a cuBLAS product writing over them).
+void forget_if_overwritten(MatmulWorkspace& ws, const MatmulArgs& a) {
+    const float* out_end = a.out + int64_t(a.n_tok) * a.out_stride;
+    if (ws.q8_x && a.out < ws.q8_x + ws.q8_rows * ws.q8_cols && ws.q8_x < out_end) ws.forget_q8();
 }
 
 // ---- prefill: dequantize to f16, then cuBLAS ----
@@ -213,24 +279,76 @@ void gemm_cublas(const MatmulArgs& a, MatmulWorkspace& ws, cudaStream_t stream) 
                                  int(a.out_stride), CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
 }
 
+void check_args(const MatmulArgs& a) {
+    if (a.n_in % kPart != 0)
+        throw Error("CUDA matmul: row length " + std::to_string(a.n_in) + " is not a multiple of 32");
+}
+
 }  // namespace
+
+bool gemv_fusable(GgmlType type, int32_t n_tok) { return has_int_part(type) && n_tok <= kGemvMaxTokens; }
 
 void matmul(const MatmulArgs& a, MatmulWorkspace& ws, cudaStream_t stream) {
     if (a.n_tok <= 0 || a.n_out <= 0) return;
-    if (a.n_in % kPart != 0)
-        throw Error("CUDA matmul: row length " + std::to_string(a.n_in) + " is not a multiple of 32");
+    check_args(a);
+    if (gemv_fusable(a.type, a.n_tok)) {
+        matmul_shared(&a, 1, ws, stream);
+        return;
+    }
     if (a.n_tok <= kGemvMaxTokens) {
         dispatch_weight_type(a.type, [&](auto tc) {
             constexpr GgmlType T = decltype(tc)::value;
-            if constexpr (has_int_part(T)) {
-                launch_gemv_q8<T>(a, ws, stream);
-            } else {
-                launch_gemv<T>(a, stream);
-            }
+            if constexpr (!has_int_part(T)) launch_gemv<T>(a, stream);
         });
     } else {
         gemm_cublas(a, ws, stream);
     }
+    forget_if_overwritten(ws, a);
+}
+
+void matmul_shared(const MatmulArgs* a, int n, MatmulWorkspace& ws, cudaStream_t stream) {
+    if (n < 1 || n > kMaxShared) throw Error("CUDA matmul: " + std::to_string(n) + " products of one input at once");
+    SharedGemv g;
+    g.n = n;
+    for (int i = 0; i < n; ++i) {
+        check_args(a[i]);
+        if (a[i].type != a[0].type || a[i].x != a[0].x || a[i].n_in != a[0].n_in || a[i].n_tok != a[0].n_tok ||
+            !gemv_fusable(a[i].type, a[i].n_tok))
+            throw Error("CUDA matmul: fused products need one quantized type, one input and at most " +
+                        std::to_string(kGemvMaxTokens) + " tokens");
+        g.m[i] = a[i];
+        g.first_block[i + 1] = g.first_block[i] + unsigned(ceil_div(a[i].n_out, kGemvWarps));
+    }
+    if (a[0].n_tok <= 0) return;
+    quantize_activations(a[0], ws, stream);
+    const auto* xq = static_cast<const int8_t*>(ws.xq8.get());
+    const auto* xs = static_cast<const Q8Scale*>(ws.xq8_scales.get());
+    dispatch_weight_type(a[0].type, [&](auto tc) {
+        constexpr GgmlType T = decltype(tc)::value;
+        if constexpr (has_int_part(T)) launch_gemv_q8<T>(g, xq, xs, stream);
+    });
+    for (int i = 0; i < n; ++i) forget_if_overwritten(ws, a[i]);
+}
+
+void matmul_glu(const MatmulArgs& gate, const uint8_t* w_up, GluAct act, MatmulWorkspace& ws, cudaStream_t stream) {
+    check_args(gate);
+    if (!gemv_fusable(gate.type, gate.n_tok))
+        throw Error("CUDA matmul: a fused gate/up product needs a quantized type and at most " +
+                    std::to_string(kGemvMaxTokens) + " tokens");
+    if (gate.n_tok <= 0 || gate.n_out <= 0) return;
+    quantize_activations(gate, ws, stream);
+    const auto* xq = static_cast<const int8_t*>(ws.xq8.get());
+    const auto* xs = static_cast<const Q8Scale*>(ws.xq8_scales.get());
+    dispatch_weight_type(gate.type, [&](auto tc) {
+        constexpr GgmlType T = decltype(tc)::value;
+        if constexpr (has_int_part(T)) {
+            if (act == GluAct::SILU)
+                launch_gemv_q8_glu<T, GluAct::SILU>(gate, w_up, xq, xs, stream);
+            else
+                launch_gemv_q8_glu<T, GluAct::GELU_TANH>(gate, w_up, xq, xs, stream);
+        }
+    });
+    forget_if_overwritten(ws, gate);
 }
 
 }  // namespace wb::cuda

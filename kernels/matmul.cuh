@@ -12,6 +12,7 @@
 #include <cstdint>
 
 #include "device_buffer.h"
+#include "elementwise.cuh"
 #include "gguf/ggml_type.h"
 
 namespace wb::cuda {
@@ -36,8 +37,8 @@ struct MatmulWorkspace {
     DeviceBuffer xq8_scales;          // their scales: [n_tok][n_in / 32] Q8Scale
 
     // Which activations xq8 holds, so the matmuls that share an input (q/k/v, gate/up) quantize it
-    // once. The backend calls forget_q8() from every operation but matmul (which never writes its
-    // own input), so a run of consecutive matmuls of the same x is the only reuse.
+    // once. The backend calls forget_q8() from every operation but matmul, and matmul() itself when
+    // its output overlaps them, so a run of consecutive matmuls of the same x is the only reuse.
     const float* q8_x = nullptr;
     int64_t q8_rows = 0, q8_cols = 0;
     void forget_q8() { q8_x = nullptr; }
@@ -45,7 +46,18 @@ struct MatmulWorkspace {
 
 // Batches up to this many tokens take the GEMV path (also the only path used inside CUDA graphs).
 constexpr int32_t kGemvMaxTokens = 8;
+constexpr int kMaxShared = 3;  // products of one input fused into one launch (q, k, v)
 
 void matmul(const MatmulArgs& a, MatmulWorkspace& ws, cudaStream_t stream);
+
+// The fused forms (Backend::matmul_shared / matmul_glu), for weights gemv_fusable says yes to: a
+// quantized type and at most kGemvMaxTokens tokens (wb::Error otherwise). Each output element is
+// computed with the arithmetic of matmul(); the launches are fewer.
+bool gemv_fusable(GgmlType type, int32_t n_tok);
+// a[i].out = W_i x for n <= kMaxShared products of one type and one input x (one launch).
+void matmul_shared(const MatmulArgs* a, int n, MatmulWorkspace& ws, cudaStream_t stream);
+// gate.out = act(W_gate x) * (W_up x): W_up has gate's type and shape (w_up: its device rows); one
+// launch, without the two intermediate products ever reaching memory.
+void matmul_glu(const MatmulArgs& gate, const uint8_t* w_up, GluAct act, MatmulWorkspace& ws, cudaStream_t stream);
 
 }  // namespace wb::cuda

@@ -5,10 +5,11 @@
 //
 // Why: a float GEMV reads every activation as 4 bytes once per weight row, and that L1/L2 traffic, not
 // the weights, bounds it; 8-bit activations quarter it, and dp4a does four multiply-adds per
-// instruction. The CPU backend quantizes activations too (llama.cpp's Q8_0/Q8_1/Q8_K), so the two
-// backends also round alike. Every function here is plain WB_HD code: the unit test test_q8_parts runs
-// them on the CPU against dequantize_row and the CPU's Q8 quantization, and the GPU parity tests'
-// reference runs them to emulate the GPU's matmul.
+// instruction. The CPU backend quantizes activations too (llama.cpp's Q8_0/Q8_1 per 32 elements, the
+// same rounding as here, and Q8_K per 256 for K-quants), so the two backends round similarly, not
+// identically. Every function here is plain WB_HD code: the unit test test_q8_parts runs them on the
+// CPU against dequantize_row and the CPU's Q8_1, and the GPU tests' reference
+// (tests/gpu/gpu_reference_backend.h) runs them to emulate the GPU's GEMV.
 //
 // A weight part (kernels/dequant_parts.h: one legacy block, or one eighth of a K-quant super-block)
 // becomes 32 signed bytes q with w[i] = d[i/16] * q[i] + m[i/16]: one scale and offset per 16-element
@@ -47,12 +48,19 @@ WB_HD int q8_round(float x, float inverse_scale) {
 }
 
 // One part x[0..32) -> q[0..32) and its scale. The GPU's quantize kernel computes the same with one
-// lane per element (max and integer sum are exact in any order).
+// lane per element (max and integer sum are exact in any order). A NaN or infinity in the part makes
+// its scale NaN, so the products it enters are NaN as they would be in float.
 WB_HD Q8Scale quantize_part_q8(const float* x, int8_t* q) {
     float amax = 0.0f;
+    bool finite = true;
     for (int i = 0; i < kPart; ++i) {
+        finite = finite && x[i] - x[i] == 0.0f;  // false for NaN and +-inf
         const float a = x[i] < 0.0f ? -x[i] : x[i];
         if (a > amax) amax = a;
+    }
+    if (!finite) {
+        for (int i = 0; i < kPart; ++i) q[i] = 0;
+        return {NAN, NAN};
     }
     const float id = q8_inverse_scale(amax);
     int sum = 0;

@@ -87,12 +87,30 @@ public:
     // Causal attention of the query rows (positions pos0 ..) over the cache's keys 0 .. pos0 + row.
     virtual void attention(const Tensor& q, const KvCache& kv, int32_t il, int32_t pos0, const AttentionParams& p,
                            Tensor& out) = 0;
-    // out = act(gate) * up, element-wise.
+    // out = act(gate) * up, element-wise (out may be gate).
     virtual void glu(const Tensor& gate, const Tensor& up, Activation act, Tensor& out) = 0;
     // x += y, element-wise.
     virtual void add(Tensor& x, const Tensor& y) = 0;
     // Copies a tensor to host memory (x.n_rows * x.n_cols floats); waits for pending work.
     virtual void read(const Tensor& x, float* host) = 0;
+
+    // ---- Fused forms, with defaults made of the operations above ----
+    //
+    // Each computes exactly what its default computes; a backend overrides one to do it in fewer
+    // passes (the CPU backend: one parallel loop instead of several, each with its barrier; the CUDA
+    // backend: one kernel launch instead of several).
+
+    // The projections of one input: *outs[i] = weights[i] x for i < n (q, k and v).
+    virtual void matmul_shared(const Tensor& x, const Weight* const* weights, Tensor* const* outs, int n) {
+        for (int i = 0; i < n; ++i) matmul(*weights[i], x, *outs[i]);
+    }
+    // The gated feed-forward input: out = act(W_gate x) * (W_up x); up_scratch is of out's shape.
+    virtual void matmul_glu(const Weight& gate, const Weight& up, const Tensor& x, Activation act, Tensor& up_scratch,
+                            Tensor& out) {
+        matmul(gate, x, out);
+        matmul(up, x, up_scratch);
+        glu(out, up_scratch, act, out);
+    }
 
     // ---- Optional, with defaults that do nothing (the CPU backend inherits them) ----
 

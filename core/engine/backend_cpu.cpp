@@ -29,10 +29,13 @@ constexpr int64_t kRowsPerTask = 16;
 // of 8 in a row, use the library exp as llama.cpp's scalar remainder loop does.
 inline float silu(float x, bool tail) { return x / (1.0f + (tail ? std::exp(-x) : exp_poly(-x))); }
 
-WB_FMA_CLONES void silu_mul(const float* gate, const float* up, float* out, int64_t rows, int64_t cols) {
+// Columns [c0, c1) of rows of `cols` values (the whole row, or one task's share of a fused matmul_glu:
+// an element's result depends on its column, not on who computes it).
+WB_FMA_CLONES void silu_mul(const float* gate, const float* up, float* out, int64_t rows, int64_t cols, int64_t c0,
+                            int64_t c1) {
     const int64_t full = cols / 8 * 8;
     for (int64_t r = 0; r < rows; ++r)
-        for (int64_t c = 0; c < cols; ++c) {
+        for (int64_t c = c0; c < c1; ++c) {
             const int64_t i = r * cols + c;
             out[i] = silu(gate[i], c >= full) * up[i];
         }
@@ -161,53 +164,118 @@ void CpuBackend::rms_norm(const Tensor& x, const Weight& gain, float eps, int64_
     }
 }
 
-void CpuBackend::matmul(const Weight& w, const Tensor& x, Tensor& out) {
+void CpuBackend::plan_matmuls(const Tensor& x, const Weight* const* weights, Tensor* const* outs, int n,
+                              MatmulJob* jobs) {
+    if (n < 1 || n > kMaxJobs) throw Error("CPU backend: " + std::to_string(n) + " matmuls of one input at once");
     const int64_t n_tok = x.n_rows;
-    const int64_t n_in = w.n_in;
-    const size_t act_row = activation_row_bytes(w.type, n_in);
-    if (act_buf_.size() < act_row * size_t(n_tok)) act_buf_.resize(act_row * size_t(n_tok));
-    uint8_t* act = act_buf_.data();
-
-    // Convert every activation row once; with many tokens this is itself worth spreading out.
-    pool_.parallel_for(n_tok, [&](int64_t t, int) {
-        quantize_activations(w.type, x.data + t * x.n_cols, act + size_t(t) * act_row, n_in);
-    });
-
-    const size_t w_row = ggml_row_bytes(w.type, n_in);
-    const auto* wdata = static_cast<const uint8_t*>(w.host);
-    const int64_t n_out = w.n_out;
-    const int64_t n_tasks = (n_out + kRowsPerTask - 1) / kRowsPerTask;
-    const auto order = [&](int64_t t) { return llama_cpp_dot_order(w, n_tok, t); };
-    // A task owns a run of weight rows and walks all tokens with them, so those rows stay in cache
-    // while every token is multiplied by them (prefill).
-    // Tokens go in groups of kDotTileCols (rows in groups of kDotTileRows) through a tile kernel where
-    // the group's tokens share an order that has one; the tile gives every output exactly what
-    // vec_dot_rows would (quant.h), only faster: each weight block is unpacked once per group. The
-    // order changes at most once over a batch (Q4_K: gemm, then gemv), so a group's first and last
-    // token tell whether it is uniform.
-    const int64_t n_groups = n_tok / kDotTileCols;
-    std::vector<char> group_tiled(static_cast<size_t>(n_groups));
-    for (int64_t gi = 0; gi < n_groups; ++gi) {
-        const DotOrder o = order(gi * kDotTileCols);
-        group_tiled[size_t(gi)] = o == order(gi * kDotTileCols + kDotTileCols - 1) && has_dot_tile(w.type, o);
-    }
-    pool_.parallel_for(n_tasks, [&](int64_t task, int) {
-        const int64_t r0 = task * kRowsPerTask;
-        const int64_t nr = std::min(kRowsPerTask, n_out - r0);
-        const int64_t nr_tiles = nr / kDotTileRows * kDotTileRows;
-        int64_t t = 0;
-        for (; t + kDotTileCols <= n_tok && group_tiled[size_t(t / kDotTileCols)]; t += kDotTileCols) {
-            for (int64_t r = 0; r < nr_tiles; r += kDotTileRows)
-                vec_dot_tile(w.type, n_in, wdata + size_t(r0 + r) * w_row, w_row, act + size_t(t) * act_row, act_row,
-                             out.data + t * out.n_cols + r0 + r, out.n_cols, order(t));
-            if (nr_tiles < nr)
-                for (int64_t c = t; c < t + kDotTileCols; ++c)
-                    vec_dot_rows(w.type, n_in, wdata + size_t(r0 + nr_tiles) * w_row, w_row, nr - nr_tiles,
-                                 act + size_t(c) * act_row, out.data + c * out.n_cols + r0 + nr_tiles, order(c));
+    for (int i = 0; i < n; ++i) {
+        const Weight& w = *weights[i];
+        MatmulJob& job = jobs[i];
+        job.w = &w;
+        job.out = outs[i];
+        job.act_row = activation_row_bytes(w.type, w.n_in);
+        // Convert the activations once per dot type (q/k/v usually share one).
+        job.act = nullptr;
+        for (int k = 0; k < i && !job.act; ++k)
+            if (vec_dot_type(weights[k]->type) == vec_dot_type(w.type) && weights[k]->n_in == w.n_in) job.act = jobs[k].act;
+        if (!job.act) {
+            std::vector<uint8_t>& buf = act_buf_[i];
+            if (buf.size() < job.act_row * size_t(n_tok)) buf.resize(job.act_row * size_t(n_tok));
+            uint8_t* act = buf.data();
+            // With many tokens the conversion is itself worth spreading out.
+            pool_.parallel_for(n_tok, [&](int64_t t, int) {
+                quantize_activations(w.type, x.data + t * x.n_cols, act + size_t(t) * job.act_row, w.n_in);
+            });
+            job.act = act;
         }
-        for (; t < n_tok; ++t)
-            vec_dot_rows(w.type, n_in, wdata + size_t(r0) * w_row, w_row, nr, act + size_t(t) * act_row,
-                         out.data + t * out.n_cols + r0, order(t));
+        // Tokens go in groups of kDotTileCols through a tile kernel where the group's tokens share an
+        // order that has one. The order changes at most once over a batch (Q4_K: gemm, then gemv), so a
+        // group's first and last token tell whether it is uniform.
+        const int64_t n_groups = n_tok / kDotTileCols;
+        job.group_tiled.assign(size_t(n_groups), 0);
+        for (int64_t gi = 0; gi < n_groups; ++gi) {
+            const DotOrder o = llama_cpp_dot_order(w, n_tok, gi * kDotTileCols);
+            job.group_tiled[size_t(gi)] =
+                o == llama_cpp_dot_order(w, n_tok, gi * kDotTileCols + kDotTileCols - 1) && has_dot_tile(w.type, o);
+        }
+        job.n_tasks = (w.n_out + kRowsPerTask - 1) / kRowsPerTask;
+    }
+}
+
+// A task owns a run of weight rows and walks all tokens with them, so those rows stay in cache while
+// every token is multiplied by them (prefill). The tile gives every output exactly what vec_dot_rows
+// would (quant.h), only faster: each weight block is unpacked once per group of tokens.
+void CpuBackend::matmul_rows(const MatmulJob& job, int64_t n_tok, int64_t r0, int64_t nr) const {
+    const Weight& w = *job.w;
+    const int64_t n_in = w.n_in;
+    const size_t w_row = ggml_row_bytes(w.type, n_in), act_row = job.act_row;
+    const auto* wdata = static_cast<const uint8_t*>(w.host);
+    const uint8_t* act = job.act;
+    float* out = job.out->data;
+    const int64_t out_cols = job.out->n_cols;
+    const auto order = [&](int64_t t) { return llama_cpp_dot_order(w, n_tok, t); };
+    const int64_t nr_tiles = nr / kDotTileRows * kDotTileRows;
+    int64_t t = 0;
+    for (; t + kDotTileCols <= n_tok && job.group_tiled[size_t(t / kDotTileCols)]; t += kDotTileCols) {
+        for (int64_t r = 0; r < nr_tiles; r += kDotTileRows)
+            vec_dot_tile(w.type, n_in, wdata + size_t(r0 + r) * w_row, w_row, act + size_t(t) * act_row, act_row,
+                         out + t * out_cols + r0 + r, out_cols, order(t));
+        if (nr_tiles < nr)
+            for (int64_t c = t; c < t + kDotTileCols; ++c)
+                vec_dot_rows(w.type, n_in, wdata + size_t(r0 + nr_tiles) * w_row, w_row, nr - nr_tiles,
+                             act + size_t(c) * act_row, out + c * out_cols + r0 + nr_tiles, order(c));
+    }
+    for (; t < n_tok; ++t)
+        vec_dot_rows(w.type, n_in, wdata + size_t(r0) * w_row, w_row, nr, act + size_t(t) * act_row,
+                     out + t * out_cols + r0, order(t));
+}
+
+void CpuBackend::matmul(const Weight& w, const Tensor& x, Tensor& out) {
+    const Weight* weights[1] = {&w};
+    Tensor* outs[1] = {&out};
+    run_matmuls(x, weights, outs, 1);
+}
+
+void CpuBackend::matmul_shared(const Tensor& x, const Weight* const* weights, Tensor* const* outs, int n) {
+    run_matmuls(x, weights, outs, n);
+}
+
+// One parallel loop over the row tasks of every weight: one barrier instead of n.
+void CpuBackend::run_matmuls(const Tensor& x, const Weight* const* weights, Tensor* const* outs, int n) {
+    MatmulJob jobs[kMaxJobs];
+    plan_matmuls(x, weights, outs, n, jobs);
+    int64_t n_tasks = 0;
+    for (int i = 0; i < n; ++i) n_tasks += jobs[i].n_tasks;
+    pool_.parallel_for(n_tasks, [&](int64_t task, int) {
+        int i = 0;
+        while (task >= jobs[i].n_tasks) task -= jobs[i++].n_tasks;
+        const int64_t r0 = task * kRowsPerTask;
+        matmul_rows(jobs[i], x.n_rows, r0, std::min(kRowsPerTask, jobs[i].w->n_out - r0));
+    });
+}
+
+// A task computes the same rows of both projections and then the activation on them: one parallel
+// loop instead of two matmuls and a serial pass.
+void CpuBackend::matmul_glu(const Weight& gate, const Weight& up, const Tensor& x, Activation act, Tensor& up_scratch,
+                            Tensor& out) {
+    if (gate.n_out != up.n_out || out.n_cols != gate.n_out || up_scratch.n_cols != out.n_cols)
+        return Backend::matmul_glu(gate, up, x, act, up_scratch, out);
+    const Weight* weights[2] = {&gate, &up};
+    Tensor* outs[2] = {&out, &up_scratch};
+    MatmulJob jobs[kMaxJobs];
+    plan_matmuls(x, weights, outs, 2, jobs);
+    const int64_t n_tok = x.n_rows, cols = out.n_cols;
+    pool_.parallel_for(jobs[0].n_tasks, [&](int64_t task, int) {
+        const int64_t r0 = task * kRowsPerTask, nr = std::min(kRowsPerTask, gate.n_out - r0);
+        matmul_rows(jobs[0], n_tok, r0, nr);
+        matmul_rows(jobs[1], n_tok, r0, nr);
+        if (act == Activation::SILU) {
+            silu_mul(out.data, up_scratch.data, out.data, n_tok, cols, r0, r0 + nr);
+        } else {
+            for (int64_t t = 0; t < n_tok; ++t)
+                for (int64_t c = r0; c < r0 + nr; ++c)
+                    out.data[t * cols + c] = gelu_tanh_f16_table(out.data[t * cols + c]) * up_scratch.data[t * cols + c];
+        }
     });
 }
 
@@ -242,7 +310,7 @@ void CpuBackend::kv_store(KvCache& kv, int32_t il, const Tensor& k, const Tensor
 void CpuBackend::glu(const Tensor& gate, const Tensor& up, Activation act, Tensor& out) {
     const int64_t n = gate.n_rows * gate.n_cols;
     if (act == Activation::SILU) {
-        silu_mul(gate.data, up.data, out.data, gate.n_rows, gate.n_cols);
+        silu_mul(gate.data, up.data, out.data, gate.n_rows, gate.n_cols, 0, gate.n_cols);
     } else {
         for (int64_t i = 0; i < n; ++i) out.data[i] = gelu_tanh_f16_table(gate.data[i]) * up.data[i];
     }

@@ -31,6 +31,9 @@ public:
     void attention(const Tensor& q, const KvCache& kv, int32_t il, int32_t pos0, const AttentionParams& p,
                    Tensor& out) override;
     void glu(const Tensor& gate, const Tensor& up, Activation act, Tensor& out) override;
+    void matmul_shared(const Tensor& x, const Weight* const* weights, Tensor* const* outs, int n) override;
+    void matmul_glu(const Weight& gate, const Weight& up, const Tensor& x, Activation act, Tensor& up_scratch,
+                    Tensor& out) override;
     void add(Tensor& x, const Tensor& y) override;
     void read(const Tensor& x, float* host) override;
 
@@ -38,6 +41,24 @@ public:
     void kv_free(void* p) override;
 
 private:
+    // One weight's part of a matmul: its activations (converted to the weight's dot type) and, per
+    // group of kDotTileCols tokens, whether the group goes through a tile kernel.
+    struct MatmulJob {
+        const Weight* w = nullptr;
+        Tensor* out = nullptr;
+        const uint8_t* act = nullptr;
+        size_t act_row = 0;
+        std::vector<char> group_tiled;
+        int64_t n_tasks = 0;
+    };
+    // Fills jobs[i] for weights[i] -> outs[i], converting x once per dot type (at most kMaxJobs).
+    static constexpr int kMaxJobs = 3;
+    void plan_matmuls(const Tensor& x, const Weight* const* weights, Tensor* const* outs, int n, MatmulJob* jobs);
+    // matmul and matmul_shared (not virtual: a subclass that overrides one keeps the other as it is).
+    void run_matmuls(const Tensor& x, const Weight* const* weights, Tensor* const* outs, int n);
+    // Rows [r0, r0 + nr) of a job's output for every token.
+    void matmul_rows(const MatmulJob& job, int64_t n_tok, int64_t r0, int64_t nr) const;
+
     // Attention (backend_cpu_attention.cpp): a task per (token, head) for batches; a three-phase
     // schedule of the same arithmetic for one token.
     void attention_rows(const Tensor& q, const KvCache& kv, int32_t il, int32_t pos0, const AttentionParams& p,
@@ -46,7 +67,7 @@ private:
                           Tensor& out);
 
     ThreadPool pool_;
-    std::vector<uint8_t> act_buf_;               // activations converted to the weights' dot type
+    std::vector<uint8_t> act_buf_[kMaxJobs];         // activations converted to the weights' dot types
     std::vector<std::vector<float>> thread_buf_;     // per-thread scratch (attention scores, lanes)
     std::vector<std::vector<uint16_t>> thread_f16_;  // per-thread scratch (attention's f16 query head)
     std::vector<float> decode_buf_;                  // decode attention: rounded queries, scores

@@ -36,14 +36,15 @@ void forward_gemma3(Backend& be, const ModelConfig& c, const ModelWeights& w, Kv
 
         // xn = rmsnorm(x) * attn_norm
         be.rms_norm(x, l.attn_norm, c.norm_eps, c.n_embd, xn);
-        // q = rmsnorm_per_head(Wq xn) * attn_q_norm; the projection goes through `attn` (free until the
-        // attention writes it) so that no backend operation has to work in place.
-        be.matmul(l.attn_q, xn, attn);
+        // q = rmsnorm_per_head(Wq xn) * attn_q_norm, k = rmsnorm_per_head(Wk xn) * attn_k_norm, v = Wv xn.
+        // The raw q projection goes through `attn` (free until the attention writes it) and k's through
+        // its own buffer, so that no backend operation has to work in place.
+        Tensor k_raw = b.k_raw.rows(0, n);
+        const Weight* qkv_w[3] = {&l.attn_q, &l.attn_k, &l.attn_v};
+        Tensor* qkv[3] = {&attn, &k_raw, &v};
+        be.matmul_shared(xn, qkv_w, qkv, 3);
         be.rms_norm(attn, l.attn_q_norm, c.norm_eps, c.head_dim, q);
-        // k = rmsnorm_per_head(Wk xn) * attn_k_norm, through `v` (written by its own projection next)
-        be.matmul(l.attn_k, xn, v);
-        be.rms_norm(v, l.attn_k_norm, c.norm_eps, c.head_dim, k);
-        be.matmul(l.attn_v, xn, v);
+        be.rms_norm(k_raw, l.attn_k_norm, c.norm_eps, c.head_dim, k);
         // rotate q and k by their positions (NEOX pairs), then save k and v at those positions
         be.rope(q, rope_q, b.positions.data());
         be.rope(k, rope_k, b.positions.data());
@@ -59,9 +60,7 @@ void forward_gemma3(Backend& be, const ModelConfig& c, const ModelWeights& w, Kv
 
         // x = x + rmsnorm(W_down (gelu_tanh(W_gate xn) * W_up xn)) * post_ffw_norm, xn = rmsnorm(x) * ffn_norm
         be.rms_norm(x, l.ffn_norm, c.norm_eps, c.n_embd, xn);
-        be.matmul(l.ffn_gate, xn, gate);
-        be.matmul(l.ffn_up, xn, up);
-        be.glu(gate, up, c.ffn_act, gate);
+        be.matmul_glu(l.ffn_gate, l.ffn_up, xn, c.ffn_act, up, gate);
         be.matmul(l.ffn_down, gate, proj);
         be.rms_norm(proj, l.post_ffw_norm, c.norm_eps, c.n_embd, xn);
         be.add(x, xn);

@@ -25,9 +25,9 @@ void forward_llama(Backend& be, const ModelConfig& c, const ModelWeights& w, KvC
 
         // attention block: xn = rmsnorm(x) * attn_norm; q, k, v projections
         be.rms_norm(x, l.attn_norm, c.norm_eps, c.n_embd, xn);
-        be.matmul(l.attn_q, xn, q);
-        be.matmul(l.attn_k, xn, k);
-        be.matmul(l.attn_v, xn, v);
+        const Weight* qkv_w[3] = {&l.attn_q, &l.attn_k, &l.attn_v};
+        Tensor* qkv[3] = {&q, &k, &v};
+        be.matmul_shared(xn, qkv_w, qkv, 3);
         // rotate q and k by their positions, then save k and v at those positions
         be.rope(q, rope_q, b.positions.data());
         be.rope(k, rope_k, b.positions.data());
@@ -43,9 +43,7 @@ void forward_llama(Backend& be, const ModelConfig& c, const ModelWeights& w, KvC
 
         // feed-forward block: x = x + W_down (silu(W_gate xn) * W_up xn), xn = rmsnorm(x) * ffn_norm
         be.rms_norm(x, l.ffn_norm, c.norm_eps, c.n_embd, xn);
-        be.matmul(l.ffn_gate, xn, gate);
-        be.matmul(l.ffn_up, xn, up);
-        be.glu(gate, up, c.ffn_act, gate);
+        be.matmul_glu(l.ffn_gate, l.ffn_up, xn, c.ffn_act, up, gate);
         be.matmul(l.ffn_down, gate, proj);
         be.add(x, proj);
         if (batch.hooks) batch.hooks->layer_done(il);

@@ -11,6 +11,7 @@ void ForwardBuffers::allocate(Backend& backend, const ModelConfig& c, int32_t ba
     xn = backend.alloc(batch, c.n_embd);
     q = backend.alloc(batch, c.q_dim());
     k = backend.alloc(batch, c.kv_dim());
+    k_raw = backend.alloc(batch, c.kv_dim());
     v = backend.alloc(batch, c.v_dim());
     attn = backend.alloc(batch, c.q_dim());
     proj = backend.alloc(batch, c.n_embd);
@@ -21,7 +22,7 @@ void ForwardBuffers::allocate(Backend& backend, const ModelConfig& c, int32_t ba
 }
 
 void ForwardBuffers::release(Backend& backend) {
-    for (Tensor* t : {&x, &xn, &q, &k, &v, &attn, &proj, &gate, &up, &logits})
+    for (Tensor* t : {&x, &xn, &q, &k, &k_raw, &v, &attn, &proj, &gate, &up, &logits})
         if (t->data) backend.free(*t);
     max_batch = 0;
 }

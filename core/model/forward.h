@@ -17,6 +17,7 @@ struct ForwardBuffers {
     Tensor xn;      // [max_batch, n_embd]   normalised input of a sub-layer
     Tensor q;       // [max_batch, q_dim]
     Tensor k;       // [max_batch, kv_dim]
+    Tensor k_raw;   // [max_batch, kv_dim]   k before its per-head norm (QK-norm architectures)
     Tensor v;       // [max_batch, kv_dim]
     Tensor attn;    // [max_batch, q_dim]    attention output, heads concatenated
     Tensor proj;    // [max_batch, n_embd]   output projection of a sub-layer

@@ -69,6 +69,15 @@ public:
         });
     }
 
+    // The fused forms as their defaults: through the matmul and glu above.
+    void matmul_shared(const Tensor& x, const Weight* const* weights, Tensor* const* outs, int n) override {
+        Backend::matmul_shared(x, weights, outs, n);
+    }
+    void matmul_glu(const Weight& gate, const Weight& up, const Tensor& x, Activation act, Tensor& up_scratch,
+                    Tensor& out) override {
+        Backend::matmul_glu(gate, up, x, act, up_scratch, out);
+    }
+
     // The GPU's attention math over the CPU's KV cache (K rows then V rows per block, f16). With a
     // capture request the production CPU attention runs instead (the tests here capture nothing).
     void attention(const Tensor& q, const KvCache& kv, int32_t il, int32_t pos0, const AttentionParams& p,

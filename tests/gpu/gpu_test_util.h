@@ -60,6 +60,7 @@ inline void upload(Backend& b, Tensor& t, const std::vector<float>& host) {
         std::memcpy(t.data, host.data(), bytes);
         return;
     }
+    b.synchronize();  // also tells the backend that memory changed behind its back (its matmul input cache)
     device_sync("upload");
     if (cudaMemcpy(t.data, host.data(), bytes, cudaMemcpyHostToDevice) != cudaSuccess) throw Error("upload failed");
     device_sync("upload");
@@ -72,6 +73,7 @@ inline void poison(Backend& b, Tensor& t) {
         std::memset(t.data, 0xFF, bytes);
         return;
     }
+    b.synchronize();
     device_sync("poison");
     if (cudaMemset(t.data, 0xFF, bytes) != cudaSuccess) throw Error("poison failed");
     device_sync("poison");

@@ -1,7 +1,7 @@
 // Every CUDA backend operation against the CPU backend (the reference) on random inputs of several
 // shapes, with the tolerance of each comparison stated in its PASS/FAIL line. Matmul and embedding
-// are also checked against an exact double-precision product of the dequantized weights, which the
-// GPU (float32 activations) should match much more tightly than the CPU (Q8 activations) does.
+// are also checked against an exact double-precision product of the dequantized weights, and the
+// GEMV of quantized weights (8-bit activations) against the host emulation of its integer arithmetic.
 // Outputs are poisoned with NaN first, so an element a kernel forgets to write fails the check.
 // Besides the general shapes, the shapes and types of Gemma 3 270M (Q4_K_M file): rows of 640 (not a
 // multiple of 256: legacy types with idle lanes), the 262144-row Q8_0 embedding/output, head_dim 256
@@ -188,7 +188,8 @@ void test_matmul(Backend& cpu, Backend& cuda) {
 void test_matmul_input_reuse(Backend& cuda) {
     constexpr int64_t n = 256;
     TestWeight wa(GgmlType::Q4_0, n, n, 901, 0.06f), wb(GgmlType::Q6_K, n, n, 902, 0.06f);
-    Prepared pa(cuda, wa), pb(cuda, wb);
+    TestWeight wf(GgmlType::F16, n, n, 905, 0.06f);
+    Prepared pa(cuda, wa), pb(cuda, wb), pf(cuda, wf);
     for (int32_t nt : {1, 5}) {
         std::vector<float> x = random_floats(size_t(nt * n), 903);
         const std::vector<float> y = random_floats(size_t(nt * n), 904);
@@ -202,11 +203,11 @@ void test_matmul_input_reuse(Backend& cuda) {
         expect_close("reuse: first product" + tag, q8_product(wa, x, nt), download(cuda, o1.t), 2e-5);
         expect_close("reuse: second product of the same input" + tag, q8_product(wb, x, nt), download(cuda, o2.t), 2e-5);
 
-        cuda.matmul(wa.w(), xg.t, o1.t);
-        cuda.matmul(wb.w(), o1.t, xg.t);  // writes over x, quantized two matmuls ago
+        cuda.matmul(wa.w(), xg.t, o1.t);  // quantizes x
+        cuda.matmul(wf.w(), o1.t, xg.t);  // a float-weight GEMV (no quantization) writes over x
         cuda.matmul(wa.w(), xg.t, o3.t);
         const std::vector<float> x2 = download(cuda, xg.t);
-        expect_close("reuse: input rewritten by a matmul in between" + tag, q8_product(wa, x2, nt), download(cuda, o3.t), 2e-5);
+        expect_close("reuse: input rewritten by a float-weight matmul" + tag, q8_product(wa, x2, nt), download(cuda, o3.t), 2e-5);
 
         cuda.matmul(wa.w(), yg.t, o1.t);
         cuda.add(yg.t, o1.t);  // changes the quantized input in place
@@ -214,6 +215,65 @@ void test_matmul_input_reuse(Backend& cuda) {
         const std::vector<float> y2 = download(cuda, yg.t);
         expect_close("reuse: input changed by add" + tag, q8_product(wa, y2, nt), download(cuda, o2.t), 2e-5);
     }
+    // A NaN in the input of the 8-bit GEMV reaches every output row, as it does in float.
+    std::vector<float> x = random_floats(size_t(n), 906);
+    x[37] = NAN;
+    OwnedTensor xg(cuda, 1, n), og(cuda, 1, n);
+    upload(cuda, xg.t, x);
+    cuda.matmul(wa.w(), xg.t, og.t);
+    const std::vector<float> got = download(cuda, og.t);
+    report(std::all_of(got.begin(), got.end(), [](float v) { return std::isnan(v); }), "GEMV Q4_0: a NaN input gives NaN outputs");
+}
+
+// The fused forms (one launch for q/k/v, one for gate/up with the activation) against the separate
+// operations on the GPU: the same arithmetic per element, so equal up to the compiler's fused
+// multiply-adds. Mixed types and prefill batches take the separate operations (defaults).
+void test_fused_matmuls(Backend& cuda) {
+    constexpr int64_t n_in = 576, q_dim = 576, kv_dim = 192, n_ff = 1536;
+    struct Qkv {
+        GgmlType q, k, v;
+    };
+    for (const Qkv& types : {Qkv{GgmlType::Q4_1, GgmlType::Q4_1, GgmlType::Q4_1}, Qkv{GgmlType::Q5_0, GgmlType::Q5_0, GgmlType::Q8_0},
+                             Qkv{GgmlType::Q6_K, GgmlType::Q6_K, GgmlType::Q6_K}}) {
+        TestWeight wq(types.q, n_in, q_dim, 911, 0.04f), wk(types.k, n_in, kv_dim, 912, 0.04f), wv(types.v, n_in, kv_dim, 913, 0.04f);
+        Prepared pq(cuda, wq), pk(cuda, wk), pv(cuda, wv);
+        for (int32_t nt : {1, 4, 12}) {
+            const std::vector<float> x = random_floats(size_t(nt * n_in), 914 + uint64_t(nt));
+            OwnedTensor xg(cuda, nt, n_in), q0(cuda, nt, q_dim), k0(cuda, nt, kv_dim), v0(cuda, nt, kv_dim);
+            OwnedTensor q1(cuda, nt, q_dim), k1(cuda, nt, kv_dim), v1(cuda, nt, kv_dim);
+            upload(cuda, xg.t, x);
+            for (OwnedTensor* o : {&q1, &k1, &v1}) poison(cuda, o->t);
+            cuda.matmul(wq.w(), xg.t, q0.t);
+            cuda.matmul(wk.w(), xg.t, k0.t);
+            cuda.matmul(wv.w(), xg.t, v0.t);
+            const Weight* ws[3] = {&wq.w(), &wk.w(), &wv.w()};
+            Tensor* outs[3] = {&q1.t, &k1.t, &v1.t};
+            cuda.matmul_shared(xg.t, ws, outs, 3);
+            const std::string what = "matmul_shared " + ggml_type_name(types.q) + "/" + ggml_type_name(types.k) + "/" +
+                                     ggml_type_name(types.v) + " tokens " + std::to_string(nt);
+            expect_close(what + " q vs matmul", download(cuda, q0.t), download(cuda, q1.t), 1e-6);
+            expect_close(what + " k vs matmul", download(cuda, k0.t), download(cuda, k1.t), 1e-6);
+            expect_close(what + " v vs matmul", download(cuda, v0.t), download(cuda, v1.t), 1e-6);
+        }
+    }
+    for (GgmlType type : {GgmlType::Q4_1, GgmlType::Q5_0, GgmlType::Q4_K})
+        for (Activation act : {Activation::SILU, Activation::GELU_TANH}) {
+            TestWeight wg(type, n_in, n_ff, 921, 0.04f), wu(type, n_in, n_ff, 922, 0.04f);
+            Prepared pg(cuda, wg), pu(cuda, wu);
+            for (int32_t nt : {1, 4, 12}) {
+                const std::vector<float> x = random_floats(size_t(nt * n_in), 923 + uint64_t(nt));
+                OwnedTensor xg(cuda, nt, n_in), g0(cuda, nt, n_ff), u0(cuda, nt, n_ff), g1(cuda, nt, n_ff), u1(cuda, nt, n_ff);
+                upload(cuda, xg.t, x);
+                poison(cuda, g1.t);
+                cuda.matmul(wg.w(), xg.t, g0.t);
+                cuda.matmul(wu.w(), xg.t, u0.t);
+                cuda.glu(g0.t, u0.t, act, g0.t);
+                cuda.matmul_glu(wg.w(), wu.w(), xg.t, act, u1.t, g1.t);
+                expect_close("matmul_glu " + ggml_type_name(type) + (act == Activation::SILU ? " silu" : " gelu") + " tokens " +
+                                 std::to_string(nt) + " vs matmul, matmul, glu",
+                             download(cuda, g0.t), download(cuda, g1.t), 1e-5);
+            }
+        }
 }
 
 void test_rms_norm(Backend& cpu, Backend& cuda) {
@@ -625,6 +685,7 @@ int main() {
         test_glu_add(cpu, *cuda);
         test_matmul(cpu, *cuda);
         test_matmul_input_reuse(*cuda);
+        test_fused_matmuls(*cuda);
         test_attention(cpu, *cuda);
         test_attention_scale_q(cpu, *cuda);
         test_decode_graph(cpu, *cuda);

@@ -106,8 +106,8 @@ void check_type() {
 void check_activations() {
     constexpr int64_t n = 4096;
     std::vector<float> x = bell_floats(size_t(n), 99);
-    for (int i = 0; i < 32; ++i) x[size_t(64 + i)] = 0.0f;  // an all-zero part: scale 0, no division by zero
-    x[200] = 1e-30f;                                         // tiny amax
+    for (int i = 0; i < 32; ++i) x[size_t(64 + i)] = 0.0f;   // an all-zero part: scale 0, no division by zero
+    for (int i = 0; i < 32; ++i) x[size_t(192 + i)] *= 1e-30f;  // a part of tiny values (scale ~1e-32)
     const wb::gputest::Q8Activations a = wb::gputest::quantize_activations_q8(x.data(), 1, n);
     std::vector<wb::BlockQ8_1> cpu(size_t(n / wb::kQK));
     wb::quantize_row(GgmlType::Q8_1, x.data(), cpu.data(), n);
@@ -119,6 +119,14 @@ void check_activations() {
         const cu::Q8Scale s = a.scale[size_t(p)];
         if (wb::f32_to_fp16(s.d) != b.d || wb::f32_to_fp16(s.s) != b.s)
             fail("activation part %lld (%lld): scale %g, CPU Q8_1 %g", "q8", p, 0, s.d, wb::fp16_to_f32(b.d));
+    }
+    // A NaN or infinity makes its part's scale NaN (and only that part's), so products are NaN.
+    for (float bad : {NAN, INFINITY}) {
+        std::vector<float> y = bell_floats(64, 5);
+        y[40] = bad;
+        const wb::gputest::Q8Activations b = wb::gputest::quantize_activations_q8(y.data(), 1, 64);
+        if (!std::isnan(b.scale[1].d) || !std::isnan(b.scale[1].s) || std::isnan(b.scale[0].d))
+            fail("non-finite input %lld (%lld): scales %g, %g", "q8", 0, 0, b.scale[0].d, b.scale[1].d);
     }
     std::printf("q8 activations %s\n", g_failures == before ? "ok" : "FAIL");
 }
