@@ -81,9 +81,10 @@ private:
     // Changes whenever a scratch buffer a recorded step may use is reallocated.
     uint64_t scratch_generation() const;
     bool recording() const { return step_ == StepMode::CAPTURE; }
-    // Every operation but the matmuls (matmul, matmul_shared, matmul_glu) calls this first: consecutive matmuls of the same input share one
-    // quantization of it (MatmulWorkspace::forget_q8), and anything else may have changed it. Also
-    // the step boundaries, so a recorded step never relies on work done outside it. Never throws.
+    // Every operation but the matmuls (matmul, matmul_shared, matmul_glu) calls this first:
+    // consecutive matmuls of the same input share one quantization of it (MatmulWorkspace::forget_q8),
+    // and anything else may have changed it. Also the step boundaries, so a recorded step never relies
+    // on work done outside it. Never throws.
     void end_matmul_run() { matmul_ws_.forget_q8(); }
 
     int device_ = 0;

@@ -280,8 +280,10 @@ void gemm_cublas(const MatmulArgs& a, MatmulWorkspace& ws, cudaStream_t stream) 
 }
 
 void check_args(const MatmulArgs& a) {
-    if (a.n_in % kPart != 0)
-        throw Error("CUDA matmul: row length " + std::to_string(a.n_in) + " is not a multiple of 32");
+    const int64_t block = ggml_type_traits(a.type).block_elems;
+    if (a.n_in % kPart != 0 || block <= 0 || a.n_in % block != 0)
+        throw Error("CUDA matmul: row length " + std::to_string(a.n_in) + " is not a whole number of " +
+                    ggml_type_name(a.type) + " blocks (and of 32)");
 }
 
 }  // namespace
@@ -298,7 +300,11 @@ void matmul(const MatmulArgs& a, MatmulWorkspace& ws, cudaStream_t stream) {
     if (a.n_tok <= kGemvMaxTokens) {
         dispatch_weight_type(a.type, [&](auto tc) {
             constexpr GgmlType T = decltype(tc)::value;
-            if constexpr (!has_int_part(T)) launch_gemv<T>(a, stream);
+            if constexpr (!has_int_part(T)) {
+                launch_gemv<T>(a, stream);
+            } else {
+                throw Error("CUDA matmul: internal error, a quantized type on the float GEMV");
+            }
         });
     } else {
         gemm_cublas(a, ws, stream);
@@ -319,7 +325,7 @@ void matmul_shared(const MatmulArgs* a, int n, MatmulWorkspace& ws, cudaStream_t
         g.m[i] = a[i];
         g.first_block[i + 1] = g.first_block[i] + unsigned(ceil_div(a[i].n_out, kGemvWarps));
     }
-    if (a[0].n_tok <= 0) return;
+    if (a[0].n_tok <= 0 || g.first_block[n] == 0) return;
     quantize_activations(a[0], ws, stream);
     const auto* xq = static_cast<const int8_t*>(ws.xq8.get());
     const auto* xs = static_cast<const Q8Scale*>(ws.xq8_scales.get());

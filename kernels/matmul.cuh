@@ -37,8 +37,9 @@ struct MatmulWorkspace {
     DeviceBuffer xq8_scales;          // their scales: [n_tok][n_in / 32] Q8Scale
 
     // Which activations xq8 holds, so the matmuls that share an input (q/k/v, gate/up) quantize it
-    // once. The backend calls forget_q8() from every operation but matmul, and matmul() itself when
-    // its output overlaps them, so a run of consecutive matmuls of the same x is the only reuse.
+    // once. The backend calls forget_q8() from every operation but the matmuls; matmul(),
+    // matmul_shared() and matmul_glu() call it when their output overlaps those activations, and
+    // before (re)filling the buffers. So a run of consecutive matmuls of the same x is the only reuse.
     const float* q8_x = nullptr;
     int64_t q8_rows = 0, q8_cols = 0;
     void forget_q8() { q8_x = nullptr; }

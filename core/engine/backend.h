@@ -96,15 +96,17 @@ public:
 
     // ---- Fused forms, with defaults made of the operations above ----
     //
-    // Each computes exactly what its default computes; a backend overrides one to do it in fewer
-    // passes (the CPU backend: one parallel loop instead of several, each with its barrier; the CUDA
-    // backend: one kernel launch instead of several).
+    // Each output element is computed with the arithmetic of the default (the CPU backend's results
+    // are bit-identical; a GPU's may differ by how its compiler fuses multiply-adds); a backend
+    // overrides one to do it in fewer passes (the CPU backend: one parallel loop for the products
+    // instead of one per weight, each ending in a barrier; the CUDA backend: one kernel launch).
 
     // The projections of one input: *outs[i] = weights[i] x for i < n (q, k and v).
     virtual void matmul_shared(const Tensor& x, const Weight* const* weights, Tensor* const* outs, int n) {
         for (int i = 0; i < n; ++i) matmul(*weights[i], x, *outs[i]);
     }
-    // The gated feed-forward input: out = act(W_gate x) * (W_up x); up_scratch is of out's shape.
+    // The gated feed-forward input: out = act(W_gate x) * (W_up x). up_scratch, of out's shape, may
+    // receive W_up x or be left untouched; its contents afterwards are unspecified.
     virtual void matmul_glu(const Weight& gate, const Weight& up, const Tensor& x, Activation act, Tensor& up_scratch,
                             Tensor& out) {
         matmul(gate, x, out);

@@ -237,6 +237,8 @@ void CpuBackend::matmul(const Weight& w, const Tensor& x, Tensor& out) {
 }
 
 void CpuBackend::matmul_shared(const Tensor& x, const Weight* const* weights, Tensor* const* outs, int n) {
+    if (n <= 0) return;
+    if (n > kMaxJobs) return Backend::matmul_shared(x, weights, outs, n);
     run_matmuls(x, weights, outs, n);
 }
 

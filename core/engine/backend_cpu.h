@@ -54,7 +54,9 @@ private:
     // Fills jobs[i] for weights[i] -> outs[i], converting x once per dot type (at most kMaxJobs).
     static constexpr int kMaxJobs = 3;
     void plan_matmuls(const Tensor& x, const Weight* const* weights, Tensor* const* outs, int n, MatmulJob* jobs);
-    // matmul and matmul_shared (not virtual: a subclass that overrides one keeps the other as it is).
+    // matmul and matmul_shared. Not virtual, and matmul_shared / matmul_glu do not call matmul: a
+    // subclass that overrides matmul to change its arithmetic must override those two as well (as
+    // tests/gpu/gpu_reference_backend.h does, with the Backend defaults).
     void run_matmuls(const Tensor& x, const Weight* const* weights, Tensor* const* outs, int n);
     // Rows [r0, r0 + nr) of a job's output for every token.
     void matmul_rows(const MatmulJob& job, int64_t n_tok, int64_t r0, int64_t nr) const;

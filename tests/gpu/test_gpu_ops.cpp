@@ -220,6 +220,7 @@ void test_matmul_input_reuse(Backend& cuda) {
     x[37] = NAN;
     OwnedTensor xg(cuda, 1, n), og(cuda, 1, n);
     upload(cuda, xg.t, x);
+    upload(cuda, og.t, std::vector<float>(size_t(n), 0.0f));  // finite before: NaN must come from the kernel
     cuda.matmul(wa.w(), xg.t, og.t);
     const std::vector<float> got = download(cuda, og.t);
     report(std::all_of(got.begin(), got.end(), [](float v) { return std::isnan(v); }), "GEMV Q4_0: a NaN input gives NaN outputs");
@@ -229,7 +230,9 @@ void test_matmul_input_reuse(Backend& cuda) {
 // operations on the GPU: the same arithmetic per element, so equal up to the compiler's fused
 // multiply-adds. Mixed types and prefill batches take the separate operations (defaults).
 void test_fused_matmuls(Backend& cuda) {
-    constexpr int64_t n_in = 576, q_dim = 576, kv_dim = 192, n_ff = 1536;
+    // Rows of 768 (whole K-quant super-blocks); a q of 70 rows leaves the last block of its rows
+    // part-idle in the middle of the launch.
+    constexpr int64_t n_in = 768, q_dim = 70, kv_dim = 192, n_ff = 1536;
     struct Qkv {
         GgmlType q, k, v;
     };
@@ -243,12 +246,13 @@ void test_fused_matmuls(Backend& cuda) {
             OwnedTensor q1(cuda, nt, q_dim), k1(cuda, nt, kv_dim), v1(cuda, nt, kv_dim);
             upload(cuda, xg.t, x);
             for (OwnedTensor* o : {&q1, &k1, &v1}) poison(cuda, o->t);
-            cuda.matmul(wq.w(), xg.t, q0.t);
-            cuda.matmul(wk.w(), xg.t, k0.t);
-            cuda.matmul(wv.w(), xg.t, v0.t);
+            // The fused form first, so it quantizes the input itself.
             const Weight* ws[3] = {&wq.w(), &wk.w(), &wv.w()};
             Tensor* outs[3] = {&q1.t, &k1.t, &v1.t};
             cuda.matmul_shared(xg.t, ws, outs, 3);
+            cuda.matmul(wq.w(), xg.t, q0.t);
+            cuda.matmul(wk.w(), xg.t, k0.t);
+            cuda.matmul(wv.w(), xg.t, v0.t);
             const std::string what = "matmul_shared " + ggml_type_name(types.q) + "/" + ggml_type_name(types.k) + "/" +
                                      ggml_type_name(types.v) + " tokens " + std::to_string(nt);
             expect_close(what + " q vs matmul", download(cuda, q0.t), download(cuda, q1.t), 1e-6);
