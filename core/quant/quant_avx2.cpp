@@ -607,6 +607,40 @@ void fma_f16_row_avx2(float a, const uint16_t* x, float* y, int64_t n) {
 // Decode attention's runs of keys (quant.h). The key row is converted once into kf and then dotted
 // with every query head of its group; per head the accumulators and their reduction are those of
 // dot_f16_lanes8 / dot_f16_step32 above, so each score is bit-identical to one dot_f16_f16 call.
+// kStep32 for rows of whole runs of 32, four keys at a time: the four keys' 8-lane sums are reduced
+// together (three hadds for four keys instead of two per key), in the association of the one-key
+// reduction below, so every score is bit-identical to it. Returns the keys done (a multiple of 4).
+constexpr int64_t kBy4MaxDim = 256;  // rows up to this long (every known head dim) take it
+int64_t dot_f16_keys_step32_by4(int64_t n, const uint16_t* k, int64_t k_stride, int64_t n_keys, const float* q,
+                                int64_t q_stride, int g, float* out, int64_t out_stride) {
+    alignas(32) float kf[4][kBy4MaxDim];
+    const int64_t n4 = n_keys / 4 * 4;
+    for (int64_t j0 = 0; j0 < n4; j0 += 4) {
+        for (int r = 0; r < 4; ++r) {
+            const uint16_t* kj = k + (j0 + r) * k_stride;
+            for (int64_t e = 0; e < n; e += 8) _mm256_store_ps(kf[r] + e, load8(kj + e));
+        }
+        for (int i = 0; i < g; ++i) {
+            const float* qi = q + i * q_stride;
+            __m128 t[4];
+            for (int r = 0; r < 4; ++r) {
+                __m256 acc[4] = {_mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps()};
+                for (int64_t b = 0; b < n; b += 32)
+                    for (int u = 0; u < 4; ++u)
+                        acc[u] = _mm256_fmadd_ps(_mm256_load_ps(kf[r] + b + 8 * u), _mm256_loadu_ps(qi + b + 8 * u), acc[u]);
+                const __m256 a = _mm256_add_ps(_mm256_add_ps(acc[0], acc[2]), _mm256_add_ps(acc[1], acc[3]));
+                t[r] = _mm_add_ps(_mm256_castps256_ps128(a), _mm256_extractf128_ps(a, 1));
+            }
+            // hadd(hadd(t0, t1), hadd(t2, t3)) = ((t_r0 + t_r1) + (t_r2 + t_r3)) for r = 0..3.
+            const __m128 sums = _mm_hadd_ps(_mm_hadd_ps(t[0], t[1]), _mm_hadd_ps(t[2], t[3]));
+            alignas(16) float s4[4];
+            _mm_store_ps(s4, sums);
+            for (int r = 0; r < 4; ++r) out[i * out_stride + j0 + r] = s4[r];
+        }
+    }
+    return n4;
+}
+
 void dot_f16_keys_avx2(F16DotOrder order, int64_t n, const uint16_t* k, int64_t k_stride, int64_t n_keys, const float* q,
                   int64_t q_stride, int g, float* out, int64_t out_stride) {
     constexpr int64_t kMaxDim = 1024;  // head dims beyond it (none known) take the scalar loop
@@ -617,7 +651,10 @@ void dot_f16_keys_avx2(F16DotOrder order, int64_t n, const uint16_t* k, int64_t 
     alignas(32) float kf[kMaxDim];
     const bool step32 = order == F16DotOrder::kStep32;
     const int64_t whole = step32 ? n / 32 * 32 : n / 8 * 8;
-    for (int64_t j = 0; j < n_keys; ++j) {
+    int64_t j = 0;
+    if (step32 && whole == n && n <= kBy4MaxDim)
+        j = dot_f16_keys_step32_by4(n, k, k_stride, n_keys, q, q_stride, g, out, out_stride);
+    for (; j < n_keys; ++j) {
         const uint16_t* kj = k + j * k_stride;
         int64_t e = 0;
         for (; e + 8 <= n; e += 8) _mm256_store_ps(kf + e, load8(kj + e));
