@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "engine/backend.h"
+#include "bell_floats.h"
 #include "engine/backend_cpu.h"
 #include "util/error.h"
 
@@ -128,20 +129,7 @@ inline void expect_close(const std::string& what, const std::vector<float>& ref,
     report(s.non_finite == 0 && s.rel_l2 <= tol, what + buf);
 }
 
-inline std::vector<float> random_floats(size_t n, uint64_t seed, float sigma = 1.0f) {
-    std::vector<float> v(n);
-    uint64_t s = seed * 0x9e3779b97f4a7c15ull + 1;
-    for (auto& x : v) {
-        // Sum of uniforms: a cheap bell shape, enough for test inputs.
-        float acc = 0.0f;
-        for (int k = 0; k < 4; ++k) {
-            s = s * 6364136223846793005ull + 1442695040888963407ull;
-            acc += float(s >> 40) * (1.0f / 16777216.0f) - 0.5f;
-        }
-        x = sigma * acc * 1.732f;
-    }
-    return v;
-}
+inline std::vector<float> random_floats(size_t n, uint64_t seed, float sigma = 1.0f) { return bell_floats(n, seed, sigma); }
 
 inline int finish(const char* name) {
     if (failures() == 0) std::printf("%s: all checks passed\n", name);

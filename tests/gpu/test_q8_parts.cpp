@@ -13,6 +13,7 @@
 #include <cstring>
 #include <vector>
 
+#include "bell_floats.h"
 #include "q8_parts.h"
 #include "q8_reference.h"
 #include "quant/quant.h"
@@ -34,20 +35,6 @@ void fail(const char* fmt, const char* type, long long a, long long b, double x,
     }
 }
 
-std::vector<float> bell_floats(size_t n, uint64_t seed) {
-    std::vector<float> v(n);
-    uint64_t s = seed * 0x9e3779b97f4a7c15ull + 1;
-    for (float& x : v) {
-        float acc = 0.0f;
-        for (int k = 0; k < 4; ++k) {
-            s = s * 6364136223846793005ull + 1442695040888963407ull;
-            acc += float(s >> 40) * (1.0f / 16777216.0f) - 0.5f;
-        }
-        x = acc;
-    }
-    return v;
-}
-
 template <GgmlType T>
 void check_type() {
     const std::string name = wb::ggml_type_name(T);
@@ -55,7 +42,7 @@ void check_type() {
     const size_t row_bytes = wb::ggml_row_bytes(T, n_in);
     std::vector<uint8_t> data(row_bytes * n_rows);
     wb::fill_random_rows(T, n_in, n_rows, 0.5f, 0.1f, 11, /*random_blocks=*/true, data.data());
-    const std::vector<float> x = bell_floats(size_t(n_in), uint64_t(T) + 5);
+    const std::vector<float> x = wb::bell_floats(size_t(n_in), uint64_t(T) + 5, 0.6f);
     const wb::gputest::Q8Activations xa = wb::gputest::quantize_activations_q8(x.data(), 1, n_in);
     const int before = g_failures;
 
@@ -105,7 +92,7 @@ void check_type() {
 // Activation parts against the CPU's Q8_1 quantization (llama.cpp's rounding).
 void check_activations() {
     constexpr int64_t n = 4096;
-    std::vector<float> x = bell_floats(size_t(n), 99);
+    std::vector<float> x = wb::bell_floats(size_t(n), 99, 0.6f);
     for (int i = 0; i < 32; ++i) x[size_t(64 + i)] = 0.0f;   // an all-zero part: scale 0, no division by zero
     for (int i = 0; i < 32; ++i) x[size_t(192 + i)] *= 1e-30f;  // a part of tiny values (scale ~1e-32)
     const wb::gputest::Q8Activations a = wb::gputest::quantize_activations_q8(x.data(), 1, n);
@@ -122,7 +109,7 @@ void check_activations() {
     }
     // A NaN or infinity makes its part's scale NaN (and only that part's), so products are NaN.
     for (float bad : {NAN, INFINITY}) {
-        std::vector<float> y = bell_floats(64, 5);
+        std::vector<float> y = wb::bell_floats(64, 5);
         y[40] = bad;
         const wb::gputest::Q8Activations b = wb::gputest::quantize_activations_q8(y.data(), 1, 64);
         if (!std::isnan(b.scale[1].d) || !std::isnan(b.scale[1].s) || std::isnan(b.scale[0].d))

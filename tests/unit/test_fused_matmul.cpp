@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "bell_floats.h"
 #include "engine/backend_cpu.h"
 #include "model/weights.h"
 #include "quant/quant.h"
@@ -48,16 +49,6 @@ struct HostTensor {
     HostTensor(int64_t rows, int64_t cols) : v(size_t(rows * cols), NAN), t{v.data(), rows, cols} {}
 };
 
-std::vector<float> random_floats(size_t n, uint64_t seed) {
-    std::vector<float> v(n);
-    uint64_t s = seed * 0x9e3779b97f4a7c15ull + 7;
-    for (float& x : v) {
-        s = s * 6364136223846793005ull + 1442695040888963407ull;
-        x = float(int64_t(s >> 40) - (int64_t(1) << 23)) / float(1 << 23);
-    }
-    return v;
-}
-
 bool same(const HostTensor& a, const HostTensor& b) {
     return std::memcmp(a.v.data(), b.v.data(), a.v.size() * sizeof(float)) == 0;
 }
@@ -66,7 +57,7 @@ void check_shared(CpuBackend& be, GgmlType tq, GgmlType tk, GgmlType tv, int64_t
     constexpr int64_t n_in = 512, q_dim = 512, kv_dim = 128;
     TestWeight wq(tq, n_in, q_dim, 1), wk(tk, n_in, kv_dim, 2), wv(tv, n_in, kv_dim, 3);
     HostTensor x(n_tok, n_in);
-    x.v = random_floats(size_t(n_tok * n_in), uint64_t(n_tok));
+    x.v = bell_floats(size_t(n_tok * n_in), uint64_t(n_tok));
     x.t.data = x.v.data();
     HostTensor q0(n_tok, q_dim), k0(n_tok, kv_dim), v0(n_tok, kv_dim), q1(n_tok, q_dim), k1(n_tok, kv_dim), v1(n_tok, kv_dim);
     be.matmul(wq.w, x.t, q0.t);
@@ -84,7 +75,7 @@ void check_glu(CpuBackend& be, GgmlType type, Activation act, int64_t n_tok) {
     constexpr int64_t n_in = 256, n_ff = 700;  // 700: not a multiple of the 16-row tasks or of 8 (SiLU's tail)
     TestWeight wg(type, n_in, n_ff, 4), wu(type, n_in, n_ff, 5);
     HostTensor x(n_tok, n_in);
-    x.v = random_floats(size_t(n_tok * n_in), uint64_t(n_tok) + 100);
+    x.v = bell_floats(size_t(n_tok * n_in), uint64_t(n_tok) + 100);
     x.t.data = x.v.data();
     HostTensor g0(n_tok, n_ff), u0(n_tok, n_ff), g1(n_tok, n_ff), u1(n_tok, n_ff);
     be.matmul(wg.w, x.t, g0.t);
