@@ -476,6 +476,22 @@ void CudaBackend::add(Tensor& x, const Tensor& y) {
     cuda::add({x.data, y.data, x.n_rows * x.n_cols}, stream_);
 }
 
+void CudaBackend::add_rms_norm(Tensor& x, const Tensor& y, const Weight& gain, float eps, Tensor& out) {
+    end_matmul_run();
+    if (gain.type != GgmlType::F32 || gain.n_in != x.n_cols)
+        throw Error("CUDA add_rms_norm: the gain must be F32 with one value per element of a row");
+    cuda::RmsNormArgs a;
+    a.x = x.data;
+    a.x_out = x.data;
+    a.residual = y.data;
+    a.gain = static_cast<const float*>(device_copy(gain));
+    a.out = out.data;
+    a.n_groups = x.n_rows;
+    a.group = x.n_cols;
+    a.eps = eps;
+    cuda::rms_norm(a, stream_);
+}
+
 void CudaBackend::read(const Tensor& x, float* host) {
     end_matmul_run();
     WB_CUDA_CHECK(cudaMemcpyAsync(host, x.data, size_t(x.n_rows * x.n_cols) * sizeof(float), cudaMemcpyDeviceToHost,

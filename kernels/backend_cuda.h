@@ -48,6 +48,7 @@ public:
                    Tensor& out) override;
     void glu(const Tensor& gate, const Tensor& up, Activation act, Tensor& out) override;
     void add(Tensor& x, const Tensor& y) override;
+    void add_rms_norm(Tensor& x, const Tensor& y, const Weight& gain, float eps, Tensor& out) override;
     void read(const Tensor& x, float* host) override;
     void synchronize() override;
 

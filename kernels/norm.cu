@@ -15,7 +15,18 @@ __global__ void rms_norm_kernel(RmsNormArgs a) {
     const float* in = a.x + int64_t(blockIdx.x) * a.group;
     float* o = a.out + int64_t(blockIdx.x) * a.group;
     double sum = 0.0;
-    for (int64_t j = threadIdx.x; j < a.group; j += blockDim.x) sum += double(in[j] * in[j]);
+    if (a.residual) {
+        // x += residual, element by element as the add kernel does, then the norm of the new x.
+        const float* r = a.residual + int64_t(blockIdx.x) * a.group;
+        float* xw = a.x_out + int64_t(blockIdx.x) * a.group;
+        for (int64_t j = threadIdx.x; j < a.group; j += blockDim.x) {
+            const float v = in[j] + r[j];
+            xw[j] = v;
+            sum += double(v * v);
+        }
+    } else {
+        for (int64_t j = threadIdx.x; j < a.group; j += blockDim.x) sum += double(in[j] * in[j]);
+    }
     __shared__ double partial[kNormThreads / kWarp];
 #pragma unroll
     for (int off = kWarp / 2; off > 0; off /= 2) sum += __shfl_xor_sync(0xffffffffu, sum, off);
@@ -24,7 +35,8 @@ __global__ void rms_norm_kernel(RmsNormArgs a) {
     double total = 0.0;
     for (int w = 0; w < kNormThreads / kWarp; ++w) total += partial[w];
     const float inv = 1.0f / sqrtf(float(total / double(a.group)) + a.eps);
-    // In-place safe: each element is read and written by the same thread after the reduction.
+    // In-place safe (out = x, or out = residual): each element is read and written by the same thread,
+    // and the writes come after the reduction.
     for (int64_t j = threadIdx.x; j < a.group; j += blockDim.x) o[j] = in[j] * inv * a.gain[j];
 }
 

@@ -8,6 +8,10 @@ namespace wb::cuda {
 
 struct RmsNormArgs {
     const float* x = nullptr;     // device: n_groups runs of `group` values, contiguous
+    // Optional residual step first: x += residual (same layout), written back to x; then x is
+    // normalised. x is then written, so it must be writable memory (x_out: the same address).
+    const float* residual = nullptr;
+    float* x_out = nullptr;
     const float* gain = nullptr;  // device: [group]
     float* out = nullptr;         // may equal x
     int64_t n_groups = 0;

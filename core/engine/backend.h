@@ -114,6 +114,13 @@ public:
         glu(out, up_scratch, act, out);
     }
 
+    // The residual step and the next sub-layer's input: x += y, then out = rmsnorm(x) * gain over
+    // whole rows. out may be y.
+    virtual void add_rms_norm(Tensor& x, const Tensor& y, const Weight& gain, float eps, Tensor& out) {
+        add(x, y);
+        rms_norm(x, gain, eps, x.n_cols, out);
+    }
+
     // ---- Optional, with defaults that do nothing (the CPU backend inherits them) ----
 
     // Waits until all queued work is done (a GPU backend's stream); used to time single layers.

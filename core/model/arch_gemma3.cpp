@@ -34,8 +34,12 @@ void forward_gemma3(Backend& be, const ModelConfig& c, const ModelWeights& w, Kv
         AttentionParams ap{c.n_head, c.n_head_kv, c.head_dim, c.attn_scale, local ? c.sliding_window : 0};
         ap.scale_q = true;
 
-        // xn = rmsnorm(x) * attn_norm
-        be.rms_norm(x, l.attn_norm, c.norm_eps, c.n_embd, xn);
+        // x = x + the previous layer's normalised FFN output (in xn), xn = rmsnorm(x) * attn_norm. The
+        // residual add waits for the norm it feeds: one operation for both.
+        if (il == 0)
+            be.rms_norm(x, l.attn_norm, c.norm_eps, c.n_embd, xn);
+        else
+            be.add_rms_norm(x, xn, l.attn_norm, c.norm_eps, xn);
         // q = rmsnorm_per_head(Wq xn) * attn_q_norm, k = rmsnorm_per_head(Wk xn) * attn_k_norm, v = Wv xn.
         // The raw q projection goes through `attn` (free until the attention writes it) and k's through
         // its own buffer, so that no backend operation has to work in place.
@@ -53,19 +57,18 @@ void forward_gemma3(Backend& be, const ModelConfig& c, const ModelWeights& w, Kv
         if (batch.hooks) batch.hooks->before_attention(il, n, batch.pos0, ap);
         be.attention(q, kv, il, batch.pos0, ap, attn);
         if (batch.hooks) batch.hooks->after_attention(il, n, batch.pos0, ap);
-        // x = x + rmsnorm(Wo attn) * post_attention_norm
+        // x = x + rmsnorm(Wo attn) * post_attention_norm, xn = rmsnorm(x) * ffn_norm
         be.matmul(l.attn_output, attn, proj);
         be.rms_norm(proj, l.post_attention_norm, c.norm_eps, c.n_embd, xn);
-        be.add(x, xn);
+        be.add_rms_norm(x, xn, l.ffn_norm, c.norm_eps, xn);
 
-        // x = x + rmsnorm(W_down (gelu_tanh(W_gate xn) * W_up xn)) * post_ffw_norm, xn = rmsnorm(x) * ffn_norm
-        be.rms_norm(x, l.ffn_norm, c.norm_eps, c.n_embd, xn);
+        // xn = rmsnorm(W_down (gelu_tanh(W_gate xn) * W_up xn)) * post_ffw_norm, added to x by the next step
         be.matmul_glu(l.ffn_gate, l.ffn_up, xn, c.ffn_act, up, gate);
         be.matmul(l.ffn_down, gate, proj);
         be.rms_norm(proj, l.post_ffw_norm, c.norm_eps, c.n_embd, xn);
-        be.add(x, xn);
         if (batch.hooks) batch.hooks->layer_done(il);
     }
+    if (c.n_layer > 0) be.add(x, xn);  // the last layer's FFN output
 
     // final norm and output head: logits = output . rmsnorm(x) * output_norm
     forward_logits(be, c, w, b, batch);

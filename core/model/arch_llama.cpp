@@ -23,8 +23,12 @@ void forward_llama(Backend& be, const ModelConfig& c, const ModelWeights& w, KvC
     for (int32_t il = 0; il < c.n_layer; ++il) {
         const LayerWeights& l = w.layers[size_t(il)];
 
-        // attention block: xn = rmsnorm(x) * attn_norm; q, k, v projections
-        be.rms_norm(x, l.attn_norm, c.norm_eps, c.n_embd, xn);
+        // attention block: x = x + the previous layer's FFN output (in proj), xn = rmsnorm(x) * attn_norm;
+        // q, k, v projections. The residual add waits for the norm it feeds: one operation for both.
+        if (il == 0)
+            be.rms_norm(x, l.attn_norm, c.norm_eps, c.n_embd, xn);
+        else
+            be.add_rms_norm(x, proj, l.attn_norm, c.norm_eps, xn);
         const Weight* qkv_w[3] = {&l.attn_q, &l.attn_k, &l.attn_v};
         Tensor* qkv[3] = {&q, &k, &v};
         be.matmul_shared(xn, qkv_w, qkv, 3);
@@ -37,17 +41,16 @@ void forward_llama(Backend& be, const ModelConfig& c, const ModelWeights& w, KvC
         if (batch.hooks) batch.hooks->before_attention(il, n, batch.pos0, ap);
         be.attention(q, kv, il, batch.pos0, ap, attn);
         if (batch.hooks) batch.hooks->after_attention(il, n, batch.pos0, ap);
-        // x = x + Wo attn
+        // x = x + Wo attn, xn = rmsnorm(x) * ffn_norm
         be.matmul(l.attn_output, attn, proj);
-        be.add(x, proj);
+        be.add_rms_norm(x, proj, l.ffn_norm, c.norm_eps, xn);
 
-        // feed-forward block: x = x + W_down (silu(W_gate xn) * W_up xn), xn = rmsnorm(x) * ffn_norm
-        be.rms_norm(x, l.ffn_norm, c.norm_eps, c.n_embd, xn);
+        // feed-forward block: proj = W_down (silu(W_gate xn) * W_up xn), added to x by the next step
         be.matmul_glu(l.ffn_gate, l.ffn_up, xn, c.ffn_act, up, gate);
         be.matmul(l.ffn_down, gate, proj);
-        be.add(x, proj);
         if (batch.hooks) batch.hooks->layer_done(il);
     }
+    if (c.n_layer > 0) be.add(x, proj);  // the last layer's FFN output
 
     // final norm and output head: logits = output . rmsnorm(x) * output_norm
     forward_logits(be, c, w, b, batch);

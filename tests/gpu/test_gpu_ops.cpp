@@ -309,6 +309,34 @@ void test_rms_norm(Backend& cpu, Backend& cuda) {
     }
 }
 
+// The residual add fused with the next norm (one kernel) against the CPU's add then rms_norm: the new
+// x and the normalised output, also with the output written over the residual (Gemma's xn).
+void test_add_rms_norm(Backend& cpu, Backend& cuda) {
+    for (int64_t cols : {576, 640, 4096})
+        for (bool out_is_y : {false, true}) {
+            constexpr int64_t rows = 3;
+            TestWeight gain(GgmlType::F32, cols, 1, uint64_t(cols) + 7, 0.2f, 1.0f);
+            Prepared prep(cuda, gain);
+            const std::vector<float> x = random_floats(size_t(rows * cols), uint64_t(cols) + 1, 3.0f);
+            const std::vector<float> y = random_floats(size_t(rows * cols), uint64_t(cols) + 2, 0.5f);
+            OwnedTensor xc(cpu, rows, cols), yc(cpu, rows, cols), oc(cpu, rows, cols);
+            OwnedTensor xg(cuda, rows, cols), yg(cuda, rows, cols), og(cuda, rows, cols);
+            upload(cpu, xc.t, x);
+            upload(cpu, yc.t, y);
+            upload(cuda, xg.t, x);
+            upload(cuda, yg.t, y);
+            poison(cuda, og.t);
+            Tensor& outc = out_is_y ? yc.t : oc.t;
+            Tensor& outg = out_is_y ? yg.t : og.t;
+            cpu.add(xc.t, yc.t);
+            cpu.rms_norm(xc.t, gain.w(), 1e-6f, cols, outc);
+            cuda.add_rms_norm(xg.t, yg.t, gain.w(), 1e-6f, outg);
+            const std::string what = "add_rms_norm " + std::to_string(rows) + "x" + std::to_string(cols) + (out_is_y ? " (out = y)" : "");
+            expect_close(what + ": x + y", download(cpu, xc.t), download(cuda, xg.t), 0.0);
+            expect_close(what + ": rmsnorm(x + y)", download(cpu, outc), download(cuda, outg), 1e-6);
+        }
+}
+
 void test_rope(Backend& cpu, Backend& cuda) {
     struct Case {
         RopeParams p;
@@ -685,6 +713,7 @@ int main() {
         std::printf("cpu:  %s\ncuda: %s\n", cpu.description().c_str(), cuda->description().c_str());
         test_embed(cpu, *cuda);
         test_rms_norm(cpu, *cuda);
+        test_add_rms_norm(cpu, *cuda);
         test_rope(cpu, *cuda);
         test_glu_add(cpu, *cuda);
         test_matmul(cpu, *cuda);
