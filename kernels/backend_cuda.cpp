@@ -6,6 +6,7 @@
 #include <string>
 
 #include "cuda_check.h"
+#include "dequant_parts.h"
 #include "elementwise.cuh"
 #include "embed.cuh"
 #include "gguf/gguf_file.h"
@@ -328,7 +329,20 @@ void CudaBackend::rms_norm(const Tensor& x, const Weight& gain, float eps, int64
     a.n_groups = x.n_rows * (x.n_cols / group);
     a.group = group;
     a.eps = eps;
+    launch_norm(a, out);
+}
+
+void CudaBackend::launch_norm(cuda::RmsNormArgs& a, const Tensor& out) {
+    // Whole rows of a decode-sized batch: the next matmuls of out take the 8-bit GEMV, so the norm
+    // kernel writes out's 8-bit parts too and they skip their quantize kernel.
+    const bool quantize = a.group == out.n_cols && a.group % cuda::kPart == 0 && out.n_rows <= cuda::kGemvMaxTokens;
+    if (quantize) {
+        const cuda::Q8Target t = cuda::q8_target(matmul_ws_, out.n_rows, out.n_cols, stream_);
+        a.q8 = t.q;
+        a.q8_scales = t.scales;
+    }
     cuda::rms_norm(a, stream_);
+    if (quantize) cuda::remember_q8(matmul_ws_, out.data, out.n_rows, out.n_cols);
 }
 
 cuda::MatmulArgs CudaBackend::matmul_args(const Weight& w, const Tensor& x, Tensor& out) const {
@@ -489,7 +503,7 @@ void CudaBackend::add_rms_norm(Tensor& x, const Tensor& y, const Weight& gain, f
     a.n_groups = x.n_rows;
     a.group = x.n_cols;
     a.eps = eps;
-    cuda::rms_norm(a, stream_);
+    launch_norm(a, out);
 }
 
 void CudaBackend::read(const Tensor& x, float* host) {

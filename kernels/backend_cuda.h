@@ -18,6 +18,7 @@
 #include "device_buffer.h"
 #include "engine/backend.h"
 #include "matmul.cuh"
+#include "norm.cuh"
 
 namespace wb {
 
@@ -75,6 +76,8 @@ private:
     void drop_mirrors();
 
     const void* device_copy(const Weight& w) const;
+    // Launches a norm; for whole rows of a decode-sized batch also out's 8-bit copy for the matmuls.
+    void launch_norm(cuda::RmsNormArgs& a, const Tensor& out);
     // The kernel arguments of out = W x, after the checks every matmul makes.
     cuda::MatmulArgs matmul_args(const Weight& w, const Tensor& x, Tensor& out) const;
     const int32_t* upload_ints(cuda::DeviceBuffer& buf, std::vector<int32_t>& last, const int32_t* host, int32_t n);

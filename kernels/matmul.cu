@@ -8,6 +8,7 @@
 #include "elementwise.cuh"
 #include "matmul.cuh"
 #include "q8_parts.h"
+#include "q8_quantize.cuh"
 
 namespace wb::cuda {
 
@@ -21,23 +22,11 @@ constexpr int kGemvWarps = 4;  // rows per block: one warp per output row
 // activations of up to NT tokens, so a weight byte is read once per batch of NT tokens. Quantized
 // weights go the integer way (q8_parts.h), float weights the float way below.
 
-// One warp per part of the activations: lane i quantizes element i. The same math as
-// quantize_part_q8 (the max and the integer sum are exact in any order).
+// One warp per part of the activations: lane i quantizes element i.
 __global__ void quantize_q8_kernel(const float* x, int64_t n_parts, int8_t* xq, Q8Scale* xs) {
     const int64_t part = (int64_t(blockIdx.x) * blockDim.x + threadIdx.x) / kWarp;
-    const int lane = threadIdx.x % kWarp;
     if (part >= n_parts) return;  // whole warps: part is the same for all lanes
-    const float v = x[part * kPart + lane];
-    // A NaN or infinity makes the whole part NaN (quantize_part_q8), so it reaches the output.
-    const bool finite = !__any_sync(0xffffffffu, !isfinite(v));
-    const float amax = warp_max(fabsf(v));
-    const int q = finite ? q8_round(v, q8_inverse_scale(amax)) : 0;
-    xq[part * kPart + lane] = int8_t(q);
-    const float sum = warp_sum(float(q));  // |sum| <= 32 * 127: exact in float
-    if (lane == 0) {
-        const float d = finite ? amax / 127.0f : NAN;
-        xs[part] = {d, d * sum};
-    }
+    quantize_part_q8_warp(x[part * kPart + threadIdx.x % kWarp], xq + part * kPart, xs + part);
 }
 
 // This lane's share of NW weight rows of type T times the activations of tokens tok0 .. tok0 + nt - 1:
@@ -186,6 +175,25 @@ void quantize_activations(const MatmulArgs& a, MatmulWorkspace& ws, cudaStream_t
     ws.q8_rows = a.n_tok;
     ws.q8_cols = a.n_in;
 }
+
+}  // namespace
+
+Q8Target q8_target(MatmulWorkspace& ws, int64_t rows, int64_t cols, cudaStream_t stream) {
+    ws.forget_q8();  // until the buffers hold the new activations
+    const int64_t n_parts = rows * (cols / kPart);
+    Q8Target t;
+    t.q = ws.xq8.ensure_as<int8_t>(size_t(n_parts * kPart), stream);
+    t.scales = ws.xq8_scales.ensure_as<Q8Scale>(size_t(n_parts), stream);
+    return t;
+}
+
+void remember_q8(MatmulWorkspace& ws, const float* x, int64_t rows, int64_t cols) {
+    ws.q8_x = x;
+    ws.q8_rows = rows;
+    ws.q8_cols = cols;
+}
+
+namespace {
 
 // Grid: (row blocks, token groups); one token alone takes the NT = 1 instantiation.
 dim3 gemv_grid(int64_t row_blocks, int32_t n_tok) {

@@ -39,7 +39,8 @@ struct MatmulWorkspace {
     // Which activations xq8 holds, so the matmuls that share an input (q/k/v, gate/up) quantize it
     // once. The backend calls forget_q8() from every operation but the matmuls; matmul(),
     // matmul_shared() and matmul_glu() call it when their output overlaps those activations, and
-    // before (re)filling the buffers. So a run of consecutive matmuls of the same x is the only reuse.
+    // before (re)filling the buffers. So a run of consecutive matmuls of the same x is the only reuse,
+    // where x was quantized by the first of them or, for a norm's output, by the norm kernel itself.
     const float* q8_x = nullptr;
     int64_t q8_rows = 0, q8_cols = 0;
     void forget_q8() { q8_x = nullptr; }
@@ -50,6 +51,17 @@ constexpr int32_t kGemvMaxTokens = 8;
 constexpr int kMaxShared = 3;  // products of one input fused into one launch (q, k, v)
 
 void matmul(const MatmulArgs& a, MatmulWorkspace& ws, cudaStream_t stream);
+
+// Activations quantized by another kernel (the norms quantize their output as they write it): the
+// buffers for rows x cols (the cache forgotten meanwhile), and remember_q8 once the kernel that fills
+// them is queued, so the matmuls of x that follow skip their quantize kernel.
+struct Q8Scale;
+struct Q8Target {
+    int8_t* q = nullptr;
+    Q8Scale* scales = nullptr;
+};
+Q8Target q8_target(MatmulWorkspace& ws, int64_t rows, int64_t cols, cudaStream_t stream);
+void remember_q8(MatmulWorkspace& ws, const float* x, int64_t rows, int64_t cols);
 
 // The fused forms (Backend::matmul_shared / matmul_glu), for weights gemv_fusable says yes to: a
 // quantized type and at most kGemvMaxTokens tokens (wb::Error otherwise). Each output element is

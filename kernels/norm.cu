@@ -1,6 +1,7 @@
 #include "common.cuh"
 #include "cuda_check.h"
 #include "norm.cuh"
+#include "q8_quantize.cuh"
 
 namespace wb::cuda {
 
@@ -37,7 +38,21 @@ __global__ void rms_norm_kernel(RmsNormArgs a) {
     const float inv = 1.0f / sqrtf(float(total / double(a.group)) + a.eps);
     // In-place safe (out = x, or out = residual): each element is read and written by the same thread,
     // and the writes come after the reduction.
-    for (int64_t j = threadIdx.x; j < a.group; j += blockDim.x) o[j] = in[j] * inv * a.gain[j];
+    if (!a.q8) {
+        for (int64_t j = threadIdx.x; j < a.group; j += blockDim.x) o[j] = in[j] * inv * a.gain[j];
+        return;
+    }
+    // With the 8-bit copy: warp w's lanes hold elements 32w .. 32w + 31 of each run of 256, one part;
+    // group is a multiple of 32, so a warp is wholly inside the row or wholly past it.
+    const int64_t row = blockIdx.x;
+    for (int64_t j0 = 0; j0 < a.group; j0 += blockDim.x) {
+        const int64_t j = j0 + threadIdx.x;
+        if (j0 + (threadIdx.x / kWarp) * kWarp >= a.group) break;  // whole warps
+        const float v = in[j] * inv * a.gain[j];
+        o[j] = v;
+        const int64_t part = row * (a.group / kPart) + j / kPart;
+        quantize_part_q8_warp(v, a.q8 + part * kPart, a.q8_scales + part);
+    }
 }
 
 void launch_rms_norm(const RmsNormArgs& a, cudaStream_t stream) {

@@ -337,6 +337,36 @@ void test_add_rms_norm(Backend& cpu, Backend& cuda) {
         }
 }
 
+// A whole-row norm of a decode-sized batch also writes its output's 8-bit parts, which the next
+// matmuls use instead of quantizing it again: their products must equal the host emulation of the
+// GEMV on the norm's float output, for rms_norm and add_rms_norm (also with out = y), and a later
+// add must not leave them stale.
+void test_norm_feeds_gemv(Backend& cuda) {
+    constexpr int64_t cols = 640, n_out = 300;
+    TestWeight gain(GgmlType::F32, cols, 1, 931, 0.2f, 1.0f), w(GgmlType::Q5_0, cols, n_out, 932, 0.04f);
+    Prepared pg(cuda, gain), pw(cuda, w);
+    for (int32_t rows : {1, 5}) {
+        const std::string tag = " (" + std::to_string(rows) + " rows)";
+        OwnedTensor x(cuda, rows, cols), y(cuda, rows, cols), out(cuda, rows, cols), prod(cuda, rows, n_out);
+        upload(cuda, x.t, random_floats(size_t(rows * cols), 933, 2.0f));
+        upload(cuda, y.t, random_floats(size_t(rows * cols), 934, 0.5f));
+
+        cuda.rms_norm(x.t, gain.w(), 1e-6f, cols, out.t);
+        cuda.matmul(w.w(), out.t, prod.t);
+        expect_close("rms_norm then GEMV" + tag, q8_product(w, download(cuda, out.t), rows), download(cuda, prod.t), 2e-5);
+
+        cuda.add_rms_norm(x.t, y.t, gain.w(), 1e-6f, y.t);  // out = y, as Gemma's residual step
+        cuda.matmul(w.w(), y.t, prod.t);
+        expect_close("add_rms_norm (out = y) then GEMV" + tag, q8_product(w, download(cuda, y.t), rows),
+                     download(cuda, prod.t), 2e-5);
+
+        cuda.rms_norm(x.t, gain.w(), 1e-6f, cols, out.t);
+        cuda.add(out.t, x.t);  // changes the normalised output after its parts were written
+        cuda.matmul(w.w(), out.t, prod.t);
+        expect_close("rms_norm, add, then GEMV" + tag, q8_product(w, download(cuda, out.t), rows), download(cuda, prod.t), 2e-5);
+    }
+}
+
 void test_rope(Backend& cpu, Backend& cuda) {
     struct Case {
         RopeParams p;
@@ -714,6 +744,7 @@ int main() {
         test_embed(cpu, *cuda);
         test_rms_norm(cpu, *cuda);
         test_add_rms_norm(cpu, *cuda);
+        test_norm_feeds_gemv(*cuda);
         test_rope(cpu, *cuda);
         test_glu_add(cpu, *cuda);
         test_matmul(cpu, *cuda);
