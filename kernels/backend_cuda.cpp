@@ -322,6 +322,8 @@ void CudaBackend::rms_norm(const Tensor& x, const Weight& gain, float eps, int64
     end_matmul_run();
     if (gain.type != GgmlType::F32 || gain.n_in != group || x.n_cols % group != 0)
         throw Error("CUDA rms_norm: the gain must be F32 with one value per element of a group");
+    if (out.n_rows * out.n_cols < x.n_rows * x.n_cols)
+        throw Error("CUDA rms_norm: the output is smaller than the input");
     cuda::RmsNormArgs a;
     a.x = x.data;
     a.gain = static_cast<const float*>(device_copy(gain));
@@ -335,14 +337,17 @@ void CudaBackend::rms_norm(const Tensor& x, const Weight& gain, float eps, int64
 void CudaBackend::launch_norm(cuda::RmsNormArgs& a, const Tensor& out) {
     // Whole rows of a decode-sized batch: the next matmuls of out take the 8-bit GEMV, so the norm
     // kernel writes out's 8-bit parts too and they skip their quantize kernel.
-    const bool quantize = a.group == out.n_cols && a.group % cuda::kPart == 0 && out.n_rows <= cuda::kGemvMaxTokens;
+    // The rows written are the input's (a.n_groups of them when groups are whole rows): a matmul of a
+    // taller view of out misses the cache and quantizes for itself.
+    const bool quantize =
+        a.group == out.n_cols && a.group % cuda::kPart == 0 && a.n_groups <= cuda::kGemvMaxTokens;
     if (quantize) {
-        const cuda::Q8Target t = cuda::q8_target(matmul_ws_, out.n_rows, out.n_cols, stream_);
+        const cuda::Q8Target t = cuda::q8_target(matmul_ws_, a.n_groups, a.group, stream_);
         a.q8 = t.q;
         a.q8_scales = t.scales;
     }
     cuda::rms_norm(a, stream_);
-    if (quantize) cuda::remember_q8(matmul_ws_, out.data, out.n_rows, out.n_cols);
+    if (quantize) cuda::remember_q8(matmul_ws_, out.data, a.n_groups, a.group);
 }
 
 cuda::MatmulArgs CudaBackend::matmul_args(const Weight& w, const Tensor& x, Tensor& out) const {
@@ -494,6 +499,8 @@ void CudaBackend::add_rms_norm(Tensor& x, const Tensor& y, const Weight& gain, f
     end_matmul_run();
     if (gain.type != GgmlType::F32 || gain.n_in != x.n_cols)
         throw Error("CUDA add_rms_norm: the gain must be F32 with one value per element of a row");
+    if (y.n_rows != x.n_rows || y.n_cols != x.n_cols || out.n_rows != x.n_rows || out.n_cols != x.n_cols)
+        throw Error("CUDA add_rms_norm: x, y and out must have the same shape");
     cuda::RmsNormArgs a;
     a.x = x.data;
     a.x_out = x.data;

@@ -177,7 +177,8 @@ void CpuBackend::plan_matmuls(const Tensor& x, const Weight* const* weights, Ten
         // Convert the activations once per dot type (q/k/v usually share one).
         job.act = nullptr;
         for (int k = 0; k < i && !job.act; ++k)
-            if (vec_dot_type(weights[k]->type) == vec_dot_type(w.type) && weights[k]->n_in == w.n_in) job.act = jobs[k].act;
+            if (vec_dot_type(weights[k]->type) == vec_dot_type(w.type) && weights[k]->n_in == w.n_in)
+                job.act = jobs[k].act;
         if (!job.act) {
             std::vector<uint8_t>& buf = act_buf_[i];
             if (buf.size() < job.act_row * size_t(n_tok)) buf.resize(job.act_row * size_t(n_tok));
@@ -275,8 +276,10 @@ void CpuBackend::matmul_glu(const Weight& gate, const Weight& up, const Tensor& 
             silu_mul(out.data, up_scratch.data, out.data, n_tok, cols, r0, r0 + nr);
         } else {
             for (int64_t t = 0; t < n_tok; ++t)
-                for (int64_t c = r0; c < r0 + nr; ++c)
-                    out.data[t * cols + c] = gelu_tanh_f16_table(out.data[t * cols + c]) * up_scratch.data[t * cols + c];
+                for (int64_t c = r0; c < r0 + nr; ++c) {
+                    float* o = out.data + t * cols + c;
+                    *o = gelu_tanh_f16_table(*o) * up_scratch.data[t * cols + c];
+                }
         }
     });
 }

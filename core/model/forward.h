@@ -39,7 +39,8 @@ public:
     virtual void before_attention(int32_t il, int32_t n_rows, int32_t pos0, AttentionParams& p) = 0;
     // After attention of layer il: hands what was captured to the observer.
     virtual void after_attention(int32_t il, int32_t n_rows, int32_t pos0, const AttentionParams& p) = 0;
-    // After layer il has been computed (per-layer timing).
+    // After layer il has been computed (per-layer timing). Its last residual add is done by the next
+    // layer's first operation (add_rms_norm), so that add is timed with the next layer.
     virtual void layer_done(int32_t il) = 0;
 };
 
