@@ -377,13 +377,26 @@ void CudaBackend::matmul(const Weight& w, const Tensor& x, Tensor& out) {
 }
 
 void CudaBackend::matmul_shared(const Tensor& x, const Weight* const* weights, Tensor* const* outs, int n) {
-    bool fuse = n >= 2 && n <= cuda::kMaxShared;
-    for (int i = 0; i < n && fuse; ++i)
-        fuse = weights[i]->type == weights[0]->type && cuda::gemv_fusable(weights[i]->type, int32_t(x.n_rows));
-    if (!fuse) return Backend::matmul_shared(x, weights, outs, n);
-    cuda::MatmulArgs a[cuda::kMaxShared];
-    for (int i = 0; i < n; ++i) a[i] = matmul_args(*weights[i], x, *outs[i]);
-    cuda::matmul_shared(a, n, matmul_ws_, stream_);
+    if (n > cuda::kMaxShared || !cuda::gemv_fusable(weights[0]->type, int32_t(x.n_rows)))
+        return Backend::matmul_shared(x, weights, outs, n);
+    // One launch per weight type (Gemma 3's q and k are Q5_0 where its v is Q8_0); a type without
+    // the integer GEMV goes through matmul().
+    bool done[cuda::kMaxShared] = {};
+    for (int i = 0; i < n; ++i) {
+        if (done[i]) continue;
+        cuda::MatmulArgs a[cuda::kMaxShared];
+        int m = 0;
+        for (int k = i; k < n; ++k)
+            if (!done[k] && weights[k]->type == weights[i]->type) {
+                a[m++] = matmul_args(*weights[k], x, *outs[k]);
+                done[k] = true;
+            }
+        if (cuda::gemv_fusable(weights[i]->type, int32_t(x.n_rows))) {
+            cuda::matmul_shared(a, m, matmul_ws_, stream_);
+        } else {
+            for (int k = 0; k < m; ++k) cuda::matmul(a[k], matmul_ws_, stream_);
+        }
+    }
 }
 
 void CudaBackend::matmul_glu(const Weight& gate, const Weight& up, const Tensor& x, Activation act, Tensor& up_scratch,
