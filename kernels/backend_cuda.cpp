@@ -377,6 +377,7 @@ void CudaBackend::matmul(const Weight& w, const Tensor& x, Tensor& out) {
 }
 
 void CudaBackend::matmul_shared(const Tensor& x, const Weight* const* weights, Tensor* const* outs, int n) {
+    if (n <= 0) return;
     if (n > cuda::kMaxShared || !cuda::gemv_fusable(weights[0]->type, int32_t(x.n_rows)))
         return Backend::matmul_shared(x, weights, outs, n);
     // One launch per weight type (Gemma 3's q and k are Q5_0 where its v is Q8_0); a type without
