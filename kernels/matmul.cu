@@ -148,16 +148,18 @@ __global__ void __launch_bounds__(kGemvWarps * kWarp) gemv_kernel(MatmulArgs a) 
     }
 }
 
+// Grid: (row blocks, token groups); one token alone takes the NT = 1 instantiation.
+dim3 gemv_grid(int64_t row_blocks, int32_t n_tok) {
+    return dim3(unsigned(row_blocks), n_tok == 1 ? 1u : unsigned(ceil_div(n_tok, kGemvMaxTokens)));
+}
+
 template <GgmlType T>
 void launch_gemv(const MatmulArgs& a, cudaStream_t stream) {
-    const dim3 block(kGemvWarps * kWarp);
-    if (a.n_tok == 1) {
-        gemv_kernel<T, 1><<<dim3(unsigned(ceil_div(a.n_out, kGemvWarps)), 1), block, 0, stream>>>(a);
-    } else {
-        constexpr int kNt = kGemvMaxTokens;
-        const dim3 grid(unsigned(ceil_div(a.n_out, kGemvWarps)), unsigned(ceil_div(a.n_tok, kNt)));
-        gemv_kernel<T, kNt><<<grid, block, 0, stream>>>(a);
-    }
+    const dim3 grid = gemv_grid(ceil_div(a.n_out, kGemvWarps), a.n_tok);
+    if (a.n_tok == 1)
+        gemv_kernel<T, 1><<<grid, kGemvWarps * kWarp, 0, stream>>>(a);
+    else
+        gemv_kernel<T, kGemvMaxTokens><<<grid, kGemvWarps * kWarp, 0, stream>>>(a);
     WB_CUDA_CHECK_LAUNCH();
 }
 
@@ -195,10 +197,6 @@ void remember_q8(MatmulWorkspace& ws, const float* x, int64_t rows, int64_t cols
 
 namespace {
 
-// Grid: (row blocks, token groups); one token alone takes the NT = 1 instantiation.
-dim3 gemv_grid(int64_t row_blocks, int32_t n_tok) {
-    return dim3(unsigned(row_blocks), n_tok == 1 ? 1u : unsigned(ceil_div(n_tok, kGemvMaxTokens)));
-}
 
 template <GgmlType T>
 void launch_gemv_q8(const SharedGemv& g, const int8_t* xq, const Q8Scale* xs, cudaStream_t stream) {

@@ -478,12 +478,17 @@ float dot_k_tiled(int64_t n, const void* w, const void* x) {
 // dot_q4_k_gemm in their order; the weight block's unpacking is shared by the tile's tokens.
 static_assert(kDotTileRows == 1, "the K-quant tiles are written for one weight row");
 
+// The tile's kDotTileCols activation rows, x_stride bytes apart.
+WB_INLINE void tile_activation_rows(const void* x, size_t x_stride, const BlockQ8_K* (&rows)[kDotTileCols]) {
+    for (int c = 0; c < kDotTileCols; ++c)
+        rows[c] = reinterpret_cast<const BlockQ8_K*>(static_cast<const uint8_t*>(x) + size_t(c) * x_stride);
+}
+
 template <class BW, KInts (*Ints)(const BW&, const BlockQ8_K&), bool kHasMin>
 void dot_k_tiled_tile(int64_t n, const void* w, size_t, const void* x, size_t x_stride, float* out, int64_t out_stride) {
     const auto* bw = static_cast<const BW*>(w);
     const BlockQ8_K* bx[kDotTileCols];
-    for (int c = 0; c < kDotTileCols; ++c)
-        bx[c] = reinterpret_cast<const BlockQ8_K*>(static_cast<const uint8_t*>(x) + size_t(c) * x_stride);
+    tile_activation_rows(x, x_stride, bx);
     const int64_t nb = n / kQKK;
     float acc[kDotTileCols] = {};
     for (int64_t i = 0; i < nb; ++i) {
@@ -504,8 +509,7 @@ void dot_k_tiled_tile(int64_t n, const void* w, size_t, const void* x, size_t x_
 void dot_q4_k_gemm_tile(int64_t n, const void* w, size_t, const void* x, size_t x_stride, float* out, int64_t out_stride) {
     const auto* bw = static_cast<const BlockQ4_K*>(w);
     const BlockQ8_K* bx[kDotTileCols];
-    for (int c = 0; c < kDotTileCols; ++c)
-        bx[c] = reinterpret_cast<const BlockQ8_K*>(static_cast<const uint8_t*>(x) + size_t(c) * x_stride);
+    tile_activation_rows(x, x_stride, bx);
     const int64_t nb = n / kQKK;
     const __m256i m4 = _mm256_set1_epi8(0x0F);
     float acc[kDotTileCols] = {}, acc_min[kDotTileCols] = {};
