@@ -7,9 +7,11 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "kv/kv_cache.h"
 #include "model/model_config.h"
+#include "sampling/top_logits.h"
 
 namespace wb {
 
@@ -93,6 +95,15 @@ public:
     virtual void add(Tensor& x, const Tensor& y) = 0;
     // Copies a tensor to host memory (x.n_rows * x.n_cols floats); waits for pending work.
     virtual void read(const Tensor& x, float* host) = 0;
+    // The k largest values of a one-row tensor (a logits row) and their columns, into host memory,
+    // in the order of select_top_logits: largest first, ties to the smaller column, NaN as -inf.
+    // What a sampler with a top-k stage needs (SamplerChain::top_needed) without the whole row: a
+    // GPU backend selects on the device and copies 8k bytes instead of the row. 1 <= k <= n_cols.
+    virtual void read_top(const Tensor& row, int32_t k, int32_t* ids, float* values) {
+        std::vector<float> host(size_t(row.n_cols));
+        read(row, host.data());
+        select_top_logits(host.data(), int32_t(row.n_cols), k, ids, values);
+    }
 
     // ---- Fused forms, with defaults made of the operations above ----
     //

@@ -330,4 +330,8 @@ void CpuBackend::read(const Tensor& x, float* host) {
     std::memcpy(host, x.data, size_t(x.n_rows * x.n_cols) * sizeof(float));
 }
 
+void CpuBackend::read_top(const Tensor& row, int32_t k, int32_t* ids, float* values) {
+    select_top_logits(row.data, int32_t(row.n_cols), k, ids, values);
+}
+
 }  // namespace wb

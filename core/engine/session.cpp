@@ -82,9 +82,13 @@ int32_t Session::drop_after(int32_t n) {
     return int32_t(cached_.size());
 }
 
-const std::vector<float>& Session::append(const int32_t* tokens, int32_t n) { return run(tokens, n, nullptr, n > 1); }
+const std::vector<float>& Session::append(const int32_t* tokens, int32_t n) {
+    run(tokens, n, nullptr, n > 1);
+    backend_.read(buffers_.logits.rows(0, 1), last_logits_.data());
+    return last_logits_;
+}
 
-const std::vector<float>& Session::run(const int32_t* tokens, int32_t n, SessionHooks* hooks, bool prefill) {
+void Session::run(const int32_t* tokens, int32_t n, SessionHooks* hooks, bool prefill) {
     const ModelConfig& c = model_.config();
     if (n <= 0) throw Error("append: no tokens to evaluate");
     if (hooks && !hooks->active()) hooks = nullptr;
@@ -111,8 +115,29 @@ const std::vector<float>& Session::run(const int32_t* tokens, int32_t n, Session
         kv_->set_n_tokens(int32_t(cached_.size()));
         done += nb;
     }
-    backend_.read(buffers_.logits.rows(0, 1), last_logits_.data());
-    return last_logits_;
+}
+
+int32_t Session::sample_next(SamplerChain& chain, const SamplingParams& now, bool whole_row, bool vocab_p,
+                             std::vector<SamplerStageTrace>* trace, size_t trace_top) {
+    const Tokenizer& tok = model_.tokenizer();
+    const int32_t n_vocab = model_.config().n_vocab;
+    const Tensor row = buffers_.logits.rows(0, 1);
+    const int32_t n_masked = now.ignore_eos ? int32_t(tok.eog_ids().size()) : 0;
+    const int32_t k = whole_row ? 0 : chain.top_needed(n_vocab, n_masked, vocab_p);
+    if (k > 0) {
+        top_ids_.resize(size_t(k));
+        top_logits_.resize(size_t(k));
+        backend_.read_top(row, k, top_ids_.data(), top_logits_.data());
+        if (now.ignore_eos)
+            for (int32_t i = 0; i < k; ++i)
+                if (tok.is_eog(top_ids_[size_t(i)])) top_logits_[size_t(i)] = -INFINITY;
+        return chain.sample_top(top_ids_.data(), top_logits_.data(), k);
+    }
+    backend_.read(row, last_logits_.data());
+    // last_logits_ is the session's own copy, so masking it changes nothing else.
+    if (now.ignore_eos)
+        for (int32_t eog : tok.eog_ids()) last_logits_[size_t(eog)] = -INFINITY;
+    return chain.sample(last_logits_.data(), n_vocab, trace, trace_top);
 }
 
 std::vector<float> Session::evaluate(const std::vector<int32_t>& tokens) {
@@ -168,11 +193,10 @@ GenerateResult Session::generate(const std::vector<int32_t>& prompt, const LiveS
         std::unique_ptr<SessionHooks> hooks;
         if (observer) hooks = std::make_unique<SessionHooks>(spec, *observer, model_.config(), backend_, result.timings.layer_ms);
         // The prompt goes in batch by batch so a long prefill reports progress and can be stopped.
-        const std::vector<float>* logits = nullptr;
         const int32_t n_new = int32_t(prompt.size() - common);
         for (int32_t done = 0; done < n_new;) {
             const int32_t nb = std::min(n_batch_, n_new - done);
-            logits = &run(prompt.data() + common + done, nb, hooks.get(), true);
+            run(prompt.data() + common + done, nb, hooks.get(), true);
             done += nb;
             if (observer) observer->on_prefill_progress(done, n_new);
             if (stop_requested_.load() && done < n_new) {
@@ -198,11 +222,12 @@ GenerateResult Session::generate(const std::vector<int32_t>& prompt, const LiveS
             // Live controls: the settings in force now apply to this very token.
             const SamplingParams now = live.get();
             chain.set_params(now);
-            // logits points at last_logits_, the session's own copy, so masking it changes nothing else.
-            if (now.ignore_eos)
-                for (int32_t eog : tok.eog_ids()) last_logits_[size_t(eog)] = -INFINITY;
-            const int32_t id = chain.sample(logits->data(), n_vocab, spec.sampler_trace ? &trace : nullptr,
-                                            size_t(std::max(spec.top_candidates, 10)));
+            // The inspector's candidates and trace need the whole logits row; otherwise the chain may
+            // need only its best few (the greedy token's p is shown whenever someone observes).
+            const bool whole_row = spec.top_candidates > 0 || spec.sampler_trace;
+            const int32_t id = sample_next(chain, now, whole_row, observer != nullptr,
+                                           spec.sampler_trace ? &trace : nullptr,
+                                           size_t(std::max(spec.top_candidates, 10)));
             if (result.tokens.empty()) result.timings.ttft_ms = ms_since(t_start);
             if (tok.is_eog(id)) {
                 result.reason = StopReason::EOS;
@@ -221,7 +246,7 @@ GenerateResult Session::generate(const std::vector<int32_t>& prompt, const LiveS
                 const CandidateSet& final_set = chain.last_candidates();
                 ev.p = final_set.data[size_t(final_set.selected)].p;
                 if (spec.top_candidates > 0)
-                    inspect_candidates(logits->data(), n_vocab, final_set, spec.top_candidates, tok, ev);
+                    inspect_candidates(last_logits_.data(), n_vocab, final_set, spec.top_candidates, tok, ev);
                 if (spec.sampler_trace) ev.trace = trace;
                 observer->on_token(ev);
             }
@@ -242,7 +267,7 @@ GenerateResult Session::generate(const std::vector<int32_t>& prompt, const LiveS
                 break;
             }
             const auto t_step = Clock::now();
-            logits = &run(&id, 1, hooks.get(), false);
+            run(&id, 1, hooks.get(), false);
             ++result.timings.n_decode;
             if (observer) {
                 result.timings.last_token_ms = ms_since(t_step);

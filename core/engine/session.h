@@ -16,7 +16,9 @@
 
 namespace wb {
 
+class SamplerChain;
 class SessionHooks;
+struct SamplerStageTrace;
 
 enum class StopReason { NONE, EOS, STOP_STRING, MAX_TOKENS, CONTEXT_FULL, STOPPED, ERROR };
 const char* stop_reason_name(StopReason r);  // "eos", "stop_string", ...
@@ -91,8 +93,15 @@ public:
     Backend& backend() { return backend_; }
 
 private:
-    // append() with the observer hooks of a generation (null: none); prefill marks prompt batches.
-    const std::vector<float>& run(const int32_t* tokens, int32_t n, SessionHooks* hooks, bool prefill);
+    // append() without reading the logits, with the observer hooks of a generation (null: none);
+    // prefill marks prompt batches.
+    void run(const int32_t* tokens, int32_t n, SessionHooks* hooks, bool prefill);
+    // Draws the next token from the last evaluated position's logits, reading from the backend only
+    // the best few when the chain can work from them (SamplerChain::top_needed) and whole_row is
+    // false; else the whole row into last_logits_. vocab_p: the greedy token's p must be over the
+    // whole vocabulary. now.ignore_eos masks the end-of-generation tokens.
+    int32_t sample_next(SamplerChain& chain, const SamplingParams& now, bool whole_row, bool vocab_p,
+                        std::vector<SamplerStageTrace>* trace, size_t trace_top);
     // Drops cached positions >= n; returns how many stay: n, or 0 when sliding-window layers can no
     // longer continue from n (the caller recomputes what it needs).
     int32_t drop_after(int32_t n);
@@ -106,7 +115,9 @@ private:
     std::unique_ptr<KvCache> kv_;
     ForwardBuffers buffers_;
     std::vector<int32_t> cached_;
-    std::vector<float> last_logits_;
+    std::vector<float> last_logits_;   // the last row read whole
+    std::vector<int32_t> top_ids_;     // the best few logits of the last row, when only they are read
+    std::vector<float> top_logits_;
     std::atomic<bool> stop_requested_{false};
 };
 

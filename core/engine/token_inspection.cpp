@@ -3,38 +3,10 @@
 #include <algorithm>
 #include <cmath>
 
+#include "sampling/top_logits.h"
 #include "tokenizer/tokenizer.h"
 
 namespace wb {
-
-namespace {
-
-// The ids of the k largest logits, largest first (ties: the smaller id first). One pass with a
-// k-element heap instead of sorting the vocabulary: this runs after every token the inspector shows,
-// and a partial sort of 50k-260k indices cost more than the rest of the inspection together.
-std::vector<int32_t> top_ids(const float* logits, int32_t n_vocab, int32_t k) {
-    // "a before b": a ranks higher. The heap keeps its lowest-ranked member on top.
-    const auto ranks_higher = [logits](int32_t a, int32_t b) {
-        return logits[a] > logits[b] || (logits[a] == logits[b] && a < b);
-    };
-    std::vector<int32_t> heap;
-    if (k <= 0) return heap;
-    heap.reserve(size_t(k));
-    for (int32_t id = 0; id < n_vocab; ++id) {
-        if (int32_t(heap.size()) < k) {
-            heap.push_back(id);
-            std::push_heap(heap.begin(), heap.end(), ranks_higher);
-        } else if (ranks_higher(id, heap.front())) {
-            std::pop_heap(heap.begin(), heap.end(), ranks_higher);
-            heap.back() = id;
-            std::push_heap(heap.begin(), heap.end(), ranks_higher);
-        }
-    }
-    std::sort_heap(heap.begin(), heap.end(), ranks_higher);  // ascending by "rank lower" = best first
-    return heap;
-}
-
-}  // namespace
 
 void inspect_candidates(const float* logits, int32_t n_vocab, const CandidateSet& final_set, int32_t n,
                         const Tokenizer& tok, TokenEvent& event) {
@@ -51,7 +23,11 @@ void inspect_candidates(const float* logits, int32_t n_vocab, const CandidateSet
     // H = -sum p log p with p = e/z and log p = d - log z  =>  H = log z - sum(e*d)/z
     event.entropy = float(std::log(z) - weighted / z);
 
-    const std::vector<int32_t> ids = top_ids(logits, n_vocab, std::min(n, n_vocab));
+    // The k best by a heap pass, not a sort: this runs after every token the inspector shows.
+    const int32_t k = std::clamp(n, 0, n_vocab);
+    std::vector<int32_t> ids(static_cast<size_t>(k));
+    std::vector<float> top_values(static_cast<size_t>(k));
+    select_top_logits(logits, n_vocab, k, ids.data(), top_values.data());
     event.candidates.clear();
     for (const int32_t id : ids)
         event.candidates.push_back({id, tok.token_to_piece(id, true), float(std::exp(double(logits[id]) - max_logit) / z), 0.0f});

@@ -6,13 +6,6 @@
 
 namespace wb {
 
-bool candidate_before(const Candidate& a, const Candidate& b) {
-    if (a.logit != b.logit) {
-        return a.logit > b.logit;
-    }
-    return a.id < b.id;
-}
-
 void CandidateSet::assign(const float* logits, int32_t n_vocab) {
     data.resize(static_cast<size_t>(std::max(n_vocab, 0)));
     for (int32_t i = 0; i < n_vocab; ++i) {

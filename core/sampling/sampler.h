@@ -84,6 +84,29 @@ public:
     int32_t sample(const float* logits, int32_t n_vocab, std::vector<SamplerStageTrace>* trace = nullptr,
                    size_t trace_top = 0);
 
+    // ---- Sampling from the best few logits ----
+    //
+    // Every stage after the penalties works on the survivors of top-k (greedy: on the best one), and
+    // penalties that only lower logits (repeat_penalty >= 1, frequency and presence >= 0) cannot
+    // lift a token from beyond the best top_k + (tokens in the penalty window) into them. So the
+    // chain draws exactly what sample() draws on the whole row from that many best raw logits — on a
+    // GPU the row then never crosses to the host, and no stage sorts the vocabulary.
+
+    // The most best-logits sample_top() works from; more and the caller reads the whole row.
+    static constexpr int32_t kMaxTopNeeded = 1024;
+
+    // How many of the best raw logits (the order of select_top_logits) sample_top() needs to draw as
+    // sample() would on the whole row, with n_lowered more ids the caller masks to -inf (ignore_eos);
+    // 0 when the whole row is needed: no top-k stage, top_k + window above kMaxTopNeeded or n_vocab,
+    // a penalty that can raise a logit, or greedy when vocab_p (its p is a softmax over the whole
+    // vocabulary, which the inspector shows; over a few logits it would be another number).
+    int32_t top_needed(int32_t n_vocab, int32_t n_lowered, bool vocab_p) const;
+
+    // sample() from the n = top_needed() best raw logits of a row: ids and logits best first, the
+    // caller's masked ids already -inf. Draws the same token from the same random stream, and
+    // last_candidates() ends with the same survivors and p (for greedy, see vocab_p above).
+    int32_t sample_top(const int32_t* ids, const float* logits, int32_t n);
+
     uint64_t seed_in_use() const { return seed_in_use_; }
 
     // The candidates the last sample() ended with: the final stage's survivors with p valid and

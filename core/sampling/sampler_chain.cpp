@@ -118,6 +118,53 @@ int32_t SamplerChain::sample(const float* logits, int32_t n_vocab, std::vector<S
     return scratch_.data[static_cast<size_t>(scratch_.selected)].id;
 }
 
+int32_t SamplerChain::top_needed(int32_t n_vocab, int32_t n_lowered, bool vocab_p) const {
+    const SamplingParams& p = params_;
+    int64_t need = 0;
+    if (p.is_greedy()) {
+        if (vocab_p) {
+            return 0;
+        }
+        need = 1;
+    } else {
+        if (p.top_k <= 0) {
+            return 0;
+        }
+        need = p.top_k;
+    }
+    const bool penalties_on = p.repeat_last_n != 0 && !history_.empty() &&
+                              (p.repeat_penalty != 1.0f || p.frequency_penalty != 0.0f || p.presence_penalty != 0.0f);
+    if (penalties_on) {
+        // A raised logit can come from anywhere in the vocabulary.
+        if (p.repeat_penalty < 1.0f || p.frequency_penalty < 0.0f || p.presence_penalty < 0.0f) {
+            return 0;
+        }
+        // Each position of the window is at most one lowered token (PenaltiesSampler's window).
+        need += p.repeat_last_n < 0 ? int64_t(history_.size())
+                                    : std::min<int64_t>(int64_t(history_.size()), p.repeat_last_n);
+    }
+    need += std::max(n_lowered, 0);
+    return need > kMaxTopNeeded || need >= n_vocab ? 0 : static_cast<int32_t>(need);
+}
+
+int32_t SamplerChain::sample_top(const int32_t* ids, const float* logits, int32_t n) {
+    if (n <= 0) {
+        throw Error("cannot sample from an empty candidate list (n = " + std::to_string(n) + ")");
+    }
+    CandidateSet& set = scratch_;
+    set.data.resize(static_cast<size_t>(n));
+    for (int32_t i = 0; i < n; ++i) {
+        const float logit = std::isnan(logits[i]) ? -std::numeric_limits<float>::infinity() : logits[i];
+        set.data[static_cast<size_t>(i)] = Candidate{ids[i], logit, 0.0f};
+    }
+    // Masked entries may sit anywhere; otherwise the list arrives sorted and the flag says so, as
+    // top-k would have left it.
+    set.sorted = std::is_sorted(set.data.begin(), set.data.end(), candidate_before);
+    set.selected = -1;
+    apply(set);
+    return set.data[static_cast<size_t>(set.selected)].id;
+}
+
 void SamplerChain::rebuild() {
     // Stages are stateless apart from references to history_ and rng_, so rebuilding them on every
     // parameter change keeps both.

@@ -36,6 +36,31 @@ public:
     void on_kv_cache(const KvStats& s) override { kv.push_back(s); }
 };
 
+// Asks for the inspector's top candidates, which makes the session read whole logits rows.
+class CandidateRecorder : public Recorder {
+public:
+    CaptureSpec capture() const override {
+        CaptureSpec spec;
+        spec.top_candidates = 5;
+        return spec;
+    }
+};
+
+// Counts how the session reads the logits: whole rows or only the best few.
+class CountingBackend : public CpuBackend {
+public:
+    CountingBackend() : CpuBackend(0) {}
+    int rows = 0, tops = 0;
+    void read(const Tensor& x, float* host) override {
+        ++rows;
+        CpuBackend::read(x, host);
+    }
+    void read_top(const Tensor& row, int32_t k, int32_t* ids, float* values) override {
+        ++tops;
+        CpuBackend::read_top(row, k, ids, values);
+    }
+};
+
 }  // namespace
 
 class TestSession : public QObject {
@@ -236,6 +261,48 @@ private Q_SLOTS:
         s.generate(chat({{"user", "Say something."}}), LiveSamplingParams(greedy(4)), &greedy_rec);
         QVERIFY(!greedy_rec.tokens.empty());
         for (const TokenEvent& e : greedy_rec.tokens) QVERIFY2(e.p > 0.0f && e.p <= 1.0f, qPrintable(QString::number(e.p)));
+    }
+
+    // Without the inspector the session reads only the best few logits (SamplerChain::top_needed);
+    // the replies and the probabilities of the drawn tokens must be those of whole rows.
+    void readingOnlyTheBestLogitsChangesNothing_data() {
+        QTest::addColumn<float>("temperature");
+        QTest::addColumn<float>("repeat_penalty");
+        QTest::newRow("sampled") << 0.8f << 1.0f;
+        QTest::newRow("sampled, penalties, eos ignored") << 1.2f << 1.3f;
+        QTest::newRow("greedy, penalties, eos ignored") << 0.0f << 1.3f;
+    }
+    void readingOnlyTheBestLogitsChangesNothing() {
+        QFETCH(float, temperature);
+        QFETCH(float, repeat_penalty);
+        SamplingParams p;
+        p.seed = 99;
+        p.max_tokens = 24;
+        p.temperature = temperature;
+        p.repeat_penalty = repeat_penalty;
+        p.ignore_eos = repeat_penalty != 1.0f;
+        const std::vector<int32_t> prompt = chat({{"user", "Write a line about the sea."}});
+
+        CountingBackend whole_backend, top_backend;
+        Session whole(*model_, whole_backend), top(*model_, top_backend);
+        CandidateRecorder with_candidates;  // whole rows
+        const GenerateResult a = whole.generate(prompt, LiveSamplingParams(p), &with_candidates);
+        const GenerateResult b = top.generate(prompt, LiveSamplingParams(p));  // no observer: best few
+        QCOMPARE(b.tokens, a.tokens);
+        QCOMPARE(whole_backend.tops, 0);
+        QCOMPARE(top_backend.rows, 0);
+        QCOMPARE(top_backend.tops, int(b.tokens.size()) + (b.reason == StopReason::EOS ? 1 : 0));
+
+        // Observed without candidates: sampled tokens still take the best few, with the same p;
+        // greedy reads whole rows (its p is a softmax over the whole vocabulary).
+        top.reset();
+        top_backend.rows = top_backend.tops = 0;
+        Recorder plain;
+        const GenerateResult c = top.generate(prompt, LiveSamplingParams(p), &plain);
+        QCOMPARE(c.tokens, a.tokens);
+        QCOMPARE(plain.tokens.size(), with_candidates.tokens.size());
+        for (size_t i = 0; i < plain.tokens.size(); ++i) QCOMPARE(plain.tokens[i].p, with_candidates.tokens[i].p);
+        QCOMPARE(top_backend.tops > 0, temperature > 0.0f);
     }
 };
 

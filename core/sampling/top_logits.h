@@ -1,0 +1,15 @@
+#pragma once
+// The best few entries of a logits row. Samplers with a top-k stage never look past them, so a
+// backend can hand the sampler these instead of the whole row (SamplerChain::top_needed), and the
+// inspector lists its top candidates from them.
+#include <cstdint>
+
+namespace wb {
+
+// Writes the k largest logits[0..n) to values[0..k) and their indices to ids[0..k), largest first;
+// ties go to the smaller index, and NaN counts as -inf (values receive -inf for it), the order of
+// CandidateSet. k is clamped to [0, n]. One pass with a k-element heap: O(n) for k << n on a real
+// distribution, where few entries ever beat the heap's weakest member.
+void select_top_logits(const float* logits, int32_t n, int32_t k, int32_t* ids, float* values);
+
+}  // namespace wb
