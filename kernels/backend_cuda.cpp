@@ -1,9 +1,11 @@
 #include "backend_cuda.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
 #include <string>
+#include <utility>
 
 #include "cuda_check.h"
 #include "dequant_parts.h"
@@ -14,6 +16,7 @@
 #include "model/weights.h"
 #include "norm.cuh"
 #include "rope.cuh"
+#include "top_k.cuh"
 #include "util/error.h"
 
 namespace wb {
@@ -532,6 +535,34 @@ void CudaBackend::read(const Tensor& x, float* host) {
     WB_CUDA_CHECK(cudaMemcpyAsync(host, x.data, size_t(x.n_rows * x.n_cols) * sizeof(float), cudaMemcpyDeviceToHost,
                                   stream_));
     WB_CUDA_CHECK(cudaStreamSynchronize(stream_));
+}
+
+void CudaBackend::read_top(const Tensor& row, int32_t k, int32_t* ids, float* values) {
+    end_matmul_run();
+    if (row.n_rows != 1) throw Error("read_top: expects one row, got " + std::to_string(row.n_rows));
+    // One buffer, one copy: k ids, then k values.
+    auto* d = top_.ensure_as<uint32_t>(2 * size_t(std::max(k, 1)), stream_);
+    cuda::top_k({row.data, row.n_cols, k, reinterpret_cast<int32_t*>(d), reinterpret_cast<float*>(d + k)}, stream_);
+    top_host_.resize(2 * size_t(k));
+    WB_CUDA_CHECK(cudaMemcpyAsync(top_host_.data(), d, top_host_.size() * sizeof(uint32_t), cudaMemcpyDeviceToHost,
+                                  stream_));
+    WB_CUDA_CHECK(cudaStreamSynchronize(stream_));
+    // The device leaves the k pairs unordered; order them as select_top_logits does.
+    std::vector<std::pair<float, int32_t>> top(static_cast<size_t>(k));
+    for (int32_t i = 0; i < k; ++i) {
+        int32_t id;
+        float v;
+        std::memcpy(&id, &top_host_[size_t(i)], sizeof id);
+        std::memcpy(&v, &top_host_[size_t(k + i)], sizeof v);
+        top[size_t(i)] = {v, id};
+    }
+    std::sort(top.begin(), top.end(), [](const auto& a, const auto& b) {
+        return a.first > b.first || (a.first == b.first && a.second < b.second);
+    });
+    for (int32_t i = 0; i < k; ++i) {
+        values[i] = top[size_t(i)].first;
+        ids[i] = top[size_t(i)].second;
+    }
 }
 
 void CudaBackend::synchronize() {

@@ -51,6 +51,7 @@ public:
     void add(Tensor& x, const Tensor& y) override;
     void add_rms_norm(Tensor& x, const Tensor& y, const Weight& gain, float eps, Tensor& out) override;
     void read(const Tensor& x, float* host) override;
+    void read_top(const Tensor& row, int32_t k, int32_t* ids, float* values) override;
     void synchronize() override;
 
     void* kv_alloc(size_t bytes) override;
@@ -99,6 +100,8 @@ private:
     cuda::MatmulWorkspace matmul_ws_;
     cuda::AttentionWorkspace attn_ws_;
     cuda::DeviceBuffer ids_, positions_, capture_slots_, capture_;
+    cuda::DeviceBuffer top_;             // read_top's k ids then k values (never in a recorded step)
+    std::vector<uint32_t> top_host_;     // their host copy
     // What ids_ / positions_ / capture_slots_ hold, to skip re-uploads.
     std::vector<int32_t> last_ids_, last_positions_, last_capture_slots_;
 

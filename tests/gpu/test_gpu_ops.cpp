@@ -730,6 +730,75 @@ void test_decode_graph(Backend& cpu, Backend& cuda) {
            "decode steps via graph replay: the window layer released its old blocks");
 }
 
+// A logits row of a named kind: "normal" (a model's spread), "ties" (three values), "nan" (NaN and
+// +-inf sprinkled in), "masked" (-inf but for one in 50), "zeros" (-0, +0 and -1: ties across signs).
+std::vector<float> logits_row(const std::string& kind, int64_t n, uint64_t seed) {
+    std::vector<float> row = random_floats(size_t(n), seed, 3.0f);
+    uint64_t state = seed;
+    for (int64_t i = 0; i < n; ++i) {
+        state = state * 6364136223846793005ull + 1442695040888963407ull;
+        const uint32_t r = uint32_t(state >> 33);
+        float& v = row[size_t(i)];
+        if (kind == "ties") v = float(r % 3);
+        else if (kind == "masked" && r % 50 != 0) v = -INFINITY;
+        else if (kind == "zeros") v = r % 3 == 0 ? -0.0f : (r % 3 == 1 ? 0.0f : -1.0f);
+        else if (kind == "nan" && i % 37 == 0) v = i % 3 == 0 ? NAN : (i % 3 == 1 ? -INFINITY : INFINITY);
+    }
+    return row;
+}
+
+// read_top against select_top_logits on the same row: the same columns in the same order and the
+// same value bits, for the vocabularies of SmolLM2 and Gemma 3, ties past the k-th place, NaN, masks.
+void test_read_top(Backend& cuda) {
+    struct Case {
+        std::string kind;
+        int64_t n;
+        std::vector<int32_t> ks;
+    };
+    const Case cases[] = {
+        {"normal", 49152, {1, 3, 40, 104, 1024}},
+        {"normal", 262144, {1, 64}},
+        {"normal", 1025, {1, 1025}},
+        {"normal", 1, {1}},
+        {"ties", 5000, {7, 1000, 5000}},
+        {"ties", 262144, {40}},
+        {"nan", 49152, {40, 300}},
+        {"masked", 49152, {40, 1024}},
+        {"zeros", 3000, {1, 500, 2500}},
+    };
+    uint64_t seed = 900;
+    for (const Case& c : cases) {
+        const std::vector<float> row = logits_row(c.kind, c.n, ++seed);
+        OwnedTensor t(cuda, 1, c.n);
+        upload(cuda, t.t, row);
+        for (int32_t k : c.ks) {
+            std::vector<int32_t> want_ids(static_cast<size_t>(k)), got_ids(static_cast<size_t>(k), -1);
+            std::vector<float> want(static_cast<size_t>(k)), got(static_cast<size_t>(k), 0.0f);
+            select_top_logits(row.data(), int32_t(c.n), k, want_ids.data(), want.data());
+            cuda.read_top(t.t, k, got_ids.data(), got.data());
+            int32_t bad = 0;
+            for (int32_t i = 0; i < k; ++i)
+                if (got_ids[size_t(i)] != want_ids[size_t(i)] || std::memcmp(&got[size_t(i)], &want[size_t(i)], sizeof(float)) != 0)
+                    ++bad;
+            report(bad == 0, "read_top " + c.kind + " n=" + std::to_string(c.n) + " k=" + std::to_string(k) + " (" +
+                                 std::to_string(bad) + " entries differ)");
+        }
+    }
+    // A k beyond the row is an error with a message, and the backend keeps working.
+    OwnedTensor t(cuda, 1, 10);
+    upload(cuda, t.t, logits_row("normal", 10, 5));
+    std::vector<int32_t> ids(11);
+    std::vector<float> values(11);
+    bool threw = false;
+    try {
+        cuda.read_top(t.t, 11, ids.data(), values.data());
+    } catch (const Error&) {
+        threw = true;
+    }
+    cuda.read_top(t.t, 10, ids.data(), values.data());
+    report(threw, "read_top k > n is refused with an error");
+}
+
 }  // namespace
 
 int main() {
@@ -753,6 +822,7 @@ int main() {
         test_attention(cpu, *cuda);
         test_attention_scale_q(cpu, *cuda);
         test_decode_graph(cpu, *cuda);
+        test_read_top(*cuda);
     } catch (const std::exception& e) {
         report(false, std::string("exception: ") + e.what());
     }
