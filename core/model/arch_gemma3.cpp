@@ -57,6 +57,7 @@ void forward_gemma3(Backend& be, const ModelConfig& c, const ModelWeights& w, Kv
         if (batch.hooks) batch.hooks->before_attention(il, n, batch.pos0, ap);
         be.attention(q, kv, il, batch.pos0, ap, attn);
         if (batch.hooks) batch.hooks->after_attention(il, n, batch.pos0, ap);
+        if (il == c.n_layer - 1) keep_output_rows(batch, {&x, &attn, &proj, &xn, &gate, &up});
         // x = x + rmsnorm(Wo attn) * post_attention_norm, xn = rmsnorm(x) * ffn_norm
         be.matmul(l.attn_output, attn, proj);
         be.rms_norm(proj, l.post_attention_norm, c.norm_eps, c.n_embd, xn);

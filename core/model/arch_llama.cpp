@@ -41,6 +41,7 @@ void forward_llama(Backend& be, const ModelConfig& c, const ModelWeights& w, KvC
         if (batch.hooks) batch.hooks->before_attention(il, n, batch.pos0, ap);
         be.attention(q, kv, il, batch.pos0, ap, attn);
         if (batch.hooks) batch.hooks->after_attention(il, n, batch.pos0, ap);
+        if (il == c.n_layer - 1) keep_output_rows(batch, {&x, &attn, &proj, &xn, &gate, &up});
         // x = x + Wo attn, xn = rmsnorm(x) * ffn_norm
         be.matmul(l.attn_output, attn, proj);
         be.add_rms_norm(x, proj, l.ffn_norm, c.norm_eps, xn);

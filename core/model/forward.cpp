@@ -27,6 +27,11 @@ void ForwardBuffers::release(Backend& backend) {
     max_batch = 0;
 }
 
+void keep_output_rows(const ForwardBatch& batch, std::initializer_list<Tensor*> views) {
+    if (batch.all_logits || batch.n <= 1) return;
+    for (Tensor* t : views) *t = t->rows(t->n_rows - 1, 1);
+}
+
 void forward_logits(Backend& be, const ModelConfig& c, const ModelWeights& w, ForwardBuffers& b,
                     const ForwardBatch& batch) {
     // The output matrix is the largest of the model (vocabulary rows): skip the rows nobody reads.

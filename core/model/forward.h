@@ -1,6 +1,7 @@
 #pragma once
 // One forward pass per architecture, each in its own file (arch_<name>.cpp), written against Backend.
 #include <cstdint>
+#include <initializer_list>
 #include <string>
 #include <vector>
 
@@ -58,6 +59,12 @@ using ForwardFn = void (*)(Backend& backend, const ModelConfig& config, const Mo
                            ForwardBuffers& buffers, const ForwardBatch& batch);
 
 ForwardFn forward_function(const std::string& arch);
+
+// The last layer, once its keys and values are stored and its attention is done, needs only the rows
+// whose logits are read: narrows each view to the last row unless every row's logits are wanted. A
+// prompt batch then skips the output projection and the feed-forward network of n-1 rows (llama.cpp
+// prunes at the same point). Every row is computed on its own, so the kept row's values are unchanged.
+void keep_output_rows(const ForwardBatch& batch, std::initializer_list<Tensor*> views);
 
 // The step every architecture ends with: the final RMSNorm of buffers.x and the output matrix, for
 // only the rows whose logits are wanted (all, or the last), into buffers.logits.
