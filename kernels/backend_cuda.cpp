@@ -539,9 +539,11 @@ void CudaBackend::read(const Tensor& x, float* host) {
 
 void CudaBackend::read_top(const Tensor& row, int32_t k, int32_t* ids, float* values) {
     end_matmul_run();
-    if (row.n_rows != 1) throw Error("read_top: expects one row, got " + std::to_string(row.n_rows));
+    if (row.n_rows != 1 || k < 1 || k > row.n_cols)
+        throw Error("read_top: k = " + std::to_string(k) + " of " + std::to_string(row.n_rows) + " row(s) of " +
+                    std::to_string(row.n_cols) + " (expects one row and 1 <= k <= its length)");
     // One buffer, one copy: k ids, then k values.
-    auto* d = top_.ensure_as<uint32_t>(2 * size_t(std::max(k, 1)), stream_);
+    auto* d = top_.ensure_as<uint32_t>(2 * size_t(k), stream_);
     cuda::top_k({row.data, row.n_cols, k, reinterpret_cast<int32_t*>(d), reinterpret_cast<float*>(d + k)}, stream_);
     top_host_.resize(2 * size_t(k));
     WB_CUDA_CHECK(cudaMemcpyAsync(top_host_.data(), d, top_host_.size() * sizeof(uint32_t), cudaMemcpyDeviceToHost,

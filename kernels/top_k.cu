@@ -1,9 +1,18 @@
-// Radix select of the k largest logits in one block.
+// Selection of the k largest logits in one block of 1024 threads.
 //
-// Why a radix select: the k-th largest key is found digit by digit (8 bits a pass, four passes) by
-// counting keys in a 256-bin shared histogram, with no sorting and no per-thread candidate lists, so
-// k can be anything up to SamplerChain::kMaxTopNeeded at the same cost. The row (50k-260k floats) was
-// just written by the logits matmul and sits in L2; one block of 1024 threads reads it five times.
+// The k-th largest key is found by a radix select: 8 bits a pass, four passes, each counting keys in
+// a 256-bin shared histogram; no sorting and no per-thread lists, so any k up to
+// SamplerChain::kMaxTopNeeded costs the same. Running those passes over the whole row (50k-260k
+// floats) would be slow: a row's keys crowd into a few exponent bins and the shared atomics
+// serialise. So a pre-filter runs first:
+//   1. every thread takes the largest key of its strided share of the row (one read, no atomics);
+//   2. the k-th largest of those 1024 maxima, L, is a lower bound of the row's k-th largest key
+//      (the k largest maxima are k distinct entries >= L), found by the radix select over 1024 keys;
+//   3. the entries with key >= L — every one of the top k, typically a few times k — are gathered
+//      into shared memory (a second read) and the radix select runs on them.
+// When k exceeds the maxima or too many entries pass (a row of ties, k near 1024), the passes run
+// over the row itself. Ties of the k-th key that do not all fit are taken in column order from the
+// row, since the gathered list is in no order.
 #include <climits>
 #include <string>
 
@@ -17,24 +26,26 @@ namespace {
 
 constexpr int kThreads = 1024;
 constexpr int kWarps = kThreads / kWarp;
+constexpr int kGathered = 4096;  // entries the pre-filter may keep in shared memory (32 KB)
 constexpr unsigned kFull = 0xffffffffu;
 
 // The sampler's value of a logit: NaN would break every order, and is unselectable as -inf.
 __device__ __forceinline__ float sampler_value(float v) { return isnan(v) ? -INFINITY : v; }
 
-// The value's rank as an unsigned key: a larger value has a larger key. -0 is made +0 first, so
-// equal keys are exactly the values the host's order (candidate_before) calls ties.
+// The value's rank as an unsigned key: a larger value has a larger key. -0 is made +0 first (by its
+// bits, so that no flush-to-zero setting can merge denormals with it): equal keys are exactly the
+// values the host's order (candidate_before) calls ties. Every float maps to a key >= 0x007fffff
+// (-inf), so key 0 can stand for "no entry".
 __device__ __forceinline__ uint32_t rank_key(float v) {
-    v = sampler_value(v);
-    if (v == 0.0f) v = 0.0f;
-    const uint32_t u = __float_as_uint(v);
+    uint32_t u = __float_as_uint(sampler_value(v));
+    if ((u << 1) == 0u) u = 0u;
     return (u & 0x80000000u) ? ~u : (u | 0x80000000u);
 }
 
 struct Selection {
     uint32_t key;   // the k-th largest key, as far as decided
     uint32_t need;  // how many keys equal to it (and to no larger one) still belong to the top k
-    uint32_t ties;  // how many keys of the row match it, as far as decided
+    uint32_t ties;  // how many of the counted keys match it, as far as decided
 };
 
 // Warp 0, after a histogram pass: finds the digit (from the largest) that holds the need-th largest
@@ -54,6 +65,7 @@ __device__ void choose_digit(const uint32_t* hist, int shift, Selection* sel) {
         const uint32_t o = __shfl_up_sync(kFull, through, off);
         if (lane >= off) through += o;
     }
+    __syncwarp();  // every lane has read sel->need before one lane rewrites it
     uint32_t before = through - sum;
     // Exactly one lane holds it: the counted keys are never fewer than need.
     if (before < need && need <= through) {
@@ -70,46 +82,99 @@ __device__ void choose_digit(const uint32_t* hist, int shift, Selection* sel) {
     }
 }
 
-__global__ void __launch_bounds__(kThreads) top_k_kernel(TopKArgs a) {
-    __shared__ uint32_t hist[256];
-    __shared__ uint32_t warp_ties[kWarps];
-    __shared__ Selection sel;
-    __shared__ uint32_t next_slot;
-    const int tid = threadIdx.x;
-    if (tid == 0) sel = Selection{0u, uint32_t(a.k), uint32_t(a.n)};
+// Shared state of one selection.
+struct Scratch {
+    uint32_t hist[256];
+    uint32_t warp_ties[kWarps];
+    uint32_t key[kGathered];  // the gathered entries: keys and columns
+    int32_t col[kGathered];
+    Selection sel;
+    uint32_t n_gathered;      // entries that passed the pre-filter (may exceed kGathered)
+    uint32_t next_slot;
+};
 
-    // The k-th largest key, 8 bits a pass from the top.
+// The need-th largest of the keys each thread passes to visit(f) (f(key) per key; key 0 = none),
+// into s.sel, which must start as {0, need, count}. Called by every thread of the block.
+template <typename Visit>
+__device__ void radix_select(Scratch& s, Visit visit) {
     uint32_t decided = 0;  // mask of the key bits decided so far
     for (int shift = 24; shift >= 0; shift -= 8) {
-        for (int i = tid; i < 256; i += kThreads) hist[i] = 0;
+        for (int i = threadIdx.x; i < 256; i += kThreads) s.hist[i] = 0;
         __syncthreads();
-        const uint32_t prefix = sel.key;
-        for (int64_t i = tid; i < a.n; i += kThreads) {
-            const uint32_t key = rank_key(a.row[i]);
-            if ((key & decided) == prefix) atomicAdd(&hist[(key >> shift) & 0xffu], 1u);
-        }
+        const uint32_t prefix = s.sel.key;
+        visit([&](uint32_t key) {
+            if (key != 0u && (key & decided) == prefix) atomicAdd(&s.hist[(key >> shift) & 0xffu], 1u);
+        });
         __syncthreads();
-        if (tid < kWarp) choose_digit(hist, shift, &sel);
+        if (threadIdx.x < kWarp) choose_digit(s.hist, shift, &s.sel);
         decided |= 0xffu << shift;
         __syncthreads();
     }
-    const uint32_t kth = sel.key, need = sel.ties == sel.need ? 0u : sel.need;
-    const uint32_t n_before_ties = uint32_t(a.k) - sel.need;
+}
+
+// Writes out slot `slot`: column i of the row.
+__device__ __forceinline__ void put(const TopKArgs& a, uint32_t slot, int64_t i) {
+    a.ids[slot] = int32_t(i);
+    a.values[slot] = sampler_value(a.row[i]);
+}
+
+__global__ void __launch_bounds__(kThreads) top_k_kernel(TopKArgs a) {
+    __shared__ Scratch s;
+    const int tid = threadIdx.x;
+    const auto each_row_key = [&](auto f) {
+        for (int64_t i = tid; i < a.n; i += kThreads) f(rank_key(a.row[i]));
+    };
+
+    // 1-2. The lower bound L: the k-th largest of the threads' maxima (when there are k of them).
+    uint32_t my_max = 0u;
+    each_row_key([&](uint32_t key) { my_max = max(my_max, key); });
+    const int64_t n_maxima = a.n < kThreads ? a.n : kThreads;
+    bool gathered = false;
+    if (a.k <= n_maxima) {
+        if (tid == 0) s.sel = Selection{0u, uint32_t(a.k), uint32_t(n_maxima)};
+        radix_select(s, [&](auto f) { f(my_max); });
+        const uint32_t bound = s.sel.key;
+        // 3. Gather the entries with key >= L.
+        if (tid == 0) s.n_gathered = 0;
+        __syncthreads();
+        for (int64_t i = tid; i < a.n; i += kThreads) {
+            const uint32_t key = rank_key(a.row[i]);
+            if (key >= bound) {
+                const uint32_t j = atomicAdd(&s.n_gathered, 1u);
+                if (j < uint32_t(kGathered)) {
+                    s.key[j] = key;
+                    s.col[j] = int32_t(i);
+                }
+            }
+        }
+        __syncthreads();
+        gathered = s.n_gathered <= uint32_t(kGathered);
+    }
+
+    // The k-th largest key, over the gathered entries or over the row.
+    const uint32_t n_gathered = gathered ? s.n_gathered : 0u;
+    if (tid == 0) s.sel = Selection{0u, uint32_t(a.k), gathered ? n_gathered : uint32_t(a.n)};
+    if (gathered)
+        radix_select(s, [&](auto f) {
+            for (uint32_t j = tid; j < n_gathered; j += kThreads) f(s.key[j]);
+        });
+    else
+        radix_select(s, each_row_key);
+    const uint32_t kth = s.sel.key;
+    const bool all_ties = s.sel.ties == s.sel.need;
+    const uint32_t need = s.sel.need, n_above = uint32_t(a.k) - need;
 
     // Every key above the k-th, and its ties too when all of them belong (the usual case), in any
     // order: the caller sorts the k pairs.
-    if (tid == 0) next_slot = 0;
+    if (tid == 0) s.next_slot = 0;
     __syncthreads();
-    const bool all_ties = need == 0;
-    for (int64_t i = tid; i < a.n; i += kThreads) {
-        const float v = a.row[i];
-        const uint32_t key = rank_key(v);
-        if (key > kth || (all_ties && key == kth)) {
-            const uint32_t slot = atomicAdd(&next_slot, 1u);
-            a.ids[slot] = int32_t(i);
-            a.values[slot] = sampler_value(v);
-        }
-    }
+    const auto take = [&](uint32_t key, int64_t i) {
+        if (key > kth || (all_ties && key == kth)) put(a, atomicAdd(&s.next_slot, 1u), i);
+    };
+    if (gathered)
+        for (uint32_t j = tid; j < n_gathered; j += kThreads) take(s.key[j], s.col[j]);
+    else
+        for (int64_t i = tid; i < a.n; i += kThreads) take(rank_key(a.row[i]), i);
     if (all_ties) return;
 
     // More ties than places: the smallest columns win. Tiles of the row in column order, each tie
@@ -118,20 +183,16 @@ __global__ void __launch_bounds__(kThreads) top_k_kernel(TopKArgs a) {
     uint32_t base = 0;  // ties in earlier tiles; the same in every thread
     for (int64_t t0 = 0; t0 < a.n && base < need; t0 += kThreads) {
         const int64_t i = t0 + tid;
-        const float v = i < a.n ? a.row[i] : 0.0f;
-        const bool tie = i < a.n && rank_key(v) == kth;
+        const bool tie = i < a.n && rank_key(a.row[i]) == kth;
         const uint32_t ballot = __ballot_sync(kFull, tie);
-        if (lane == 0) warp_ties[warp] = uint32_t(__popc(ballot));
+        if (lane == 0) s.warp_ties[warp] = uint32_t(__popc(ballot));
         __syncthreads();
         uint32_t rank = base + uint32_t(__popc(ballot & ((1u << lane) - 1u))), tile = 0;
         for (int w = 0; w < kWarps; ++w) {
-            if (w < warp) rank += warp_ties[w];
-            tile += warp_ties[w];
+            if (w < warp) rank += s.warp_ties[w];
+            tile += s.warp_ties[w];
         }
-        if (tie && rank < need) {
-            a.ids[n_before_ties + rank] = int32_t(i);
-            a.values[n_before_ties + rank] = sampler_value(v);
-        }
+        if (tie && rank < need) put(a, n_above + rank, i);
         __syncthreads();  // warp_ties is rewritten by the next tile
         base += tile;
     }

@@ -731,7 +731,8 @@ void test_decode_graph(Backend& cpu, Backend& cuda) {
 }
 
 // A logits row of a named kind: "normal" (a model's spread), "ties" (three values), "nan" (NaN and
-// +-inf sprinkled in), "masked" (-inf but for one in 50), "zeros" (-0, +0 and -1: ties across signs).
+// +-inf sprinkled in), "masked" (-inf but for one in 50), "zeros" (-0, +0 and -1: ties across signs),
+// "tiny" (signed zeros and denormals, which must not merge with zero).
 std::vector<float> logits_row(const std::string& kind, int64_t n, uint64_t seed) {
     std::vector<float> row = random_floats(size_t(n), seed, 3.0f);
     uint64_t state = seed;
@@ -742,6 +743,7 @@ std::vector<float> logits_row(const std::string& kind, int64_t n, uint64_t seed)
         if (kind == "ties") v = float(r % 3);
         else if (kind == "masked" && r % 50 != 0) v = -INFINITY;
         else if (kind == "zeros") v = r % 3 == 0 ? -0.0f : (r % 3 == 1 ? 0.0f : -1.0f);
+        else if (kind == "tiny") v = r % 4 == 0 ? -0.0f : (r % 4 == 1 ? 0.0f : (r % 4 == 2 ? 1e-41f : -1e-42f));
         else if (kind == "nan" && i % 37 == 0) v = i % 3 == 0 ? NAN : (i % 3 == 1 ? -INFINITY : INFINITY);
     }
     return row;
@@ -749,6 +751,8 @@ std::vector<float> logits_row(const std::string& kind, int64_t n, uint64_t seed)
 
 // read_top against select_top_logits on the same row: the same columns in the same order and the
 // same value bits, for the vocabularies of SmolLM2 and Gemma 3, ties past the k-th place, NaN, masks.
+// The cases take both of the kernel's paths: the pre-filtered one (a model's rows, small k) and the
+// passes over the whole row (k above the 1024 thread maxima, or more than 4096 entries passing).
 void test_read_top(Backend& cuda) {
     struct Case {
         std::string kind;
@@ -765,6 +769,7 @@ void test_read_top(Backend& cuda) {
         {"nan", 49152, {40, 300}},
         {"masked", 49152, {40, 1024}},
         {"zeros", 3000, {1, 500, 2500}},
+        {"tiny", 3000, {1, 1000, 2000}},
     };
     uint64_t seed = 900;
     for (const Case& c : cases) {
