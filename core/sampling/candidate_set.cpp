@@ -18,6 +18,25 @@ void CandidateSet::assign(const float* logits, int32_t n_vocab) {
     selected = -1;
 }
 
+std::vector<Candidate> best_candidates(const std::vector<Candidate>& data, size_t k) {
+    k = std::min(k, data.size());
+    // A heap whose top is its lowest-ranked member; a candidate below that one's logit cannot get in,
+    // which rejects almost every candidate of a model's distribution with one comparison.
+    std::vector<Candidate> heap(data.begin(), data.begin() + static_cast<std::ptrdiff_t>(k));
+    std::make_heap(heap.begin(), heap.end(), candidate_before);
+    for (size_t i = k; i < data.size() && k > 0; ++i) {
+        const Candidate& c = data[i];
+        if (c.logit < heap.front().logit || !candidate_before(c, heap.front())) {
+            continue;
+        }
+        std::pop_heap(heap.begin(), heap.end(), candidate_before);
+        heap.back() = c;
+        std::push_heap(heap.begin(), heap.end(), candidate_before);
+    }
+    std::sort_heap(heap.begin(), heap.end(), candidate_before);
+    return heap;
+}
+
 void CandidateSet::sort_desc() {
     if (!sorted) {
         std::sort(data.begin(), data.end(), candidate_before);

@@ -39,11 +39,10 @@ static void validate(const SamplingParams& p) {
 // tracing must not change what is sampled.
 static std::vector<Candidate> top_candidates(const CandidateSet& cands, size_t k) {
     const auto& data = cands.data;
-    std::vector<Candidate> top(std::min(k, data.size()));
+    std::vector<Candidate> top = best_candidates(data, k);
     if (top.empty()) {
         return top;
     }
-    std::partial_sort_copy(data.begin(), data.end(), top.begin(), top.end(), candidate_before);
     const float max_logit = top.front().logit;
     if (max_logit == -std::numeric_limits<float>::infinity()) {
         for (Candidate& c : top) {
@@ -51,12 +50,15 @@ static std::vector<Candidate> top_candidates(const CandidateSet& cands, size_t k
         }
         return top;
     }
+    // compute_probs' arithmetic (float terms, double sum), so the trace's p of the final stage is the
+    // p the draw used.
     double sum = 0.0;
     for (const Candidate& c : data) {
-        sum += std::exp(static_cast<double>(c.logit) - max_logit);
+        sum += std::exp(c.logit - max_logit);
     }
+    const double inv = 1.0 / sum;
     for (Candidate& c : top) {
-        c.p = static_cast<float>(std::exp(static_cast<double>(c.logit) - max_logit) / sum);
+        c.p = static_cast<float>(std::exp(c.logit - max_logit) * inv);
     }
     return top;
 }

@@ -10,13 +10,11 @@ void TopKSampler::apply(CandidateSet& cands) {
         return;
     }
     const size_t k = static_cast<size_t>(k_);
-    if (!cands.sorted) {
-        // Select, then sort only the k survivors: O(n + k log k) instead of sorting the vocabulary.
-        auto kth = cands.data.begin() + static_cast<std::ptrdiff_t>(k);
-        std::nth_element(cands.data.begin(), kth, cands.data.end(), candidate_before);
-        std::sort(cands.data.begin(), kth, candidate_before);
+    if (cands.sorted) {
+        cands.data.resize(k);
+    } else {
+        cands.data = best_candidates(cands.data, k);  // O(n), not a sort of the vocabulary
     }
-    cands.data.resize(k);
     cands.sorted = true;
 }
 

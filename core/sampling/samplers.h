@@ -19,6 +19,10 @@ inline bool candidate_before(const Candidate& a, const Candidate& b) {
     return a.logit != b.logit ? a.logit > b.logit : a.id < b.id;
 }
 
+// The k best candidates in candidate_before's order, by one pass with a k-element heap: O(n) on a
+// model's distribution, against nth_element's several passes moving 12-byte candidates.
+std::vector<Candidate> best_candidates(const std::vector<Candidate>& data, size_t k);
+
 // p = softmax(logit) over the candidates in their current order (no sorting).
 void compute_probs(CandidateSet& cands);
 

@@ -6,7 +6,32 @@
 #include <utility>
 #include <vector>
 
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
+
 namespace wb {
+
+namespace {
+
+constexpr int32_t kRun = 16;
+
+// Whether any of v[0..kRun) is above bound (NaN never is). Compilers do not vectorise this test on
+// their own without fast-math, and it is the whole cost of a scan.
+bool run_beats(const float* v, float bound) {
+#if defined(__SSE2__)
+    const __m128 b = _mm_set1_ps(bound);
+    const __m128 above = _mm_or_ps(_mm_or_ps(_mm_cmpgt_ps(_mm_loadu_ps(v), b), _mm_cmpgt_ps(_mm_loadu_ps(v + 4), b)),
+                                   _mm_or_ps(_mm_cmpgt_ps(_mm_loadu_ps(v + 8), b), _mm_cmpgt_ps(_mm_loadu_ps(v + 12), b)));
+    return _mm_movemask_ps(above) != 0;
+#else
+    bool any = false;
+    for (int32_t j = 0; j < kRun; ++j) any |= v[j] > bound;
+    return any;
+#endif
+}
+
+}  // namespace
 
 void select_top_logits(const float* logits, int32_t n, int32_t k, int32_t* ids, float* values) {
     k = std::clamp(k, 0, std::max(n, 0));
@@ -16,19 +41,29 @@ void select_top_logits(const float* logits, int32_t n, int32_t k, int32_t* ids, 
     const auto higher = [](const Entry& a, const Entry& b) {
         return a.first > b.first || (a.first == b.first && a.second < b.second);
     };
+    const auto sampler_value = [](float v) { return std::isnan(v) ? -std::numeric_limits<float>::infinity() : v; };
     std::vector<Entry> heap;
     heap.reserve(size_t(k));
-    for (int32_t i = 0; i < n; ++i) {
-        const float v = std::isnan(logits[i]) ? -std::numeric_limits<float>::infinity() : logits[i];
-        if (int32_t(heap.size()) < k) {
-            heap.emplace_back(v, i);
-            std::push_heap(heap.begin(), heap.end(), higher);
-        } else if (v > heap.front().first) {  // an equal value ranks lower: its index is larger
-            std::pop_heap(heap.begin(), heap.end(), higher);
-            heap.back() = {v, i};
-            std::push_heap(heap.begin(), heap.end(), higher);
-        }
+    for (int32_t i = 0; i < k; ++i) heap.emplace_back(sampler_value(logits[i]), i);
+    std::make_heap(heap.begin(), heap.end(), higher);
+    // Only a value above the weakest member gets in (an equal one ranks lower: its index is larger;
+    // NaN, as -inf, never does). Runs of 16 are tested against that bound first: on a model's
+    // distribution almost none pass, and the scan runs at the speed of the loads.
+    float bound = heap.front().first;
+    const auto offer = [&](int32_t i) {
+        const float v = logits[i];
+        if (!(v > bound)) return;
+        std::pop_heap(heap.begin(), heap.end(), higher);
+        heap.back() = {v, i};
+        std::push_heap(heap.begin(), heap.end(), higher);
+        bound = heap.front().first;
+    };
+    int32_t i = k;
+    for (; i + kRun <= n; i += kRun) {
+        if (run_beats(logits + i, bound))
+            for (int32_t j = 0; j < kRun; ++j) offer(i + j);
     }
+    for (; i < n; ++i) offer(i);
     std::sort_heap(heap.begin(), heap.end(), higher);  // ascending in "ranks higher": best first
     for (int32_t j = 0; j < k; ++j) {
         values[j] = heap[size_t(j)].first;

@@ -1,6 +1,7 @@
 // Sampling from the best few logits (SamplerChain::top_needed / sample_top, select_top_logits): the
 // session reads only those from the backend when the chain allows it, and promises the very token,
-// survivors and probabilities that sampling the whole row gives. These tests hold it to that.
+// survivors and probabilities that sampling the whole row gives. These tests hold it to that, and
+// check the heap selections (select_top_logits, best_candidates) against full sorts.
 #include <QtTest>
 
 #include <algorithm>
@@ -72,6 +73,29 @@ private slots:
             QVERIFY2(same_bits(values[size_t(i)], all.data[size_t(i)].logit), qPrintable(QString::number(i)));
         }
         if (kk == 0) QCOMPARE(ids[0], -1);  // nothing written
+    }
+
+    // The top-k stage's selection (best_candidates) on a set in any order: ties by id, not by place.
+    void best_candidates_match_a_full_sort_in_any_order_data() {
+        QTest::addColumn<QString>("kind");
+        for (const char* kind : {"normal", "ties", "nan", "masked"}) QTest::newRow(kind) << QString(kind);
+    }
+    void best_candidates_match_a_full_sort_in_any_order() {
+        QFETCH(QString, kind);
+        const std::vector<float> row = make_row(kind, 3000, 11);
+        CandidateSet set;
+        set.assign(row.data(), 3000);
+        std::shuffle(set.data.begin(), set.data.end(), std::mt19937_64(5));
+        std::vector<Candidate> sorted = set.data;
+        std::sort(sorted.begin(), sorted.end(), candidate_before);
+        for (size_t k : {size_t(0), size_t(1), size_t(40), size_t(2999), size_t(3000), size_t(4000)}) {
+            const std::vector<Candidate> best = best_candidates(set.data, k);
+            QCOMPARE(best.size(), std::min(k, sorted.size()));
+            for (size_t i = 0; i < best.size(); ++i) {
+                QCOMPARE(best[i].id, sorted[i].id);
+                QVERIFY(same_bits(best[i].logit, sorted[i].logit));
+            }
+        }
     }
 
     void top_needed_counts_what_can_reach_the_top_k() {
