@@ -168,11 +168,13 @@ __global__ void attention_combine_kernel(SplitLayout L) {
     for (int s = 0; s < a.n_splits; ++s)
         if (base[s * (D + 2) + D + 1] > 0.0f) m = fmaxf(m, base[s * (D + 2) + D]);
     float l = 0.0f;
+    bool nan = false;  // a NaN score made its split's sum NaN: the output is NaN, as on the CPU
     for (int s = 0; s < a.n_splits; ++s) {
         const float ls = base[s * (D + 2) + D + 1];
         if (ls > 0.0f) l += ls * expf(base[s * (D + 2) + D] - m);
+        nan |= isnan(ls);
     }
-    const float inv = l > 0.0f ? 1.0f / l : 0.0f;
+    const float inv = nan ? NAN : (l > 0.0f ? 1.0f / l : 0.0f);
     for (int d = threadIdx.x; d < D; d += blockDim.x) {
         float o = 0.0f;
         for (int s = 0; s < a.n_splits; ++s) {

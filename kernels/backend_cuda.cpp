@@ -434,8 +434,20 @@ void CudaBackend::rope(Tensor& x, const RopeParams& p, const int32_t* positions)
     cuda::rope(a, stream_);
 }
 
+// The cache's rows are n_head_kv * head_dim f16 values; a tensor or head layout of another width would
+// read or write past them on the device, where the CPU backend would throw.
+static void check_kv_width(const KvCache& kv, int64_t width, const char* what) {
+    const int64_t row = int64_t(kv.config().n_head_kv) * kv.config().head_dim;
+    if (width != row)
+        throw Error(std::string("CUDA ") + what + ": rows of " + std::to_string(width) + " values for a cache of rows of " +
+                    std::to_string(row));
+}
+
 void CudaBackend::kv_store(KvCache& kv, int32_t il, const Tensor& k, const Tensor& v, int32_t pos0) {
     end_matmul_run();
+    check_kv_width(kv, k.n_cols, "kv_store (k)");
+    check_kv_width(kv, v.n_cols, "kv_store (v)");
+    if (v.n_rows != k.n_rows) throw Error("CUDA kv_store: k and v have different row counts");
     cuda::KvStoreArgs a;
     a.k = k.data;
     a.v = v.data;
@@ -451,6 +463,11 @@ void CudaBackend::kv_store(KvCache& kv, int32_t il, const Tensor& k, const Tenso
 void CudaBackend::attention(const Tensor& q, const KvCache& kv, int32_t il, int32_t pos0, const AttentionParams& p,
                             Tensor& out) {
     end_matmul_run();
+    check_kv_width(kv, int64_t(p.n_head_kv) * p.head_dim, "attention");
+    if (q.n_cols < int64_t(p.n_head) * p.head_dim || out.n_cols < int64_t(p.n_head) * p.head_dim || out.n_rows < q.n_rows)
+        throw Error("CUDA attention: q or out narrower than the heads they hold");
+    // A recorded step is replayed at other positions; only a one-token launch is position-independent.
+    if (recording() && q.n_rows != 1) throw Error("CUDA backend: a recorded decode step attends from one token");
     const int32_t bt = kv.config().block_tokens;
     cuda::AttentionArgs a;
     a.q = q.data;

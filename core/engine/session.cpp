@@ -92,6 +92,12 @@ void Session::run(const int32_t* tokens, int32_t n, SessionHooks* hooks, bool pr
     const ModelConfig& c = model_.config();
     if (n <= 0) throw Error("append: no tokens to evaluate");
     if (hooks && !hooks->active()) hooks = nullptr;
+    // Checked here as well as by the backends' embedding: a replayed decode step (below) embeds on the
+    // device from a recording, where nothing would check the id.
+    for (int32_t i = 0; i < n; ++i)
+        if (tokens[i] < 0 || tokens[i] >= c.n_vocab)
+            throw Error("token id " + std::to_string(tokens[i]) + " is outside the vocabulary (0.." +
+                        std::to_string(c.n_vocab - 1) + ")");
     for (int32_t done = 0; done < n;) {
         const int32_t nb = std::min(n_batch_, n - done);
         const int32_t pos0 = int32_t(cached_.size());

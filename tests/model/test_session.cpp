@@ -10,6 +10,7 @@
 #include "engine/backend_cpu.h"
 #include "engine/model.h"
 #include "engine/session.h"
+#include "util/error.h"
 #include "test_paths.h"
 
 using namespace wb;
@@ -190,6 +191,27 @@ private Q_SLOTS:
         const GenerateResult r = s.generate(std::vector<int32_t>(40, 100), LiveSamplingParams(greedy(4)));
         QCOMPARE(r.reason, StopReason::ERROR);
         QVERIFY(r.error.find("context") != std::string::npos);
+    }
+
+    // A token id outside the vocabulary is refused before any backend work, single steps included
+    // (a GPU backend replays those from a recording, where nothing else would check the id).
+    void tokenOutsideTheVocabularyIsAnError() {
+        Session s(*model_, *backend_);
+        const int32_t ok = 100, bad = model_->config().n_vocab;
+        s.append(&ok, 1);
+        for (int32_t id : {bad, -1}) {
+            bool threw = false;
+            try {
+                s.append(&id, 1);
+            } catch (const Error& e) {
+                threw = std::string(e.what()).find("outside the vocabulary") != std::string::npos;
+            }
+            QVERIFY(threw);
+            QCOMPARE(s.context_tokens().size(), size_t(1));  // nothing of the bad step was kept
+        }
+        const GenerateResult r = s.generate({ok, bad}, LiveSamplingParams(greedy(4)));
+        QCOMPARE(r.reason, StopReason::ERROR);
+        QVERIFY(r.error.find("outside the vocabulary") != std::string::npos);
     }
 
     void stopStringEndsTheReplyWithoutIt() {
