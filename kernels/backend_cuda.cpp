@@ -126,16 +126,28 @@ void CudaBackend::prepare_weights(ModelWeights& weights) {
         throw Error("the model's weights need " + mib(needed) + " of GPU memory (plus " + mib(kReserveBytes) +
                     " for activations and the KV cache) but only " + mib(free_bytes) + " of " + mib(total_bytes) +
                     " are free on CUDA device " + std::to_string(device_) + " (" + device_name_ + ")");
-    for (auto& [host, bytes] : fresh) {
-        Upload u;
-        u.bytes = bytes;
-        WB_CUDA_CHECK(cudaMalloc(&u.ptr, bytes));
-        uploads_[host] = u;
-        // On the backend's stream: a plain cudaMemcpy from pageable memory may return before the data
-        // has landed, and it runs on the legacy stream, which this non-blocking stream does not wait for.
-        WB_CUDA_CHECK(cudaMemcpyAsync(u.ptr, host, bytes, cudaMemcpyHostToDevice, stream_));
+    try {
+        for (auto& [host, bytes] : fresh) {
+            Upload u;
+            u.bytes = bytes;
+            WB_CUDA_CHECK(cudaMalloc(&u.ptr, bytes));
+            uploads_[host] = u;
+            // On the backend's stream: a plain cudaMemcpy from pageable memory may return before the data
+            // has landed, and it runs on the legacy stream, which this non-blocking stream does not wait for.
+            WB_CUDA_CHECK(cudaMemcpyAsync(u.ptr, host, bytes, cudaMemcpyHostToDevice, stream_));
+        }
+        WB_CUDA_CHECK(cudaStreamSynchronize(stream_));
+    } catch (...) {
+        // Undo this call's uploads: a later attempt must not find half-written copies, nor leak them.
+        cudaStreamSynchronize(stream_);
+        for (const auto& entry : fresh) {
+            const auto it = uploads_.find(entry.first);
+            if (it == uploads_.end()) continue;
+            cudaFree(it->second.ptr);
+            uploads_.erase(it);
+        }
+        throw;
     }
-    WB_CUDA_CHECK(cudaStreamSynchronize(stream_));
     for (Weight* w : weights.all()) {
         if (!w->host) continue;
         Upload& u = uploads_.at(w->host);
@@ -343,7 +355,7 @@ void CudaBackend::launch_norm(cuda::RmsNormArgs& a, const Tensor& out) {
     // The rows written are the input's (a.n_groups of them when groups are whole rows): a matmul of a
     // taller view of out misses the cache and quantizes for itself.
     const bool quantize =
-        a.group == out.n_cols && a.group % cuda::kPart == 0 && a.n_groups <= cuda::kGemvMaxTokens;
+        a.group == out.n_cols && a.group % cuda::kPart == 0 && a.n_groups <= cuda::kGemvMaxBatch;
     if (quantize) {
         const cuda::Q8Target t = cuda::q8_target(matmul_ws_, a.n_groups, a.group, stream_);
         a.q8 = t.q;
@@ -360,7 +372,7 @@ cuda::MatmulArgs CudaBackend::matmul_args(const Weight& w, const Tensor& x, Tens
     // The output never overlaps the input: the quantized copy of x is reused by the next matmul.
     if (out.data < x.data + x.n_rows * x.n_cols && x.data < out.data + out.n_rows * out.n_cols)
         throw Error("CUDA matmul: the output overlaps the input");
-    if (recording() && x.n_rows > cuda::kGemvMaxTokens)
+    if (recording() && x.n_rows > cuda::kGemvMaxBatch)
         throw Error("CUDA backend: a recorded decode step may not take the cuBLAS path");
     cuda::MatmulArgs a;
     a.type = w.type;

@@ -294,7 +294,7 @@ void check_args(const MatmulArgs& a) {
 
 }  // namespace
 
-bool gemv_fusable(GgmlType type, int32_t n_tok) { return has_int_part(type) && n_tok <= kGemvMaxTokens; }
+bool gemv_fusable(GgmlType type, int32_t n_tok) { return has_int_part(type) && n_tok <= kGemvMaxBatch; }
 
 void matmul(const MatmulArgs& a, MatmulWorkspace& ws, cudaStream_t stream) {
     if (a.n_tok <= 0 || a.n_out <= 0) return;
@@ -303,7 +303,7 @@ void matmul(const MatmulArgs& a, MatmulWorkspace& ws, cudaStream_t stream) {
         matmul_shared(&a, 1, ws, stream);
         return;
     }
-    if (a.n_tok <= kGemvMaxTokens) {
+    if (a.n_tok <= kGemvMaxBatch) {
         dispatch_weight_type(a.type, [&](auto tc) {
             constexpr GgmlType T = decltype(tc)::value;
             if constexpr (!has_int_part(T)) {

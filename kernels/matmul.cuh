@@ -46,8 +46,13 @@ struct MatmulWorkspace {
     void forget_q8() { q8_x = nullptr; }
 };
 
-// Batches up to this many tokens take the GEMV path (also the only path used inside CUDA graphs).
+// Tokens one GEMV block computes; more tokens take more blocks (grid y), each reading the weights.
 constexpr int32_t kGemvMaxTokens = 8;
+// Batches up to this many tokens take the GEMV path (decode, the only path inside CUDA graphs, and
+// short prompts); larger ones cuBLAS. The GEMV reads W once per 8 tokens (0.56 bytes a weight for
+// Q4_0), the cuBLAS path dequantizes W to f16 first (about 4.6 bytes a weight of traffic), so up to
+// 32 tokens the GEMV moves half as much or less.
+constexpr int32_t kGemvMaxBatch = 32;
 constexpr int kMaxShared = 3;  // products of one input fused into one launch (q, k, v)
 
 void matmul(const MatmulArgs& a, MatmulWorkspace& ws, cudaStream_t stream);
@@ -64,7 +69,7 @@ Q8Target q8_target(MatmulWorkspace& ws, int64_t rows, int64_t cols, cudaStream_t
 void remember_q8(MatmulWorkspace& ws, const float* x, int64_t rows, int64_t cols);
 
 // The fused forms (Backend::matmul_shared / matmul_glu), for weights gemv_fusable says yes to: a
-// quantized type and at most kGemvMaxTokens tokens (wb::Error otherwise). Each output element is
+// quantized type and at most kGemvMaxBatch tokens (wb::Error otherwise). Each output element is
 // computed with the arithmetic of matmul(); the launches are fewer.
 bool gemv_fusable(GgmlType type, int32_t n_tok);
 // a[i].out = W_i x for n <= kMaxShared products of one type and one input x (one launch).

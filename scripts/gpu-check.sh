@@ -10,10 +10,15 @@
 #   run(command="bash scripts/gpu-check.sh", carry=["build-debs"], timeout_s=480)
 # The steps run most important first (build, GPU tests, small-model benchmarks, then the 7B model);
 # on 16 cores expect about 1.5 min to build, 2-3 min of tests (the CPU references of the two
-# whole-model tests take most of it), 3 min of benchmarks. A rerun on the still-warm machine reuses
-# build-gpu/ and build-gpu-deps/ and only rebuilds what changed.
+# whole-model tests take most of it), 3 min of benchmarks. The whole run keeps to BUDGET_S seconds
+# (default 450, under the device call's 480): each step's limit is cut to the time left, and steps
+# that no longer fit get a "SKIPPED (no time)" row instead of being killed half-way.
+# A rerun almost always lands on a fresh machine (a warm one is given back seconds after a call), so
+# it builds again; ONLY (an extended regex over step names, e.g. ONLY='bench|model') limits it to
+# the steps that matter, after the configure and build that everything needs.
 #
-# Environment: OUT (results; default ./gpu-check-out), WB_CUDA_ARCHS (default 90), JOBS (default nproc).
+# Environment: OUT (results; default ./gpu-check-out), WB_CUDA_ARCHS (default 90), JOBS (default nproc),
+# BUDGET_S (default 450), ONLY (default: every step).
 # Files in $OUT (the device tool returns at most 8): env.log build.log models.log ctest.log bench.log
 # bandwidth.log summary.md
 set -uo pipefail
@@ -34,6 +39,9 @@ trap 'rm -rf "$SCRATCH"' EXIT
 
 SUMMARY_ROWS=()
 BENCH_ROWS=()
+TEST_LINES=()
+DEADLINE=$(($(date +%s) + ${BUDGET_S:-450}))
+ONLY=${ONLY:-}
 
 write_summary() {
     {
@@ -48,16 +56,34 @@ write_summary() {
             echo "|---|---|---|---|---|---|---|"
             printf '%s\n' "${BENCH_ROWS[@]}"
         fi
+        if ((${#TEST_LINES[@]})); then
+            echo
+            echo '```'
+            printf '%s\n' "${TEST_LINES[@]}"
+            echo '```'
+        fi
     } >"$OUT/summary.md"
 }
 
-# step NAME LOG TIMEOUT CMD...: runs CMD with a time limit, appends its output to $OUT/LOG and a row
-# to the summary. Returns CMD's status.
+# step NAME LOG TIMEOUT CMD...: runs CMD with a time limit (cut to what is left of BUDGET_S), appends
+# its output to $OUT/LOG and a row to the summary. Returns CMD's status; 125 for a step not run.
 step() {
     local name=$1 log=$2 limit=$3
     shift 3
-    local t0 rc
+    local t0 rc left
     t0=$(date +%s)
+    if [[ -n $ONLY && $name != configure && $name != build && ! $name =~ $ONLY ]]; then
+        SUMMARY_ROWS+=("| $name | not run (ONLY='$ONLY') | 0 | |")
+        write_summary
+        return 125
+    fi
+    left=$((DEADLINE - t0))
+    if ((left < 15)); then
+        SUMMARY_ROWS+=("| $name | SKIPPED (no time left of BUDGET_S) | 0 | |")
+        write_summary
+        return 125
+    fi
+    ((limit > left)) && limit=$left
     echo "=== $name: $*" >>"$OUT/$log"
     timeout "$limit" "$@" >>"$OUT/$log" 2>&1
     rc=$?
@@ -75,6 +101,10 @@ step() {
     nvcc --version || true
     cmake --version | head -1
     echo "cores: $(nproc)"
+    for tool in nvcc cmake ninja pkg-config dpkg python3; do echo "$tool: $(command -v "$tool" || echo MISSING)"; done
+    # cuBLAS comes with the toolkit; without it configure stops at the CUDA::cublas target.
+    cuda_root=$(dirname "$(dirname "$(command -v nvcc 2>/dev/null || echo /usr/local/cuda/bin/nvcc)")")
+    ls "$cuda_root"/include/cublas_v2.h "$cuda_root"/lib64/libcublas.so* 2>&1 | head -4
 } >"$OUT/env.log" 2>&1
 
 # ---- sentencepiece from the carried .debs ----
@@ -164,6 +194,9 @@ GEN=$BUILD/tests/make_random_gguf
 # ---- tests: the GPU tests and the CPU check of the kernels' dequantization ----
 # Per-test limit, so one hung kernel leaves time for the rest and the benchmarks.
 step "ctest -L gpu|unit" ctest.log 300 ctest --test-dir "$BUILD" -L "gpu|unit" --timeout 200 --output-on-failure -V
+# Which tests passed or failed, in the summary: enough to decide on a rerun from the output's tail.
+mapfile -t TEST_LINES < <(grep -E '^ *[0-9]+/[0-9]+ Test' "$OUT/ctest.log" 2>/dev/null | sed 's/^ *//')
+write_summary
 # ctest counts a skip as a pass: on the GPU machine a skipped GPU test means the device was not seen.
 n_skipped=$(grep -c 'SKIPPED: no CUDA device' "$OUT/ctest.log")
 if ((n_skipped > 0)); then

@@ -2,7 +2,7 @@
 // The CPU backend with the CUDA backend's arithmetic where it differs from the CPU's: the reference of
 // the whole-model GPU tests (test_gpu_model). Random-weight models amplify any difference in rounding
 // (see test_gpu_model.cpp), so the reference rounds where the GPU rounds:
-//   - matmul, at most 8 tokens (the GPU's GEMV): quantized weights with the GEMV's 8-bit activations
+//   - matmul, at most 32 tokens (the GPU's GEMV): quantized weights with the GEMV's 8-bit activations
 //     and integer part dots, run on the host by the very functions the kernel runs
 //     (tests/gpu/q8_reference.h); float weights in float32;
 //   - matmul, more tokens (the GPU's cuBLAS path): float32 products of both operands rounded to f16
@@ -20,6 +20,7 @@
 
 #include "engine/backend_cpu.h"
 #include "kv/kv_cache.h"
+#include "matmul.cuh"
 #include "model/weights.h"
 #include "q8_parts.h"
 #include "q8_reference.h"
@@ -29,8 +30,8 @@
 
 namespace wb::gputest {
 
-// Batches above this many tokens take the GPU's cuBLAS path (kernels/matmul.cuh, kGemvMaxTokens).
-constexpr int64_t kGpuGemvMaxTokens = 8;
+// Batches above this many tokens take the GPU's cuBLAS path.
+constexpr int64_t kGpuGemvMaxTokens = cuda::kGemvMaxBatch;
 
 class GpuReferenceBackend : public CpuBackend {
 public:

@@ -20,6 +20,7 @@
 #include "engine/backend_cpu.h"
 #include "gguf/gguf_file.h"
 #include "gpu_test_util.h"
+#include "matmul.cuh"
 #include "model/weights.h"
 #include "q8_reference.h"
 #include "quant/quant.h"
@@ -141,11 +142,11 @@ void matmul_case(Backend& cpu, Backend& cuda, GgmlType type, int64_t n_in, int64
             }
         const std::string what = "matmul " + ggml_type_name(type) + " " + std::to_string(n_in) + "x" + std::to_string(n_out) +
                                  " tokens " + std::to_string(nt) + label;
-        // GEMV (<= 8 tokens): float weights in float32 throughout; quantized weights with 8-bit
+        // GEMV (<= 32 tokens): float weights in float32 throughout; quantized weights with 8-bit
         // activations (about 0.5 % relative error against exact), checked tightly against the host
         // emulation of the same integer arithmetic. The cuBLAS path rounds both operands to f16
         // (F32 weights stay f32).
-        const bool gemv = nt <= 8;
+        const bool gemv = nt <= cuda::kGemvMaxBatch;
         const bool q8 = gemv && cuda::has_int_part(type);
         const double exact_tol = q8 ? 2e-2 : gemv || type == GgmlType::F32 ? 2e-5 : 3e-3;
         expect_close(what + " vs exact", exact, got, exact_tol);
@@ -160,7 +161,8 @@ void test_matmul(Backend& cpu, Backend& cuda) {
         int64_t n_in, n_out;
     };
     const std::vector<Shape> shapes = {{256, 96}, {512, 1000}, {1536, 576}};
-    const std::vector<int32_t> n_toks = {1, 3, 8, 9, 64};
+    // Decode, one and several GEMV token groups up to kGemvMaxBatch (32), then cuBLAS.
+    const std::vector<int32_t> n_toks = {1, 3, 8, 9, 32, 33, 64};
     for (GgmlType type : kAllTypes)
         for (const Shape& s : shapes) matmul_case(cpu, cuda, type, s.n_in, s.n_out, n_toks);
 
