@@ -245,6 +245,36 @@ void run(const std::string& model_path) {
     const ErrorStats st = compare(dec_eager, dec_gpu);
     report(st.max_abs == 0.0 && st.non_finite == 0,
            "decode with graph replay bit-identical to eager decode (max |diff| " + std::to_string(st.max_abs) + ")");
+
+    // Generation through Session::generate: without an observer the session samples from the best
+    // few logits the device selected (Backend::read_top); asking for the inspector's candidates makes
+    // it read whole rows. On the same backend the two must draw the same tokens, sampled and greedy.
+    class WholeRows : public Observer {
+    public:
+        CaptureSpec capture() const override {
+            CaptureSpec spec;
+            spec.top_candidates = 5;
+            return spec;
+        }
+    };
+    const std::vector<int32_t> chat_prompt = random_tokens(24, 4, n_vocab);
+    for (const float temperature : {0.9f, 0.0f}) {
+        SamplingParams sp;
+        sp.seed = 11;
+        sp.temperature = temperature;
+        sp.repeat_penalty = 1.2f;
+        sp.ignore_eos = true;
+        sp.max_tokens = 48;
+        WholeRows whole;
+        s_gpu.reset();
+        const GenerateResult a = s_gpu.generate(chat_prompt, LiveSamplingParams(sp), &whole);
+        s_gpu.reset();
+        const GenerateResult b = s_gpu.generate(chat_prompt, LiveSamplingParams(sp));
+        report(a.reason == StopReason::MAX_TOKENS && b.reason == StopReason::MAX_TOKENS && a.tokens == b.tokens,
+               std::string("generate from the device's best logits = from whole rows (") +
+                   (temperature > 0.0f ? "sampled" : "greedy") + ", " + std::to_string(b.tokens.size()) + " tokens" +
+                   (a.error.empty() && b.error.empty() ? "" : ", error: " + a.error + b.error) + ")");
+    }
 }
 
 }  // namespace
