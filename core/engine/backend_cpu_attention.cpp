@@ -8,10 +8,10 @@
 // reproduced (F16DotOrder in quant/quant.h).
 //
 // Two schedules of that same arithmetic:
-//  - attention_rows: a task per (token, query head), for batches (prefill), where there are plenty;
-//  - attention_decode: one token has only n_head (query head) tasks, too few and too uneven to keep
-//    the threads busy, so it runs in three phases split by key runs and by output dims instead, and
-//    converts each f16 K/V row once for all query heads of its group (grouped-query attention).
+//  - attention_rows: a task per (token, kv head), for batches (prefill), where there are plenty;
+//  - attention_decode: one token has only n_head_kv such tasks, too few and too uneven to keep the
+//    threads busy, so it runs in three phases split by key runs and by output dims instead.
+// Both convert each f16 K/V row once for all query heads of its group (grouped-query attention).
 // The per-value operations and their order are the same in both, so they give identical results.
 #include <algorithm>
 #include <cmath>
@@ -101,55 +101,73 @@ void CpuBackend::attention_rows(const Tensor& q, const KvCache& kv, int32_t il, 
                                 Tensor& out) {
     const int32_t group = p.n_head / p.n_head_kv;
     const int64_t hd = p.head_dim;
-    const int64_t n_tasks = q.n_rows * p.n_head;
     const int64_t max_keys = pos0 + q.n_rows;
-    const bool batched = q.n_rows > 1;
-    const F16DotOrder kq_order = batched && hd % 8 == 0 ? F16DotOrder::kLanes8 : F16DotOrder::kStep32;
-    const F16DotOrder out_order = batched && hd % 4 == 0 ? F16DotOrder::kLanes8 : F16DotOrder::kStep32;
+    const F16DotOrder kq_order = hd % 8 == 0 ? F16DotOrder::kLanes8 : F16DotOrder::kStep32;
+    const F16DotOrder out_order = hd % 4 == 0 ? F16DotOrder::kLanes8 : F16DotOrder::kStep32;
     const int64_t n_lanes = f16_dot_lanes(out_order);
-    // per thread: scores[max_keys], out lanes[n_lanes * hd], lane gather[n_lanes], scaled q[hd];
-    // q in f16[hd]
-    const size_t buf_floats = size_t(max_keys + n_lanes * hd + n_lanes + hd);
+    const int64_t row_halves = int64_t(kv.row_bytes() / sizeof(uint16_t));  // one position's K (or V), all kv heads
+    // per thread: the group's scores, then probabilities [group][max_keys]; their value lanes
+    // [group][n_lanes][hd]; the group's queries rounded to f16 (as floats) [group][hd]; a lane gather
+    // row [n_lanes] and a scaled query [hd]. And the f16 query [hd].
+    const size_t buf_floats = size_t(group * (max_keys + n_lanes * hd + hd) + n_lanes + hd);
     for (auto& b : thread_buf_)
         if (b.size() < buf_floats) b.resize(buf_floats);
     for (auto& b : thread_f16_)
         if (b.size() < size_t(hd)) b.resize(size_t(hd));
     const float score_scale = p.scale_q ? 1.0f : p.scale;
 
-    pool_.parallel_for(n_tasks, [&](int64_t task, int thread) {
-        const int64_t r = task / p.n_head;
-        const int32_t h = int32_t(task % p.n_head);
-        const int32_t kvh = h / group;
+    // A task per (query row, kv head): the query heads of the group share every K and V row, which is
+    // converted from f16 once for all of them (dot_f16_keys / fma_f16_keys, as in decode). Each
+    // (head, key) product and each output lane still sees the operations of one head at a time.
+    pool_.parallel_for(q.n_rows * p.n_head_kv, [&](int64_t task, int thread) {
+        const int64_t r = task / p.n_head_kv;
+        const int32_t kvh = int32_t(task % p.n_head_kv);
         const int32_t pos = pos0 + int32_t(r);
         const int32_t first = first_key(p, pos);
         float* scores = thread_buf_[size_t(thread)].data();
-        float* lanes = scores + max_keys;
-        float* gather = lanes + n_lanes * hd;
+        float* lanes = scores + group * max_keys;
+        float* qf = lanes + group * n_lanes * hd;
+        float* gather = qf + group * hd;
         uint16_t* q16 = thread_f16_[size_t(thread)].data();
-        round_query(p, q.data + r * q.n_cols + int64_t(h) * hd, gather + n_lanes, q16, hd);
-
-        // scores_j = scale * q.k_j over the visible keys, then a numerically stable softmax.
-        for (int32_t j = first; j <= pos; ++j) {
-            const auto* krow = static_cast<const uint16_t*>(kv.k_row(il, j)) + int64_t(kvh) * hd;
-            scores[j - first] = score_scale * dot_f16_f16(kq_order, hd, krow, q16);
+        for (int32_t i = 0; i < group; ++i) {
+            round_query(p, q.data + r * q.n_cols + int64_t(kvh * group + i) * hd, gather + n_lanes, q16, hd);
+            for (int64_t d = 0; d < hd; ++d) qf[i * hd + d] = fp16_to_f32(q16[d]);
         }
-        const float inv = softmax_in_place(scores, first, pos);
-        if (const int32_t slot = capture_slot(p, h); slot >= 0)
-            capture_row(p.capture_probs + (int64_t(slot) * q.n_rows + r) * max_keys, max_keys, scores, first, pos, inv);
 
-        // out[d] = sum_j p_j v_j[d] with p_j rounded to f16 like the values it weights. Key j goes
-        // to lane j % n_lanes of every output dim (the lanes the reference's dot over the cache
-        // gives it); each lane row is one fused multiply-add per key.
-        std::fill(lanes, lanes + n_lanes * hd, 0.0f);
-        for (int32_t j = first; j <= pos; ++j) {
-            const float pj = fp16_to_f32(f32_to_fp16(scores[j - first] * inv));
-            const auto* vsrc = static_cast<const uint16_t*>(kv.v_row(il, j)) + int64_t(kvh) * hd;
-            fma_f16_row(pj, vsrc, lanes + (j % n_lanes) * hd, hd);
+        // scores_j = scale * q.k_j over the visible keys, then a numerically stable softmax per head;
+        // the probabilities are left rounded to f16, the precision they weight V with.
+        for (int32_t j = first; j <= pos;) {
+            const int32_t run = run_in_block(kv, j, pos);
+            const auto* k = static_cast<const uint16_t*>(kv.k_row(il, j)) + int64_t(kvh) * hd;
+            dot_f16_keys(kq_order, hd, k, row_halves, run, qf, hd, group, scores + (j - first), max_keys);
+            j += run;
         }
-        float* o = out.data + r * out.n_cols + int64_t(h) * hd;
-        for (int64_t d = 0; d < hd; ++d) {
-            for (int64_t l = 0; l < n_lanes; ++l) gather[l] = lanes[l * hd + d];
-            o[d] = sum_f16_dot_lanes(out_order, gather);
+        for (int32_t i = 0; i < group; ++i) {
+            float* s = scores + i * max_keys;
+            for (int32_t j = 0; j <= pos - first; ++j) s[j] *= score_scale;
+            const float inv = softmax_in_place(s, first, pos);
+            if (const int32_t slot = capture_slot(p, kvh * group + i); slot >= 0)
+                capture_row(p.capture_probs + (int64_t(slot) * q.n_rows + r) * max_keys, max_keys, s, first, pos, inv);
+            for (int32_t j = 0; j <= pos - first; ++j) s[j] = fp16_to_f32(f32_to_fp16(s[j] * inv));
+        }
+
+        // out[d] = sum_j p_j v_j[d]. Key j goes to lane j % n_lanes of every output dim (the lanes the
+        // reference's dot over the cache gives it); each lane row is one fused multiply-add per key.
+        std::fill(lanes, lanes + group * n_lanes * hd, 0.0f);
+        for (int32_t j = first; j <= pos;) {
+            const int32_t run = run_in_block(kv, j, pos);
+            const auto* v = static_cast<const uint16_t*>(kv.v_row(il, j)) + int64_t(kvh) * hd;
+            fma_f16_keys(hd, v, row_halves, run, j % n_lanes, int(n_lanes), scores + (j - first), max_keys, group, lanes,
+                         n_lanes * hd);
+            j += run;
+        }
+        for (int32_t i = 0; i < group; ++i) {
+            float* o = out.data + r * out.n_cols + int64_t(kvh * group + i) * hd;
+            const float* li = lanes + int64_t(i) * n_lanes * hd;
+            for (int64_t d = 0; d < hd; ++d) {
+                for (int64_t l = 0; l < n_lanes; ++l) gather[l] = li[l * hd + d];
+                o[d] = sum_f16_dot_lanes(out_order, gather);
+            }
         }
     });
 }
