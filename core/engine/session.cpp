@@ -88,16 +88,21 @@ const std::vector<float>& Session::append(const int32_t* tokens, int32_t n) {
     return last_logits_;
 }
 
+void Session::check_token_ids(const int32_t* tokens, int32_t n) const {
+    const int32_t n_vocab = model_.config().n_vocab;
+    for (int32_t i = 0; i < n; ++i)
+        if (tokens[i] < 0 || tokens[i] >= n_vocab)
+            throw Error("token id " + std::to_string(tokens[i]) + " is outside the vocabulary (0.." +
+                        std::to_string(n_vocab - 1) + ")");
+}
+
 void Session::run(const int32_t* tokens, int32_t n, SessionHooks* hooks, bool prefill) {
     const ModelConfig& c = model_.config();
     if (n <= 0) throw Error("append: no tokens to evaluate");
     if (hooks && !hooks->active()) hooks = nullptr;
     // Checked here as well as by the backends' embedding: a replayed decode step (below) embeds on the
     // device from a recording, where nothing would check the id.
-    for (int32_t i = 0; i < n; ++i)
-        if (tokens[i] < 0 || tokens[i] >= c.n_vocab)
-            throw Error("token id " + std::to_string(tokens[i]) + " is outside the vocabulary (0.." +
-                        std::to_string(c.n_vocab - 1) + ")");
+    check_token_ids(tokens, n);
     for (int32_t done = 0; done < n;) {
         const int32_t nb = std::min(n_batch_, n - done);
         const int32_t pos0 = int32_t(cached_.size());
@@ -176,6 +181,7 @@ GenerateResult Session::generate(const std::vector<int32_t>& prompt, const LiveS
     const int32_t n_vocab = model_.config().n_vocab;
     try {
         if (prompt.empty()) throw Error("the prompt is empty");
+        check_token_ids(prompt.data(), int32_t(prompt.size()));  // before any batch changes the cache
         if (int32_t(prompt.size()) >= n_ctx_)
             throw Error("the prompt is " + std::to_string(prompt.size()) + " tokens but the context holds " +
                         std::to_string(n_ctx_) + " (including the reply): shorten it or raise the context size");

@@ -71,7 +71,8 @@ public:
 
     // Appends tokens to the context and runs them through the model in batches of n_batch; returns
     // the logits after the last one ([n_vocab], valid until the next call). wb::Error when the context
-    // cannot hold them. generate() is built on this; benchmarks and tools use it directly.
+    // cannot hold them or a token id is outside the vocabulary. generate() runs the same passes without
+    // reading whole rows it does not need; benchmarks and tools use this directly.
     const std::vector<float>& append(const int32_t* tokens, int32_t n);
 
     // Teacher forcing from an empty cache: logits of every position, [tokens.size()][n_vocab].
@@ -102,6 +103,8 @@ private:
     // whole vocabulary. now.ignore_eos masks the end-of-generation tokens.
     int32_t sample_next(SamplerChain& chain, const SamplingParams& now, bool whole_row, bool vocab_p,
                         std::vector<SamplerStageTrace>* trace, size_t trace_top);
+    // wb::Error naming the first id outside [0, n_vocab).
+    void check_token_ids(const int32_t* tokens, int32_t n) const;
     // Drops cached positions >= n; returns how many stay: n, or 0 when sliding-window layers can no
     // longer continue from n (the caller recomputes what it needs).
     int32_t drop_after(int32_t n);

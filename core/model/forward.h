@@ -62,8 +62,10 @@ ForwardFn forward_function(const std::string& arch);
 
 // The last layer, once its keys and values are stored and its attention is done, needs only the rows
 // whose logits are read: narrows each view to the last row unless every row's logits are wanted. A
-// prompt batch then skips the output projection and the feed-forward network of n-1 rows (llama.cpp
-// prunes at the same point). Every row is computed on its own, so the kept row's values are unchanged.
+// prompt batch then skips the output projection and the feed-forward network of n-1 rows, as llama.cpp
+// does in generation. Rows are computed independently, but the CPU backend picks llama.cpp's kernel
+// (and accumulation order) by batch size for some types (Q4_K, Q2_K-Q6_K), so the kept row may differ
+// in the last bits from the same row of an unpruned batch, exactly as llama.cpp's own do.
 void keep_output_rows(const ForwardBatch& batch, std::initializer_list<Tensor*> views);
 
 // The step every architecture ends with: the final RMSNorm of buffers.x and the output matrix, for

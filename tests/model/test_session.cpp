@@ -4,6 +4,7 @@
 // statistics that follow the formula after every step.
 #include <QtTest>
 
+#include <cstring>
 #include <fstream>
 #include <thread>
 
@@ -212,6 +213,28 @@ private Q_SLOTS:
         const GenerateResult r = s.generate({ok, bad}, LiveSamplingParams(greedy(4)));
         QCOMPARE(r.reason, StopReason::ERROR);
         QVERIFY(r.error.find("outside the vocabulary") != std::string::npos);
+
+        // A bad id in a later prompt batch: refused before the first batch changes the cache.
+        SessionOptions so;
+        so.n_batch = 2;
+        Session small(*model_, *backend_, so);
+        small.append(&ok, 1);
+        const GenerateResult late = small.generate({ok, 200, 300, 400, bad}, LiveSamplingParams(greedy(4)));
+        QCOMPARE(late.reason, StopReason::ERROR);
+        QCOMPARE(small.context_tokens(), std::vector<int32_t>{ok});
+    }
+
+    // A prompt's logits come from a pass that drops every other row after the last layer's attention
+    // (keep_output_rows); teacher forcing keeps them all. SmolLM2's weight types take the same kernels
+    // at any batch size, so the two must agree bit for bit.
+    void prefillLogitsEqualTeacherForcingsLastRow() {
+        Session s(*model_, *backend_);
+        const std::vector<int32_t> prompt = chat({{"user", "Name three colours of the sea at dusk."}});
+        const std::vector<float> last = s.append(prompt.data(), int32_t(prompt.size()));
+        const std::vector<float> all = s.evaluate(prompt);
+        const size_t n_vocab = size_t(model_->config().n_vocab);
+        QCOMPARE(all.size(), prompt.size() * n_vocab);
+        QVERIFY(std::memcmp(last.data(), all.data() + (prompt.size() - 1) * n_vocab, n_vocab * sizeof(float)) == 0);
     }
 
     void stopStringEndsTheReplyWithoutIt() {
