@@ -209,6 +209,9 @@ GenerateResult Session::generate(const std::vector<int32_t>& prompt, const LiveS
         for (int32_t done = 0; done < n_new;) {
             const int32_t nb = std::min(n_batch_, n_new - done);
             run(prompt.data() + common + done, nb, hooks.get(), true);
+            // A GPU backend returns before its queued work is done (run() reads nothing back): progress
+            // and the prefill time count finished work.
+            backend_.synchronize();
             done += nb;
             if (observer) observer->on_prefill_progress(done, n_new);
             if (stop_requested_.load() && done < n_new) {
@@ -282,6 +285,7 @@ GenerateResult Session::generate(const std::vector<int32_t>& prompt, const LiveS
             run(&id, 1, hooks.get(), false);
             ++result.timings.n_decode;
             if (observer) {
+                backend_.synchronize();  // as for the prefill: the step's time until its work is done
                 result.timings.last_token_ms = ms_since(t_step);
                 result.timings.decode_ms = ms_since(t_decode);
                 observer->on_kv_cache(kv_->stats());
