@@ -5,7 +5,6 @@
 #include <cstdlib>
 #include <cstring>
 #include <string>
-#include <utility>
 
 #include "cuda_check.h"
 #include "dequant_parts.h"
@@ -574,26 +573,10 @@ void CudaBackend::read_top(const Tensor& row, int32_t k, int32_t* ids, float* va
     // One buffer, one copy: k ids, then k values.
     auto* d = top_.ensure_as<uint32_t>(2 * size_t(k), stream_);
     cuda::top_k({row.data, row.n_cols, k, reinterpret_cast<int32_t*>(d), reinterpret_cast<float*>(d + k)}, stream_);
-    top_host_.resize(2 * size_t(k));
-    WB_CUDA_CHECK(cudaMemcpyAsync(top_host_.data(), d, top_host_.size() * sizeof(uint32_t), cudaMemcpyDeviceToHost,
-                                  stream_));
+    WB_CUDA_CHECK(cudaMemcpyAsync(ids, d, size_t(k) * sizeof(int32_t), cudaMemcpyDeviceToHost, stream_));
+    WB_CUDA_CHECK(cudaMemcpyAsync(values, d + k, size_t(k) * sizeof(float), cudaMemcpyDeviceToHost, stream_));
     WB_CUDA_CHECK(cudaStreamSynchronize(stream_));
-    // The device leaves the k pairs unordered; order them as select_top_logits does.
-    std::vector<std::pair<float, int32_t>> top(static_cast<size_t>(k));
-    for (int32_t i = 0; i < k; ++i) {
-        int32_t id;
-        float v;
-        std::memcpy(&id, &top_host_[size_t(i)], sizeof id);
-        std::memcpy(&v, &top_host_[size_t(k + i)], sizeof v);
-        top[size_t(i)] = {v, id};
-    }
-    std::sort(top.begin(), top.end(), [](const auto& a, const auto& b) {
-        return a.first > b.first || (a.first == b.first && a.second < b.second);
-    });
-    for (int32_t i = 0; i < k; ++i) {
-        values[i] = top[size_t(i)].first;
-        ids[i] = top[size_t(i)].second;
-    }
+    order_top_logits(ids, values, k);  // the device leaves the k pairs in no order
 }
 
 void CudaBackend::synchronize() {

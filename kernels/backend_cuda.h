@@ -101,7 +101,6 @@ private:
     cuda::AttentionWorkspace attn_ws_;
     cuda::DeviceBuffer ids_, positions_, capture_slots_, capture_;
     cuda::DeviceBuffer top_;             // read_top's k ids then k values (never in a recorded step)
-    std::vector<uint32_t> top_host_;     // their host copy
     // What ids_ / positions_ / capture_slots_ hold, to skip re-uploads.
     std::vector<int32_t> last_ids_, last_positions_, last_capture_slots_;
 

@@ -16,6 +16,11 @@ namespace {
 
 constexpr int32_t kRun = 16;
 
+using Entry = std::pair<float, int32_t>;  // (logit, id)
+
+// "a ranks higher than b": the order of the selected logits.
+bool ranks_higher(const Entry& a, const Entry& b) { return a.first > b.first || (a.first == b.first && a.second < b.second); }
+
 // Whether any of v[0..kRun) is above bound (NaN never is). Compilers do not vectorise this test on
 // their own without fast-math, and it is the whole cost of a scan.
 bool run_beats(const float* v, float bound) {
@@ -36,11 +41,8 @@ bool run_beats(const float* v, float bound) {
 void select_top_logits(const float* logits, int32_t n, int32_t k, int32_t* ids, float* values) {
     k = std::clamp(k, 0, std::max(n, 0));
     if (k == 0) return;
-    using Entry = std::pair<float, int32_t>;  // (logit, id)
-    // "a ranks higher than b". As the heap's order it keeps the lowest-ranked member on top.
-    const auto higher = [](const Entry& a, const Entry& b) {
-        return a.first > b.first || (a.first == b.first && a.second < b.second);
-    };
+    // As the heap's order, ranks_higher keeps the lowest-ranked member on top.
+    const auto higher = ranks_higher;
     const auto sampler_value = [](float v) { return std::isnan(v) ? -std::numeric_limits<float>::infinity() : v; };
     std::vector<Entry> heap;
     heap.reserve(size_t(k));
@@ -68,6 +70,16 @@ void select_top_logits(const float* logits, int32_t n, int32_t k, int32_t* ids, 
     for (int32_t j = 0; j < k; ++j) {
         values[j] = heap[size_t(j)].first;
         ids[j] = heap[size_t(j)].second;
+    }
+}
+
+void order_top_logits(int32_t* ids, float* values, int32_t k) {
+    std::vector<Entry> top(static_cast<size_t>(std::max(k, 0)));
+    for (int32_t i = 0; i < k; ++i) top[size_t(i)] = {values[i], ids[i]};
+    std::sort(top.begin(), top.end(), ranks_higher);
+    for (int32_t i = 0; i < k; ++i) {
+        values[i] = top[size_t(i)].first;
+        ids[i] = top[size_t(i)].second;
     }
 }
 

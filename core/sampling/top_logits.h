@@ -12,4 +12,8 @@ namespace wb {
 // distribution, where few entries ever beat the heap's weakest member.
 void select_top_logits(const float* logits, int32_t n, int32_t k, int32_t* ids, float* values);
 
+// Puts k (id, value) pairs selected elsewhere (a GPU's top-k, which leaves them in no order) into
+// select_top_logits' order: largest value first, ties to the smaller id. values hold no NaN.
+void order_top_logits(int32_t* ids, float* values, int32_t k);
+
 }  // namespace wb

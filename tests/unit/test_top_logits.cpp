@@ -73,6 +73,22 @@ private slots:
             QVERIFY2(same_bits(values[size_t(i)], all.data[size_t(i)].logit), qPrintable(QString::number(i)));
         }
         if (kk == 0) QCOMPARE(ids[0], -1);  // nothing written
+
+        // The same pairs in any order (a GPU's top-k) come back in that order.
+        std::vector<size_t> perm(static_cast<size_t>(kk));
+        for (size_t i = 0; i < perm.size(); ++i) perm[i] = i;
+        std::shuffle(perm.begin(), perm.end(), std::mt19937_64(3));
+        std::vector<int32_t> shuffled_ids(perm.size());
+        std::vector<float> shuffled(perm.size());
+        for (size_t i = 0; i < perm.size(); ++i) {
+            shuffled_ids[i] = ids[perm[i]];
+            shuffled[i] = values[perm[i]];
+        }
+        order_top_logits(shuffled_ids.data(), shuffled.data(), kk);
+        for (int32_t i = 0; i < kk; ++i) {
+            QCOMPARE(shuffled_ids[size_t(i)], ids[size_t(i)]);
+            QVERIFY(same_bits(shuffled[size_t(i)], values[size_t(i)]));
+        }
     }
 
     // The top-k stage's selection (best_candidates) on a set in any order: ties by id, not by place.
