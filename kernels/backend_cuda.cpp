@@ -442,6 +442,17 @@ void CudaBackend::rope(Tensor& x, const RopeParams& p, const int32_t* positions)
     a.freq_scale = p.freq_scale;
     a.theta_scale = std::pow(p.base, -2.0f / float(p.n_rot));  // the CPU backend's expression, bit for bit
     a.neox = p.mode == RopeMode::NEOX;
+    if (p.freq_factors && *p.freq_factors) {
+        if (p.freq_factors->type != GgmlType::F32 || p.freq_factors->n_in < p.n_rot / 2)
+            throw Error("CUDA rope: the frequency factors must be an F32 vector of n_rot / 2");
+        a.freq_factors = static_cast<const float*>(device_copy(*p.freq_factors));
+    }
+    a.ext_factor = p.ext_factor;
+    a.mscale = p.attn_factor;
+    if (p.ext_factor != 0.0f) {
+        a.mscale *= std::fma(0.1f, std::log(1.0f / p.freq_scale), 1.0f);  // as rope_angles
+        rope_yarn_corr_dims(p, &a.corr_low, &a.corr_high);
+    }
     cuda::rope(a, stream_);
 }
 
@@ -538,6 +549,13 @@ void CudaBackend::glu(const Tensor& gate, const Tensor& up, Activation act, Tens
 void CudaBackend::add(Tensor& x, const Tensor& y) {
     end_matmul_run();
     cuda::add({x.data, y.data, x.n_rows * x.n_cols}, stream_);
+}
+
+void CudaBackend::add_bias(Tensor& x, const Weight& bias) {
+    end_matmul_run();
+    if (bias.type != GgmlType::F32 || bias.n_in != x.n_cols)
+        throw Error("CUDA add_bias: the bias must be an F32 vector of " + std::to_string(x.n_cols));
+    cuda::add_bias({x.data, static_cast<const float*>(device_copy(bias)), x.n_rows, x.n_cols}, stream_);
 }
 
 void CudaBackend::add_rms_norm(Tensor& x, const Tensor& y, const Weight& gain, float eps, Tensor& out) {

@@ -20,6 +20,11 @@ __global__ void add_kernel(AddArgs a) {
     if (i < a.n) a.x[i] += a.y[i];
 }
 
+__global__ void add_bias_kernel(BiasArgs a) {
+    const int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
+    if (i < a.n_rows * a.n_cols) a.x[i] += a.bias[i % a.n_cols];
+}
+
 void launch_glu(const GluArgs& a, cudaStream_t stream) {
     const unsigned blocks = unsigned(ceil_div(a.n, kThreads));
     if (a.act == GluAct::SILU)
@@ -34,6 +39,11 @@ void launch_add(const AddArgs& a, cudaStream_t stream) {
     WB_CUDA_CHECK_LAUNCH();
 }
 
+void launch_add_bias(const BiasArgs& a, cudaStream_t stream) {
+    add_bias_kernel<<<unsigned(ceil_div(a.n_rows * a.n_cols, kThreads)), kThreads, 0, stream>>>(a);
+    WB_CUDA_CHECK_LAUNCH();
+}
+
 }  // namespace
 
 void glu(const GluArgs& a, cudaStream_t stream) {
@@ -42,6 +52,10 @@ void glu(const GluArgs& a, cudaStream_t stream) {
 
 void add(const AddArgs& a, cudaStream_t stream) {
     if (a.n > 0) launch_add(a, stream);
+}
+
+void add_bias(const BiasArgs& a, cudaStream_t stream) {
+    if (a.n_rows > 0 && a.n_cols > 0) launch_add_bias(a, stream);
 }
 
 cudaError_t kernel_image_status() {

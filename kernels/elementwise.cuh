@@ -36,8 +36,16 @@ struct AddArgs {
     int64_t n = 0;
 };
 
+struct BiasArgs {
+    float* x = nullptr;  // x[r][c] += bias[c]
+    const float* bias = nullptr;
+    int64_t n_rows = 0;
+    int64_t n_cols = 0;
+};
+
 void glu(const GluArgs& a, cudaStream_t stream);
 void add(const AddArgs& a, cudaStream_t stream);
+void add_bias(const BiasArgs& a, cudaStream_t stream);
 
 }  // namespace wb::cuda
 

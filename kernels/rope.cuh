@@ -16,6 +16,10 @@ struct RopeArgs {
     float freq_scale = 1.0f;
     float theta_scale = 1.0f;          // base^(-2/n_rot), computed on the host as the CPU does
     bool neox = false;
+    const float* freq_factors = nullptr;  // device: [n_rot / 2] divisors of the angles, or null
+    float ext_factor = 0.0f;           // YaRN mix (RopeParams)
+    float mscale = 1.0f;               // cos/sin magnitude, YaRN's correction included
+    float corr_low = 0.0f, corr_high = 0.0f;  // YaRN ramp (rope_yarn_corr_dims)
     const int32_t* positions = nullptr;  // device: [n_rows]
 };
 

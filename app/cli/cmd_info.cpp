@@ -4,6 +4,7 @@
 
 #include "cli/commands.h"
 #include "cli/json_writer.h"
+#include "engine/model.h"
 #include "gguf/gguf_file.h"
 #include "model/model_config.h"
 #include "model/model_paths.h"
@@ -91,6 +92,8 @@ int cmd_info(const CliOptions& o) {
     } catch (const Error& e) {
         config_error = e.what();
     }
+    // Hyperparameters that parse do not make a runnable file: tensors and tokenizer are checked too.
+    const std::string run_error = config_error.empty() ? Model::check(*file) : config_error;
     const int32_t ctx = o.ctx > 0 ? o.ctx : std::min(cfg.n_ctx_train, 4096);
     // K and V in f16 for every layer and kv head: 2 * n_layer * kv_dim * 2 bytes per position.
     const uint64_t kv_per_token = config_error.empty() ? uint64_t(2) * uint64_t(cfg.n_layer) * uint64_t(cfg.kv_dim()) * 2 : 0;
@@ -113,7 +116,7 @@ int cmd_info(const CliOptions& o) {
         if (config_error.empty())
             j.key("kv_bytes_per_token").value(kv_per_token).key("context").value(ctx).key("kv_bytes_at_context").value(kv_per_token * uint64_t(ctx));
         j.end_object();
-        if (!config_error.empty()) j.key("unsupported").value(config_error);
+        if (!run_error.empty()) j.key("unsupported").value(run_error);
         j.end_object();
         std::printf("%s\n", j.str().c_str());
         return 0;
@@ -129,8 +132,7 @@ int cmd_info(const CliOptions& o) {
     if (config_error.empty())
         std::printf("  KV cache  %10.1f KiB per token, %.1f MiB at a %d-token context (f16)\n", double(kv_per_token) / 1024.0,
                     double(kv_per_token * uint64_t(ctx)) / 1048576.0, ctx);
-    else
-        std::printf("  this file cannot be run: %s\n", config_error.c_str());
+    if (!run_error.empty()) std::printf("  this file cannot be run: %s\n", run_error.c_str());
     return 0;
 }
 

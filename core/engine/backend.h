@@ -31,14 +31,34 @@ struct Tensor {
     Tensor reshaped(int64_t rows, int64_t cols) const { return {data, rows, cols}; }
 };
 
+// Rotary position embedding with ggml's (llama.cpp's) conventions. Pair i of a head at position p turns
+// by theta_i = p * base^(-2i/n_rot) (built by repeated multiplication in float), divided by
+// freq_factors[i] when the model has them (Llama 3.1's rope_freqs, Phi-3's long/short factors), then
+// interpolated: theta = freq_scale * theta_i, or with YaRN (ext_factor != 0) a mix of the scaled and
+// unscaled angle ramped between the correction dims; cos and sin are multiplied by attn_factor (and
+// by YaRN's magnitude correction).
 struct RopeParams {
     int32_t n_head = 0;       // heads in each row of the tensor
     int32_t head_dim = 0;     // width of one head
     int32_t n_rot = 0;        // leading dims of each head that rotate
     float base = 10000.0f;    // theta
-    float freq_scale = 1.0f;  // positions are multiplied by this (linear rope scaling)
+    float freq_scale = 1.0f;  // 1 / the rope scaling factor (linear or YaRN)
     RopeMode mode = RopeMode::NORMAL;
+    const Weight* freq_factors = nullptr;  // [n_rot / 2] F32 divisors of theta_i, or none
+    float ext_factor = 0.0f;               // YaRN extrapolation mix (1 for YaRN models, else 0)
+    float attn_factor = 1.0f;              // magnitude scale of cos and sin
+    int32_t n_ctx_orig = 0;                // YaRN: the context the model was trained with before scaling
+    float beta_fast = 32.0f, beta_slow = 1.0f;  // YaRN: rotations that bound the ramp (ggml's defaults)
 };
+
+// YaRN's correction dims: pairs below *low keep their unscaled angle, pairs above *high the scaled one,
+// with a linear ramp between (ggml_rope_yarn_corr_dims).
+void rope_yarn_corr_dims(const RopeParams& p, float* low, float* high);
+
+// The cos and sin of the half = n_rot / 2 pairs of one position, as ggml's CPU rope computes them
+// (factors: p.freq_factors' values in host memory, or null). The CPU backend uses it; a GPU test
+// uses it as its reference.
+void rope_angles(const RopeParams& p, const float* factors, int32_t pos, float* cos_out, float* sin_out);
 
 struct AttentionParams {
     int32_t n_head = 0;       // query heads
@@ -93,6 +113,8 @@ public:
     virtual void glu(const Tensor& gate, const Tensor& up, Activation act, Tensor& out) = 0;
     // x += y, element-wise.
     virtual void add(Tensor& x, const Tensor& y) = 0;
+    // x[r] += bias for every row r (bias: an F32 vector of x.n_cols; the q/k/v biases of Qwen 2).
+    virtual void add_bias(Tensor& x, const Weight& bias) = 0;
     // Copies a tensor to host memory (x.n_rows * x.n_cols floats); waits for pending work.
     virtual void read(const Tensor& x, float* host) = 0;
     // The k largest values of a one-row tensor (a logits row) and their columns, into host memory,

@@ -286,17 +286,10 @@ void CpuBackend::matmul_glu(const Weight& gate, const Weight& up, const Tensor& 
 
 void CpuBackend::rope(Tensor& x, const RopeParams& p, const int32_t* positions) {
     const int32_t half = p.n_rot / 2;
-    // Angles as ggml computes them: theta_i = pos * base^(-2i/n_rot), built by repeated multiplication
-    // in float so the rounding matches the reference implementation.
-    const float theta_scale = std::pow(p.base, -2.0f / float(p.n_rot));
+    const float* factors = p.freq_factors && *p.freq_factors ? static_cast<const float*>(p.freq_factors->host) : nullptr;
     std::vector<float> cos_t(static_cast<size_t>(half)), sin_t(static_cast<size_t>(half));
     for (int64_t r = 0; r < x.n_rows; ++r) {
-        float theta = float(positions[r]) * p.freq_scale;
-        for (int32_t i = 0; i < half; ++i) {
-            cos_t[size_t(i)] = std::cos(theta);
-            sin_t[size_t(i)] = std::sin(theta);
-            theta *= theta_scale;
-        }
+        rope_angles(p, factors, positions[r], cos_t.data(), sin_t.data());
         rotate_heads(x.data + r * x.n_cols, p.n_head, p.head_dim, half, p.mode == RopeMode::NORMAL, cos_t.data(),
                      sin_t.data());
     }
@@ -324,6 +317,16 @@ void CpuBackend::glu(const Tensor& gate, const Tensor& up, Activation act, Tenso
 void CpuBackend::add(Tensor& x, const Tensor& y) {
     const int64_t n = x.n_rows * x.n_cols;
     for (int64_t i = 0; i < n; ++i) x.data[i] += y.data[i];
+}
+
+void CpuBackend::add_bias(Tensor& x, const Weight& bias) {
+    if (bias.type != GgmlType::F32 || bias.n_in != x.n_cols)
+        throw Error("add_bias: the bias must be an F32 vector of " + std::to_string(x.n_cols));
+    const auto* b = static_cast<const float*>(bias.host);
+    for (int64_t r = 0; r < x.n_rows; ++r) {
+        float* row = x.data + r * x.n_cols;
+        for (int64_t i = 0; i < x.n_cols; ++i) row[i] += b[i];
+    }
 }
 
 void CpuBackend::read(const Tensor& x, float* host) {

@@ -35,6 +35,7 @@ public:
     void matmul_glu(const Weight& gate, const Weight& up, const Tensor& x, Activation act, Tensor& up_scratch,
                     Tensor& out) override;
     void add(Tensor& x, const Tensor& y) override;
+    void add_bias(Tensor& x, const Weight& bias) override;
     void read(const Tensor& x, float* host) override;
     void read_top(const Tensor& row, int32_t k, int32_t* ids, float* values) override;  // no copy of the row
 

@@ -24,6 +24,17 @@ std::unique_ptr<Model> Model::load(const std::string& path) {
     return m;
 }
 
+std::string Model::check(const GgufFile& file) {
+    try {
+        const ModelConfig config = ModelConfig::from_gguf(file);
+        bind_weights(file, config);
+        Tokenizer::from_gguf(file);
+    } catch (const Error& e) {
+        return e.what();
+    }
+    return {};
+}
+
 std::string Model::display_name() const {
     if (!config_.name.empty()) return config_.name;
     const std::string& p = file_->path();

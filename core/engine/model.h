@@ -16,6 +16,10 @@ class Model {
 public:
     // Opens, validates and binds everything; wb::Error with a specific message on any problem.
     static std::unique_ptr<Model> load(const std::string& path);
+    // Why an opened file cannot be run (the first check of load() that fails: architecture and
+    // hyperparameters, tensors, tokenizer), or an empty string when it can. For listings (info, the
+    // Models dialog) that describe files without loading them.
+    static std::string check(const GgufFile& file);
 
     const GgufFile& file() const { return *file_; }
     const ModelConfig& config() const { return config_; }

@@ -26,8 +26,10 @@ void forward_gemma3(Backend& be, const ModelConfig& c, const ModelWeights& w, Kv
         const bool local = c.layer_is_swa[size_t(il)];
         // Local layers: theta 10000 and a window; global layers: the file's theta and every key.
         const float base = local ? c.rope_base_swa : c.rope_base;
-        const RopeParams rope_q{c.n_head, c.head_dim, c.n_rot, base, c.rope_freq_scale, c.rope_mode};
-        const RopeParams rope_k{c.n_head_kv, c.head_dim, c.n_rot, base, c.rope_freq_scale, c.rope_mode};
+        // The file's rope scaling (linear x8 on 4B and larger) applies to the global layers only.
+        const float freq_scale = local ? 1.0f : c.rope_freq_scale;
+        const RopeParams rope_q = layer_rope(c, w, c.n_head, base, freq_scale);
+        const RopeParams rope_k = layer_rope(c, w, c.n_head_kv, base, freq_scale);
         // llama.cpp multiplies q by the scale and runs attention with scale 1. Even for a power of two
         // (1/16 for head_dim 256) that is not the same as scaling q.k: q is rounded to f16 for the
         // product, and the small elements of q/16 fall into f16's subnormal range and lose bits.

@@ -1,5 +1,11 @@
-// The `llama` architecture (Llama 1/2/3, SmolLM2, Mistral-style dense models):
-// pre-norm blocks of grouped-query attention with NORMAL RoPE and a SwiGLU feed-forward network.
+// The llama family (Llama 1/2/3, SmolLM2, Mistral; Qwen 2 / 2.5; Qwen 3 dense): pre-norm blocks of
+// grouped-query attention with RoPE and a SwiGLU feed-forward network. What differs between them is
+// configuration (model_config.cpp) and optional tensors, as in llama.cpp's graphs for them:
+//  - the rope layout (NORMAL pairs for llama, NEOX halves for qwen2/qwen3) and its scaling
+//    (rope_freqs.weight of Llama 3.1+, linear or YaRN from the metadata);
+//  - biases added right after the q/k/v projections (qwen2; allowed in any llama file), after the
+//    output projection and on the logits;
+//  - qwen3's per-head RMSNorm of q and k (QK-norm), after the biases and before RoPE.
 #include "model/forward.h"
 #include "model/weights.h"
 
@@ -13,8 +19,8 @@ void forward_llama(Backend& be, const ModelConfig& c, const ModelWeights& w, KvC
     Tensor x = b.x.rows(0, n), xn = b.xn.rows(0, n), q = b.q.rows(0, n), k = b.k.rows(0, n), v = b.v.rows(0, n);
     Tensor attn = b.attn.rows(0, n), proj = b.proj.rows(0, n), gate = b.gate.rows(0, n), up = b.up.rows(0, n);
 
-    const RopeParams rope_q{c.n_head, c.head_dim, c.n_rot, c.rope_base, c.rope_freq_scale, c.rope_mode};
-    const RopeParams rope_k{c.n_head_kv, c.head_dim, c.n_rot, c.rope_base, c.rope_freq_scale, c.rope_mode};
+    const RopeParams rope_q = layer_rope(c, w, c.n_head, c.rope_base, c.rope_freq_scale);
+    const RopeParams rope_k = layer_rope(c, w, c.n_head_kv, c.rope_base, c.rope_freq_scale);
     const AttentionParams attn_params{c.n_head, c.n_head_kv, c.head_dim, c.attn_scale, 0};
 
     // x = token_embd[tokens]
@@ -29,9 +35,19 @@ void forward_llama(Backend& be, const ModelConfig& c, const ModelWeights& w, KvC
             be.rms_norm(x, l.attn_norm, c.norm_eps, c.n_embd, xn);
         else
             be.add_rms_norm(x, proj, l.attn_norm, c.norm_eps, xn);
+        // With QK-norm the raw q projection goes through `attn` (free until the attention writes it)
+        // and k's through its own buffer, so that no backend operation has to work in place.
+        Tensor q_raw = c.qk_norm ? attn : q, k_raw = c.qk_norm ? b.k_raw.rows(0, n) : k;
         const Weight* qkv_w[3] = {&l.attn_q, &l.attn_k, &l.attn_v};
-        Tensor* qkv[3] = {&q, &k, &v};
+        Tensor* qkv[3] = {&q_raw, &k_raw, &v};
         be.matmul_shared(xn, qkv_w, qkv, 3);
+        if (l.attn_q_bias) be.add_bias(q_raw, l.attn_q_bias);
+        if (l.attn_k_bias) be.add_bias(k_raw, l.attn_k_bias);
+        if (l.attn_v_bias) be.add_bias(v, l.attn_v_bias);
+        if (c.qk_norm) {
+            be.rms_norm(q_raw, l.attn_q_norm, c.norm_eps, c.head_dim, q);
+            be.rms_norm(k_raw, l.attn_k_norm, c.norm_eps, c.head_dim, k);
+        }
         // rotate q and k by their positions, then save k and v at those positions
         be.rope(q, rope_q, b.positions.data());
         be.rope(k, rope_k, b.positions.data());
@@ -44,6 +60,7 @@ void forward_llama(Backend& be, const ModelConfig& c, const ModelWeights& w, KvC
         if (il == c.n_layer - 1) keep_output_rows(batch, {&x, &attn, &proj, &xn, &gate, &up});
         // x = x + Wo attn, xn = rmsnorm(x) * ffn_norm
         be.matmul(l.attn_output, attn, proj);
+        if (l.attn_output_bias) be.add_bias(proj, l.attn_output_bias);
         be.add_rms_norm(x, proj, l.ffn_norm, c.norm_eps, xn);
 
         // feed-forward block: proj = W_down (silu(W_gate xn) * W_up xn), added to x by the next step

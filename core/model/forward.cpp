@@ -32,6 +32,21 @@ void keep_output_rows(const ForwardBatch& batch, std::initializer_list<Tensor*> 
     for (Tensor* t : views) *t = t->rows(t->n_rows - 1, 1);
 }
 
+RopeParams layer_rope(const ModelConfig& c, const ModelWeights& w, int32_t n_head, float base, float freq_scale) {
+    RopeParams p;
+    p.n_head = n_head;
+    p.head_dim = c.head_dim;
+    p.n_rot = c.n_rot;
+    p.base = base;
+    p.freq_scale = freq_scale;
+    p.mode = c.rope_mode;
+    p.freq_factors = w.rope_freqs ? &w.rope_freqs : nullptr;
+    p.ext_factor = c.rope_ext_factor;
+    p.attn_factor = c.rope_attn_factor;
+    p.n_ctx_orig = c.rope_n_ctx_orig;
+    return p;
+}
+
 void forward_logits(Backend& be, const ModelConfig& c, const ModelWeights& w, ForwardBuffers& b,
                     const ForwardBatch& batch) {
     // The output matrix is the largest of the model (vocabulary rows): skip the rows nobody reads.
@@ -40,10 +55,12 @@ void forward_logits(Backend& be, const ModelConfig& c, const ModelWeights& w, Fo
     Tensor x = b.x.rows(first, n_out), xn = b.xn.rows(0, n_out), logits = b.logits.rows(0, n_out);
     be.rms_norm(x, w.output_norm, c.norm_eps, c.n_embd, xn);
     be.matmul(w.output, xn, logits);
+    if (w.output_bias) be.add_bias(logits, w.output_bias);
 }
 
 ForwardFn forward_function(const std::string& arch) {
-    if (arch == "llama") return &forward_llama;
+    // qwen2 and qwen3 are the llama graph with other options (model_config.cpp, arch_llama.cpp).
+    if (arch == "llama" || arch == "qwen2" || arch == "qwen3") return &forward_llama;
     if (arch == "gemma3") return &forward_gemma3;
     throw Error("no forward pass for architecture '" + arch + "'");
 }

@@ -68,6 +68,11 @@ ForwardFn forward_function(const std::string& arch);
 // in the last bits from the same row of an unpruned batch, exactly as llama.cpp's own do.
 void keep_output_rows(const ForwardBatch& batch, std::initializer_list<Tensor*> views);
 
+// The rope of one layer's q or k (n_head heads): the model's scaling, its frequency factors if it has
+// them, and the given theta and frequency scale (the two differ between a Gemma model's layers).
+RopeParams layer_rope(const ModelConfig& config, const ModelWeights& weights, int32_t n_head, float base,
+                      float freq_scale);
+
 // The step every architecture ends with: the final RMSNorm of buffers.x and the output matrix, for
 // only the rows whose logits are wanted (all, or the last), into buffers.logits.
 void forward_logits(Backend& backend, const ModelConfig& config, const ModelWeights& weights, ForwardBuffers& buffers,

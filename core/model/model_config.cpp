@@ -29,6 +29,36 @@ float optional_float(const GgufFile& f, const std::string& key, float fallback) 
     return v ? float(*v) : fallback;
 }
 
+// Rope scaling as llama.cpp reads it: the type defaults to linear (a factor of 0 or none means no
+// scaling), the factor may be under its old name; YaRN sets the extrapolation mix and the magnitude
+// that cancels the kernel's own correction (llama_context's constructor), and
+// rope.scaling.attn_factor multiplies whatever the type gives.
+void read_rope_scaling(const GgufFile& f, ModelConfig& c) {
+    const std::string& a = c.arch;
+    const std::string type = f.get_string(a + ".rope.scaling.type").value_or("linear");
+    float factor = optional_float(f, a + ".rope.scaling.factor", optional_float(f, a + ".rope.scale_linear", 0.0f));
+    if (factor < 0.0f || !std::isfinite(factor)) throw Error("model metadata: rope.scaling.factor must be >= 0");
+    c.rope_n_ctx_orig = optional_int(f, a + ".rope.scaling.original_context_length", c.n_ctx_train);
+    if (c.rope_n_ctx_orig == 0) c.rope_n_ctx_orig = c.n_ctx_train;
+    if (type == "none") {
+        c.rope_freq_scale = 1.0f;
+    } else if (type == "linear" || type == "yarn") {
+        c.rope_freq_scale = factor == 0.0f ? 1.0f : 1.0f / factor;
+        if (type == "yarn") {
+            c.rope_ext_factor = 1.0f;
+            const float scale = 1.0f / c.rope_freq_scale;
+            const float mscale = scale <= 1.0f ? 1.0f : 0.1f * 1.0f * std::log(scale) + 1.0f;
+            c.rope_attn_factor = mscale * (1.0f / (1.0f + 0.1f * std::log(scale)));
+        }
+    } else {
+        throw Error("model uses rope scaling '" + type + "', which WhiteBox does not support (none, linear, yarn)");
+    }
+    const float attn_factor = optional_float(f, a + ".rope.scaling.attn_factor", 1.0f);
+    if (!(attn_factor > 0.0f) || !std::isfinite(attn_factor))
+        throw Error("model metadata: rope.scaling.attn_factor must be positive");
+    c.rope_attn_factor *= attn_factor;
+}
+
 // Fields every supported architecture shares.
 void read_common(const GgufFile& f, ModelConfig& c) {
     const std::string& a = c.arch;
@@ -56,14 +86,7 @@ void read_common(const GgufFile& f, ModelConfig& c) {
     c.norm_eps = optional_float(f, a + ".attention.layer_norm_rms_epsilon", 1e-5f);
     c.rope_base = optional_float(f, a + ".rope.freq_base", 10000.0f);
     c.rope_base_swa = c.rope_base;
-    const std::string scaling = f.get_string(a + ".rope.scaling.type").value_or("none");
-    if (scaling == "linear") {
-        const float factor = optional_float(f, a + ".rope.scaling.factor", 1.0f);
-        if (!(factor > 0.0f)) throw Error("model metadata: rope.scaling.factor must be positive");
-        c.rope_freq_scale = 1.0f / factor;
-    } else if (scaling != "none" && !scaling.empty()) {
-        throw Error("model uses rope scaling '" + scaling + "', which WhiteBox does not support yet");
-    }
+    read_rope_scaling(f, c);
     const auto* tokens = f.get_string_array("tokenizer.ggml.tokens");
     if (!tokens || tokens->empty()) throw Error("model metadata has no vocabulary (tokenizer.ggml.tokens)");
     c.n_vocab = int32_t(tokens->size());
@@ -92,7 +115,7 @@ void read_gemma3_swa_pattern(const GgufFile& f, ModelConfig& c) {
 }  // namespace
 
 const std::vector<std::string>& supported_architectures() {
-    static const std::vector<std::string> archs = {"llama", "gemma3"};
+    static const std::vector<std::string> archs = {"llama", "qwen2", "qwen3", "gemma3"};
     return archs;
 }
 
@@ -101,16 +124,25 @@ ModelConfig ModelConfig::from_gguf(const GgufFile& f) {
     const auto arch = f.get_string("general.architecture");
     if (!arch) throw Error("model metadata is missing 'general.architecture'");
     c.arch = *arch;
-    if (c.arch == "llama") {
+    // The llama family: pre-norm blocks, grouped-query attention, SwiGLU, optional projection biases.
+    //  - llama (Llama 1-3, Mistral, SmolLM2): NORMAL rope pairs (the converter permutes q/k rows);
+    //  - qwen2 (Qwen 2 / 2.5, DeepSeek-R1-Distill-Qwen): NEOX rope, q/k/v biases;
+    //  - qwen3 (dense): NEOX rope, per-head RMSNorm of q and k, head width from key_length.
+    if (c.arch == "llama" || c.arch == "qwen2" || c.arch == "qwen3") {
         read_common(f, c);
-        c.rope_mode = RopeMode::NORMAL;  // the GGUF converter permutes Q/K rows for interleaved pairs
+        c.rope_mode = c.arch == "llama" ? RopeMode::NORMAL : RopeMode::NEOX;
         c.ffn_act = Activation::SILU;
+        c.qk_norm = c.arch == "qwen3";
+        if (c.arch != "llama" && c.n_rot != c.head_dim)
+            throw Error("model metadata: rope.dimension_count " + std::to_string(c.n_rot) + " differs from the head width " +
+                        std::to_string(c.head_dim) + " (" + c.arch + " rotates whole heads)");
         c.tied_output = f.find_tensor("output.weight") == nullptr;
         return c;
     }
     if (c.arch == "gemma3") {
         read_common(f, c);
         c.rope_mode = RopeMode::NEOX;
+        c.qk_norm = true;
         c.ffn_act = Activation::GELU_TANH;
         // sqrtf as llama.cpp computes it, so the scaled embeddings agree bit for bit.
         c.embd_scale = std::sqrt(float(c.n_embd));

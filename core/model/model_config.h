@@ -31,7 +31,10 @@ struct ModelConfig {
     float norm_eps = 1e-5f;      // RMSNorm epsilon added to mean(x^2)
     float rope_base = 10000.0f;  // RoPE theta for full-attention layers
     float rope_base_swa = 10000.0f;  // RoPE theta for sliding-window layers (gemma3)
-    float rope_freq_scale = 1.0f;    // 1 / linear rope-scaling factor (positions are multiplied by it)
+    float rope_freq_scale = 1.0f;    // 1 / the rope scaling factor (rope.scaling.type linear or yarn)
+    float rope_ext_factor = 0.0f;    // YaRN's extrapolation mix: 1 for rope.scaling.type yarn, else 0
+    float rope_attn_factor = 1.0f;   // magnitude of cos/sin (YaRN's, times rope.scaling.attn_factor)
+    int32_t rope_n_ctx_orig = 0;     // rope.scaling.original_context_length (YaRN's correction dims)
     RopeMode rope_mode = RopeMode::NORMAL;
     Activation ffn_act = Activation::SILU;  // gate activation of the gated FFN
     float attn_scale = 0.0f;     // multiplies q.k; 1/sqrt(head_dim) unless the architecture says otherwise
@@ -39,6 +42,7 @@ struct ModelConfig {
     int32_t sliding_window = 0;  // tokens a sliding-window layer sees (itself included); 0 = none
     std::vector<bool> layer_is_swa;  // per layer: true if the layer uses the sliding window
     bool tied_output = false;    // no output.weight: logits use token_embd.weight
+    bool qk_norm = false;        // per-head RMSNorm of q and k before RoPE (gemma3, qwen3)
 
     int32_t n_gqa() const { return n_head / n_head_kv; }   // query heads per key/value head
     int32_t q_dim() const { return n_head * head_dim; }     // width of the concatenated query heads

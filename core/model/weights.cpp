@@ -45,14 +45,28 @@ Weight bind(const GgufFile& f, const std::string& name, int64_t n_in, int64_t n_
 }
 
 std::string blk(int il, const char* what) { return "blk." + std::to_string(il) + "." + what + ".weight"; }
+std::string blk_bias(int il, const char* what) { return "blk." + std::to_string(il) + "." + what + ".bias"; }
+
+// Tensors of the file that no architecture reads (a fused attn_qkv, say) must not be silently
+// ignored: the model would run, wrongly. Names the first one.
+void check_all_bound(const GgufFile& f, const ModelWeights& w) {
+    std::set<const GgufTensor*> bound;
+    for (const Weight* x : w.all())
+        if (x->src) bound.insert(x->src);
+    for (const GgufTensor& t : f.tensors())
+        if (!bound.count(&t))
+            throw Error("model file has tensor '" + t.name + "', which the " + f.get_string("general.architecture").value_or("?") +
+                        " architecture does not use here (not supported)");
+}
 
 }  // namespace
 
 std::vector<Weight*> ModelWeights::all() {
-    std::vector<Weight*> out = {&token_embd, &output_norm, &output};
+    std::vector<Weight*> out = {&token_embd, &output_norm, &output, &output_bias, &rope_freqs};
     for (auto& l : layers)
         for (Weight* w : {&l.attn_norm, &l.attn_q, &l.attn_k, &l.attn_v, &l.attn_output, &l.attn_q_norm, &l.attn_k_norm,
-                          &l.post_attention_norm, &l.ffn_norm, &l.ffn_gate, &l.ffn_up, &l.ffn_down, &l.post_ffw_norm})
+                          &l.post_attention_norm, &l.ffn_norm, &l.ffn_gate, &l.ffn_up, &l.ffn_down, &l.post_ffw_norm,
+                          &l.attn_q_bias, &l.attn_k_bias, &l.attn_v_bias, &l.attn_output_bias})
             out.push_back(w);
     return out;
 }
@@ -77,6 +91,11 @@ ModelWeights bind_weights(const GgufFile& f, const ModelConfig& c) {
     w.output_norm = bind(f, "output_norm.weight", c.n_embd, 1);
     w.output = c.tied_output ? w.token_embd : bind(f, "output.weight", c.n_embd, c.n_vocab);
     const bool gemma = c.arch == "gemma3";
+    const bool llama_family = !gemma;
+    if (llama_family) {
+        w.output_bias = bind(f, "output.bias", c.n_vocab, 1, false);
+        w.rope_freqs = bind(f, "rope_freqs.weight", c.n_rot / 2, 1, false);
+    }
     w.layers.resize(size_t(c.n_layer));
     for (int il = 0; il < c.n_layer; ++il) {
         LayerWeights& l = w.layers[size_t(il)];
@@ -89,11 +108,18 @@ ModelWeights bind_weights(const GgufFile& f, const ModelConfig& c) {
         l.ffn_gate = bind(f, blk(il, "ffn_gate"), c.n_embd, c.n_ff);
         l.ffn_up = bind(f, blk(il, "ffn_up"), c.n_embd, c.n_ff);
         l.ffn_down = bind(f, blk(il, "ffn_down"), c.n_ff, c.n_embd);
-        l.attn_q_norm = bind(f, blk(il, "attn_q_norm"), c.head_dim, 1, gemma);
-        l.attn_k_norm = bind(f, blk(il, "attn_k_norm"), c.head_dim, 1, gemma);
+        l.attn_q_norm = bind(f, blk(il, "attn_q_norm"), c.head_dim, 1, c.qk_norm);
+        l.attn_k_norm = bind(f, blk(il, "attn_k_norm"), c.head_dim, 1, c.qk_norm);
         l.post_attention_norm = bind(f, blk(il, "post_attention_norm"), c.n_embd, 1, gemma);
         l.post_ffw_norm = bind(f, blk(il, "post_ffw_norm"), c.n_embd, 1, gemma);
+        if (llama_family) {
+            l.attn_q_bias = bind(f, blk_bias(il, "attn_q"), c.q_dim(), 1, false);
+            l.attn_k_bias = bind(f, blk_bias(il, "attn_k"), c.kv_dim(), 1, false);
+            l.attn_v_bias = bind(f, blk_bias(il, "attn_v"), c.v_dim(), 1, false);
+            l.attn_output_bias = bind(f, blk_bias(il, "attn_output"), c.n_embd, 1, false);
+        }
     }
+    check_all_bound(f, w);
     return w;
 }
 

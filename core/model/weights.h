@@ -41,12 +41,18 @@ struct LayerWeights {
     Weight ffn_up;               // [n_embd, n_ff]
     Weight ffn_down;             // [n_ff, n_embd]
     Weight post_ffw_norm;        // [n_embd]            norm of the FFN output (gemma3)
+    Weight attn_q_bias;          // [q_dim]             optional biases of the projections (qwen2; any
+    Weight attn_k_bias;          // [kv_dim]            llama-family file may have them)
+    Weight attn_v_bias;          // [kv_dim]
+    Weight attn_output_bias;     // [n_embd]
 };
 
 struct ModelWeights {
     Weight token_embd;           // [n_embd, n_vocab]   row t = embedding of token t
     Weight output_norm;          // [n_embd]
     Weight output;               // [n_embd, n_vocab]   = token_embd when the output head is tied
+    Weight output_bias;          // [n_vocab]           optional (qwen2)
+    Weight rope_freqs;           // [n_rot / 2]         optional divisors of the rope angles (Llama 3.1+)
     std::vector<LayerWeights> layers;
 
     // Every bound weight, for backends that upload or account for them.

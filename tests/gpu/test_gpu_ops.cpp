@@ -369,6 +369,23 @@ void test_norm_feeds_gemv(Backend& cuda) {
     }
 }
 
+// The rope of `rows` rows of p's heads at scattered positions, CPU against CUDA.
+void check_rope(Backend& cpu, Backend& cuda, const RopeParams& p, int64_t rows, const std::string& tag) {
+    const int64_t cols = int64_t(p.n_head) * p.head_dim;
+    std::vector<int32_t> pos(static_cast<size_t>(rows));
+    for (size_t i = 0; i < pos.size(); ++i) pos[i] = int32_t((i * 977 + 13) % 4000);
+    const std::vector<float> x = random_floats(size_t(rows * cols), uint64_t(cols + rows));
+    OwnedTensor xc(cpu, rows, cols), xg(cuda, rows, cols);
+    upload(cpu, xc.t, x);
+    upload(cuda, xg.t, x);
+    cpu.rope(xc.t, p, pos.data());
+    cuda.rope(xg.t, p, pos.data());
+    expect_close(std::string("rope ") + (p.mode == RopeMode::NEOX ? "neox" : "normal") + " heads " +
+                     std::to_string(p.n_head) + " dim " + std::to_string(p.head_dim) + " rot " + std::to_string(p.n_rot) +
+                     " base " + std::to_string(int64_t(p.base)) + tag,
+                 download(cpu, xc.t), download(cuda, xg.t), 1e-5);
+}
+
 void test_rope(Backend& cpu, Backend& cuda) {
     struct Case {
         RopeParams p;
@@ -385,20 +402,35 @@ void test_rope(Backend& cpu, Backend& cuda) {
         {{4, 256, 256, 10000.0f, 1.0f, RopeMode::NEOX}, 6},
         {{1, 256, 256, 10000.0f, 1.0f, RopeMode::NEOX}, 6},
     };
-    for (const Case& c : cases) {
-        const int64_t cols = int64_t(c.p.n_head) * c.p.head_dim;
-        std::vector<int32_t> pos(size_t(c.rows));
-        for (size_t i = 0; i < pos.size(); ++i) pos[i] = int32_t((i * 977 + 13) % 4000);
-        const std::vector<float> x = random_floats(size_t(c.rows * cols), uint64_t(cols + c.rows));
-        OwnedTensor xc(cpu, c.rows, cols), xg(cuda, c.rows, cols);
+    for (const Case& c : cases) check_rope(cpu, cuda, c.p, c.rows, "");
+    // Llama 3.1's frequency factors (NORMAL pairs, divisors between 1 and 8) and YaRN (a Qwen-style
+    // NEOX head with factor 4 over an original context of 4096), alone and together.
+    TestWeight factors(GgmlType::F32, 32, 1, 77, 2.0f, 4.5f);
+    Prepared prepared(cuda, factors);
+    RopeParams llama31{8, 64, 64, 500000.0f, 1.0f, RopeMode::NORMAL};
+    llama31.freq_factors = &factors.w();
+    check_rope(cpu, cuda, llama31, 5, " rope_freqs");
+    RopeParams yarn{4, 64, 64, 1000000.0f, 0.25f, RopeMode::NEOX};
+    yarn.ext_factor = 1.0f;
+    yarn.attn_factor = 0.8f;
+    yarn.n_ctx_orig = 4096;
+    check_rope(cpu, cuda, yarn, 6, " yarn");
+    yarn.freq_factors = &factors.w();
+    check_rope(cpu, cuda, yarn, 6, " yarn rope_freqs");
+}
+
+void test_add_bias(Backend& cpu, Backend& cuda) {
+    for (int64_t rows : {1, 7}) {
+        const int64_t cols = 320;
+        TestWeight bias(GgmlType::F32, cols, 1, uint64_t(rows) + 5, 0.5f, 0.1f);
+        Prepared prepared(cuda, bias);
+        const std::vector<float> x = random_floats(size_t(rows * cols), uint64_t(rows) + 6);
+        OwnedTensor xc(cpu, rows, cols), xg(cuda, rows, cols);
         upload(cpu, xc.t, x);
         upload(cuda, xg.t, x);
-        cpu.rope(xc.t, c.p, pos.data());
-        cuda.rope(xg.t, c.p, pos.data());
-        expect_close(std::string("rope ") + (c.p.mode == RopeMode::NEOX ? "neox" : "normal") + " heads " +
-                         std::to_string(c.p.n_head) + " dim " + std::to_string(c.p.head_dim) + " rot " + std::to_string(c.p.n_rot) +
-                         " base " + std::to_string(int64_t(c.p.base)),
-                     download(cpu, xc.t), download(cuda, xg.t), 1e-5);
+        cpu.add_bias(xc.t, bias.w());
+        cuda.add_bias(xg.t, bias.w());
+        expect_close("add_bias rows " + std::to_string(rows), download(cpu, xc.t), download(cuda, xg.t), 0.0);
     }
 }
 
@@ -822,6 +854,7 @@ int main() {
         test_add_rms_norm(cpu, *cuda);
         test_norm_feeds_gemv(*cuda);
         test_rope(cpu, *cuda);
+        test_add_bias(cpu, *cuda);
         test_glu_add(cpu, *cuda);
         test_matmul(cpu, *cuda);
         test_matmul_input_reuse(*cuda);

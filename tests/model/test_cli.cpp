@@ -102,6 +102,28 @@ private Q_SLOTS:
         QCOMPARE(o["memory"].toObject()["kv_bytes_per_token"].toInt(), 2 * 30 * 192 * 2);
     }
 
+    // A file whose header parses but that cannot run is described, with the reason (here a tensor
+    // nothing reads, found only when the weights are bound), and refused by generate in one line.
+    void infoSaysWhyAFileCannotRun() {
+        QTemporaryDir dir;
+        const QString path = dir.filePath("extra.gguf");
+        QProcess make;
+        make.start(QStringLiteral(WB_MAKE_RANDOM_GGUF), {path, "--shape", "qwen2-tiny", "--extra-tensor", "blk.1.attn_qkv.weight"});
+        QVERIFY(make.waitForFinished(60000) && make.exitCode() == 0);
+        const QString why = "model file has tensor 'blk.1.attn_qkv.weight', which the qwen2 architecture does not use here "
+                            "(not supported)";
+        const Run json = run_cli({"info", "-m", path, "--json"});
+        QCOMPARE(json.exit_code, 0);
+        QCOMPARE(json_of(json)["unsupported"].toString(), why);
+        const Run text = run_cli({"info", "-m", path});
+        QCOMPARE(text.exit_code, 0);
+        QVERIFY2(text.out.contains(("this file cannot be run: " + why).toUtf8()), text.out.constData());
+        const Run gen = run_cli({"generate", "-m", path, "-p", "hi", "--backend", "cpu"});
+        QCOMPARE(gen.exit_code, 1);
+        QCOMPARE(gen.err.trimmed().split('\n').size(), 1);
+        QVERIFY2(gen.err.contains(why.toUtf8()), gen.err.constData());
+    }
+
     void tokenizeJson() {
         const Run r = run_cli({"tokenize", "-m", model(), "-p", "Hello, we can use", "--json"});
         QCOMPARE(r.exit_code, 0);

@@ -5,6 +5,8 @@
 //                    [--embd-type T] [--output-type T] [--tied] [--untied] [--layers N] [--embd N]
 //                    [--ff N] [--heads N] [--kv-heads N] [--head-dim N] [--vocab N] [--ctx N]
 //                    [--window N] [--swa-period N] [--seed S] [--random-blocks] [--quantize]
+//                    [--arch A] [--rope-freqs|--no-rope-freqs] [--rope-scaling none|linear|yarn]
+//                    [--qkv-bias|--no-qkv-bias] [--extra-tensor NAME]...
 //
 // The shape presets set every field (gemma3-270m: the architecture, metadata and tensor types of
 // gemma-3-270m-Q4_K_M.gguf); later options override them. T is a GGUF type name (Q4_0, Q6_K, F16,
@@ -68,6 +70,15 @@ int main(int argc, char** argv) {
             else if (a == "--seed") s.seed = std::strtoull(next().c_str(), nullptr, 10);
             else if (a == "--random-blocks") s.random_blocks = true;
             else if (a == "--quantize") s.random_blocks = false;
+            else if (a == "--arch") s.arch = next();
+            else if (a == "--rope-freqs") s.rope_freqs = true;
+            else if (a == "--no-rope-freqs") s.rope_freqs = false;
+            else if (a == "--rope-scaling") {
+                const std::string v = next();
+                s.rope_scaling = v == "none" ? "" : v;
+            } else if (a == "--qkv-bias") s.qkv_bias = true;
+            else if (a == "--no-qkv-bias") s.qkv_bias = false;
+            else if (a == "--extra-tensor") s.extra_tensors.push_back(next());
             else throw wb::Error("unknown option '" + a + "'");
         }
         const auto t0 = std::chrono::steady_clock::now();

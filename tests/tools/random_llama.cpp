@@ -170,7 +170,7 @@ std::string byte_token(int b) {
     return s;
 }
 
-void write_vocab(GgufWriter& w, int32_t n_vocab) {
+void write_vocab(GgufWriter& w, int32_t n_vocab, const std::string& pre) {
     std::vector<std::string> tokens = {"<|endoftext|>", "<|im_start|>", "<|im_end|>"};
     std::vector<int32_t> types = {3, 3, 3};  // CONTROL
     for (int b = 0; b < 256; ++b) {
@@ -199,7 +199,7 @@ void write_vocab(GgufWriter& w, int32_t n_vocab) {
         types.push_back(5);  // UNUSED
     }
     w.set_string("tokenizer.ggml.model", "gpt2");
-    w.set_string("tokenizer.ggml.pre", "smollm");
+    w.set_string("tokenizer.ggml.pre", pre);
     w.set_string_array("tokenizer.ggml.tokens", tokens);
     w.set_i32_array("tokenizer.ggml.token_type", types);
     w.set_string_array("tokenizer.ggml.merges", merges);
@@ -253,6 +253,27 @@ void write_spm_vocab(GgufWriter& w, int32_t n_vocab) {
     w.set_bool("tokenizer.ggml.add_bos_token", true);
     w.set_bool("tokenizer.ggml.add_eos_token", false);
     w.set_bool("tokenizer.ggml.add_space_prefix", false);
+}
+
+// rope_freqs.weight as the Llama 3.1 converter computes it (factor 8, low_freq_factor 1,
+// high_freq_factor 4) against an original context of spec.rope_orig_ctx (8192 if unset): pairs of
+// short wavelength keep their angle (1), long ones are slowed by the factor, a smooth ramp between.
+GgufWriter::Fill llama31_rope_freqs(const RandomLlamaSpec& s, int32_t head_dim) {
+    const double factor = 8.0, low = 1.0, high = 4.0, old_ctx = s.rope_orig_ctx > 0 ? s.rope_orig_ctx : 8192;
+    std::vector<float> v(size_t(head_dim / 2));
+    for (size_t i = 0; i < v.size(); ++i) {
+        const double freq = 1.0 / std::pow(double(s.rope_base), 2.0 * double(i) / double(head_dim));
+        const double wavelen = 2.0 * M_PI / freq;
+        if (wavelen < old_ctx / high) {
+            v[i] = 1.0f;
+        } else if (wavelen > old_ctx / low) {
+            v[i] = float(factor);
+        } else {
+            const double smooth = (old_ctx / wavelen - low) / (high - low);
+            v[i] = float(1.0 / ((1.0 - smooth) / factor + smooth));
+        }
+    }
+    return [v](uint8_t* dst) { std::memcpy(dst, v.data(), v.size() * sizeof(float)); };
 }
 
 }  // namespace
@@ -348,16 +369,76 @@ RandomLlamaSpec RandomLlamaSpec::gemma3_tiny() {
     return s;
 }
 
+// The parity presets: attention scores spread by ~2 (q and k entries of 1.4 / sqrt(n_embd)) so that
+// positions, and so RoPE and its scaling, decide what each token attends to; and logits spread by
+// ~5 nats so that next-token distributions are peaked (a flat one proves little).
+static void parity_tune(RandomLlamaSpec& s) {
+    s.qk_sigma = 1.4f;
+    s.output_norm_gain = 1.7f;
+}
+
+RandomLlamaSpec RandomLlamaSpec::llama31_tiny() {
+    RandomLlamaSpec s;
+    parity_tune(s);
+    s.name = "random-llama31-tiny";
+    s.rope_base = 500000.0f;
+    s.rope_freqs = true;
+    // Llama 3.1's factors are defined against its original context (8192); over the few hundred
+    // positions of a test, 256 makes them matter as much as they do at 8k.
+    s.rope_orig_ctx = 256;
+    s.pre = "llama-bpe";
+    return s;
+}
+
+RandomLlamaSpec RandomLlamaSpec::qwen2_tiny() {
+    RandomLlamaSpec s;
+    parity_tune(s);
+    s.arch = "qwen2";
+    s.name = "random-qwen2-tiny";
+    s.rope_base = 1000000.0f;
+    s.norm_eps = 1e-6f;
+    s.qkv_bias = true;
+    s.pre = "qwen2";
+    return s;
+}
+
+RandomLlamaSpec RandomLlamaSpec::qwen2_yarn_tiny() {
+    RandomLlamaSpec s = qwen2_tiny();
+    s.name = "random-qwen2-yarn-tiny";
+    s.rope_scaling = "yarn";
+    s.rope_scaling_factor = 4.0f;
+    s.rope_orig_ctx = 256;
+    return s;
+}
+
+RandomLlamaSpec RandomLlamaSpec::qwen3_tiny() {
+    RandomLlamaSpec s;
+    parity_tune(s);
+    s.arch = "qwen3";
+    s.name = "random-qwen3-tiny";
+    s.head_dim = 128;  // 4 heads of 128 on a 256-wide stream, as Qwen 3's heads are wider than n_embd / n_head
+    s.rope_base = 1000000.0f;
+    s.norm_eps = 1e-6f;
+    s.pre = "qwen2";
+    return s;
+}
+
 RandomLlamaSpec RandomLlamaSpec::by_name(const std::string& shape) {
     if (shape == "tiny") return tiny();
     if (shape == "smollm2-135m") return smollm2_135m();
     if (shape == "llama2-7b") return llama2_7b();
     if (shape == "gemma3-270m") return gemma3_270m();
     if (shape == "gemma3-tiny") return gemma3_tiny();
+    if (shape == "llama31-tiny") return llama31_tiny();
+    if (shape == "qwen2-tiny") return qwen2_tiny();
+    if (shape == "qwen2-yarn-tiny") return qwen2_yarn_tiny();
+    if (shape == "qwen3-tiny") return qwen3_tiny();
     throw Error("unknown shape '" + shape + "' (" + shape_names() + ")");
 }
 
-const char* RandomLlamaSpec::shape_names() { return "tiny|smollm2-135m|llama2-7b|gemma3-270m|gemma3-tiny"; }
+const char* RandomLlamaSpec::shape_names() {
+    return "tiny|smollm2-135m|llama2-7b|gemma3-270m|gemma3-tiny|llama31-tiny|qwen2-tiny|qwen2-yarn-tiny|qwen3-tiny";
+}
 
 GgmlType parse_ggml_type(const std::string& name) {
     std::string upper;
@@ -373,8 +454,9 @@ GgmlType parse_ggml_type(const std::string& name) {
 }
 
 void write_random_llama(const RandomLlamaSpec& s, const std::string& path) {
-    const bool gemma = s.arch == "gemma3";
-    if (!gemma && s.arch != "llama") throw Error("random model: unknown architecture '" + s.arch + "' (llama, gemma3)");
+    const bool gemma = s.arch == "gemma3", qwen3 = s.arch == "qwen3";
+    if (!gemma && s.arch != "llama" && s.arch != "qwen2" && !qwen3)
+        throw Error("random model: unknown architecture '" + s.arch + "' (llama, qwen2, qwen3, gemma3)");
     if (s.n_head <= 0 || s.n_head_kv <= 0 || s.n_head % s.n_head_kv != 0 || (s.head_dim <= 0 && s.n_embd % s.n_head != 0))
         throw Error("random model: kv heads must divide the heads, and heads the width unless head_dim is set");
     const int32_t head_dim = s.key_length();
@@ -408,7 +490,12 @@ void write_random_llama(const RandomLlamaSpec& s, const std::string& path) {
     } else {
         w.set_u32(a + ".rope.dimension_count", uint32_t(head_dim));
         w.set_u32(a + ".vocab_size", uint32_t(s.n_vocab));
-        write_vocab(w, s.n_vocab);
+        if (!s.rope_scaling.empty()) {
+            w.set_string(a + ".rope.scaling.type", s.rope_scaling);
+            w.set_f32(a + ".rope.scaling.factor", s.rope_scaling_factor);
+            if (s.rope_orig_ctx > 0) w.set_u32(a + ".rope.scaling.original_context_length", uint32_t(s.rope_orig_ctx));
+        }
+        write_vocab(w, s.n_vocab, s.pre);
     }
 
     // Spreads chosen so activations stay O(1) through the layers (each projection preserves the
@@ -429,8 +516,10 @@ void write_random_llama(const RandomLlamaSpec& s, const std::string& path) {
     // logit every distribution, leaving the layers nothing to decide.
     const float embd_sigma = gemma ? 0.4f / std::sqrt(float(s.n_embd)) : tied ? 3.0f / std::sqrt(float(s.n_embd)) : 1.0f;
     add("token_embd.weight", s.embd_type, s.n_embd, s.n_vocab, embd_sigma, 0.0f);
-    add("output_norm.weight", GgmlType::F32, s.n_embd, 1, gemma ? 0.75f : 0.1f, gemma ? 7.5f : 1.0f);
+    add("output_norm.weight", GgmlType::F32, s.n_embd, 1, gemma ? 0.75f : 0.1f, gemma ? 7.5f : s.output_norm_gain);
     if (!tied) add("output.weight", s.output_type, s.n_embd, s.n_vocab, 3.0f / std::sqrt(float(s.n_embd)), 0.0f);
+    for (const std::string& name : s.extra_tensors) add(name, GgmlType::F32, s.n_embd, 1, 0.1f, 0.0f);
+    if (s.rope_freqs) w.add_tensor("rope_freqs.weight", GgmlType::F32, {head_dim / 2}, llama31_rope_freqs(s, head_dim));
     const float in_embd = 1.0f / std::sqrt(float(s.n_embd));
     for (int32_t il = 0; il < s.n_layer; ++il) {
         const std::string p = "blk." + std::to_string(il) + ".";
@@ -443,6 +532,17 @@ void write_random_llama(const RandomLlamaSpec& s, const std::string& path) {
         add(p + "ffn_gate.weight", s.type, s.n_embd, s.n_ff, in_embd, 0.0f);
         add(p + "ffn_up.weight", s.type, s.n_embd, s.n_ff, in_embd, 0.0f);
         add(p + "ffn_down.weight", s.ffn_down_type_of(il), s.n_ff, s.n_embd, 0.5f / std::sqrt(float(s.n_ff)), 0.0f);
+        if (s.qkv_bias) {
+            // Qwen 2's k bias is large in trained models (it shifts every key alike); here a spread
+            // that moves the scores without drowning the q.k term.
+            add(p + "attn_q.bias", GgmlType::F32, q_dim, 1, 0.1f, 0.0f);
+            add(p + "attn_k.bias", GgmlType::F32, kv_dim, 1, 0.3f, 0.0f);
+            add(p + "attn_v.bias", GgmlType::F32, kv_dim, 1, 0.1f, 0.0f);
+        }
+        if (qwen3) {
+            add(p + "attn_q_norm.weight", GgmlType::F32, head_dim, 1, 0.1f, 1.0f);
+            add(p + "attn_k_norm.weight", GgmlType::F32, head_dim, 1, 0.1f, 1.0f);
+        }
         if (gemma) {
             add(p + "attn_q_norm.weight", GgmlType::F32, head_dim, 1, 0.1f, 1.0f);
             add(p + "attn_k_norm.weight", GgmlType::F32, head_dim, 1, 0.1f, 1.0f);

@@ -18,7 +18,7 @@
 namespace wb {
 
 struct RandomLlamaSpec {
-    std::string arch = "llama";  // "llama" or "gemma3"
+    std::string arch = "llama";  // "llama", "qwen2", "qwen3" or "gemma3"
     std::string name = "random-llama";
     int32_t n_embd = 256;
     int32_t n_layer = 2;
@@ -38,6 +38,18 @@ struct RandomLlamaSpec {
     int32_t swa_period = 6;
     float rope_base_swa = 10000.0f;
     bool tied_output = false;         // no output.weight: logits use token_embd
+    // llama family: rope_freqs.weight as Llama 3.1's converter computes it (factor 8, low/high
+    // frequency factors 1 and 4, original context 8192), rope scaling metadata ("" = none written;
+    // "linear" or "yarn" with rope_scaling_factor over rope_orig_ctx tokens), and q/k/v biases
+    // (qwen2's; on by default there). qwen3 always has per-head q/k norms.
+    bool rope_freqs = false;
+    std::string rope_scaling;
+    float rope_scaling_factor = 1.0f;
+    int32_t rope_orig_ctx = 0;
+    bool qkv_bias = false;
+    std::vector<std::string> extra_tensors;  // F32 vectors [n_embd] of these names (refusal tests)
+    float output_norm_gain = 1.0f;    // mean of output_norm (llama family): larger = more peaked logits
+    std::string pre = "smollm";       // tokenizer.ggml.pre of the byte-level vocabulary (llama family)
     GgmlType type = GgmlType::Q4_0;   // attention and FFN matrices
     GgmlType embd_type = GgmlType::Q8_0;
     GgmlType output_type = GgmlType::Q6_K;  // output.weight when not tied
@@ -65,7 +77,16 @@ struct RandomLlamaSpec {
     // The same architecture and type mix at test size: 6 layers (period 3: layers 2 and 5 global), 256
     // wide, 2/1 heads of 256, FFN 512, window 64, 1024 tokens.
     static RandomLlamaSpec gemma3_tiny();
-    // A preset by name (tiny, smollm2-135m, llama2-7b, gemma3-270m, gemma3-tiny); wb::Error otherwise.
+    // Test-size models of the other llama-family architectures (2 layers, 256 wide, 1024 tokens):
+    //  - llama31-tiny: Llama 3.1's rope_freqs.weight, theta 500000, the llama-bpe pre-tokenizer name;
+    //  - qwen2-tiny: NEOX rope, q/k/v biases, theta 1e6, the qwen2 pre-tokenizer name;
+    //  - qwen2-yarn-tiny: the same with YaRN rope scaling (factor 4 over 256 tokens);
+    //  - qwen3-tiny: NEOX rope, heads of 128 (key_length != n_embd / n_head), q/k norms.
+    static RandomLlamaSpec llama31_tiny();
+    static RandomLlamaSpec qwen2_tiny();
+    static RandomLlamaSpec qwen2_yarn_tiny();
+    static RandomLlamaSpec qwen3_tiny();
+    // A preset by name (shape_names()); wb::Error otherwise.
     static RandomLlamaSpec by_name(const std::string& shape);
     static const char* shape_names();  // "tiny|smollm2-135m|..." for usage lines
 

@@ -1,0 +1,148 @@
+#!/usr/bin/env python3
+"""llama.cpp's logits on random-weight models of every architecture WhiteBox runs.
+
+Each case is a model written by our own `make_random_gguf` (deterministic in its arguments: the test
+writes the same file again and checks its SHA-256 against the one recorded here), evaluated by
+llama.cpp through llama-cpp-python exactly as make_reference.py evaluates the real models (CPU, 2
+threads, n_ctx 1024, n_batch = n_ubatch = 512, flash attention off, F16 KV cache).
+
+Per case, one JSON file `<case>.json` in --out with:
+  - `sha256` of the GGUF and the `make_random_gguf` arguments that wrote it;
+  - `docs`: sequences of random token ids evaluated from an empty cache in one batch; per position
+    `argmax`, `logsumexp` and the top 10 `[id, logprob]` (log-softmax in float64), and per sequence
+    `logits_sha256`, the SHA-256 of all its float32 logits rows in order (little-endian), so that a
+    test can assert bit-identity without committing the rows;
+  - `cases`: greedy decoding (argmax of the raw logits, one token per decode call) of 24 tokens after
+    each of 10 random prompts, with logits for the last row of each batch only (as in generation),
+    and `steps_sha256` over the float32 logits of every step (the prompt's last row, then each
+    generated token's).
+
+Usage (llama-cpp-python 0.3.36 in a venv, as tests/reference/README.md describes):
+    /tmp/lcpvenv/bin/python tests/reference/make_random_reference.py \
+        --make-random build/tests/make_random_gguf --out tests/reference/random-archs
+"""
+from __future__ import annotations
+
+import argparse
+import hashlib
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from make_reference import N_BATCH, N_CTX, N_THREADS, distribution, sha256_file, write_json  # noqa: E402
+
+import llama_cpp  # noqa: E402
+from llama_cpp import Llama  # noqa: E402
+
+TOP_N = 10
+DOC_LENGTHS = (200, 120, 64)
+N_PROMPTS = 10
+PROMPT_LEN = 8
+N_GREEDY = 24
+
+# name -> make_random_gguf arguments. The types are those whose CPU arithmetic already follows
+# llama.cpp's (SmolLM2's Q4_1 / Q8_0, Gemma 3's Q5_0 / Q4_K / Q6_K / Q8_0) and F16.
+CASES = {
+    "llama31-q8_0": ["--shape", "llama31-tiny", "--type", "Q8_0"],
+    "llama31-q4_1": ["--shape", "llama31-tiny", "--type", "Q4_1", "--output-type", "Q6_K"],
+    "qwen2-q8_0": ["--shape", "qwen2-tiny", "--type", "Q8_0"],
+    "qwen2-q4_k": ["--shape", "qwen2-tiny", "--type", "Q4_K", "--output-type", "Q6_K"],
+    "qwen2-yarn-q8_0": ["--shape", "qwen2-yarn-tiny", "--type", "Q8_0"],
+    "qwen3-q8_0": ["--shape", "qwen3-tiny", "--type", "Q8_0"],
+    "qwen3-q5_0": ["--shape", "qwen3-tiny", "--type", "Q5_0", "--tied"],
+    "qwen3-f16": ["--shape", "qwen3-tiny", "--type", "F16", "--embd-type", "F16", "--output-type", "F16"],
+}
+
+
+def lcg_tokens(n: int, seed: int, n_vocab: int) -> list[int]:
+    """The same stream as wb::random_tokens (tests/tools/random_llama.cpp)."""
+    out = []
+    for _ in range(n):
+        seed = (seed * 6364136223846793005 + 1442695040888963407) & 0xFFFFFFFFFFFFFFFF
+        out.append((seed >> 33) % n_vocab)
+    return out
+
+
+def rows_sha(rows: list[np.ndarray]) -> str:
+    h = hashlib.sha256()
+    for r in rows:
+        h.update(np.ascontiguousarray(r, dtype="<f4").tobytes())
+    return h.hexdigest()
+
+
+def top_entry(z32: np.ndarray) -> dict:
+    entry, _ = distribution(z32)
+    entry["top"] = entry["top"][:TOP_N]
+    return entry
+
+
+def last_logits(llm: Llama) -> np.ndarray:
+    """The logits of the last evaluated row (llama-cpp-python keeps no copy without logits_all)."""
+    ptr = llama_cpp.llama_get_logits_ith(llm._ctx.ctx, -1)
+    return np.ctypeslib.as_array(ptr, shape=(llm.n_vocab(),)).astype(np.float32).copy()
+
+
+def make_case(name: str, args: list[str], make_random: Path, out: Path, tmp: Path) -> None:
+    gguf = tmp / f"{name}.gguf"
+    subprocess.run([str(make_random), str(gguf), *args], check=True, stdout=subprocess.DEVNULL)
+    llm = Llama(model_path=str(gguf), n_ctx=N_CTX, n_batch=N_BATCH, n_ubatch=N_BATCH, n_threads=N_THREADS,
+                n_threads_batch=N_THREADS, n_gpu_layers=0, logits_all=True, flash_attn=False, seed=0, verbose=False)
+    n_vocab = llm.n_vocab()
+    docs = []
+    for d, length in enumerate(DOC_LENGTHS):
+        toks = lcg_tokens(length, 1000 + d, n_vocab)
+        llm.reset()
+        llm.eval(toks)  # one batch from an empty cache
+        rows = [np.asarray(llm.scores[i], dtype=np.float32) for i in range(length)]
+        docs.append({"tokens": toks, "logits_sha256": rows_sha(rows), "positions": [top_entry(r) for r in rows]})
+    # Generation as llama.cpp does it (and the engine): only the last row of a prompt batch gets
+    # logits, so the last layer's output projection and FFN run on that row alone.
+    llm = Llama(model_path=str(gguf), n_ctx=N_CTX, n_batch=N_BATCH, n_ubatch=N_BATCH, n_threads=N_THREADS,
+                n_threads_batch=N_THREADS, n_gpu_layers=0, logits_all=False, flash_attn=False, seed=0, verbose=False)
+    cases = []
+    for p in range(N_PROMPTS):
+        prompt = lcg_tokens(PROMPT_LEN, 2000 + p, n_vocab)
+        llm.reset()
+        llm.eval(prompt)
+        rows = [last_logits(llm)]
+        generated = []
+        while len(generated) < N_GREEDY:
+            nxt = int(np.argmax(rows[-1]))
+            generated.append(nxt)
+            llm.eval([nxt])
+            rows.append(last_logits(llm))
+        cases.append({"prompt_ids": prompt, "generated": generated, "steps_sha256": rows_sha(rows[:-1])})
+    write_json(out / f"{name}.json", {
+        "generator": f"llama-cpp-python {llama_cpp.__version__}",
+        "case": name,
+        "make_random_gguf": args,
+        "sha256": sha256_file(gguf),
+        "llama_context": {"n_threads": N_THREADS, "n_ctx": N_CTX, "n_batch": N_BATCH, "n_ubatch": N_BATCH,
+                          "flash_attn": False, "type_k": "f16", "type_v": "f16", "backend": "CPU"},
+        "docs": docs,
+        "cases": cases,
+    })
+    print(f"{name}: {sum(DOC_LENGTHS)} positions, {N_PROMPTS} greedy prompts", file=sys.stderr)
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--make-random", type=Path, required=True, help="path of the built make_random_gguf")
+    ap.add_argument("--out", type=Path, required=True)
+    ap.add_argument("--only", nargs="*", help="case names (default: all)")
+    args = ap.parse_args()
+    args.out.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory() as tmp:
+        for name, case_args in CASES.items():
+            if args.only and name not in args.only:
+                continue
+            make_case(name, case_args, args.make_random.resolve(), args.out, Path(tmp))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
