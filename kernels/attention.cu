@@ -103,7 +103,9 @@ __global__ void __launch_bounds__(kThreads) attention_split_kernel(SplitLayout L
                 const float dot = warp_sum(acc[i]);
                 const int32_t pos = pos0 + vec_row(i);
                 const bool visible = vec_active(i) && j <= pos && j >= first_key(pos);
-                if (lane == 0) sc[i * BT + (j - jlo)] = visible ? dot * score_scale : -INFINITY;
+                // Gemma 2's soft-cap, as the CPU backend applies it (reciprocal, tanh, cap).
+                const float capped = a.softcap > 0.0f ? tanhf(dot * (1.0f / a.softcap)) * a.softcap : dot;
+                if (lane == 0) sc[i * BT + (j - jlo)] = visible ? capped * score_scale : -INFINITY;
             }
         }
     }

@@ -26,6 +26,7 @@ struct AttentionArgs {
     // true: scale multiplies q before q is rounded to f16 and the scores are q.k as they are (Gemma 3,
     // as llama.cpp's graph does it); false: q is rounded as it is and the scores are scale * q.k.
     bool scale_q = false;
+    float softcap = 0.0f;             // > 0: scores soft-capped before the softmax (AttentionParams)
     int32_t pos0 = 0;
     const int32_t* pos0_dev = nullptr;  // when set, pos0 is read from device memory (graph replay)
     // KV blocks examined per query row. Splits past the last visible key exit at once, so a decode

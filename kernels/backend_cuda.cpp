@@ -505,6 +505,7 @@ void CudaBackend::attention(const Tensor& q, const KvCache& kv, int32_t il, int3
     a.window = p.window;
     a.scale = p.scale;
     a.scale_q = p.scale_q;
+    a.softcap = p.softcap;
     a.pos0 = pos0;
     a.pos0_dev = recording() ? d_step_ + 1 : nullptr;
     // One token: as many splits as the cache can ever have, so the launch (and a recorded graph) is
@@ -556,6 +557,11 @@ void CudaBackend::add_bias(Tensor& x, const Weight& bias) {
     if (bias.type != GgmlType::F32 || bias.n_in != x.n_cols)
         throw Error("CUDA add_bias: the bias must be an F32 vector of " + std::to_string(x.n_cols));
     cuda::add_bias({x.data, static_cast<const float*>(device_copy(bias)), x.n_rows, x.n_cols}, stream_);
+}
+
+void CudaBackend::softcap(Tensor& x, float cap) {
+    end_matmul_run();
+    cuda::softcap({x.data, x.n_rows * x.n_cols, cap}, stream_);
 }
 
 void CudaBackend::add_rms_norm(Tensor& x, const Tensor& y, const Weight& gain, float eps, Tensor& out) {

@@ -50,6 +50,7 @@ public:
     void glu(const Tensor& gate, const Tensor& up, Activation act, Tensor& out) override;
     void add(Tensor& x, const Tensor& y) override;
     void add_bias(Tensor& x, const Weight& bias) override;
+    void softcap(Tensor& x, float cap) override;
     void add_rms_norm(Tensor& x, const Tensor& y, const Weight& gain, float eps, Tensor& out) override;
     void read(const Tensor& x, float* host) override;
     void read_top(const Tensor& row, int32_t k, int32_t* ids, float* values) override;

@@ -25,6 +25,11 @@ __global__ void add_bias_kernel(BiasArgs a) {
     if (i < a.n_rows * a.n_cols) a.x[i] += a.bias[i % a.n_cols];
 }
 
+__global__ void softcap_kernel(SoftcapArgs a) {
+    const int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
+    if (i < a.n) a.x[i] = tanhf(a.x[i] * (1.0f / a.cap)) * a.cap;
+}
+
 void launch_glu(const GluArgs& a, cudaStream_t stream) {
     const unsigned blocks = unsigned(ceil_div(a.n, kThreads));
     if (a.act == GluAct::SILU)
@@ -52,6 +57,12 @@ void glu(const GluArgs& a, cudaStream_t stream) {
 
 void add(const AddArgs& a, cudaStream_t stream) {
     if (a.n > 0) launch_add(a, stream);
+}
+
+void softcap(const SoftcapArgs& a, cudaStream_t stream) {
+    if (a.n <= 0) return;
+    softcap_kernel<<<unsigned(ceil_div(a.n, kThreads)), kThreads, 0, stream>>>(a);
+    WB_CUDA_CHECK_LAUNCH();
 }
 
 void add_bias(const BiasArgs& a, cudaStream_t stream) {

@@ -43,7 +43,14 @@ struct BiasArgs {
     int64_t n_cols = 0;
 };
 
+struct SoftcapArgs {
+    float* x = nullptr;  // x = cap * tanh(x / cap)
+    int64_t n = 0;
+    float cap = 0.0f;
+};
+
 void glu(const GluArgs& a, cudaStream_t stream);
+void softcap(const SoftcapArgs& a, cudaStream_t stream);
 void add(const AddArgs& a, cudaStream_t stream);
 void add_bias(const BiasArgs& a, cudaStream_t stream);
 

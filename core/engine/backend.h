@@ -70,6 +70,9 @@ struct AttentionParams {
     // rounds q to f16), instead of q.k. The same math, another rounding: llama.cpp's graph scales q
     // for some architectures (Gemma 3) and q.k for others (llama), and the CPU backend follows each.
     bool scale_q = false;
+    // > 0: scores are soft-capped before the softmax, s = softcap * tanh(s / softcap) (Gemma 2's
+    // attention logit soft-capping; with scale_q the scale is already in q, else it follows the cap).
+    float softcap = 0.0f;
 
     // Attention capture (the inspector's hooks). When capture_probs is set, the backend writes the
     // post-softmax probabilities it used for the listed query heads into host memory, laid out
@@ -115,6 +118,8 @@ public:
     virtual void add(Tensor& x, const Tensor& y) = 0;
     // x[r] += bias for every row r (bias: an F32 vector of x.n_cols; the q/k/v biases of Qwen 2).
     virtual void add_bias(Tensor& x, const Weight& bias) = 0;
+    // x = cap * tanh(x * (1 / cap)), element-wise: Gemma 2's final logit soft-capping.
+    virtual void softcap(Tensor& x, float cap) = 0;
     // Copies a tensor to host memory (x.n_rows * x.n_cols floats); waits for pending work.
     virtual void read(const Tensor& x, float* host) = 0;
     // The k largest values of a one-row tensor (a logits row) and their columns, into host memory,

@@ -8,6 +8,7 @@
 #include <new>
 
 #include "engine/backend_cpu_fma.h"
+#include "gguf/gguf_file.h"
 #include "model/weights.h"
 #include "quant/quant.h"
 #include "util/error.h"
@@ -83,20 +84,24 @@ float gelu_tanh_f16_table(float x) {
 }
 
 // The path llama.cpp's x86 CPU build takes for token t of an n_tok-token matmul, as a DotOrder (see
-// quant.h), where the paths round differently (K-quants):
-//  - Q4_K with a row count divisible by 8 is repacked: the tokens of a batch go in groups of 4
-//    through its gemm (the first n_tok - n_tok % 4), the rest through its gemv;
-//  - other K-quants (and Q4_K otherwise) go through its tiled matmul when the batch has 8 tokens or
-//    more, and through the row dot products when it has fewer.
+// quant.h), where the paths round differently:
+//  - Q4_0, Q4_K and IQ4_NL matrices with a row count divisible by 8 are repacked: the tokens of a
+//    batch go in groups of 4 through its gemm (the first n_tok - n_tok % 4), the rest through its gemv;
+//  - other K-quants and IQ4_XS (and Q4_K otherwise) go through its tiled matmul when the batch has 8
+//    tokens or more, and through the row dot products when it has fewer;
+//  - IQ4_NL otherwise goes through llamafile's tinyBLAS from 2 tokens on (as do Q4_0, Q5_0 and Q8_0,
+//    whose row dots round as tinyBLAS does).
 DotOrder llama_cpp_dot_order(const Weight& w, int64_t n_tok, int64_t t) {
+    const bool repackable = w.type == GgmlType::Q4_0 || w.type == GgmlType::Q4_K || w.type == GgmlType::IQ4_NL;
+    if (repackable && w.n_out % 8 == 0) return t < n_tok - n_tok % 4 ? DotOrder::kGemm : DotOrder::kGemv;
     switch (w.type) {
-        case GgmlType::Q4_K:
-            if (w.n_out % 8 == 0) return t < n_tok - n_tok % 4 ? DotOrder::kGemm : DotOrder::kGemv;
-            [[fallthrough]];
         case GgmlType::Q2_K:
         case GgmlType::Q3_K:
+        case GgmlType::Q4_K:
         case GgmlType::Q5_K:
-        case GgmlType::Q6_K: return n_tok >= 8 ? DotOrder::kTiled : DotOrder::kRow;
+        case GgmlType::Q6_K:
+        case GgmlType::IQ4_XS: return n_tok >= 8 ? DotOrder::kTiled : DotOrder::kRow;
+        case GgmlType::IQ4_NL: return n_tok >= 2 ? DotOrder::kLlamafile : DotOrder::kRow;
         default: return DotOrder::kRow;
     }
 }
@@ -327,6 +332,12 @@ void CpuBackend::add_bias(Tensor& x, const Weight& bias) {
         float* row = x.data + r * x.n_cols;
         for (int64_t i = 0; i < x.n_cols; ++i) row[i] += b[i];
     }
+}
+
+void CpuBackend::softcap(Tensor& x, float cap) {
+    const float inv = 1.0f / cap;
+    const int64_t n = x.n_rows * x.n_cols;
+    for (int64_t i = 0; i < n; ++i) x.data[i] = std::tanh(x.data[i] * inv) * cap;
 }
 
 void CpuBackend::read(const Tensor& x, float* host) {

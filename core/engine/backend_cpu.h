@@ -36,6 +36,7 @@ public:
                     Tensor& out) override;
     void add(Tensor& x, const Tensor& y) override;
     void add_bias(Tensor& x, const Weight& bias) override;
+    void softcap(Tensor& x, float cap) override;
     void read(const Tensor& x, float* host) override;
     void read_top(const Tensor& row, int32_t k, int32_t* ids, float* values) override;  // no copy of the row
 

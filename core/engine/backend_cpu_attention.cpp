@@ -81,6 +81,14 @@ void capture_row(float* row, int64_t max_keys, const float* scores, int32_t firs
     for (int32_t j = first; j <= pos; ++j) row[j] = scores[j - first] * inv;
 }
 
+// Gemma 2's attention soft-capping as llama.cpp's graph applies it to the raw q.k products (three
+// ops: a scale by the float reciprocal, tanh, a scale by the cap), before the softmax's scale.
+void soft_cap_scores(float* s, int32_t n, float cap) {
+    if (cap <= 0.0f) return;
+    const float inv = 1.0f / cap;
+    for (int32_t j = 0; j < n; ++j) s[j] = std::tanh(s[j] * inv) * cap;
+}
+
 // x[i] = x[i] * scale rounded to f16 (as a float): the softmax probabilities as they weight V. The
 // row conversions (F16C where the CPU has it) round exactly as util/fp16.h's scalar functions, at a
 // fraction of their cost over thousands of keys.
@@ -158,6 +166,7 @@ void CpuBackend::attention_rows(const Tensor& q, const KvCache& kv, int32_t il, 
         }
         for (int32_t i = 0; i < group; ++i) {
             float* s = scores + i * max_keys;
+            soft_cap_scores(s, pos - first + 1, p.softcap);
             for (int32_t j = 0; j <= pos - first; ++j) s[j] *= score_scale;
             const float inv = softmax_in_place(s, first, pos);
             if (const int32_t slot = capture_slot(p, kvh * group + i); slot >= 0)
@@ -240,6 +249,7 @@ void CpuBackend::attention_decode(const Tensor& q, const KvCache& kv, int32_t il
     // the reference weights V with.
     pool_.parallel_for(p.n_head, [&](int64_t h, int) {
         float* s = scores + h * n_keys;
+        soft_cap_scores(s, n_keys, p.softcap);
         for (int32_t j = 0; j < n_keys; ++j) s[j] *= score_scale;
         const float inv = softmax_in_place(s, first, pos);
         if (const int32_t slot = capture_slot(p, int32_t(h)); slot >= 0)

@@ -29,10 +29,10 @@ constexpr Entry kTypes[] = {
     {17, {"IQ2_XS", 256, 74, true, false}},
     {18, {"IQ3_XXS", 256, 98, true, false}},
     {19, {"IQ1_S", 256, 50, true, false}},
-    {20, {"IQ4_NL", 32, 18, true, false}},
+    {20, {"IQ4_NL", 32, 18, true, true}},
     {21, {"IQ3_S", 256, 110, true, false}},
     {22, {"IQ2_S", 256, 82, true, false}},
-    {23, {"IQ4_XS", 256, 136, true, false}},
+    {23, {"IQ4_XS", 256, 136, true, true}},
     {24, {"I8", 1, 1, true, false}},
     {25, {"I16", 1, 2, true, false}},
     {26, {"I32", 1, 4, true, false}},
@@ -40,8 +40,8 @@ constexpr Entry kTypes[] = {
     {28, {"F64", 1, 8, true, false}},
     {29, {"IQ1_M", 256, 56, true, false}},
     {30, {"BF16", 1, 2, true, true}},
-    {34, {"TQ1_0", 256, 54, true, false}},
-    {35, {"TQ2_0", 256, 66, true, false}},
+    {34, {"TQ1_0", 256, 54, true, true}},
+    {35, {"TQ2_0", 256, 66, true, true}},
     {39, {"MXFP4", 32, 17, true, false}},
 };
 

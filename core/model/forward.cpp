@@ -32,7 +32,18 @@ void keep_output_rows(const ForwardBatch& batch, std::initializer_list<Tensor*> 
     for (Tensor* t : views) *t = t->rows(t->n_rows - 1, 1);
 }
 
-RopeParams layer_rope(const ModelConfig& c, const ModelWeights& w, int32_t n_head, float base, float freq_scale) {
+// llama.cpp's get_rope_factors: the file's rope_freqs if it has them, else Phi-3's long factors when
+// the context (padded to 256, as llama.cpp pads it) exceeds the original training context, else its
+// short ones. Fixed for a context, whatever the position.
+const Weight* rope_factors(const ModelConfig& c, const ModelWeights& w, int32_t n_ctx) {
+    if (w.rope_freqs) return &w.rope_freqs;
+    const int32_t n_ctx_pad = (n_ctx + 255) / 256 * 256;
+    const Weight& chosen = n_ctx_pad > c.rope_n_ctx_orig ? w.rope_factors_long : w.rope_factors_short;
+    return chosen ? &chosen : nullptr;
+}
+
+RopeParams layer_rope(const ModelConfig& c, const ModelWeights& w, int32_t n_ctx, int32_t n_head, float base,
+                      float freq_scale) {
     RopeParams p;
     p.n_head = n_head;
     p.head_dim = c.head_dim;
@@ -40,7 +51,7 @@ RopeParams layer_rope(const ModelConfig& c, const ModelWeights& w, int32_t n_hea
     p.base = base;
     p.freq_scale = freq_scale;
     p.mode = c.rope_mode;
-    p.freq_factors = w.rope_freqs ? &w.rope_freqs : nullptr;
+    p.freq_factors = rope_factors(c, w, n_ctx);
     p.ext_factor = c.rope_ext_factor;
     p.attn_factor = c.rope_attn_factor;
     p.n_ctx_orig = c.rope_n_ctx_orig;
@@ -56,12 +67,13 @@ void forward_logits(Backend& be, const ModelConfig& c, const ModelWeights& w, Fo
     be.rms_norm(x, w.output_norm, c.norm_eps, c.n_embd, xn);
     be.matmul(w.output, xn, logits);
     if (w.output_bias) be.add_bias(logits, w.output_bias);
+    if (c.final_softcap > 0.0f) be.softcap(logits, c.final_softcap);
 }
 
 ForwardFn forward_function(const std::string& arch) {
-    // qwen2 and qwen3 are the llama graph with other options (model_config.cpp, arch_llama.cpp).
-    if (arch == "llama" || arch == "qwen2" || arch == "qwen3") return &forward_llama;
-    if (arch == "gemma3") return &forward_gemma3;
+    // qwen2, qwen3 and phi3 are the llama graph with other options (model_config.cpp, arch_llama.cpp).
+    if (arch == "llama" || arch == "qwen2" || arch == "qwen3" || arch == "phi3") return &forward_llama;
+    if (arch == "gemma2" || arch == "gemma3") return &forward_gemma;
     throw Error("no forward pass for architecture '" + arch + "'");
 }
 

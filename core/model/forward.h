@@ -60,17 +60,18 @@ using ForwardFn = void (*)(Backend& backend, const ModelConfig& config, const Mo
 
 ForwardFn forward_function(const std::string& arch);
 
-// The last layer, once its keys and values are stored and its attention is done, needs only the rows
-// whose logits are read: narrows each view to the last row unless every row's logits are wanted. A
-// prompt batch then skips the output projection and the feed-forward network of n-1 rows, as llama.cpp
-// does in generation. Rows are computed independently, but the CPU backend picks llama.cpp's kernel
-// (and accumulation order) by batch size for some types (Q4_K, Q2_K-Q6_K), so the kept row may differ
-// in the last bits from the same row of an unpruned batch, exactly as llama.cpp's own do.
+// The last layer, once its attention and output projection are done, needs only the rows whose
+// logits are read: narrows each view to the last row unless every row's logits are wanted. A prompt
+// batch then skips the feed-forward network of n-1 rows, as llama.cpp does in generation (its graphs
+// prune right after the attention block's output projection, so the architectures call this there:
+// the CPU backend picks llama.cpp's kernel, and accumulation order, by batch size for some types
+// (Q4_K, Q2_K-Q6_K), and the pruned rows must take the same ones as llama.cpp's).
 void keep_output_rows(const ForwardBatch& batch, std::initializer_list<Tensor*> views);
 
 // The rope of one layer's q or k (n_head heads): the model's scaling, its frequency factors if it has
-// them, and the given theta and frequency scale (the two differ between a Gemma model's layers).
-RopeParams layer_rope(const ModelConfig& config, const ModelWeights& weights, int32_t n_head, float base,
+// them (Phi-3's long or short ones by the context size n_ctx), and the given theta and frequency
+// scale (the two differ between a Gemma model's layers).
+RopeParams layer_rope(const ModelConfig& config, const ModelWeights& weights, int32_t n_ctx, int32_t n_head, float base,
                       float freq_scale);
 
 // The step every architecture ends with: the final RMSNorm of buffers.x and the output matrix, for
@@ -80,7 +81,7 @@ void forward_logits(Backend& backend, const ModelConfig& config, const ModelWeig
 
 void forward_llama(Backend& backend, const ModelConfig& config, const ModelWeights& weights, KvCache& kv,
                    ForwardBuffers& buffers, const ForwardBatch& batch);
-void forward_gemma3(Backend& backend, const ModelConfig& config, const ModelWeights& weights, KvCache& kv,
-                    ForwardBuffers& buffers, const ForwardBatch& batch);
+void forward_gemma(Backend& backend, const ModelConfig& config, const ModelWeights& weights, KvCache& kv,
+                   ForwardBuffers& buffers, const ForwardBatch& batch);
 
 }  // namespace wb

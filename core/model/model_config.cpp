@@ -94,10 +94,10 @@ void read_common(const GgufFile& f, ModelConfig& c) {
     c.layer_is_swa.assign(size_t(c.n_layer), false);
 }
 
-// Which layers of a gemma3 model use the sliding window. A file may list them (array of bools) or give
+// Which layers of a Gemma model use the sliding window. A file may list them (array of bools) or give
 // the period n of the pattern: the last layer of every n is global, the others local. Without the key,
-// llama.cpp uses a period of 6 for Gemma 3 ("5 local : 1 global").
-void read_gemma3_swa_pattern(const GgufFile& f, ModelConfig& c) {
+// llama.cpp uses a period of 6 for Gemma 3 ("5 local : 1 global") and 2 for Gemma 2 (alternating).
+void read_swa_pattern(const GgufFile& f, ModelConfig& c, int32_t default_period) {
     const std::string key = c.arch + ".attention.sliding_window_pattern";
     const GgufValue* v = f.find(key);
     if (v && v->type == GgufValueType::ARRAY) {
@@ -108,14 +108,50 @@ void read_gemma3_swa_pattern(const GgufFile& f, ModelConfig& c) {
         for (size_t il = 0; il < flags->size(); ++il) c.layer_is_swa[il] = (*flags)[il] != 0;
         return;
     }
-    const int32_t period = optional_int(f, key, 6);
+    const int32_t period = optional_int(f, key, default_period);
     for (int32_t il = 0; il < c.n_layer; ++il) c.layer_is_swa[size_t(il)] = period > 0 && il % period < period - 1;
+}
+
+// Gemma 2 and 3: GELU-gated FFN, embeddings scaled by sqrt(n_embd), norms before and after each
+// sub-layer, q scaled before the attention, local (sliding-window) and global layers. Gemma 3 adds
+// per-head q/k norms and its own rope base for local layers; Gemma 2 soft-caps attention scores and
+// logits, and always reads its output from the embedding.
+void read_gemma(const GgufFile& f, ModelConfig& c) {
+    const bool gemma2 = c.arch == "gemma2";
+    read_common(f, c);
+    c.rope_mode = RopeMode::NEOX;
+    c.qk_norm = !gemma2;
+    c.scale_q = true;
+    c.ffn_act = Activation::GELU_TANH;
+    // sqrtf as llama.cpp computes it, so the scaled embeddings agree bit for bit.
+    c.embd_scale = std::sqrt(float(c.n_embd));
+    // Gemma's query_pre_attn_scalar: head_dim for every size but the 27B models (Gemma 2: 46 layers,
+    // Gemma 3: 62), which use n_embd / n_head (llama.cpp and gemma_pytorch agree).
+    const bool big = c.n_layer == (gemma2 ? 46 : 62);
+    c.attn_scale = big ? 1.0f / std::sqrt(float(c.n_embd / c.n_head)) : 1.0f / std::sqrt(float(c.head_dim));
+    c.sliding_window = optional_int(f, c.arch + ".attention.sliding_window", gemma2 ? 4096 : 0);
+    if (c.sliding_window > 0) {
+        read_swa_pattern(f, c, gemma2 ? 2 : 6);
+        // Gemma 3's local theta is not in most files (10000 is what it was trained with); Gemma 2's
+        // local layers use the global one unless the file says otherwise.
+        c.rope_base_swa = optional_float(f, c.arch + ".rope.freq_base_swa", gemma2 ? c.rope_base : 10000.0f);
+    }
+    // The file's rope scaling (linear x8 on Gemma 3 4B and larger) applies to Gemma 3's global layers
+    // only; Gemma 2's local layers share it.
+    c.rope_freq_scale_swa = gemma2 ? c.rope_freq_scale : 1.0f;
+    // llama.cpp reads the final soft-cap for both (Gemma 2 default 30, Gemma 3 default off) and the
+    // attention soft-cap for Gemma 2 only (default 50).
+    c.final_softcap = optional_float(f, c.arch + ".final_logit_softcapping", gemma2 ? 30.0f : 0.0f);
+    if (gemma2) c.attn_softcap = optional_float(f, c.arch + ".attn_logit_softcapping", 50.0f);
+    if (c.final_softcap < 0.0f || c.attn_softcap < 0.0f || !std::isfinite(c.final_softcap) || !std::isfinite(c.attn_softcap))
+        throw Error("model metadata: logit soft-capping values must be >= 0");
+    c.tied_output = gemma2 || f.find_tensor("output.weight") == nullptr;
 }
 
 }  // namespace
 
 const std::vector<std::string>& supported_architectures() {
-    static const std::vector<std::string> archs = {"llama", "qwen2", "qwen3", "gemma3"};
+    static const std::vector<std::string> archs = {"llama", "qwen2", "qwen3", "phi3", "gemma2", "gemma3"};
     return archs;
 }
 
@@ -139,26 +175,19 @@ ModelConfig ModelConfig::from_gguf(const GgufFile& f) {
         c.tied_output = f.find_tensor("output.weight") == nullptr;
         return c;
     }
-    if (c.arch == "gemma3") {
+    // Phi-3 / 3.5 / 4-mini: the llama graph with NEOX rope (possibly partial), q scaled before the
+    // attention, fused q/k/v and gate/up matrices, and long/short rope factors (weights.cpp, forward.cpp).
+    // llama.cpp disables Phi's sliding window ("results might be suboptimal"), and so do we.
+    if (c.arch == "phi3") {
         read_common(f, c);
         c.rope_mode = RopeMode::NEOX;
-        c.qk_norm = true;
-        c.ffn_act = Activation::GELU_TANH;
-        // sqrtf as llama.cpp computes it, so the scaled embeddings agree bit for bit.
-        c.embd_scale = std::sqrt(float(c.n_embd));
-        // Gemma's query_pre_attn_scalar: head_dim for every size but 27B (62 layers), which uses
-        // n_embd / n_head (llama.cpp and gemma_pytorch agree).
-        c.attn_scale = c.n_layer == 62 ? 1.0f / std::sqrt(float(c.n_embd / c.n_head)) : 1.0f / std::sqrt(float(c.head_dim));
-        c.sliding_window = optional_int(f, c.arch + ".attention.sliding_window", 0);
-        if (c.sliding_window > 0) {
-            read_gemma3_swa_pattern(f, c);
-            // The local layers' theta is not in most files; 10000 is what Gemma 3 was trained with.
-            c.rope_base_swa = optional_float(f, c.arch + ".rope.freq_base_swa", 10000.0f);
-        }
-        if (f.get_float(c.arch + ".final_logit_softcapping").value_or(0.0) != 0.0 ||
-            f.get_float(c.arch + ".attn_logit_softcapping").value_or(0.0) != 0.0)
-            throw Error("model uses logit soft-capping, which WhiteBox does not support yet");
+        c.ffn_act = Activation::SILU;
+        c.scale_q = true;
         c.tied_output = f.find_tensor("output.weight") == nullptr;
+        return c;
+    }
+    if (c.arch == "gemma2" || c.arch == "gemma3") {
+        read_gemma(f, c);
         return c;
     }
     std::string list;

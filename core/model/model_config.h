@@ -32,6 +32,7 @@ struct ModelConfig {
     float rope_base = 10000.0f;  // RoPE theta for full-attention layers
     float rope_base_swa = 10000.0f;  // RoPE theta for sliding-window layers (gemma3)
     float rope_freq_scale = 1.0f;    // 1 / the rope scaling factor (rope.scaling.type linear or yarn)
+    float rope_freq_scale_swa = 1.0f;  // the same for sliding-window layers (gemma2: rope_freq_scale; gemma3: 1)
     float rope_ext_factor = 0.0f;    // YaRN's extrapolation mix: 1 for rope.scaling.type yarn, else 0
     float rope_attn_factor = 1.0f;   // magnitude of cos/sin (YaRN's, times rope.scaling.attn_factor)
     int32_t rope_n_ctx_orig = 0;     // rope.scaling.original_context_length (YaRN's correction dims)
@@ -43,6 +44,9 @@ struct ModelConfig {
     std::vector<bool> layer_is_swa;  // per layer: true if the layer uses the sliding window
     bool tied_output = false;    // no output.weight: logits use token_embd.weight
     bool qk_norm = false;        // per-head RMSNorm of q and k before RoPE (gemma3, qwen3)
+    bool scale_q = false;        // attn_scale multiplies q before the attention, not q.k (phi3, gemma)
+    float attn_softcap = 0.0f;   // > 0: attention scores soft-capped, cap * tanh(s / cap) (gemma2)
+    float final_softcap = 0.0f;  // > 0: logits soft-capped the same way (gemma2)
 
     int32_t n_gqa() const { return n_head / n_head_kv; }   // query heads per key/value head
     int32_t q_dim() const { return n_head * head_dim; }     // width of the concatenated query heads

@@ -44,6 +44,16 @@ Weight bind(const GgufFile& f, const std::string& name, int64_t n_in, int64_t n_
     return make_weight(*t);
 }
 
+// Rows [row0, row0 + n_rows) of a bound matrix, as a weight of their own: one part of a fused tensor
+// (Phi-3's attn_qkv holds q, k and v; its ffn_up holds gate and up). Each output is the same row dot
+// as in the fused product, so the parts compute exactly what the whole would.
+Weight rows_of(const Weight& whole, int64_t row0, int64_t n_rows) {
+    Weight w = whole;
+    w.host = static_cast<const uint8_t*>(whole.host) + size_t(row0) * ggml_row_bytes(whole.type, whole.n_in);
+    w.n_out = n_rows;
+    return w;
+}
+
 std::string blk(int il, const char* what) { return "blk." + std::to_string(il) + "." + what + ".weight"; }
 std::string blk_bias(int il, const char* what) { return "blk." + std::to_string(il) + "." + what + ".bias"; }
 
@@ -62,7 +72,9 @@ void check_all_bound(const GgufFile& f, const ModelWeights& w) {
 }  // namespace
 
 std::vector<Weight*> ModelWeights::all() {
-    std::vector<Weight*> out = {&token_embd, &output_norm, &output, &output_bias, &rope_freqs};
+    std::vector<Weight*> out = {&token_embd,  &output_norm,       &output,
+                                &output_bias, &rope_freqs,        &rope_factors_long,
+                                &rope_factors_short};
     for (auto& l : layers)
         for (Weight* w : {&l.attn_norm, &l.attn_q, &l.attn_k, &l.attn_v, &l.attn_output, &l.attn_q_norm, &l.attn_k_norm,
                           &l.post_attention_norm, &l.ffn_norm, &l.ffn_gate, &l.ffn_up, &l.ffn_down, &l.post_ffw_norm,
@@ -85,28 +97,59 @@ uint64_t ModelWeights::total_bytes() const {
     return total;
 }
 
+namespace {
+
+// q, k and v: separate matrices, or the three parts of a fused attn_qkv (Phi-3).
+void bind_qkv(const GgufFile& f, const ModelConfig& c, int il, LayerWeights& l) {
+    if (c.arch == "phi3" && f.find_tensor(blk(il, "attn_qkv"))) {
+        const Weight qkv = bind(f, blk(il, "attn_qkv"), c.n_embd, c.q_dim() + c.kv_dim() + c.v_dim());
+        l.attn_q = rows_of(qkv, 0, c.q_dim());
+        l.attn_k = rows_of(qkv, c.q_dim(), c.kv_dim());
+        l.attn_v = rows_of(qkv, c.q_dim() + c.kv_dim(), c.v_dim());
+        return;
+    }
+    l.attn_q = bind(f, blk(il, "attn_q"), c.n_embd, c.q_dim());
+    l.attn_k = bind(f, blk(il, "attn_k"), c.n_embd, c.kv_dim());
+    l.attn_v = bind(f, blk(il, "attn_v"), c.n_embd, c.v_dim());
+}
+
+// The gated FFN's two input matrices: separate, or Phi-3's ffn_up of 2 * n_ff rows (gate first).
+void bind_gate_up(const GgufFile& f, const ModelConfig& c, int il, LayerWeights& l) {
+    if (c.arch == "phi3") {
+        const Weight gate_up = bind(f, blk(il, "ffn_up"), c.n_embd, 2 * int64_t(c.n_ff));
+        l.ffn_gate = rows_of(gate_up, 0, c.n_ff);
+        l.ffn_up = rows_of(gate_up, c.n_ff, c.n_ff);
+        return;
+    }
+    l.ffn_gate = bind(f, blk(il, "ffn_gate"), c.n_embd, c.n_ff);
+    l.ffn_up = bind(f, blk(il, "ffn_up"), c.n_embd, c.n_ff);
+}
+
+}  // namespace
+
 ModelWeights bind_weights(const GgufFile& f, const ModelConfig& c) {
     ModelWeights w;
     w.token_embd = bind(f, "token_embd.weight", c.n_embd, c.n_vocab);
     w.output_norm = bind(f, "output_norm.weight", c.n_embd, 1);
     w.output = c.tied_output ? w.token_embd : bind(f, "output.weight", c.n_embd, c.n_vocab);
-    const bool gemma = c.arch == "gemma3";
+    const bool gemma = c.arch == "gemma2" || c.arch == "gemma3";
     const bool llama_family = !gemma;
     if (llama_family) {
         w.output_bias = bind(f, "output.bias", c.n_vocab, 1, false);
         w.rope_freqs = bind(f, "rope_freqs.weight", c.n_rot / 2, 1, false);
     }
+    if (c.arch == "phi3") {
+        w.rope_factors_long = bind(f, "rope_factors_long.weight", c.n_rot / 2, 1, false);
+        w.rope_factors_short = bind(f, "rope_factors_short.weight", c.n_rot / 2, 1, false);
+    }
     w.layers.resize(size_t(c.n_layer));
     for (int il = 0; il < c.n_layer; ++il) {
         LayerWeights& l = w.layers[size_t(il)];
         l.attn_norm = bind(f, blk(il, "attn_norm"), c.n_embd, 1);
-        l.attn_q = bind(f, blk(il, "attn_q"), c.n_embd, c.q_dim());
-        l.attn_k = bind(f, blk(il, "attn_k"), c.n_embd, c.kv_dim());
-        l.attn_v = bind(f, blk(il, "attn_v"), c.n_embd, c.v_dim());
+        bind_qkv(f, c, il, l);
         l.attn_output = bind(f, blk(il, "attn_output"), c.q_dim(), c.n_embd);
         l.ffn_norm = bind(f, blk(il, "ffn_norm"), c.n_embd, 1);
-        l.ffn_gate = bind(f, blk(il, "ffn_gate"), c.n_embd, c.n_ff);
-        l.ffn_up = bind(f, blk(il, "ffn_up"), c.n_embd, c.n_ff);
+        bind_gate_up(f, c, il, l);
         l.ffn_down = bind(f, blk(il, "ffn_down"), c.n_ff, c.n_embd);
         l.attn_q_norm = bind(f, blk(il, "attn_q_norm"), c.head_dim, 1, c.qk_norm);
         l.attn_k_norm = bind(f, blk(il, "attn_k_norm"), c.head_dim, 1, c.qk_norm);

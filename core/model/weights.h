@@ -53,6 +53,8 @@ struct ModelWeights {
     Weight output;               // [n_embd, n_vocab]   = token_embd when the output head is tied
     Weight output_bias;          // [n_vocab]           optional (qwen2)
     Weight rope_freqs;           // [n_rot / 2]         optional divisors of the rope angles (Llama 3.1+)
+    Weight rope_factors_long;    // [n_rot / 2]         Phi-3's divisors for contexts past the original one
+    Weight rope_factors_short;   // [n_rot / 2]         ... and for contexts within it
     std::vector<LayerWeights> layers;
 
     // Every bound weight, for backends that upload or account for them.

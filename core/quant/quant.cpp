@@ -41,7 +41,7 @@ const KernelTable& kernels() {
 [[noreturn]] void throw_unsupported(const char* op, GgmlType t) {
     throw Error(std::string(op) + ": tensor type " + ggml_type_name(t) +
                 " is not supported by the CPU kernels (supported: F32, F16, BF16, Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, "
-                "Q2_K, Q3_K, Q4_K, Q5_K, Q6_K)");
+                "Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, IQ4_NL, IQ4_XS, TQ1_0, TQ2_0)");
 }
 
 // A row must hold whole blocks: a partial block would read or write past the end of the row.
@@ -87,6 +87,10 @@ RowToFloatFn dequantizer(GgmlType t) {
         case GgmlType::Q5_K: return dequantize_blocks<BlockQ5_K, kQKK>;
         case GgmlType::Q6_K: return dequantize_blocks<BlockQ6_K, kQKK>;
         case GgmlType::Q8_K: return dequantize_blocks<BlockQ8_K, kQKK>;
+        case GgmlType::IQ4_NL: return dequantize_blocks<BlockIQ4_NL, kQK>;
+        case GgmlType::IQ4_XS: return dequantize_blocks<BlockIQ4_XS, kQKK>;
+        case GgmlType::TQ1_0: return dequantize_blocks<BlockTQ1_0, kQKK>;
+        case GgmlType::TQ2_0: return dequantize_blocks<BlockTQ2_0, kQKK>;
         default: return nullptr;
     }
 }
@@ -137,14 +141,18 @@ GgmlType vec_dot_type(GgmlType weight_type) {
         case GgmlType::BF16: return GgmlType::F32;
         case GgmlType::Q4_0:
         case GgmlType::Q5_0:
-        case GgmlType::Q8_0: return GgmlType::Q8_0;
+        case GgmlType::Q8_0:
+        case GgmlType::IQ4_NL: return GgmlType::Q8_0;
         case GgmlType::Q4_1:
         case GgmlType::Q5_1: return GgmlType::Q8_1;
         case GgmlType::Q2_K:
         case GgmlType::Q3_K:
         case GgmlType::Q4_K:
         case GgmlType::Q5_K:
-        case GgmlType::Q6_K: return GgmlType::Q8_K;
+        case GgmlType::Q6_K:
+        case GgmlType::IQ4_XS:
+        case GgmlType::TQ1_0:
+        case GgmlType::TQ2_0: return GgmlType::Q8_K;
         default: throw_unsupported("vec_dot_type", weight_type);
     }
 }
@@ -169,27 +177,22 @@ float vec_dot(GgmlType weight_type, int64_t n, const void* w_row, const void* x_
 
 namespace {
 
+bool has_slot(GgmlType t) { return uint32_t(t) < uint32_t(kKernelSlots); }
+
 // The row kernel of an order (see DotOrder): the order's own kernel where the family has one.
 VecDotFn order_kernel(GgmlType weight_type, DotOrder order) {
-    const KernelTable& k = kernels();
-    if (order == DotOrder::kGemv && weight_type == GgmlType::Q4_K && k.dot_q4_k_gemv) return k.dot_q4_k_gemv;
-    if (order == DotOrder::kGemm && weight_type == GgmlType::Q4_K && k.dot_q4_k_gemm) return k.dot_q4_k_gemm;
-    if (order == DotOrder::kTiled && k.dot_tiled[slot(weight_type)]) return k.dot_tiled[slot(weight_type)];
+    if (order != DotOrder::kRow && has_slot(weight_type))
+        if (const VecDotFn fn = kernels().dot_ordered[int(order)][slot(weight_type)]) return fn;
     return dot_kernel(weight_type);
 }
 
 // The tile kernel of an order, nullptr where the family has none.
 DotTileFn tile_kernel(GgmlType weight_type, DotOrder order) {
-    const int s = slot(weight_type);
-    if (s < 0 || s >= kKernelSlots) return nullptr;
+    if (!has_slot(weight_type)) return nullptr;
     const KernelTable& k = kernels();
-    switch (order) {
-        case DotOrder::kRow: return k.dot_tile[s];
-        case DotOrder::kTiled: return k.dot_tiled[s] ? k.dot_tile_tiled[s] : k.dot_tile[s];
-        case DotOrder::kGemm: return weight_type == GgmlType::Q4_K ? k.dot_tile_q4_k_gemm : k.dot_tile[s];
-        case DotOrder::kGemv: return weight_type == GgmlType::Q4_K ? nullptr : k.dot_tile[s];
-    }
-    return nullptr;
+    const int s = slot(weight_type);
+    if (order != DotOrder::kRow && k.dot_ordered[int(order)][s]) return k.dot_tile_ordered[int(order)][s];
+    return k.dot_tile[s];
 }
 
 }  // namespace

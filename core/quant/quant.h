@@ -38,14 +38,20 @@ float vec_dot(GgmlType weight_type, int64_t n, const void* w_row, const void* x_
 // and the arguments checked once per run instead of once per row.
 //
 // order selects among the float accumulation orders of llama.cpp's x86 matmul paths, which differ
-// for K-quants (other types ignore it; an order a type has no path for means kRow):
-//  - kRow: its row dot product (ggml_vec_dot_*), for batches of fewer than 8 tokens;
-//  - kTiled: its tiled K-quant matmul, for every token of a batch of 8 or more;
-//  - kGemv, kGemm: Q4_K matrices with a row count divisible by 8, which it repacks and multiplies
-//    with a gemm for the tokens of a batch in groups of 4 (the first n_tok - n_tok % 4) and a gemv
-//    for the rest (kRow and kTiled are for the Q4_K matrices it does not repack).
+// for some types (an order a type has no path for, or whose path rounds as its row dot does, means
+// kRow):
+//  - kRow: its row dot product (ggml_vec_dot_*): for K-quants and IQ4_XS batches of fewer than 8
+//    tokens, for IQ4_NL single tokens, and every batch of the other types;
+//  - kTiled: its tiled matmul of K-quants and IQ4_XS, for every token of a batch of 8 or more;
+//  - kGemv, kGemm: matrices of Q4_0, Q4_K or IQ4_NL with a row count divisible by 8, which it
+//    repacks and multiplies with a gemm for the tokens of a batch in groups of 4 (the first
+//    n_tok - n_tok % 4) and a gemv for the rest (Q4_0 and IQ4_NL: one order, as both kernels fold
+//    each block's exact sum in with one FMA);
+//  - kLlamafile: llamafile's tinyBLAS, its matmul for batches of 2 tokens or more of the 32-element
+//    types it does not repack. Its one 8-lane accumulator is the row order of Q4_0/Q5_0/Q8_0; only
+//    IQ4_NL, whose row dot alternates two accumulators, has a kernel of its own.
 // Which one applies to which matmul is the caller's choice (CpuBackend::matmul).
-enum class DotOrder { kRow, kTiled, kGemv, kGemm };
+enum class DotOrder { kRow, kTiled, kGemv, kGemm, kLlamafile };
 void vec_dot_rows(GgmlType weight_type, int64_t n, const void* w, size_t w_row_stride, int64_t n_rows,
                   const void* x_prepared, float* out, DotOrder order = DotOrder::kRow);
 
@@ -61,8 +67,8 @@ void vec_dot_tile(GgmlType weight_type, int64_t n, const void* w, size_t w_row_s
                   size_t x_row_stride, float* out, int64_t out_stride, DotOrder order = DotOrder::kRow);
 
 // Plain quantizers (reference, round-to-nearest) for building test data and random-weight models.
-// Supported for F32, F16, BF16, Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q8_1, Q8_K; K-quant weights are
-// written by tests block by block.
+// Supported for F32, F16, BF16, Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q8_1, Q8_K; K-quant, IQ4 and TQ
+// weights are written by tests block by block.
 void quantize_row(GgmlType t, const float* x, void* dst, int64_t n);
 
 // ---- F16 attention products (the CPU backend's attention over the F16 KV cache) ----

@@ -544,6 +544,184 @@ void dot_q4_k_gemm_tile(int64_t n, const void* w, size_t, const void* x, size_t 
     for (int c = 0; c < kDotTileCols; ++c) out[c * out_stride] = acc[c] - acc_min[c];
 }
 
+// ---- IQ4_NL, IQ4_XS, TQ1_0, TQ2_0, and the repacked order of Q4_0 ----
+//
+// The float orders of llama.cpp's x86 kernels for these types (DotOrder in quant.h; the scalar
+// family computes the same floats, see quant_scalar.cpp):
+//  - IQ4_NL's row dot: even blocks into one 8-lane accumulator, odd blocks into a second, an odd
+//    last block added after the horizontal sum (dot_iq4_nl_row); llamafile's tinyBLAS, its batched
+//    path: one accumulator, as dot_blocks (kLlamafile);
+//  - Q4_0 and IQ4_NL repacked (its gemv and gemm alike): each block's exact sum folded into one
+//    float with one FMA by d_w*d_x (dot_block_sums, kGemv/kGemm);
+//  - IQ4_XS: as the K-quants, 8 lanes with the group scales inside (row) and the tiled order;
+//  - TQ1_0/TQ2_0: lanes of the codes 0..2 times the activations minus the activation sums, one FMA
+//    per block by d_x*d_w.
+
+// kvalues_iq4nl as a byte shuffle table.
+WB_INLINE __m128i iq4_nl_table() {
+    alignas(16) int8_t v[16];
+    for (int i = 0; i < 16; ++i) v[i] = int8_t(iq4nl_value(i));
+    return _mm_load_si128(reinterpret_cast<const __m128i*>(v));
+}
+
+// 16 bytes of packed codes -> the 32 values they index, in element order.
+WB_INLINE __m256i iq4_nl_values(const uint8_t* qs) {
+    return _mm256_shuffle_epi8(_mm256_broadcastsi128_si256(iq4_nl_table()), unpack_nibbles(qs));
+}
+
+WB_INLINE __m256i block_values(const BlockQ4_0& w) { return _mm256_sub_epi8(unpack_nibbles(w.qs), _mm256_set1_epi8(8)); }
+WB_INLINE __m256i block_values(const BlockIQ4_NL& w) { return iq4_nl_values(w.qs); }
+
+WB_INLINE void block_iq4_nl(const BlockIQ4_NL& w, const BlockQ8_0& x, Acc& acc) {
+    const __m256 d = scale_product(w.d, x.d);
+    acc.v = _mm256_fmadd_ps(d, _mm256_cvtepi32_ps(dot_i8_i8(block_values(w), load32(x.qs))), acc.v);
+}
+
+float dot_iq4_nl_row(int64_t n, const void* w, const void* x) {
+    const auto* bw = static_cast<const BlockIQ4_NL*>(w);
+    const auto* bx = static_cast<const BlockQ8_0*>(x);
+    const int64_t nb = n / kQK;
+    Acc even, odd;
+    int64_t i = 0;
+    for (; i + 1 < nb; i += 2) {
+        block_iq4_nl(bw[i], bx[i], even);
+        block_iq4_nl(bw[i + 1], bx[i + 1], odd);
+    }
+    float sum = hsum(_mm256_add_ps(even.v, odd.v));
+    if (i < nb) {
+        // llama.cpp's build does not fuse this scalar tail; _mm_mul_ss/_mm_add_ss keep this file's
+        // -mfma from fusing it here (a plain d * s + sum would become one FMA).
+        const int s = hsum_i32(dot_i8_i8(block_values(bw[i]), load32(bx[i].qs)));
+        const __m128 term = _mm_mul_ss(_mm_set_ss(fp16(bx[i].d) * fp16(bw[i].d)), _mm_set_ss(float(s)));
+        sum = _mm_cvtss_f32(_mm_add_ss(_mm_set_ss(sum), term));
+    }
+    return sum;
+}
+
+template <class BW>
+float dot_block_sums(int64_t n, const void* w, const void* x) {
+    const auto* bw = static_cast<const BW*>(w);
+    const auto* bx = static_cast<const BlockQ8_0*>(x);
+    float acc = 0.0f;
+    for (int64_t i = 0; i < n / kQK; ++i) {
+        const int s = hsum_i32(dot_i8_i8(block_values(bw[i]), load32(bx[i].qs)));
+        acc = std::fma(float(s), fp16(bw[i].d) * fp16(bx[i].d), acc);
+    }
+    return acc;
+}
+
+// A tile of dot_block_sums: per token the same operations in the same order; each weight block is
+// unpacked once for the tile's tokens.
+template <class BW>
+void dot_block_sums_tile(int64_t n, const void* w, size_t, const void* x, size_t x_stride, float* out,
+                         int64_t out_stride) {
+    const auto* bw = static_cast<const BW*>(w);
+    const BlockQ8_0* bx[kDotTileCols];
+    for (int c = 0; c < kDotTileCols; ++c)
+        bx[c] = reinterpret_cast<const BlockQ8_0*>(static_cast<const uint8_t*>(x) + size_t(c) * x_stride);
+    float acc[kDotTileCols] = {};
+    for (int64_t i = 0; i < n / kQK; ++i) {
+        const __m256i q = block_values(bw[i]);
+        const float dw = fp16(bw[i].d);
+#pragma GCC unroll 8
+        for (int c = 0; c < kDotTileCols; ++c) {
+            const int s = hsum_i32(dot_i8_i8(q, load32(bx[c][i].qs)));
+            acc[c] = std::fma(float(s), dw * fp16(bx[c][i].d), acc[c]);
+        }
+    }
+    for (int c = 0; c < kDotTileCols; ++c) out[c * out_stride] = acc[c];
+}
+
+// IQ4_XS: lanes of scale * value * y, the signed values through the sign trick (|value| <= 127,
+// so the pair sums stay exact in 16 bits).
+WB_INLINE __m256i iq4_xs_lanes(const BlockIQ4_XS& w, const BlockQ8_K& x) {
+    __m256i sumi = _mm256_setzero_si256();
+    for (int g = 0; g < 8; ++g) {
+        const __m256i q = iq4_nl_values(w.qs + 16 * g);
+        const __m256i prod = _mm256_maddubs_epi16(_mm256_sign_epi8(q, q), _mm256_sign_epi8(load32(x.qs + 32 * g), q));
+        sumi = _mm256_add_epi32(sumi, _mm256_madd_epi16(prod, _mm256_set1_epi16(short(iq4xs_scale(w, g)))));
+    }
+    return sumi;
+}
+
+WB_INLINE void block_iq4_xs(const BlockIQ4_XS& w, const BlockQ8_K& x, Acc& acc) {
+    acc.v = _mm256_fmadd_ps(_mm256_set1_ps(fp16(w.d) * x.d), _mm256_cvtepi32_ps(iq4_xs_lanes(w, x)), acc.v);
+}
+
+WB_INLINE KInts iq4_xs_ints(const BlockIQ4_XS& w, const BlockQ8_K& x) { return {hsum_i32(iq4_xs_lanes(w, x)), 0}; }
+
+// Lane k: the activation sums of elements 32k..32k+31 (bsums 2k and 2k+1), which the ternary
+// kernels take off their lanes for the -1 of every value.
+WB_INLINE __m256i bsum_pairs(const BlockQ8_K& x) {
+    return _mm256_madd_epi16(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(x.bsums)), _mm256_set1_epi16(1));
+}
+
+WB_INLINE __m256i tq2_0_lanes(const BlockTQ2_0& w, const BlockQ8_K& x) {
+    const __m256i m3 = _mm256_set1_epi8(3);
+    __m256i sumi = _mm256_setzero_si256();
+    for (int c = 0; c < 2; ++c) {
+        const __m256i raw = load32(w.qs + 32 * c);
+        for (int l = 0; l < 4; ++l) {
+            const __m256i code = _mm256_and_si256(_mm256_srli_epi16(raw, 2 * l), m3);
+            sumi = _mm256_add_epi32(sumi, dot_u8_i8(code, load32(x.qs + 128 * c + 32 * l)));
+        }
+    }
+    return _mm256_sub_epi32(sumi, bsum_pairs(x));
+}
+
+// Bytes times 3 (mod 256): moves every byte on to its next base-3 digit (tq1_trit).
+WB_INLINE __m256i times3(__m256i q) { return _mm256_add_epi8(q, _mm256_add_epi8(q, q)); }
+WB_INLINE __m128i times3(__m128i q) { return _mm_add_epi8(q, _mm_add_epi8(q, q)); }
+
+// The leading digit of each byte, (3q) >> 8, as [q >= 86] + [q >= 171] (AVX2 has no byte multiply).
+WB_INLINE __m256i leading_trits(__m256i q) {
+    const __m256i ge86 = _mm256_cmpeq_epi8(_mm256_max_epu8(q, _mm256_set1_epi8(86)), q);
+    const __m256i ge171 = _mm256_cmpeq_epi8(_mm256_max_epu8(q, _mm256_set1_epi8(char(171))), q);
+    return _mm256_sub_epi8(_mm256_setzero_si256(), _mm256_add_epi8(ge86, ge171));
+}
+
+WB_INLINE __m256i tq1_0_lanes(const BlockTQ1_0& w, const BlockQ8_K& x) {
+    __m256i sumi = _mm256_setzero_si256();
+    // qs[0..31]: digit n of byte m is element 32n + m
+    __m256i q = load32(w.qs);
+    for (int n = 0; n < 5; ++n, q = times3(q))
+        sumi = _mm256_add_epi32(sumi, dot_u8_i8(leading_trits(q), load32(x.qs + 32 * n)));
+    // qs[32..47]: digit n of byte m is element 160 + 16n + m, so digits (0,1), (2,3) fill two runs
+    // of 32; qh: digit n of byte j is element 240 + 4n + j, the second half of the last run.
+    const __m256i d0 = _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(w.qs + 32)));
+    const __m256i d1 = times3(d0), d2 = times3(d1), d3 = times3(d2), d4 = times3(d3);
+    uint32_t qh;
+    std::memcpy(&qh, w.qh, sizeof qh);
+    const __m128i h0 = _mm_set1_epi32(int(qh)), h1 = times3(h0), h2 = times3(h1), h3 = times3(h2);
+    const __m128i h = _mm_blend_epi32(_mm_blend_epi32(h0, h1, 0x2), _mm_blend_epi32(h2, h3, 0x8), 0xC);
+    const __m256i runs[3] = {_mm256_permute2x128_si256(d0, d1, 0x30), _mm256_permute2x128_si256(d2, d3, 0x30),
+                             _mm256_set_m128i(h, _mm256_castsi256_si128(d4))};
+    for (int r = 0; r < 3; ++r) sumi = _mm256_add_epi32(sumi, dot_u8_i8(leading_trits(runs[r]), load32(x.qs + 160 + 32 * r)));
+    return _mm256_sub_epi32(sumi, bsum_pairs(x));
+}
+
+template <class BW, __m256i (*Lanes)(const BW&, const BlockQ8_K&)>
+WB_INLINE void block_ternary(const BW& w, const BlockQ8_K& x, Acc& acc) {
+    acc.v = _mm256_fmadd_ps(_mm256_cvtepi32_ps(Lanes(w, x)), _mm256_set1_ps(x.d * fp16(w.d)), acc.v);
+}
+
+void add_iq_tq_kernels(KernelTable& t) {
+    t.dot[slot(GgmlType::IQ4_NL)] = dot_iq4_nl_row;
+    t.dot_in(DotOrder::kLlamafile, GgmlType::IQ4_NL) = dot_blocks<BlockIQ4_NL, BlockQ8_0, block_iq4_nl>;
+    t.tile_in(DotOrder::kLlamafile, GgmlType::IQ4_NL) = dot_tile<BlockIQ4_NL, BlockQ8_0, block_iq4_nl>;
+    for (DotOrder o : {DotOrder::kGemv, DotOrder::kGemm}) {
+        t.dot_in(o, GgmlType::Q4_0) = dot_block_sums<BlockQ4_0>;
+        t.tile_in(o, GgmlType::Q4_0) = dot_block_sums_tile<BlockQ4_0>;
+        t.dot_in(o, GgmlType::IQ4_NL) = dot_block_sums<BlockIQ4_NL>;
+        t.tile_in(o, GgmlType::IQ4_NL) = dot_block_sums_tile<BlockIQ4_NL>;
+    }
+    t.dot[slot(GgmlType::IQ4_XS)] = dot_blocks<BlockIQ4_XS, BlockQ8_K, block_iq4_xs>;
+    t.dot_in(DotOrder::kTiled, GgmlType::IQ4_XS) = dot_k_tiled<BlockIQ4_XS, iq4_xs_ints, false>;
+    t.tile_in(DotOrder::kTiled, GgmlType::IQ4_XS) = dot_k_tiled_tile<BlockIQ4_XS, iq4_xs_ints, false>;
+    t.dot[slot(GgmlType::TQ1_0)] = dot_blocks<BlockTQ1_0, BlockQ8_K, block_ternary<BlockTQ1_0, tq1_0_lanes>>;
+    t.dot[slot(GgmlType::TQ2_0)] = dot_blocks<BlockTQ2_0, BlockQ8_K, block_ternary<BlockTQ2_0, tq2_0_lanes>>;
+}
+
 // ---- float weights against F32 activations ----
 
 WB_INLINE __m256 load8(const float* p) { return _mm256_loadu_ps(p); }
@@ -747,21 +925,22 @@ KernelTable avx2_kernels() {
     t.dot[slot(GgmlType::Q2_K)] = dot_blocks<BlockQ2_K, BlockQ8_K, block_q2_k>;
     t.dot[slot(GgmlType::Q3_K)] = dot_blocks<BlockQ3_K, BlockQ8_K, block_q3_k>;
     t.dot[slot(GgmlType::Q4_K)] = dot_q4_k_row;
-    t.dot_q4_k_gemv = dot_q4_k_gemv;
-    t.dot_q4_k_gemm = dot_q4_k_gemm;
+    t.dot_in(DotOrder::kGemv, GgmlType::Q4_K) = dot_q4_k_gemv;
+    t.dot_in(DotOrder::kGemm, GgmlType::Q4_K) = dot_q4_k_gemm;
     t.dot[slot(GgmlType::Q5_K)] = dot_blocks<BlockQ5_K, BlockQ8_K, block_q5_k>;
     t.dot[slot(GgmlType::Q6_K)] = dot_blocks<BlockQ6_K, BlockQ8_K, block_q6_k>;
-    t.dot_tiled[slot(GgmlType::Q2_K)] = dot_k_tiled<BlockQ2_K, q2_k_ints, true>;
-    t.dot_tiled[slot(GgmlType::Q3_K)] = dot_k_tiled<BlockQ3_K, q3_k_ints, false>;
-    t.dot_tiled[slot(GgmlType::Q4_K)] = dot_k_tiled<BlockQ4_K, q4_k_ints, true>;
-    t.dot_tiled[slot(GgmlType::Q5_K)] = dot_k_tiled<BlockQ5_K, q5_k_ints, true>;
-    t.dot_tiled[slot(GgmlType::Q6_K)] = dot_k_tiled<BlockQ6_K, q6_k_ints, false>;
-    t.dot_tile_tiled[slot(GgmlType::Q2_K)] = dot_k_tiled_tile<BlockQ2_K, q2_k_ints, true>;
-    t.dot_tile_tiled[slot(GgmlType::Q3_K)] = dot_k_tiled_tile<BlockQ3_K, q3_k_ints, false>;
-    t.dot_tile_tiled[slot(GgmlType::Q4_K)] = dot_k_tiled_tile<BlockQ4_K, q4_k_ints, true>;
-    t.dot_tile_tiled[slot(GgmlType::Q5_K)] = dot_k_tiled_tile<BlockQ5_K, q5_k_ints, true>;
-    t.dot_tile_tiled[slot(GgmlType::Q6_K)] = dot_k_tiled_tile<BlockQ6_K, q6_k_ints, false>;
-    t.dot_tile_q4_k_gemm = dot_q4_k_gemm_tile;
+    t.dot_in(DotOrder::kTiled, GgmlType::Q2_K) = dot_k_tiled<BlockQ2_K, q2_k_ints, true>;
+    t.dot_in(DotOrder::kTiled, GgmlType::Q3_K) = dot_k_tiled<BlockQ3_K, q3_k_ints, false>;
+    t.dot_in(DotOrder::kTiled, GgmlType::Q4_K) = dot_k_tiled<BlockQ4_K, q4_k_ints, true>;
+    t.dot_in(DotOrder::kTiled, GgmlType::Q5_K) = dot_k_tiled<BlockQ5_K, q5_k_ints, true>;
+    t.dot_in(DotOrder::kTiled, GgmlType::Q6_K) = dot_k_tiled<BlockQ6_K, q6_k_ints, false>;
+    t.tile_in(DotOrder::kTiled, GgmlType::Q2_K) = dot_k_tiled_tile<BlockQ2_K, q2_k_ints, true>;
+    t.tile_in(DotOrder::kTiled, GgmlType::Q3_K) = dot_k_tiled_tile<BlockQ3_K, q3_k_ints, false>;
+    t.tile_in(DotOrder::kTiled, GgmlType::Q4_K) = dot_k_tiled_tile<BlockQ4_K, q4_k_ints, true>;
+    t.tile_in(DotOrder::kTiled, GgmlType::Q5_K) = dot_k_tiled_tile<BlockQ5_K, q5_k_ints, true>;
+    t.tile_in(DotOrder::kTiled, GgmlType::Q6_K) = dot_k_tiled_tile<BlockQ6_K, q6_k_ints, false>;
+    t.tile_in(DotOrder::kGemm, GgmlType::Q4_K) = dot_q4_k_gemm_tile;
+    add_iq_tq_kernels(t);
     t.f16_to_f32 = f16_to_f32_row;
     t.dot_f16_lanes8 = dot_f16_lanes8;
     t.dot_f16_step32 = dot_f16_step32;

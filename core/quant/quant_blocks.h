@@ -84,6 +84,32 @@ struct BlockQ8_K {
     int16_t bsums[kQKK / 16];  // sum of each run of 16 qs
 };
 
+// IQ4_NL / IQ4_XS: 4-bit codes index kvalues_iq4nl (iq4nl_value), a non-uniform grid fitted to
+// weight distributions. IQ4_NL has llama.cpp's 32-element layout and dots with Q8_0; IQ4_XS puts 8
+// groups of 32 under one fp16 d with 6-bit signed group scales and dots with Q8_K.
+struct BlockIQ4_NL {
+    uint16_t d;
+    uint8_t qs[kQK / 2];  // low nibbles: elements 0..15, high nibbles: 16..31
+};
+struct BlockIQ4_XS {
+    uint16_t d;
+    uint16_t scales_h;        // bits 2g, 2g+1: high 2 bits of group g's scale
+    uint8_t scales_l[4];      // nibble g % 2 of byte g / 2: low 4 bits of group g's scale
+    uint8_t qs[kQKK / 2];     // group g: bytes 16g..16g+15, low nibbles first 16, high nibbles last 16
+};
+// Ternary types (values -d, 0, d). d comes last in both layouts.
+struct BlockTQ1_0 {
+    uint8_t qs[48];  // five base-3 digits per byte, as a fraction of 243 (see tq1_trit)
+    uint8_t qh[4];   // four digits per byte (elements 240..255)
+    uint16_t d;
+};
+struct BlockTQ2_0 {
+    uint8_t qs[kQKK / 4];  // 2-bit codes 0..2 (value code - 1), four per byte
+    uint16_t d;
+};
+
+static_assert(sizeof(BlockIQ4_NL) == 18 && sizeof(BlockIQ4_XS) == 136);
+static_assert(sizeof(BlockTQ1_0) == 54 && sizeof(BlockTQ2_0) == 66);
 static_assert(sizeof(BlockQ4_0) == 18 && sizeof(BlockQ4_1) == 20 && sizeof(BlockQ5_0) == 22);
 static_assert(sizeof(BlockQ5_1) == 24 && sizeof(BlockQ8_0) == 34 && sizeof(BlockQ8_1) == 36);
 static_assert(sizeof(BlockQ2_K) == 84 && sizeof(BlockQ3_K) == 110 && sizeof(BlockQ4_K) == 144);
@@ -119,6 +145,38 @@ WB_HD int q5_value(const uint8_t* qs, uint32_t high_bits, int i) {
     const int nib = i < 16 ? qs[i] & 0xF : qs[i - 16] >> 4;
     return nib | int((high_bits >> i) & 1u) << 4;
 }
+
+// kvalues_iq4nl[code] (ggml-common.h): the value of a 4-bit IQ4_NL / IQ4_XS code.
+WB_HD int iq4nl_value(int code) {
+    constexpr int8_t kValues[16] = {-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113};
+    return kValues[code];
+}
+
+// IQ4_XS: the signed scale of group g (0..7), ls - 32 for the 6-bit ls.
+WB_HD int iq4xs_scale(const BlockIQ4_XS& b, int g) {
+    const int lo = (b.scales_l[g / 2] >> (4 * (g % 2))) & 0xF;
+    const int hi = (b.scales_h >> (2 * g)) & 3;
+    return (lo | hi << 4) - 32;
+}
+
+// TQ1_0: base-3 digit n (0 = most significant) of a byte holding a fraction of 243, in 0..2. The
+// multiply by 3^n drops the digits before n (mod 256); the top of the remaining fraction times 3 is
+// digit n.
+WB_HD int tq1_trit(uint8_t byte, int n) {
+    constexpr uint8_t kPow3[5] = {1, 3, 9, 27, 81};
+    const uint8_t q = uint8_t(byte * kPow3[n]);
+    return (int(q) * 3) >> 8;
+}
+
+// TQ1_0: the code (0..2, value code - 1) of element e (0..255).
+WB_HD int tq1_code(const BlockTQ1_0& b, int e) {
+    if (e < 160) return tq1_trit(b.qs[e % 32], e / 32);
+    if (e < 240) return tq1_trit(b.qs[32 + (e - 160) % 16], (e - 160) / 16);
+    return tq1_trit(b.qh[(e - 240) % 4], (e - 240) / 4);
+}
+
+// TQ2_0: the code (0..3; 3 is not produced by llama.cpp's quantizer) of element e (0..255).
+WB_HD int tq2_code(const BlockTQ2_0& b, int e) { return (b.qs[32 * (e / 128) + e % 32] >> (2 * (e % 128 / 32))) & 3; }
 
 // ---- one block -> floats ----
 
@@ -249,6 +307,35 @@ WB_HD void dequantize_block(const BlockQ6_K& b, float* y) {
             out[l + 96] = d * float(sc[is + 6]) * float(q3);
         }
     }
+}
+
+WB_HD void dequantize_block(const BlockIQ4_NL& b, float* y) {
+    const float d = fp16_to_f32(b.d);
+    for (int j = 0; j < 16; ++j) {
+        y[j] = d * float(iq4nl_value(b.qs[j] & 0xF));
+        y[j + 16] = d * float(iq4nl_value(b.qs[j] >> 4));
+    }
+}
+
+WB_HD void dequantize_block(const BlockIQ4_XS& b, float* y) {
+    const float d = fp16_to_f32(b.d);
+    for (int g = 0; g < 8; ++g) {
+        const float dl = d * float(iq4xs_scale(b, g));
+        for (int j = 0; j < 16; ++j) {
+            y[32 * g + j] = dl * float(iq4nl_value(b.qs[16 * g + j] & 0xF));
+            y[32 * g + 16 + j] = dl * float(iq4nl_value(b.qs[16 * g + j] >> 4));
+        }
+    }
+}
+
+WB_HD void dequantize_block(const BlockTQ1_0& b, float* y) {
+    const float d = fp16_to_f32(b.d);
+    for (int e = 0; e < kQKK; ++e) y[e] = float(tq1_code(b, e) - 1) * d;
+}
+
+WB_HD void dequantize_block(const BlockTQ2_0& b, float* y) {
+    const float d = fp16_to_f32(b.d);
+    for (int e = 0; e < kQKK; ++e) y[e] = float(tq2_code(b, e) - 1) * d;
 }
 
 WB_HD void dequantize_block(const BlockQ8_K& b, float* y) {

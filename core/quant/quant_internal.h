@@ -23,15 +23,16 @@ using F16DotKeysFn = void (*)(F16DotOrder order, int64_t n, const uint16_t* k, i
 using F16FmaKeysFn = void (*)(int64_t n, const uint16_t* v, int64_t v_stride, int64_t n_keys, int64_t lane0,
                               int n_lanes, const float* p, int64_t p_stride, int g, float* lanes, int64_t lanes_stride);
 
-// Slots cover every raw GgmlType value up to BF16 (30), the highest one with kernels.
-constexpr int kKernelSlots = 32;
+// Slots cover every raw GgmlType value up to TQ2_0 (35), the highest one with kernels.
+constexpr int kKernelSlots = 36;
 constexpr int slot(GgmlType t) { return int(t); }
+constexpr int kDotOrders = 5;  // the DotOrder values (quant.h)
 
 // One kernel family. F16 row conversion is here too because attention converts its F16 KV cache
 // rows on every token.
 struct KernelTable {
     const char* name = nullptr;
-    VecDotFn dot[kKernelSlots] = {};  // indexed by slot(weight type); nullptr = no kernel
+    VecDotFn dot[kKernelSlots] = {};  // DotOrder::kRow, indexed by slot(weight type); nullptr = no kernel
     F16ToF32Fn f16_to_f32 = nullptr;
     F32ToF16Fn f32_to_f16 = nullptr;
     // Attention's F16 products (see dot_f16_f16 / fma_f16_row in quant.h): both families give
@@ -39,20 +40,17 @@ struct KernelTable {
     F16DotFn dot_f16_lanes8 = nullptr;
     F16DotFn dot_f16_step32 = nullptr;
     F16FmaRowFn fma_f16_row = nullptr;
-    // Tiles (vec_dot_tile), nullptr = a loop over the row kernel: kRow indexed like dot, kTiled like
-    // dot_tiled, and Q4_K's gemm order.
-    DotTileFn dot_tile[kKernelSlots] = {};
-    DotTileFn dot_tile_tiled[kKernelSlots] = {};
-    DotTileFn dot_tile_q4_k_gemm = nullptr;
+    DotTileFn dot_tile[kKernelSlots] = {};  // tiles of dot (vec_dot_tile); nullptr = a loop over dot
     F16DotKeysFn dot_f16_keys = nullptr;  // the decode attention's runs of keys (quant.h)
     F16FmaKeysFn fma_f16_keys = nullptr;
-    // Q4_K in the orders of llama.cpp's repacked gemv and gemm (DotOrder::kGemv, kGemm); nullptr =
-    // same as dot[Q4_K].
-    VecDotFn dot_q4_k_gemv = nullptr;
-    VecDotFn dot_q4_k_gemm = nullptr;
-    // K-quants in the order of llama.cpp's tiled matmul (DotOrder::kTiled), indexed like dot;
-    // nullptr = same as dot.
-    VecDotFn dot_tiled[kKernelSlots] = {};
+    // The other orders, [int(order)][slot]: a type's kernel in llama.cpp's float order of that path
+    // (nullptr = the path rounds as the row dot does, so dot and dot_tile serve it), and its tile
+    // (nullptr with a kernel = a loop over the kernel). Row kRow is unused.
+    VecDotFn dot_ordered[kDotOrders][kKernelSlots] = {};
+    DotTileFn dot_tile_ordered[kDotOrders][kKernelSlots] = {};
+
+    VecDotFn& dot_in(DotOrder o, GgmlType t) { return dot_ordered[int(o)][slot(t)]; }
+    DotTileFn& tile_in(DotOrder o, GgmlType t) { return dot_tile_ordered[int(o)][slot(t)]; }
 };
 
 // The lane-sum trees of the two F16DotOrder orders (shared by both families).

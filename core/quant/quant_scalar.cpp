@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <type_traits>
 
 #include "quant/quant_blocks.h"
 #include "quant/quant_internal.h"
@@ -218,6 +219,133 @@ float dot_kquant_tiled(int64_t n, const void* w, const void* x) {
     return acc;
 }
 
+// ---- IQ4_NL, IQ4_XS, TQ1_0, TQ2_0 in llama.cpp's x86 orders ----
+//
+// Unlike the reference dots above, these follow the AVX2 kernels float operation by float operation:
+// the integer lanes are exact, and every float step is the same correctly rounded operation, so both
+// families (and llama.cpp's x86 build) agree bit for bit. Lane k of a block holds elements
+// 4k..4k+3 of every run of 32, as _mm256_madd_epi16 leaves them.
+
+// A block's 8 exact integer lanes and the float scale the kernel applies to them.
+struct Lanes8 {
+    float d;
+    int lane[8];
+};
+
+int lane_sum(const Lanes8& b) {
+    int s = 0;
+    for (int v : b.lane) s += v;
+    return s;
+}
+
+Lanes8 iq4_nl_lanes(const BlockIQ4_NL& w, const BlockQ8_0& x) {
+    Lanes8 b{fp16_to_f32(w.d) * fp16_to_f32(x.d), {}};
+    for (int j = 0; j < 16; ++j) {
+        b.lane[j / 4] += iq4nl_value(w.qs[j] & 0xF) * x.qs[j];
+        b.lane[4 + j / 4] += iq4nl_value(w.qs[j] >> 4) * x.qs[j + 16];
+    }
+    return b;
+}
+
+// The group scales multiply inside the lanes (in integers), d_w*d_x outside.
+Lanes8 iq4_xs_lanes(const BlockIQ4_XS& w, const BlockQ8_K& x) {
+    Lanes8 b{fp16_to_f32(w.d) * x.d, {}};
+    for (int g = 0; g < 8; ++g) {
+        const int ls = iq4xs_scale(w, g);
+        for (int j = 0; j < 16; ++j) {
+            b.lane[j / 4] += ls * iq4nl_value(w.qs[16 * g + j] & 0xF) * x.qs[32 * g + j];
+            b.lane[4 + j / 4] += ls * iq4nl_value(w.qs[16 * g + j] >> 4) * x.qs[32 * g + 16 + j];
+        }
+    }
+    return b;
+}
+
+// Ternary lanes: the codes (0..2) times the activations, and the -1 of every value taken off as
+// activation sums, lane k losing those of elements 32k..32k+31 (bsums 2k and 2k+1), as the AVX2
+// kernel subtracts the 16 bsums from its 16-bit pair sums.
+template <class Block, int (*Code)(const Block&, int)>
+Lanes8 ternary_lanes(const Block& w, const BlockQ8_K& x) {
+    Lanes8 b{x.d * fp16_to_f32(w.d), {}};
+    for (int e = 0; e < kQKK; ++e) b.lane[e % 32 / 4] += Code(w, e) * x.qs[e];
+    for (int k = 0; k < 8; ++k) b.lane[k] -= x.bsums[2 * k] + x.bsums[2 * k + 1];
+    return b;
+}
+
+// One 8-lane accumulator, acc[k] = fma(d, lane k, acc[k]) block by block, summed in _mm256 order.
+template <class BW, class BX, Lanes8 (*Lanes)(const BW&, const BX&)>
+float dot_lanes8(int64_t n, const void* w, const void* x) {
+    constexpr int64_t elems = std::is_same_v<BX, BlockQ8_K> ? kQKK : kQK;
+    const auto* bw = static_cast<const BW*>(w);
+    const auto* bx = static_cast<const BX*>(x);
+    float acc[8] = {};
+    for (int64_t i = 0; i < n / elems; ++i) {
+        const Lanes8 b = Lanes(bw[i], bx[i]);
+        for (int k = 0; k < 8; ++k) acc[k] = std::fma(b.d, float(b.lane[k]), acc[k]);
+    }
+    return sum_lanes8(acc);
+}
+
+// IQ4_NL's row dot (ggml_vec_dot_iq4_nl_q8_0): blocks in pairs, the even one into one 8-lane
+// accumulator and the odd one into another, the two added lane by lane before the horizontal sum;
+// an odd last block is added after it with a separate multiply and add (llama.cpp's build does
+// not fuse that scalar tail).
+float dot_iq4_nl_row(int64_t n, const void* w, const void* x) {
+    const auto* bw = static_cast<const BlockIQ4_NL*>(w);
+    const auto* bx = static_cast<const BlockQ8_0*>(x);
+    const int64_t nb = n / kQK;
+    float acc[2][8] = {};
+    int64_t i = 0;
+    for (; i + 1 < nb; i += 2)
+        for (int h = 0; h < 2; ++h) {
+            const Lanes8 b = iq4_nl_lanes(bw[i + h], bx[i + h]);
+            for (int k = 0; k < 8; ++k) acc[h][k] = std::fma(b.d, float(b.lane[k]), acc[h][k]);
+        }
+    float both[8];
+    for (int k = 0; k < 8; ++k) both[k] = acc[0][k] + acc[1][k];
+    float sum = sum_lanes8(both);
+    if (i < nb) {
+        const Lanes8 b = iq4_nl_lanes(bw[i], bx[i]);
+        const float term = b.d * float(lane_sum(b));
+        sum += term;
+    }
+    return sum;
+}
+
+// Q4_0 and IQ4_NL in the order of llama.cpp's repacked gemv/gemm (DotOrder::kGemv, kGemm): each
+// block's exact sum folded into one float, acc = fma(sum, d_w*d_x, acc).
+Lanes8 q4_0_lanes(const BlockQ4_0& w, const BlockQ8_0& x) {
+    Lanes8 b{fp16_to_f32(w.d) * fp16_to_f32(x.d), {}};
+    for (int j = 0; j < 16; ++j) {
+        b.lane[j / 4] += ((w.qs[j] & 0xF) - 8) * x.qs[j];
+        b.lane[4 + j / 4] += ((w.qs[j] >> 4) - 8) * x.qs[j + 16];
+    }
+    return b;
+}
+
+template <class BW, Lanes8 (*Lanes)(const BW&, const BlockQ8_0&)>
+float dot_block_sums(int64_t n, const void* w, const void* x) {
+    const auto* bw = static_cast<const BW*>(w);
+    const auto* bx = static_cast<const BlockQ8_0*>(x);
+    float acc = 0.0f;
+    for (int64_t i = 0; i < n / kQK; ++i) {
+        const Lanes8 b = Lanes(bw[i], bx[i]);
+        acc = std::fma(float(lane_sum(b)), b.d, acc);
+    }
+    return acc;
+}
+
+// IQ4_XS in llama.cpp's tiled order (DotOrder::kTiled): r = d_w * sum, acc = fma(r, d_x, acc).
+float dot_iq4_xs_tiled(int64_t n, const void* w, const void* x) {
+    const auto* bw = static_cast<const BlockIQ4_XS*>(w);
+    const auto* bx = static_cast<const BlockQ8_K*>(x);
+    float acc = 0.0f;
+    for (int64_t i = 0; i < n / kQKK; ++i) {
+        const float r = fp16_to_f32(bw[i].d) * float(lane_sum(iq4_xs_lanes(bw[i], bx[i])));
+        acc = std::fma(r, bx[i].d, acc);
+    }
+    return acc;
+}
+
 // ---- float weights against F32 activations (double accumulation: this is the accuracy reference) ----
 
 float to_f32(float v) { return v; }
@@ -347,11 +475,21 @@ KernelTable scalar_kernels() {
     t.dot[slot(GgmlType::Q4_K)] = dot_kquant<BlockQ4_K>;
     t.dot[slot(GgmlType::Q5_K)] = dot_kquant<BlockQ5_K>;
     t.dot[slot(GgmlType::Q6_K)] = dot_kquant<BlockQ6_K>;
-    t.dot_tiled[slot(GgmlType::Q2_K)] = dot_kquant_tiled<BlockQ2_K, true>;
-    t.dot_tiled[slot(GgmlType::Q3_K)] = dot_kquant_tiled<BlockQ3_K, false>;
-    t.dot_tiled[slot(GgmlType::Q4_K)] = dot_kquant_tiled<BlockQ4_K, true>;
-    t.dot_tiled[slot(GgmlType::Q5_K)] = dot_kquant_tiled<BlockQ5_K, true>;
-    t.dot_tiled[slot(GgmlType::Q6_K)] = dot_kquant_tiled<BlockQ6_K, false>;
+    t.dot_in(DotOrder::kTiled, GgmlType::Q2_K) = dot_kquant_tiled<BlockQ2_K, true>;
+    t.dot_in(DotOrder::kTiled, GgmlType::Q3_K) = dot_kquant_tiled<BlockQ3_K, false>;
+    t.dot_in(DotOrder::kTiled, GgmlType::Q4_K) = dot_kquant_tiled<BlockQ4_K, true>;
+    t.dot_in(DotOrder::kTiled, GgmlType::Q5_K) = dot_kquant_tiled<BlockQ5_K, true>;
+    t.dot_in(DotOrder::kTiled, GgmlType::Q6_K) = dot_kquant_tiled<BlockQ6_K, false>;
+    t.dot[slot(GgmlType::IQ4_NL)] = dot_iq4_nl_row;
+    t.dot_in(DotOrder::kLlamafile, GgmlType::IQ4_NL) = dot_lanes8<BlockIQ4_NL, BlockQ8_0, iq4_nl_lanes>;
+    for (DotOrder o : {DotOrder::kGemv, DotOrder::kGemm}) {
+        t.dot_in(o, GgmlType::Q4_0) = dot_block_sums<BlockQ4_0, q4_0_lanes>;
+        t.dot_in(o, GgmlType::IQ4_NL) = dot_block_sums<BlockIQ4_NL, iq4_nl_lanes>;
+    }
+    t.dot[slot(GgmlType::IQ4_XS)] = dot_lanes8<BlockIQ4_XS, BlockQ8_K, iq4_xs_lanes>;
+    t.dot_in(DotOrder::kTiled, GgmlType::IQ4_XS) = dot_iq4_xs_tiled;
+    t.dot[slot(GgmlType::TQ1_0)] = dot_lanes8<BlockTQ1_0, BlockQ8_K, ternary_lanes<BlockTQ1_0, tq1_code>>;
+    t.dot[slot(GgmlType::TQ2_0)] = dot_lanes8<BlockTQ2_0, BlockQ8_K, ternary_lanes<BlockTQ2_0, tq2_code>>;
     t.f16_to_f32 = [](const uint16_t* x, float* y, int64_t n) {
         for (int64_t i = 0; i < n; ++i) y[i] = fp16_to_f32(x[i]);
     };

@@ -419,6 +419,17 @@ void test_rope(Backend& cpu, Backend& cuda) {
     check_rope(cpu, cuda, yarn, 6, " yarn rope_freqs");
 }
 
+void test_softcap(Backend& cpu, Backend& cuda) {
+    const int64_t rows = 3, cols = 1000;
+    const std::vector<float> x = random_floats(size_t(rows * cols), 41, 40.0f);
+    OwnedTensor xc(cpu, rows, cols), xg(cuda, rows, cols);
+    upload(cpu, xc.t, x);
+    upload(cuda, xg.t, x);
+    cpu.softcap(xc.t, 30.0f);
+    cuda.softcap(xg.t, 30.0f);
+    expect_close("softcap 30", download(cpu, xc.t), download(cuda, xg.t), 1e-5);
+}
+
 void test_add_bias(Backend& cpu, Backend& cuda) {
     for (int64_t rows : {1, 7}) {
         const int64_t cols = 320;
@@ -496,11 +507,15 @@ void test_attention(Backend& cpu, Backend& cuda) {
     struct Case {
         int32_t n_head, n_head_kv, head_dim, window;
         bool scale_q = false;
+        float softcap = 0.0f;
     };
     // The last two: Gemma 3 270M's heads (4 / 1 of 256) with q scaled before its f16 rounding, global
     // and with a window that releases blocks.
     const std::vector<Case> cases = {{9, 3, 64, 0},   {32, 32, 128, 0},     {8, 1, 256, 0},      {16, 1, 64, 0},
-                                     {4, 2, 80, 0},   {9, 3, 64, 100},      {4, 1, 256, 0, true}, {4, 1, 256, 100, true}};
+                                     {4, 2, 80, 0},   {9, 3, 64, 100},      {4, 1, 256, 0, true}, {4, 1, 256, 100, true},
+                                     // Gemma 2's soft-capped scores (a cap low enough to bend these
+                                     // random scores), with q scaled and a window.
+                                     {8, 4, 256, 100, true, 2.0f}};
     for (const Case& c : cases) {
         KvCacheConfig kc;
         kc.n_layer = 2;
@@ -512,10 +527,11 @@ void test_attention(Backend& cpu, Backend& cuda) {
             kc.sliding_window = c.window;
         }
         KvCache kv_cpu(kc, cpu), kv_gpu(kc, cuda);
-        const AttentionParams ap = attention_params(c.n_head, c.n_head_kv, c.head_dim, c.window, c.scale_q);
+        AttentionParams ap = attention_params(c.n_head, c.n_head_kv, c.head_dim, c.window, c.scale_q);
+        ap.softcap = c.softcap;
         const std::string name = "attention heads " + std::to_string(c.n_head) + "/" + std::to_string(c.n_head_kv) + " dim " +
                                  std::to_string(c.head_dim) + (c.window ? " window " + std::to_string(c.window) : "") +
-                                 (c.scale_q ? " scale_q" : "");
+                                 (c.scale_q ? " scale_q" : "") + (c.softcap > 0 ? " softcap" : "");
         const int64_t q_dim = int64_t(c.n_head) * c.head_dim, kv_dim = int64_t(c.n_head_kv) * c.head_dim;
         int32_t pos0 = 0;
         const int32_t il = 1;  // the second layer: block tables are per layer
@@ -855,6 +871,7 @@ int main() {
         test_norm_feeds_gemv(*cuda);
         test_rope(cpu, *cuda);
         test_add_bias(cpu, *cuda);
+        test_softcap(cpu, *cuda);
         test_glu_add(cpu, *cuda);
         test_matmul(cpu, *cuda);
         test_matmul_input_reuse(*cuda);

@@ -129,7 +129,7 @@ private Q_SLOTS:
         QTest::addColumn<QString>("name");
         QTest::addColumn<bool>("exact");  // the CPU backend follows llama.cpp's arithmetic: bit-identical
         for (const char* name : {"llama31-q8_0", "llama31-q4_1", "qwen2-q8_0", "qwen2-q4_k", "qwen2-yarn-q8_0",
-                                 "qwen3-q8_0", "qwen3-q5_0"})
+                                 "qwen3-q8_0", "qwen3-q5_0", "phi3-q8_0", "phi3-q4_k", "gemma2-q8_0", "gemma2-q4_k_m"})
             QTest::newRow(name) << QString(name) << true;
         // F16 weights: llama.cpp rounds the activations to f16 and dots in f16 lanes; the CPU backend
         // dots f16 weights with f32 activations (mean KL ~6e-7, not bit-identical).
@@ -168,6 +168,11 @@ private Q_SLOTS:
         QTest::newRow("qwen2 without yarn") << QString("qwen2-yarn-q8_0") << QStringList{"--rope-scaling", "none"};
         QTest::newRow("qwen2 without biases") << QString("qwen2-q8_0") << QStringList{"--no-qkv-bias"};
         QTest::newRow("qwen3 without qk norm") << QString("qwen3-q8_0") << QStringList{"--arch", "qwen2"};
+        // A 4096-token original context: the short factors instead of the long ones.
+        QTest::newRow("phi3 short rope factors") << QString("phi3-q8_0") << QStringList{"--rope-orig-ctx", "4096"};
+        // The loader's default caps (50 and 30) instead of the file's (2.5 and 8).
+        QTest::newRow("gemma2 default soft-caps") << QString("gemma2-q8_0")
+                                                  << QStringList{"--attn-softcap", "0", "--final-softcap", "0"};
     }
 
     void featuresMatter() {

@@ -87,7 +87,7 @@ class TestGemma3Parity : public QObject {
     std::unique_ptr<CpuBackend> backend_;
     std::unique_ptr<Session> session_;
 
-    // Runs `tokens` through forward_gemma3 with `config` (possibly altered) in batches of kBatch on a
+    // Runs `tokens` through forward_gemma with `config` (possibly altered) in batches of kBatch on a
     // cache of its own, and scores the positions the long reference holds.
     Agreement long_agreement(const ModelConfig& config, const std::vector<int32_t>& tokens, const QJsonObject& ref) {
         ModelWeights weights = model_->weights();
@@ -109,7 +109,7 @@ class TestGemma3Parity : public QObject {
         for (int32_t pos0 = 0; pos0 < int32_t(tokens.size()); pos0 += kBatch) {
             const int32_t nb = std::min<int32_t>(kBatch, int32_t(tokens.size()) - pos0);
             kv.reserve(pos0 + nb);
-            forward_gemma3(*backend_, config, weights, kv, buffers, {tokens.data() + pos0, nb, pos0, true});
+            forward_gemma(*backend_, config, weights, kv, buffers, {tokens.data() + pos0, nb, pos0, true});
             kv.set_n_tokens(pos0 + nb);
             backend_->read(buffers.logits.rows(0, nb), logits.data());
             for (int32_t i = std::max(0, first - pos0); i < nb; ++i)

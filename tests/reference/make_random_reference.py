@@ -55,6 +55,10 @@ CASES = {
     "qwen3-q8_0": ["--shape", "qwen3-tiny", "--type", "Q8_0"],
     "qwen3-q5_0": ["--shape", "qwen3-tiny", "--type", "Q5_0", "--tied"],
     "qwen3-f16": ["--shape", "qwen3-tiny", "--type", "F16", "--embd-type", "F16", "--output-type", "F16"],
+    "phi3-q8_0": ["--shape", "phi3-tiny", "--type", "Q8_0"],
+    "phi3-q4_k": ["--shape", "phi3-tiny", "--type", "Q4_K", "--output-type", "Q6_K"],
+    "gemma2-q8_0": ["--shape", "gemma2-tiny", "--type", "Q8_0"],
+    "gemma2-q4_k_m": ["--shape", "gemma2-tiny"],
 }
 
 

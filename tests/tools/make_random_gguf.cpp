@@ -1,4 +1,4 @@
-// make_random_gguf: writes a random-weight GGUF model (llama or gemma3 architecture) of a given shape
+// make_random_gguf: writes a random-weight GGUF model (llama, qwen2, qwen3, phi3, gemma2 or gemma3) of a given shape
 // and type.
 //
 //   make_random_gguf OUT.gguf [--shape tiny|smollm2-135m|llama2-7b|gemma3-270m|gemma3-tiny] [--type T]
@@ -6,7 +6,8 @@
 //                    [--ff N] [--heads N] [--kv-heads N] [--head-dim N] [--vocab N] [--ctx N]
 //                    [--window N] [--swa-period N] [--seed S] [--random-blocks] [--quantize]
 //                    [--arch A] [--rope-freqs|--no-rope-freqs] [--rope-scaling none|linear|yarn]
-//                    [--qkv-bias|--no-qkv-bias] [--extra-tensor NAME]...
+//                    [--qkv-bias|--no-qkv-bias] [--extra-tensor NAME]... [--rope-orig-ctx N]
+//                    [--attn-softcap X] [--final-softcap X]   (0: not written, the loader's default)
 //
 // The shape presets set every field (gemma3-270m: the architecture, metadata and tensor types of
 // gemma-3-270m-Q4_K_M.gguf); later options override them. T is a GGUF type name (Q4_0, Q6_K, F16,
@@ -79,6 +80,9 @@ int main(int argc, char** argv) {
             } else if (a == "--qkv-bias") s.qkv_bias = true;
             else if (a == "--no-qkv-bias") s.qkv_bias = false;
             else if (a == "--extra-tensor") s.extra_tensors.push_back(next());
+            else if (a == "--rope-orig-ctx") s.rope_orig_ctx = to_int(a, next());
+            else if (a == "--attn-softcap") s.attn_softcap = std::strtof(next().c_str(), nullptr);
+            else if (a == "--final-softcap") s.final_softcap = std::strtof(next().c_str(), nullptr);
             else throw wb::Error("unknown option '" + a + "'");
         }
         const auto t0 = std::chrono::steady_clock::now();

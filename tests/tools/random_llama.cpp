@@ -96,6 +96,60 @@ bool is_kquant(GgmlType t) {
            t == GgmlType::Q6_K;
 }
 
+bool is_iq_tq(GgmlType t) {
+    return t == GgmlType::IQ4_NL || t == GgmlType::IQ4_XS || t == GgmlType::TQ1_0 || t == GgmlType::TQ2_0;
+}
+
+// TQ1_0's packing of base-3 digits (most significant first) into a byte, as llama.cpp's quantizer
+// writes it: the digits as a fraction of 3^5, rounded up to 256ths. A byte of 4 digits (qh) holds
+// them in its leading 4 positions.
+uint8_t tq1_pack(const int* trits, int count) {
+    int v = 0;
+    for (int n = 0; n < 5; ++n) v = 3 * v + (n < count ? trits[n] : 0);
+    return uint8_t((v * 256 + 242) / 243);
+}
+
+// Random IQ4 / TQ blocks: the codes of the random bytes as they are for IQ4_NL / IQ4_XS (every byte
+// is a valid code pair and scale), uniform codes 0..2 for the ternary types (TQ2_0's code 3 and
+// TQ1_0 bytes llama.cpp's quantizer cannot produce would be invalid), and d set so the values have
+// about the target spread: kvalues_iq4nl have an rms of 67.4, IQ4_XS group scales (ls - 32, uniform)
+// one of 18.5, and uniform {-1, 0, 1} one of 0.816.
+void set_iq_tq_block(GgmlType t, uint8_t* block, float sigma, Rng& rng) {
+    auto put16 = [&](size_t off, float v) {
+        const uint16_t h = f32_to_fp16(v);
+        std::memcpy(block + off, &h, 2);
+    };
+    const auto trit = [&] { return int(rng.next() % 3); };
+    switch (t) {
+        case GgmlType::IQ4_NL: put16(offsetof(BlockIQ4_NL, d), sigma / 67.4f); break;
+        case GgmlType::IQ4_XS: put16(offsetof(BlockIQ4_XS, d), sigma / (67.4f * 18.5f)); break;
+        case GgmlType::TQ1_0: {
+            auto* b = reinterpret_cast<BlockTQ1_0*>(block);
+            int digits[5];
+            for (uint8_t& q : b->qs) {
+                for (int& d : digits) d = trit();
+                q = tq1_pack(digits, 5);
+            }
+            for (uint8_t& q : b->qh) {
+                for (int& d : digits) d = trit();
+                q = tq1_pack(digits, 4);
+            }
+            put16(offsetof(BlockTQ1_0, d), sigma / 0.816f);
+            break;
+        }
+        case GgmlType::TQ2_0: {
+            auto* b = reinterpret_cast<BlockTQ2_0*>(block);
+            for (uint8_t& q : b->qs) {
+                q = 0;
+                for (int l = 0; l < 4; ++l) q = uint8_t(q | trit() << (2 * l));
+            }
+            put16(offsetof(BlockTQ2_0, d), sigma / 0.816f);
+            break;
+        }
+        default: break;
+    }
+}
+
 }  // namespace
 
 void fill_random_rows(GgmlType type, int64_t n_in, int64_t n_rows, float sigma, float mean, uint64_t seed,
@@ -113,8 +167,9 @@ void fill_random_rows(GgmlType type, int64_t n_in, int64_t n_rows, float sigma, 
                 for (int64_t r = c * kChunk; r < std::min(n_rows, (c + 1) * kChunk); ++r) {
                     uint8_t* out = dst + size_t(r) * row_bytes;
                     const bool quantized = tr.block_elems > 1;
-                    if (quantized && (random_blocks || is_kquant(type))) {
-                        // The quantizer has no K-quant encoder: K-quant weights are always random blocks.
+                    if (quantized && (random_blocks || is_kquant(type) || is_iq_tq(type))) {
+                        // The quantizer has no K-quant, IQ4 or TQ encoder: those weights are always
+                        // random blocks.
                         for (size_t i = 0; i < row_bytes; i += 8) {
                             const uint64_t v = rng.next();
                             std::memcpy(out + i, &v, std::min<size_t>(8, row_bytes - i));
@@ -123,6 +178,8 @@ void fill_random_rows(GgmlType type, int64_t n_in, int64_t n_rows, float sigma, 
                             uint8_t* block = out + size_t(b) * tr.block_bytes;
                             if (is_kquant(type))
                                 set_kquant_scales(type, block, sigma);
+                            else if (is_iq_tq(type))
+                                set_iq_tq_block(type, block, sigma, rng);
                             else
                                 set_legacy_scale(type, block, sigma);
                         }
@@ -423,6 +480,36 @@ RandomLlamaSpec RandomLlamaSpec::qwen3_tiny() {
     return s;
 }
 
+RandomLlamaSpec RandomLlamaSpec::phi3_tiny() {
+    RandomLlamaSpec s;
+    parity_tune(s);
+    s.arch = "phi3";
+    // Not "phi3" in the name: llama.cpp gives such models Phi-3's token attributes, which need its SPM
+    // special tokens (this vocabulary is byte-level BPE).
+    s.name = "random-phi-tiny";
+    s.n_rot = 48;
+    s.rope_orig_ctx = 512;
+    s.rope_attn_factor = 1.1902f;  // sqrt(1 + ln(32) / ln(4096)): Phi-3.5's 128k over 4k
+    s.n_head_kv = 4;               // Phi-3 mini has no grouped-query attention
+    return s;
+}
+
+RandomLlamaSpec RandomLlamaSpec::gemma2_tiny() {
+    RandomLlamaSpec s = gemma3_tiny();
+    s.arch = "gemma2";
+    s.name = "random-gemma2-tiny";
+    s.n_head = 4;
+    s.n_head_kv = 2;
+    s.head_dim = 128;
+    s.swa_period = 2;
+    s.rope_base = 10000.0f;
+    s.rope_base_swa = 10000.0f;
+    s.qk_sigma = 1.4f;
+    s.attn_softcap = 2.5f;
+    s.final_softcap = 8.0f;
+    return s;
+}
+
 RandomLlamaSpec RandomLlamaSpec::by_name(const std::string& shape) {
     if (shape == "tiny") return tiny();
     if (shape == "smollm2-135m") return smollm2_135m();
@@ -433,11 +520,14 @@ RandomLlamaSpec RandomLlamaSpec::by_name(const std::string& shape) {
     if (shape == "qwen2-tiny") return qwen2_tiny();
     if (shape == "qwen2-yarn-tiny") return qwen2_yarn_tiny();
     if (shape == "qwen3-tiny") return qwen3_tiny();
+    if (shape == "phi3-tiny") return phi3_tiny();
+    if (shape == "gemma2-tiny") return gemma2_tiny();
     throw Error("unknown shape '" + shape + "' (" + shape_names() + ")");
 }
 
 const char* RandomLlamaSpec::shape_names() {
-    return "tiny|smollm2-135m|llama2-7b|gemma3-270m|gemma3-tiny|llama31-tiny|qwen2-tiny|qwen2-yarn-tiny|qwen3-tiny";
+    return "tiny|smollm2-135m|llama2-7b|gemma3-270m|gemma3-tiny|llama31-tiny|qwen2-tiny|qwen2-yarn-tiny|qwen3-tiny|"
+           "phi3-tiny|gemma2-tiny";
 }
 
 GgmlType parse_ggml_type(const std::string& name) {
@@ -453,18 +543,14 @@ GgmlType parse_ggml_type(const std::string& name) {
     throw Error("unknown or unsupported tensor type '" + name + "' (choose from " + choices + ")");
 }
 
-void write_random_llama(const RandomLlamaSpec& s, const std::string& path) {
-    const bool gemma = s.arch == "gemma3", qwen3 = s.arch == "qwen3";
-    if (!gemma && s.arch != "llama" && s.arch != "qwen2" && !qwen3)
-        throw Error("random model: unknown architecture '" + s.arch + "' (llama, qwen2, qwen3, gemma3)");
-    if (s.n_head <= 0 || s.n_head_kv <= 0 || s.n_head % s.n_head_kv != 0 || (s.head_dim <= 0 && s.n_embd % s.n_head != 0))
-        throw Error("random model: kv heads must divide the heads, and heads the width unless head_dim is set");
-    const int32_t head_dim = s.key_length();
-    const int64_t q_dim = int64_t(s.n_head) * head_dim, kv_dim = int64_t(s.n_head_kv) * head_dim;
-    if (gemma && s.sliding_window > 0 && s.swa_period < 1) throw Error("random model: swa_period must be >= 1");
+namespace {
 
-    GgufWriter w;
+bool is_gemma(const RandomLlamaSpec& s) { return s.arch == "gemma2" || s.arch == "gemma3"; }
+
+// The {arch}.* hyperparameters and the vocabulary.
+void write_metadata(GgufWriter& w, const RandomLlamaSpec& s) {
     const std::string a = s.arch;
+    const int32_t head_dim = s.key_length();
     w.set_string("general.architecture", a);
     w.set_string("general.name", s.name);
     w.set_u32(a + ".context_length", uint32_t(s.n_ctx));
@@ -479,31 +565,63 @@ void write_random_llama(const RandomLlamaSpec& s, const std::string& path) {
     }
     w.set_f32(a + ".attention.layer_norm_rms_epsilon", s.norm_eps);
     w.set_f32(a + ".rope.freq_base", s.rope_base);
-    if (gemma) {
-        // Gemma 3 files carry no rope.dimension_count (every dim rotates) and no vocab_size.
+    if (s.rope_attn_factor != 1.0f) w.set_f32(a + ".rope.scaling.attn_factor", s.rope_attn_factor);
+    if (s.attn_softcap > 0.0f) w.set_f32(a + ".attn_logit_softcapping", s.attn_softcap);
+    if (s.final_softcap > 0.0f) w.set_f32(a + ".final_logit_softcapping", s.final_softcap);
+    if (is_gemma(s)) {
+        // Gemma files carry no rope.dimension_count (every dim rotates) and no vocab_size.
         if (s.sliding_window > 0) {
             w.set_u32(a + ".attention.sliding_window", uint32_t(s.sliding_window));
             w.set_u32(a + ".attention.sliding_window_pattern", uint32_t(s.swa_period));
             w.set_f32(a + ".rope.freq_base_swa", s.rope_base_swa);
         }
         write_spm_vocab(w, s.n_vocab);
-    } else {
-        w.set_u32(a + ".rope.dimension_count", uint32_t(head_dim));
-        w.set_u32(a + ".vocab_size", uint32_t(s.n_vocab));
-        if (!s.rope_scaling.empty()) {
-            w.set_string(a + ".rope.scaling.type", s.rope_scaling);
-            w.set_f32(a + ".rope.scaling.factor", s.rope_scaling_factor);
-            if (s.rope_orig_ctx > 0) w.set_u32(a + ".rope.scaling.original_context_length", uint32_t(s.rope_orig_ctx));
-        }
-        write_vocab(w, s.n_vocab, s.pre);
+        return;
     }
+    w.set_u32(a + ".rope.dimension_count", uint32_t(s.n_rot > 0 ? s.n_rot : head_dim));
+    w.set_u32(a + ".vocab_size", uint32_t(s.n_vocab));
+    if (!s.rope_scaling.empty()) {
+        w.set_string(a + ".rope.scaling.type", s.rope_scaling);
+        w.set_f32(a + ".rope.scaling.factor", s.rope_scaling_factor);
+    }
+    if (s.rope_orig_ctx > 0 && (!s.rope_scaling.empty() || s.arch == "phi3"))
+        w.set_u32(a + ".rope.scaling.original_context_length", uint32_t(s.rope_orig_ctx));
+    write_vocab(w, s.n_vocab, s.pre);
+}
+
+// Phi-3's rope factors, as divisors of the angles: the short ones near 1, the long ones growing to 8
+// on the slowest pairs (the shape of Phi-3.5's long factors).
+GgufWriter::Fill phi3_rope_factors(int32_t half, bool long_factors) {
+    std::vector<float> v(static_cast<size_t>(half));
+    for (int32_t i = 0; i < half; ++i) {
+        const float t = half > 1 ? float(i) / float(half - 1) : 0.0f;
+        v[size_t(i)] = long_factors ? 1.0f + 7.0f * t * t : 1.0f + 0.5f * t;
+    }
+    return [v](uint8_t* dst) { std::memcpy(dst, v.data(), v.size() * sizeof(float)); };
+}
+
+}  // namespace
+
+void write_random_llama(const RandomLlamaSpec& s, const std::string& path) {
+    const bool gemma = is_gemma(s), qk_norm = s.arch == "qwen3" || s.arch == "gemma3", phi3 = s.arch == "phi3";
+    if (!gemma && s.arch != "llama" && s.arch != "qwen2" && s.arch != "qwen3" && !phi3)
+        throw Error("random model: unknown architecture '" + s.arch + "' (llama, qwen2, qwen3, phi3, gemma2, gemma3)");
+    if (s.n_head <= 0 || s.n_head_kv <= 0 || s.n_head % s.n_head_kv != 0 || (s.head_dim <= 0 && s.n_embd % s.n_head != 0))
+        throw Error("random model: kv heads must divide the heads, and heads the width unless head_dim is set");
+    const int32_t head_dim = s.key_length(), n_rot = s.n_rot > 0 ? s.n_rot : head_dim;
+    const int64_t q_dim = int64_t(s.n_head) * head_dim, kv_dim = int64_t(s.n_head_kv) * head_dim;
+    if (gemma && s.sliding_window > 0 && s.swa_period < 1) throw Error("random model: swa_period must be >= 1");
+
+    GgufWriter w;
+    write_metadata(w, s);
 
     // Spreads chosen so activations stay O(1) through the layers (each projection preserves the
     // variance of its input) and the logits spread over a few nats, like a trained model's: a flat
     // distribution would make top-1 agreement a coin toss between near-equal logits. Gemma's extra
-    // norms (per head on q and k, after the attention and FFN projections) keep its activations O(1)
-    // whatever the matrices' spreads; its embedding rows are multiplied by sqrt(n_embd) on input.
-    uint64_t tensor_seed = s.seed;
+    // norms (after the attention and FFN projections, per head on q and k for Gemma 3) keep its
+    // activations O(1) whatever the matrices' spreads; its embedding rows are multiplied by
+    // sqrt(n_embd) on input.
+    const uint64_t tensor_seed = s.seed;
     auto add = [&](const std::string& name, GgmlType type, int64_t n_in, int64_t n_out, float sigma, float mean) {
         const std::vector<int64_t> ne = n_out == 1 ? std::vector<int64_t>{n_in} : std::vector<int64_t>{n_in, n_out};
         w.add_tensor(name, type, ne,
@@ -519,18 +637,40 @@ void write_random_llama(const RandomLlamaSpec& s, const std::string& path) {
     add("output_norm.weight", GgmlType::F32, s.n_embd, 1, gemma ? 0.75f : 0.1f, gemma ? 7.5f : s.output_norm_gain);
     if (!tied) add("output.weight", s.output_type, s.n_embd, s.n_vocab, 3.0f / std::sqrt(float(s.n_embd)), 0.0f);
     for (const std::string& name : s.extra_tensors) add(name, GgmlType::F32, s.n_embd, 1, 0.1f, 0.0f);
-    if (s.rope_freqs) w.add_tensor("rope_freqs.weight", GgmlType::F32, {head_dim / 2}, llama31_rope_freqs(s, head_dim));
+    if (s.rope_freqs) w.add_tensor("rope_freqs.weight", GgmlType::F32, {n_rot / 2}, llama31_rope_freqs(s, n_rot));
+    if (phi3) {
+        w.add_tensor("rope_factors_long.weight", GgmlType::F32, {n_rot / 2}, phi3_rope_factors(n_rot / 2, true));
+        w.add_tensor("rope_factors_short.weight", GgmlType::F32, {n_rot / 2}, phi3_rope_factors(n_rot / 2, false));
+    }
     const float in_embd = 1.0f / std::sqrt(float(s.n_embd));
     for (int32_t il = 0; il < s.n_layer; ++il) {
         const std::string p = "blk." + std::to_string(il) + ".";
         add(p + "attn_norm.weight", GgmlType::F32, s.n_embd, 1, 0.1f, 1.0f);
-        add(p + "attn_q.weight", s.type, s.n_embd, q_dim, s.qk_sigma * in_embd, 0.0f);
-        add(p + "attn_k.weight", s.type, s.n_embd, kv_dim, s.qk_sigma * in_embd, 0.0f);
-        add(p + "attn_v.weight", s.attn_v_type_of(il), s.n_embd, kv_dim, in_embd, 0.0f);
+        if (phi3) {
+            // One matrix of q, k and v rows (q and k with the attention spread, v without).
+            const GgmlType t = s.type;
+            const uint64_t seed = mix(tensor_seed, name_hash(p + "attn_qkv.weight"));
+            const size_t row = ggml_row_bytes(t, s.n_embd);
+            const float qk = s.qk_sigma * in_embd;
+            const bool blocks = s.random_blocks;
+            const int64_t n_embd = s.n_embd;
+            w.add_tensor(p + "attn_qkv.weight", t, {s.n_embd, q_dim + 2 * kv_dim}, [=](uint8_t* dst) {
+                fill_random_rows(t, n_embd, q_dim + kv_dim, qk, 0.0f, seed, blocks, dst);
+                fill_random_rows(t, n_embd, kv_dim, in_embd, 0.0f, seed + 1, blocks, dst + size_t(q_dim + kv_dim) * row);
+            });
+        } else {
+            add(p + "attn_q.weight", s.type, s.n_embd, q_dim, s.qk_sigma * in_embd, 0.0f);
+            add(p + "attn_k.weight", s.type, s.n_embd, kv_dim, s.qk_sigma * in_embd, 0.0f);
+            add(p + "attn_v.weight", s.attn_v_type_of(il), s.n_embd, kv_dim, in_embd, 0.0f);
+        }
         add(p + "attn_output.weight", s.attn_output_type_of(), q_dim, s.n_embd, 0.5f / std::sqrt(float(q_dim)), 0.0f);
         add(p + "ffn_norm.weight", GgmlType::F32, s.n_embd, 1, 0.1f, 1.0f);
-        add(p + "ffn_gate.weight", s.type, s.n_embd, s.n_ff, in_embd, 0.0f);
-        add(p + "ffn_up.weight", s.type, s.n_embd, s.n_ff, in_embd, 0.0f);
+        if (phi3) {
+            add(p + "ffn_up.weight", s.type, s.n_embd, 2 * int64_t(s.n_ff), in_embd, 0.0f);  // gate rows, then up
+        } else {
+            add(p + "ffn_gate.weight", s.type, s.n_embd, s.n_ff, in_embd, 0.0f);
+            add(p + "ffn_up.weight", s.type, s.n_embd, s.n_ff, in_embd, 0.0f);
+        }
         add(p + "ffn_down.weight", s.ffn_down_type_of(il), s.n_ff, s.n_embd, 0.5f / std::sqrt(float(s.n_ff)), 0.0f);
         if (s.qkv_bias) {
             // Qwen 2's k bias is large in trained models (it shifts every key alike); here a spread
@@ -539,13 +679,11 @@ void write_random_llama(const RandomLlamaSpec& s, const std::string& path) {
             add(p + "attn_k.bias", GgmlType::F32, kv_dim, 1, 0.3f, 0.0f);
             add(p + "attn_v.bias", GgmlType::F32, kv_dim, 1, 0.1f, 0.0f);
         }
-        if (qwen3) {
+        if (qk_norm) {
             add(p + "attn_q_norm.weight", GgmlType::F32, head_dim, 1, 0.1f, 1.0f);
             add(p + "attn_k_norm.weight", GgmlType::F32, head_dim, 1, 0.1f, 1.0f);
         }
         if (gemma) {
-            add(p + "attn_q_norm.weight", GgmlType::F32, head_dim, 1, 0.1f, 1.0f);
-            add(p + "attn_k_norm.weight", GgmlType::F32, head_dim, 1, 0.1f, 1.0f);
             add(p + "post_attention_norm.weight", GgmlType::F32, s.n_embd, 1, 0.1f, 1.0f);
             add(p + "post_ffw_norm.weight", GgmlType::F32, s.n_embd, 1, 0.1f, 1.0f);
         }

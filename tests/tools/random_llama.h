@@ -18,7 +18,7 @@
 namespace wb {
 
 struct RandomLlamaSpec {
-    std::string arch = "llama";  // "llama", "qwen2", "qwen3" or "gemma3"
+    std::string arch = "llama";  // "llama", "qwen2", "qwen3", "phi3", "gemma2" or "gemma3"
     std::string name = "random-llama";
     int32_t n_embd = 256;
     int32_t n_layer = 2;
@@ -42,6 +42,10 @@ struct RandomLlamaSpec {
     // frequency factors 1 and 4, original context 8192), rope scaling metadata ("" = none written;
     // "linear" or "yarn" with rope_scaling_factor over rope_orig_ctx tokens), and q/k/v biases
     // (qwen2's; on by default there). qwen3 always has per-head q/k norms.
+    int32_t n_rot = 0;                // rope.dimension_count; 0 = the whole head (Phi-4-mini rotates 3/4)
+    float rope_attn_factor = 1.0f;    // rope.scaling.attn_factor, written when not 1 (long-context Phi-3)
+    float attn_softcap = 0.0f;        // {arch}.attn_logit_softcapping, written when > 0 (gemma2)
+    float final_softcap = 0.0f;       // {arch}.final_logit_softcapping, written when > 0 (gemma2)
     bool rope_freqs = false;
     std::string rope_scaling;
     float rope_scaling_factor = 1.0f;
@@ -86,6 +90,12 @@ struct RandomLlamaSpec {
     static RandomLlamaSpec qwen2_tiny();
     static RandomLlamaSpec qwen2_yarn_tiny();
     static RandomLlamaSpec qwen3_tiny();
+    //  - phi3-tiny: fused attn_qkv and gate/up, NEOX rope over 48 of 64 dims with long/short factors
+    //    (the long ones apply: original context 512 < the tests' 1024), rope.scaling.attn_factor;
+    //  - gemma2-tiny: Gemma 2 at test size: alternating window of 64, soft-capped attention scores
+    //    and logits (caps low enough to bend random scores), no q/k norms.
+    static RandomLlamaSpec phi3_tiny();
+    static RandomLlamaSpec gemma2_tiny();
     // A preset by name (shape_names()); wb::Error otherwise.
     static RandomLlamaSpec by_name(const std::string& shape);
     static const char* shape_names();  // "tiny|smollm2-135m|..." for usage lines

@@ -233,6 +233,66 @@ KnownBlock known_q6_k() {
             }};
 }
 
+// kvalues_iq4nl (FACTS-2.md 3.2), the values of the IQ4 codes.
+constexpr int kIq4nl[16] = {-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113};
+
+KnownBlock known_iq4_nl() {
+    wb::BlockIQ4_NL b{kHalf, {}};
+    std::memset(b.qs, 0x88, sizeof b.qs);  // code 8 = value 1
+    b.qs[0] = 0xF0;                        // element 0 code 0, element 16 code 15
+    b.qs[15] = 0x7A;                       // element 15 code 10, element 31 code 7
+    // 0.5 * kvalue: -127, 113, 25, -10, 1
+    return {bytes_of(b), {{0, -63.5f}, {16, 56.5f}, {15, 12.5f}, {31, -5.0f}, {1, 0.5f}}};
+}
+
+KnownBlock known_iq4_xs() {
+    wb::BlockIQ4_XS b{};
+    b.d = kQuarter;
+    // Group scales ls - 32: every ls 32 (low nibbles 0, high pairs 2 = 0xAAAA) except group 0 ls 33
+    // (low 1), group 3 ls 0 (high pair 0: bits 6-7 clear) and group 6 ls 63 (low 15, high pair 3 at
+    // bits 12-13).
+    b.scales_h = 0xBA2A;
+    b.scales_l[0] = 0x01;
+    b.scales_l[3] = 0x0F;
+    std::memset(b.qs, 0x88, sizeof b.qs);  // value 1
+    b.qs[0] = 0x0F;                        // group 0: element 0 code 15, element 16 code 0
+    b.qs[6 * 16 + 5] = 0xD0;               // group 6: element 197 code 0, element 213 code 13
+    return {bytes_of(b),
+            {
+                {0, 28.25f},     // 0.25*1*113
+                {16, -31.75f},   // 0.25*1*(-127)
+                {1, 0.25f},      // 0.25*1*1
+                {40, 0.0f},      // group 1: scale 0
+                {96, -8.0f},     // 0.25*(-32)*1
+                {197, -984.25f}, // 0.25*31*(-127)
+                {213, 534.75f},  // 0.25*31*69
+            }};
+}
+
+KnownBlock known_tq1_0() {
+    // Bytes as llama.cpp's quantizer writes them: digits t0..t4 (t0 most significant) as
+    // ceil(256 * v / 243), v = sum t_n 3^(4-n); qh bytes hold 4 digits (v times 3).
+    wb::BlockTQ1_0 b{};
+    b.d = kHalf;
+    std::memset(b.qs, 128, sizeof b.qs);  // digits 1,1,1,1,1 (v = 121): every value 0
+    std::memset(b.qh, 127, sizeof b.qh);  // digits 1,1,1,1 (v = 120)
+    b.qs[0] = 187;   // digits 2,0,1,2,0 (v = 177): elements 0, 32, 64, 96, 128
+    b.qs[40] = 3;    // digits 0,0,0,0,2 (v = 2): elements 168, 184, 200, 216, 232
+    b.qh[2] = 231;   // digits 2,2,0,1 (v = 219): elements 242, 246, 250, 254
+    return {bytes_of(b),
+            {{0, 0.5f}, {32, -0.5f}, {64, 0.0f}, {96, 0.5f}, {128, -0.5f}, {168, -0.5f}, {216, -0.5f},
+             {232, 0.5f}, {242, 0.5f}, {246, 0.5f}, {250, -0.5f}, {254, 0.0f}, {1, 0.0f}}};
+}
+
+KnownBlock known_tq2_0() {
+    wb::BlockTQ2_0 b{};
+    b.d = kTwo;
+    std::memset(b.qs, 0x55, sizeof b.qs);  // code 1 = value 0 everywhere
+    b.qs[0] = 0x18;   // codes 0, 2, 1, 0 at shifts 0, 2, 4, 6: elements 0, 32, 64, 96
+    b.qs[33] = 0x56;  // code 2 at shift 0 of byte 32 + 1: element 128 + 1
+    return {bytes_of(b), {{0, -2.0f}, {32, 2.0f}, {64, 0.0f}, {96, -2.0f}, {129, 2.0f}, {1, 0.0f}, {161, 0.0f}}};
+}
+
 KnownBlock known_block(GgmlType t) {
     switch (t) {
         case GgmlType::F32:
@@ -243,6 +303,10 @@ KnownBlock known_block(GgmlType t) {
         case GgmlType::Q4_K: return known_q4_k();
         case GgmlType::Q5_K: return known_q5_k();
         case GgmlType::Q6_K: return known_q6_k();
+        case GgmlType::IQ4_NL: return known_iq4_nl();
+        case GgmlType::IQ4_XS: return known_iq4_xs();
+        case GgmlType::TQ1_0: return known_tq1_0();
+        case GgmlType::TQ2_0: return known_tq2_0();
         default: return known_legacy_block(t);
     }
 }
@@ -294,6 +358,12 @@ std::vector<uint8_t> random_weights(std::mt19937& rng, GgmlType t, int64_t n) {
         case GgmlType::Q4_K: randomize_blocks<wb::BlockQ4_K>(rng, row.data(), nb); break;
         case GgmlType::Q5_K: randomize_blocks<wb::BlockQ5_K>(rng, row.data(), nb); break;
         case GgmlType::Q6_K: randomize_blocks<wb::BlockQ6_K>(rng, row.data(), nb); break;
+        // Random ternary bytes include TQ2_0's unused code 3 and TQ1_0 bytes no quantizer writes:
+        // the kernels must still agree on them, as llama.cpp's kernels decode every byte.
+        case GgmlType::IQ4_NL: randomize_blocks<wb::BlockIQ4_NL>(rng, row.data(), nb); break;
+        case GgmlType::IQ4_XS: randomize_blocks<wb::BlockIQ4_XS>(rng, row.data(), nb); break;
+        case GgmlType::TQ1_0: randomize_blocks<wb::BlockTQ1_0>(rng, row.data(), nb); break;
+        case GgmlType::TQ2_0: randomize_blocks<wb::BlockTQ2_0>(rng, row.data(), nb); break;
         default: break;
     }
     return row;
@@ -520,8 +590,130 @@ const char* order_name(wb::DotOrder o) {
         case wb::DotOrder::kRow: return "row";
         case wb::DotOrder::kTiled: return "tiled";
         case wb::DotOrder::kGemv: return "gemv";
-        default: return "gemm";
+        case wb::DotOrder::kGemm: return "gemm";
+        default: return "llamafile";
     }
+}
+
+// ---- llama.cpp's orders for Q4_0 (repacked), IQ4_NL, IQ4_XS, TQ1_0, TQ2_0, from the block format ----
+
+// A block as integers: element e is d_w * w[e] (the ternary types: d_w * (w[e] - 1)).
+struct IntBlock {
+    float d = 0.0f;
+    int w[256] = {};
+};
+
+int tq1_digit(uint8_t byte, int n) {
+    const int pow3[5] = {1, 3, 9, 27, 81};
+    return (uint8_t(byte * pow3[n]) * 3) >> 8;
+}
+
+// Decodes block i of a row straight from FACTS-2.md 3.2 (TQ codes 0..3 as they are).
+IntBlock decode_int_block(GgmlType t, const uint8_t* row, int64_t i) {
+    IntBlock b;
+    const uint8_t* p = row + size_t(i) * wb::ggml_type_traits(t).block_bytes;
+    switch (t) {
+        case GgmlType::Q4_0:
+        case GgmlType::IQ4_NL: {
+            const auto x = block_at<wb::BlockIQ4_NL>(p);  // the same layout
+            b.d = wb::fp16_to_f32(x.d);
+            for (int j = 0; j < 16; ++j) {
+                const int lo = x.qs[j] & 0xF, hi = x.qs[j] >> 4;
+                b.w[j] = t == GgmlType::Q4_0 ? lo - 8 : kIq4nl[lo];
+                b.w[j + 16] = t == GgmlType::Q4_0 ? hi - 8 : kIq4nl[hi];
+            }
+            break;
+        }
+        case GgmlType::IQ4_XS: {
+            const auto x = block_at<wb::BlockIQ4_XS>(p);
+            b.d = wb::fp16_to_f32(x.d);
+            for (int g = 0; g < 8; ++g) {
+                const int ls = (((x.scales_l[g / 2] >> (4 * (g % 2))) & 15) | ((x.scales_h >> (2 * g)) & 3) << 4) - 32;
+                for (int j = 0; j < 16; ++j) {
+                    b.w[32 * g + j] = ls * kIq4nl[x.qs[16 * g + j] & 0xF];
+                    b.w[32 * g + 16 + j] = ls * kIq4nl[x.qs[16 * g + j] >> 4];
+                }
+            }
+            break;
+        }
+        case GgmlType::TQ1_0: {
+            const auto x = block_at<wb::BlockTQ1_0>(p);
+            b.d = wb::fp16_to_f32(x.d);
+            for (int n = 0; n < 5; ++n)
+                for (int m = 0; m < 32; ++m) b.w[32 * n + m] = tq1_digit(x.qs[m], n);
+            for (int n = 0; n < 5; ++n)
+                for (int m = 0; m < 16; ++m) b.w[160 + 16 * n + m] = tq1_digit(x.qs[32 + m], n);
+            for (int n = 0; n < 4; ++n)
+                for (int j = 0; j < 4; ++j) b.w[240 + 4 * n + j] = tq1_digit(x.qh[j], n);
+            break;
+        }
+        default: {  // TQ2_0
+            const auto x = block_at<wb::BlockTQ2_0>(p);
+            b.d = wb::fp16_to_f32(x.d);
+            for (int c = 0; c < 2; ++c)
+                for (int l = 0; l < 4; ++l)
+                    for (int m = 0; m < 32; ++m) b.w[128 * c + 32 * l + m] = (x.qs[32 * c + m] >> (2 * l)) & 3;
+            break;
+        }
+    }
+    return b;
+}
+
+// The 8 lanes of llama.cpp's x86 kernels (lane k: elements 4k..4k+3 of every run of 32) of w * y.
+void int_lanes(const IntBlock& b, const int8_t* y, int elems, int64_t* lanes) {
+    for (int k = 0; k < 8; ++k) lanes[k] = 0;
+    for (int e = 0; e < elems; ++e) lanes[e % 32 / 4] += int64_t(b.w[e]) * y[e];
+}
+
+// One weight row against Q8_0 activations (Q4_0, IQ4_NL) in the given order.
+float q8_0_order_reference(GgmlType t, wb::DotOrder order, const uint8_t* w, const wb::BlockQ8_0* x, int64_t n) {
+    const int64_t nb = n / 32;
+    float acc[2][8] = {}, acc1 = 0.0f, tail = 0.0f;
+    bool has_tail = false;
+    for (int64_t i = 0; i < nb; ++i) {
+        const IntBlock b = decode_int_block(t, w, i);
+        int64_t lanes[8];
+        int_lanes(b, x[i].qs, 32, lanes);
+        const float d = b.d * wb::fp16_to_f32(x[i].d);
+        int64_t sum = 0;
+        for (int64_t l : lanes) sum += l;
+        if (order == wb::DotOrder::kGemv || order == wb::DotOrder::kGemm) {
+            acc1 = std::fma(float(sum), d, acc1);
+        } else if (order == wb::DotOrder::kRow && i == nb - 1 && nb % 2 == 1) {  // IQ4_NL's odd last block
+            tail = d * float(sum);
+            has_tail = true;
+        } else {  // the row dot's even / odd accumulators, or llamafile's one
+            float* a = acc[order == wb::DotOrder::kRow ? i % 2 : 0];
+            for (int k = 0; k < 8; ++k) a[k] = std::fma(d, float(lanes[k]), a[k]);
+        }
+    }
+    if (order == wb::DotOrder::kGemv || order == wb::DotOrder::kGemm) return acc1;
+    float both[8];
+    for (int k = 0; k < 8; ++k) both[k] = acc[0][k] + acc[1][k];
+    const float sum = hsum8(both);
+    return has_tail ? sum + tail : sum;
+}
+
+// One weight row against Q8_K activations (IQ4_XS, TQ1_0, TQ2_0): kRow or IQ4_XS's kTiled.
+float q8_k_order_reference(GgmlType t, wb::DotOrder order, const uint8_t* w, const wb::BlockQ8_K* x, int64_t n) {
+    float acc8[8] = {}, acc = 0.0f;
+    for (int64_t i = 0; i < n / 256; ++i) {
+        const IntBlock b = decode_int_block(t, w, i);
+        int64_t lanes[8];
+        int_lanes(b, x[i].qs, 256, lanes);
+        // The ternary kernels take the -1 of every value off as activation sums, lane k losing
+        // those of elements 32k..32k+31.
+        if (t == GgmlType::TQ1_0 || t == GgmlType::TQ2_0)
+            for (int k = 0; k < 8; ++k) lanes[k] -= x[i].bsums[2 * k] + x[i].bsums[2 * k + 1];
+        if (order == wb::DotOrder::kTiled) {
+            int64_t sum = 0;
+            for (int64_t l : lanes) sum += l;
+            acc = std::fma(b.d * float(sum), x[i].d, acc);
+        } else {
+            for (int k = 0; k < 8; ++k) acc8[k] = std::fma(b.d * x[i].d, float(lanes[k]), acc8[k]);
+        }
+    }
+    return order == wb::DotOrder::kTiled ? acc : hsum8(acc8);
 }
 
 }  // namespace
@@ -544,6 +736,8 @@ private Q_SLOTS:
     void vec_dot_tile_equals_vec_dot_per_pair();
     void k_quant_dots_follow_llama_cpp_orders_data();
     void k_quant_dots_follow_llama_cpp_orders();
+    void iq4_tq_and_repacked_q4_0_dots_follow_llama_cpp_orders_data();
+    void iq4_tq_and_repacked_q4_0_dots_follow_llama_cpp_orders();
     void f16_row_conversion_is_identical_in_both_families();
     void f16_attention_products_follow_their_orders_data();
     void f16_attention_products_follow_their_orders();
@@ -560,7 +754,8 @@ void TestQuant::dequantize_gives_hand_computed_values_data() {
     QTest::addColumn<uint32_t>("type");
     for (GgmlType t : {GgmlType::F32, GgmlType::F16, GgmlType::BF16, GgmlType::Q4_0, GgmlType::Q4_1,
                        GgmlType::Q5_0, GgmlType::Q5_1, GgmlType::Q8_0, GgmlType::Q8_1, GgmlType::Q2_K,
-                       GgmlType::Q3_K, GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K, GgmlType::Q8_K})
+                       GgmlType::Q3_K, GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K, GgmlType::Q8_K,
+                       GgmlType::IQ4_NL, GgmlType::IQ4_XS, GgmlType::TQ1_0, GgmlType::TQ2_0})
         QTest::newRow(wb::ggml_type_name(t).c_str()) << uint32_t(t);
 }
 
@@ -661,8 +856,10 @@ void TestQuant::vec_dot_matches_dequantized_float_math_data() {
     for (GgmlType t : {GgmlType::F32, GgmlType::F16, GgmlType::BF16}) add(t, {1, 7, 33, 64, 576, 1000});
     for (GgmlType t : {GgmlType::Q4_0, GgmlType::Q4_1, GgmlType::Q5_0, GgmlType::Q5_1, GgmlType::Q8_0})
         add(t, {32, 96, 576, 1536});
-    for (GgmlType t : {GgmlType::Q2_K, GgmlType::Q3_K, GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K})
+    for (GgmlType t : {GgmlType::Q2_K, GgmlType::Q3_K, GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K,
+                       GgmlType::IQ4_XS, GgmlType::TQ1_0, GgmlType::TQ2_0})
         add(t, {256, 768, 1536});
+    add(GgmlType::IQ4_NL, {32, 96, 576, 1536});
 }
 
 void TestQuant::vec_dot_matches_dequantized_float_math() {
@@ -742,11 +939,21 @@ void TestQuant::vec_dot_tile_equals_vec_dot_per_pair_data() {
     }
     QTest::addRow("Q4_K/768/gemm") << uint32_t(GgmlType::Q4_K) << 768 << int(wb::DotOrder::kGemm);
     QTest::addRow("Q4_K/768/gemv") << uint32_t(GgmlType::Q4_K) << 768 << int(wb::DotOrder::kGemv);
+    for (GgmlType t : {GgmlType::Q4_0, GgmlType::IQ4_NL})
+        for (wb::DotOrder o : {wb::DotOrder::kGemv, wb::DotOrder::kGemm})
+            QTest::addRow("%s/576/%s", wb::ggml_type_name(t).c_str(), order_name(o)) << uint32_t(t) << 576 << int(o);
+    QTest::addRow("IQ4_NL/576/llamafile") << uint32_t(GgmlType::IQ4_NL) << 576 << int(wb::DotOrder::kLlamafile);
+    QTest::addRow("IQ4_NL/288/row") << uint32_t(GgmlType::IQ4_NL) << 288 << row;
+    QTest::addRow("IQ4_XS/512/row") << uint32_t(GgmlType::IQ4_XS) << 512 << row;
+    QTest::addRow("IQ4_XS/768/tiled") << uint32_t(GgmlType::IQ4_XS) << 768 << int(wb::DotOrder::kTiled);
+    QTest::addRow("TQ1_0/512/row") << uint32_t(GgmlType::TQ1_0) << 512 << row;
+    QTest::addRow("TQ2_0/512/row") << uint32_t(GgmlType::TQ2_0) << 512 << row;
 }
 
 // The prefill tile (rows x tokens) gives each output exactly what vec_dot_rows gives in the same order,
 // in both kernel families, with and without a tile kernel; and on AVX2 the tiles exist where the
-// backend uses them (the 32-element types in row order, the K-quants' tiled order, Q4_K's gemm).
+// backend uses them (the 32-element types in row order, the K-quants' and IQ4_XS's tiled order, the
+// repacked orders of Q4_K's gemm and of Q4_0 / IQ4_NL, IQ4_NL's llamafile order).
 void TestQuant::vec_dot_tile_equals_vec_dot_per_pair() {
     QFETCH(uint32_t, type);
     QFETCH(int, n);
@@ -767,8 +974,12 @@ void TestQuant::vec_dot_tile_equals_vec_dot_per_pair() {
     const bool avx2 = std::string(wb::quant_kernel_name()) == "avx2";
     const bool q32 = t == GgmlType::Q4_0 || t == GgmlType::Q4_1 || t == GgmlType::Q5_0 || t == GgmlType::Q5_1 || t == GgmlType::Q8_0;
     const bool k_quant = t == GgmlType::Q2_K || t == GgmlType::Q3_K || t == GgmlType::Q4_K || t == GgmlType::Q5_K || t == GgmlType::Q6_K;
-    const bool expect_tile = avx2 && ((q32 && o == wb::DotOrder::kRow) || (k_quant && o == wb::DotOrder::kTiled) ||
-                                      (t == GgmlType::Q4_K && o == wb::DotOrder::kGemm));
+    const bool repacked_32 = (t == GgmlType::Q4_0 || t == GgmlType::IQ4_NL) &&
+                             (o == wb::DotOrder::kGemv || o == wb::DotOrder::kGemm);
+    const bool tiled = (k_quant || t == GgmlType::IQ4_XS) && o == wb::DotOrder::kTiled;
+    const bool expect_tile = avx2 && ((q32 && o == wb::DotOrder::kRow) || tiled || repacked_32 ||
+                                      (t == GgmlType::Q4_K && o == wb::DotOrder::kGemm) ||
+                                      (t == GgmlType::IQ4_NL && o == wb::DotOrder::kLlamafile));
     QCOMPARE(wb::has_dot_tile(t, o), expect_tile);
     for (bool scalar : {false, true}) {
         std::unique_ptr<ScalarKernels> force;
@@ -847,6 +1058,68 @@ void TestQuant::k_quant_dots_follow_llama_cpp_orders() {
     if (o == wb::DotOrder::kTiled) {
         ScalarKernels force;
         check("scalar");
+    }
+}
+
+// The orders of the IQ4 / TQ kernels and of Q4_0's repacked matrices, recomputed from the block
+// format, bit for bit, in both kernel families (both implement every one of them). Rows of an odd
+// number of 32-blocks cover IQ4_NL's odd last block; random bytes cover every TQ byte.
+void TestQuant::iq4_tq_and_repacked_q4_0_dots_follow_llama_cpp_orders_data() {
+    QTest::addColumn<uint32_t>("type");
+    QTest::addColumn<int>("order");
+    QTest::addColumn<int>("n");
+    const auto add = [](GgmlType t, wb::DotOrder o, int n) {
+        QTest::addRow("%s/%s/%d", wb::ggml_type_name(t).c_str(), order_name(o), n) << uint32_t(t) << int(o) << n;
+    };
+    for (wb::DotOrder o : {wb::DotOrder::kRow, wb::DotOrder::kLlamafile, wb::DotOrder::kGemv, wb::DotOrder::kGemm})
+        for (int n : {32, 1056, 2048}) add(GgmlType::IQ4_NL, o, n);
+    for (wb::DotOrder o : {wb::DotOrder::kGemv, wb::DotOrder::kGemm}) add(GgmlType::Q4_0, o, 1056);
+    add(GgmlType::IQ4_XS, wb::DotOrder::kRow, 2048);
+    add(GgmlType::IQ4_XS, wb::DotOrder::kTiled, 2048);
+    add(GgmlType::TQ1_0, wb::DotOrder::kRow, 2048);
+    add(GgmlType::TQ2_0, wb::DotOrder::kRow, 2048);
+}
+
+void TestQuant::iq4_tq_and_repacked_q4_0_dots_follow_llama_cpp_orders() {
+    QFETCH(uint32_t, type);
+    QFETCH(int, order);
+    QFETCH(int, n);
+    const auto t = GgmlType(type);
+    const auto o = wb::DotOrder(order);
+    const int rows = 48;
+    std::mt19937 rng(uint32_t(type) * 131u + uint32_t(order) * 7u + uint32_t(n));
+    std::vector<uint8_t> w;
+    for (int r = 0; r < rows; ++r) {
+        const std::vector<uint8_t> row = random_weights(rng, t, n);
+        w.insert(w.end(), row.begin(), row.end());
+    }
+    const size_t stride = wb::ggml_row_bytes(t, n);
+    std::vector<float> x = random_floats(rng, n, -1.0f, 1.0f);
+    for (int64_t i = 0; i < n; i += 37) x[size_t(i)] *= 150.0f;
+    std::vector<uint8_t> xq(wb::activation_row_bytes(t, n));
+    wb::quantize_activations(t, x.data(), xq.data(), n);
+
+    std::vector<float> want(rows);
+    for (int r = 0; r < rows; ++r) {
+        const uint8_t* wr = w.data() + size_t(r) * stride;
+        want[size_t(r)] = wb::vec_dot_type(t) == GgmlType::Q8_0
+                              ? q8_0_order_reference(t, o, wr, reinterpret_cast<const wb::BlockQ8_0*>(xq.data()), n)
+                              : q8_k_order_reference(t, o, wr, reinterpret_cast<const wb::BlockQ8_K*>(xq.data()), n);
+    }
+    for (bool scalar : {false, true}) {
+        std::unique_ptr<ScalarKernels> force;
+        if (scalar) force = std::make_unique<ScalarKernels>();
+        std::vector<float> got(rows, 0.0f);
+        wb::vec_dot_rows(t, n, w.data(), stride, rows, xq.data(), got.data(), o);
+        for (int r = 0; r < rows; ++r) {
+            uint32_t g, e;
+            std::memcpy(&g, &got[size_t(r)], 4);
+            std::memcpy(&e, &want[size_t(r)], 4);
+            QVERIFY2(g == e, qPrintable(QString("%1 row %2: %3 (0x%4), llama.cpp's order gives %5 (0x%6)")
+                                            .arg(wb::quant_kernel_name()).arg(r).arg(double(got[size_t(r)]), 0, 'g', 9)
+                                            .arg(g, 8, 16, QChar('0')).arg(double(want[size_t(r)]), 0, 'g', 9)
+                                            .arg(e, 8, 16, QChar('0'))));
+        }
     }
 }
 
@@ -930,6 +1203,11 @@ void TestQuant::vec_dot_types_follow_llama_cpp() {
     QCOMPARE(wb::vec_dot_type(GgmlType::Q5_1), GgmlType::Q8_1);
     QCOMPARE(wb::vec_dot_type(GgmlType::Q2_K), GgmlType::Q8_K);
     QCOMPARE(wb::vec_dot_type(GgmlType::Q6_K), GgmlType::Q8_K);
+    QCOMPARE(wb::vec_dot_type(GgmlType::IQ4_NL), GgmlType::Q8_0);
+    QCOMPARE(wb::vec_dot_type(GgmlType::IQ4_XS), GgmlType::Q8_K);
+    QCOMPARE(wb::vec_dot_type(GgmlType::TQ1_0), GgmlType::Q8_K);
+    QCOMPARE(wb::vec_dot_type(GgmlType::TQ2_0), GgmlType::Q8_K);
+    QCOMPARE(wb::activation_row_bytes(GgmlType::IQ4_NL, 96), size_t(3 * 34));
     QCOMPARE(wb::activation_row_bytes(GgmlType::Q4_1, 576), size_t(18 * 36));
     QCOMPARE(wb::activation_row_bytes(GgmlType::Q4_K, 512), size_t(2 * 292));
     QCOMPARE(wb::activation_row_bytes(GgmlType::F16, 10), size_t(40));

@@ -1,7 +1,8 @@
-// The `gemma3` architecture (Gemma 3 text models, e.g. gemma-3-270m):
-// blocks with RMSNorm before *and after* attention and FFN, per-head RMSNorm of q and k (QK-norm),
-// NEOX RoPE, a GELU(tanh)-gated FFN, embeddings scaled by sqrt(n_embd), and a 5 local : 1 global
-// layer pattern: local layers attend over a sliding window with their own RoPE base.
+// The Gemma family: `gemma3` (Gemma 3 text models, e.g. gemma-3-270m) and `gemma2`.
+// Blocks with RMSNorm before *and after* attention and FFN, NEOX RoPE, a GELU(tanh)-gated FFN,
+// embeddings scaled by sqrt(n_embd), and local layers that attend over a sliding window (Gemma 3:
+// 5 local : 1 global, with their own RoPE base; Gemma 2: alternating). Gemma 3 normalises q and k per
+// head (QK-norm); Gemma 2 soft-caps the attention scores and the logits (forward_logits).
 //
 // The GGUF converter already stores every norm gain as (1 + w) (HF's Gemma RMSNorm), so the gains are
 // used as they are, exactly like llama's.
@@ -10,8 +11,8 @@
 
 namespace wb {
 
-void forward_gemma3(Backend& be, const ModelConfig& c, const ModelWeights& w, KvCache& kv, ForwardBuffers& b,
-                    const ForwardBatch& batch) {
+void forward_gemma(Backend& be, const ModelConfig& c, const ModelWeights& w, KvCache& kv, ForwardBuffers& b,
+                   const ForwardBatch& batch) {
     const int32_t n = batch.n;
     for (int32_t i = 0; i < n; ++i) b.positions[size_t(i)] = batch.pos0 + i;
 
@@ -24,17 +25,17 @@ void forward_gemma3(Backend& be, const ModelConfig& c, const ModelWeights& w, Kv
     for (int32_t il = 0; il < c.n_layer; ++il) {
         const LayerWeights& l = w.layers[size_t(il)];
         const bool local = c.layer_is_swa[size_t(il)];
-        // Local layers: theta 10000 and a window; global layers: the file's theta and every key.
+        // Local layers: their theta, scale and a window; global layers: the file's theta and every key.
         const float base = local ? c.rope_base_swa : c.rope_base;
-        // The file's rope scaling (linear x8 on 4B and larger) applies to the global layers only.
-        const float freq_scale = local ? 1.0f : c.rope_freq_scale;
-        const RopeParams rope_q = layer_rope(c, w, c.n_head, base, freq_scale);
-        const RopeParams rope_k = layer_rope(c, w, c.n_head_kv, base, freq_scale);
+        const float freq_scale = local ? c.rope_freq_scale_swa : c.rope_freq_scale;
+        const RopeParams rope_q = layer_rope(c, w, kv.config().n_ctx, c.n_head, base, freq_scale);
+        const RopeParams rope_k = layer_rope(c, w, kv.config().n_ctx, c.n_head_kv, base, freq_scale);
         // llama.cpp multiplies q by the scale and runs attention with scale 1. Even for a power of two
         // (1/16 for head_dim 256) that is not the same as scaling q.k: q is rounded to f16 for the
         // product, and the small elements of q/16 fall into f16's subnormal range and lose bits.
         AttentionParams ap{c.n_head, c.n_head_kv, c.head_dim, c.attn_scale, local ? c.sliding_window : 0};
         ap.scale_q = true;
+        ap.softcap = c.attn_softcap;
 
         // x = x + the previous layer's normalised FFN output (in xn), xn = rmsnorm(x) * attn_norm. The
         // residual add waits for the norm it feeds: one operation for both.
@@ -42,15 +43,17 @@ void forward_gemma3(Backend& be, const ModelConfig& c, const ModelWeights& w, Kv
             be.rms_norm(x, l.attn_norm, c.norm_eps, c.n_embd, xn);
         else
             be.add_rms_norm(x, xn, l.attn_norm, c.norm_eps, xn);
-        // q = rmsnorm_per_head(Wq xn) * attn_q_norm, k = rmsnorm_per_head(Wk xn) * attn_k_norm, v = Wv xn.
-        // The raw q projection goes through `attn` (free until the attention writes it) and k's through
-        // its own buffer, so that no backend operation has to work in place.
-        Tensor k_raw = b.k_raw.rows(0, n);
+        // q = rmsnorm_per_head(Wq xn) * attn_q_norm, k = rmsnorm_per_head(Wk xn) * attn_k_norm, v = Wv xn
+        // (Gemma 2: q = Wq xn, k = Wk xn). The raw q projection goes through `attn` (free until the
+        // attention writes it) and k's through its own buffer, so that no operation works in place.
+        Tensor q_raw = c.qk_norm ? attn : q, k_raw = c.qk_norm ? b.k_raw.rows(0, n) : k;
         const Weight* qkv_w[3] = {&l.attn_q, &l.attn_k, &l.attn_v};
-        Tensor* qkv[3] = {&attn, &k_raw, &v};
+        Tensor* qkv[3] = {&q_raw, &k_raw, &v};
         be.matmul_shared(xn, qkv_w, qkv, 3);
-        be.rms_norm(attn, l.attn_q_norm, c.norm_eps, c.head_dim, q);
-        be.rms_norm(k_raw, l.attn_k_norm, c.norm_eps, c.head_dim, k);
+        if (c.qk_norm) {
+            be.rms_norm(q_raw, l.attn_q_norm, c.norm_eps, c.head_dim, q);
+            be.rms_norm(k_raw, l.attn_k_norm, c.norm_eps, c.head_dim, k);
+        }
         // rotate q and k by their positions (NEOX pairs), then save k and v at those positions
         be.rope(q, rope_q, b.positions.data());
         be.rope(k, rope_k, b.positions.data());
@@ -59,9 +62,10 @@ void forward_gemma3(Backend& be, const ModelConfig& c, const ModelWeights& w, Kv
         if (batch.hooks) batch.hooks->before_attention(il, n, batch.pos0, ap);
         be.attention(q, kv, il, batch.pos0, ap, attn);
         if (batch.hooks) batch.hooks->after_attention(il, n, batch.pos0, ap);
-        if (il == c.n_layer - 1) keep_output_rows(batch, {&x, &attn, &proj, &xn, &gate, &up});
-        // x = x + rmsnorm(Wo attn) * post_attention_norm, xn = rmsnorm(x) * ffn_norm
+        // x = x + rmsnorm(Wo attn) * post_attention_norm, xn = rmsnorm(x) * ffn_norm. In the last layer
+        // only the rows whose logits are read go on from here, as in llama.cpp (after the projection).
         be.matmul(l.attn_output, attn, proj);
+        if (il == c.n_layer - 1) keep_output_rows(batch, {&x, &attn, &proj, &xn, &gate, &up});
         be.rms_norm(proj, l.post_attention_norm, c.norm_eps, c.n_embd, xn);
         be.add_rms_norm(x, xn, l.ffn_norm, c.norm_eps, xn);
 
