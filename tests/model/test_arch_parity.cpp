@@ -128,8 +128,11 @@ private Q_SLOTS:
     void matchesLlamaCpp_data() {
         QTest::addColumn<QString>("name");
         QTest::addColumn<bool>("exact");  // the CPU backend follows llama.cpp's arithmetic: bit-identical
-        for (const char* name : {"llama31-q8_0", "llama31-q4_1", "qwen2-q8_0", "qwen2-q4_k", "qwen2-yarn-q8_0",
-                                 "qwen3-q8_0", "qwen3-q5_0", "phi3-q8_0", "phi3-q4_k", "gemma2-q8_0", "gemma2-q4_k_m"})
+        for (const char* name :
+             {"llama31-q8_0", "llama31-q4_1", "llama31-iq4_xs", "qwen2-q8_0", "qwen2-q4_k", "qwen2-yarn-q8_0", "qwen2-q4_0",
+              "qwen2-q2_k", "qwen2-q3_k", "qwen2-q5_k", "qwen2-q6_k", "qwen2-iq4_nl", "qwen2-iq4_xs", "qwen2-tq1_0",
+              "qwen2-tq2_0", "qwen3-q8_0", "qwen3-q5_0", "qwen3-q4_0", "phi3-q8_0", "phi3-q4_k", "phi3-iq4_nl",
+              "gemma2-q8_0", "gemma2-q4_k_m", "gemma2-iq4_nl"})
             QTest::newRow(name) << QString(name) << true;
         // F16 weights: llama.cpp rounds the activations to f16 and dots in f16 lanes; the CPU backend
         // dots f16 weights with f32 activations (mean KL ~6e-7, not bit-identical).

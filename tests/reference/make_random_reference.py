@@ -39,26 +39,40 @@ import llama_cpp  # noqa: E402
 from llama_cpp import Llama  # noqa: E402
 
 TOP_N = 10
-DOC_LENGTHS = (200, 120, 64)
+DOC_LENGTHS = (160, 96, 48)
 N_PROMPTS = 10
 PROMPT_LEN = 8
 N_GREEDY = 24
 
-# name -> make_random_gguf arguments. The types are those whose CPU arithmetic already follows
-# llama.cpp's (SmolLM2's Q4_1 / Q8_0, Gemma 3's Q5_0 / Q4_K / Q6_K / Q8_0) and F16.
+# name -> make_random_gguf arguments: every architecture with Q8_0 and a K-quant or IQ type, and
+# one architecture through every other weight type.
 CASES = {
     "llama31-q8_0": ["--shape", "llama31-tiny", "--type", "Q8_0"],
     "llama31-q4_1": ["--shape", "llama31-tiny", "--type", "Q4_1", "--output-type", "Q6_K"],
+    "llama31-iq4_xs": ["--shape", "llama31-tiny", "--type", "IQ4_XS"],
     "qwen2-q8_0": ["--shape", "qwen2-tiny", "--type", "Q8_0"],
     "qwen2-q4_k": ["--shape", "qwen2-tiny", "--type", "Q4_K", "--output-type", "Q6_K"],
     "qwen2-yarn-q8_0": ["--shape", "qwen2-yarn-tiny", "--type", "Q8_0"],
+    # One architecture through every other weight type (the dot products do not depend on it).
+    "qwen2-q4_0": ["--shape", "qwen2-tiny", "--type", "Q4_0"],
+    "qwen2-q2_k": ["--shape", "qwen2-tiny", "--type", "Q2_K"],
+    "qwen2-q3_k": ["--shape", "qwen2-tiny", "--type", "Q3_K"],
+    "qwen2-q5_k": ["--shape", "qwen2-tiny", "--type", "Q5_K"],
+    "qwen2-q6_k": ["--shape", "qwen2-tiny", "--type", "Q6_K", "--output-type", "Q8_0"],
+    "qwen2-iq4_nl": ["--shape", "qwen2-tiny", "--type", "IQ4_NL", "--output-type", "IQ4_NL"],
+    "qwen2-iq4_xs": ["--shape", "qwen2-tiny", "--type", "IQ4_XS", "--output-type", "IQ4_XS"],
+    "qwen2-tq1_0": ["--shape", "qwen2-tiny", "--type", "TQ1_0"],
+    "qwen2-tq2_0": ["--shape", "qwen2-tiny", "--type", "TQ2_0"],
     "qwen3-q8_0": ["--shape", "qwen3-tiny", "--type", "Q8_0"],
     "qwen3-q5_0": ["--shape", "qwen3-tiny", "--type", "Q5_0", "--tied"],
+    "qwen3-q4_0": ["--shape", "qwen3-tiny", "--type", "Q4_0"],
     "qwen3-f16": ["--shape", "qwen3-tiny", "--type", "F16", "--embd-type", "F16", "--output-type", "F16"],
     "phi3-q8_0": ["--shape", "phi3-tiny", "--type", "Q8_0"],
+    "phi3-iq4_nl": ["--shape", "phi3-tiny", "--type", "IQ4_NL"],
     "phi3-q4_k": ["--shape", "phi3-tiny", "--type", "Q4_K", "--output-type", "Q6_K"],
     "gemma2-q8_0": ["--shape", "gemma2-tiny", "--type", "Q8_0"],
     "gemma2-q4_k_m": ["--shape", "gemma2-tiny"],
+    "gemma2-iq4_nl": ["--shape", "gemma2-tiny", "--type", "IQ4_NL"],
 }
 
 
