@@ -63,6 +63,9 @@ commands:
            [--dump-attention FILE [--layers L,...] [--heads H,...]]
   chat     [-m MODEL] [--system TEXT] [sampling]   interactive terminal chat (/reset, /exit)
   bench    [-m MODEL] [-p 512] [-n 128] [-r 3] [--capture none|empty|attention|candidates] [--json]
+  perplexity [-m MODEL] -f TEXT_FILE [--ctx 512] [--json [--top K]] [--save-logits FILE] [--kl-base FILE]
+           perplexity in windows of --ctx (the second half of each scored, as llama-perplexity);
+           --save-logits / --kl-base: KL divergence and top-token agreement against another run
 common: --backend cpu|cuda|auto  --threads N  --ctx N  --version  --help
 sampling: --temp T (0 = greedy) --top-k K --top-p P --min-p P --typical-p P --repeat-penalty R
           --repeat-last-n N --frequency-penalty F --presence-penalty P --seed S --stop STR (repeatable)
@@ -76,8 +79,8 @@ CliOptions parse_cli(int argc, char** argv) {
     if (argc < 2) throw Error("no command given (try --help)");
     o.command = argv[1];
     if (o.command != "info" && o.command != "tokenize" && o.command != "generate" && o.command != "chat" &&
-        o.command != "bench")
-        throw Error("unknown command '" + o.command + "' (expected info, tokenize, generate, chat or bench)");
+        o.command != "bench" && o.command != "perplexity")
+        throw Error("unknown command '" + o.command + "' (expected info, tokenize, generate, chat, bench or perplexity)");
     for (int i = 2; i < argc; ++i) {
         const std::string a = argv[i];
         auto next = [&]() -> std::string {
@@ -115,6 +118,10 @@ CliOptions parse_cli(int argc, char** argv) {
         else if (a == "--seed") s.seed = to_u64(a, next());
         else if (a == "--stop") s.stop.push_back(next());
         else if (a == "--ignore-eos") s.ignore_eos = true;
+        else if (a == "-f" || a == "--file") o.text_file = next();
+        else if (a == "--top") o.top_k = to_int(a, next(), 0, 1000);
+        else if (a == "--save-logits") o.save_logits = next();
+        else if (a == "--kl-base") o.kl_base = next();
         else if (a == "--capture") {
             o.bench_capture = next();
             if (o.bench_capture != "none" && o.bench_capture != "empty" && o.bench_capture != "attention" &&
@@ -125,6 +132,7 @@ CliOptions parse_cli(int argc, char** argv) {
     }
     if ((o.command == "tokenize" || o.command == "generate") && !o.prompt_given)
         throw Error(o.command + " needs a prompt: -p TEXT");
+    if (o.command == "perplexity" && o.text_file.empty()) throw Error("perplexity needs a text file: -f TEXT_FILE");
     return o;
 }
 

@@ -9,7 +9,7 @@
 namespace wb::cli {
 
 struct CliOptions {
-    std::string command;               // info | tokenize | generate | chat | bench
+    std::string command;               // info | tokenize | generate | chat | bench | perplexity
     std::string model;                 // -m; empty = the default model in the cache
     std::string prompt;                // -p TEXT (tokenize, generate)
     bool prompt_given = false;
@@ -29,6 +29,10 @@ struct CliOptions {
     std::vector<int32_t> layers;       // --layers L,...: layers to capture (default all)
     std::vector<int32_t> heads;        // --heads H,...: query heads to capture (default all)
     SamplingParams sampling;           // --temp, --top-k, ... (--temp 0 = greedy)
+    std::string text_file;             // perplexity -f FILE
+    int32_t top_k = 0;                 // perplexity --top K: the K most likely tokens per position in --json
+    std::string save_logits;           // perplexity --save-logits FILE
+    std::string kl_base;               // perplexity --kl-base FILE
 };
 
 // Parses argv; wb::Error with a one-line message on anything unknown or malformed.

@@ -9,6 +9,7 @@
 #include <QTemporaryDir>
 #include <QtTest>
 
+#include <cmath>
 #include <fstream>
 
 #include "test_paths.h"
@@ -213,6 +214,64 @@ private Q_SLOTS:
         QVERIFY(o["prefill_tps"].toObject()["mean"].toDouble() > 0);
         QVERIFY(o["decode_tps"].toObject()["mean"].toDouble() > 0);
         QVERIFY(o.contains("weight_bytes_per_token"));
+    }
+
+    // perplexity: llama.cpp's value on the same text and windows (reference: perplexity.json, made by
+    // tests/reference/make_perplexity_reference.py), the JSON contract, and the KL mode against itself
+    // (0, the same top token everywhere) and against a file of another vocabulary (refused).
+    void perplexityMatchesLlamaCpp() {
+        QFile f(QString::fromStdString(wb_test::reference_dir()) + "/smollm2-135m-instruct-q4_1/perplexity.json");
+        QVERIFY(f.open(QIODevice::ReadOnly));
+        const QJsonObject ref = QJsonDocument::fromJson(f.readAll()).object();
+        QFile corpus(QString::fromStdString(wb_test::reference_dir()) + "/corpus/teacher_forced_texts.json");
+        QVERIFY(corpus.open(QIODevice::ReadOnly));
+        QStringList docs;
+        for (const auto& d : QJsonDocument::fromJson(corpus.readAll()).array()) docs << d.toObject()["text"].toString();
+        QTemporaryDir dir;
+        const QString text = dir.filePath("text.txt"), base = dir.filePath("base.logprobs");
+        QFile out(text);
+        QVERIFY(out.open(QIODevice::WriteOnly));
+        out.write((docs.join("\n\n") + docs.join("\n\n")).toUtf8());
+        out.close();
+        const QStringList common = {"perplexity", "-m", model(), "-f", text, "--ctx", "256", "--backend", "cpu", "--json"};
+        const Run r = run_cli(common + QStringList{"--top", "5", "--save-logits", base});
+        QCOMPARE(r.exit_code, 0);
+        const QJsonObject o = json_of(r);
+        QCOMPARE(o["tokens"].toArray().size(), ref["n_tokens"].toInt());
+        const QJsonArray pos = o["positions"].toArray();
+        QCOMPARE(pos.size(), ref["n_scored"].toInt());
+        const double ppl = o["ppl"].toDouble();
+        qInfo("perplexity %.9f, llama.cpp %.9f", ppl, ref["ppl"].toDouble());
+        QVERIFY(std::fabs(ppl / ref["ppl"].toDouble() - 1.0) < 1e-9);
+        double sum = 0.0;
+        for (const auto& pv : pos) {
+            const QJsonObject p = pv.toObject();
+            sum += p["logprob"].toDouble();
+            const QJsonArray top = p["top"].toArray();
+            QCOMPARE(top.size(), 5);
+            QVERIFY(top[0].toArray()[1].toDouble() >= top[4].toArray()[1].toDouble());
+            QVERIFY(p["logprob"].toDouble() <= top[0].toArray()[1].toDouble());
+            QCOMPARE(o["tokens"].toArray()[p["pos"].toInt() + 1].toInt(), p["next"].toInt());
+        }
+        QVERIFY(std::fabs(std::exp(-sum / double(pos.size())) / ppl - 1.0) < 1e-6);  // ppl = exp(-mean logprob)
+
+        const QJsonObject kl = json_of(run_cli(common + QStringList{"--kl-base", base}))["kl"].toObject();
+        QVERIFY2(kl["max"].toDouble() < 1e-6, qPrintable(QString::number(kl["max"].toDouble())));
+        QCOMPARE(kl["same_top"].toDouble(), 1.0);
+        QVERIFY(std::fabs(kl["base_ppl"].toDouble() / ppl - 1.0) < 1e-3);
+
+        const QString other = dir.filePath("other.gguf"), other_base = dir.filePath("other.logprobs");
+        QProcess make;
+        make.start(QStringLiteral(WB_MAKE_RANDOM_GGUF), {other, "--shape", "qwen2-tiny"});
+        QVERIFY(make.waitForFinished(60000) && make.exitCode() == 0);
+        QCOMPARE(run_cli({"perplexity", "-m", other, "-f", text, "--ctx", "64", "--save-logits", other_base}).exit_code, 0);
+        const Run bad = run_cli(common + QStringList{"--kl-base", other_base});
+        QCOMPARE(bad.exit_code, 1);
+        QCOMPARE(bad.err.trimmed().split('\n').size(), 1);
+        QVERIFY2(bad.err.contains("vocabulary of 1024 tokens, this model has 49152"), bad.err.constData());
+        const Run short_text = run_cli({"perplexity", "-m", model(), "-f", text, "--ctx", "4096", "--backend", "cpu"});
+        QCOMPARE(short_text.exit_code, 1);
+        QVERIFY2(short_text.err.contains("needs at least 8192"), short_text.err.constData());
     }
 };
 

@@ -1,0 +1,115 @@
+// whitebox-cli perplexity: llama-perplexity's measurement over a text file, with the scored positions
+// as JSON, and its KL-divergence mode (--save-logits on one file, --kl-base on another quantization of
+// the same model) for comparing two models' distributions over the same tokens.
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <memory>
+#include <sstream>
+
+#include "cli/commands.h"
+#include "cli/json_writer.h"
+#include "engine/backend.h"
+#include "engine/model.h"
+#include "engine/perplexity.h"
+#include "engine/session.h"
+#include "util/error.h"
+
+namespace wb::cli {
+
+namespace {
+
+std::string read_text_file(const std::string& path) {
+    std::ifstream in(path, std::ios::binary);
+    if (!in) throw Error("cannot open text file " + path);
+    std::ostringstream ss;
+    ss << in.rdbuf();
+    if (in.bad()) throw Error("cannot read text file " + path);
+    return ss.str();
+}
+
+// The base file must describe the same tokens scored at the same positions by a model with the same
+// vocabulary: anything else would compare unrelated distributions.
+void check_base(const LogprobBase& base, const std::vector<int32_t>& tokens, int32_t n_ctx, int32_t n_rows,
+                int32_t n_vocab, const std::string& path) {
+    if (base.n_vocab != n_vocab)
+        throw Error(path + " was made with a vocabulary of " + std::to_string(base.n_vocab) + " tokens, this model has " +
+                    std::to_string(n_vocab));
+    if (base.n_ctx != n_ctx || base.tokens != tokens || base.positions.size() != size_t(n_rows))
+        throw Error(path + " was made over other tokens or another --ctx (the same text, tokenizer and --ctx are needed)");
+}
+
+void print_json(const PerplexityResult& r, const KlStats* kl, int32_t top_k) {
+    JsonWriter j;
+    j.begin_object().key("tokens").array(r.tokens).key("n_ctx").value(int64_t(r.n_ctx));
+    j.key("n_chunks").value(int64_t(r.n_chunks)).key("ppl").value(r.ppl).key("positions").begin_array();
+    for (const ScoredPosition& p : r.positions) {
+        j.begin_object().key("pos").value(int64_t(p.pos)).key("next").value(int64_t(p.next)).key("logprob").value(p.logprob);
+        if (top_k > 0) {
+            j.key("top").begin_array();
+            for (const auto& [id, lp] : p.top) j.begin_array().value(int64_t(id)).value(lp).end_array();
+            j.end_array();
+        }
+        j.end_object();
+    }
+    j.end_array();
+    if (kl) {
+        j.key("kl").begin_object().key("mean").value(kl->kl_mean()).key("max").value(kl->kl_max);
+        j.key("same_top").value(kl->top1()).key("base_ppl").value(std::exp(-kl->base_logprob_sum / double(kl->n)));
+        j.end_object();
+    }
+    j.end_object();
+    std::printf("%s\n", j.str().c_str());
+}
+
+}  // namespace
+
+int cmd_perplexity(const CliOptions& o) {
+    const auto model = Model::load(resolve_model_path(o));
+    const std::string text = read_text_file(o.text_file);
+    const int32_t n_ctx = o.ctx > 0 ? o.ctx : 512;
+    BackendChoice bc = create_backend(parse_backend_kind(o.backend), o.threads);
+    if (!bc.note.empty()) std::fprintf(stderr, "note: %s\n", bc.note.c_str());
+    SessionOptions so;
+    so.n_ctx = n_ctx;
+    so.n_batch = std::min(n_ctx, 512);
+    Session session(*model, *bc.backend, so);
+    const int32_t n_vocab = model->config().n_vocab;
+
+    std::vector<int32_t> tokens = perplexity_tokens(model->tokenizer(), text);
+    const int32_t n_rows = perplexity_rows(tokens.size(), n_ctx);
+    // A base that does not describe these tokens is refused before any work.
+    std::unique_ptr<LogprobBase> base;
+    if (!o.kl_base.empty()) {
+        base = std::make_unique<LogprobBase>(LogprobBase::read(o.kl_base));
+        check_base(*base, tokens, n_ctx, n_rows, n_vocab, o.kl_base);
+    }
+    std::unique_ptr<LogprobFile> save;
+    if (!o.save_logits.empty()) save = std::make_unique<LogprobFile>(o.save_logits, n_vocab, n_ctx, tokens, n_rows);
+    KlStats kl;
+    size_t row = 0;
+    const PerplexityResult r =
+        compute_perplexity(session, std::move(tokens), n_ctx, o.top_k, [&](const ScoredPosition& p, const std::vector<double>& lp) {
+            if (save) save->write_row(p.pos, lp);
+            if (base) {
+                if (base->positions[row] != p.pos) throw Error(o.kl_base + ": rows at other positions than this run's");
+                kl.add(*base, row, lp);
+            }
+            ++row;
+        });
+    if (save) save->finish();
+
+    if (o.json) {
+        print_json(r, base ? &kl : nullptr, o.top_k);
+        return 0;
+    }
+    std::printf("%zu tokens, %d chunks of %d, %zu scored positions\nperplexity: %.4f\n", r.tokens.size(), r.n_chunks,
+                r.n_ctx, r.positions.size(), r.ppl);
+    if (base)
+        std::printf("against %s: base perplexity %.4f, mean KL %.6f nats (max %.6f), same top token %.2f %%\n",
+                    o.kl_base.c_str(), std::exp(-kl.base_logprob_sum / double(kl.n)), kl.kl_mean(), kl.kl_max,
+                    100.0 * kl.top1());
+    return 0;
+}
+
+}  // namespace wb::cli
