@@ -132,7 +132,7 @@ private Q_SLOTS:
              {"llama31-q8_0", "llama31-q4_1", "llama31-iq4_xs", "qwen2-q8_0", "qwen2-q4_k", "qwen2-yarn-q8_0", "qwen2-q4_0",
               "qwen2-q2_k", "qwen2-q3_k", "qwen2-q5_k", "qwen2-q6_k", "qwen2-iq4_nl", "qwen2-iq4_xs", "qwen2-tq1_0",
               "qwen2-tq2_0", "qwen3-q8_0", "qwen3-q5_0", "qwen3-q4_0", "phi3-q8_0", "phi3-q4_k", "phi3-iq4_nl",
-              "gemma2-q8_0", "gemma2-q4_k_m", "gemma2-iq4_nl"})
+              "gemma2-q8_0", "gemma2-q4_k_m", "gemma2-iq4_nl", "gemma3-linear-q8_0", "llama-linear-q8_0"})
             QTest::newRow(name) << QString(name) << true;
         // F16 weights: llama.cpp rounds the activations to f16 and dots in f16 lanes; the CPU backend
         // dots f16 weights with f32 activations (mean KL ~6e-7, not bit-identical).
@@ -173,6 +173,8 @@ private Q_SLOTS:
         QTest::newRow("qwen3 without qk norm") << QString("qwen3-q8_0") << QStringList{"--arch", "qwen2"};
         // A 4096-token original context: the short factors instead of the long ones.
         QTest::newRow("phi3 short rope factors") << QString("phi3-q8_0") << QStringList{"--rope-orig-ctx", "4096"};
+        QTest::newRow("gemma3 without linear scaling") << QString("gemma3-linear-q8_0") << QStringList{"--rope-scaling", "none"};
+        QTest::newRow("llama without linear scaling") << QString("llama-linear-q8_0") << QStringList{"--rope-scaling", "none"};
         // The loader's default caps (50 and 30) instead of the file's (2.5 and 8).
         QTest::newRow("gemma2 default soft-caps") << QString("gemma2-q8_0")
                                                   << QStringList{"--attn-softcap", "0", "--final-softcap", "0"};

@@ -73,6 +73,10 @@ CASES = {
     "gemma2-q8_0": ["--shape", "gemma2-tiny", "--type", "Q8_0"],
     "gemma2-q4_k_m": ["--shape", "gemma2-tiny"],
     "gemma2-iq4_nl": ["--shape", "gemma2-tiny", "--type", "IQ4_NL"],
+    # Linear rope scaling: Gemma 3 4B and larger scale their global layers by 8; a Llama file may too.
+    "gemma3-linear-q8_0": ["--shape", "gemma3-tiny", "--type", "Q8_0", "--rope-scaling", "linear", "--rope-factor", "8"],
+    "llama-linear-q8_0": ["--shape", "llama31-tiny", "--no-rope-freqs", "--type", "Q8_0", "--rope-scaling", "linear",
+                          "--rope-factor", "4"],
 }
 
 

@@ -8,6 +8,7 @@
 //                    [--arch A] [--rope-freqs|--no-rope-freqs] [--rope-scaling none|linear|yarn]
 //                    [--qkv-bias|--no-qkv-bias] [--extra-tensor NAME]... [--rope-orig-ctx N]
 //                    [--attn-softcap X] [--final-softcap X]   (0: not written, the loader's default)
+//                    [--rope-factor X]   (rope.scaling.factor with --rope-scaling linear|yarn)
 //
 // The shape presets set every field (gemma3-270m: the architecture, metadata and tensor types of
 // gemma-3-270m-Q4_K_M.gguf); later options override them. T is a GGUF type name (Q4_0, Q6_K, F16,
@@ -81,6 +82,7 @@ int main(int argc, char** argv) {
             else if (a == "--no-qkv-bias") s.qkv_bias = false;
             else if (a == "--extra-tensor") s.extra_tensors.push_back(next());
             else if (a == "--rope-orig-ctx") s.rope_orig_ctx = to_int(a, next());
+            else if (a == "--rope-factor") s.rope_scaling_factor = std::strtof(next().c_str(), nullptr);
             else if (a == "--attn-softcap") s.attn_softcap = std::strtof(next().c_str(), nullptr);
             else if (a == "--final-softcap") s.final_softcap = std::strtof(next().c_str(), nullptr);
             else throw wb::Error("unknown option '" + a + "'");

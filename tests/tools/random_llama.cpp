@@ -568,7 +568,13 @@ void write_metadata(GgufWriter& w, const RandomLlamaSpec& s) {
     if (s.rope_attn_factor != 1.0f) w.set_f32(a + ".rope.scaling.attn_factor", s.rope_attn_factor);
     if (s.attn_softcap > 0.0f) w.set_f32(a + ".attn_logit_softcapping", s.attn_softcap);
     if (s.final_softcap > 0.0f) w.set_f32(a + ".final_logit_softcapping", s.final_softcap);
+    auto write_scaling = [&] {
+        if (s.rope_scaling.empty()) return;
+        w.set_string(a + ".rope.scaling.type", s.rope_scaling);
+        w.set_f32(a + ".rope.scaling.factor", s.rope_scaling_factor);
+    };
     if (is_gemma(s)) {
+        write_scaling();
         // Gemma files carry no rope.dimension_count (every dim rotates) and no vocab_size.
         if (s.sliding_window > 0) {
             w.set_u32(a + ".attention.sliding_window", uint32_t(s.sliding_window));
@@ -580,10 +586,7 @@ void write_metadata(GgufWriter& w, const RandomLlamaSpec& s) {
     }
     w.set_u32(a + ".rope.dimension_count", uint32_t(s.n_rot > 0 ? s.n_rot : head_dim));
     w.set_u32(a + ".vocab_size", uint32_t(s.n_vocab));
-    if (!s.rope_scaling.empty()) {
-        w.set_string(a + ".rope.scaling.type", s.rope_scaling);
-        w.set_f32(a + ".rope.scaling.factor", s.rope_scaling_factor);
-    }
+    write_scaling();
     if (s.rope_orig_ctx > 0 && (!s.rope_scaling.empty() || s.arch == "phi3"))
         w.set_u32(a + ".rope.scaling.original_context_length", uint32_t(s.rope_orig_ctx));
     write_vocab(w, s.n_vocab, s.pre);
