@@ -48,6 +48,10 @@ void dispatch_weight_type(GgmlType t, Fn&& fn) {
         case T::Q4_K: fn(std::integral_constant<T, T::Q4_K>{}); return;
         case T::Q5_K: fn(std::integral_constant<T, T::Q5_K>{}); return;
         case T::Q6_K: fn(std::integral_constant<T, T::Q6_K>{}); return;
+        case T::IQ4_NL: fn(std::integral_constant<T, T::IQ4_NL>{}); return;
+        case T::IQ4_XS: fn(std::integral_constant<T, T::IQ4_XS>{}); return;
+        case T::TQ1_0: fn(std::integral_constant<T, T::TQ1_0>{}); return;
+        case T::TQ2_0: fn(std::integral_constant<T, T::TQ2_0>{}); return;
         default: break;
     }
     throw Error("the CUDA backend has no kernel for weight type " + ggml_type_name(t));

@@ -2,8 +2,9 @@
 // Weight rows dequantized in parts of 32 elements: the unit of work of the CUDA matmul, embedding and
 // f16-conversion kernels. A part is one block of the legacy types and one eighth of a K-quant
 // super-block, so a warp's lanes take 32 consecutive parts and every type is handled by one kernel
-// template. Legacy blocks use dequantize_block from core/quant/quant_blocks.h as it is; the K-quant
-// part functions below restate its formulas for one slice. Plain WB_HD code: the unit test
+// template. Legacy blocks (and IQ4_NL's) use dequantize_block from core/quant/quant_blocks.h as it is;
+// the part functions below restate its formulas for one slice of a 256-element block (K-quants,
+// IQ4_XS, TQ1_0, TQ2_0). Plain WB_HD code: the unit test
 // test_dequant_parts checks every part against dequantize_block on the CPU.
 #include <cstdint>
 
@@ -85,6 +86,26 @@ WB_HD void dequantize_part(const BlockQ6_K& b, int p, float* y) {
     }
 }
 
+// IQ4_XS: part p is group p, its 16 bytes of codes (low nibbles elements 0..15, high 16..31).
+WB_HD void dequantize_part(const BlockIQ4_XS& b, int p, float* y) {
+    const float dl = fp16_to_f32(b.d) * float(iq4xs_scale(b, p));
+    for (int j = 0; j < 16; ++j) {
+        y[j] = dl * float(iq4nl_value(b.qs[16 * p + j] & 0xF));
+        y[16 + j] = dl * float(iq4nl_value(b.qs[16 * p + j] >> 4));
+    }
+}
+
+// TQ1_0 / TQ2_0: part p is elements 32p .. 32p + 31 of the block, value (code - 1) * d.
+WB_HD void dequantize_part(const BlockTQ1_0& b, int p, float* y) {
+    const float d = fp16_to_f32(b.d);
+    for (int l = 0; l < 32; ++l) y[l] = float(tq1_code(b, 32 * p + l) - 1) * d;
+}
+
+WB_HD void dequantize_part(const BlockTQ2_0& b, int p, float* y) {
+    const float d = fp16_to_f32(b.d);
+    for (int l = 0; l < 32; ++l) y[l] = float(tq2_code(b, 32 * p + l) - 1) * d;
+}
+
 // Part `part` of a weight row of type T (row points at the row's first byte) -> y[0..32).
 template <GgmlType T>
 WB_HD void dequantize_row_part(const uint8_t* row, int64_t part, float* y) {
@@ -115,6 +136,14 @@ WB_HD void dequantize_row_part(const uint8_t* row, int64_t part, float* y) {
         dequantize_part(reinterpret_cast<const BlockQ4_K*>(row)[part / 8], int(part % 8), y);
     } else if constexpr (T == GgmlType::Q5_K) {
         dequantize_part(reinterpret_cast<const BlockQ5_K*>(row)[part / 8], int(part % 8), y);
+    } else if constexpr (T == GgmlType::IQ4_NL) {
+        dequantize_block(reinterpret_cast<const BlockIQ4_NL*>(row)[part], y);
+    } else if constexpr (T == GgmlType::IQ4_XS) {
+        dequantize_part(reinterpret_cast<const BlockIQ4_XS*>(row)[part / 8], int(part % 8), y);
+    } else if constexpr (T == GgmlType::TQ1_0) {
+        dequantize_part(reinterpret_cast<const BlockTQ1_0*>(row)[part / 8], int(part % 8), y);
+    } else if constexpr (T == GgmlType::TQ2_0) {
+        dequantize_part(reinterpret_cast<const BlockTQ2_0*>(row)[part / 8], int(part % 8), y);
     } else {
         static_assert(T == GgmlType::Q6_K, "no part dequantization for this type");
         dequantize_part(reinterpret_cast<const BlockQ6_K*>(row)[part / 8], int(part % 8), y);

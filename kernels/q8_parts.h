@@ -132,7 +132,8 @@ struct IntPartTraits {
 constexpr bool has_int_part(GgmlType t) {
     return t == GgmlType::Q4_0 || t == GgmlType::Q4_1 || t == GgmlType::Q5_0 || t == GgmlType::Q5_1 ||
            t == GgmlType::Q8_0 || t == GgmlType::Q2_K || t == GgmlType::Q3_K || t == GgmlType::Q4_K ||
-           t == GgmlType::Q5_K || t == GgmlType::Q6_K;
+           t == GgmlType::Q5_K || t == GgmlType::Q6_K || t == GgmlType::IQ4_NL || t == GgmlType::IQ4_XS ||
+           t == GgmlType::TQ1_0 || t == GgmlType::TQ2_0;
 }
 
 WB_HD void set_scales(IntPart& w, float d0, float d1, float m0, float m1) {
@@ -245,6 +246,43 @@ WB_HD void unpack_part(const BlockQ6_K& b, int p, IntPart& w) {
     set_scales(w, d * float(sc[0]), d * float(sc[1]), 0.0f, 0.0f);
 }
 
+// IQ4_NL / IQ4_XS: the codes' grid values (-127 .. 113) are the signed bytes themselves.
+WB_HD void unpack_iq4_codes(const uint8_t* qs, IntPart& w) {
+    for (int i = 0; i < 4; ++i) {
+        uint32_t lo = 0, hi = 0;
+        for (int k = 0; k < 4; ++k) {
+            lo |= uint32_t(uint8_t(iq4nl_value(qs[4 * i + k] & 0xF))) << (8 * k);
+            hi |= uint32_t(uint8_t(iq4nl_value(qs[4 * i + k] >> 4))) << (8 * k);
+        }
+        w.q[i] = lo;
+        w.q[4 + i] = hi;
+    }
+}
+
+WB_HD void unpack_part(const BlockIQ4_NL& b, IntPart& w) {
+    unpack_iq4_codes(b.qs, w);
+    const float d = fp16_to_f32(b.d);
+    set_scales(w, d, d, 0.0f, 0.0f);
+}
+
+WB_HD void unpack_part(const BlockIQ4_XS& b, int p, IntPart& w) {
+    unpack_iq4_codes(b.qs + 16 * p, w);
+    const float d = fp16_to_f32(b.d) * float(iq4xs_scale(b, p));
+    set_scales(w, d, d, 0.0f, 0.0f);
+}
+
+// TQ1_0 / TQ2_0: code - 1 (-1, 0, 1; TQ2_0's unused code 3 gives 2, as its dequantization does).
+template <typename B, int (*Code)(const B&, int)>
+WB_HD void unpack_ternary_part(const B& b, int p, IntPart& w) {
+    for (int i = 0; i < 8; ++i) {
+        uint32_t v = 0;
+        for (int k = 0; k < 4; ++k) v |= uint32_t(uint8_t(int8_t(Code(b, 32 * p + 4 * i + k) - 1))) << (8 * k);
+        w.q[i] = v;
+    }
+    const float d = fp16_to_f32(b.d);
+    set_scales(w, d, d, 0.0f, 0.0f);
+}
+
 // Part `part` of a weight row of quantized type T -> w.
 template <GgmlType T>
 WB_HD void unpack_row_part(const uint8_t* row, int64_t part, IntPart& w) {
@@ -266,6 +304,14 @@ WB_HD void unpack_row_part(const uint8_t* row, int64_t part, IntPart& w) {
         unpack_part(reinterpret_cast<const BlockQ4_K*>(row)[part / 8], int(part % 8), w);
     } else if constexpr (T == GgmlType::Q5_K) {
         unpack_part(reinterpret_cast<const BlockQ5_K*>(row)[part / 8], int(part % 8), w);
+    } else if constexpr (T == GgmlType::IQ4_NL) {
+        unpack_part(reinterpret_cast<const BlockIQ4_NL*>(row)[part], w);
+    } else if constexpr (T == GgmlType::IQ4_XS) {
+        unpack_part(reinterpret_cast<const BlockIQ4_XS*>(row)[part / 8], int(part % 8), w);
+    } else if constexpr (T == GgmlType::TQ1_0) {
+        unpack_ternary_part<BlockTQ1_0, tq1_code>(reinterpret_cast<const BlockTQ1_0*>(row)[part / 8], int(part % 8), w);
+    } else if constexpr (T == GgmlType::TQ2_0) {
+        unpack_ternary_part<BlockTQ2_0, tq2_code>(reinterpret_cast<const BlockTQ2_0*>(row)[part / 8], int(part % 8), w);
     } else {
         static_assert(T == GgmlType::Q6_K, "no integer part form for this type");
         unpack_part(reinterpret_cast<const BlockQ6_K*>(row)[part / 8], int(part % 8), w);

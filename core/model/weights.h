@@ -66,7 +66,7 @@ struct ModelWeights {
 
 // Binds the tensors an architecture needs and checks each one's shape and type; wb::Error names the
 // tensor and what was expected ("tensor 'blk.3.attn_q.weight' has shape [576, 192], expected [576, 576]",
-// "unsupported tensor type IQ2_XS (17) in 'blk.0.ffn_up.weight'").
+// "unsupported tensor type MXFP4 (39) in 'blk.0.ffn_up.weight'").
 ModelWeights bind_weights(const GgufFile& file, const ModelConfig& config);
 
 }  // namespace wb

@@ -7,6 +7,7 @@
 #include <string>
 
 #include "quant/quant_blocks.h"
+#include "quant/quant_blocks_iq.h"
 #include "quant/quant_internal.h"
 #include "util/error.h"
 
@@ -41,7 +42,8 @@ const KernelTable& kernels() {
 [[noreturn]] void throw_unsupported(const char* op, GgmlType t) {
     throw Error(std::string(op) + ": tensor type " + ggml_type_name(t) +
                 " is not supported by the CPU kernels (supported: F32, F16, BF16, Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, "
-                "Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, IQ4_NL, IQ4_XS, TQ1_0, TQ2_0)");
+                "Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, IQ1_S, IQ1_M, IQ2_XXS, IQ2_XS, IQ2_S, IQ3_XXS, IQ3_S, IQ4_NL, IQ4_XS, "
+                "TQ1_0, TQ2_0)");
 }
 
 // A row must hold whole blocks: a partial block would read or write past the end of the row.
@@ -59,6 +61,12 @@ template <class Block, int Elems>
 void dequantize_blocks(const void* src, float* y, int64_t n) {
     const auto* b = static_cast<const Block*>(src);
     for (int64_t i = 0; i < n / Elems; ++i) dequantize_block(b[i], y + i * Elems);
+}
+
+template <class Block>
+void dequantize_iq_blocks(const void* src, float* y, int64_t n) {
+    const auto* b = static_cast<const Block*>(src);
+    for (int64_t i = 0; i < n / kQKK; ++i) dequantize_iq_block(b[i], y + i * kQKK);
 }
 
 void f32_to_f32(const void* src, float* y, int64_t n) { std::memcpy(y, src, size_t(n) * sizeof(float)); }
@@ -87,6 +95,13 @@ RowToFloatFn dequantizer(GgmlType t) {
         case GgmlType::Q5_K: return dequantize_blocks<BlockQ5_K, kQKK>;
         case GgmlType::Q6_K: return dequantize_blocks<BlockQ6_K, kQKK>;
         case GgmlType::Q8_K: return dequantize_blocks<BlockQ8_K, kQKK>;
+        case GgmlType::IQ1_S: return dequantize_iq_blocks<BlockIQ1_S>;
+        case GgmlType::IQ1_M: return dequantize_iq_blocks<BlockIQ1_M>;
+        case GgmlType::IQ2_XXS: return dequantize_iq_blocks<BlockIQ2_XXS>;
+        case GgmlType::IQ2_XS: return dequantize_iq_blocks<BlockIQ2_XS>;
+        case GgmlType::IQ2_S: return dequantize_iq_blocks<BlockIQ2_S>;
+        case GgmlType::IQ3_XXS: return dequantize_iq_blocks<BlockIQ3_XXS>;
+        case GgmlType::IQ3_S: return dequantize_iq_blocks<BlockIQ3_S>;
         case GgmlType::IQ4_NL: return dequantize_blocks<BlockIQ4_NL, kQK>;
         case GgmlType::IQ4_XS: return dequantize_blocks<BlockIQ4_XS, kQKK>;
         case GgmlType::TQ1_0: return dequantize_blocks<BlockTQ1_0, kQKK>;
@@ -150,6 +165,13 @@ GgmlType vec_dot_type(GgmlType weight_type) {
         case GgmlType::Q4_K:
         case GgmlType::Q5_K:
         case GgmlType::Q6_K:
+        case GgmlType::IQ1_S:
+        case GgmlType::IQ1_M:
+        case GgmlType::IQ2_XXS:
+        case GgmlType::IQ2_XS:
+        case GgmlType::IQ2_S:
+        case GgmlType::IQ3_XXS:
+        case GgmlType::IQ3_S:
         case GgmlType::IQ4_XS:
         case GgmlType::TQ1_0:
         case GgmlType::TQ2_0: return GgmlType::Q8_K;

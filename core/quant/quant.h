@@ -40,9 +40,10 @@ float vec_dot(GgmlType weight_type, int64_t n, const void* w_row, const void* x_
 // order selects among the float accumulation orders of llama.cpp's x86 matmul paths, which differ
 // for some types (an order a type has no path for, or whose path rounds as its row dot does, means
 // kRow):
-//  - kRow: its row dot product (ggml_vec_dot_*): for K-quants and IQ4_XS batches of fewer than 8
-//    tokens, for IQ4_NL single tokens, and every batch of the other types;
-//  - kTiled: its tiled matmul of K-quants and IQ4_XS, for every token of a batch of 8 or more;
+//  - kRow: its row dot product (ggml_vec_dot_*): for K-quants and the 256-element IQ types batches
+//    of fewer than 8 tokens, for IQ4_NL single tokens, and every batch of the other types;
+//  - kTiled: its tiled matmul of K-quants and the 256-element IQ types (IQ1_S .. IQ4_XS), for every
+//    token of a batch of 8 or more;
 //  - kGemv, kGemm: matrices of Q4_0, Q4_K or IQ4_NL with a row count divisible by 8, which it
 //    repacks and multiplies with a gemm for the tokens of a batch in groups of 4 (the first
 //    n_tok - n_tok % 4) and a gemv for the rest (Q4_0 and IQ4_NL: one order, as both kernels fold
@@ -67,7 +68,7 @@ void vec_dot_tile(GgmlType weight_type, int64_t n, const void* w, size_t w_row_s
                   size_t x_row_stride, float* out, int64_t out_stride, DotOrder order = DotOrder::kRow);
 
 // Plain quantizers (reference, round-to-nearest) for building test data and random-weight models.
-// Supported for F32, F16, BF16, Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q8_1, Q8_K; K-quant, IQ4 and TQ
+// Supported for F32, F16, BF16, Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q8_1, Q8_K; K-quant, IQ and TQ
 // weights are written by tests block by block.
 void quantize_row(GgmlType t, const float* x, void* dst, int64_t n);
 

@@ -941,6 +941,7 @@ KernelTable avx2_kernels() {
     t.tile_in(DotOrder::kTiled, GgmlType::Q6_K) = dot_k_tiled_tile<BlockQ6_K, q6_k_ints, false>;
     t.tile_in(DotOrder::kGemm, GgmlType::Q4_K) = dot_q4_k_gemm_tile;
     add_iq_tq_kernels(t);
+    add_iq_grid_avx2_kernels(t);
     t.f16_to_f32 = f16_to_f32_row;
     t.dot_f16_lanes8 = dot_f16_lanes8;
     t.dot_f16_step32 = dot_f16_step32;

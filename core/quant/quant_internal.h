@@ -59,6 +59,12 @@ float sum_lanes32(const float* l);
 
 // Portable kernels for every supported weight type.
 KernelTable scalar_kernels();
+// The grid IQ types (IQ1_S .. IQ3_S; quant_scalar_iq.cpp, quant_avx2_iq.cpp), added to a family's table.
+void add_iq_grid_scalar_kernels(KernelTable& t);
+#if defined(WB_QUANT_AVX2)
+void add_iq_grid_avx2_kernels(KernelTable& t);
+#endif
+
 #if defined(WB_QUANT_AVX2)
 // The scalar table with the entries quant_avx2.cpp provides replaced; only valid to use on a CPU with
 // AVX2, FMA and F16C.

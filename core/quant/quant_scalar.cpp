@@ -490,6 +490,7 @@ KernelTable scalar_kernels() {
     t.dot_in(DotOrder::kTiled, GgmlType::IQ4_XS) = dot_iq4_xs_tiled;
     t.dot[slot(GgmlType::TQ1_0)] = dot_lanes8<BlockTQ1_0, BlockQ8_K, ternary_lanes<BlockTQ1_0, tq1_code>>;
     t.dot[slot(GgmlType::TQ2_0)] = dot_lanes8<BlockTQ2_0, BlockQ8_K, ternary_lanes<BlockTQ2_0, tq2_code>>;
+    add_iq_grid_scalar_kernels(t);
     t.f16_to_f32 = [](const uint16_t* x, float* y, int64_t n) {
         for (int64_t i = 0; i < n; ++i) y[i] = fp16_to_f32(x[i]);
     };

@@ -60,6 +60,10 @@ inline float dot_row_q8(GgmlType t, const uint8_t* row, const Q8Activations& x, 
         case G::Q4_K: return dot_row_q8_typed<G::Q4_K>(row, x, tok);
         case G::Q5_K: return dot_row_q8_typed<G::Q5_K>(row, x, tok);
         case G::Q6_K: return dot_row_q8_typed<G::Q6_K>(row, x, tok);
+        case G::IQ4_NL: return dot_row_q8_typed<G::IQ4_NL>(row, x, tok);
+        case G::IQ4_XS: return dot_row_q8_typed<G::IQ4_XS>(row, x, tok);
+        case G::TQ1_0: return dot_row_q8_typed<G::TQ1_0>(row, x, tok);
+        case G::TQ2_0: return dot_row_q8_typed<G::TQ2_0>(row, x, tok);
         default: break;
     }
     throw Error("dot_row_q8: " + ggml_type_name(t) + " has no integer part form");

@@ -47,6 +47,7 @@ int main() {
     failures += check_type<T::Q8_0>();
     failures += check_type<T::Q2_K>() + check_type<T::Q3_K>() + check_type<T::Q4_K>() + check_type<T::Q5_K>();
     failures += check_type<T::Q6_K>();
+    failures += check_type<T::IQ4_NL>() + check_type<T::IQ4_XS>() + check_type<T::TQ1_0>() + check_type<T::TQ2_0>();
     std::printf(failures ? "test_dequant_parts: FAILED\n" : "test_dequant_parts: all parts match\n");
     return failures ? 1 : 0;
 }

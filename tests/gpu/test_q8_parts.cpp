@@ -157,6 +157,10 @@ int main() {
     check_type<T::Q4_K>();
     check_type<T::Q5_K>();
     check_type<T::Q6_K>();
+    check_type<T::IQ4_NL>();
+    check_type<T::IQ4_XS>();
+    check_type<T::TQ1_0>();
+    check_type<T::TQ2_0>();
     std::printf(g_failures ? "test_q8_parts: FAILED (%d)\n" : "test_q8_parts: all checks pass\n", g_failures);
     return g_failures ? 1 : 0;
 }

@@ -10,6 +10,7 @@
 #include "gguf/gguf_writer.h"
 #include "quant/quant.h"
 #include "quant/quant_blocks.h"
+#include "quant/quant_blocks_iq.h"
 #include "util/error.h"
 #include "util/fp16.h"
 
@@ -96,8 +97,38 @@ bool is_kquant(GgmlType t) {
            t == GgmlType::Q6_K;
 }
 
+bool is_iq_grid(GgmlType t) {
+    return t == GgmlType::IQ1_S || t == GgmlType::IQ1_M || t == GgmlType::IQ2_XXS || t == GgmlType::IQ2_XS ||
+           t == GgmlType::IQ2_S || t == GgmlType::IQ3_XXS || t == GgmlType::IQ3_S;
+}
+
 bool is_iq_tq(GgmlType t) {
-    return t == GgmlType::IQ4_NL || t == GgmlType::IQ4_XS || t == GgmlType::TQ1_0 || t == GgmlType::TQ2_0;
+    return t == GgmlType::IQ4_NL || t == GgmlType::IQ4_XS || t == GgmlType::TQ1_0 || t == GgmlType::TQ2_0 ||
+           is_iq_grid(t);
+}
+
+// Where a grid IQ block keeps its fp16 d (IQ1_M: in the top nibbles of its four scale words).
+void set_iq_grid_d(GgmlType t, uint8_t* block, uint16_t d) {
+    if (t == GgmlType::IQ1_M) {
+        auto* b = reinterpret_cast<BlockIQ1_M*>(block);
+        for (int k = 0; k < 4; ++k) b->scales[2 * k + 1] = uint8_t((b->scales[2 * k + 1] & 0x0F) | ((d >> (4 * k)) & 0xF) << 4);
+    } else {
+        std::memcpy(block, &d, 2);  // d is the first field of the other grid types
+    }
+}
+
+// Random grid IQ blocks: every byte pattern is a valid block (any grid index, sign code, scale and
+// shift), so the random bytes stay as they are, and d is sized from the block itself: its values at
+// d = 1 have some rms (grid magnitudes and scales vary widely between types and blocks), which d
+// brings to sigma.
+void set_iq_grid_block(GgmlType t, uint8_t* block, float sigma) {
+    set_iq_grid_d(t, block, f32_to_fp16(1.0f));
+    float y[kQKK];
+    dequantize_row(t, block, y, kQKK);
+    double ss = 0.0;
+    for (float v : y) ss += double(v) * v;
+    const double rms = std::sqrt(ss / kQKK);
+    set_iq_grid_d(t, block, f32_to_fp16(rms > 0.0 ? float(sigma / rms) : sigma));
 }
 
 // TQ1_0's packing of base-3 digits (most significant first) into a byte, as llama.cpp's quantizer
@@ -146,7 +177,9 @@ void set_iq_tq_block(GgmlType t, uint8_t* block, float sigma, Rng& rng) {
             put16(offsetof(BlockTQ2_0, d), sigma / 0.816f);
             break;
         }
-        default: break;
+        default:
+            if (is_iq_grid(t)) set_iq_grid_block(t, block, sigma);
+            break;
     }
 }
 
@@ -168,7 +201,7 @@ void fill_random_rows(GgmlType type, int64_t n_in, int64_t n_rows, float sigma, 
                     uint8_t* out = dst + size_t(r) * row_bytes;
                     const bool quantized = tr.block_elems > 1;
                     if (quantized && (random_blocks || is_kquant(type) || is_iq_tq(type))) {
-                        // The quantizer has no K-quant, IQ4 or TQ encoder: those weights are always
+                        // The quantizer has no K-quant, IQ or TQ encoder: those weights are always
                         // random blocks.
                         for (size_t i = 0; i < row_bytes; i += 8) {
                             const uint64_t v = rng.next();

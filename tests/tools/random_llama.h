@@ -109,8 +109,8 @@ struct RandomLlamaSpec {
 };
 
 // Fills dst with n_rows random rows of n_in values of `type` (spread sigma around mean): Gaussian
-// floats through quantize_row, or random blocks with fitting scales (always for K-quants, which have
-// no quantizer here). Deterministic in seed; used for the model tensors and by the GPU op tests.
+// floats through quantize_row, or random blocks with fitting scales (always for the K-quant, IQ and
+// TQ types, which have no quantizer here). Deterministic in seed; used for the model tensors and by the GPU op tests.
 void fill_random_rows(GgmlType type, int64_t n_in, int64_t n_rows, float sigma, float mean, uint64_t seed,
                       bool random_blocks, uint8_t* dst);
 

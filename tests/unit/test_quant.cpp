@@ -1216,7 +1216,6 @@ void TestQuant::vec_dot_types_follow_llama_cpp() {
 void TestQuant::unsupported_type_throws_naming_it_data() {
     QTest::addColumn<uint32_t>("type");
     QTest::addColumn<QString>("name");
-    QTest::newRow("IQ2_XXS") << uint32_t(GgmlType::IQ2_XXS) << "IQ2_XXS";
     QTest::newRow("I8") << uint32_t(GgmlType::I8) << "I8";
     QTest::newRow("MXFP4") << uint32_t(GgmlType::MXFP4) << "MXFP4";
     QTest::newRow("undefined 99") << 99u << "type_99";

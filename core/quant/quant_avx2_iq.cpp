@@ -1,0 +1,261 @@
+// AVX2 kernels of the grid IQ types (quant_blocks_iq.h), built with -mavx2 -mfma -mf16c like
+// quant_avx2.cpp. The float orders are those of quant_scalar_iq.cpp (see there), which computes
+// the same bits.
+//
+// Per run of 32 elements: the grid magnitudes as unsigned bytes (four 8-byte grid entries, or eight
+// 4-byte IQ3 entries), the signs moved onto the activations (negated where the sign bit is set),
+// _mm256_maddubs_epi16 to 16 bits (no saturation: magnitudes <= 62, |y| <= 127), then
+// _mm256_madd_epi16 by the odd scales of the run's two halves into the block's 8 int32 lanes.
+// IQ1 grid values are -1, 0, 1 and take the sign trick instead; their 1/8 shifts are a second set
+// of lanes, of the scaled activations with the shift's sign.
+#include <immintrin.h>
+
+#include <cmath>
+#include <type_traits>
+
+#include "quant/quant_blocks_iq.h"
+#include "quant/quant_internal.h"
+
+namespace wb {
+
+namespace {
+
+#define WB_INLINE [[gnu::always_inline]] inline
+
+WB_INLINE float fp16(uint16_t h) { return _cvtsh_ss(h); }
+
+WB_INLINE __m256i load32(const void* p) { return _mm256_loadu_si256(static_cast<const __m256i*>(p)); }
+
+// ((v0+v4)+(v2+v6)) + ((v1+v5)+(v3+v7)), llama.cpp's hsum_float_8.
+WB_INLINE float hsum(__m256 v) {
+    __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+    s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+    s = _mm_add_ss(s, _mm_movehdup_ps(s));
+    return _mm_cvtss_f32(s);
+}
+
+WB_INLINE int hsum_i32(__m256i v) {
+    __m128i s = _mm_add_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
+    s = _mm_add_epi32(s, _mm_unpackhi_epi64(s, s));
+    s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 1));
+    return _mm_cvtsi128_si32(s);
+}
+
+// 32 bits -> 32 bytes, 0xFF where bit i (element i of the run) is set.
+WB_INLINE __m256i bits_to_bytes(uint32_t bits) {
+    const __m256i spread = _mm256_shuffle_epi8(
+        _mm256_set1_epi32(int(bits)), _mm256_set_epi64x(0x0303030303030303, 0x0202020202020202,
+                                                        0x0101010101010101, 0x0000000000000000));
+    const __m256i bit_of_byte = _mm256_set1_epi64x(int64_t(0x8040201008040201));
+    return _mm256_cmpeq_epi8(_mm256_and_si256(spread, bit_of_byte), bit_of_byte);
+}
+
+// The odd scales of a run's two halves as madd multipliers (low 128 bits: elements 0..15).
+WB_INLINE __m256i scale_pair(int lo, int hi) { return _mm256_set_m128i(_mm_set1_epi16(short(hi)), _mm_set1_epi16(short(lo))); }
+
+WB_INLINE __m256i grid4(uint64_t e0, uint64_t e1, uint64_t e2, uint64_t e3) {
+    return _mm256_set_epi64x(int64_t(e3), int64_t(e2), int64_t(e1), int64_t(e0));
+}
+
+// A run: magnitudes (u8) times the activations with the signs applied, times the half scales.
+WB_INLINE __m256i signed_run(__m256i mags, uint32_t sign_bits, const int8_t* y, int s_lo, int s_hi) {
+    const __m256i neg = bits_to_bytes(sign_bits);
+    const __m256i ys = _mm256_sub_epi8(_mm256_xor_si256(load32(y), neg), neg);
+    return _mm256_madd_epi16(_mm256_maddubs_epi16(mags, ys), scale_pair(s_lo, s_hi));
+}
+
+WB_INLINE uint32_t sign_word(uint32_t aux) {
+    return uint32_t(iq_sign_byte(aux)) | uint32_t(iq_sign_byte(aux >> 7)) << 8 | uint32_t(iq_sign_byte(aux >> 14)) << 16 |
+           uint32_t(iq_sign_byte(aux >> 21)) << 24;
+}
+
+WB_INLINE __m256i grid_lanes(const BlockIQ2_XXS& w, const BlockQ8_K& x) {
+    const auto* q = reinterpret_cast<const uint8_t*>(w.qs);
+    __m256i sumi = _mm256_setzero_si256();
+    for (int g = 0; g < 8; ++g) {
+        const uint8_t* idx = q + 8 * g;
+        const uint32_t aux = iq_le32(idx + 4);
+        const int m = int(2 * (aux >> 28) + 1);
+        const __m256i mags = grid4(kIq2xxsGrid[idx[0]], kIq2xxsGrid[idx[1]], kIq2xxsGrid[idx[2]], kIq2xxsGrid[idx[3]]);
+        sumi = _mm256_add_epi32(sumi, signed_run(mags, sign_word(aux), x.qs + 32 * g, m, m));
+    }
+    return sumi;
+}
+
+WB_INLINE __m256i grid_lanes(const BlockIQ2_XS& w, const BlockQ8_K& x) {
+    __m256i sumi = _mm256_setzero_si256();
+    for (int g = 0; g < 8; ++g) {
+        const uint16_t* q = w.qs + 4 * g;
+        const __m256i mags = grid4(kIq2xsGrid[q[0] & 511], kIq2xsGrid[q[1] & 511], kIq2xsGrid[q[2] & 511],
+                                   kIq2xsGrid[q[3] & 511]);
+        const uint32_t signs = uint32_t(iq_sign_byte(q[0] >> 9)) | uint32_t(iq_sign_byte(q[1] >> 9)) << 8 |
+                               uint32_t(iq_sign_byte(q[2] >> 9)) << 16 | uint32_t(iq_sign_byte(q[3] >> 9)) << 24;
+        const int lo = 2 * (w.scales[g] & 0xF) + 1, hi = 2 * (w.scales[g] >> 4) + 1;
+        sumi = _mm256_add_epi32(sumi, signed_run(mags, signs, x.qs + 32 * g, lo, hi));
+    }
+    return sumi;
+}
+
+WB_INLINE __m256i grid_lanes(const BlockIQ2_S& w, const BlockQ8_K& x) {
+    __m256i sumi = _mm256_setzero_si256();
+    for (int g = 0; g < 8; ++g) {
+        const uint8_t* q = w.qs + 4 * g;
+        const int h = w.qh[g];
+        const __m256i mags = grid4(kIq2sGrid[q[0] | (h & 3) << 8], kIq2sGrid[q[1] | (h >> 2 & 3) << 8],
+                                   kIq2sGrid[q[2] | (h >> 4 & 3) << 8], kIq2sGrid[q[3] | (h >> 6 & 3) << 8]);
+        const int lo = 2 * (w.scales[g] & 0xF) + 1, hi = 2 * (w.scales[g] >> 4) + 1;
+        sumi = _mm256_add_epi32(sumi, signed_run(mags, iq_le32(w.qs + 32 + 4 * g), x.qs + 32 * g, lo, hi));
+    }
+    return sumi;
+}
+
+WB_INLINE __m256i grid_lanes(const BlockIQ3_XXS& w, const BlockQ8_K& x) {
+    __m256i sumi = _mm256_setzero_si256();
+    for (int g = 0; g < 8; ++g) {
+        const uint8_t* q = w.qs + 8 * g;
+        const uint32_t aux = iq_le32(w.qs + 64 + 4 * g);
+        const int m = int(2 * (aux >> 28) + 1);
+        const __m256i mags = _mm256_set_epi32(int(kIq3xxsGrid[q[7]]), int(kIq3xxsGrid[q[6]]), int(kIq3xxsGrid[q[5]]),
+                                              int(kIq3xxsGrid[q[4]]), int(kIq3xxsGrid[q[3]]), int(kIq3xxsGrid[q[2]]),
+                                              int(kIq3xxsGrid[q[1]]), int(kIq3xxsGrid[q[0]]));
+        sumi = _mm256_add_epi32(sumi, signed_run(mags, sign_word(aux), x.qs + 32 * g, m, m));
+    }
+    return sumi;
+}
+
+WB_INLINE __m256i grid_lanes(const BlockIQ3_S& w, const BlockQ8_K& x) {
+    __m256i sumi = _mm256_setzero_si256();
+    for (int g = 0; g < 8; ++g) {
+        const uint8_t* q = w.qs + 8 * g;
+        const int h = w.qh[g];
+        int e[8];
+        for (int i = 0; i < 8; ++i) e[i] = int(kIq3sGrid[q[i] | ((h >> i) & 1) << 8]);
+        const __m256i mags = _mm256_set_epi32(e[7], e[6], e[5], e[4], e[3], e[2], e[1], e[0]);
+        const int m = 2 * ((w.scales[g / 2] >> (4 * (g % 2))) & 0xF) + 1;
+        sumi = _mm256_add_epi32(sumi, signed_run(mags, iq_le32(w.signs + 4 * g), x.qs + 32 * g, m, m));
+    }
+    return sumi;
+}
+
+// IQ1: a run's grid values (-1, 0, 1) and the shift signs of its four runs of 8 as +-1 bytes.
+struct Iq1Run {
+    __m256i values;
+    __m256i shifts;
+    int s_lo, s_hi;
+};
+
+WB_INLINE __m256i shift_bytes(int n0, int n1, int n2, int n3) {
+    constexpr int64_t kPlus = 0x0101010101010101, kMinus = -1;
+    return _mm256_set_epi64x(n3 ? kMinus : kPlus, n2 ? kMinus : kPlus, n1 ? kMinus : kPlus, n0 ? kMinus : kPlus);
+}
+
+WB_INLINE Iq1Run iq1_run(const BlockIQ1_S& w, int g) {
+    const uint8_t* q = w.qs + 4 * g;
+    const int h = w.qh[g];
+    const int s = 2 * ((h >> 12) & 7) + 1;
+    const bool neg = h & 0x8000;
+    return {grid4(kIq1sGrid[q[0] | (h & 7) << 8], kIq1sGrid[q[1] | (h >> 3 & 7) << 8], kIq1sGrid[q[2] | (h >> 6 & 7) << 8],
+                  kIq1sGrid[q[3] | (h >> 9 & 7) << 8]),
+            shift_bytes(neg, neg, neg, neg), s, s};
+}
+
+WB_INLINE Iq1Run iq1_run(const BlockIQ1_M& w, int g) {
+    const uint8_t* q = w.qs + 4 * g;
+    const int h0 = w.qh[2 * g], h1 = w.qh[2 * g + 1];
+    const int sw = iq1m_scale_word(w, g / 2) >> (6 * (g % 2));
+    return {grid4(kIq1sGrid[q[0] | (h0 & 7) << 8], kIq1sGrid[q[1] | (h0 >> 4 & 7) << 8], kIq1sGrid[q[2] | (h1 & 7) << 8],
+                  kIq1sGrid[q[3] | (h1 >> 4 & 7) << 8]),
+            shift_bytes(h0 & 0x08, h0 & 0x80, h1 & 0x08, h1 & 0x80), 2 * (sw & 7) + 1, 2 * ((sw >> 3) & 7) + 1};
+}
+
+// Lanes of scale * grid value * y and of scale * shift sign * y.
+template <class B>
+WB_INLINE void iq1_lanes(const B& w, const BlockQ8_K& x, __m256i& grid, __m256i& shift) {
+    grid = _mm256_setzero_si256();
+    shift = _mm256_setzero_si256();
+    for (int g = 0; g < 8; ++g) {
+        const Iq1Run r = iq1_run(w, g);
+        const __m256i y = load32(x.qs + 32 * g);
+        const __m256i sc = scale_pair(r.s_lo, r.s_hi);
+        const __m256i gv = _mm256_maddubs_epi16(_mm256_sign_epi8(r.values, r.values), _mm256_sign_epi8(y, r.values));
+        const __m256i sv = _mm256_maddubs_epi16(_mm256_set1_epi8(1), _mm256_sign_epi8(y, r.shifts));
+        grid = _mm256_add_epi32(grid, _mm256_madd_epi16(gv, sc));
+        shift = _mm256_add_epi32(shift, _mm256_madd_epi16(sv, sc));
+    }
+}
+
+WB_INLINE float block_d(const BlockIQ1_M& w) { return fp16(iq1m_d_bits(w)); }
+template <class B>
+WB_INLINE float block_d(const B& w) { return fp16(w.d); }
+
+template <class B>
+constexpr float kRowFactor = std::is_same_v<B, BlockIQ3_S> ? 1.0f : std::is_same_v<B, BlockIQ3_XXS> ? 0.25f : 0.125f;
+
+template <class B>
+float dot_iq_row(int64_t n, const void* w, const void* x) {
+    const auto* bw = static_cast<const B*>(w);
+    const auto* bx = static_cast<const BlockQ8_K*>(x);
+    __m256 acc = _mm256_setzero_ps(), acc_shift = _mm256_setzero_ps();
+    float accum1 = 0.0f;  // IQ1_S's scalar shift accumulator
+    for (int64_t i = 0; i < n / kQKK; ++i) {
+        const float d = block_d(bw[i]) * bx[i].d;
+        if constexpr (kIqIsIq1<B>) {
+            __m256i grid, shift;
+            iq1_lanes(bw[i], bx[i], grid, shift);
+            acc = _mm256_fmadd_ps(_mm256_set1_ps(d), _mm256_cvtepi32_ps(grid), acc);
+            if constexpr (std::is_same_v<B, BlockIQ1_S>)
+                accum1 = std::fma(d, float(hsum_i32(shift)), accum1);
+            else
+                acc_shift = _mm256_fmadd_ps(_mm256_set1_ps(d), _mm256_cvtepi32_ps(shift), acc_shift);
+        } else {
+            acc = _mm256_fmadd_ps(_mm256_set1_ps(d), _mm256_cvtepi32_ps(grid_lanes(bw[i], bx[i])), acc);
+        }
+    }
+    if constexpr (std::is_same_v<B, BlockIQ1_S>) return hsum(acc) + 0.125f * accum1;
+    if constexpr (std::is_same_v<B, BlockIQ1_M>) return hsum(acc) + 0.125f * hsum(acc_shift);
+    return kRowFactor<B> * hsum(acc);
+}
+
+// The tiled order's exact block sum: IQ1 values count as 8 * grid + shift.
+template <class B>
+WB_INLINE int tiled_sum(const B& w, const BlockQ8_K& x) {
+    if constexpr (kIqIsIq1<B>) {
+        __m256i grid, shift;
+        iq1_lanes(w, x, grid, shift);
+        return 8 * hsum_i32(grid) + hsum_i32(shift);
+    } else {
+        return hsum_i32(grid_lanes(w, x));
+    }
+}
+
+template <class B>
+float dot_iq_tiled(int64_t n, const void* w, const void* x) {
+    const auto* bw = static_cast<const B*>(w);
+    const auto* bx = static_cast<const BlockQ8_K*>(x);
+    float acc = 0.0f;
+    for (int64_t i = 0; i < n / kQKK; ++i) {
+        const float r = block_d(bw[i]) * (kIqIsIq1<B> ? 0.125f : kRowFactor<B>) * float(tiled_sum(bw[i], bx[i]));
+        acc = std::fma(r, bx[i].d, acc);
+    }
+    return acc;
+}
+
+template <class B>
+void add_iq_type(KernelTable& t, GgmlType type) {
+    t.dot[slot(type)] = dot_iq_row<B>;
+    t.dot_in(DotOrder::kTiled, type) = dot_iq_tiled<B>;
+}
+
+}  // namespace
+
+void add_iq_grid_avx2_kernels(KernelTable& t) {
+    add_iq_type<BlockIQ2_XXS>(t, GgmlType::IQ2_XXS);
+    add_iq_type<BlockIQ2_XS>(t, GgmlType::IQ2_XS);
+    add_iq_type<BlockIQ2_S>(t, GgmlType::IQ2_S);
+    add_iq_type<BlockIQ3_XXS>(t, GgmlType::IQ3_XXS);
+    add_iq_type<BlockIQ3_S>(t, GgmlType::IQ3_S);
+    add_iq_type<BlockIQ1_S>(t, GgmlType::IQ1_S);
+    add_iq_type<BlockIQ1_M>(t, GgmlType::IQ1_M);
+}
+
+}  // namespace wb
