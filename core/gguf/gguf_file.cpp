@@ -311,12 +311,12 @@ bool GgufValue::is_float() const { return is_float_type(type); }
 
 size_t GgufTensor::row_bytes() const { return ggml_row_bytes(type, ne[0]); }
 
-std::unique_ptr<GgufFile> GgufFile::open(const std::string& path) {
+std::unique_ptr<GgufFile> GgufFile::open(const std::string& path, GgufTensorData tensor_data) {
     std::unique_ptr<GgufFile> f(new GgufFile());
     f->path_ = path;
     try {
         f->map();
-        f->parse();
+        f->parse(tensor_data);
     } catch (const Error& e) {
         throw Error(path + ": " + e.what());
     } catch (const std::bad_alloc&) {
@@ -346,7 +346,7 @@ void GgufFile::map() {
     base_ = static_cast<const uint8_t*>(p);
 }
 
-void GgufFile::parse() {
+void GgufFile::parse(GgufTensorData tensor_data) {
     GgufReader r(base_, size_);
     const uint32_t magic = r.u32("GGUF magic");
     if (magic != kGgufMagic)
@@ -367,7 +367,7 @@ void GgufFile::parse() {
     const uint64_t pad = (alignment_ - r.pos() % alignment_) % alignment_;
     if (!checked_add(r.pos(), pad, &data_offset_))
         throw Error("data section offset overflows 64 bits");
-    for (GgufTensor& t : tensors_) locate_tensor(t);
+    for (GgufTensor& t : tensors_) locate_tensor(t, tensor_data);
 }
 
 void GgufFile::parse_metadata(GgufReader& r, uint64_t n_kv) {
@@ -416,12 +416,16 @@ void GgufFile::parse_tensor_infos(GgufReader& r, uint64_t n_tensors) {
     }
 }
 
-void GgufFile::locate_tensor(GgufTensor& t) {
+void GgufFile::locate_tensor(GgufTensor& t, GgufTensorData tensor_data) {
     uint64_t begin = 0;
     uint64_t end = 0;
     if (!checked_add(data_offset_, t.offset, &begin) || !checked_add(begin, t.n_bytes, &end))
         throw Error("tensor " + quoted(t.name) + " has data offset " + std::to_string(t.offset) + " and size " +
                     std::to_string(t.n_bytes) + " that overflow 64 bits");
+    if (end > size_ && tensor_data == GgufTensorData::MAY_BE_TRUNCATED) {
+        ++n_truncated_;  // t.data stays nullptr: nothing may read it
+        return;
+    }
     if (end > size_)
         throw Error("truncated: tensor " + quoted(t.name) + " needs bytes " + std::to_string(begin) + ".." +
                     std::to_string(end) + " but the file has " + std::to_string(size_));

@@ -57,10 +57,20 @@ struct GgufTensor {
     size_t row_bytes() const;
 };
 
+// Whether open() insists on every tensor's data lying inside the file.
+enum class GgufTensorData {
+    REQUIRED,          // a model: tensor data past the end of the file is an error ("truncated: ...")
+    // Metadata-only use (tokenizer, chat template, model info) of a file whose tensor data is cut off,
+    // such as the first part of a split download. The header must still be complete and valid; tensors
+    // whose bytes pass the end keep their info but get data == nullptr.
+    MAY_BE_TRUNCATED,
+};
+
 class GgufFile {
 public:
     // Maps and validates the file; throws wb::Error naming what is wrong and where.
-    static std::unique_ptr<GgufFile> open(const std::string& path);
+    static std::unique_ptr<GgufFile> open(const std::string& path,
+                                          GgufTensorData tensor_data = GgufTensorData::REQUIRED);
 
     ~GgufFile();
     GgufFile(const GgufFile&) = delete;
@@ -89,15 +99,17 @@ public:
 
     const std::vector<GgufTensor>& tensors() const { return tensors_; }
     const GgufTensor* find_tensor(std::string_view name) const;
+    // Tensors whose data is past the end of the file (only ever non-zero with MAY_BE_TRUNCATED).
+    size_t n_truncated_tensors() const { return n_truncated_; }
 
 private:
     GgufFile() = default;
     void map();
-    void parse();
+    void parse(GgufTensorData tensor_data);
     void parse_metadata(GgufReader& r, uint64_t n_kv);
     void read_alignment();
     void parse_tensor_infos(GgufReader& r, uint64_t n_tensors);
-    void locate_tensor(GgufTensor& t);
+    void locate_tensor(GgufTensor& t, GgufTensorData tensor_data);
     [[noreturn]] void throw_type_error(std::string_view key, const GgufValue& v, const char* expected) const;
 
     std::string path_;
@@ -111,6 +123,7 @@ private:
     std::unordered_map<std::string, size_t> kv_index_;
     std::vector<GgufTensor> tensors_;
     std::unordered_map<std::string, size_t> tensor_index_;
+    size_t n_truncated_ = 0;
 };
 
 }  // namespace wb

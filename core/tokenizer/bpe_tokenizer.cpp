@@ -42,9 +42,10 @@ BpeTokenizer::BpeTokenizer(VocabSpec spec) {
     const auto kind = pre_tokenizer_from_name(spec.pre.empty() ? "default" : spec.pre);
     pre_kind_ = kind.value_or(PreTokenizerKind::GPT2);
     // llama.cpp's per-pre-type flags: Llama 3 adds BOS and skips merges for whole-token words;
-    // SmolLM/StarCoder-style and Qwen2 vocabularies keep spaces before punctuation on decode.
+    // SmolLM/StarCoder-style and Qwen2 vocabularies keep spaces before punctuation on decode, except
+    // Megrez, which llama.cpp maps to the Qwen2 splitter but leaves at the default clean-up.
     ignore_merges_ = pre_kind_ == PreTokenizerKind::LLAMA3;
-    clean_spaces_ = pre_kind_ == PreTokenizerKind::GPT2 || pre_kind_ == PreTokenizerKind::LLAMA3;
+    clean_spaces_ = pre_kind_ == PreTokenizerKind::GPT2 || pre_kind_ == PreTokenizerKind::LLAMA3 || spec.pre == "megrez";
     std::vector<std::string> merges = std::move(spec.merges);
     init_common(spec, pre_kind_ == PreTokenizerKind::LLAMA3);
     if (!kind) append_warning("unknown pre-tokenizer '" + pre_ + "', using GPT-2 rules; tokens may differ from llama.cpp");

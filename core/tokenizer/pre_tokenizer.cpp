@@ -161,7 +161,7 @@ std::optional<PreTokenizerKind> pre_tokenizer_from_name(std::string_view name) {
         std::string_view name;
         PreTokenizerKind kind;
     };
-    static constexpr std::array<Entry, 20> names = {{
+    static constexpr std::array<Entry, 22> names = {{
         {"default", PreTokenizerKind::GPT2},      {"gpt-2", PreTokenizerKind::GPT2},
         {"phi-2", PreTokenizerKind::GPT2},        {"mpt", PreTokenizerKind::GPT2},
         {"olmo", PreTokenizerKind::GPT2},         {"smollm", PreTokenizerKind::SMOLLM},
@@ -172,6 +172,7 @@ std::optional<PreTokenizerKind> pre_tokenizer_from_name(std::string_view name) {
         {"llama-v3", PreTokenizerKind::LLAMA3},   {"falcon3", PreTokenizerKind::LLAMA3},
         {"pixtral", PreTokenizerKind::LLAMA3},    {"qwen2", PreTokenizerKind::QWEN2},
         {"deepseek-r1-qwen", PreTokenizerKind::QWEN2}, {"megrez", PreTokenizerKind::QWEN2},
+        {"kormo", PreTokenizerKind::QWEN2},       {"f2llmv2", PreTokenizerKind::QWEN2},
     }};
     for (const Entry& e : names) {
         if (e.name == name) return e.kind;

@@ -11,11 +11,14 @@
 namespace wb {
 namespace {
 
-// Texts llama.cpp treats as end of generation whatever their ids; it also forces them to CONTROL, so
-// they are not matched in plain text. "</s>" matters for Gemma 3, whose file types it USER_DEFINED (id 212).
-constexpr std::array<std::string_view, 9> k_eog_texts = {
-    "<|eot_id|>", "<|im_end|>", "<|end|>", "<end_of_turn>", "<|endoftext|>", "<|end_of_text|>", "<EOT>", "<|eom_id|>",
-    "</s>",
+// Texts llama.cpp treats as end of generation whatever their ids (llama-vocab.cpp, "maintain a list of
+// tokens that cause end-of-generation"); it also forces them to CONTROL, so they are not matched in
+// plain text. "</s>" matters for Gemma 3, whose file types it USER_DEFINED (id 212), and for Qwen 2,
+// whose byte-level vocabulary has it as an ordinary NORMAL token (id 128247).
+constexpr std::array<std::string_view, 22> k_eog_texts = {
+    "<|eot_id|>", "<|im_end|>", "<|end|>", "<|return|>", "<|call|>", "<|flush|>", "<|calls|>", "<end_of_turn>",
+    "<|endoftext|>", "</s>", "<|eom_id|>", "<EOT>", "_<EOT>", "[EOT]", "[EOS]", "<|end_of_text|>",
+    "<end_of_utterance>", "<eos>", "<turn|>", "<|tool_response>", "<｜end▁of▁sentence｜>", "[e~[",
 };
 // Fill-in-the-middle markers llama.cpp also ends generation on (and forces to CONTROL): per group, the
 // first text of the group the vocabulary has. Code models emit them where a chat reply would end.
@@ -24,7 +27,8 @@ constexpr std::array<std::array<std::string_view, 5>, 3> k_fim_eog_groups = {{
     {"<|fim_repo|>", "<|repo_name|>", "<fim-repo>", "<REPO>", "<reponame>"},     // repository name
     {"<|file_sep|>", "", "", "", ""},                                             // file separator
 }};
-// Vocabularies with one of these use "</s>" as ordinary text; llama.cpp then leaves it alone.
+// End-of-generation ids with one of these texts mean "</s>" is ordinary text: llama.cpp then takes it
+// out of the set again and types it NORMAL.
 constexpr std::array<std::string_view, 2> k_plain_s_markers = {"<|tool_response>", "<|plamo:eos|>"};
 // Gemma's turn opener: some Gemma 3 files type it NORMAL, which would make chat prompts unparseable.
 constexpr std::string_view k_forced_control_text = "<start_of_turn>";
@@ -116,29 +120,8 @@ void Tokenizer::init_common(VocabSpec& spec, bool add_bos_default) {
     if (eos_id_ >= n) eos_id_ = -1;
     if (unk_id_ >= n) unk_id_ = -1;
 
-    std::vector<int32_t> eog;
-    if (eos_id_ >= 0) eog.push_back(eos_id_);
-    if (spec.eot_id && *spec.eot_id >= 0) eog.push_back(*spec.eot_id);
-    const bool plain_s = std::any_of(k_plain_s_markers.begin(), k_plain_s_markers.end(),
-                                     [&](std::string_view m) { return find_token(m).has_value(); });
-    for (const std::string_view text : k_eog_texts) {
-        if (text == "</s>" && plain_s) continue;
-        if (const auto id = find_token(text)) {
-            eog.push_back(*id);
-            types_[size_t(*id)] = TokenType::CONTROL;
-        }
-    }
-    for (const auto& group : k_fim_eog_groups)
-        for (const std::string_view text : group)
-            if (const auto id = text.empty() ? std::nullopt : find_token(text)) {
-                eog.push_back(*id);
-                types_[size_t(*id)] = TokenType::CONTROL;
-                break;
-            }
+    build_eog_set(spec.eot_id);
     if (const auto id = find_token(k_forced_control_text)) types_[size_t(*id)] = TokenType::CONTROL;
-    std::sort(eog.begin(), eog.end());
-    eog.erase(std::unique(eog.begin(), eog.end()), eog.end());
-    eog_ids_ = std::move(eog);
 
     for (int32_t id = 0; id < n; ++id) {
         const TokenType t = types_[size_t(id)];
@@ -147,6 +130,46 @@ void Tokenizer::init_common(VocabSpec& spec, bool add_bos_default) {
     std::stable_sort(special_ids_.begin(), special_ids_.end(), [&](int32_t a, int32_t b) {
         return tokens_[size_t(a)].size() > tokens_[size_t(b)].size();
     });
+}
+
+// llama.cpp's order: FIM markers, the end-of-turn texts (forced CONTROL), then eos and eot; last its
+// two corrections for vocabularies where "<|end|>" or "</s>" are not ends of generation.
+void Tokenizer::build_eog_set(const std::optional<int32_t>& eot_id) {
+    std::vector<int32_t> eog;
+    const auto add_control = [&](int32_t id) {
+        eog.push_back(id);
+        types_[size_t(id)] = TokenType::CONTROL;
+    };
+    for (const auto& group : k_fim_eog_groups)
+        for (const std::string_view text : group)
+            if (const auto id = text.empty() ? std::nullopt : find_token(text)) {
+                add_control(*id);
+                break;
+            }
+    for (const std::string_view text : k_eog_texts)
+        if (const auto id = find_token(text)) add_control(*id);
+    if (eos_id_ >= 0) eog.push_back(eos_id_);
+    if (eot_id && *eot_id >= 0) eog.push_back(*eot_id);
+    std::sort(eog.begin(), eog.end());
+    eog.erase(std::unique(eog.begin(), eog.end()), eog.end());
+
+    const auto eog_with = [&](std::string_view text) {
+        return std::find_if(eog.begin(), eog.end(), [&](int32_t id) { return tokens_[size_t(id)] == text; });
+    };
+    // OpenAI harmony / Solar Open: "<|end|>" ends a message, not the generation.
+    const bool has_call = eog_with("<|call|>") != eog.end() || eog_with("<|calls|>") != eog.end();
+    const bool harmony = has_call && (eog_with("<|return|>") != eog.end() || eog_with("<|flush|>") != eog.end());
+    if (const auto end = eog_with("<|end|>"); harmony && end != eog.end()) {
+        types_[size_t(*end)] = TokenType::USER_DEFINED;
+        eog.erase(end);
+    }
+    const bool plain_s = std::any_of(k_plain_s_markers.begin(), k_plain_s_markers.end(),
+                                     [&](std::string_view m) { return eog_with(m) != eog.end(); });
+    if (const auto s = eog_with("</s>"); plain_s && s != eog.end()) {
+        types_[size_t(*s)] = TokenType::NORMAL;
+        eog.erase(s);
+    }
+    eog_ids_ = std::move(eog);
 }
 
 std::vector<Tokenizer::Fragment> Tokenizer::split_special(std::string_view text, bool parse_special) const {

@@ -88,6 +88,8 @@ protected:
     // Takes the shared tables out of spec (tokens, types, special ids, flags); called first by each
     // subclass constructor. add_bos_default is the model's default when the key is absent.
     void init_common(VocabSpec& spec, bool add_bos_default);
+    // eog_ids_ as llama.cpp builds its end-of-generation set (also forcing those tokens to CONTROL).
+    void build_eog_set(const std::optional<int32_t>& eot_id);
     // llama.cpp's special-token partition: each special text, longest first, is cut out of every
     // remaining raw fragment. CONTROL/UNKNOWN texts only when parse_special; USER_DEFINED always.
     std::vector<Fragment> split_special(std::string_view text, bool parse_special) const;

@@ -15,6 +15,7 @@
 
 using wb::GgmlType;
 using wb::GgufFile;
+using wb::GgufTensorData;
 using wb::GgufValueType;
 
 namespace {
@@ -245,6 +246,7 @@ private Q_SLOTS:
     void typed_getter_rejects_wrong_type_naming_both_data();
     void absent_key_and_tensor_give_empty_results();
     void missing_file_error_names_the_path();
+    void cut_off_tensor_data_opens_for_metadata_only_use();
 };
 
 void TestGguf::valid_file_reads_back_every_value_and_tensor_data_data() {
@@ -538,6 +540,41 @@ void TestGguf::missing_file_error_names_the_path() {
     } catch (const wb::Error& e) {
         QVERIFY2(std::string(e.what()).rfind(path + ": cannot open", 0) == 0, e.what());
     }
+}
+
+// The first part of a split model: every prefix that keeps the whole header opens with
+// MAY_BE_TRUNCATED (metadata intact, cut-off tensors without data), is still refused by default, and a
+// prefix that cuts into the header is refused either way.
+void TestGguf::cut_off_tensor_data_opens_for_metadata_only_use() {
+    GgufBuilder g = sample_builder();
+    const QByteArray bytes = g.build();
+    const std::vector<TensorSpec> specs = sample_tensors();
+    for (qsizetype n = qsizetype(g.data_start); n < bytes.size(); ++n) {
+        const std::string path = write(bytes.left(n));
+        const auto f = GgufFile::open(path, GgufTensorData::MAY_BE_TRUNCATED);
+        QCOMPARE(f->get_string("general.architecture"), std::optional<std::string>("llama"));
+        QCOMPARE(*f->get_string_array("tokenizer.ggml.tokens"), (std::vector<std::string>{"<s>", "</s>", "hello", ""}));
+        QCOMPARE(f->tensors().size(), specs.size());
+        size_t cut = 0;
+        for (const wb::GgufTensor& t : f->tensors()) {
+            const bool inside = f->data_offset() + t.offset + t.n_bytes <= uint64_t(n);
+            QCOMPARE(t.data != nullptr, inside);
+            if (!inside) ++cut;
+        }
+        QVERIFY(cut > 0);
+        QCOMPARE(f->n_truncated_tensors(), cut);
+        QVERIFY2(open_error(bytes.left(n)).has_value(), "a model with cut-off tensor data must still be refused");
+    }
+    // Below data_start - 32 the cut is inside the tensor infos, not in the padding after them.
+    for (qsizetype n = 0; n < qsizetype(g.data_start) - 32; n += 7) {
+        try {
+            GgufFile::open(write(bytes.left(n)), GgufTensorData::MAY_BE_TRUNCATED);
+            QFAIL(qPrintable(QString("a header cut at %1 bytes was accepted").arg(n)));
+        } catch (const wb::Error& e) {
+            QVERIFY2(std::string(e.what()).find("truncated") != std::string::npos, e.what());
+        }
+    }
+    QCOMPARE(GgufFile::open(write(bytes), GgufTensorData::MAY_BE_TRUNCATED)->n_truncated_tensors(), size_t(0));
 }
 
 QTEST_GUILESS_MAIN(TestGguf)

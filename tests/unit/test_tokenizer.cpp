@@ -171,6 +171,8 @@ private slots:
         QCOMPARE(wb::pre_tokenizer_from_name("starcoder"), std::optional(PreTokenizerKind::SMOLLM));
         QCOMPARE(wb::pre_tokenizer_from_name("llama-bpe"), std::optional(PreTokenizerKind::LLAMA3));
         QCOMPARE(wb::pre_tokenizer_from_name("qwen2"), std::optional(PreTokenizerKind::QWEN2));
+        QCOMPARE(wb::pre_tokenizer_from_name("deepseek-r1-qwen"), std::optional(PreTokenizerKind::QWEN2));
+        QCOMPARE(wb::pre_tokenizer_from_name("kormo"), std::optional(PreTokenizerKind::QWEN2));
         QCOMPARE(wb::pre_tokenizer_from_name("gpt-2"), std::optional(PreTokenizerKind::GPT2));
         QVERIFY(!wb::pre_tokenizer_from_name("no-such-pre"));
     }
@@ -229,6 +231,38 @@ private slots:
         QCOMPARE(tok->eog_ids(), (Ids{262}));
         QCOMPARE(tok->find_token("hel"), std::optional<int32_t>(258));
         QVERIFY(!tok->find_token("nope"));
+    }
+
+    // llama.cpp's end-of-generation rules: end-of-turn texts count (and become CONTROL) whatever the
+    // file says; "</s>" stops being one where "<|tool_response>" is, and "<|end|>" where the
+    // harmony markers "<|return|>" and "<|call|>" are.
+    void end_of_generation_follows_llama_cpp_rules() {
+        const auto with = [](std::initializer_list<std::pair<const char*, TokenType>> extra) {
+            VocabSpec spec = tiny_bpe_spec();
+            for (const auto& [text, type] : extra) {
+                spec.tokens.push_back(text);
+                spec.types.push_back(type);
+            }
+            return Tokenizer::from_vocab(std::move(spec));
+        };
+        // Qwen 2: a NORMAL "</s>" and the FIM markers; "</s>" is then not matched in plain text.
+        auto tok = with({{"</s>", TokenType::NORMAL}, {"<｜end▁of▁sentence｜>", TokenType::CONTROL},
+                         {"<|fim_pad|>", TokenType::CONTROL}, {"<|repo_name|>", TokenType::CONTROL},
+                         {"<|file_sep|>", TokenType::CONTROL}, {"<|fim_prefix|>", TokenType::CONTROL}});
+        QCOMPARE(tok->eog_ids(), (Ids{262, 266, 267, 268, 269, 270}));
+        QCOMPARE(tok->token_type(266), TokenType::CONTROL);
+        QCOMPARE(tok->encode("</s>", false, true), (Ids{266}));
+        QCOMPARE(tok->encode("</s>", false, false).size(), size_t(4));
+        // Gemma 4 style: "</s>" is ordinary text next to "<|tool_response>".
+        tok = with({{"</s>", TokenType::USER_DEFINED}, {"<|tool_response>", TokenType::CONTROL}});
+        QCOMPARE(tok->eog_ids(), (Ids{262, 267}));
+        QCOMPARE(tok->token_type(266), TokenType::NORMAL);
+        // OpenAI harmony: "<|end|>" ends a message, not the generation.
+        tok = with({{"<|end|>", TokenType::CONTROL}, {"<|return|>", TokenType::CONTROL}, {"<|call|>", TokenType::CONTROL}});
+        QCOMPARE(tok->eog_ids(), (Ids{262, 267, 268}));
+        QCOMPARE(tok->token_type(266), TokenType::USER_DEFINED);
+        tok = with({{"<|end|>", TokenType::CONTROL}});
+        QCOMPARE(tok->eog_ids(), (Ids{262, 266}));
     }
 
     void inconsistent_vocabularies_are_rejected() {
