@@ -10,6 +10,7 @@
 #include <exception>
 #include <map>
 
+#include "engine/model.h"
 #include "gguf/gguf_file.h"
 #include "model/model_paths.h"
 
@@ -137,6 +138,9 @@ void ModelCache::readHeader(CachedModel& m) {
             const auto file = wb::GgufFile::open(QFile::encodeName(m.path).toStdString());
             h.arch = QString::fromStdString(file->get_string("general.architecture").value_or(std::string()));
             h.quant = quantizationOf(*file);
+            // Architecture, hyperparameters, tensors and tokenizer, as loading would check them (no
+            // weights are read): the dialog says which files can run before anyone tries.
+            h.unsupported = QString::fromStdString(wb::Model::check(*file));
         } catch (const std::exception& e) {
             h.error = QString::fromStdString(e.what());
         }
@@ -145,6 +149,7 @@ void ModelCache::readHeader(CachedModel& m) {
     m.arch = it->arch;
     m.quant = it->quant;
     m.error = it->error;
+    m.unsupported = it->unsupported;
 }
 
 QString ModelCache::knownHash(const CachedModel& m) const {

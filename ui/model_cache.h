@@ -29,6 +29,7 @@ struct CachedModel {
     QString arch;          // general.architecture
     QString quant;         // the file type (general.file_type), else the dominant weight type
     QString error;         // why the header could not be read; empty when it could
+    QString unsupported;   // why WhiteBox cannot run the file (wb::Model::check); empty when it can
     QString sha256;        // lower-case hex; empty until hashed (never for partial downloads)
 };
 
@@ -67,6 +68,7 @@ private:
         QString arch;
         QString quant;
         QString error;
+        QString unsupported;
     };
     void readHeader(CachedModel& m);
     void queueHash(const CachedModel& m);

@@ -1,5 +1,7 @@
 #include "models_dialog.h"
 
+#include <algorithm>
+
 #include <QCoreApplication>
 #include <QDesktopServices>
 #include <QDialogButtonBox>
@@ -82,6 +84,9 @@ ModelsDialog::ModelsDialog(QWidget* parent) : QDialog(parent) {
         m_table->setRowCount(int(models.size()));
         for (int i = 0; i < models.size(); ++i) fillRow(i, models[i]);
         m_table->resizeColumnsToContents();
+        // A reason why a file cannot run can be a long sentence: the column stays narrow enough for
+        // the hash to show (the cell elides it; the tooltip and the status line have it whole).
+        m_table->setColumnWidth(RunsColumn, std::min(m_table->columnWidth(RunsColumn), 240));
         m_dirLabel->setText(tr("Models in %1").arg(displayPath(m_cache->directory())));
         m_banner->setText(tr("There is no model in %1 yet. Fetch the default model, download a GGUF file from an address, or "
                              "open one from disk.")
@@ -121,14 +126,16 @@ QWidget* ModelsDialog::createCacheSection() {
     layout->setContentsMargins(0, 0, 0, 0);
     m_dirLabel = new QLabel(box);
     m_dirLabel->setTextInteractionFlags(Qt::TextSelectableByMouse);
-    m_table = new QTableWidget(0, 5, box);
-    m_table->setHorizontalHeaderLabels({tr("Name"), tr("Size"), tr("Architecture"), tr("Quantization"), tr("SHA-256")});
+    m_table = new QTableWidget(0, 6, box);
+    m_table->setHorizontalHeaderLabels(
+        {tr("Name"), tr("Size"), tr("Architecture"), tr("Quantization"), tr("Can run"), tr("SHA-256")});
     m_table->horizontalHeader()->setStretchLastSection(true);
     m_table->verticalHeader()->setVisible(false);
     m_table->setEditTriggers(QAbstractItemView::NoEditTriggers);
     m_table->setSelectionBehavior(QAbstractItemView::SelectRows);
     m_table->setSelectionMode(QAbstractItemView::SingleSelection);
     connect(m_table, &QTableWidget::itemSelectionChanged, this, &ModelsDialog::updateButtons);
+    connect(m_table, &QTableWidget::itemSelectionChanged, this, &ModelsDialog::showWhyNotRunnable);
     connect(m_table, &QTableWidget::cellDoubleClicked, this, &ModelsDialog::loadSelected);
 
     m_load = new QPushButton(tr("&Load"), box);
@@ -223,6 +230,7 @@ void ModelsDialog::fillRow(int row, const CachedModel& m) {
     if (m.partial) {
         cell(ArchColumn, tr("partial download"), tr("Resume it with Resume download, or remove it."));
         cell(QuantColumn, QString());
+        cell(RunsColumn, QString());
         cell(HashColumn, QString());
         return;
     }
@@ -231,6 +239,14 @@ void ModelsDialog::fillRow(int row, const CachedModel& m) {
     else
         cell(ArchColumn, m.arch);
     cell(QuantColumn, m.quant);
+    // Whether WhiteBox can run the file, and if not why (the whole reason in the tooltip and, for the
+    // selected file, the status line).
+    if (!m.error.isEmpty() && m.arch.isEmpty())
+        cell(RunsColumn, tr("no"), m.error);
+    else if (!m.unsupported.isEmpty())
+        cell(RunsColumn, tr("no: %1").arg(m.unsupported), m.unsupported);
+    else
+        cell(RunsColumn, tr("yes"));
     cell(HashColumn, !m.sha256.isEmpty() ? m.sha256 : (m.error.isEmpty() ? tr("computing…") : QString()));
 }
 
@@ -277,7 +293,22 @@ void ModelsDialog::updateButtons() {
     m_fetch->setEnabled(!downloading && !fetching);
 }
 
+// Selecting a file WhiteBox cannot run says why in the status line (Load stays possible: it fails with
+// the same reason); selecting another file clears that message, and only that one. The message of an
+// operation (a download, the fetch script) is not replaced: the "Can run" column still says it.
+void ModelsDialog::showWhyNotRunnable() {
+    if (!m_status->text().isEmpty() && !m_statusIsWhyNot) return;
+    const CachedModel* m = m_cache->find(selectedPath());
+    if (m && !m->partial && !m->unsupported.isEmpty()) {
+        setStatus(tr("%1 cannot be run: %2").arg(m->fileName, m->unsupported), true);
+        m_statusIsWhyNot = true;
+    } else if (m_statusIsWhyNot) {
+        setStatus(QString());
+    }
+}
+
 void ModelsDialog::setStatus(const QString& text, bool error) {
+    m_statusIsWhyNot = false;
     m_status->setStyleSheet(error ? QStringLiteral("color: #b00020;") : QString());
     m_status->setText(text);
 }

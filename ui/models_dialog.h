@@ -23,7 +23,7 @@ class ModelsDialog : public QDialog {
     Q_OBJECT
 
 public:
-    enum Column { NameColumn, SizeColumn, ArchColumn, QuantColumn, HashColumn };
+    enum Column { NameColumn, SizeColumn, ArchColumn, QuantColumn, RunsColumn, HashColumn };
 
     explicit ModelsDialog(QWidget* parent = nullptr);
     ~ModelsDialog() override;
@@ -75,6 +75,7 @@ private:
     QString selectedPath() const;
     void updateButtons();
     void setStatus(const QString& text, bool error = false);
+    void showWhyNotRunnable();
     void setBusy(bool busy);
     void handleHashReady(const QString& path, const QString& sha256);
     void handleProgress(qint64 received, qint64 total);
@@ -108,6 +109,7 @@ private:
     QProcess* m_process = nullptr;
     QString m_fetchScript;
     bool m_fetchCanceled = false;
+    bool m_statusIsWhyNot = false;  // the status line shows why the selected file cannot run
     bool m_nameEdited = false;      // the user typed a name: URL edits no longer replace it
     QElapsedTimer m_rateClock;      // since this transfer started
     qint64 m_rateOffset = 0;        // bytes that were on disk when it started

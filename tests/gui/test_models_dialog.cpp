@@ -23,6 +23,7 @@
 #include "model_cache.h"
 #include "model_downloader.h"
 #include "models_dialog.h"
+#include "random_llama.h"
 
 using wb_download_test::LocalHttpServer;
 
@@ -96,6 +97,33 @@ private Q_SLOTS:
                                       wb_download_test::sha256Hex(wb_download_test::readFile(path)), kTimeoutMs);
         QVERIFY(cell(d, m_part, ModelsDialog::HashColumn).isEmpty());
         QVERIFY(!d.banner()->isVisible());
+    }
+
+    // Each file says whether WhiteBox can run it and, if not, why (in the cell, its tooltip and, once
+    // selected, the status line): a random llama model runs, the same with a tensor no architecture
+    // reads does not, and the header-only test files lack hyperparameters.
+    void saysWhichFilesCanRunAndWhyNot() {
+        QTemporaryDir dir;
+        useCache(dir.path());
+        const QString good = dir.filePath("runs.gguf"), bad = dir.filePath("extra-tensor.gguf");
+        wb::write_random_llama(wb::RandomLlamaSpec::tiny(), good.toStdString());
+        wb::RandomLlamaSpec spec = wb::RandomLlamaSpec::tiny();
+        spec.extra_tensors = {"blk.0.attn_qkv.weight"};
+        wb::write_random_llama(spec, bad.toStdString());
+        wb_download_test::writeGguf(dir.filePath("header-only.gguf"), {"llama", 2, wb::GgmlType::Q4_0, 2, 9});
+        ModelsDialog d;
+        d.show();
+        QCOMPARE(cell(d, good, ModelsDialog::RunsColumn), QString("yes"));
+        const QString why = "model file has tensor 'blk.0.attn_qkv.weight', which the llama architecture does not use "
+                            "here (not supported)";
+        QCOMPARE(cell(d, bad, ModelsDialog::RunsColumn), "no: " + why);
+        QCOMPARE(d.table()->item(d.rowOf(bad), ModelsDialog::RunsColumn)->toolTip(), why);
+        QVERIFY(cell(d, dir.filePath("header-only.gguf"), ModelsDialog::RunsColumn).startsWith("no: model metadata is missing"));
+        d.selectPath(bad);
+        QCOMPARE(d.statusText(), "extra-tensor.gguf cannot be run: " + why);
+        d.selectPath(good);
+        QVERIFY(d.statusText().isEmpty());
+        useCache(m_cache.path());
     }
 
     void hashesAreRememberedUntilTheFileChanges() {
