@@ -6,6 +6,7 @@
 #include <cstring>
 #include <string>
 
+#include "common.cuh"
 #include "cuda_check.h"
 #include "dequant_parts.h"
 #include "elementwise.cuh"
@@ -110,6 +111,17 @@ std::string CudaBackend::description() const {
 void CudaBackend::prepare_weights(ModelWeights& weights) {
     end_matmul_run();
     invalidate_graph();
+    // A type without a kernel (the grid IQ types so far) is refused here, when the model is loaded,
+    // rather than at the first prompt.
+    for (const Weight* w : weights.all()) {
+        if (!w->host) continue;
+        try {
+            cuda::dispatch_weight_type(w->type, [](auto) {});
+        } catch (const Error&) {
+            throw Error("the CUDA backend has no kernel for weight type " + ggml_type_name(w->type) + " (tensor '" +
+                        (w->src ? w->src->name : std::string("?")) + "'); use the CPU backend for this model");
+        }
+    }
     // What is not on the device yet (a tied output shares the embedding's memory: counted once).
     size_t needed = 0;
     std::unordered_map<const void*, size_t> fresh;

@@ -241,7 +241,7 @@ void ModelsDialog::fillRow(int row, const CachedModel& m) {
     cell(QuantColumn, m.quant);
     // Whether WhiteBox can run the file, and if not why (the whole reason in the tooltip and, for the
     // selected file, the status line).
-    if (!m.error.isEmpty() && m.arch.isEmpty())
+    if (!m.error.isEmpty())
         cell(RunsColumn, tr("no"), m.error);
     else if (!m.unsupported.isEmpty())
         cell(RunsColumn, tr("no: %1").arg(m.unsupported), m.unsupported);
@@ -299,8 +299,9 @@ void ModelsDialog::updateButtons() {
 void ModelsDialog::showWhyNotRunnable() {
     if (!m_status->text().isEmpty() && !m_statusIsWhyNot) return;
     const CachedModel* m = m_cache->find(selectedPath());
-    if (m && !m->partial && !m->unsupported.isEmpty()) {
-        setStatus(tr("%1 cannot be run: %2").arg(m->fileName, m->unsupported), true);
+    const QString why = m && !m->partial ? (m->error.isEmpty() ? m->unsupported : m->error) : QString();
+    if (!why.isEmpty()) {
+        setStatus(tr("%1 cannot be run: %2").arg(m->fileName, why), true);
         m_statusIsWhyNot = true;
     } else if (m_statusIsWhyNot) {
         setStatus(QString());

@@ -78,6 +78,10 @@ int cmd_perplexity(const CliOptions& o) {
 
     std::vector<int32_t> tokens = perplexity_tokens(model->tokenizer(), text);
     const int32_t n_rows = perplexity_rows(tokens.size(), n_ctx);
+    if (int64_t(tokens.size()) < 2 * int64_t(n_ctx) || n_rows <= 0)
+        throw Error("perplexity: the text has " + std::to_string(tokens.size()) + " tokens; a context of " +
+                    std::to_string(n_ctx) + " needs at least " + std::to_string(2 * int64_t(n_ctx)) +
+                    " (use a longer text or a smaller --ctx)");
     // A base that does not describe these tokens is refused before any work.
     std::unique_ptr<LogprobBase> base;
     if (!o.kl_base.empty()) {

@@ -29,7 +29,7 @@ std::string Model::check(const GgufFile& file) {
         const ModelConfig config = ModelConfig::from_gguf(file);
         bind_weights(file, config);
         Tokenizer::from_gguf(file);
-    } catch (const Error& e) {
+    } catch (const std::exception& e) {  // wb::Error, or bad_alloc on an absurd vocabulary
         return e.what();
     }
     return {};

@@ -154,11 +154,20 @@ LogprobBase LogprobBase::read(const std::string& path) {
     if (head[0] == 0 || head[0] > (1u << 22) || head[2] > (1u << 26) || head[3] > head[2] ||
         uint64_t(head[3]) * head[0] > (uint64_t(1) << 34))
         throw Error(path + ": implausible logprob file header");
+    // The header must describe exactly the file's bytes before anything is allocated for it.
+    std::fseek(f, 0, SEEK_END);
+    const long end = std::ftell(f);
+    const uint64_t expected = sizeof magic + sizeof head + uint64_t(head[2]) * 4 + uint64_t(head[3]) * (12 + 2 * uint64_t(head[0]));
+    if (end < 0 || uint64_t(end) != expected)
+        throw Error(path + ": the file's size does not match its header (truncated or not a logprob file)");
+    std::fseek(f, long(sizeof magic + sizeof head), SEEK_SET);
     LogprobBase b;
     b.n_vocab = int32_t(head[0]);
     b.n_ctx = int32_t(head[1]);
     b.tokens.resize(head[2]);
     read_all(f, b.tokens.data(), b.tokens.size() * sizeof(int32_t), path);
+    for (int32_t t : b.tokens)
+        if (t < 0 || t >= b.n_vocab) throw Error(path + ": a token id outside the vocabulary");
     const size_t rows = head[3];
     b.positions.resize(rows);
     b.mins.resize(rows);

@@ -49,8 +49,9 @@ PerplexityResult compute_perplexity(Session& session, std::vector<int32_t> token
 
 // A file of scored rows (--save-logits), read back as the base of a KL comparison (--kl-base). Our own
 // format: magic "WBLOGPR1", then u32 n_vocab, n_ctx, n_tokens, n_rows, the tokens (i32), and per
-// row its position (i32) and log-probabilities stored as llama-perplexity stores them: the row's
-// minimum and a step (f32 each) and one u16 per token, log p = min + step * q.
+// row its position (i32) and its log-probabilities in a 16-bit linear code (the idea of
+// llama-perplexity's file, not its format): the row's minimum and a step (f32 each) and one u16 per
+// token, log p = min + step * q.
 class LogprobFile {
 public:
     // Writes the header now and rows as they come; wb::Error naming the path on I/O failure.

@@ -39,7 +39,10 @@ void read_rope_scaling(const GgufFile& f, ModelConfig& c) {
     float factor = optional_float(f, a + ".rope.scaling.factor", optional_float(f, a + ".rope.scale_linear", 0.0f));
     if (factor < 0.0f || !std::isfinite(factor)) throw Error("model metadata: rope.scaling.factor must be >= 0");
     c.rope_n_ctx_orig = optional_int(f, a + ".rope.scaling.original_context_length", c.n_ctx_train);
-    if (c.rope_n_ctx_orig == 0) c.rope_n_ctx_orig = c.n_ctx_train;
+    if (c.rope_n_ctx_orig == 0) throw Error("model metadata: rope.scaling.original_context_length is 0");
+    // llama.cpp changes YaRN's magnitude for this key (DeepSeek-style); not implemented, so refused.
+    if (f.get_float(a + ".rope.scaling.yarn_log_multiplier").value_or(0.0) != 0.0)
+        throw Error("model uses rope.scaling.yarn_log_multiplier, which WhiteBox does not support");
     if (type == "none") {
         c.rope_freq_scale = 1.0f;
     } else if (type == "linear" || type == "yarn") {
@@ -57,6 +60,10 @@ void read_rope_scaling(const GgufFile& f, ModelConfig& c) {
     if (!(attn_factor > 0.0f) || !std::isfinite(attn_factor))
         throw Error("model metadata: rope.scaling.attn_factor must be positive");
     c.rope_attn_factor *= attn_factor;
+    // What the factors above become must be usable numbers (a subnormal factor makes 1 / factor inf).
+    if (!std::isfinite(c.rope_freq_scale) || !(c.rope_freq_scale > 0.0f) || !std::isfinite(c.rope_attn_factor) ||
+        !(c.rope_attn_factor > 0.0f))
+        throw Error("model metadata: rope.scaling.factor " + std::to_string(factor) + " gives no usable rope scaling");
 }
 
 // Fields every supported architecture shares.
@@ -85,6 +92,8 @@ void read_common(const GgufFile& f, ModelConfig& c) {
                     std::to_string(c.head_dim));
     c.norm_eps = optional_float(f, a + ".attention.layer_norm_rms_epsilon", 1e-5f);
     c.rope_base = optional_float(f, a + ".rope.freq_base", 10000.0f);
+    if (!std::isfinite(c.rope_base) || !(c.rope_base > 1.0f))
+        throw Error("model metadata: rope.freq_base must be a finite number above 1");
     c.rope_base_swa = c.rope_base;
     read_rope_scaling(f, c);
     const auto* tokens = f.get_string_array("tokenizer.ggml.tokens");
@@ -135,6 +144,8 @@ void read_gemma(const GgufFile& f, ModelConfig& c) {
         // Gemma 3's local theta is not in most files (10000 is what it was trained with); Gemma 2's
         // local layers use the global one unless the file says otherwise.
         c.rope_base_swa = optional_float(f, c.arch + ".rope.freq_base_swa", gemma2 ? c.rope_base : 10000.0f);
+        if (!std::isfinite(c.rope_base_swa) || !(c.rope_base_swa > 1.0f))
+            throw Error("model metadata: rope.freq_base_swa must be a finite number above 1");
     }
     // The file's rope scaling (linear x8 on Gemma 3 4B and larger) applies to Gemma 3's global layers
     // only; Gemma 2's local layers share it.

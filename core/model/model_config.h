@@ -30,7 +30,7 @@ struct ModelConfig {
     int32_t n_vocab = 0;         // rows of the embedding / output matrices
     float norm_eps = 1e-5f;      // RMSNorm epsilon added to mean(x^2)
     float rope_base = 10000.0f;  // RoPE theta for full-attention layers
-    float rope_base_swa = 10000.0f;  // RoPE theta for sliding-window layers (gemma3)
+    float rope_base_swa = 10000.0f;  // RoPE theta for sliding-window layers (gemma2, gemma3)
     float rope_freq_scale = 1.0f;    // 1 / the rope scaling factor (rope.scaling.type linear or yarn)
     float rope_freq_scale_swa = 1.0f;  // the same for sliding-window layers (gemma2: rope_freq_scale; gemma3: 1)
     float rope_ext_factor = 0.0f;    // YaRN's extrapolation mix: 1 for rope.scaling.type yarn, else 0

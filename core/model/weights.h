@@ -43,7 +43,7 @@ struct LayerWeights {
     Weight post_ffw_norm;        // [n_embd]            norm of the FFN output (gemma3)
     Weight attn_q_bias;          // [q_dim]             optional biases of the projections (qwen2; any
     Weight attn_k_bias;          // [kv_dim]            llama-family file may have them)
-    Weight attn_v_bias;          // [kv_dim]
+    Weight attn_v_bias;          // [v_dim]
     Weight attn_output_bias;     // [n_embd]
 };
 

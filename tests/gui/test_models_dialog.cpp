@@ -10,6 +10,7 @@
 #include <QMessageBox>
 #include <QProgressBar>
 #include <QPushButton>
+#include <QScopeGuard>
 #include <QSignalSpy>
 #include <QTableWidget>
 #include <QTemporaryDir>
@@ -105,6 +106,7 @@ private Q_SLOTS:
     void saysWhichFilesCanRunAndWhyNot() {
         QTemporaryDir dir;
         useCache(dir.path());
+        const auto restore = qScopeGuard([this] { useCache(m_cache.path()); });
         const QString good = dir.filePath("runs.gguf"), bad = dir.filePath("extra-tensor.gguf");
         wb::write_random_llama(wb::RandomLlamaSpec::tiny(), good.toStdString());
         wb::RandomLlamaSpec spec = wb::RandomLlamaSpec::tiny();
@@ -123,7 +125,6 @@ private Q_SLOTS:
         QCOMPARE(d.statusText(), "extra-tensor.gguf cannot be run: " + why);
         d.selectPath(good);
         QVERIFY(d.statusText().isEmpty());
-        useCache(m_cache.path());
     }
 
     void hashesAreRememberedUntilTheFileChanges() {

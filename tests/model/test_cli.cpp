@@ -4,6 +4,7 @@
 #include <QJsonArray>
 #include <QJsonDocument>
 #include <QFile>
+#include <QFileInfo>
 #include <QJsonObject>
 #include <QProcess>
 #include <QTemporaryDir>
@@ -269,9 +270,24 @@ private Q_SLOTS:
         QCOMPARE(bad.exit_code, 1);
         QCOMPARE(bad.err.trimmed().split('\n').size(), 1);
         QVERIFY2(bad.err.contains("vocabulary of 1024 tokens, this model has 49152"), bad.err.constData());
-        const Run short_text = run_cli({"perplexity", "-m", model(), "-f", text, "--ctx", "4096", "--backend", "cpu"});
+        // A text too short for the context is refused before a --save-logits file is made.
+        const QString unmade = dir.filePath("unmade.logprobs");
+        const Run short_text =
+            run_cli({"perplexity", "-m", model(), "-f", text, "--ctx", "4096", "--backend", "cpu", "--save-logits", unmade});
         QCOMPARE(short_text.exit_code, 1);
         QVERIFY2(short_text.err.contains("needs at least 8192"), short_text.err.constData());
+        QVERIFY(!QFileInfo::exists(unmade));
+        // A hostile base (a header promising 2^34 values in 32 bytes) is refused without allocating them.
+        const QString hostile = dir.filePath("hostile.logprobs");
+        QFile h(hostile);
+        QVERIFY(h.open(QIODevice::WriteOnly));
+        const uint32_t head[4] = {1u << 22, 256, 1u << 20, 1u << 12};
+        h.write("WBLOGPR1", 8);
+        h.write(reinterpret_cast<const char*>(head), sizeof head);
+        h.close();
+        const Run bad_base = run_cli(common + QStringList{"--kl-base", hostile});
+        QCOMPARE(bad_base.exit_code, 1);
+        QVERIFY2(bad_base.err.contains("does not match its header"), bad_base.err.constData());
     }
 };
 
