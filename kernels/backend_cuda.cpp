@@ -460,11 +460,8 @@ void CudaBackend::rope(Tensor& x, const RopeParams& p, const int32_t* positions)
         a.freq_factors = static_cast<const float*>(device_copy(*p.freq_factors));
     }
     a.ext_factor = p.ext_factor;
-    a.mscale = p.attn_factor;
-    if (p.ext_factor != 0.0f) {
-        a.mscale *= std::fma(0.1f, std::log(1.0f / p.freq_scale), 1.0f);  // as rope_angles
-        rope_yarn_corr_dims(p, &a.corr_low, &a.corr_high);
-    }
+    a.mscale = rope_magnitude(p);
+    if (p.ext_factor != 0.0f) rope_yarn_corr_dims(p, &a.corr_low, &a.corr_high);
     cuda::rope(a, stream_);
 }
 

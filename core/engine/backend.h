@@ -51,6 +51,10 @@ struct RopeParams {
     float beta_fast = 32.0f, beta_slow = 1.0f;  // YaRN: rotations that bound the ramp (ggml's defaults)
 };
 
+// The magnitude of cos and sin: attn_factor, times YaRN's correction (1 + 0.1 ln(1 / freq_scale))
+// when ext_factor != 0.
+float rope_magnitude(const RopeParams& p);
+
 // YaRN's correction dims: pairs below *low keep their unscaled angle, pairs above *high the scaled one,
 // with a linear ramp between (ggml_rope_yarn_corr_dims).
 void rope_yarn_corr_dims(const RopeParams& p, float* low, float* high);

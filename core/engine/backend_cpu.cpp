@@ -93,7 +93,9 @@ float gelu_tanh_f16_table(float x) {
 //    whose row dots round as tinyBLAS does).
 DotOrder llama_cpp_dot_order(const Weight& w, int64_t n_tok, int64_t t) {
     const bool repackable = w.type == GgmlType::Q4_0 || w.type == GgmlType::Q4_K || w.type == GgmlType::IQ4_NL;
-    if (repackable && w.n_out % 8 == 0) return t < n_tok - n_tok % 4 ? DotOrder::kGemm : DotOrder::kGemv;
+    // llama.cpp repacks whole tensors: a fused tensor's row count decides, not that of the part in use.
+    const int64_t tensor_rows = w.src ? w.src->ne[1] : w.n_out;
+    if (repackable && tensor_rows % 8 == 0) return t < n_tok - n_tok % 4 ? DotOrder::kGemm : DotOrder::kGemv;
     switch (w.type) {
         case GgmlType::Q2_K:
         case GgmlType::Q3_K:

@@ -44,16 +44,8 @@ void forward_gemma(Backend& be, const ModelConfig& c, const ModelWeights& w, KvC
         else
             be.add_rms_norm(x, xn, l.attn_norm, c.norm_eps, xn);
         // q = rmsnorm_per_head(Wq xn) * attn_q_norm, k = rmsnorm_per_head(Wk xn) * attn_k_norm, v = Wv xn
-        // (Gemma 2: q = Wq xn, k = Wk xn). The raw q projection goes through `attn` (free until the
-        // attention writes it) and k's through its own buffer, so that no operation works in place.
-        Tensor q_raw = c.qk_norm ? attn : q, k_raw = c.qk_norm ? b.k_raw.rows(0, n) : k;
-        const Weight* qkv_w[3] = {&l.attn_q, &l.attn_k, &l.attn_v};
-        Tensor* qkv[3] = {&q_raw, &k_raw, &v};
-        be.matmul_shared(xn, qkv_w, qkv, 3);
-        if (c.qk_norm) {
-            be.rms_norm(q_raw, l.attn_q_norm, c.norm_eps, c.head_dim, q);
-            be.rms_norm(k_raw, l.attn_k_norm, c.norm_eps, c.head_dim, k);
-        }
+        // (Gemma 2: q = Wq xn, k = Wk xn).
+        project_qkv(be, c, l, b, xn, attn, q, k, v);
         // rotate q and k by their positions (NEOX pairs), then save k and v at those positions
         be.rope(q, rope_q, b.positions.data());
         be.rope(k, rope_k, b.positions.data());

@@ -40,19 +40,7 @@ void forward_llama(Backend& be, const ModelConfig& c, const ModelWeights& w, KvC
             be.rms_norm(x, l.attn_norm, c.norm_eps, c.n_embd, xn);
         else
             be.add_rms_norm(x, proj, l.attn_norm, c.norm_eps, xn);
-        // With QK-norm the raw q projection goes through `attn` (free until the attention writes it)
-        // and k's through its own buffer, so that no backend operation has to work in place.
-        Tensor q_raw = c.qk_norm ? attn : q, k_raw = c.qk_norm ? b.k_raw.rows(0, n) : k;
-        const Weight* qkv_w[3] = {&l.attn_q, &l.attn_k, &l.attn_v};
-        Tensor* qkv[3] = {&q_raw, &k_raw, &v};
-        be.matmul_shared(xn, qkv_w, qkv, 3);
-        if (l.attn_q_bias) be.add_bias(q_raw, l.attn_q_bias);
-        if (l.attn_k_bias) be.add_bias(k_raw, l.attn_k_bias);
-        if (l.attn_v_bias) be.add_bias(v, l.attn_v_bias);
-        if (c.qk_norm) {
-            be.rms_norm(q_raw, l.attn_q_norm, c.norm_eps, c.head_dim, q);
-            be.rms_norm(k_raw, l.attn_k_norm, c.norm_eps, c.head_dim, k);
-        }
+        project_qkv(be, c, l, b, xn, attn, q, k, v);
         // rotate q and k by their positions, then save k and v at those positions
         be.rope(q, rope_q, b.positions.data());
         be.rope(k, rope_k, b.positions.data());

@@ -32,6 +32,21 @@ void keep_output_rows(const ForwardBatch& batch, std::initializer_list<Tensor*> 
     for (Tensor* t : views) *t = t->rows(t->n_rows - 1, 1);
 }
 
+void project_qkv(Backend& be, const ModelConfig& c, const LayerWeights& l, ForwardBuffers& b, const Tensor& xn,
+                 Tensor& attn_scratch, Tensor& q, Tensor& k, Tensor& v) {
+    Tensor q_raw = c.qk_norm ? attn_scratch : q, k_raw = c.qk_norm ? b.k_raw.rows(0, xn.n_rows) : k;
+    const Weight* qkv_w[3] = {&l.attn_q, &l.attn_k, &l.attn_v};
+    Tensor* qkv[3] = {&q_raw, &k_raw, &v};
+    be.matmul_shared(xn, qkv_w, qkv, 3);
+    if (l.attn_q_bias) be.add_bias(q_raw, l.attn_q_bias);
+    if (l.attn_k_bias) be.add_bias(k_raw, l.attn_k_bias);
+    if (l.attn_v_bias) be.add_bias(v, l.attn_v_bias);
+    if (c.qk_norm) {
+        be.rms_norm(q_raw, l.attn_q_norm, c.norm_eps, c.head_dim, q);
+        be.rms_norm(k_raw, l.attn_k_norm, c.norm_eps, c.head_dim, k);
+    }
+}
+
 // llama.cpp's get_rope_factors: the file's rope_freqs if it has them, else Phi-3's long factors when
 // the context (padded to 256, as llama.cpp pads it) exceeds the original training context, else its
 // short ones. Fixed for a context, whatever the position.

@@ -10,6 +10,7 @@
 namespace wb {
 
 struct ModelWeights;
+struct LayerWeights;
 
 // Scratch activations for batches of up to max_batch tokens, allocated once per session.
 struct ForwardBuffers {
@@ -67,6 +68,13 @@ ForwardFn forward_function(const std::string& arch);
 // the CPU backend picks llama.cpp's kernel, and accumulation order, by batch size for some types
 // (Q4_K, Q2_K-Q6_K), and the pruned rows must take the same ones as llama.cpp's).
 void keep_output_rows(const ForwardBatch& batch, std::initializer_list<Tensor*> views);
+
+// q, k and v of one layer from its normalised input xn: the three projections, their biases when the
+// file has them, and the per-head norms of q and k when the model has them (config.qk_norm). The raw
+// q projection then goes through `attn_scratch` (free until the attention writes it) and k's through
+// buffers.k_raw, so that no backend operation works in place.
+void project_qkv(Backend& backend, const ModelConfig& config, const LayerWeights& layer, ForwardBuffers& buffers,
+                 const Tensor& xn, Tensor& attn_scratch, Tensor& q, Tensor& k, Tensor& v);
 
 // The rope of one layer's q or k (n_head heads): the model's scaling, its frequency factors if it has
 // them (Phi-3's long or short ones by the context size n_ctx), and the given theta and frequency

@@ -21,17 +21,20 @@ void rope_yarn_corr_dims(const RopeParams& p, float* low, float* high) {
     *high = std::min(float(p.n_rot - 1), std::ceil(yarn_corr_dim(p.n_rot, p.n_ctx_orig, p.beta_slow, p.base)));
 }
 
+float rope_magnitude(const RopeParams& p) {
+    // The fused multiply-add is the one the reference's compiler forms (see rope_angles).
+    return p.ext_factor != 0.0f ? p.attn_factor * std::fma(0.1f, std::log(1.0f / p.freq_scale), 1.0f) : p.attn_factor;
+}
+
 void rope_angles(const RopeParams& p, const float* factors, int32_t pos, float* cos_out, float* sin_out) {
     const int32_t half = p.n_rot / 2;
     const float theta_scale = std::pow(p.base, -2.0f / float(p.n_rot));
     // YaRN's magnitude correction (1 + 0.1 ln(factor)) on top of the model's attention factor. The
-    // fused multiply-adds here and in the mix below are the ones the reference's compiler forms (ggml's
+    // fused multiply-adds in rope_magnitude and in the mix below are the ones the reference's compiler forms (ggml's
     // CPU code is built for the host with contraction on; the unfused forms differ in the last bit).
-    float mscale = p.attn_factor, corr_low = 0.0f, corr_high = 0.0f;
-    if (p.ext_factor != 0.0f) {
-        mscale *= std::fma(0.1f, std::log(1.0f / p.freq_scale), 1.0f);
-        rope_yarn_corr_dims(p, &corr_low, &corr_high);
-    }
+    const float mscale = rope_magnitude(p);
+    float corr_low = 0.0f, corr_high = 0.0f;
+    if (p.ext_factor != 0.0f) rope_yarn_corr_dims(p, &corr_low, &corr_high);
     // theta_i = pos * theta_scale^i, by repeated multiplication in float: the rounding accumulates
     // along the head exactly as in the reference.
     float theta_base = float(pos);
