@@ -111,8 +111,7 @@ std::string CudaBackend::description() const {
 void CudaBackend::prepare_weights(ModelWeights& weights) {
     end_matmul_run();
     invalidate_graph();
-    // A type without a kernel (the grid IQ types so far) is refused here, when the model is loaded,
-    // rather than at the first prompt.
+    // A type without a kernel is refused here, when the model is loaded, rather than at the first prompt.
     for (const Weight* w : weights.all()) {
         if (!w->host) continue;
         try {

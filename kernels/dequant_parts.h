@@ -4,12 +4,14 @@
 // super-block, so a warp's lanes take 32 consecutive parts and every type is handled by one kernel
 // template. Legacy blocks (and IQ4_NL's) use dequantize_block from core/quant/quant_blocks.h as it is;
 // the part functions below restate its formulas for one slice of a 256-element block (K-quants,
-// IQ4_XS, TQ1_0, TQ2_0). Plain WB_HD code: the unit test
-// test_dequant_parts checks every part against dequantize_block on the CPU.
+// IQ4_XS, TQ1_0, TQ2_0). The grid IQ types (IQ1_S .. IQ3_S) need no restating: a part is one group of
+// core/quant/quant_blocks_iq.h, whose group functions the CPU's dequantization is made of. Plain
+// WB_HD code: the unit test test_dequant_parts checks every part against dequantize_row on the CPU.
 #include <cstdint>
 
 #include "gguf/ggml_type.h"
 #include "quant/quant_blocks.h"
+#include "quant/quant_blocks_iq.h"
 #include "util/fp16.h"
 #include "util/hd.h"
 
@@ -106,6 +108,22 @@ WB_HD void dequantize_part(const BlockTQ2_0& b, int p, float* y) {
     for (int l = 0; l < 32; ++l) y[l] = float(tq2_code(b, 32 * p + l) - 1) * d;
 }
 
+// The block of each grid IQ type.
+template <GgmlType T>
+struct IqGridBlock;
+template <> struct IqGridBlock<GgmlType::IQ2_XXS> { using type = BlockIQ2_XXS; };
+template <> struct IqGridBlock<GgmlType::IQ2_XS> { using type = BlockIQ2_XS; };
+template <> struct IqGridBlock<GgmlType::IQ2_S> { using type = BlockIQ2_S; };
+template <> struct IqGridBlock<GgmlType::IQ3_XXS> { using type = BlockIQ3_XXS; };
+template <> struct IqGridBlock<GgmlType::IQ3_S> { using type = BlockIQ3_S; };
+template <> struct IqGridBlock<GgmlType::IQ1_S> { using type = BlockIQ1_S; };
+template <> struct IqGridBlock<GgmlType::IQ1_M> { using type = BlockIQ1_M; };
+
+WB_HD constexpr bool is_iq_grid_type(GgmlType t) {
+    return t == GgmlType::IQ2_XXS || t == GgmlType::IQ2_XS || t == GgmlType::IQ2_S || t == GgmlType::IQ3_XXS ||
+           t == GgmlType::IQ3_S || t == GgmlType::IQ1_S || t == GgmlType::IQ1_M;
+}
+
 // Part `part` of a weight row of type T (row points at the row's first byte) -> y[0..32).
 template <GgmlType T>
 WB_HD void dequantize_row_part(const uint8_t* row, int64_t part, float* y) {
@@ -144,6 +162,9 @@ WB_HD void dequantize_row_part(const uint8_t* row, int64_t part, float* y) {
         dequantize_part(reinterpret_cast<const BlockTQ1_0*>(row)[part / 8], int(part % 8), y);
     } else if constexpr (T == GgmlType::TQ2_0) {
         dequantize_part(reinterpret_cast<const BlockTQ2_0*>(row)[part / 8], int(part % 8), y);
+    } else if constexpr (is_iq_grid_type(T)) {
+        using B = typename IqGridBlock<T>::type;
+        dequantize_iq_group(reinterpret_cast<const B*>(row)[part / 8], int(part % 8), y);
     } else {
         static_assert(T == GgmlType::Q6_K, "no part dequantization for this type");
         dequantize_part(reinterpret_cast<const BlockQ6_K*>(row)[part / 8], int(part % 8), y);

@@ -120,7 +120,8 @@ enum class MinKind { NONE, PER_PART, PER_HALF };
 
 template <GgmlType T>
 struct IntPartTraits {
-    static constexpr bool kHalfScales = T == GgmlType::Q2_K || T == GgmlType::Q3_K || T == GgmlType::Q6_K;
+    static constexpr bool kHalfScales =
+        T == GgmlType::Q2_K || T == GgmlType::Q3_K || T == GgmlType::Q6_K || is_iq_grid_type(T);
     static constexpr MinKind kMin = T == GgmlType::Q2_K ? MinKind::PER_HALF
                                     : (T == GgmlType::Q4_1 || T == GgmlType::Q5_1 || T == GgmlType::Q4_K ||
                                        T == GgmlType::Q5_K)
@@ -133,7 +134,7 @@ constexpr bool has_int_part(GgmlType t) {
     return t == GgmlType::Q4_0 || t == GgmlType::Q4_1 || t == GgmlType::Q5_0 || t == GgmlType::Q5_1 ||
            t == GgmlType::Q8_0 || t == GgmlType::Q2_K || t == GgmlType::Q3_K || t == GgmlType::Q4_K ||
            t == GgmlType::Q5_K || t == GgmlType::Q6_K || t == GgmlType::IQ4_NL || t == GgmlType::IQ4_XS ||
-           t == GgmlType::TQ1_0 || t == GgmlType::TQ2_0;
+           t == GgmlType::TQ1_0 || t == GgmlType::TQ2_0 || is_iq_grid_type(t);
 }
 
 WB_HD void set_scales(IntPart& w, float d0, float d1, float m0, float m1) {
@@ -283,6 +284,26 @@ WB_HD void unpack_ternary_part(const B& b, int p, IntPart& w) {
     set_scales(w, d, d, 0.0f, 0.0f);
 }
 
+// Grid IQ types: the group's signed grid values, with the dequantization's factor of each half as its
+// scale. IQ1's value +- 1/8 becomes the integer 8 * value +- 1 with an eighth of the factor, which
+// gives the same float product (the factor's eighth is exact, as is the integer).
+template <class B>
+WB_HD void unpack_iq_grid_part(const B& b, int p, IntPart& w) {
+    int8_t v[32], scale[2], delta[4] = {};
+    iq_unpack_group(b, p, v, scale, delta);
+    for (int i = 0; i < 8; ++i) {
+        uint32_t word = 0;
+        for (int k = 0; k < 4; ++k) {
+            const int e = 4 * i + k;
+            const int q = kIqIsIq1<B> ? 8 * v[e] + delta[e / 8] : v[e];
+            word |= uint32_t(uint8_t(int8_t(q))) << (8 * k);
+        }
+        w.q[i] = word;
+    }
+    const float d = iq_block_d(b), c = kIqIsIq1<B> ? 0.125f : 1.0f;
+    set_scales(w, iq_dequant_factor<B>(d, scale[0]) * c, iq_dequant_factor<B>(d, scale[1]) * c, 0.0f, 0.0f);
+}
+
 // Part `part` of a weight row of quantized type T -> w.
 template <GgmlType T>
 WB_HD void unpack_row_part(const uint8_t* row, int64_t part, IntPart& w) {
@@ -312,6 +333,9 @@ WB_HD void unpack_row_part(const uint8_t* row, int64_t part, IntPart& w) {
         unpack_ternary_part<BlockTQ1_0, tq1_code>(reinterpret_cast<const BlockTQ1_0*>(row)[part / 8], int(part % 8), w);
     } else if constexpr (T == GgmlType::TQ2_0) {
         unpack_ternary_part<BlockTQ2_0, tq2_code>(reinterpret_cast<const BlockTQ2_0*>(row)[part / 8], int(part % 8), w);
+    } else if constexpr (is_iq_grid_type(T)) {
+        using B = typename IqGridBlock<T>::type;
+        unpack_iq_grid_part(reinterpret_cast<const B*>(row)[part / 8], int(part % 8), w);
     } else {
         static_assert(T == GgmlType::Q6_K, "no integer part form for this type");
         unpack_part(reinterpret_cast<const BlockQ6_K*>(row)[part / 8], int(part % 8), w);

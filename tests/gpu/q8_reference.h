@@ -9,6 +9,7 @@
 
 #include "gguf/ggml_type.h"
 #include "q8_parts.h"
+#include "type_dispatch.h"
 #include "util/error.h"
 
 namespace wb::gputest {
@@ -48,25 +49,13 @@ float dot_row_q8_typed(const uint8_t* row, const Q8Activations& x, int64_t tok) 
 
 // Weight row (type t, x.n_in elements) . activations of token tok, the GPU's way.
 inline float dot_row_q8(GgmlType t, const uint8_t* row, const Q8Activations& x, int64_t tok) {
-    using G = GgmlType;
-    switch (t) {
-        case G::Q4_0: return dot_row_q8_typed<G::Q4_0>(row, x, tok);
-        case G::Q4_1: return dot_row_q8_typed<G::Q4_1>(row, x, tok);
-        case G::Q5_0: return dot_row_q8_typed<G::Q5_0>(row, x, tok);
-        case G::Q5_1: return dot_row_q8_typed<G::Q5_1>(row, x, tok);
-        case G::Q8_0: return dot_row_q8_typed<G::Q8_0>(row, x, tok);
-        case G::Q2_K: return dot_row_q8_typed<G::Q2_K>(row, x, tok);
-        case G::Q3_K: return dot_row_q8_typed<G::Q3_K>(row, x, tok);
-        case G::Q4_K: return dot_row_q8_typed<G::Q4_K>(row, x, tok);
-        case G::Q5_K: return dot_row_q8_typed<G::Q5_K>(row, x, tok);
-        case G::Q6_K: return dot_row_q8_typed<G::Q6_K>(row, x, tok);
-        case G::IQ4_NL: return dot_row_q8_typed<G::IQ4_NL>(row, x, tok);
-        case G::IQ4_XS: return dot_row_q8_typed<G::IQ4_XS>(row, x, tok);
-        case G::TQ1_0: return dot_row_q8_typed<G::TQ1_0>(row, x, tok);
-        case G::TQ2_0: return dot_row_q8_typed<G::TQ2_0>(row, x, tok);
-        default: break;
-    }
-    throw Error("dot_row_q8: " + ggml_type_name(t) + " has no integer part form");
+    if (!cuda::has_int_part(t)) throw Error("dot_row_q8: " + ggml_type_name(t) + " has no integer part form");
+    float r = 0.0f;
+    cuda::dispatch_weight_type(t, [&](auto tag) {
+        constexpr GgmlType T = decltype(tag)::value;
+        if constexpr (cuda::has_int_part(T)) r = dot_row_q8_typed<T>(row, x, tok);
+    });
+    return r;
 }
 
 }  // namespace wb::gputest

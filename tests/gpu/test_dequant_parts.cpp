@@ -48,6 +48,8 @@ int main() {
     failures += check_type<T::Q2_K>() + check_type<T::Q3_K>() + check_type<T::Q4_K>() + check_type<T::Q5_K>();
     failures += check_type<T::Q6_K>();
     failures += check_type<T::IQ4_NL>() + check_type<T::IQ4_XS>() + check_type<T::TQ1_0>() + check_type<T::TQ2_0>();
+    failures += check_type<T::IQ2_XXS>() + check_type<T::IQ2_XS>() + check_type<T::IQ2_S>();
+    failures += check_type<T::IQ3_XXS>() + check_type<T::IQ3_S>() + check_type<T::IQ1_S>() + check_type<T::IQ1_M>();
     std::printf(failures ? "test_dequant_parts: FAILED\n" : "test_dequant_parts: all parts match\n");
     return failures ? 1 : 0;
 }

@@ -288,11 +288,14 @@ int main(int argc, char** argv) {
         return kSkip;
     }
     const std::string shape = argc > 1 ? argv[1] : "smollm2-135m";
+    // An optional second argument: every attention and FFN matrix in that type instead of the shape's
+    // (the grid IQ types, which no shape carries).
+    const std::string type_name = argc > 2 ? argv[2] : "";
     const std::vector<std::string> shapes = {"smollm2-135m", "gemma3-270m", "llama31-tiny", "qwen2-tiny",
                                              "qwen2-yarn-tiny", "qwen3-tiny", "phi3-tiny", "gemma2-tiny"};
     if (std::find(shapes.begin(), shapes.end(), shape) == shapes.end()) {
         std::fprintf(stderr, "usage: test_gpu_model [smollm2-135m|gemma3-270m|llama31-tiny|qwen2-tiny|qwen2-yarn-tiny|"
-                             "qwen3-tiny|phi3-tiny|gemma2-tiny]\n");
+                             "qwen3-tiny|phi3-tiny|gemma2-tiny] [WEIGHT_TYPE]\n");
         return 2;
     }
     RandomLlamaSpec spec = RandomLlamaSpec::by_name(shape);
@@ -300,15 +303,21 @@ int main(int argc, char** argv) {
     // activations that is chaotic (see the top of this file), so here they keep the llama default.
     if (spec.arch != "gemma3") spec.qk_sigma = 0.5f;
     spec.output_norm_gain = 1.0f;
+    const std::string label = shape + (type_name.empty() ? "" : " " + type_name);
     const std::string path = (std::filesystem::temp_directory_path() /
-                              ("wb-gpu-test-" + shape + "-" + std::to_string(getpid()) + ".gguf"))
+                              ("wb-gpu-test-" + shape + type_name + "-" + std::to_string(getpid()) + ".gguf"))
                                  .string();
     try {
+        if (!type_name.empty()) {
+            spec.type = parse_ggml_type(type_name);
+            spec.attn_v_type = spec.attn_v_more_type = spec.attn_output_type = std::nullopt;
+            spec.ffn_down_type = spec.ffn_down_more_type = std::nullopt;
+        }
         write_random_llama(spec, path);
         run(path);
     } catch (const std::exception& e) {
         report(false, std::string("exception: ") + e.what());
     }
     std::filesystem::remove(path);
-    return finish(("test_gpu_model " + shape).c_str());
+    return finish(("test_gpu_model " + label).c_str());
 }

@@ -75,7 +75,9 @@ struct Prepared {
 const std::vector<GgmlType> kAllTypes = {GgmlType::F32,  GgmlType::F16,  GgmlType::BF16, GgmlType::Q4_0, GgmlType::Q4_1,
                                          GgmlType::Q5_0, GgmlType::Q5_1, GgmlType::Q8_0, GgmlType::Q2_K, GgmlType::Q3_K,
                                          GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K, GgmlType::IQ4_NL,
-                                         GgmlType::IQ4_XS, GgmlType::TQ1_0, GgmlType::TQ2_0};
+                                         GgmlType::IQ4_XS, GgmlType::TQ1_0, GgmlType::TQ2_0, GgmlType::IQ2_XXS,
+                                         GgmlType::IQ2_XS, GgmlType::IQ2_S, GgmlType::IQ3_XXS, GgmlType::IQ3_S,
+                                         GgmlType::IQ1_S, GgmlType::IQ1_M};
 
 bool is_float_type(GgmlType t) { return t == GgmlType::F32 || t == GgmlType::F16 || t == GgmlType::BF16; }
 

@@ -161,6 +161,13 @@ int main() {
     check_type<T::IQ4_XS>();
     check_type<T::TQ1_0>();
     check_type<T::TQ2_0>();
+    check_type<T::IQ2_XXS>();
+    check_type<T::IQ2_XS>();
+    check_type<T::IQ2_S>();
+    check_type<T::IQ3_XXS>();
+    check_type<T::IQ3_S>();
+    check_type<T::IQ1_S>();
+    check_type<T::IQ1_M>();
     std::printf(g_failures ? "test_q8_parts: FAILED (%d)\n" : "test_q8_parts: all checks pass\n", g_failures);
     return g_failures ? 1 : 0;
 }
