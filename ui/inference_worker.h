@@ -26,8 +26,9 @@ public:
     ~InferenceWorker() override;
 
     // --- Thread-safe: called directly from the GUI thread while the worker may be busy. ---
-    // Ends every generation with a request id <= upToRequest at its next token (Session::stop is an
-    // atomic flag); a request that has not started yet stops at its first token.
+    // Ends every generation with a request id <= upToRequest after its current token or prompt batch
+    // (WorkerObserver::stop_requested, polled by Session::generate); a request that has not started
+    // yet ends before its prefill.
     void requestStop(quint64 upToRequest);
     // A model load cannot be interrupted inside the engine; a cancelled load is discarded when it
     // returns and the previous model stays.

@@ -14,9 +14,10 @@ void WorkerObserver::on_token(const wb::TokenEvent& event) {
     // grows one row per token never sees a token without its row when both are due.
     flushAttention();
     Q_EMIT m_worker.tokenGenerated(m_requestId, event);
-    // Session::generate clears its stop flag when it starts, so a stop asked for before this request
-    // began is applied here, at its first token.
-    if (m_worker.stopRequested(m_requestId)) m_worker.stopSession();
+}
+
+bool WorkerObserver::stop_requested() const {
+    return m_worker.stopRequested(m_requestId);
 }
 
 void WorkerObserver::on_attention(const wb::AttentionEvent& event) {

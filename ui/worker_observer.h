@@ -21,6 +21,9 @@ public:
     void on_timing(const wb::Timings& timings) override;
     // One signal per prefill batch (a long prompt has few): drives the progress bar.
     void on_prefill_progress(int32_t done, int32_t total) override;
+    // A stop for this request, also one asked for before it started (Session::generate clears its
+    // own flag when it starts): the prefill does not begin, or ends after the current batch.
+    bool stop_requested() const override;
 
     // Emits whatever is still held back; called when the generation ends.
     void flush();

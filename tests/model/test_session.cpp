@@ -162,6 +162,38 @@ private Q_SLOTS:
         QCOMPARE(counter.last, int32_t(prompt.size()) - 32);
     }
 
+    // A stop the observer reports before generate() starts (the GUI's Stop pressed while its request
+    // waited) ends the reply before the prefill; one reported later ends it after that batch.
+    void observerStopEndsThePrefillEvenBeforeItStarts() {
+        SessionOptions so;
+        so.n_batch = 16;
+        Session s(*model_, *backend_, so);
+        std::string text;
+        for (int i = 0; i < 8; ++i) text += "The cat sat on the mat and looked at the bird. ";
+        const std::vector<int32_t> prompt = model_->tokenizer().encode(text, false, true);
+        QVERIFY(prompt.size() > 48);
+        struct StopAfter : Observer {
+            int32_t batches_before_stop = 0;
+            int32_t batches = 0;
+            void on_prefill_progress(int32_t, int32_t) override { ++batches; }
+            bool stop_requested() const override { return batches >= batches_before_stop; }
+        } early;
+        const GenerateResult r = s.generate(prompt, LiveSamplingParams(greedy(5)), &early);
+        QCOMPARE(r.reason, StopReason::STOPPED);
+        QVERIFY(r.tokens.empty());
+        QCOMPARE(early.batches, 0);
+        QCOMPARE(r.timings.n_prefill, 0);
+        QVERIFY(s.context_tokens().empty());
+
+        StopAfter later;
+        later.batches_before_stop = 2;
+        const GenerateResult r2 = s.generate(prompt, LiveSamplingParams(greedy(5)), &later);
+        QCOMPARE(r2.reason, StopReason::STOPPED);
+        QVERIFY(r2.tokens.empty());
+        QCOMPARE(later.batches, 2);
+        QCOMPARE(int32_t(s.context_tokens().size()), 32);
+    }
+
     void contextFullEndsTheReply() {
         SessionOptions so;
         so.n_ctx = 48;
