@@ -1,0 +1,25 @@
+#include "chat/jinja/template.h"
+
+#include "chat/jinja/parser.h"
+#include "chat/jinja/renderer.h"
+
+namespace wb::jinja {
+
+Template::Template() = default;
+Template::Template(Template&&) noexcept = default;
+Template& Template::operator=(Template&&) noexcept = default;
+Template::~Template() = default;
+
+Template Template::parse(std::string_view source) {
+    Template t;
+    t.body_ = std::make_shared<const std::vector<StmtPtr>>(jinja::parse(source));
+    return t;
+}
+
+std::string Template::render(const Value& context, const RenderOptions& options) const {
+    if (!context.is_dict()) throw wb::Error("template context must be a dict of variables");
+    Renderer r(options);
+    return r.render(*body_, context);
+}
+
+}  // namespace wb::jinja
