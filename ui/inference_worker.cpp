@@ -28,10 +28,20 @@ InferenceWorker::~InferenceWorker() {
 }
 
 void InferenceWorker::releaseEngine() {
-    QMutexLocker lock(&m_sessionMutex);
-    m_session.reset();
-    m_backend = {};
-    m_model.reset();
+    // Taken out under the lock, destroyed after it: stopSession (the GUI thread's Esc) must not wait
+    // for a teardown that can take seconds (a GPU context, a multi-GB unmap).
+    std::unique_ptr<wb::Session> session;
+    wb::BackendChoice backend;
+    std::unique_ptr<wb::Model> model;
+    {
+        QMutexLocker lock(&m_sessionMutex);
+        session = std::move(m_session);
+        backend = std::move(m_backend);
+        model = std::move(m_model);
+    }
+    session.reset();  // the session uses the backend and the model, the backend the model's weights
+    backend = {};
+    model.reset();
 }
 
 void InferenceWorker::requestStop(quint64 upToRequest) {
@@ -180,6 +190,8 @@ void InferenceWorker::startHash(const QString& path) {
         Q_EMIT fileHashReady(path, tr("(cannot read the file)"));
         return;
     }
+    m_hashSize = m_hashFile->size();
+    m_hashedBytes = 0;
     const quint64 job = m_hashJob;
     QMetaObject::invokeMethod(this, [this, job] { hashNextChunk(job); }, Qt::QueuedConnection);
 }
@@ -189,11 +201,19 @@ void InferenceWorker::hashNextChunk(quint64 job) {
     if (job != m_hashJob || !m_hashFile) return;
     const QByteArray chunk = m_hashFile->read(kHashChunk);
     m_hash.addData(chunk);
+    m_hashedBytes += chunk.size();
     if (chunk.size() == kHashChunk) {
         QMetaObject::invokeMethod(this, [this, job] { hashNextChunk(job); }, Qt::QueuedConnection);
         return;
     }
+    // A short read ends the file only if every byte it had at the start was read: a read error (or a
+    // file cut short meanwhile) must not pass a partial hash off as the file's.
     const QString path = m_hashFile->fileName();
+    const bool complete = m_hashFile->error() == QFileDevice::NoError && m_hashedBytes == m_hashSize;
+    const QString error = m_hashFile->errorString();
     m_hashFile.reset();
-    Q_EMIT fileHashReady(path, QString::fromLatin1(m_hash.result().toHex()));
+    if (complete)
+        Q_EMIT fileHashReady(path, QString::fromLatin1(m_hash.result().toHex()));
+    else
+        Q_EMIT fileHashReady(path, tr("(read error after %1 of %2 bytes: %3)").arg(m_hashedBytes).arg(m_hashSize).arg(error));
 }

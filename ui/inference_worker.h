@@ -92,6 +92,8 @@ private:
     // SHA-256 of the model file, computed in chunks queued on this thread so generation requests
     // interleave with it instead of waiting for a multi-GB file to be read.
     std::unique_ptr<QFile> m_hashFile;
+    qint64 m_hashSize = 0;    // the file's size when the hash began
+    qint64 m_hashedBytes = 0;
     QCryptographicHash m_hash{QCryptographicHash::Sha256};
     quint64 m_hashJob = 0;
 };

@@ -137,6 +137,25 @@ private Q_SLOTS:
         QVERIFY(tokens.count() > 0);
     }
 
+    // The model file's SHA-256 is hashed in chunks after the load; a file that comes up short (cut
+    // while it was hashed, as a failing disk would) gives an error, not the partial hash as the file's.
+    void aFileCutShortWhileHashingIsNotGivenAHash() {
+        QTemporaryDir dir;
+        const QString copy = dir.filePath("model.gguf");
+        QVERIFY(QFile::copy(QString::fromStdString(wb::default_model_path()), copy));
+        const qint64 size = QFileInfo(copy).size();
+        InferenceWorker worker;
+        QSignalSpy hashed(&worker, &InferenceWorker::fileHashReady);
+        worker.loadModel(copy, "cpu", 2048, 1);
+        // The hash's chunks are queued on this thread's event loop: none has run yet.
+        QCOMPARE(hashed.count(), 0);
+        QVERIFY(QFile::resize(copy, size / 2));
+        QVERIFY(hashed.wait(30000));
+        const QString result = hashed.last().at(1).toString();
+        QVERIFY2(result.startsWith("(read error"), qPrintable(result));
+        QVERIFY2(result.contains(QString::number(size)), qPrintable(result));
+    }
+
     void editAndResendTruncatesTheCache() {
         ChatController c;
         QVERIFY(load(c));
