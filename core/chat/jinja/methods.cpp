@@ -152,6 +152,7 @@ std::string format_field(Renderer& r, const std::string& field, const Args& a, c
     const std::string head = name.substr(0, head_end);
     Value v;
     if (head.empty() || std::all_of(head.begin(), head.end(), [](char ch) { return ch >= '0' && ch <= '9'; })) {
+        if (head.size() > 9) throw EvalError("Too many decimal digits in format string");
         const std::size_t index = head.empty() ? auto_index++ : std::stoul(head);
         if (index >= a.extra().size()) throw EvalError("Replacement index " + std::to_string(index) + " out of range");
         v = a.extra()[index];
@@ -174,7 +175,8 @@ std::string format_field(Renderer& r, const std::string& field, const Args& a, c
             const std::size_t close = name.find(']', head_end);
             if (close == std::string::npos) throw EvalError("Missing ']' in format string");
             const std::string key = name.substr(head_end + 1, close - head_end - 1);
-            const bool numeric = !key.empty() && std::all_of(key.begin(), key.end(), [](char ch) { return ch >= '0' && ch <= '9'; });
+            const bool numeric = !key.empty() && key.size() < 18 &&
+                                 std::all_of(key.begin(), key.end(), [](char ch) { return ch >= '0' && ch <= '9'; });
             v = r.getitem(v, numeric ? Value(static_cast<std::int64_t>(std::stoll(key))) : Value(key));
             head_end = close + 1;
         }

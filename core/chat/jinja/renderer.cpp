@@ -461,6 +461,11 @@ Value Renderer::eval(const Expr& e, const ScopePtr& scope) {
         throw;
     } catch (const std::length_error&) {
         throw wb::Error(at_position(e.pos, "string too long"));
+    } catch (const wb::Error&) {
+        throw;
+    } catch (const std::exception& x) {
+        // A library failure (bad_alloc, out_of_range) is the template's error too, never a crash.
+        throw wb::Error(at_position(e.pos, x.what()));
     }
 }
 

@@ -12,14 +12,26 @@ Template::~Template() = default;
 
 Template Template::parse(std::string_view source) {
     Template t;
-    t.body_ = std::make_shared<const std::vector<StmtPtr>>(jinja::parse(source));
+    try {
+        t.body_ = std::make_shared<const std::vector<StmtPtr>>(jinja::parse(source));
+    } catch (const wb::Error&) {
+        throw;
+    } catch (const std::exception& e) {
+        throw wb::Error(std::string("cannot parse the template: ") + e.what());
+    }
     return t;
 }
 
 std::string Template::render(const Value& context, const RenderOptions& options) const {
     if (!context.is_dict()) throw wb::Error("template context must be a dict of variables");
     Renderer r(options);
-    return r.render(*body_, context);
+    try {
+        return r.render(*body_, context);
+    } catch (const wb::Error&) {
+        throw;
+    } catch (const std::exception& e) {
+        throw wb::Error(std::string("cannot render the template: ") + e.what());
+    }
 }
 
 }  // namespace wb::jinja
