@@ -68,6 +68,8 @@ CASES = [
     ("sequence iterable tests", "{{ s is sequence }} {{ xs is sequence }} {{ d is sequence }} {{ 1 is iterable }} {{ xs is iterable }} {{ none is iterable }} {{ nothing is iterable }} {{ (xs | select) is iterable }} {{ (xs | select) is sequence }}"),
     ("value tests", "{{ t is true }} {{ 1 is true }} {{ false is false }} {{ 3 is odd }} {{ 4 is even }} {{ 9 is divisibleby 3 }} {{ 1 is eq 1 }} {{ 1 is equalto 2 }} {{ 2 is ne 1 }} {{ 1 is lt 2 }} {{ 3 is gt 2 }} {{ 2 is ge 2 }} {{ 1 is le 0 }} {{ 2 is in xs }} {{ 'abc' is lower }} {{ 'ABC' is upper }}"),
     ("callable sameas tests", "{{ range is callable }} {{ 'x'.upper is callable }} {{ d is callable }} {{ none is sameas none }} {{ 'upper' is filter }} {{ 'nope' is filter }} {{ 'odd' is test }}"),
+    ("test with an argument it does not take raises", "{{ 1 is string 2 }}"),
+    ("unicode names", "{% set café = 'c' %}{{ café }}{{ 名前 | default('-') }}"),
     ("is not", "{{ n is not none }} {{ nothing is not defined }} {{ not n is none }}"),
     # filters
     ("trim length upper lower", "[{{ '  a b \\n' | trim }}] [{{ 'xxaxx' | trim('x') }}] {{ s | length }} {{ xs | count }} {{ d | length }} {{ s | upper }} {{ s | lower }}"),

@@ -27,7 +27,6 @@ std::string normalize_newlines(std::string_view s) {
 
 bool is_digit(char c) { return c >= '0' && c <= '9'; }
 bool is_name_start(char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_'; }
-bool is_name_char(char c) { return is_name_start(c) || is_digit(c); }
 
 class Lexer {
 public:
@@ -280,12 +279,36 @@ private:
         return q;
     }
 
+    // The code point at p and its length in bytes.
+    std::size_t code_point(std::size_t p, char32_t& cp) const {
+        const auto b = static_cast<unsigned char>(s_[p]);
+        const std::size_t len = b < 0x80 ? 1 : b >= 0xF0 ? 4 : b >= 0xE0 ? 3 : 2;
+        const std::vector<char32_t> cps = text::decode(std::string_view(s_).substr(p, len));
+        cp = cps.empty() ? 0 : cps[0];
+        return cps.size() == 1 ? len : 1;
+    }
+
+    // Python identifiers, as Jinja2 3 accepts them: ASCII letters, digits and '_', and letters of
+    // other scripts.
+    std::size_t name_char(std::size_t p, bool first) const {
+        const char c = s_[p];
+        if (is_name_start(c) || (!first && is_digit(c))) return 1;
+        if (static_cast<unsigned char>(c) < 0x80) return 0;
+        char32_t cp;
+        const std::size_t len = code_point(p, cp);
+        return text::is_alnum(cp) && !(cp >= 0xDC80 && cp <= 0xDCFF) ? len : 0;
+    }
+
     std::size_t token(std::size_t p, std::vector<char>& braces) {
         const char c = s_[p];
         if (is_digit(c)) return number(p);
-        if (is_name_start(c)) {
+        if (name_char(p, true)) {
             std::size_t q = p;
-            while (q < s_.size() && is_name_char(s_[q])) ++q;
+            while (q < s_.size()) {
+                const std::size_t n = name_char(q, q == p);
+                if (n == 0) break;
+                q += n;
+            }
             emit(TokenType::NAME, s_.substr(p, q - p), p);
             return q;
         }
@@ -304,7 +327,8 @@ private:
             emit(TokenType::OP, op, p);
             return p + n;
         }
-        fail(p, std::string("unexpected char '") + c + "'");
+        char32_t cp;
+        fail(p, "unexpected char '" + s_.substr(p, code_point(p, cp)) + "'");
     }
 
     std::size_t string_literal(std::size_t p) {

@@ -288,22 +288,27 @@ Value Renderer::call_macro(const Stmt& s, const ScopePtr& closure, const std::st
 Value Renderer::make_loop(std::size_t index, const std::vector<Value>& items) {
     const auto n = static_cast<std::int64_t>(items.size());
     const auto i = static_cast<std::int64_t>(index);
+    // Built once per iteration: the keys are distinct, so no lookups (loops are where templates spend
+    // their time, and a hostile one may run the iteration limit).
+    static const Value kIndex("index"), kIndex0("index0"), kRevindex("revindex"), kRevindex0("revindex0"),
+        kFirst("first"), kLast("last"), kLength("length"), kDepth("depth"), kDepth0("depth0"),
+        kPrevitem("previtem"), kNextitem("nextitem"), kCycle("cycle");
     Dict d;
-    d.set("index", Value(i + 1));
-    d.set("index0", Value(i));
-    d.set("revindex", Value(n - i));
-    d.set("revindex0", Value(n - i - 1));
-    d.set("first", Value(i == 0));
-    d.set("last", Value(i == n - 1));
-    d.set("length", Value(n));
-    d.set("depth", Value(1));
-    d.set("depth0", Value(0));
-    if (i > 0) d.set("previtem", items[index - 1]);
-    if (i + 1 < n) d.set("nextitem", items[index + 1]);
-    d.set("cycle", Value::callable("cycle", [i](Renderer&, CallArgs& a) {
-              if (a.positional.empty()) throw EvalError("no items for cycling given");
-              return a.positional[static_cast<std::size_t>(i) % a.positional.size()];
-          }));
+    d.append_new(kIndex, Value(i + 1));
+    d.append_new(kIndex0, Value(i));
+    d.append_new(kRevindex, Value(n - i));
+    d.append_new(kRevindex0, Value(n - i - 1));
+    d.append_new(kFirst, Value(i == 0));
+    d.append_new(kLast, Value(i == n - 1));
+    d.append_new(kLength, Value(n));
+    d.append_new(kDepth, Value(1));
+    d.append_new(kDepth0, Value(0));
+    if (i > 0) d.append_new(kPrevitem, items[index - 1]);
+    if (i + 1 < n) d.append_new(kNextitem, items[index + 1]);
+    d.append_new(kCycle, Value::callable("cycle", [i](Renderer&, CallArgs& a) {
+                     if (a.positional.empty()) throw EvalError("no items for cycling given");
+                     return a.positional[static_cast<std::size_t>(i) % a.positional.size()];
+                 }));
     return Value(std::move(d));
 }
 

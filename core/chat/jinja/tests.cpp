@@ -40,6 +40,15 @@ bool apply_test(Renderer& r, const std::string& name, const Value& v, CallArgs& 
         Args a(c, name, {"other"});
         return a[0];
     };
+    static const char* const kNoArgument[] = {"defined", "undefined", "none", "boolean", "true", "false", "integer",
+                                               "float", "number", "string", "mapping", "iterable", "sequence",
+                                               "callable", "escaped", "lower", "upper", "odd", "even", "filter", "test"};
+    for (const char* t : kNoArgument) {
+        if (name == t && (!c.positional.empty() || !c.keywords.empty())) {
+            throw EvalError("test_" + name + "() takes 1 positional argument but " +
+                            std::to_string(1 + c.positional.size() + c.keywords.size()) + " were given");
+        }
+    }
     if (name == "defined") return !v.is_undefined();
     if (name == "undefined") return v.is_undefined();
     if (name == "none") return v.is_none();

@@ -126,6 +126,7 @@ public:
     const Value* find(const char* key) const { return find(std::string_view(key)); }
     const Value* find(const std::string& key) const { return find(std::string_view(key)); }
     void set(Value key, Value value);  // replaces an equal key in place, else appends
+    void append_new(Value key, Value value) { entries_.emplace_back(std::move(key), std::move(value)); }  // key not present
     const std::vector<std::pair<Value, Value>>& entries() const { return entries_; }
     std::size_t size() const { return entries_.size(); }
     void clear() { entries_.clear(); }
