@@ -7,6 +7,7 @@
 #include "chat_controller.h"
 #include "main_window.h"
 #include "screenshot_runner.h"
+#include "theme.h"
 #include "wb_version.h"
 
 int main(int argc, char** argv) {
@@ -31,11 +32,15 @@ int main(int argc, char** argv) {
                                    QStringLiteral("dir"));
     const QCommandLineOption prompt(QStringLiteral("prompt"), QStringLiteral("Prompt for --screenshot."), QStringLiteral("text"),
                                     QStringLiteral("Write a Python function that reverses a string, with a short explanation."));
+    const QCommandLineOption theme(QStringLiteral("theme"),
+                                   QStringLiteral("Colours for this run: system, light or dark (View > Theme keeps a choice)."),
+                                   QStringLiteral("name"));
     parser.addOption(QCommandLineOption(QStringLiteral("version"), QStringLiteral("Print the version and exit.")));
-    parser.addOptions({model, shots, prompt});
+    parser.addOptions({model, shots, prompt, theme});
     parser.process(app);
 
     MainWindow window;
+    if (parser.isSet(theme)) window.setTheme(Theme::modeFromName(parser.value(theme)), false);
     window.show();
     if (parser.isSet(shots)) new ScreenshotRunner(&window, parser.value(shots), parser.value(prompt), &window);
     if (parser.isSet(model))

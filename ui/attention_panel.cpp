@@ -21,6 +21,7 @@
 #include <qcustomplot.h>
 
 #include "attention_store.h"
+#include "theme.h"
 
 namespace {
 
@@ -30,9 +31,10 @@ constexpr double kPixelsPerLabel = 15.0;
 
 QCPColorGradient attentionGradient() {
     QCPColorGradient g(QCPColorGradient::gpThermal);
-    // Masked (future) keys and rows that were not captured are NaN: drawn light grey, not as 0.
+    // Masked (future) keys and rows that were not captured are NaN: drawn in their own colour, not as 0.
     g.setNanHandling(QCPColorGradient::nhNanColor);
-    g.setNanColor(QColor(236, 236, 236));
+    // Drawn light grey in a light theme and dark grey in a dark one.
+    g.setNanColor(Theme::color(Theme::Role::MaskedCell));
     return g;
 }
 
@@ -56,16 +58,29 @@ AttentionPanel::AttentionPanel(AttentionStore* store, QWidget* parent) : QWidget
     auto* csv = new QPushButton(tr("CSV…"), this);
     auto* fit = new QPushButton(tr("Fit"), this);
     fit->setToolTip(tr("Show all tokens (wheel zooms, drag pans)"));
-    auto* controls = new QHBoxLayout;
-    for (QWidget* w : std::initializer_list<QWidget*>{m_modeBox, m_layerBox, m_headBox, m_allLayersBox}) controls->addWidget(w);
-    controls->addStretch(1);
-    for (QWidget* w : std::initializer_list<QWidget*>{fit, png, csv}) controls->addWidget(w);
+    m_modeBox->setAccessibleName(tr("Attention view"));
+    m_layerBox->setAccessibleName(tr("Layer"));
+    m_headBox->setAccessibleName(tr("Head"));
+    fit->setAccessibleName(tr("Fit all tokens"));
+    png->setAccessibleName(tr("Export the map as PNG"));
+    csv->setAccessibleName(tr("Export the values as CSV"));
+    // Two rows: one row of all seven controls would set the dock's minimum width.
+    auto* selectors = new QHBoxLayout;
+    for (QWidget* w : std::initializer_list<QWidget*>{m_modeBox, m_layerBox, m_headBox}) selectors->addWidget(w);
+    selectors->addStretch(1);
+    auto* actions = new QHBoxLayout;
+    actions->addWidget(m_allLayersBox);
+    actions->addStretch(1);
+    for (QWidget* w : std::initializer_list<QWidget*>{fit, png, csv}) actions->addWidget(w);
 
     m_note = new QLabel(this);
     m_note->setWordWrap(true);
-    m_note->setStyleSheet(QStringLiteral("color: gray;"));
+    m_note->setForegroundRole(QPalette::PlaceholderText);
     m_plot = new QCustomPlot(this);
-    m_plot->setMinimumSize(300, 260);
+    m_plot->setAccessibleName(tr("Attention map"));
+    // In text units: enough for a readable map at the panel's smallest, at any font size.
+    const QFontMetrics fm = fontMetrics();
+    m_plot->setMinimumSize(fm.averageCharWidth() * 36, fm.height() * 12);
     m_plot->setInteractions(QCP::iRangeDrag | QCP::iRangeZoom);
     m_plot->installEventFilter(this);
     // Label thinning depends on the axis length in pixels, known only once the plot has laid out
@@ -74,7 +89,8 @@ AttentionPanel::AttentionPanel(AttentionStore* store, QWidget* parent) : QWidget
 
     auto* layout = new QVBoxLayout(this);
     layout->setContentsMargins(4, 4, 4, 4);
-    layout->addLayout(controls);
+    layout->addLayout(selectors);
+    layout->addLayout(actions);
     layout->addWidget(m_note);
     layout->addWidget(m_plot, 1);
 
@@ -103,7 +119,24 @@ AttentionPanel::AttentionPanel(AttentionStore* store, QWidget* parent) : QWidget
     });
     connect(m_store, &AttentionStore::tokensChanged, this, &AttentionPanel::scheduleRefresh);
     connect(m_store, &AttentionStore::cleared, this, &AttentionPanel::handleModelShape);
+    connect(ThemeNotifier::instance(), &ThemeNotifier::themeChanged, this, &AttentionPanel::applyTheme);
     handleModelShape();
+}
+
+void AttentionPanel::applyTheme() {
+    if (m_scale) m_scale->setGradient(attentionGradient());
+    Theme::stylePlot(m_plot);
+}
+
+QFont AttentionPanel::tickFont() const {
+    // Token labels a little smaller than the text, relative to it so they scale with the font.
+    QFont f = font();
+    f.setPointSizeF(std::max(6.0, f.pointSizeF() * 0.8));
+    return f;
+}
+
+void AttentionPanel::setCaptureAllLayers(bool on) {
+    m_allLayersBox->setChecked(on);
 }
 
 int AttentionPanel::layer() const { return m_layerBox->value(); }
@@ -152,7 +185,7 @@ void AttentionPanel::buildSingleLayout() {
     for (QCPAxis* a : {x, y}) {
         a->setTicker(QSharedPointer<QCPAxisTickerText>(new QCPAxisTickerText));
         a->setSubTicks(false);
-        a->setTickLabelFont(QFont(font().family(), 7));
+        a->setTickLabelFont(tickFont());
         connect(a, qOverload<const QCPRange&>(&QCPAxis::rangeChanged), this, [this] { updateTicks(); });
     }
     m_map = new QCPColorMap(x, y);
@@ -161,6 +194,7 @@ void AttentionPanel::buildSingleLayout() {
     m_map->setColorScale(m_scale);
     m_scale->setGradient(attentionGradient());
     m_layoutIsGrid = false;
+    Theme::stylePlot(m_plot);
 }
 
 void AttentionPanel::buildGridLayout() {
@@ -197,6 +231,7 @@ void AttentionPanel::buildGridLayout() {
     }
     m_scale->setGradient(attentionGradient());
     m_layoutIsGrid = true;
+    Theme::stylePlot(m_plot);
 }
 
 double AttentionPanel::valueAt(int query, int key, int head) const {

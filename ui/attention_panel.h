@@ -3,6 +3,7 @@
 // across), for one head, the mean over heads, or a grid of all heads. Token text labels both axes and
 // thins out as you zoom out; wheel zooms, drag pans; hovering a cell names the query token, the key
 // token and the probability. The map grows one row per generated token. Export as PNG or CSV.
+// Colours (the masked cells, axes, text) follow the theme.
 #include <QVector>
 #include <QWidget>
 
@@ -31,6 +32,8 @@ public:
     void setHead(int head);
     void setMode(Mode mode);
     bool captureAllLayers() const;
+    void setCaptureAllLayers(bool on);
+    QCheckBox* captureAllLayersBox() const { return m_allLayersBox; }
 
     QCustomPlot* plot() const { return m_plot; }
     // The map of single-head / mean mode, or of head h in grid mode.
@@ -67,6 +70,8 @@ private:
     void fillMap(QCPColorMap* map, int head) const;
     void updateTicks();
     void emitCapture();
+    void applyTheme();
+    QFont tickFont() const;
     void exportPngInteractive();
     void exportCsvInteractive();
 

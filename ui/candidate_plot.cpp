@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "theme.h"
+
 namespace {
 
 QString visibleText(QString s) {
@@ -21,15 +23,14 @@ void styleLine(QCPItemStraightLine* line, const QColor& color) {
 }  // namespace
 
 CandidatePlot::CandidatePlot(QWidget* parent) : QCustomPlot(parent) {
-    setMinimumHeight(200);
+    // Room for the rotated tick labels, a few bars and the legend row, in lines of text.
+    setMinimumHeight(fontMetrics().height() * 9);
     m_raw = new QCPBars(xAxis, yAxis);
     m_raw->setName(tr("before sampling (raw)"));
     m_raw->setPen(Qt::NoPen);
-    m_raw->setBrush(QColor(120, 144, 200));
     m_final = new QCPBars(xAxis, yAxis);
     m_final->setName(tr("after sampling (drawn from)"));
     m_final->setPen(Qt::NoPen);
-    m_final->setBrush(QColor(230, 120, 40));
     auto* group = new QCPBarsGroup(this);
     m_raw->setWidth(0.38);
     m_final->setWidth(0.38);
@@ -45,15 +46,11 @@ CandidatePlot::CandidatePlot(QWidget* parent) : QCustomPlot(parent) {
     yAxis->setRange(0, 1);
 
     m_topPLine = new QCPItemStraightLine(this);
-    styleLine(m_topPLine, QColor(200, 40, 40));
     m_topPText = new QCPItemText(this);
     m_topPText->setPositionAlignment(Qt::AlignLeft | Qt::AlignTop);
-    m_topPText->setColor(QColor(200, 40, 40));
     m_minPLine = new QCPItemStraightLine(this);
-    styleLine(m_minPLine, QColor(40, 140, 60));
     m_minPText = new QCPItemText(this);
     m_minPText->setPositionAlignment(Qt::AlignRight | Qt::AlignBottom);
-    m_minPText->setColor(QColor(40, 140, 60));
 
     // The legend goes in a row under the chart: inside it would cover the tallest bars.
     legend->setVisible(true);
@@ -64,7 +61,21 @@ CandidatePlot::CandidatePlot(QWidget* parent) : QCustomPlot(parent) {
     plotLayout()->addElement(1, 0, legend);
     plotLayout()->setRowStretchFactor(1, 0.001);
     legend->setMargins(QMargins(4, 0, 4, 0));
+    applyTheme();
+    connect(ThemeNotifier::instance(), &ThemeNotifier::themeChanged, this, &CandidatePlot::applyTheme);
     updateMarks();
+}
+
+void CandidatePlot::applyTheme() {
+    m_raw->setBrush(Theme::color(Theme::Role::RawSeries));
+    m_final->setBrush(Theme::color(Theme::Role::FinalSeries));
+    const QColor topP = Theme::color(Theme::Role::TopPMark);
+    const QColor minP = Theme::color(Theme::Role::MinPMark);
+    styleLine(m_topPLine, topP);
+    m_topPText->setColor(topP);
+    styleLine(m_minPLine, minP);
+    m_minPText->setColor(minP);
+    Theme::stylePlot(this);
 }
 
 QString CandidatePlot::tickLabel(int index) const {

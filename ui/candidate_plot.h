@@ -2,7 +2,7 @@
 // Bar chart of the next token's top candidates: probability before the sampling transforms (raw
 // softmax) beside the probability in the distribution the token was drawn from, with the top-p
 // cut-off (a vertical line after the last kept candidate) and the min-p threshold (a horizontal line
-// at min_p x the best raw probability) marked.
+// at min_p x the best raw probability) marked. Colours come from the theme (Theme::Role).
 #include <qcustomplot.h>
 
 #include "engine/observer.h"
@@ -28,6 +28,9 @@ public:
     QString tickLabel(int index) const;
 
     static constexpr int kMaxShown = 12;
+
+    // Series, marks, axes and background in the current theme's colours.
+    void applyTheme();
 
 private:
     void updateMarks();

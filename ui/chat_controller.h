@@ -33,8 +33,9 @@ public:
     QString backend() const { return m_backendName; }
     void setContextSize(int tokens) { m_contextSize = tokens; }
     int contextSize() const { return m_contextSize; }
-    // Engine threads; 0 = every core but one (the GUI thread keeps a core).
+    // Engine threads; 0 = all cores.
     void setThreads(int threads) { m_threads = threads; }
+    int threads() const { return m_threads; }
 
 public Q_SLOTS:
     void loadModel(const QString& path);

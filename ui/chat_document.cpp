@@ -4,6 +4,8 @@
 #include <QTextBlockFormat>
 #include <QTextCursor>
 
+#include "theme.h"
+
 namespace {
 
 const QString kFence = QStringLiteral("```");
@@ -17,11 +19,6 @@ bool endsInCode(const QString& text) {
 
 ChatDocument::ChatDocument(QTextDocument* document) : m_document(document) {
     m_document->setDocumentMargin(10);
-}
-
-QColor ChatDocument::probabilityColor(float p) {
-    p = std::clamp(p, 0.0f, 1.0f);
-    return QColor::fromHsvF(0.33f * p, 0.35f, 1.0f);
 }
 
 bool ChatDocument::parseTokenHref(const QString& href, int* messageIndex, int* tokenIndex) {
@@ -44,7 +41,7 @@ QTextCharFormat ChatDocument::baseFormat(bool inCode) const {
     QTextCharFormat f;
     if (inCode) {
         f.setFont(QFontDatabase::systemFont(QFontDatabase::FixedFont));
-        f.setBackground(QColor(0xEE, 0xEE, 0xF2));
+        f.setBackground(Theme::color(Theme::Role::CodeBackground));
     }
     return f;
 }
@@ -65,7 +62,7 @@ void ChatDocument::writeHeader(const ChatEntry& entry) {
     QTextCharFormat hf;
     hf.setFontWeight(QFont::Bold);
     const bool user = entry.role == QLatin1String("user");
-    hf.setForeground(user ? QColor(0x1F, 0x5F, 0xAF) : QColor(0x2E, 0x7D, 0x32));
+    hf.setForeground(Theme::color(user ? Theme::Role::UserName : Theme::Role::AssistantName));
     c.insertText(user ? QObject::tr("You") : QObject::tr("Assistant"), hf);
     c.insertBlock();
     c.setBlockFormat(QTextBlockFormat());
@@ -96,7 +93,7 @@ void ChatDocument::writeToken(const ChatEntry& entry, int messageIndex, int toke
     f.setAnchor(true);
     f.setAnchorHref(QStringLiteral("tok:%1:%2").arg(messageIndex).arg(tokenIndex));
     f.setToolTip(QObject::tr("p = %1 · id %2").arg(double(t.p), 0, 'f', 3).arg(t.id));
-    if (m_colorByProbability) f.setBackground(probabilityColor(t.p));
+    if (m_colorByProbability) f.setBackground(Theme::probabilityColor(t.p));
     c.insertText(t.piece, f);
 }
 

@@ -3,8 +3,8 @@
 // written token by token, each token an anchor ("tok:<message>:<token>") so a click can open it in
 // the token inspector, optionally on a background coloured by its probability; text between ```
 // fences is set as code. The same token writer serves streaming and full re-renders, so a reply
-// looks the same while it streams and after.
-#include <QColor>
+// looks the same while it streams and after. Colours come from the theme; after a theme change the
+// owner calls rebuild, since the formats carry the colours.
 #include <QTextCharFormat>
 #include <QTextDocument>
 #include <QVector>
@@ -27,8 +27,6 @@ public:
     // Message whose text contains document position pos; -1 when none.
     int messageAt(int position) const;
     static bool parseTokenHref(const QString& href, int* messageIndex, int* tokenIndex);
-    // Green for likely tokens through yellow to red for unlikely ones, light enough for black text.
-    static QColor probabilityColor(float p);
 
 private:
     void writeHeader(const ChatEntry& entry);

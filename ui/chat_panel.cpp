@@ -5,7 +5,7 @@
 #include <QClipboard>
 #include <QHBoxLayout>
 #include <QLabel>
-#include <QLineEdit>
+#include <QPlainTextEdit>
 #include <QMenu>
 #include <QPushButton>
 #include <QScrollBar>
@@ -15,24 +15,32 @@
 #include "chat_controller.h"
 #include "chat_document.h"
 #include "message_edit.h"
+#include "theme.h"
 
 ChatPanel::ChatPanel(ChatController* controller, QWidget* parent) : QWidget(parent), m_controller(controller) {
-    m_systemPrompt = new QLineEdit(this);
+    // Two lines show by default and it scrolls beyond; Tab leaves it, as in the message box.
+    const QFontMetrics fm = fontMetrics();
+    m_systemPrompt = new QPlainTextEdit(this);
+    m_systemPrompt->setObjectName(QStringLiteral("systemPromptEdit"));
     m_systemPrompt->setPlaceholderText(tr("System prompt (optional; applies from the next reply)"));
-    m_systemPrompt->setClearButtonEnabled(true);
+    m_systemPrompt->setAccessibleName(tr("System prompt"));
+    m_systemPrompt->setTabChangesFocus(true);
+    m_systemPrompt->setFixedHeight(fm.lineSpacing() * 2 + 2 * (m_systemPrompt->frameWidth() + 4));
 
     m_view = new QTextBrowser(this);
     m_view->setOpenLinks(false);
     m_view->setContextMenuPolicy(Qt::CustomContextMenu);
+    m_view->setAccessibleName(tr("Conversation"));
     m_document = new ChatDocument(m_view->document());
 
     m_editLabel = new QLabel(this);
     m_editLabel->setVisible(false);
-    m_editLabel->setStyleSheet(QStringLiteral("color: #8a5a00;"));
+    m_editLabel->setWordWrap(true);
 
     m_input = new MessageEdit(this);
-    m_input->setMaximumHeight(110);
+    m_input->setMaximumHeight(fm.lineSpacing() * 6);
     m_input->setObjectName(QStringLiteral("messageEdit"));
+    m_input->setAccessibleName(tr("Message"));
 
     m_sendButton = new QPushButton(tr("Send"), this);
     m_stopButton = new QPushButton(tr("Stop"), this);
@@ -43,8 +51,12 @@ ChatPanel::ChatPanel(ChatController* controller, QWidget* parent) : QWidget(pare
     m_copyButton->setToolTip(tr("Copy the conversation as text"));
     m_colorBox = new QCheckBox(tr("Colour tokens by probability"), this);
 
+    // The colour switch is a view option: it sits above the box, the actions below it.
+    auto* above = new QHBoxLayout;
+    above->addWidget(m_editLabel, 1);
+    above->addStretch(0);
+    above->addWidget(m_colorBox);
     auto* buttons = new QHBoxLayout;
-    buttons->addWidget(m_colorBox);
     buttons->addStretch(1);
     for (QPushButton* b : {m_copyButton, m_newChatButton, m_regenerateButton, m_stopButton, m_sendButton}) buttons->addWidget(b);
 
@@ -52,7 +64,7 @@ ChatPanel::ChatPanel(ChatController* controller, QWidget* parent) : QWidget(pare
     layout->setContentsMargins(4, 4, 4, 4);
     layout->addWidget(m_systemPrompt);
     layout->addWidget(m_view, 1);
-    layout->addWidget(m_editLabel);
+    layout->addLayout(above);
     layout->addWidget(m_input);
     layout->addLayout(buttons);
 
@@ -62,7 +74,7 @@ ChatPanel::ChatPanel(ChatController* controller, QWidget* parent) : QWidget(pare
     connect(m_regenerateButton, &QPushButton::clicked, m_controller, &ChatController::regenerate);
     connect(m_newChatButton, &QPushButton::clicked, m_controller, &ChatController::newChat);
     connect(m_copyButton, &QPushButton::clicked, this, &ChatPanel::copyConversation);
-    connect(m_systemPrompt, &QLineEdit::textChanged, m_controller, &ChatController::setSystemPrompt);
+    connect(m_systemPrompt, &QPlainTextEdit::textChanged, this, [this] { m_controller->setSystemPrompt(m_systemPrompt->toPlainText()); });
     connect(m_colorBox, &QCheckBox::toggled, this, [this](bool on) {
         m_document->setColorByProbability(on);
         m_document->rebuild(m_controller->conversation());
@@ -75,8 +87,18 @@ ChatPanel::ChatPanel(ChatController* controller, QWidget* parent) : QWidget(pare
     connect(m_controller, &ChatController::tokenAppended, this, &ChatPanel::handleTokenAppended);
     connect(m_controller, &ChatController::messageFinished, this, &ChatPanel::handleMessageFinished);
     connect(m_controller, &ChatController::generatingChanged, this, &ChatPanel::handleGeneratingChanged);
-    connect(m_controller, &ChatController::systemPromptRestored, m_systemPrompt, &QLineEdit::setText);
+    connect(m_controller, &ChatController::systemPromptRestored, m_systemPrompt, [this](const QString& prompt) {
+        if (prompt != m_systemPrompt->toPlainText()) m_systemPrompt->setPlainText(prompt);
+    });
+    connect(ThemeNotifier::instance(), &ThemeNotifier::themeChanged, this, &ChatPanel::applyTheme);
+    applyTheme();
     handleGeneratingChanged(false);
+}
+
+void ChatPanel::applyTheme() {
+    Theme::setTextColor(m_editLabel, Theme::Role::Warning);
+    // The role names and code backgrounds are baked into the document's formats.
+    m_document->rebuild(m_controller->conversation());
 }
 
 ChatPanel::~ChatPanel() {

@@ -1,7 +1,8 @@
 #pragma once
 // The chat panel: the conversation (streaming replies, code blocks, tokens optionally coloured by
-// probability and clickable), the system prompt and the message box with send, stop, regenerate,
-// new chat and copy. Edit and resend: right-click a message of yours, edit it in the box, send.
+// probability and clickable), the system prompt (several lines) and the message box with send, stop,
+// regenerate, new chat and copy. Edit and resend: right-click a message of yours, edit it in the box,
+// send. Its buttons sit in one short row so the chat never forces the window's width.
 #include <QWidget>
 
 class ChatController;
@@ -9,7 +10,7 @@ class ChatDocument;
 class MessageEdit;
 class QCheckBox;
 class QLabel;
-class QLineEdit;
+class QPlainTextEdit;
 class QPushButton;
 class QTextBrowser;
 
@@ -22,7 +23,8 @@ public:
 
     MessageEdit* input() const { return m_input; }
     QTextBrowser* view() const { return m_view; }
-    QLineEdit* systemPromptEdit() const { return m_systemPrompt; }
+    QPlainTextEdit* systemPromptEdit() const { return m_systemPrompt; }
+    QPushButton* sendButton() const { return m_sendButton; }
     QCheckBox* colorByProbabilityBox() const { return m_colorBox; }
     int editingIndex() const { return m_editIndex; }
     // Puts user message `index` into the message box; the next send replaces it and what followed.
@@ -44,6 +46,7 @@ private Q_SLOTS:
     void handleGeneratingChanged(bool generating);
     void handleAnchorClicked(const QUrl& url);
     void handleContextMenu(const QPoint& pos);
+    void applyTheme();
 
 private:
     void scrollToEndIfFollowing(bool following);
@@ -53,7 +56,7 @@ private:
     QTextBrowser* m_view;
     ChatDocument* m_document;
     MessageEdit* m_input;
-    QLineEdit* m_systemPrompt;
+    QPlainTextEdit* m_systemPrompt;
     QCheckBox* m_colorBox;
     QLabel* m_editLabel;
     QPushButton* m_sendButton;

@@ -9,42 +9,45 @@
 
 #include "engine_types.h"
 #include "model_summary.h"
+#include "theme.h"
 
 namespace {
 constexpr double kMiB = 1024.0 * 1024.0;
 }
 
 KvCachePanel::KvCachePanel(QWidget* parent) : QWidget(parent) {
+    // Plot heights in lines of text: the two charts and the form fit a laptop screen's dock.
+    const int line = fontMetrics().height();
+    QFont legendFont = font();
+    legendFont.setPointSizeF(std::max(6.0, legendFont.pointSizeF() * 0.85));
     m_layerPlot = new QCustomPlot(this);
-    m_layerPlot->setMinimumHeight(160);
+    m_layerPlot->setMinimumHeight(line * 7);
+    m_layerPlot->setAccessibleName(tr("KV cache bytes per layer"));
     m_reserved = new QCPBars(m_layerPlot->xAxis, m_layerPlot->yAxis);
     m_reserved->setName(tr("reserved"));
     m_reserved->setPen(Qt::NoPen);
-    m_reserved->setBrush(QColor(200, 205, 220));
     m_used = new QCPBars(m_layerPlot->xAxis, m_layerPlot->yAxis);
     m_used->setName(tr("used"));
     m_used->setPen(Qt::NoPen);
-    m_used->setBrush(QColor(60, 110, 190));
     // Used drawn over reserved at the same position: the pale part is reserved but empty.
     m_reserved->setWidth(0.8);
     m_used->setWidth(0.5);
     m_layerPlot->xAxis->setLabel(tr("layer"));
     m_layerPlot->yAxis->setLabel(tr("MiB"));
     m_layerPlot->legend->setVisible(true);
-    m_layerPlot->legend->setFont(QFont(font().family(), 8));
+    m_layerPlot->legend->setFont(legendFont);
 
     m_timePlot = new QCustomPlot(this);
-    m_timePlot->setMinimumHeight(130);
+    m_timePlot->setMinimumHeight(line * 6);
+    m_timePlot->setAccessibleName(tr("KV cache total over time"));
     m_totalReserved = m_timePlot->addGraph();
     m_totalReserved->setName(tr("reserved"));
-    m_totalReserved->setPen(QPen(QColor(150, 155, 175), 1.5));
     m_totalUsed = m_timePlot->addGraph();
     m_totalUsed->setName(tr("used"));
-    m_totalUsed->setPen(QPen(QColor(60, 110, 190), 2));
     m_timePlot->xAxis->setLabel(tr("seconds"));
     m_timePlot->yAxis->setLabel(tr("total MiB"));
     m_timePlot->legend->setVisible(true);
-    m_timePlot->legend->setFont(QFont(font().family(), 8));
+    m_timePlot->legend->setFont(legendFont);
     m_timePlot->axisRect()->insetLayout()->setInsetAlignment(0, Qt::AlignTop | Qt::AlignLeft);
 
     m_gauge = new QProgressBar(this);
@@ -55,7 +58,11 @@ KvCachePanel::KvCachePanel(QWidget* parent) : QWidget(parent) {
     m_measured = new QLabel(tr("—"), this);
     m_estimate = new QLabel(tr("—"), this);
     m_estimate->setWordWrap(true);
-    for (QLabel* l : {m_type, m_measured, m_estimate}) l->setTextInteractionFlags(Qt::TextSelectableByMouse);
+    // Selectable from the keyboard too: the panel's figures can be reached with Tab and read out.
+    for (QLabel* l : {m_type, m_measured, m_estimate}) {
+        l->setTextInteractionFlags(Qt::TextSelectableByMouse | Qt::TextSelectableByKeyboard);
+        l->setFocusPolicy(Qt::StrongFocus);
+    }
 
     auto* form = new QFormLayout;
     form->addRow(tr("Context fill"), m_gauge);
@@ -68,6 +75,17 @@ KvCachePanel::KvCachePanel(QWidget* parent) : QWidget(parent) {
     layout->addWidget(m_layerPlot, 3);
     layout->addWidget(m_timePlot, 2);
     m_clock.start();
+    applyTheme();
+    connect(ThemeNotifier::instance(), &ThemeNotifier::themeChanged, this, &KvCachePanel::applyTheme);
+}
+
+void KvCachePanel::applyTheme() {
+    m_reserved->setBrush(Theme::color(Theme::Role::ReservedSeries));
+    m_used->setBrush(Theme::color(Theme::Role::UsedSeries));
+    m_totalReserved->setPen(QPen(Theme::color(Theme::Role::ReservedLine), 1.5));
+    m_totalUsed->setPen(QPen(Theme::color(Theme::Role::UsedSeries), 2));
+    Theme::stylePlot(m_layerPlot);
+    Theme::stylePlot(m_timePlot);
 }
 
 quint64 KvCachePanel::formulaBytes(int layers, int kvHeads, int headDim, int tokens, int elementBytes) {

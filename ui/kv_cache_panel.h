@@ -35,6 +35,7 @@ public Q_SLOTS:
     void handleStats(const wb::KvStats& stats);
 
 private:
+    void applyTheme();
     QCustomPlot* m_layerPlot;
     QCustomPlot* m_timePlot;
     QCPBars* m_used;

@@ -3,13 +3,17 @@
 #include <QAction>
 #include <QActionGroup>
 #include <QApplication>
+#include <QCheckBox>
 #include <QCloseEvent>
 #include <QDockWidget>
 #include <QFile>
 #include <QFileDialog>
 #include <QFileInfo>
+#include <QGuiApplication>
 #include <QLabel>
 #include <QMenuBar>
+#include <QPlainTextEdit>
+#include <QScreen>
 #include <QMessageBox>
 #include <QProgressBar>
 #include <QProgressDialog>
@@ -21,10 +25,13 @@
 #include <QToolButton>
 #include <unistd.h>
 
+#include "app_settings.h"
 #include "attention_panel.h"
 #include "chat_controller.h"
 #include "chat_panel.h"
+#include "help_dialogs.h"
 #include "kv_cache_panel.h"
+#include "load_options_menu.h"
 #include "message_edit.h"
 #include "model/model_paths.h"
 #include "model_info_panel.h"
@@ -37,6 +44,10 @@ namespace {
 constexpr int kMaxRecent = 8;
 // Candidates per token event: the chart shows 12, the inspector lists them all.
 constexpr int kTopCandidates = 20;
+// The largest size the window opens at; room left around it for the window manager's frame.
+constexpr int kMaxDefaultWidth = 1600;
+constexpr int kMaxDefaultHeight = 1000;
+constexpr int kFrameAllowance = 48;
 
 }  // namespace
 
@@ -61,9 +72,7 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
     m_inspector = new TokenInspector(m_controller->attentionStore(), this);
     m_info = new ModelInfoPanel(this);
 
-    QSettings settings;
-    m_controller->setBackend(settings.value(QStringLiteral("backend"), QStringLiteral("auto")).toString());
-    m_controller->setContextSize(settings.value(QStringLiteral("contextSize"), 0).toInt());
+    m_loadOptions = new LoadOptionsMenu(m_controller, this);
 
     createActions();
     createDocks();
@@ -71,6 +80,7 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
 
     // GUI-thread wiring (same thread, direct); the worker's connections live in ChatController.
     connect(m_controller, &ChatController::loadStarted, this, &MainWindow::handleLoadStarted);
+    connect(m_controller, &ChatController::modelLoaded, m_loadOptions, &LoadOptionsMenu::handleModelLoaded);
     connect(m_controller, &ChatController::modelLoaded, this, &MainWindow::handleModelLoaded);
     connect(m_controller, &ChatController::loadFailed, this, &MainWindow::handleLoadFailed);
     connect(m_controller, &ChatController::loadCanceled, this, &MainWindow::handleLoadFinished);
@@ -90,12 +100,12 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
     connect(m_attention, &AttentionPanel::selectionChanged, m_inspector, &TokenInspector::setAttentionSelection);
     connect(m_chat, &ChatPanel::tokenClicked, this, &MainWindow::inspectToken);
 
+    connect(ThemeNotifier::instance(), &ThemeNotifier::themeChanged, this, &MainWindow::updateBackendLabel);
+    restoreSettings();
     m_controller->setSamplingParams(m_sampling->params());
-    updateCaptureSpec({0});
-
-    resize(1600, 1000);
-    restoreGeometry(settings.value(QStringLiteral("geometry")).toByteArray());
-    restoreState(settings.value(QStringLiteral("windowState")).toByteArray());
+    updateCaptureSpec(m_attention->captureAllLayers() ? QVector<int>{} : QVector<int>{m_attention->layer()});
+    persistSettings();
+    restoreLayout();
     m_chat->input()->setFocus();
 
     auto* memoryTimer = new QTimer(this);
@@ -125,34 +135,11 @@ void MainWindow::createActions() {
     file->addAction(tr("&Quit"), this, &QWidget::close)->setShortcut(QKeySequence::Quit);
 
     QMenu* model = menuBar()->addMenu(tr("&Model"));
-    QMenu* backend = model->addMenu(tr("Backend"));
-    m_backendGroup = new QActionGroup(this);
-    for (const QString& b : {QStringLiteral("auto"), QStringLiteral("cpu"), QStringLiteral("cuda")}) {
-        QAction* a = backend->addAction(b == QLatin1String("auto") ? tr("auto (CUDA if usable, else CPU)") : b.toUpper());
-        a->setData(b);
-        a->setCheckable(true);
-        a->setChecked(b == m_controller->backend());
-        m_backendGroup->addAction(a);
-    }
-    QMenu* context = model->addMenu(tr("Context size"));
-    m_contextGroup = new QActionGroup(this);
-    for (int n : {0, 512, 1024, 2048, 4096, 8192, 16384, 32768}) {
-        QAction* a = context->addAction(n == 0 ? tr("model default (≤ 4096)") : tr("%1 tokens").arg(n));
-        a->setData(n);
-        a->setCheckable(true);
-        a->setChecked(n == m_controller->contextSize());
-        m_contextGroup->addAction(a);
-    }
-    connect(m_backendGroup, &QActionGroup::triggered, this, [this](QAction* a) {
-        m_controller->setBackend(a->data().toString());
-        QSettings().setValue(QStringLiteral("backend"), a->data());
-        reloadWithSettings();
-    });
-    connect(m_contextGroup, &QActionGroup::triggered, this, [this](QAction* a) {
-        m_controller->setContextSize(a->data().toInt());
-        QSettings().setValue(QStringLiteral("contextSize"), a->data());
-        reloadWithSettings();
-    });
+    QMenu* backend = m_loadOptions->backendMenu();
+    QMenu* context = m_loadOptions->contextMenu();
+    model->addMenu(backend);
+    model->addMenu(context);
+    model->addMenu(m_loadOptions->threadsMenu());
 
     QMenu* chat = menuBar()->addMenu(tr("&Chat"));
     QAction* newChat = chat->addAction(tr("&New chat"), m_controller, &ChatController::newChat);
@@ -165,8 +152,10 @@ void MainWindow::createActions() {
     m_regenerateAction->setShortcut(QKeySequence(Qt::CTRL | Qt::Key_R));
     m_regenerateAction->setIcon(style()->standardIcon(QStyle::SP_BrowserReload));
     m_viewMenu = menuBar()->addMenu(tr("&View"));
+    createHelpMenu();
 
     QToolBar* bar = addToolBar(tr("Main"));
+    m_toolBar = bar;
     bar->setObjectName(QStringLiteral("mainToolBar"));
     bar->setToolButtonStyle(Qt::ToolButtonTextBesideIcon);
     bar->addAction(open);
@@ -181,16 +170,89 @@ void MainWindow::createActions() {
         button->setText(m->title());
         button->setMenu(m);
         button->setPopupMode(QToolButton::InstantPopup);
+        button->setAccessibleName(m->title());
         bar->addWidget(button);
     }
     rebuildRecentMenu();
     handleGeneratingChanged(false);
 }
 
+void MainWindow::createViewMenu() {
+    // Under the panels' own show/hide entries (added with the docks).
+    m_viewMenu->addSeparator();
+    QMenu* theme = m_viewMenu->addMenu(tr("&Theme"));
+    m_themeGroup = new QActionGroup(this);
+    for (ThemeMode mode : {ThemeMode::System, ThemeMode::Light, ThemeMode::Dark}) {
+        const QString text = mode == ThemeMode::System ? tr("&System") : mode == ThemeMode::Light ? tr("&Light") : tr("&Dark");
+        QAction* a = theme->addAction(text);
+        a->setCheckable(true);
+        a->setData(Theme::modeName(mode));
+        m_themeGroup->addAction(a);
+    }
+    connect(m_themeGroup, &QActionGroup::triggered, this, [this](QAction* a) { setTheme(Theme::modeFromName(a->data().toString())); });
+    m_resetLayoutAction = m_viewMenu->addAction(tr("&Reset layout"), this, &MainWindow::resetLayout);
+
+    // Keyboard navigation between the panels.
+    m_viewMenu->addSeparator();
+    QMenu* go = m_viewMenu->addMenu(tr("&Go to"));
+    go->addAction(tr("Message box"), this, [this] { m_chat->input()->setFocus(Qt::ShortcutFocusReason); })
+        ->setShortcut(QKeySequence(Qt::CTRL | Qt::Key_1));
+    const QList<QPair<QString, QString>> panels = {
+        {tr("Sampling"), QStringLiteral("samplingDock")},       {tr("Attention"), QStringLiteral("attentionDock")},
+        {tr("Token inspector"), QStringLiteral("tokenInspectorDock")}, {tr("KV cache"), QStringLiteral("kvCacheDock")},
+        {tr("Model info"), QStringLiteral("modelInfoDock")},
+    };
+    for (int i = 0; i < panels.size(); ++i) {
+        const QString dockName = panels[i].second;
+        go->addAction(panels[i].first, this, [this, dockName] { focusPanel(dockName); })
+            ->setShortcut(QKeySequence(Qt::CTRL | Qt::Key(Qt::Key_2 + i)));
+    }
+}
+
+void MainWindow::createHelpMenu() {
+    QMenu* help = menuBar()->addMenu(tr("&Help"));
+    help->addAction(tr("&Keyboard shortcuts"), this, &MainWindow::showShortcuts)->setShortcut(QKeySequence(Qt::CTRL | Qt::Key_Slash));
+    help->addAction(tr("&About WhiteBox"), this, &MainWindow::showAbout);
+}
+
+void MainWindow::showShortcuts() {
+    HelpDialogs::showShortcuts(this, menuBar());
+}
+
+void MainWindow::showAbout() {
+    const ModelSummary& m = m_controller->model();
+    QString backend;
+    if (m_controller->hasModel()) {
+        backend = m.backendDescription.isEmpty() ? m.backendName.toUpper() : m.backendDescription;
+        if (!m.backendNote.isEmpty()) backend += tr(" (GPU not used: %1)").arg(m.backendNote);
+    }
+    HelpDialogs::showAbout(this, backend);
+}
+
+void MainWindow::focusPanel(const QString& dockName) {
+    QDockWidget* d = dock(dockName);
+    if (!d) return;
+    d->show();
+    d->raise();
+    // The first control that takes the keyboard (findChildren lists them in creation order).
+    for (QWidget* w : d->widget()->findChildren<QWidget*>())
+        if (w->isVisibleTo(d) && w->isEnabled() && (w->focusPolicy() & Qt::TabFocus)) {
+            w->setFocus(Qt::ShortcutFocusReason);
+            return;
+        }
+}
+
+void MainWindow::setTheme(ThemeMode mode, bool persist) {
+    Theme::apply(mode);
+    for (QAction* a : m_themeGroup->actions()) a->setChecked(a->data().toString() == Theme::modeName(mode));
+    if (persist) AppSettings::setTheme(Theme::modeName(mode));
+}
+
 QDockWidget* MainWindow::addPanel(QWidget* panel, const QString& title, const QString& objectName, Qt::DockWidgetArea area) {
     auto* dock = new QDockWidget(title, this);
     dock->setObjectName(objectName);
     dock->setWidget(panel);
+    dock->setAccessibleName(title);
     addDockWidget(area, dock);
     m_viewMenu->addAction(dock->toggleViewAction());
     m_docks << dock;
@@ -198,19 +260,88 @@ QDockWidget* MainWindow::addPanel(QWidget* panel, const QString& title, const QS
 }
 
 void MainWindow::createDocks() {
-    QDockWidget* sampling = addPanel(m_sampling, tr("Sampling"), QStringLiteral("samplingDock"), Qt::RightDockWidgetArea);
-    QDockWidget* attention = addPanel(m_attention, tr("Attention"), QStringLiteral("attentionDock"), Qt::LeftDockWidgetArea);
-    QDockWidget* kv = addPanel(m_kv, tr("KV cache"), QStringLiteral("kvCacheDock"), Qt::LeftDockWidgetArea);
-    QDockWidget* inspector = addPanel(m_inspector, tr("Token inspector"), QStringLiteral("tokenInspectorDock"), Qt::LeftDockWidgetArea);
-    QDockWidget* info = addPanel(m_info, tr("Model info"), QStringLiteral("modelInfoDock"), Qt::LeftDockWidgetArea);
-    // Left column: the attention map above a tab group of the per-token and per-model views; the
-    // sampling panel gets the whole right column so its chart has room.
-    splitDockWidget(attention, kv, Qt::Vertical);
-    tabifyDockWidget(kv, inspector);
-    tabifyDockWidget(inspector, info);
-    kv->raise();
-    resizeDocks({attention, sampling}, {640, 430}, Qt::Horizontal);
-    resizeDocks({attention, kv}, {520, 420}, Qt::Vertical);
+    addPanel(m_sampling, tr("Sampling"), QStringLiteral("samplingDock"), Qt::RightDockWidgetArea);
+    addPanel(m_attention, tr("Attention"), QStringLiteral("attentionDock"), Qt::LeftDockWidgetArea);
+    addPanel(m_inspector, tr("Token inspector"), QStringLiteral("tokenInspectorDock"), Qt::LeftDockWidgetArea);
+    addPanel(m_kv, tr("KV cache"), QStringLiteral("kvCacheDock"), Qt::LeftDockWidgetArea);
+    addPanel(m_info, tr("Model info"), QStringLiteral("modelInfoDock"), Qt::LeftDockWidgetArea);
+    createViewMenu();
+    placeDocks();
+}
+
+void MainWindow::placeDocks() {
+    QDockWidget* sampling = dock(QStringLiteral("samplingDock"));
+    QDockWidget* attention = dock(QStringLiteral("attentionDock"));
+    QDockWidget* inspector = dock(QStringLiteral("tokenInspectorDock"));
+    QDockWidget* kv = dock(QStringLiteral("kvCacheDock"));
+    QDockWidget* info = dock(QStringLiteral("modelInfoDock"));
+    // The compact layout: the inspector panels are one tab group on the left (one column instead of
+    // a stack, so a 720-pixel screen holds the tallest of them), the sampling panel on the right,
+    // the chat between them.
+    addDockWidget(Qt::RightDockWidgetArea, sampling);
+    addDockWidget(Qt::LeftDockWidgetArea, attention);
+    tabifyDockWidget(attention, inspector);
+    tabifyDockWidget(inspector, kv);
+    tabifyDockWidget(kv, info);
+    for (QDockWidget* d : m_docks) d->show();
+    attention->raise();
+    const int w = width();
+    resizeDocks({attention, sampling}, {w * 34 / 100, w * 25 / 100}, Qt::Horizontal);
+}
+
+void MainWindow::resetLayout() {
+    for (QDockWidget* d : m_docks) {
+        // A floating dock is docked first: removed while floating it would stay a separate window.
+        d->setFloating(false);
+        removeDockWidget(d);
+    }
+    addToolBar(Qt::TopToolBarArea, m_toolBar);
+    m_toolBar->show();
+    placeDocks();
+}
+
+QSize MainWindow::defaultSize(const QRect& available) {
+    return {std::min(kMaxDefaultWidth, available.width() - kFrameAllowance / 2),
+            std::min(kMaxDefaultHeight, available.height() - kFrameAllowance)};
+}
+
+QString MainWindow::layoutKey() const {
+    const QScreen* s = screen() ? screen() : QGuiApplication::primaryScreen();
+    return AppSettings::layoutKey(s ? s->availableGeometry() : QRect());
+}
+
+void MainWindow::restoreLayout() {
+    const QString key = layoutKey();
+    const QByteArray geometry = AppSettings::windowGeometry(key);
+    if (!geometry.isEmpty() && restoreGeometry(geometry) && restoreState(AppSettings::windowState(key))) return;
+    const QScreen* s = screen() ? screen() : QGuiApplication::primaryScreen();
+    const QRect available = s ? s->availableGeometry() : QRect(0, 0, 1366, 768);
+    resize(defaultSize(available).expandedTo(minimumSizeHint()).boundedTo(available.size()));
+    move(available.center() - rect().center());
+    placeDocks();
+}
+
+void MainWindow::restoreSettings() {
+    // The theme first: the panels restyle on its change, the rest only sets values.
+    setTheme(Theme::modeFromName(AppSettings::theme()), false);
+    if (AppSettings::hasSampling()) m_sampling->restore(AppSettings::sampling(), AppSettings::samplingPreset());
+    m_chat->systemPromptEdit()->setPlainText(AppSettings::systemPrompt());
+    m_chat->colorByProbabilityBox()->setChecked(AppSettings::colourTokens());
+    m_attention->setCaptureAllLayers(AppSettings::captureAllLayers());
+}
+
+void MainWindow::persistSettings() {
+    // Written as they change, so a crash or a killed session keeps them too.
+    connect(m_sampling, &SamplingPanel::paramsChanged, this, [](const wb::SamplingParams& p) { AppSettings::setSampling(p); });
+    connect(m_sampling, &SamplingPanel::presetChanged, this, [](const QString& name) { AppSettings::setSamplingPreset(name); });
+    connect(m_chat->systemPromptEdit(), &QPlainTextEdit::textChanged, this,
+            [this] { AppSettings::setSystemPrompt(m_chat->systemPromptEdit()->toPlainText()); });
+    connect(m_chat->colorByProbabilityBox(), &QCheckBox::toggled, this, [](bool on) { AppSettings::setColourTokens(on); });
+    connect(m_attention->captureAllLayersBox(), &QCheckBox::toggled, this, [](bool on) { AppSettings::setCaptureAllLayers(on); });
+    connect(m_attention, &AttentionPanel::selectionChanged, this, [this](int layer, int) {
+        // Before the first model the range is 0..0: that clamped value is not the user's choice.
+        if (m_attentionLayerRestored) AppSettings::setAttentionLayer(layer);
+    });
 }
 
 QDockWidget* MainWindow::dock(const QString& objectName) const {
@@ -221,6 +352,7 @@ QDockWidget* MainWindow::dock(const QString& objectName) const {
 
 void MainWindow::createStatusBar() {
     m_backendLabel = new QLabel(tr("no model"), this);
+    m_backendLabel->setAccessibleName(tr("Backend"));
     m_speedLabel = new QLabel(this);
     m_ttftLabel = new QLabel(this);
     m_memoryLabel = new QLabel(this);
@@ -230,7 +362,7 @@ void MainWindow::createStatusBar() {
     statusBar()->addPermanentWidget(m_memoryLabel);
     // Shown only while a long prompt is being read; Stop (Esc) cancels it.
     m_prefillBar = new QProgressBar(this);
-    m_prefillBar->setMaximumWidth(220);
+    m_prefillBar->setMaximumWidth(fontMetrics().averageCharWidth() * 30);
     m_prefillBar->setFormat(tr("prompt %v / %m"));
     m_prefillBar->hide();
     statusBar()->addWidget(m_prefillBar);
@@ -275,10 +407,6 @@ void MainWindow::openModelDialog() {
     if (!path.isEmpty()) m_controller->loadModel(path);
 }
 
-void MainWindow::reloadWithSettings() {
-    if (m_controller->hasModel() && !m_controller->isLoading()) m_controller->loadModel(m_controller->model().path);
-}
-
 void MainWindow::openConversationDialog() {
     const QString path = QFileDialog::getOpenFileName(this, tr("Open conversation"), QString(), tr("WhiteBox conversations (*.json)"));
     QString error;
@@ -314,9 +442,7 @@ void MainWindow::inspectToken(int messageIndex, int tokenIndex) {
 }
 
 void MainWindow::closeEvent(QCloseEvent* event) {
-    QSettings settings;
-    settings.setValue(QStringLiteral("geometry"), saveGeometry());
-    settings.setValue(QStringLiteral("windowState"), saveState());
+    AppSettings::setWindowLayout(layoutKey(), saveGeometry(), saveState());
     QMainWindow::closeEvent(event);
 }
 
@@ -348,25 +474,42 @@ void MainWindow::handleModelLoaded(const ModelSummary& s) {
     m_info->setModel(s);
     m_kv->setModel(s);
     m_attention->handleModelShape();
-    QString backend = s.backendName.toUpper();
-    if (!s.backendNote.isEmpty()) {
-        // Said once, visibly: the user asked for (or defaulted to) the GPU and is not getting it.
-        m_backendLabel->setStyleSheet(QStringLiteral("color: #b35900; font-weight: bold;"));
-        m_backendLabel->setText(tr("CPU — GPU not used: %1").arg(s.backendNote.left(90)));
-        m_backendLabel->setToolTip(s.backendNote);
-        statusBar()->showMessage(tr("Running on the CPU: %1").arg(s.backendNote), 15000);
-    } else {
-        m_backendLabel->setStyleSheet(QString());
-        m_backendLabel->setText(backend);
-        m_backendLabel->setToolTip(s.backendDescription);
+    if (!m_attentionLayerRestored) {
+        m_attentionLayerRestored = true;
+        m_attention->setLayer(AppSettings::attentionLayer());
     }
+    updateBackendLabel();
+    if (!s.backendNote.isEmpty()) statusBar()->showMessage(tr("Running on the CPU: %1").arg(s.backendNote), 15000);
     QSettings().setValue(QStringLiteral("lastModel"), s.path);
     addRecent(s.path);
 }
 
+void MainWindow::updateBackendLabel() {
+    const ModelSummary& s = m_controller->model();
+    QFont f = m_backendLabel->font();
+    f.setBold(!s.backendNote.isEmpty());
+    m_backendLabel->setFont(f);
+    if (!s.backendNote.isEmpty()) {
+        // Said once, visibly: the user asked for (or defaulted to) the GPU and is not getting it. The
+        // label stays short (a long one would set the window's minimum width); the reason is in its
+        // tooltip, the status message and the Model info panel.
+        Theme::setTextColor(m_backendLabel, Theme::Role::Warning);
+        m_backendLabel->setText(tr("CPU — GPU not used"));
+        m_backendLabel->setToolTip(s.backendNote);
+    } else {
+        m_backendLabel->setPalette(QPalette());
+        m_backendLabel->setText(s.backendName.isEmpty() ? tr("no model") : s.backendName.toUpper());
+        m_backendLabel->setToolTip(s.backendDescription);
+    }
+}
+
 void MainWindow::handleLoadFailed(const QString& path, const QString& error) {
     handleLoadFinished();
-    showError(tr("Cannot open the model"), tr("%1\n\n%2").arg(path, error));
+    const QString kept = m_loadOptions->revertAfterFailure(path);
+    if (kept.isEmpty())
+        showError(tr("Cannot open the model"), tr("%1\n\n%2").arg(path, error));
+    else
+        showError(tr("The setting was not kept"), tr("%1\n\n%2").arg(error, kept));
 }
 
 void MainWindow::handleTimings(const wb::Timings& t) {

@@ -1,16 +1,22 @@
 #pragma once
-// The main window: the chat in the centre, the inspector panels as docks (layout saved in QSettings),
-// menus and toolbar for the model, backend, context size and the conversation, and a status bar with
-// the backend (and why the GPU is not used), speed, time to first token and memory in use.
+// The main window: the chat in the centre, the Sampling panel beside it and the inspector panels
+// (Attention, Token inspector, KV cache, Model info) tabbed in one dock group, a layout that fits a
+// 1280x720 screen; menus and toolbar for the model, its load options, the conversation, the view
+// (panels, theme, reset layout, keyboard focus) and help; a status bar with the backend, speed, time
+// to first token and memory in use. Geometry and dock layout are kept per available screen geometry;
+// the settings the panels hold (sampling, system prompt, colouring, capture, theme) are restored at
+// start and written as they change.
 #include <QMainWindow>
 
 #include "engine_types.h"
 #include "model_summary.h"
+#include "theme.h"
 
 class AttentionPanel;
 class ChatController;
 class ChatPanel;
 class KvCachePanel;
+class LoadOptionsMenu;
 class ModelInfoPanel;
 class ModelsDialog;
 class QActionGroup;
@@ -19,6 +25,7 @@ class QLabel;
 class QMenu;
 class QProgressBar;
 class QProgressDialog;
+class QToolBar;
 class SamplingPanel;
 class TokenInspector;
 
@@ -48,6 +55,16 @@ public:
     QLabel* ttftLabel() const { return m_ttftLabel; }
     QLabel* memoryLabel() const { return m_memoryLabel; }
     QProgressBar* prefillBar() const { return m_prefillBar; }
+    LoadOptionsMenu* loadOptions() const { return m_loadOptions; }
+    QActionGroup* themeGroup() const { return m_themeGroup; }
+    QAction* resetLayoutAction() const { return m_resetLayoutAction; }
+    QList<QDockWidget*> docks() const { return m_docks; }
+
+    // The size the window opens at on a screen with this available geometry when no layout was kept
+    // for it: as large as the screen allows (room left for the window frame), at most 1600x1000.
+    static QSize defaultSize(const QRect& available);
+    // The settings key of the layout for the screen the window is on.
+    QString layoutKey() const;
 
     // Resident memory of the process (Linux /proc; 0 elsewhere).
     static quint64 residentBytes();
@@ -60,6 +77,14 @@ public Q_SLOTS:
     void showError(const QString& title, const QString& text);
     // Selects a generated token in the token inspector.
     void inspectToken(int messageIndex, int tokenIndex);
+    // Every panel back in the default arrangement and shown.
+    void resetLayout();
+    // persist: also written to the settings (--theme previews a theme without keeping it).
+    void setTheme(ThemeMode mode, bool persist = true);
+    // Shows the panel's dock and puts the keyboard focus on its first control.
+    void focusPanel(const QString& dockName);
+    void showShortcuts();
+    void showAbout();
 
 protected:
     void closeEvent(QCloseEvent* event) override;
@@ -79,11 +104,17 @@ private Q_SLOTS:
 
 private:
     void createActions();
+    void createViewMenu();
+    void createHelpMenu();
     void createDocks();
+    void placeDocks();
     void createStatusBar();
+    void restoreSettings();
+    void persistSettings();
+    void restoreLayout();
+    void updateBackendLabel();
     void rebuildRecentMenu();
     void addRecent(const QString& path);
-    void reloadWithSettings();
     QDockWidget* addPanel(QWidget* panel, const QString& title, const QString& objectName, Qt::DockWidgetArea area);
 
     ChatController* m_controller;
@@ -97,8 +128,10 @@ private:
     QList<QDockWidget*> m_docks;
     QMenu* m_recentMenu = nullptr;
     QMenu* m_viewMenu = nullptr;
-    QActionGroup* m_backendGroup = nullptr;
-    QActionGroup* m_contextGroup = nullptr;
+    LoadOptionsMenu* m_loadOptions = nullptr;
+    QActionGroup* m_themeGroup = nullptr;
+    QAction* m_resetLayoutAction = nullptr;
+    QToolBar* m_toolBar = nullptr;
     QAction* m_stopAction = nullptr;
     QAction* m_regenerateAction = nullptr;
     QProgressDialog* m_progress = nullptr;
@@ -109,4 +142,5 @@ private:
     QProgressBar* m_prefillBar = nullptr;
     quint64 m_kvReserved = 0;
     QString m_loadingPath;
+    bool m_attentionLayerRestored = false;  // the saved layer is applied once the first model gives the range
 };

@@ -8,6 +8,7 @@
 #include <QVBoxLayout>
 
 #include "engine_types.h"
+#include "theme.h"
 
 namespace {
 
@@ -29,6 +30,7 @@ void setRow(QTableWidget* t, int row, const QStringList& cells) {
 
 ModelInfoPanel::ModelInfoPanel(QWidget* parent) : QWidget(parent) {
     m_tabs = new QTabWidget(this);
+    m_tabs->setAccessibleName(tr("Model details"));
     auto* summary = new QWidget(this);
     auto* form = new QFormLayout(summary);
     m_name = new QLabel(tr("no model loaded"), summary);
@@ -39,7 +41,6 @@ ModelInfoPanel::ModelInfoPanel(QWidget* parent) : QWidget(parent) {
     m_types = new QLabel(summary);
     m_memory = new QLabel(summary);
     m_warnings = new QLabel(summary);
-    m_warnings->setStyleSheet(QStringLiteral("color: #a05000;"));
     for (QLabel* l : {m_name, m_file, m_hash, m_backend, m_template, m_types, m_memory, m_warnings}) {
         l->setWordWrap(true);
         l->setTextInteractionFlags(Qt::TextSelectableByMouse);
@@ -62,6 +63,12 @@ ModelInfoPanel::ModelInfoPanel(QWidget* parent) : QWidget(parent) {
     auto* layout = new QVBoxLayout(this);
     layout->setContentsMargins(4, 4, 4, 4);
     layout->addWidget(m_tabs);
+    applyTheme();
+    connect(ThemeNotifier::instance(), &ThemeNotifier::themeChanged, this, &ModelInfoPanel::applyTheme);
+}
+
+void ModelInfoPanel::applyTheme() {
+    Theme::setTextColor(m_warnings, Theme::Role::Warning);
 }
 
 QString ModelInfoPanel::hashText() const { return m_hash->text(); }

@@ -26,6 +26,7 @@ public Q_SLOTS:
     void setFileHash(const QString& path, const QString& sha256);
 
 private:
+    void applyTheme();
     QString m_path;
     QTabWidget* m_tabs;
     QLabel* m_name;

@@ -79,6 +79,7 @@ ModelSummary ModelSummary::fromModel(const wb::Model& model, const QString& path
     s.headDim = c.head_dim;
     s.kvBytesPerToken = quint64(2) * quint64(c.n_layer) * quint64(c.n_head_kv) * quint64(c.head_dim) * 2;
     s.contextSize = contextSize;
+    s.contextTrain = int(c.n_ctx_train);
     s.chatTemplate = QString::fromLatin1(wb::chat_template_kind_name(model.chat_template().kind()));
     QStringList warnings;
     if (!model.chat_template().warning().empty()) warnings << QString::fromStdString(model.chat_template().warning());

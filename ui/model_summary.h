@@ -31,6 +31,7 @@ struct ModelSummary {
     quint64 weightBytes = 0;
     quint64 kvBytesPerToken = 0;    // 2 x layers x kv_heads x head_dim x 2 bytes (f16)
     int contextSize = 0;            // the session's n_ctx
+    int contextTrain = 0;           // the model's training context (the largest n_ctx it accepts); 0 = unknown
     int nLayer = 0;
     int nHead = 0;
     int nHeadKv = 0;

@@ -30,6 +30,7 @@
 #include "model/model_paths.h"
 #include "model_cache.h"
 #include "model_downloader.h"
+#include "theme.h"
 
 namespace {
 
@@ -67,7 +68,6 @@ ModelsDialog::ModelsDialog(QWidget* parent) : QDialog(parent) {
 
     m_banner = new QLabel(this);
     m_banner->setWordWrap(true);
-    m_banner->setStyleSheet(QStringLiteral("background: #fff4d6; border: 1px solid #e0c060; padding: 8px;"));
 
     auto* buttons = new QDialogButtonBox(QDialogButtonBox::Close, this);
     connect(buttons, &QDialogButtonBox::rejected, this, &QDialog::reject);
@@ -77,6 +77,8 @@ ModelsDialog::ModelsDialog(QWidget* parent) : QDialog(parent) {
     layout->addWidget(createCacheSection(), 1);
     layout->addWidget(createDownloadSection());
     layout->addWidget(buttons);
+    applyTheme();
+    connect(ThemeNotifier::instance(), &ThemeNotifier::themeChanged, this, &ModelsDialog::applyTheme);
 
     connect(m_cache, &ModelCache::changed, this, [this] {
         const QString selected = selectedPath();
@@ -310,8 +312,18 @@ void ModelsDialog::showWhyNotRunnable() {
 
 void ModelsDialog::setStatus(const QString& text, bool error) {
     m_statusIsWhyNot = false;
-    m_status->setStyleSheet(error ? QStringLiteral("color: #b00020;") : QString());
+    m_statusIsError = error;
     m_status->setText(text);
+    applyTheme();
+}
+
+void ModelsDialog::applyTheme() {
+    m_banner->setStyleSheet(QStringLiteral("background: %1; border: 1px solid %2; padding: 8px;")
+                                .arg(Theme::color(Theme::Role::BannerBackground).name(), Theme::color(Theme::Role::BannerBorder).name()));
+    if (m_statusIsError)
+        Theme::setTextColor(m_status, Theme::Role::Error);
+    else
+        m_status->setPalette(QPalette());
 }
 
 void ModelsDialog::setBusy(bool busy) {

@@ -69,6 +69,7 @@ Q_SIGNALS:
     void modelChosen(const QString& path);
 
 private:
+    void applyTheme();
     QWidget* createCacheSection();
     QWidget* createDownloadSection();
     void fillRow(int row, const CachedModel& m);
@@ -109,6 +110,7 @@ private:
     QProcess* m_process = nullptr;
     QString m_fetchScript;
     bool m_fetchCanceled = false;
+    bool m_statusIsError = false;
     bool m_statusIsWhyNot = false;  // the status line shows why the selected file cannot run
     bool m_nameEdited = false;      // the user typed a name: URL edits no longer replace it
     QElapsedTimer m_rateClock;      // since this transfer started

@@ -14,7 +14,9 @@ ParamControl::ParamControl(double minimum, double maximum, double step, int deci
     m_spin->setRange(minimum, maximum);
     m_spin->setDecimals(decimals);
     m_spin->setSingleStep(step);
-    m_spin->setMinimumWidth(78);
+    // The spin box sizes itself to its range; the slider may shrink to a few characters when the
+    // dock is narrow (font units, so it scales with the font as well as the screen).
+    m_slider->setMinimumWidth(fontMetrics().averageCharWidth() * 6);
     auto* layout = new QHBoxLayout(this);
     layout->setContentsMargins(0, 0, 0, 0);
     layout->addWidget(m_slider, 1);
@@ -34,6 +36,11 @@ ParamControl::ParamControl(double minimum, double maximum, double step, int deci
         }
         Q_EMIT valueChanged(v);
     });
+}
+
+void ParamControl::setAccessibleNames(const QString& label) {
+    m_spin->setAccessibleName(label);
+    m_slider->setAccessibleName(tr("%1 slider").arg(label));
 }
 
 int ParamControl::toSlider(double v) const {

@@ -17,6 +17,8 @@ public:
     void setValue(double value);
     QSlider* slider() const { return m_slider; }
     QDoubleSpinBox* spinBox() const { return m_spin; }
+    // Names the slider and the spin box for screen readers ("Temperature", "Temperature slider").
+    void setAccessibleNames(const QString& label);
 
 Q_SIGNALS:
     void valueChanged(double value);

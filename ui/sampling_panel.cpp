@@ -8,13 +8,14 @@
 #include <QLabel>
 #include <QLineEdit>
 #include <QPushButton>
+#include <QScrollArea>
 #include <QSignalBlocker>
-#include <QSpinBox>
 #include <QVBoxLayout>
 
 #include "candidate_plot.h"
 #include "param_control.h"
 #include "sampling_presets.h"
+#include "seed_edit.h"
 
 namespace {
 
@@ -34,6 +35,13 @@ QString formatStops(const std::vector<std::string>& stops) {
     return parts.join(QLatin1Char('|'));
 }
 
+// The knobs a preset sets (seed, reply length and stop strings are the user's).
+bool sameKnobs(const wb::SamplingParams& a, const wb::SamplingParams& b) {
+    return a.temperature == b.temperature && a.top_k == b.top_k && a.top_p == b.top_p && a.min_p == b.min_p &&
+           a.typical_p == b.typical_p && a.repeat_penalty == b.repeat_penalty && a.repeat_last_n == b.repeat_last_n &&
+           a.frequency_penalty == b.frequency_penalty && a.presence_penalty == b.presence_penalty;
+}
+
 }  // namespace
 
 SamplingPanel::SamplingPanel(QWidget* parent) : QWidget(parent) {
@@ -41,13 +49,25 @@ SamplingPanel::SamplingPanel(QWidget* parent) : QWidget(parent) {
     m_savePreset = new QPushButton(tr("Save…"), this);
     m_savePreset->setToolTip(tr("Save the current settings as a preset"));
     m_deletePreset = new QPushButton(tr("Delete"), this);
+    m_modified = new QLabel(tr("modified"), this);
+    m_modified->setToolTip(tr("The values differ from the preset's"));
+    m_modified->setForegroundRole(QPalette::PlaceholderText);
+    // Reserve the label's width so the row does not jump when it appears.
+    QSizePolicy keep = m_modified->sizePolicy();
+    keep.setRetainSizeWhenHidden(true);
+    m_modified->setSizePolicy(keep);
+    auto* presetLabel = new QLabel(tr("Preset"), this);
+    presetLabel->setBuddy(m_presets);
     auto* presetRow = new QHBoxLayout;
-    presetRow->addWidget(new QLabel(tr("Preset"), this));
+    presetRow->addWidget(presetLabel);
     presetRow->addWidget(m_presets, 1);
+    presetRow->addWidget(m_modified);
     presetRow->addWidget(m_savePreset);
     presetRow->addWidget(m_deletePreset);
 
-    m_form = new QFormLayout;
+    auto* knobs = new QWidget;
+    m_form = new QFormLayout(knobs);
+    m_form->setContentsMargins(0, 0, 0, 0);
     m_form->setFieldGrowthPolicy(QFormLayout::AllNonFixedFieldsGrow);
     addControl(QStringLiteral("temperature"), tr("Temperature"), 0, 2, 0.01, 2, tr("0 = greedy (always the most likely token)"));
     addControl(QStringLiteral("top_k"), tr("Top-k"), 0, 200, 1, 0, tr("keep the k most likely tokens; 0 = off"));
@@ -61,8 +81,7 @@ SamplingPanel::SamplingPanel(QWidget* parent) : QWidget(parent) {
     addControl(QStringLiteral("max_tokens"), tr("Max tokens"), 1, 4096, 1, 0, tr("generated tokens per reply"));
 
     m_randomSeed = new QCheckBox(tr("random"), this);
-    m_seed = new QSpinBox(this);
-    m_seed->setRange(0, std::numeric_limits<int>::max());
+    m_seed = new SeedEdit(this);
     auto* seedRow = new QHBoxLayout;
     seedRow->addWidget(m_seed, 1);
     seedRow->addWidget(m_randomSeed);
@@ -71,15 +90,23 @@ SamplingPanel::SamplingPanel(QWidget* parent) : QWidget(parent) {
     m_stop->setPlaceholderText(tr("stop strings, separated by |"));
     m_form->addRow(tr("Stop"), m_stop);
 
+    m_knobArea = new QScrollArea(this);
+    m_knobArea->setWidget(knobs);
+    m_knobArea->setWidgetResizable(true);
+    m_knobArea->setFrameShape(QFrame::NoFrame);
+    m_knobArea->setHorizontalScrollBarPolicy(Qt::ScrollBarAlwaysOff);
+
     m_plot = new CandidatePlot(this);
     m_plotNote = new QLabel(tr("Next-token candidates appear here while the model answers."), this);
     m_plotNote->setWordWrap(true);
-    m_plotNote->setStyleSheet(QStringLiteral("color: gray;"));
+    m_plotNote->setForegroundRole(QPalette::PlaceholderText);
 
     auto* layout = new QVBoxLayout(this);
     layout->setContentsMargins(4, 4, 4, 4);
     layout->addLayout(presetRow);
-    layout->addLayout(m_form);
+    // The knobs get their full height when the dock has it; the chart takes the rest, and the knobs
+    // scroll only when the dock is shorter than both at their minimum.
+    layout->addWidget(m_knobArea);
     layout->addWidget(m_plotNote);
     layout->addWidget(m_plot, 1);
 
@@ -87,7 +114,7 @@ SamplingPanel::SamplingPanel(QWidget* parent) : QWidget(parent) {
         m_seed->setEnabled(!on);
         readControls();
     });
-    connect(m_seed, &QSpinBox::valueChanged, this, [this] { readControls(); });
+    connect(m_seed, &SeedEdit::valueChanged, this, [this] { readControls(); });
     connect(m_stop, &QLineEdit::textChanged, this, [this] { readControls(); });
     connect(m_presets, &QComboBox::textActivated, this, &SamplingPanel::applyPreset);
     connect(m_savePreset, &QPushButton::clicked, this, [this] {
@@ -97,8 +124,21 @@ SamplingPanel::SamplingPanel(QWidget* parent) : QWidget(parent) {
     });
     connect(m_deletePreset, &QPushButton::clicked, this, &SamplingPanel::deleteCurrentPreset);
 
-    refreshPresets(QStringLiteral("Balanced"));
+    setAccessibleNames();
+    m_presetName = QStringLiteral("Balanced");
+    refreshPresets(m_presetName);
     setParams(wb::SamplingParams{});
+}
+
+void SamplingPanel::setAccessibleNames() {
+    m_presets->setAccessibleName(tr("Sampling preset"));
+    m_savePreset->setAccessibleName(tr("Save the settings as a preset"));
+    m_deletePreset->setAccessibleName(tr("Delete the preset"));
+    m_seed->setAccessibleName(tr("Seed"));
+    m_randomSeed->setAccessibleName(tr("Random seed"));
+    m_stop->setAccessibleName(tr("Stop strings"));
+    m_plot->setAccessibleName(tr("Next-token candidates before and after sampling"));
+    m_knobArea->setAccessibleName(tr("Sampling settings"));
 }
 
 ParamControl* SamplingPanel::addControl(const QString& name, const QString& label, double lo, double hi, double step,
@@ -106,6 +146,7 @@ ParamControl* SamplingPanel::addControl(const QString& name, const QString& labe
     auto* c = new ParamControl(lo, hi, step, decimals, this);
     c->setToolTip(tip);
     c->setObjectName(name);
+    c->setAccessibleNames(label);
     m_controls.insert(name, c);
     m_form->addRow(label, c);
     connect(c, &ParamControl::valueChanged, this, [this] { readControls(); });
@@ -130,10 +171,11 @@ void SamplingPanel::readControls() {
     p.frequency_penalty = float(v("frequency_penalty"));
     p.presence_penalty = float(v("presence_penalty"));
     p.max_tokens = int(v("max_tokens"));
-    p.seed = m_randomSeed->isChecked() ? wb::SamplingParams::kRandomSeed : quint64(m_seed->value());
+    p.seed = m_randomSeed->isChecked() ? wb::SamplingParams::kRandomSeed : m_seed->value();
     p.stop = parseStops(m_stop->text());
     m_params = p;
     m_plot->setParams(p);
+    updateModified();
     Q_EMIT paramsChanged(p);
 }
 
@@ -153,34 +195,60 @@ void SamplingPanel::setParams(const wb::SamplingParams& p) {
     const bool random = p.seed == wb::SamplingParams::kRandomSeed;
     m_randomSeed->setChecked(random);
     m_seed->setEnabled(!random);
-    if (!random) m_seed->setValue(int(std::min<quint64>(p.seed, quint64(std::numeric_limits<int>::max()))));
+    if (!random) m_seed->setValue(p.seed);
     m_stop->setText(formatStops(p.stop));
     m_filling = false;
     m_params = p;
     m_plot->setParams(p);
+    updateModified();
+}
+
+void SamplingPanel::restore(const wb::SamplingParams& params, const QString& preset) {
+    wb::SamplingParams unused;
+    m_presetName = SamplingPresets::find(preset, &unused) ? preset : QStringLiteral("Balanced");
+    refreshPresets(m_presetName);
+    setParams(params);
+}
+
+bool SamplingPanel::isModified() const {
+    wb::SamplingParams preset;
+    return !SamplingPresets::find(m_presetName, &preset) || !sameKnobs(preset, m_params);
+}
+
+void SamplingPanel::updateModified() {
+    m_modified->setVisible(isModified());
 }
 
 void SamplingPanel::applyPreset(const QString& name) {
     wb::SamplingParams p;
     if (!SamplingPresets::find(name, &p)) return;
-    // A preset sets the sampling knobs; the reply length and stop strings are the user's.
+    // A preset sets the sampling knobs; the seed, the reply length and stop strings are the user's.
+    p.seed = m_params.seed;
     p.max_tokens = m_params.max_tokens;
     p.stop = m_params.stop;
+    m_presetName = name;
     setParams(p);
     m_deletePreset->setEnabled(!SamplingPresets::isBuiltin(name));
+    Q_EMIT presetChanged(name);
     Q_EMIT paramsChanged(m_params);
 }
 
 void SamplingPanel::saveUserPreset(const QString& name) {
     SamplingPresets::saveUser(name, m_params);
+    m_presetName = name;
     refreshPresets(name);
+    updateModified();
+    Q_EMIT presetChanged(name);
 }
 
 void SamplingPanel::deleteCurrentPreset() {
     const QString name = m_presets->currentText();
     if (SamplingPresets::isBuiltin(name)) return;
     SamplingPresets::removeUser(name);
-    refreshPresets(QStringLiteral("Balanced"));
+    m_presetName = QStringLiteral("Balanced");
+    refreshPresets(m_presetName);
+    updateModified();
+    Q_EMIT presetChanged(m_presetName);
 }
 
 void SamplingPanel::refreshPresets(const QString& select) {

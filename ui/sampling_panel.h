@@ -1,8 +1,10 @@
 #pragma once
-// Sampling panel: every SamplingParams knob (slider + spin box), the seed (fixed or random), max
-// tokens and stop strings; presets; and the chart of the latest token's candidates before and after
-// sampling. Every change is emitted at once: the controller hands it to the running generation, so it
-// applies to the very next token.
+// Sampling panel: every SamplingParams knob (slider + spin box), the seed (fixed or random, 64-bit),
+// max tokens and stop strings; presets, with the preset the values came from and "modified" once a
+// knob differs from it; and the chart of the latest token's candidates before and after sampling.
+// Every change is emitted at once: the controller hands it to the running generation, so it applies
+// to the very next token. The knobs scroll when the dock is short, so the panel never forces the
+// window's height.
 #include <QWidget>
 
 #include "engine/observer.h"
@@ -15,7 +17,8 @@ class QComboBox;
 class QLabel;
 class QLineEdit;
 class QPushButton;
-class QSpinBox;
+class QScrollArea;
+class SeedEdit;
 
 class SamplingPanel : public QWidget {
     Q_OBJECT
@@ -27,13 +30,20 @@ public:
     CandidatePlot* plot() const { return m_plot; }
     ParamControl* control(const QString& name) const;  // "temperature", "top_k", ...
     QCheckBox* randomSeedBox() const { return m_randomSeed; }
-    QSpinBox* seedBox() const { return m_seed; }
+    SeedEdit* seedBox() const { return m_seed; }
     QLineEdit* stopEdit() const { return m_stop; }
     QComboBox* presetBox() const { return m_presets; }
+    QLabel* modifiedLabel() const { return m_modified; }
+    QScrollArea* knobArea() const { return m_knobArea; }
+    // The preset the values started from, and whether a knob differs from it now.
+    QString presetName() const { return m_presetName; }
+    bool isModified() const;
 
 public Q_SLOTS:
     // Fills the controls without emitting paramsChanged (a loaded conversation, a preset).
     void setParams(const wb::SamplingParams& params);
+    // setParams, with `preset` named as the values' origin (restored settings).
+    void restore(const wb::SamplingParams& params, const QString& preset);
     void applyPreset(const QString& name);
     void handleTokenEvent(const wb::TokenEvent& event);
     void saveUserPreset(const QString& name);
@@ -41,10 +51,13 @@ public Q_SLOTS:
 
 Q_SIGNALS:
     void paramsChanged(const wb::SamplingParams& params);
+    void presetChanged(const QString& name);
 
 private:
     void readControls();
     void refreshPresets(const QString& select);
+    void updateModified();
+    void setAccessibleNames();
     ParamControl* addControl(const QString& name, const QString& label, double lo, double hi, double step, int decimals,
                              const QString& tip);
 
@@ -52,11 +65,14 @@ private:
     QHash<QString, ParamControl*> m_controls;
     class QFormLayout* m_form;
     QCheckBox* m_randomSeed;
-    QSpinBox* m_seed;
+    SeedEdit* m_seed;
     QLineEdit* m_stop;
     QComboBox* m_presets;
     QPushButton* m_savePreset;
     QPushButton* m_deletePreset;
+    QLabel* m_modified;
+    QScrollArea* m_knobArea;
+    QString m_presetName;
     QLabel* m_plotNote;
     CandidatePlot* m_plot;
     bool m_filling = false;

@@ -10,7 +10,7 @@
 #include <qcustomplot.h>
 
 #include "attention_store.h"
-#include "chat_document.h"
+#include "theme.h"
 
 namespace {
 
@@ -36,17 +36,21 @@ TokenInspector::TokenInspector(AttentionStore* store, QWidget* parent) : QWidget
     m_trace = new QTreeWidget(this);
     m_trace->setHeaderLabels({tr("sampler stage"), tr("kept"), tr("best after the stage")});
     m_trace->setRootIsDecorated(false);
+    m_candidates->setAccessibleName(tr("Candidates of the selected token"));
+    m_trace->setAccessibleName(tr("Sampler stages of the selected token"));
 
     m_attentionNote = new QLabel(this);
     m_attentionNote->setWordWrap(true);
     m_attentionPlot = new QCustomPlot(this);
-    m_attentionPlot->setMinimumHeight(120);
+    m_attentionPlot->setMinimumHeight(fontMetrics().height() * 6);
+    m_attentionPlot->setAccessibleName(tr("Attention of the selected token"));
     m_attentionBars = new QCPBars(m_attentionPlot->xAxis, m_attentionPlot->yAxis);
     m_attentionBars->setPen(Qt::NoPen);
-    m_attentionBars->setBrush(QColor(230, 120, 40));
     m_attentionPlot->xAxis->setTicker(QSharedPointer<QCPAxisTickerText>(new QCPAxisTickerText));
     m_attentionPlot->xAxis->setTickLabelRotation(90);
-    m_attentionPlot->xAxis->setTickLabelFont(QFont(font().family(), 7));
+    QFont tickFont = font();
+    tickFont.setPointSizeF(std::max(6.0, tickFont.pointSizeF() * 0.8));
+    m_attentionPlot->xAxis->setTickLabelFont(tickFont);
     m_attentionPlot->yAxis->setLabel(tr("p"));
     m_attentionPlot->yAxis->ticker()->setTickCount(3);
     m_attentionPlot->setInteractions(QCP::iRangeDrag | QCP::iRangeZoom);
@@ -71,7 +75,16 @@ TokenInspector::TokenInspector(AttentionStore* store, QWidget* parent) : QWidget
     connect(m_store, &AttentionStore::rowsChanged, this, [this](int layer) {
         if (layer == m_layer && m_hasToken) refreshAttention();
     });
+    connect(ThemeNotifier::instance(), &ThemeNotifier::themeChanged, this, &TokenInspector::applyTheme);
+    applyTheme();
     clear();
+}
+
+void TokenInspector::applyTheme() {
+    m_attentionBars->setBrush(Theme::color(Theme::Role::FinalSeries));
+    Theme::stylePlot(m_attentionPlot);
+    // The probability backgrounds of the candidate table are baked into its items.
+    if (m_hasToken) setToken(m_token);
 }
 
 QString TokenInspector::headline() const {
@@ -102,7 +115,7 @@ void TokenInspector::setToken(const TokenRecord& token) {
         auto* id = new QTableWidgetItem(QString::number(c.id));
         auto* raw = new QTableWidgetItem(QString::number(double(c.p_raw), 'f', 4));
         auto* fin = new QTableWidgetItem(QString::number(double(c.p_final), 'f', 4));
-        raw->setBackground(ChatDocument::probabilityColor(c.p_raw));
+        raw->setBackground(Theme::probabilityColor(c.p_raw));
         if (c.id == token.id) {
             QFont bold = name->font();
             bold.setBold(true);

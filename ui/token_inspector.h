@@ -32,6 +32,7 @@ public Q_SLOTS:
     void clear();
 
 private:
+    void applyTheme();
     AttentionStore* m_store;
     QLabel* m_title;
     QTableWidget* m_candidates;

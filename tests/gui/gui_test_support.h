@@ -3,15 +3,28 @@
 // settings and start from a clean state) and synthetic engine events.
 #include <QCoreApplication>
 #include <QSettings>
+#include <QStandardPaths>
+#include <QTemporaryDir>
 
 #include "engine/observer.h"
 
 namespace wb_gui_test {
 
+// The settings live in a temporary directory that is removed when the test ends: QSettings' user
+// scope is pointed there, and QStandardPaths' test mode keeps other writable locations away from
+// the user's. Call it before anything reads a setting.
 inline void isolateSettings(const char* testName) {
+    static QTemporaryDir dir;
+    QStandardPaths::setTestModeEnabled(true);
+    QSettings::setPath(QSettings::NativeFormat, QSettings::UserScope, dir.path());
+    QSettings::setPath(QSettings::IniFormat, QSettings::UserScope, dir.path());
     QCoreApplication::setOrganizationName(QStringLiteral("WhiteBoxTest"));
     QCoreApplication::setApplicationName(QString::fromLatin1(testName));
     QSettings().clear();
+}
+
+inline QString settingsFile() {
+    return QSettings().fileName();
 }
 
 // A token event with candidates of the given raw and final probabilities (pieces "t0", "t1", ...).

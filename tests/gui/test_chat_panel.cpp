@@ -2,7 +2,7 @@
 // prompt and model name; the file is written atomically; the view sets code as code, makes every
 // generated token a link and colours it by probability on demand; Enter sends, Shift+Enter breaks the line.
 #include <QCheckBox>
-#include <QLineEdit>
+#include <QPlainTextEdit>
 #include <QSignalSpy>
 #include <QTemporaryDir>
 #include <QTextBlock>
@@ -15,6 +15,7 @@
 #include "conversation.h"
 #include "gui_test_support.h"
 #include "message_edit.h"
+#include "theme.h"
 
 namespace {
 
@@ -99,7 +100,7 @@ private Q_SLOTS:
         QCOMPARE(sampling.count(), 1);
         QCOMPARE(controller.conversation().messages.size(), 2);
         QCOMPARE(controller.worker()->samplingParams().top_k, 12);
-        QCOMPARE(panel.systemPromptEdit()->text(), QString("Be brief."));
+        QCOMPARE(panel.systemPromptEdit()->toPlainText(), QString("Be brief."));
         QVERIFY(panel.view()->toPlainText().contains("x = 1"));
         const QString again = dir.filePath("again.json");
         QVERIFY(controller.saveConversation(again, &error));
@@ -140,8 +141,8 @@ private Q_SLOTS:
         writer.rebuild(sample());
         QTextCursor c(&doc);
         c.setPosition(doc.toPlainText().indexOf("Here") + 1);
-        QCOMPARE(c.charFormat().background().color(), ChatDocument::probabilityColor(0.1f));
-        QVERIFY(ChatDocument::probabilityColor(0.05f).hueF() < ChatDocument::probabilityColor(0.95f).hueF());
+        QCOMPARE(c.charFormat().background().color(), Theme::probabilityColor(0.1f));
+        QVERIFY(Theme::probabilityColor(0.05f).hueF() < Theme::probabilityColor(0.95f).hueF());
     }
 
     void enterSendsShiftEnterBreaksTheLine() {

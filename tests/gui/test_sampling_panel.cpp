@@ -6,7 +6,7 @@
 #include <QLineEdit>
 #include <QSignalSpy>
 #include <QSlider>
-#include <QSpinBox>
+#include <QLabel>
 #include <QtTest>
 
 #include "candidate_plot.h"
@@ -15,6 +15,7 @@
 #include "param_control.h"
 #include "sampling_panel.h"
 #include "sampling_presets.h"
+#include "seed_edit.h"
 
 class TestSamplingPanel : public QObject {
     Q_OBJECT
@@ -106,7 +107,59 @@ private Q_SLOTS:
         QCOMPARE(changed.count(), 0);
         QCOMPARE(panel.control("top_k")->value(), 3.0);
         QVERIFY(!panel.randomSeedBox()->isChecked());
-        QCOMPARE(panel.seedBox()->value(), 42);
+        QCOMPARE(panel.seedBox()->value(), quint64(42));
+    }
+
+    // A seed above 2^31 (and above 2^53, where a double would round it) is neither clamped by the
+    // control nor changed on the way back out.
+    void seedKeepsAll64Bits_data() {
+        QTest::addColumn<quint64>("seed");
+        QTest::newRow("2^31") << (quint64(1) << 31);
+        QTest::newRow("2^53+1") << (quint64(1) << 53) + 1;
+        QTest::newRow("2^64-2") << quint64(0xFFFFFFFFFFFFFFFEull);
+    }
+
+    void seedKeepsAll64Bits() {
+        QFETCH(quint64, seed);
+        SamplingPanel panel;
+        wb::SamplingParams p;
+        p.seed = seed;
+        panel.setParams(p);
+        QCOMPARE(panel.seedBox()->value(), seed);
+        QCOMPARE(panel.seedBox()->text(), QString::number(seed));
+        // Another knob changes: the seed sent along is the one loaded.
+        QSignalSpy changed(&panel, &SamplingPanel::paramsChanged);
+        panel.control("temperature")->spinBox()->setValue(0.5);
+        QCOMPARE(changed.count(), 1);
+        QCOMPARE(changed.at(0).at(0).value<wb::SamplingParams>().seed, seed);
+        // Typed in: the same.
+        panel.seedBox()->clear();
+        QTest::keyClicks(panel.seedBox(), QString::number(seed));
+        QCOMPARE(panel.params().seed, seed);
+    }
+
+    void presetIsNamedAndMarkedModifiedOnceEdited() {
+        SamplingPanel panel;
+        panel.show();
+        QSignalSpy preset(&panel, &SamplingPanel::presetChanged);
+        panel.applyPreset("Precise");
+        QCOMPARE(preset.count(), 1);
+        QCOMPARE(panel.presetName(), QString("Precise"));
+        QVERIFY(!panel.isModified());
+        QVERIFY(!panel.modifiedLabel()->isVisible());
+        panel.control("top_k")->spinBox()->setValue(33);
+        QVERIFY(panel.isModified());
+        QVERIFY(panel.modifiedLabel()->isVisible());
+        // Back to the preset's value: no longer modified.
+        panel.control("top_k")->spinBox()->setValue(20);
+        QVERIFY(!panel.isModified());
+        // restore() names the preset the values came from.
+        wb::SamplingParams p;
+        p.temperature = 1.7f;
+        panel.restore(p, "Creative");
+        QCOMPARE(panel.presetName(), QString("Creative"));
+        QCOMPARE(panel.presetBox()->currentText(), QString("Creative"));
+        QVERIFY(panel.isModified());
     }
 
     // Bar heights are the raw and final probabilities; the tick labels are the pieces, the drawn one marked.

@@ -1,0 +1,79 @@
+#include "app_settings.h"
+
+#include <QJsonDocument>
+#include <QSettings>
+
+#include "conversation.h"
+
+namespace {
+
+const QString kBackend = QStringLiteral("backend");
+const QString kContextSize = QStringLiteral("contextSize");
+const QString kThreads = QStringLiteral("threads");
+const QString kTheme = QStringLiteral("theme");
+const QString kSampling = QStringLiteral("sampling/params");
+const QString kSamplingPreset = QStringLiteral("sampling/preset");
+const QString kSystemPrompt = QStringLiteral("chat/systemPrompt");
+const QString kColourTokens = QStringLiteral("chat/colourTokens");
+const QString kCaptureAll = QStringLiteral("capture/allLayers");
+const QString kAttentionLayer = QStringLiteral("capture/layer");
+
+void set(const QString& key, const QVariant& value) {
+    QSettings().setValue(key, value);
+}
+
+QVariant get(const QString& key, const QVariant& fallback = {}) {
+    return QSettings().value(key, fallback);
+}
+
+}  // namespace
+
+QString AppSettings::backend() { return get(kBackend, QStringLiteral("auto")).toString(); }
+void AppSettings::setBackend(const QString& backend) { set(kBackend, backend); }
+int AppSettings::contextSize() { return get(kContextSize, 0).toInt(); }
+void AppSettings::setContextSize(int tokens) { set(kContextSize, tokens); }
+int AppSettings::threads() { return get(kThreads, 0).toInt(); }
+void AppSettings::setThreads(int threads) { set(kThreads, threads); }
+QString AppSettings::theme() { return get(kTheme, QStringLiteral("system")).toString(); }
+void AppSettings::setTheme(const QString& name) { set(kTheme, name); }
+
+bool AppSettings::hasSampling() { return QSettings().contains(kSampling); }
+
+wb::SamplingParams AppSettings::sampling() {
+    // The same JSON as a saved conversation: the 64-bit seed is kept as a string, and knobs added
+    // later get their defaults when an older entry is read.
+    return samplingFromJson(QJsonDocument::fromJson(get(kSampling).toByteArray()).object());
+}
+
+void AppSettings::setSampling(const wb::SamplingParams& params) {
+    set(kSampling, QJsonDocument(samplingToJson(params)).toJson(QJsonDocument::Compact));
+}
+
+QString AppSettings::samplingPreset() { return get(kSamplingPreset, QStringLiteral("Balanced")).toString(); }
+void AppSettings::setSamplingPreset(const QString& name) { set(kSamplingPreset, name); }
+QString AppSettings::systemPrompt() { return get(kSystemPrompt).toString(); }
+void AppSettings::setSystemPrompt(const QString& prompt) { set(kSystemPrompt, prompt); }
+bool AppSettings::colourTokens() { return get(kColourTokens, false).toBool(); }
+void AppSettings::setColourTokens(bool on) { set(kColourTokens, on); }
+bool AppSettings::captureAllLayers() { return get(kCaptureAll, false).toBool(); }
+void AppSettings::setCaptureAllLayers(bool on) { set(kCaptureAll, on); }
+int AppSettings::attentionLayer() { return get(kAttentionLayer, 0).toInt(); }
+void AppSettings::setAttentionLayer(int layer) { set(kAttentionLayer, layer); }
+
+QString AppSettings::layoutKey(const QRect& g) {
+    return QStringLiteral("layout/%1x%2+%3+%4").arg(g.width()).arg(g.height()).arg(g.x()).arg(g.y());
+}
+
+QByteArray AppSettings::windowGeometry(const QString& key) {
+    return get(key + QStringLiteral("/geometry")).toByteArray();
+}
+
+QByteArray AppSettings::windowState(const QString& key) {
+    return get(key + QStringLiteral("/state")).toByteArray();
+}
+
+void AppSettings::setWindowLayout(const QString& key, const QByteArray& geometry, const QByteArray& state) {
+    QSettings s;
+    s.setValue(key + QStringLiteral("/geometry"), geometry);
+    s.setValue(key + QStringLiteral("/state"), state);
+}

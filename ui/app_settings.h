@@ -1,0 +1,49 @@
+#pragma once
+// Every setting the app keeps between runs, by name, in one place (QSettings under the organisation
+// and application names set in main). Values are read once at start-up and written when they change;
+// a load option (backend, context size, threads) is written only after a model loaded with it, so a
+// choice that fails is never kept. Tests point QSettings at a temporary directory.
+#include <QByteArray>
+#include <QRect>
+#include <QString>
+
+#include "sampling/sampling_params.h"
+
+class AppSettings {
+public:
+    // Model loading: what the last successful load used.
+    static QString backend();  // "auto", "cpu", "cuda"
+    static void setBackend(const QString& backend);
+    static int contextSize();  // 0 = the model's default
+    static void setContextSize(int tokens);
+    static int threads();      // 0 = all cores
+    static void setThreads(int threads);
+
+    static QString theme();    // Theme::modeName
+    static void setTheme(const QString& name);
+
+    // The sampling panel: the values and the preset they started from.
+    static bool hasSampling();
+    static wb::SamplingParams sampling();
+    static void setSampling(const wb::SamplingParams& params);
+    static QString samplingPreset();
+    static void setSamplingPreset(const QString& name);
+
+    static QString systemPrompt();
+    static void setSystemPrompt(const QString& prompt);
+    static bool colourTokens();
+    static void setColourTokens(bool on);
+
+    // Attention capture: every layer, or only the one shown (and which one).
+    static bool captureAllLayers();
+    static void setCaptureAllLayers(bool on);
+    static int attentionLayer();
+    static void setAttentionLayer(int layer);
+
+    // Window geometry and dock layout, one entry per available screen geometry: a layout made on a
+    // laptop screen does not squeeze or overflow the one made on a large monitor, and back.
+    static QString layoutKey(const QRect& availableGeometry);
+    static QByteArray windowGeometry(const QString& key);
+    static QByteArray windowState(const QString& key);
+    static void setWindowLayout(const QString& key, const QByteArray& geometry, const QByteArray& state);
+};
