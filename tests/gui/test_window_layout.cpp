@@ -214,6 +214,12 @@ private Q_SLOTS:
         QCOMPARE(w.attentionPanel()->plot()->xAxis->tickLabelColor(), QApplication::palette().color(QPalette::WindowText));
         QVERIFY(Theme::probabilityColor(0.5f).lightnessF() < 0.5);  // light token text stays readable
 
+        // System goes back to the platform's palette (light on the offscreen platform).
+        w.setTheme(ThemeMode::System);
+        QCOMPARE(AppSettings::theme(), QString("system"));
+        QVERIFY(!Theme::isDark());
+        QCOMPARE(firstCharForeground(doc, "You"), lightUser);
+        w.setTheme(ThemeMode::Dark);
         w.setTheme(ThemeMode::Light);
         QVERIFY(!Theme::isDark());
         QCOMPARE(firstCharForeground(doc, "You"), lightUser);
