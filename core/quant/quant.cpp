@@ -11,6 +11,10 @@
 #include "quant/quant_internal.h"
 #include "util/error.h"
 
+#if defined(WB_QUANT_AVX2)
+#include <cpuid.h>
+#endif
+
 namespace wb {
 
 namespace {
@@ -22,13 +26,20 @@ const KernelTable& scalar_table() {
     return table;
 }
 
+#if defined(WB_QUANT_AVX2)
+// F16C from CPUID leaf 1 (ECX bit 29): clang's __builtin_cpu_supports does not know "f16c".
+bool cpu_has_f16c() {
+    unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+    return __get_cpuid(1, &eax, &ebx, &ecx, &edx) && (ecx & bit_F16C) != 0;
+}
+#endif
+
 // Decided once: the CPU does not change under a running process.
 const KernelTable& best_table() {
     static const KernelTable table = [] {
 #if defined(WB_QUANT_AVX2)
         __builtin_cpu_init();
-        if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c"))
-            return avx2_kernels();
+        if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && cpu_has_f16c()) return avx2_kernels();
 #endif
         return scalar_kernels();
     }();

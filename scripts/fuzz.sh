@@ -1,0 +1,42 @@
+#!/usr/bin/env bash
+# Builds the libFuzzer targets (tests/fuzz) with clang, ASan and UBSan into build-fuzz/ and runs each
+# for SECONDS (default 60) from a working corpus in the cache (seeded from the committed corpus, kept
+# between runs). A crash, leak, timeout or sanitizer report fails the run and names the input to add
+# to tests/fuzz/regressions/NAME/.
+#   scripts/fuzz.sh [SECONDS] [TARGET...]     e.g. scripts/fuzz.sh 600 fuzz_gguf
+set -euo pipefail
+root="$(cd "$(dirname "$0")/.." && pwd)"
+seconds="${1:-60}"
+shift || true
+targets=("$@")
+[ ${#targets[@]} -gt 0 ] || targets=(fuzz_gguf fuzz_tokenizer)
+build="${WB_FUZZ_BUILD_DIR:-$root/build-fuzz}"
+work="${WB_FUZZ_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/whitebox/fuzz}"
+jobs="${WB_JOBS:-$(nproc)}"
+
+CC=clang CXX=clang++ cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+  -DWB_FUZZ=ON -DWB_GUI=OFF -DWB_CUDA=OFF >/dev/null
+cmake --build "$build" -j "$jobs" --target "${targets[@]}"
+
+export ASAN_OPTIONS="halt_on_error=1:detect_leaks=1:abort_on_error=1"
+export UBSAN_OPTIONS="halt_on_error=1:print_stacktrace=1"
+status=0
+for t in "${targets[@]}"; do
+  corpus="$work/corpus/$t"
+  artifacts="$work/artifacts/$t"
+  mkdir -p "$corpus" "$artifacts"
+  cp -n "$root/tests/fuzz/corpus/$t/"* "$corpus/" 2>/dev/null || true
+  echo "fuzz: $t for ${seconds}s (corpus $corpus)"
+  # -timeout: one input may take 10 s at most (a hang is a bug); -rss_limit_mb: no input may make the
+  # process grow past 4 GB (a huge allocation from a header count is a bug).
+  if ! (cd "$artifacts" && "$build/tests/fuzz/$t" -max_total_time="$seconds" -timeout=10 -rss_limit_mb=4096 \
+        -max_len=65536 -print_final_stats=1 -artifact_prefix="$artifacts/" "$corpus" \
+        "$root/tests/fuzz/regressions/$t" > "$artifacts/last-run.log" 2>&1); then
+    echo "fuzz: $t FAILED; the input is in $artifacts (log: $artifacts/last-run.log):" >&2
+    grep -E "ERROR|SUMMARY|Test unit written" "$artifacts/last-run.log" | head -5 >&2 || true
+    status=1
+  else
+    grep -E "stat::number_of_executed_units|stat::peak_rss_mb" "$artifacts/last-run.log" | sed "s/^/fuzz: $t /"
+  fi
+done
+exit $status
