@@ -3,6 +3,7 @@
 #include <QFileInfo>
 #include <QMutexLocker>
 
+#include "engine/chat_prompt.h"
 #include "worker_observer.h"
 
 namespace {
@@ -143,8 +144,7 @@ void InferenceWorker::generateChat(quint64 requestId, const ChatMessages& messag
     }
     try {
         const wb::Model& m = *m_model;
-        const std::string text = m.chat_template().render(messages, true);
-        const std::vector<int32_t> ids = m.tokenizer().encode(text, m.tokenizer().add_bos(), true);
+        const std::vector<int32_t> ids = wb::build_chat_prompt(m, messages, true).ids;
         PromptInfo info;
         info.requestId = requestId;
         for (int32_t id : ids) {

@@ -59,9 +59,13 @@ std::string usage_text() {
 commands:
   info     [-m MODEL] [--json]            metadata, tensor table with types, memory estimate
   tokenize [-m MODEL] -p TEXT [--json]    token ids and pieces
-  generate [-m MODEL] -p TEXT [-n N] [--chat] [--system TEXT] [sampling] [--json [--top-candidates N]]
+  generate [-m MODEL] -p TEXT [-n N] [--chat [template]] [--system TEXT] [sampling] [--json [--top-candidates N]]
            [--dump-attention FILE [--layers L,...] [--heads H,...]]
-  chat     [-m MODEL] [--system TEXT] [sampling]   interactive terminal chat (/reset, /exit)
+  chat     [-m MODEL] [template] [--system TEXT] [sampling]   interactive terminal chat (/reset, /exit)
+template: the model's own tokenizer.chat_template (Jinja, rendered as Hugging Face does) unless
+          --chat-template FILE   a Jinja template file instead
+          --chat-format NAME     a built-in format instead: chatml, llama2, llama3, gemma, mistral
+          (a file without a template uses the built-in format of its family and says so)
   bench    [-m MODEL] [-p 512] [-n 128] [-r 3] [--capture none|empty|attention|candidates] [--json]
   perplexity [-m MODEL] -f TEXT_FILE [--ctx 512] [--json [--top K]] [--save-logits FILE] [--kl-base FILE]
            perplexity in windows of --ctx (the second half of each scored, as llama-perplexity);
@@ -97,6 +101,8 @@ CliOptions parse_cli(int argc, char** argv) {
         else if (a == "-n" || a == "--n-predict") o.n_predict = to_int(a, next(), 0, 1 << 20);
         else if (a == "-r" || a == "--repetitions") o.repetitions = to_int(a, next(), 1, 1000);
         else if (a == "--chat") o.chat = true;
+        else if (a == "--chat-template") o.chat_template_file = next();
+        else if (a == "--chat-format") o.chat_format = next();
         else if (a == "--system") { o.system = next(); o.system_given = true; }
         else if (a == "--backend") o.backend = next();
         else if (a == "--threads" || a == "-t") o.threads = to_int(a, next(), 1, 1024);
@@ -132,6 +138,8 @@ CliOptions parse_cli(int argc, char** argv) {
     }
     if ((o.command == "tokenize" || o.command == "generate") && !o.prompt_given)
         throw Error(o.command + " needs a prompt: -p TEXT");
+    if (!o.chat_template_file.empty() && !o.chat_format.empty())
+        throw Error("--chat-template and --chat-format exclude each other");
     if (o.command == "perplexity" && o.text_file.empty()) throw Error("perplexity needs a text file: -f TEXT_FILE");
     return o;
 }

@@ -18,6 +18,8 @@ struct CliOptions {
     int32_t repetitions = 3;           // bench -r
     std::string bench_capture = "none";  // bench --capture: observer attached while decoding
     bool chat = false;                 // generate --chat: wrap the prompt in the model's chat template
+    std::string chat_template_file;    // --chat-template FILE: a Jinja template instead of the model's
+    std::string chat_format;           // --chat-format NAME: a built-in format instead of any template
     std::string system;                // --system TEXT
     bool system_given = false;
     std::string backend = "auto";      // --backend cpu|cuda|auto

@@ -6,6 +6,7 @@
 #include "cli/generate_observer.h"
 #include "cli/json_writer.h"
 #include "engine/backend.h"
+#include "engine/chat_prompt.h"
 #include "engine/model.h"
 #include "engine/session.h"
 #include "util/error.h"
@@ -22,10 +23,12 @@ struct Runtime {
 
 Runtime open_runtime(const CliOptions& o) {
     Runtime rt;
-    rt.model = Model::load(resolve_model_path(o));
+    const bool chat = o.chat || o.command == "chat";
+    rt.model = Model::load(resolve_model_path(o), chat_template_choice(o));
+    if (chat) require_chat_template(rt.model->chat_template());
     rt.backend = create_backend(parse_backend_kind(o.backend), o.threads);
     if (!rt.backend.note.empty()) std::fprintf(stderr, "note: %s\n", rt.backend.note.c_str());
-    if (!rt.model->chat_template().warning().empty() && (o.chat || o.command == "chat"))
+    if (!rt.model->chat_template().warning().empty() && chat)
         std::fprintf(stderr, "warning: %s\n", rt.model->chat_template().warning().c_str());
     SessionOptions so;
     so.n_ctx = o.ctx;
@@ -43,8 +46,7 @@ SamplingParams sampling_for(const CliOptions& o, const Model& m, bool chat) {
 }
 
 std::vector<int32_t> encode_chat(const Model& m, const std::vector<ChatMessage>& messages) {
-    const std::string text = m.chat_template().render(messages, true);
-    return m.tokenizer().encode(text, m.tokenizer().add_bos(), true);
+    return build_chat_prompt(m, messages, true).ids;
 }
 
 void write_steps(JsonWriter& j, const std::vector<TokenEvent>& steps, bool with_candidates) {
@@ -80,6 +82,27 @@ void print_json_result(const GenerateResult& r, size_t n_prompt, const std::stri
 }
 
 }  // namespace
+
+ChatTemplateChoice chat_template_choice(const CliOptions& o) {
+    ChatTemplateChoice c;
+    if (!o.chat_format.empty()) {
+        c.builtin = builtin_chat_format(o.chat_format);
+        if (!c.builtin)
+            throw Error("--chat-format expects one of " + builtin_chat_format_names() + ", got '" + o.chat_format + "'");
+    }
+    if (!o.chat_template_file.empty()) {
+        c.jinja_source = read_text_file(o.chat_template_file);
+        if (c.jinja_source.empty()) throw Error(o.chat_template_file + ": the chat template file is empty");
+        c.jinja_origin = o.chat_template_file;
+    }
+    return c;
+}
+
+void require_chat_template(const ChatTemplate& t) {
+    if (!t.error().empty())
+        throw Error(t.error() + " (pass --chat-template FILE with a working template, or --chat-format " +
+                    builtin_chat_format_names() + ")");
+}
 
 int cmd_generate(const CliOptions& o) {
     Runtime rt = open_runtime(o);

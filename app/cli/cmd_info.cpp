@@ -80,6 +80,19 @@ std::string resolve_model_path(const CliOptions& o) {
     return path;
 }
 
+namespace {
+
+// Which template generate --chat and chat would use, and why: "Jinja template (tokenizer.chat_template)",
+// "built-in gemma (the model has no chat template; ...)", or the parse error.
+std::string chat_template_summary(const GgufFile& file) {
+    const ChatTemplate t = choose_chat_template(file, *Tokenizer::from_gguf(file));
+    if (!t.error().empty()) return "unusable: " + t.error();
+    if (t.kind() == ChatTemplateKind::JINJA) return t.description() + " (tokenizer.chat_template)";
+    return t.description() + " (" + t.warning() + ")";
+}
+
+}  // namespace
+
 int cmd_info(const CliOptions& o) {
     const auto file = GgufFile::open(resolve_model_path(o));
     uint64_t weight_bytes = 0;
@@ -97,6 +110,7 @@ int cmd_info(const CliOptions& o) {
     const int32_t ctx = o.ctx > 0 ? o.ctx : std::min(cfg.n_ctx_train, 4096);
     // K and V in f16 for every layer and kv head: 2 * n_layer * kv_dim * 2 bytes per position.
     const uint64_t kv_per_token = config_error.empty() ? uint64_t(2) * uint64_t(cfg.n_layer) * uint64_t(cfg.kv_dim()) * 2 : 0;
+    const std::string chat = run_error.empty() ? chat_template_summary(*file) : std::string();
 
     if (o.json) {
         JsonWriter j;
@@ -117,6 +131,7 @@ int cmd_info(const CliOptions& o) {
             j.key("kv_bytes_per_token").value(kv_per_token).key("context").value(ctx).key("kv_bytes_at_context").value(kv_per_token * uint64_t(ctx));
         j.end_object();
         if (!run_error.empty()) j.key("unsupported").value(run_error);
+        if (!chat.empty()) j.key("chat_template").value(chat);
         j.end_object();
         std::printf("%s\n", j.str().c_str());
         return 0;
@@ -133,6 +148,7 @@ int cmd_info(const CliOptions& o) {
         std::printf("  KV cache  %10.1f KiB per token, %.1f MiB at a %d-token context (f16)\n", double(kv_per_token) / 1024.0,
                     double(kv_per_token * uint64_t(ctx)) / 1048576.0, ctx);
     if (!run_error.empty()) std::printf("  this file cannot be run: %s\n", run_error.c_str());
+    if (!chat.empty()) std::printf("\nchat template: %s\n", chat.c_str());
     return 0;
 }
 

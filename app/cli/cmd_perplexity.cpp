@@ -17,8 +17,6 @@
 
 namespace wb::cli {
 
-namespace {
-
 std::string read_text_file(const std::string& path) {
     std::ifstream in(path, std::ios::binary);
     if (!in) throw Error("cannot open text file " + path);
@@ -27,6 +25,8 @@ std::string read_text_file(const std::string& path) {
     if (in.bad()) throw Error("cannot read text file " + path);
     return ss.str();
 }
+
+namespace {
 
 // The base file must describe the same tokens scored at the same positions by a model with the same
 // vocabulary: anything else would compare unrelated distributions.

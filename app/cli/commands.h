@@ -2,6 +2,7 @@
 // The CLI's commands. Each returns the process exit code; errors are thrown as wb::Error and turned
 // into one line on stderr by main().
 #include "cli/cli_options.h"
+#include "engine/model.h"
 
 namespace wb::cli {
 
@@ -11,6 +12,14 @@ int cmd_generate(const CliOptions& o);
 int cmd_chat(const CliOptions& o);
 int cmd_bench(const CliOptions& o);
 int cmd_perplexity(const CliOptions& o);
+
+// --chat-template / --chat-format as a load option (reads the template file; wb::Error if unreadable).
+ChatTemplateChoice chat_template_choice(const CliOptions& o);
+// Throws the template's parse error, with what to do about it, when it cannot render.
+void require_chat_template(const ChatTemplate& t);
+
+// The whole file; wb::Error naming the path when it cannot be read.
+std::string read_text_file(const std::string& path);
 
 // -m, or the default model in the cache (with a hint to fetch it when it is missing).
 std::string resolve_model_path(const CliOptions& o);

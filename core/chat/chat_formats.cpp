@@ -59,12 +59,8 @@ void check_roles(const std::vector<ChatMessage>& messages) {
 }
 
 // ChatML writes contents verbatim, as SmolLM2's and Qwen2.5's templates do.
-std::string render_chatml(const std::vector<ChatMessage>& messages, bool add_generation_prompt,
-                          const std::string& default_system) {
+std::string render_chatml(const std::vector<ChatMessage>& messages, bool add_generation_prompt) {
     std::string out;
-    if (!messages.empty() && messages.front().role != "system" && !default_system.empty()) {
-        out += "<|im_start|>system\n" + default_system + "<|im_end|>\n";
-    }
     for (const ChatMessage& m : messages) {
         out += "<|im_start|>" + m.role + "\n" + m.content + "<|im_end|>\n";
     }

@@ -3,8 +3,30 @@
 #include <algorithm>
 
 #include "chat/chat_formats.h"
+#include "util/error.h"
 
 namespace wb {
+
+namespace {
+
+constexpr ChatTemplateKind kBuiltins[] = {ChatTemplateKind::CHATML, ChatTemplateKind::LLAMA2, ChatTemplateKind::LLAMA3,
+                                          ChatTemplateKind::GEMMA, ChatTemplateKind::MISTRAL};
+
+// What a built-in format can read of a message: role and content, both strings.
+std::vector<ChatMessage> plain_messages(const jinja::Value& messages) {
+    if (!messages.is_list()) throw Error("chat messages must be a list of {\"role\", \"content\"} objects");
+    std::vector<ChatMessage> out;
+    for (const jinja::Value& m : messages.items()) {
+        const jinja::Value* role = m.is_dict() ? m.dict().find("role") : nullptr;
+        const jinja::Value* content = m.is_dict() ? m.dict().find("content") : nullptr;
+        if (!role || !role->is_string() || (content && !content->is_string() && !content->is_none()))
+            throw Error("a built-in chat format needs each message as {\"role\": string, \"content\": string}");
+        out.push_back({role->str(), content && content->is_string() ? content->str() : std::string()});
+    }
+    return out;
+}
+
+}  // namespace
 
 const char* chat_template_kind_name(ChatTemplateKind k) {
     switch (k) {
@@ -13,63 +35,101 @@ const char* chat_template_kind_name(ChatTemplateKind k) {
     case ChatTemplateKind::LLAMA3: return "llama3";
     case ChatTemplateKind::GEMMA: return "gemma";
     case ChatTemplateKind::MISTRAL: return "mistral";
+    case ChatTemplateKind::JINJA: return "jinja";
     }
     return "unknown";
 }
 
-// The start of a template for a one-line warning: newlines escaped, cut on a UTF-8 character boundary.
-static std::string template_excerpt(const std::string& src) {
-    constexpr size_t kMaxBytes = 60;
-    size_t end = std::min(src.size(), kMaxBytes);
-    while (end > 0 && end < src.size() && (static_cast<unsigned char>(src[end]) & 0xC0) == 0x80) {
-        --end;
-    }
+std::optional<ChatTemplateKind> builtin_chat_format(std::string_view name) {
+    for (ChatTemplateKind k : kBuiltins)
+        if (name == chat_template_kind_name(k)) return k;
+    return std::nullopt;
+}
+
+std::string builtin_chat_format_names() {
     std::string out;
-    for (size_t i = 0; i < end; ++i) {
-        out += src[i] == '\n' ? std::string("\\n") : std::string(1, src[i]);
-    }
+    for (ChatTemplateKind k : kBuiltins) out += std::string(out.empty() ? "" : ", ") + chat_template_kind_name(k);
     return out;
 }
 
-ChatTemplate ChatTemplate::detect(const std::string& jinja_source) {
-    auto has = [&](const char* marker) { return jinja_source.find(marker) != std::string::npos; };
+jinja::Value chat_messages_value(const std::vector<ChatMessage>& messages) {
+    std::vector<jinja::Value> list;
+    for (const ChatMessage& m : messages)
+        list.emplace_back(jinja::Dict{{jinja::Value("role"), jinja::Value(m.role)},
+                                      {jinja::Value("content"), jinja::Value(m.content)}});
+    return jinja::Value(std::move(list));
+}
+
+ChatTemplate ChatTemplate::from_jinja(const std::string& source, std::string bos_token, std::string eos_token) {
     ChatTemplate t;
-    if (jinja_source.empty()) {
-        t.kind_ = ChatTemplateKind::CHATML;
-        t.warning_ = "the model has no chat template, using ChatML";
-    } else if (has("<|im_start|>")) {
-        t.kind_ = ChatTemplateKind::CHATML;
-        t.default_system_ = extract_default_system(jinja_source);
-    } else if (has("<|start_header_id|>")) {
-        t.kind_ = ChatTemplateKind::LLAMA3;
-    } else if (has("<start_of_turn>")) {
-        t.kind_ = ChatTemplateKind::GEMMA;
-    } else if (has("[INST]")) {
-        // Meta's Llama 2 template wraps the system prompt in <<SYS>>; Mistral's has no such block.
-        t.kind_ = has("<<SYS>>") ? ChatTemplateKind::LLAMA2 : ChatTemplateKind::MISTRAL;
-    } else {
-        t.kind_ = ChatTemplateKind::CHATML;
-        t.warning_ = "unknown chat template (first 60 chars: " + template_excerpt(jinja_source) + "), using ChatML";
+    t.kind_ = ChatTemplateKind::JINJA;
+    t.source_ = source;
+    t.bos_token_ = std::move(bos_token);
+    t.eos_token_ = std::move(eos_token);
+    try {
+        t.jinja_ = jinja::Template::parse(source);
+    } catch (const Error& e) {
+        throw Error(std::string("the chat template cannot be parsed: ") + e.what());
     }
     return t;
 }
 
 ChatTemplate ChatTemplate::of_kind(ChatTemplateKind kind) {
+    if (kind == ChatTemplateKind::JINJA) throw Error("a Jinja chat template needs its source (ChatTemplate::from_jinja)");
     ChatTemplate t;
     t.kind_ = kind;
     return t;
 }
 
+ChatTemplate ChatTemplate::unusable(const std::string& source, std::string error) {
+    ChatTemplate t;
+    t.kind_ = ChatTemplateKind::JINJA;
+    t.source_ = source;
+    t.error_ = std::move(error);
+    t.warning_ = t.error_;
+    return t;
+}
+
+std::string ChatTemplate::description() const {
+    if (!error_.empty()) return "Jinja template (unusable: it does not parse)";
+    if (kind_ == ChatTemplateKind::JINJA) return "Jinja template";
+    return std::string("built-in ") + chat_template_kind_name(kind_);
+}
+
 std::string ChatTemplate::render(const std::vector<ChatMessage>& messages, bool add_generation_prompt) const {
+    if (kind_ == ChatTemplateKind::JINJA)
+        return render(chat_messages_value(messages), jinja::Value::none(), add_generation_prompt);
     check_roles(messages);
     switch (kind_) {
-    case ChatTemplateKind::CHATML: return render_chatml(messages, add_generation_prompt, default_system_);
+    case ChatTemplateKind::CHATML: return render_chatml(messages, add_generation_prompt);
     case ChatTemplateKind::LLAMA2: return render_llama2(messages, add_generation_prompt);
     case ChatTemplateKind::LLAMA3: return render_llama3(messages, add_generation_prompt);
     case ChatTemplateKind::GEMMA: return render_gemma(messages, add_generation_prompt);
     case ChatTemplateKind::MISTRAL: return render_mistral(messages, add_generation_prompt);
+    case ChatTemplateKind::JINJA: break;
     }
     return {};
+}
+
+std::string ChatTemplate::render(const jinja::Value& messages, const jinja::Value& tools,
+                                 bool add_generation_prompt) const {
+    if (kind_ != ChatTemplateKind::JINJA) return render(plain_messages(messages), add_generation_prompt);
+    if (!jinja_) throw Error(error_);
+    // apply_chat_template's variables: render(messages=..., tools=..., documents=...,
+    // add_generation_prompt=..., **special_tokens_map), the special tokens as strings.
+    jinja::Dict context{{jinja::Value("messages"), messages},
+                        {jinja::Value("tools"), tools.is_undefined() ? jinja::Value::none() : tools},
+                        {jinja::Value("documents"), jinja::Value::none()},
+                        {jinja::Value("add_generation_prompt"), jinja::Value(add_generation_prompt)},
+                        {jinja::Value("bos_token"), jinja::Value(bos_token_)},
+                        {jinja::Value("eos_token"), jinja::Value(eos_token_)}};
+    try {
+        return jinja_->render(jinja::Value(std::move(context)));
+    } catch (const jinja::TemplateRaised& e) {
+        throw Error(std::string("the chat template refused the conversation: ") + e.what());
+    } catch (const Error& e) {
+        throw Error(std::string("the chat template failed: ") + e.what());
+    }
 }
 
 std::vector<std::string> ChatTemplate::end_of_turn_texts() const {
@@ -79,8 +139,15 @@ std::vector<std::string> ChatTemplate::end_of_turn_texts() const {
     case ChatTemplateKind::GEMMA: return {"<end_of_turn>"};
     case ChatTemplateKind::LLAMA2:
     case ChatTemplateKind::MISTRAL: return {"</s>"};
+    case ChatTemplateKind::JINJA: break;
     }
-    return {};
+    // A Jinja template ends turns with whichever of the common markers it writes, or the EOS text.
+    std::vector<std::string> texts;
+    for (const char* marker : {"<|im_end|>", "<|eot_id|>", "<|eom_id|>", "<end_of_turn>", "<|end|>"})
+        if (source_.find(marker) != std::string::npos) texts.emplace_back(marker);
+    if (!eos_token_.empty() && std::find(texts.begin(), texts.end(), eos_token_) == texts.end())
+        texts.push_back(eos_token_);
+    return texts;
 }
 
 }  // namespace wb

@@ -2,6 +2,7 @@
 // A loaded model: the mapped GGUF file, its hyperparameters, bound weights, tokenizer and chat template.
 // Immutable after load, so one Model can serve several sessions.
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "chat/chat_template.h"
@@ -12,10 +13,23 @@
 
 namespace wb {
 
+// Which chat template a model uses. By default the file's own tokenizer.chat_template; a file
+// without one gets the built-in format of its family (Gemma by its turn markers, else ChatML).
+struct ChatTemplateChoice {
+    std::string jinja_source;                 // non-empty: this template instead of the file's
+    std::string jinja_origin;                 // where it came from, for messages (a file name)
+    std::optional<ChatTemplateKind> builtin;  // a built-in format instead of any template
+};
+
+// The template load() would pick for this file and vocabulary (info describes files without loading them).
+ChatTemplate choose_chat_template(const GgufFile& file, const Tokenizer& tok, const ChatTemplateChoice& chat = {});
+
 class Model {
 public:
-    // Opens, validates and binds everything; wb::Error with a specific message on any problem.
-    static std::unique_ptr<Model> load(const std::string& path);
+    // Opens, validates and binds everything; wb::Error with a specific message on any problem. A
+    // chat template that does not parse does not stop the load: chat_template().error() says why,
+    // and rendering with it throws that message.
+    static std::unique_ptr<Model> load(const std::string& path, const ChatTemplateChoice& chat = {});
     // Why an opened file cannot be run (the first check of load() that fails: architecture and
     // hyperparameters, tensors, tokenizer), or an empty string when it can. For listings (info, the
     // Models dialog) that describe files without loading them.

@@ -9,6 +9,7 @@
 #include <thread>
 
 #include "engine/backend_cpu.h"
+#include "engine/chat_prompt.h"
 #include "engine/model.h"
 #include "engine/session.h"
 #include "util/error.h"
@@ -72,7 +73,7 @@ class TestSession : public QObject {
     std::unique_ptr<CpuBackend> backend_;
 
     std::vector<int32_t> chat(const std::vector<ChatMessage>& msgs) const {
-        return model_->tokenizer().encode(model_->chat_template().render(msgs, true), false, true);
+        return build_chat_prompt(*model_, msgs, true).ids;
     }
 
 private Q_SLOTS:

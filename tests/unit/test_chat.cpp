@@ -1,8 +1,9 @@
-// Chat templates: family detection from Jinja sources, exact rendered prompts per family, and the
-// default system prompt read out of ChatML templates such as SmolLM2's.
+// Chat templates: a model's own Jinja template rendered with Hugging Face's variables, its parse and
+// render errors, and the exact prompts of the built-in formats that files without a template use.
 #include <QtTest>
 
 #include "chat/chat_template.h"
+#include "chat/jinja/json.h"
 #include "util/error.h"
 
 using namespace wb;
@@ -20,23 +21,6 @@ const std::string kSmolLm2Template =
     "{% endif %}{{'<|im_start|>' + message['role'] + '\n' + message['content'] + '<|im_end|>' + '\n'}}"
     "{% endfor %}{% if add_generation_prompt %}{{ '<|im_start|>assistant\n' }}{% endif %}";
 
-const std::string kSmolLm2System = "You are a helpful AI assistant named SmolLM, trained by Hugging Face";
-
-// Qwen2.5-Instruct's template, shortened: the tools branch opens the system turn in one literal
-// and writes the default in another; the plain branch has the whole turn in one literal. Written
-// with the two-character escape \n, as templates copied from JSON sometimes are.
-const std::string kQwenTemplate =
-    "{%- if tools %}{{- '<|im_start|>system\\n' }}{%- if messages[0]['role'] == 'system' %}"
-    "{{- messages[0]['content'] }}{%- else %}"
-    "{{- 'You are Qwen, created by Alibaba Cloud. You are a helpful assistant.' }}{%- endif %}"
-    "{%- else %}{%- if messages[0]['role'] == 'system' %}"
-    "{{- '<|im_start|>system\\n' + messages[0]['content'] + '<|im_end|>\\n' }}{%- else %}"
-    "{{- '<|im_start|>system\\nYou are Qwen, created by Alibaba Cloud. You are a helpful assistant.<|im_end|>\\n' }}"
-    "{%- endif %}{%- endif %}";
-
-const std::string kPlainChatMl =
-    "{% for message in messages %}{{'<|im_start|>' + message['role'] + '\n' + message['content'] + "
-    "'<|im_end|>' + '\n'}}{% endfor %}{% if add_generation_prompt %}{{ '<|im_start|>assistant\n' }}{% endif %}";
 
 std::vector<ChatMessage> full_conversation() {
     return {{"system", "You are terse."}, {"user", "Hi"}, {"assistant", "Hello!"}, {"user", "Bye"}};
@@ -48,11 +32,13 @@ class TestChat : public QObject {
     Q_OBJECT
 
 private Q_SLOTS:
-    void detect_recognises_family_data();
-    void detect_recognises_family();
-    void unknown_template_warning_shows_one_line_excerpt();
-    void default_system_is_read_from_chatml_template_data();
-    void default_system_is_read_from_chatml_template();
+    void jinja_template_gets_hugging_face_variables();
+    void jinja_template_reads_tool_calls_and_tools();
+    void parse_error_names_line_and_column();
+    void unusable_template_refuses_to_render();
+    void raise_exception_reaches_the_caller();
+    void jinja_end_of_turn_texts_come_from_the_template();
+    void builtin_format_names_round_trip();
     void render_gives_exact_prompt_data();
     void render_gives_exact_prompt();
     void unknown_role_throws_data();
@@ -61,77 +47,71 @@ private Q_SLOTS:
     void end_of_turn_texts_per_family();
 };
 
-void TestChat::detect_recognises_family_data() {
-    QTest::addColumn<QString>("source");
-    QTest::addColumn<ChatTemplateKind>("kind");
-    QTest::addColumn<bool>("warns");
-
-    QTest::newRow("smollm2 chatml") << QString::fromStdString(kSmolLm2Template) << ChatTemplateKind::CHATML << false;
-    QTest::newRow("llama3") << "{% set content = '<|start_header_id|>' + message['role'] + '<|end_header_id|>\\n\\n'"
-                               "+ message['content'] | trim + '<|eot_id|>' %}"
-                            << ChatTemplateKind::LLAMA3 << false;
-    QTest::newRow("gemma") << "{{ '<start_of_turn>' + role + '\\n' + (first_user_prefix if loop.first else '') }}"
-                              "{{ message['content'] | trim }}{{ '<end_of_turn>\\n' }}"
-                           << ChatTemplateKind::GEMMA << false;
-    QTest::newRow("llama2") << "{% if loop.index0 == 0 and system_message != false %}{% set content = '<<SYS>>\\n' + "
-                               "system_message + '\\n<</SYS>>\\n\\n' + message['content'] %}{% endif %}"
-                               "{{ bos_token + '[INST] ' + content.strip() + ' [/INST]' }}"
-                            << ChatTemplateKind::LLAMA2 << false;
-    QTest::newRow("mistral") << "{% if message['role'] == 'user' %}{{ '[INST] ' + message['content'] + '[/INST]' }}"
-                                "{% elif message['role'] == 'assistant' %}{{ ' ' + message['content'] + eos_token }}"
-                                "{% endif %}"
-                             << ChatTemplateKind::MISTRAL << false;
-    QTest::newRow("unknown") << "{% for m in messages %}{{ m['role'] + ': ' + m['content'] }}{% endfor %}"
-                             << ChatTemplateKind::CHATML << true;
-    QTest::newRow("empty") << "" << ChatTemplateKind::CHATML << true;
+void TestChat::jinja_template_gets_hugging_face_variables() {
+    const ChatTemplate t = ChatTemplate::from_jinja(
+        "{{ bos_token }}|{{ tools is none }}|{{ documents is none }}|{{ add_generation_prompt }}|"
+        "{% for m in messages %}{{ m.role }}={{ m['content'] }};{% endfor %}{{ eos_token }}",
+        "<s>", "</s>");
+    QCOMPARE(t.kind(), ChatTemplateKind::JINJA);
+    QCOMPARE(QString::fromStdString(t.render(std::vector<ChatMessage>{{"user", "Hi"}, {"tool", "42"}}, true)),
+             QString("<s>|True|True|True|user=Hi;tool=42;</s>"));
 }
 
-void TestChat::detect_recognises_family() {
-    QFETCH(QString, source);
-    QFETCH(ChatTemplateKind, kind);
-    QFETCH(bool, warns);
-    const ChatTemplate t = ChatTemplate::detect(source.toStdString());
-    QCOMPARE(t.kind(), kind);
-    QCOMPARE(!t.warning().empty(), warns);
+void TestChat::jinja_template_reads_tool_calls_and_tools() {
+    const ChatTemplate t = ChatTemplate::from_jinja(
+        "{% for tool in tools %}[{{ tool.function.name }}]{% endfor %}"
+        "{% for m in messages %}{% for c in m.tool_calls %}{{ c.function.name }}({{ c.function.arguments | tojson }})"
+        "{% endfor %}{% endfor %}",
+        "", "");
+    const jinja::Value messages = jinja::parse_json(
+        R"([{"role": "assistant", "content": null, "tool_calls": [{"type": "function",
+            "function": {"name": "get_weather", "arguments": {"city": "Zürich"}}}]}])");
+    const jinja::Value tools = jinja::parse_json(R"([{"type": "function", "function": {"name": "get_weather"}}])");
+    QCOMPARE(QString::fromStdString(t.render(messages, tools, false)),
+             QString::fromUtf8("[get_weather]get_weather({\"city\": \"Zürich\"})"));
 }
 
-void TestChat::unknown_template_warning_shows_one_line_excerpt() {
-    const std::string source = "{% for m in messages %}\n{{ m['role'] }}: {{ m['content'] }}\n{% endfor %}"
-                               "{{ 'a long tail that the warning must not show' }}";
-    const std::string warning = ChatTemplate::detect(source).warning();
-    QVERIFY2(warning.find("unknown chat template (first 60 chars: {% for m in messages %}\\n{{ m['role'] }}") == 0,
-             warning.c_str());
-    QVERIFY(warning.find("using ChatML") != std::string::npos);
-    QVERIFY(warning.find('\n') == std::string::npos);
-    QVERIFY(warning.find("long tail") == std::string::npos);
+void TestChat::parse_error_names_line_and_column() {
+    try {
+        ChatTemplate::from_jinja("{% for m in messages %}\n{{ m.content }\n{% endfor %}", "", "");
+        QFAIL("a broken template parsed");
+    } catch (const Error& e) {
+        const std::string what = e.what();
+        QVERIFY2(what.starts_with("the chat template cannot be parsed: line 2, column "), e.what());
+    }
 }
 
-void TestChat::default_system_is_read_from_chatml_template_data() {
-    QTest::addColumn<QString>("source");
-    QTest::addColumn<QString>("expected");
-
-    QTest::newRow("smollm2, real newlines") << QString::fromStdString(kSmolLm2Template)
-                                            << QString::fromStdString(kSmolLm2System);
-    QString escaped = QString::fromStdString(kSmolLm2Template);
-    escaped.replace("\n", "\\n");
-    QTest::newRow("smollm2, escaped newlines") << escaped << QString::fromStdString(kSmolLm2System);
-    QTest::newRow("qwen2.5") << QString::fromStdString(kQwenTemplate)
-                             << "You are Qwen, created by Alibaba Cloud. You are a helpful assistant.";
-    QTest::newRow("plain chatml has none") << QString::fromStdString(kPlainChatMl) << "";
-    // Text outside tags is output verbatim; its apostrophe must not start a literal.
-    QTest::newRow("apostrophe outside tags, delimiters inside literal")
-        << "Don't panic {{ \"<|im_start|>system\\nSay \\\"}}\\\" and don't stop<|im_end|>\\n\" }}"
-        << "Say \"}}\" and don't stop";
-    QTest::newRow("literal in a comment is ignored")
-        << "{# '<|im_start|>system\nold<|im_end|>' #}{{ '<|im_start|>user\n' }}" << "";
+void TestChat::unusable_template_refuses_to_render() {
+    const ChatTemplate t = ChatTemplate::unusable("{% if %}", "tokenizer.chat_template: line 1, column 7: oops");
+    QCOMPARE(t.kind(), ChatTemplateKind::JINJA);
+    QVERIFY(!t.error().empty());
+    QVERIFY_THROWS_EXCEPTION(Error, t.render(std::vector<ChatMessage>{{"user", "Hi"}}, true));
 }
 
-void TestChat::default_system_is_read_from_chatml_template() {
-    QFETCH(QString, source);
-    QFETCH(QString, expected);
-    const ChatTemplate t = ChatTemplate::detect(source.toStdString());
-    QCOMPARE(t.kind(), ChatTemplateKind::CHATML);
-    QCOMPARE(QString::fromStdString(t.default_system()), expected);
+void TestChat::raise_exception_reaches_the_caller() {
+    const ChatTemplate t = ChatTemplate::from_jinja(
+        "{% if messages[0].role == 'system' %}{{ raise_exception('System role not supported') }}{% endif %}", "", "");
+    try {
+        t.render(std::vector<ChatMessage>{{"system", "x"}}, true);
+        QFAIL("raise_exception did not throw");
+    } catch (const Error& e) {
+        QVERIFY2(std::string(e.what()).find("System role not supported") != std::string::npos, e.what());
+    }
+}
+
+void TestChat::jinja_end_of_turn_texts_come_from_the_template() {
+    const ChatTemplate t = ChatTemplate::from_jinja(kSmolLm2Template, "<|im_start|>", "<|im_end|>");
+    QCOMPARE(t.end_of_turn_texts(), std::vector<std::string>{"<|im_end|>"});
+    const ChatTemplate u = ChatTemplate::from_jinja("{{ messages[0].content }}", "", "<eos>");
+    QCOMPARE(u.end_of_turn_texts(), std::vector<std::string>{"<eos>"});
+}
+
+void TestChat::builtin_format_names_round_trip() {
+    for (ChatTemplateKind k : {ChatTemplateKind::CHATML, ChatTemplateKind::LLAMA2, ChatTemplateKind::LLAMA3,
+                               ChatTemplateKind::GEMMA, ChatTemplateKind::MISTRAL})
+        QCOMPARE(builtin_chat_format(chat_template_kind_name(k)), std::optional<ChatTemplateKind>(k));
+    QVERIFY(!builtin_chat_format("jinja"));
+    QVERIFY(!builtin_chat_format("ChatML"));
 }
 
 void TestChat::render_gives_exact_prompt_data() {
@@ -151,11 +131,11 @@ void TestChat::render_gives_exact_prompt_data() {
     QTest::newRow("chatml without generation prompt")
         << "" << ChatTemplateKind::CHATML << just_user << false << "<|im_start|>user\nHello<|im_end|>\n";
     QTest::newRow("smollm2 inserts its default system")
-        << QString::fromStdString(kSmolLm2Template) << ChatTemplateKind::CHATML << just_user << true
+        << QString::fromStdString(kSmolLm2Template) << ChatTemplateKind::JINJA << just_user << true
         << "<|im_start|>system\nYou are a helpful AI assistant named SmolLM, trained by Hugging Face<|im_end|>\n"
            "<|im_start|>user\nHello<|im_end|>\n<|im_start|>assistant\n";
     QTest::newRow("smollm2 keeps the user's system")
-        << QString::fromStdString(kSmolLm2Template) << ChatTemplateKind::CHATML
+        << QString::fromStdString(kSmolLm2Template) << ChatTemplateKind::JINJA
         << std::vector<ChatMessage>{{"system", "Be brief."}, {"user", "Hello"}} << true
         << "<|im_start|>system\nBe brief.<|im_end|>\n<|im_start|>user\nHello<|im_end|>\n<|im_start|>assistant\n";
     QTest::newRow("chatml keeps whitespace") << "" << ChatTemplateKind::CHATML
@@ -194,7 +174,8 @@ void TestChat::render_gives_exact_prompt() {
     QFETCH(std::vector<ChatMessage>, messages);
     QFETCH(bool, add_generation_prompt);
     QFETCH(QString, expected);
-    const ChatTemplate t = source.isEmpty() ? ChatTemplate::of_kind(kind) : ChatTemplate::detect(source.toStdString());
+    const ChatTemplate t = source.isEmpty() ? ChatTemplate::of_kind(kind)
+                                          : ChatTemplate::from_jinja(source.toStdString(), "", "");
     QCOMPARE(t.kind(), kind);
     QCOMPARE(QString::fromStdString(t.render(messages, add_generation_prompt)), expected);
 }

@@ -6,6 +6,8 @@
 namespace wb::jinja {
 
 Template::Template() = default;
+Template::Template(const Template&) = default;
+Template& Template::operator=(const Template&) = default;
 Template::Template(Template&&) noexcept = default;
 Template& Template::operator=(Template&&) noexcept = default;
 Template::~Template() = default;

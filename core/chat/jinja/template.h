@@ -49,6 +49,9 @@ public:
     // error, a limit reached).
     std::string render(const Value& context, const RenderOptions& options = {}) const;
 
+    // Copies share the parsed body, which is never changed after parse.
+    Template(const Template&);
+    Template& operator=(const Template&);
     Template(Template&&) noexcept;
     Template& operator=(Template&&) noexcept;
     ~Template();

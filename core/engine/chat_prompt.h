@@ -1,0 +1,31 @@
+#pragma once
+// A chat request turned into the model's prompt: the model's chat template renders the messages,
+// the tokenizer encodes the text. The one place that does both, so the CLI, the app and the tests
+// give the model the same ids.
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "chat/chat_template.h"
+#include "tokenizer/tokenizer.h"
+
+namespace wb {
+
+class Model;
+
+struct ChatPrompt {
+    std::string text;          // as the template rendered it (with the BOS text if the template writes it)
+    std::vector<int32_t> ids;  // what the model is given
+};
+
+// Throws wb::Error when the template cannot render the messages.
+ChatPrompt build_chat_prompt(const Model& m, const std::vector<ChatMessage>& messages, bool add_generation_prompt);
+ChatPrompt build_chat_prompt(const ChatTemplate& t, const Tokenizer& tok, const jinja::Value& messages,
+                             const jinja::Value& tools, bool add_generation_prompt);
+
+// Rendered text -> ids. The tokenizer adds its BOS when the vocabulary asks for one; Hugging Face
+// templates usually write the BOS text themselves, so, as llama.cpp does (common/chat.cpp), a text
+// that starts with the BOS text loses that prefix first: one BOS either way.
+std::vector<int32_t> encode_chat_text(const Tokenizer& tok, const std::string& bos_text, const std::string& text);
+
+}  // namespace wb
