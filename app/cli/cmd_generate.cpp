@@ -65,12 +65,13 @@ void write_steps(JsonWriter& j, const std::vector<TokenEvent>& steps, bool with_
     j.end_array();
 }
 
-void print_json_result(const GenerateResult& r, size_t n_prompt, const std::string& backend,
+void print_json_result(const GenerateResult& r, const std::vector<int32_t>& prompt, const std::string& backend,
                        const GenerateObserver& obs, bool with_candidates) {
     JsonWriter j;
     j.begin_object().key("text").value(r.text).key("tokens").array(r.tokens);
     write_steps(j, obs.steps(), with_candidates);
-    j.key("prompt_tokens").value(uint64_t(n_prompt)).key("stop_reason").value(stop_reason_name(r.reason));
+    j.key("prompt_tokens").value(uint64_t(prompt.size())).key("prompt_token_ids").array(prompt);
+    j.key("stop_reason").value(stop_reason_name(r.reason));
     if (r.reason == StopReason::ERROR) j.key("error").value(r.error);
     j.key("seed").value(r.seed).key("backend").value(backend);
     const Timings& t = r.timings;
@@ -122,7 +123,7 @@ int cmd_generate(const CliOptions& o) {
     if (!o.dump_attention.empty() && r.reason != StopReason::ERROR)
         obs.write_attention(o.dump_attention, rt.session->context_tokens(), m.tokenizer());
     if (o.json) {
-        print_json_result(r, prompt.size(), rt.backend.backend->name(), obs, o.top_candidates > 0);
+        print_json_result(r, prompt, rt.backend.backend->name(), obs, o.top_candidates > 0);
         if (r.reason != StopReason::ERROR) return 0;
     }
     if (!o.json) std::printf("\n");

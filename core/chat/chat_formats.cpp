@@ -7,6 +7,8 @@ namespace wb {
 
 namespace {
 
+// A system prompt merged into a user turn is input as a whole: the markers around it (Llama 2's
+// <<SYS>>) are plain text in those vocabularies.
 // One user or assistant turn after the system prompt was merged into the user turn that follows it.
 struct Turn {
     bool is_user;
@@ -50,6 +52,15 @@ std::vector<Turn> merge_system(const std::vector<ChatMessage>& messages, const C
 
 }  // namespace
 
+void PromptWriter::add(std::string_view s, bool from_input) {
+    if (s.empty()) return;
+    if (!segments_.empty() && segments_.back().from_input == from_input) {
+        segments_.back().text += s;
+    } else {
+        segments_.push_back({std::string(s), from_input});
+    }
+}
+
 void check_roles(const std::vector<ChatMessage>& messages) {
     for (const ChatMessage& m : messages) {
         if (m.role != "system" && m.role != "user" && m.role != "assistant") {
@@ -59,15 +70,17 @@ void check_roles(const std::vector<ChatMessage>& messages) {
 }
 
 // ChatML writes contents verbatim, as SmolLM2's and Qwen2.5's templates do.
-std::string render_chatml(const std::vector<ChatMessage>& messages, bool add_generation_prompt) {
-    std::string out;
+std::vector<ChatSegment> render_chatml(const std::vector<ChatMessage>& messages, bool add_generation_prompt) {
+    PromptWriter out;
     for (const ChatMessage& m : messages) {
-        out += "<|im_start|>" + m.role + "\n" + m.content + "<|im_end|>\n";
+        out += "<|im_start|>" + m.role + "\n";
+        out.input(m.content);
+        out += "<|im_end|>\n";
     }
     if (add_generation_prompt) {
         out += "<|im_start|>assistant\n";
     }
-    return out;
+    return out.take();
 }
 
 // Meta's Llama 2 chat format, as its Hugging Face template writes it (the tokenizer adds the first
@@ -76,75 +89,78 @@ std::string render_chatml(const std::vector<ChatMessage>& messages, bool add_gen
 // keep Meta's spaces because the model was trained with them. Contents are trimmed as Meta's
 // template strips them. The text always ends where the reply begins, so add_generation_prompt
 // changes nothing (llama.cpp ignores it for this format too).
-std::string render_llama2(const std::vector<ChatMessage>& messages, bool /*add_generation_prompt*/) {
+std::vector<ChatSegment> render_llama2(const std::vector<ChatMessage>& messages, bool /*add_generation_prompt*/) {
     const auto turns = merge_system(messages, [](const std::string& system, const std::string& user) {
         return "<<SYS>>\n" + trim(system) + "\n<</SYS>>\n\n" + trim(user);
     });
-    std::string out;
+    PromptWriter out;
     for (const Turn& t : turns) {
         if (t.is_user) {
             out += out.empty() ? "[INST] " : "<s>[INST] ";
-            out += trim(t.content);
+            out.input(trim(t.content));
             out += " [/INST]";
         } else {
-            out += ' ';
-            out += trim(t.content);
+            out += " ";
+            out.input(trim(t.content));
             out += " </s>";
         }
     }
-    return out;
+    return out.take();
 }
 
 // llama.cpp's llama3 format; <|begin_of_text|> is the BOS the tokenizer adds, not template text.
-std::string render_llama3(const std::vector<ChatMessage>& messages, bool add_generation_prompt) {
-    std::string out;
+std::vector<ChatSegment> render_llama3(const std::vector<ChatMessage>& messages, bool add_generation_prompt) {
+    PromptWriter out;
     for (const ChatMessage& m : messages) {
-        out += "<|start_header_id|>" + m.role + "<|end_header_id|>\n\n" + trim(m.content) + "<|eot_id|>";
+        out += "<|start_header_id|>" + m.role + "<|end_header_id|>\n\n";
+        out.input(trim(m.content));
+        out += "<|eot_id|>";
     }
     if (add_generation_prompt) {
         out += "<|start_header_id|>assistant<|end_header_id|>\n\n";
     }
-    return out;
+    return out.take();
 }
 
 // Gemma has no system role: the system text opens the first user turn ("{system}\n\n{user}"), the
 // assistant is called "model", and contents are trimmed (Gemma 3's own template and llama.cpp agree).
-std::string render_gemma(const std::vector<ChatMessage>& messages, bool add_generation_prompt) {
+std::vector<ChatSegment> render_gemma(const std::vector<ChatMessage>& messages, bool add_generation_prompt) {
     const auto turns = merge_system(messages, [](const std::string& system, const std::string& user) {
         const std::string u = trim(user);
         return u.empty() ? trim(system) : trim(system) + "\n\n" + u;
     });
-    std::string out;
+    PromptWriter out;
     for (const Turn& t : turns) {
-        out += std::string("<start_of_turn>") + (t.is_user ? "user" : "model") + "\n" + trim(t.content) +
-               "<end_of_turn>\n";
+        out += std::string("<start_of_turn>") + (t.is_user ? "user" : "model") + "\n";
+        out.input(trim(t.content));
+        out += "<end_of_turn>\n";
     }
     if (add_generation_prompt) {
         out += "<start_of_turn>model\n";
     }
-    return out;
+    return out.take();
 }
 
 // Mistral's v3 format (Mistral 7B Instruct v0.3 and llama.cpp's "mistral-v3"):
 // "[INST] {system}\n\n{user}[/INST] {assistant}</s>[INST] {user}[/INST]". Only the assistant's text
 // is trimmed, as there. Like Llama 2, the text always ends where the reply begins.
-std::string render_mistral(const std::vector<ChatMessage>& messages, bool /*add_generation_prompt*/) {
+std::vector<ChatSegment> render_mistral(const std::vector<ChatMessage>& messages, bool /*add_generation_prompt*/) {
     const auto turns = merge_system(messages, [](const std::string& system, const std::string& user) {
         return user.empty() ? system : system + "\n\n" + user;
     });
-    std::string out;
+    PromptWriter out;
     for (const Turn& t : turns) {
         if (t.is_user) {
             out += "[INST] ";
-            out += t.content;
+            out.input(t.content);
             out += "[/INST]";
         } else {
-            out += ' ';
-            out += trim(t.content);
+            out += " ";
+            out.input(trim(t.content));
             out += "</s>";
         }
     }
-    return out;
+    return out.take();
 }
 
 }  // namespace wb

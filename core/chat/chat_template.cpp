@@ -96,9 +96,25 @@ std::string ChatTemplate::description() const {
     return std::string("built-in ") + chat_template_kind_name(kind_);
 }
 
+std::string join_segments(const std::vector<ChatSegment>& segments) {
+    std::string out;
+    for (const ChatSegment& s : segments) out += s.text;
+    return out;
+}
+
 std::string ChatTemplate::render(const std::vector<ChatMessage>& messages, bool add_generation_prompt) const {
+    return join_segments(render_segments(messages, add_generation_prompt));
+}
+
+std::string ChatTemplate::render(const jinja::Value& messages, const jinja::Value& tools,
+                                 bool add_generation_prompt) const {
+    return join_segments(render_segments(messages, tools, add_generation_prompt));
+}
+
+std::vector<ChatSegment> ChatTemplate::render_segments(const std::vector<ChatMessage>& messages,
+                                                       bool add_generation_prompt) const {
     if (kind_ == ChatTemplateKind::JINJA)
-        return render(chat_messages_value(messages), jinja::Value::none(), add_generation_prompt);
+        return render_segments(chat_messages_value(messages), jinja::Value::none(), add_generation_prompt);
     check_roles(messages);
     switch (kind_) {
     case ChatTemplateKind::CHATML: return render_chatml(messages, add_generation_prompt);
@@ -111,20 +127,21 @@ std::string ChatTemplate::render(const std::vector<ChatMessage>& messages, bool 
     return {};
 }
 
-std::string ChatTemplate::render(const jinja::Value& messages, const jinja::Value& tools,
-                                 bool add_generation_prompt) const {
-    if (kind_ != ChatTemplateKind::JINJA) return render(plain_messages(messages), add_generation_prompt);
+std::vector<ChatSegment> ChatTemplate::render_segments(const jinja::Value& messages, const jinja::Value& tools,
+                                                       bool add_generation_prompt) const {
+    if (kind_ != ChatTemplateKind::JINJA) return render_segments(plain_messages(messages), add_generation_prompt);
     if (!jinja_) throw Error(error_);
     // apply_chat_template's variables: render(messages=..., tools=..., documents=...,
-    // add_generation_prompt=..., **special_tokens_map), the special tokens as strings.
-    jinja::Dict context{{jinja::Value("messages"), messages},
-                        {jinja::Value("tools"), tools.is_undefined() ? jinja::Value::none() : tools},
+    // add_generation_prompt=..., **special_tokens_map), the special tokens as strings. Messages and
+    // tools are the caller's input; bos_token and eos_token are ours, so their text may be special.
+    jinja::Dict context{{jinja::Value("messages"), jinja::mark_input(messages)},
+                        {jinja::Value("tools"), tools.is_undefined() ? jinja::Value::none() : jinja::mark_input(tools)},
                         {jinja::Value("documents"), jinja::Value::none()},
                         {jinja::Value("add_generation_prompt"), jinja::Value(add_generation_prompt)},
                         {jinja::Value("bos_token"), jinja::Value(bos_token_)},
                         {jinja::Value("eos_token"), jinja::Value(eos_token_)}};
     try {
-        return jinja_->render(jinja::Value(std::move(context)));
+        return jinja_->render_segments(jinja::Value(std::move(context)));
     } catch (const jinja::TemplateRaised& e) {
         throw Error(std::string("the chat template refused the conversation: ") + e.what());
     } catch (const Error& e) {

@@ -15,6 +15,11 @@
 
 namespace wb {
 
+// A piece of a rendered prompt; from_input marks text that came from the messages or tools (a user
+// typed it), which the tokenizer must never read as special tokens.
+using ChatSegment = jinja::Segment;
+std::string join_segments(const std::vector<ChatSegment>& segments);
+
 struct ChatMessage {
     std::string role;     // "system", "user", "assistant", or any role the template knows ("tool")
     std::string content;
@@ -62,10 +67,17 @@ public:
     // ...) and tools (a list of JSON-schema dicts, or None). Built-in formats read role and content only.
     std::string render(const jinja::Value& messages, const jinja::Value& tools, bool add_generation_prompt) const;
 
+    // The same texts as segments (join_segments gives render()'s text): message contents and tool
+    // definitions, and whatever a template computes from them, are from_input (see chat/jinja/taint.h).
+    std::vector<ChatSegment> render_segments(const std::vector<ChatMessage>& messages, bool add_generation_prompt) const;
+    std::vector<ChatSegment> render_segments(const jinja::Value& messages, const jinja::Value& tools,
+                                             bool add_generation_prompt) const;
+
     // Texts that end an assistant turn in this format (used as extra stop strings).
     std::vector<std::string> end_of_turn_texts() const;
 
     const std::string& bos_token() const { return bos_token_; }
+    const std::string& eos_token() const { return eos_token_; }
 
 private:
     ChatTemplateKind kind_ = ChatTemplateKind::CHATML;

@@ -4,16 +4,22 @@
 
 namespace wb {
 
-std::vector<int32_t> encode_chat_text(const Tokenizer& tok, const std::string& bos_text, const std::string& text) {
-    const bool strip = tok.add_bos() && tok.bos_id() >= 0 && !bos_text.empty() && text.starts_with(bos_text);
-    return tok.encode(strip ? std::string_view(text).substr(bos_text.size()) : std::string_view(text), true, true);
+std::vector<int32_t> encode_chat_segments(const Tokenizer& tok, const std::string& bos_text,
+                                          const std::vector<ChatSegment>& segments) {
+    std::vector<Tokenizer::Piece> pieces;
+    for (const ChatSegment& s : segments) pieces.push_back({s.text, !s.from_input});
+    const bool strip = tok.add_bos() && tok.bos_id() >= 0 && !bos_text.empty() && !pieces.empty() &&
+                       pieces.front().parse_special && pieces.front().text.starts_with(bos_text);
+    if (strip) pieces.front().text.remove_prefix(bos_text.size());
+    return tok.encode_pieces(pieces, true);
 }
 
 ChatPrompt build_chat_prompt(const ChatTemplate& t, const Tokenizer& tok, const jinja::Value& messages,
                              const jinja::Value& tools, bool add_generation_prompt) {
     ChatPrompt p;
-    p.text = t.render(messages, tools, add_generation_prompt);
-    p.ids = encode_chat_text(tok, t.bos_token(), p.text);
+    p.segments = t.render_segments(messages, tools, add_generation_prompt);
+    p.text = join_segments(p.segments);
+    p.ids = encode_chat_segments(tok, t.bos_token(), p.segments);
     return p;
 }
 

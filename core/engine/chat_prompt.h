@@ -14,8 +14,9 @@ namespace wb {
 class Model;
 
 struct ChatPrompt {
-    std::string text;          // as the template rendered it (with the BOS text if the template writes it)
-    std::vector<int32_t> ids;  // what the model is given
+    std::string text;                   // as the template rendered it (with the BOS text if the template writes it)
+    std::vector<ChatSegment> segments;  // the same text, the template's own text told from the input
+    std::vector<int32_t> ids;           // what the model is given
 };
 
 // Throws wb::Error when the template cannot render the messages.
@@ -23,9 +24,15 @@ ChatPrompt build_chat_prompt(const Model& m, const std::vector<ChatMessage>& mes
 ChatPrompt build_chat_prompt(const ChatTemplate& t, const Tokenizer& tok, const jinja::Value& messages,
                              const jinja::Value& tools, bool add_generation_prompt);
 
-// Rendered text -> ids. The tokenizer adds its BOS when the vocabulary asks for one; Hugging Face
-// templates usually write the BOS text themselves, so, as llama.cpp does (common/chat.cpp), a text
-// that starts with the BOS text loses that prefix first: one BOS either way.
-std::vector<int32_t> encode_chat_text(const Tokenizer& tok, const std::string& bos_text, const std::string& text);
+// Rendered segments -> ids: the template's text with special tokens, input text (messages, tools)
+// without, so that a user who types "<|im_start|>system" gets those characters, not a system turn
+// (llama.cpp parses special tokens over the whole prompt; we are stricter by design). Raw text joins
+// across segment boundaries before BPE / SentencePiece (Tokenizer::encode_pieces), so a prompt whose
+// input holds no special text gets exactly llama.cpp's ids.
+// The tokenizer adds its BOS when the vocabulary asks for one; Hugging Face templates usually write
+// the BOS text themselves, so, as llama.cpp does (common/chat.cpp), a prompt that starts with the
+// template's BOS text loses that prefix first: one BOS either way.
+std::vector<int32_t> encode_chat_segments(const Tokenizer& tok, const std::string& bos_text,
+                                          const std::vector<ChatSegment>& segments);
 
 }  // namespace wb

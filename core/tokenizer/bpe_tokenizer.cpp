@@ -107,11 +107,10 @@ void BpeTokenizer::load_merges(const std::vector<std::string>& merges) {
     if (unusable > 0) append_warning(std::to_string(unusable) + " merges name texts that are not tokens and were ignored");
 }
 
-std::vector<int32_t> BpeTokenizer::encode(std::string_view text, bool add_bos, bool parse_special) const {
+std::vector<int32_t> BpeTokenizer::encode_fragments(const std::vector<Fragment>& fragments, bool add_bos) const {
     std::vector<int32_t> out;
-    out.reserve(text.size() / 3 + 2);
     if (add_bos && add_bos_ && bos_id_ >= 0) out.push_back(bos_id_);
-    for (const Fragment& f : split_special(text, parse_special)) {
+    for (const Fragment& f : fragments) {
         if (f.id >= 0) {
             out.push_back(f.id);
         } else {

@@ -44,15 +44,14 @@ SpmTokenizer::SpmTokenizer(VocabSpec spec) {
 
 SpmTokenizer::~SpmTokenizer() = default;
 
-std::vector<int32_t> SpmTokenizer::encode(std::string_view text, bool add_bos, bool parse_special) const {
+std::vector<int32_t> SpmTokenizer::encode_fragments(const std::vector<Fragment>& fragments, bool add_bos) const {
     std::vector<int32_t> out;
-    out.reserve(text.size() / 3 + 2);
     if (add_bos && add_bos_ && bos_id_ >= 0) out.push_back(bos_id_);
     // llama.cpp puts the dummy-prefix space in front of every raw fragment that starts the text or
     // follows a special token, not just once per call.
     bool after_special = true;
     std::string fragment;
-    for (const Fragment& f : split_special(text, parse_special)) {
+    for (const Fragment& f : fragments) {
         if (f.id >= 0) {
             out.push_back(f.id);
             after_special = true;

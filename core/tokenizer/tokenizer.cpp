@@ -172,6 +172,30 @@ void Tokenizer::build_eog_set(const std::optional<int32_t>& eot_id) {
     eog_ids_ = std::move(eog);
 }
 
+std::vector<int32_t> Tokenizer::encode(std::string_view text, bool add_bos, bool parse_special) const {
+    return encode_fragments(split_special(text, parse_special), add_bos);
+}
+
+std::vector<int32_t> Tokenizer::encode_pieces(const std::vector<Piece>& pieces, bool add_bos) const {
+    std::string joined;
+    for (const Piece& p : pieces) joined += p.text;
+    std::vector<Fragment> fragments;
+    std::size_t at = 0;
+    for (const Piece& p : pieces) {
+        for (const Fragment& f : split_special(std::string_view(joined).substr(at, p.text.size()), p.parse_special)) {
+            Fragment* last = fragments.empty() ? nullptr : &fragments.back();
+            // Raw text continuing raw text of the previous piece: one run, as in the whole text.
+            if (f.id < 0 && last && last->id < 0 && last->text.data() + last->text.size() == f.text.data()) {
+                last->text = std::string_view(last->text.data(), last->text.size() + f.text.size());
+            } else {
+                fragments.push_back(f);
+            }
+        }
+        at += p.text.size();
+    }
+    return encode_fragments(fragments, add_bos);
+}
+
 std::vector<Tokenizer::Fragment> Tokenizer::split_special(std::string_view text, bool parse_special) const {
     std::vector<Fragment> fragments;
     if (text.empty()) return fragments;

@@ -49,7 +49,20 @@ public:
     // special-token texts (CONTROL / USER_DEFINED, e.g. "<|im_start|>") out of the text as their ids,
     // as llama.cpp does for chat prompts. Like llama.cpp (and HF), USER_DEFINED texts are cut out
     // even without parse_special.
-    virtual std::vector<int32_t> encode(std::string_view text, bool add_bos, bool parse_special) const = 0;
+    std::vector<int32_t> encode(std::string_view text, bool add_bos, bool parse_special) const;
+
+    // A text in pieces, each with its own parse_special: a chat prompt whose template text may hold
+    // special tokens and whose user text must not. Special texts are cut only out of pieces with
+    // parse_special, each piece on its own (a special text split across two pieces is not one);
+    // the raw text left over is then joined across piece boundaries before the BPE / SentencePiece
+    // step, so the ids equal encode() of the whole text wherever the plain pieces hold no special
+    // text (the merges do not stop at a boundary; llama.cpp, which tokenizes the whole rendered
+    // prompt, gives the same ids for such prompts).
+    struct Piece {
+        std::string_view text;
+        bool parse_special = false;
+    };
+    std::vector<int32_t> encode_pieces(const std::vector<Piece>& pieces, bool add_bos) const;
 
     // The bytes a token stands for (may be an incomplete UTF-8 sequence). CONTROL tokens give their
     // text only when render_special is true, otherwise "".
@@ -84,6 +97,10 @@ protected:
         int32_t id = -1;
         std::string_view text;
     };
+
+    // The model-specific algorithm over a partitioned text (BOS first when add_bos and the vocabulary
+    // asks for one).
+    virtual std::vector<int32_t> encode_fragments(const std::vector<Fragment>& fragments, bool add_bos) const = 0;
 
     // Takes the shared tables out of spec (tokens, types, special ids, flags); called first by each
     // subclass constructor. add_bos_default is the model's default when the key is absent.

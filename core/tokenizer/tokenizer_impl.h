@@ -17,7 +17,7 @@ namespace wb {
 class BpeTokenizer final : public Tokenizer {
 public:
     explicit BpeTokenizer(VocabSpec spec);
-    std::vector<int32_t> encode(std::string_view text, bool add_bos, bool parse_special) const override;
+    std::vector<int32_t> encode_fragments(const std::vector<Fragment>& fragments, bool add_bos) const override;
     std::string token_to_piece(int32_t id, bool render_special) const override;
     std::string decode(const std::vector<int32_t>& ids, bool render_special) const override;
 
@@ -66,7 +66,7 @@ class SpmTokenizer final : public Tokenizer {
 public:
     explicit SpmTokenizer(VocabSpec spec);
     ~SpmTokenizer() override;
-    std::vector<int32_t> encode(std::string_view text, bool add_bos, bool parse_special) const override;
+    std::vector<int32_t> encode_fragments(const std::vector<Fragment>& fragments, bool add_bos) const override;
     std::string token_to_piece(int32_t id, bool render_special) const override;
     std::string decode(const std::vector<int32_t>& ids, bool render_special) const override;
 

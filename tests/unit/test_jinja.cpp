@@ -484,6 +484,8 @@ private Q_SLOTS:
     void json_reads_like_python_data();
     void json_reads_like_python();
     void context_must_be_a_dict();
+    void input_marks_follow_the_text_data();
+    void input_marks_follow_the_text();
 };
 
 void TestJinja::renders_like_jinja2_data() {
@@ -625,6 +627,63 @@ void TestJinja::json_reads_like_python() {
 void TestJinja::context_must_be_a_dict() {
     QVERIFY_THROWS_EXCEPTION(wb::Error, Template::parse("x").render(Value(1)));
     QCOMPARE(QString::fromStdString(Template::parse("x").render(Value(Dict{}))), QString("x"));
+}
+
+// Segments written as text with the input parts in [[...]].
+static QString show_segments(const std::vector<Segment>& segments) {
+    QString out;
+    for (const Segment& s : segments) {
+        const QString t = QString::fromStdString(s.text);
+        out += s.from_input ? "[[" + t + "]]" : t;
+    }
+    return out;
+}
+
+void TestJinja::input_marks_follow_the_text_data() {
+    QTest::addColumn<QString>("source");
+    QTest::addColumn<QString>("expected");
+    // Exact rules: printing, ~ and +, slicing, indexing, iterating, captured blocks and macros.
+    QTest::newRow("printed") << "<a>{{ m }}</a>" << "<a>[[  x<|im_start|>y  ]]</a>";
+    QTest::newRow("template literal stays template") << "{{ '<|im_start|>' }}{{ bos }}" << "<|im_start|><s>";
+    QTest::newRow("+ keeps both sides") << "{{ '<|im_start|>user\\n' + m + '<|im_end|>' }}"
+                                        << "<|im_start|>user\n[[  x<|im_start|>y  ]]<|im_end|>";
+    QTest::newRow("~ keeps both sides") << "{{ 'A' ~ m ~ 1 }}" << "A[[  x<|im_start|>y  ]]1";
+    QTest::newRow("slice") << "{{ '(' + m[2:15] + ')' }}" << "([[x<|im_start|>]])";
+    QTest::newRow("slice of a mixed string") << "{{ ('<b>' ~ m)[1:6] }}" << "b>[[  x]]";
+    QTest::newRow("index") << "{{ m[2] }}{{ '<' }}" << "[[x]]<";
+    QTest::newRow("iterate") << "{% for c in m[2:4] %}{{ c }}.{% endfor %}" << "[[x]].[[<]].";
+    QTest::newRow("set block") << "{% set x %}<{{ m | trim }}>{% endset %}{{ x }}" << "<[[x<|im_start|>y]]>";
+    QTest::newRow("macro") << "{% macro f(v) %}<t>{{ v }}</t>{% endmacro %}{{ f(m) }}" << "<t>[[  x<|im_start|>y  ]]</t>";
+    QTest::newRow("namespace") << "{% set ns = namespace(c='') %}{% set ns.c = m %}{{ '<' + ns.c }}"
+                               << "<[[  x<|im_start|>y  ]]";
+    // Conservative rules: a builtin given input returns input.
+    QTest::newRow("trim") << "{{ m | trim }}" << "[[x<|im_start|>y]]";
+    QTest::newRow("strip method") << "{{ m.strip() }}" << "[[x<|im_start|>y]]";
+    QTest::newRow("split last") << "{{ r.split('</think>')[-1] }}" << "[[answer]]";
+    QTest::newRow("split then strip") << "{{ (r.split('</think>')[-1]).lstrip('a') }}" << "[[nswer]]";
+    QTest::newRow("replace") << "{{ m.replace('x', '<|im_end|>') }}" << "[[  <|im_end|><|im_start|>y  ]]";
+    QTest::newRow("upper") << "{{ m | upper }}" << "[[  X<|IM_START|>Y  ]]";
+    QTest::newRow("string filter") << "{{ m | string }}" << "[[  x<|im_start|>y  ]]";
+    QTest::newRow("join") << "{{ ['<', m] | join('|') }}" << "[[<|  x<|im_start|>y  ]]";
+    QTest::newRow("tojson of input") << "{{ tools | tojson }}" << "[[[{\"name\": \"<|im_end|>\"}]]]";
+    QTest::newRow("trim of a mixed string") << "{{ ('<s>' ~ m) | trim }}" << "[[<s>  x<|im_start|>y]]";
+    QTest::newRow("a builtin without input stays template") << "{{ '<|im_start|>' | trim }}" << "<|im_start|>";
+    QTest::newRow("a key of the input") << "{% for k in tools[0] %}{{ k }}{% endfor %}" << "[[name]]";
+    // Numbers are not marked: their text is digits, never a special token.
+    QTest::newRow("a number of the input") << "{{ n }}" << "7";
+}
+
+void TestJinja::input_marks_follow_the_text() {
+    QFETCH(QString, source);
+    QFETCH(QString, expected);
+    const Value context(Dict{{Value("m"), mark_input(Value("  x<|im_start|>y  "))},
+                             {Value("r"), mark_input(Value("reasoning</think>answer"))},
+                             {Value("tools"), mark_input(parse_json(R"([{"name": "<|im_end|>"}])"))},
+                             {Value("n"), mark_input(Value(7))},
+                             {Value("bos"), Value("<s>")}});
+    const Template t = Template::parse(source.toStdString());
+    QCOMPARE(show_segments(t.render_segments(context)), expected);
+    QCOMPARE(QString::fromStdString(t.render(context)), show_segments(t.render_segments(context)).remove("[[").remove("]]"));
 }
 
 QTEST_APPLESS_MAIN(TestJinja)

@@ -60,9 +60,9 @@ Renderer::~Renderer() {
     for (const Value& ns : namespaces_) ns.namespace_dict().clear();
 }
 
-std::string Renderer::render(const std::vector<StmtPtr>& body, const Value& context) {
+TaintedText Renderer::render(const std::vector<StmtPtr>& body, const Value& context) {
     context_ = context;
-    std::string out;
+    TaintedText out;
     out_ = &out;
     auto root = std::make_shared<Scope>(nullptr);
     exec_block(body, root);
@@ -105,15 +105,24 @@ Value Renderer::make_namespace(Dict dict) {
 }
 
 void Renderer::write(const std::string& s) {
-    out_->append(s);
+    out_->append_plain(s);
+    check_output();
+}
+
+void Renderer::write_value(const Value& v) {
+    out_->append(v);
+    check_output();
+}
+
+void Renderer::check_output() const {
     if (out_->size() > options_.limits.max_output_bytes) {
         throw EvalError("output too long (limit " + std::to_string(options_.limits.max_output_bytes) + " bytes)");
     }
 }
 
-std::string Renderer::capture(const std::vector<StmtPtr>& body, const ScopePtr& scope) {
-    std::string buffer;
-    std::string* saved = out_;
+TaintedText Renderer::capture(const std::vector<StmtPtr>& body, const ScopePtr& scope) {
+    TaintedText buffer;
+    TaintedText* saved = out_;
     out_ = &buffer;
     try {
         exec_block(body, scope);
@@ -141,12 +150,12 @@ Renderer::Flow Renderer::exec(const Stmt& s, const ScopePtr& scope) {
         charge(1);
         switch (s.kind) {
             case StmtKind::TEXT: write(s.text); break;
-            case StmtKind::OUTPUT: write(to_str(eval(*s.expr, scope))); break;
+            case StmtKind::OUTPUT: write_value(eval(*s.expr, scope)); break;
             case StmtKind::IF: return exec_block(eval(*s.expr, scope).truthy() ? s.body : s.else_body, scope);
             case StmtKind::FOR: return exec_for(s, scope);
             case StmtKind::SET: exec_set(s, scope); break;
             case StmtKind::SET_BLOCK: {
-                Value v(capture(s.body, std::make_shared<Scope>(scope)));
+                Value v = capture(s.body, std::make_shared<Scope>(scope)).to_value();
                 if (s.expr) v = eval_filter(*s.expr, scope, &v);
                 scope->set(s.name, std::move(v));
                 break;
@@ -161,17 +170,17 @@ Renderer::Flow Renderer::exec(const Stmt& s, const ScopePtr& scope) {
                 Value callee = eval(*call_expr.args[0], scope);
                 CallArgs args = eval_args(call_expr, scope, 1);
                 args.keywords.emplace_back("caller", make_macro(s, scope, "caller"));
-                write(to_str(call(callee, args)));
+                write_value(call(callee, args));
                 break;
             }
             case StmtKind::FILTER_BLOCK: {
-                const Value body(capture(s.body, std::make_shared<Scope>(scope)));
-                write(to_str(eval_filter(*s.expr, scope, &body)));
+                const Value body = capture(s.body, std::make_shared<Scope>(scope)).to_value();
+                write_value(eval_filter(*s.expr, scope, &body));
                 break;
             }
             case StmtKind::BREAK: return Flow::BREAK;
             case StmtKind::CONTINUE: return Flow::CONTINUE;
-            case StmtKind::SCOPE: write(capture(s.body, std::make_shared<Scope>(scope))); break;
+            case StmtKind::SCOPE: write_value(capture(s.body, std::make_shared<Scope>(scope)).to_value()); break;
         }
     } catch (const EvalError& e) {
         throw wb::Error(at_position(s.pos, e.what()));
@@ -282,7 +291,7 @@ Value Renderer::call_macro(const Stmt& s, const ScopePtr& closure, const std::st
     if (s.uses_varargs) scope->set("varargs", Value::tuple(std::move(varargs)));
     if (s.uses_kwargs) scope->set("kwargs", Value(std::move(kwargs)));
     if (s.uses_caller) scope->set("caller", caller.is_undefined() ? Value::undefined("'caller' is undefined") : caller);
-    return Value(capture(s.body, scope));
+    return capture(s.body, scope).to_value();
 }
 
 Value Renderer::make_loop(std::size_t index, const std::vector<Value>& items) {
@@ -345,7 +354,12 @@ std::vector<Value> Renderer::iterate(const Value& v) {
         }
         case Value::Type::STRING: {
             std::vector<Value> chars;
-            for (char32_t c : text::decode(v.str())) chars.emplace_back(text::encode({c}));
+            std::size_t at = 0;
+            for (char32_t c : text::decode(v.str())) {
+                const std::size_t n = text::encode({c}).size();
+                chars.push_back(v.has_input() ? substring(v, at, at + n) : Value(text::encode({c})));
+                at += n;
+            }
             charge(chars.size());
             return chars;
         }
@@ -378,6 +392,15 @@ Value Renderer::getattr(const Value& obj, const std::string& name) {
         return v ? *v : missing_attribute(obj, name);
     }
     Value method = bound_method(obj, name);
+    if (method.is_callable()) {
+        // A str/dict/list method computes new strings from its object and arguments: input in, input out.
+        const bool obj_input = obj.has_input();
+        return Value::callable(name, [method, obj_input](Renderer& r, CallArgs& args) {
+            const bool tainted = obj_input || any_input(args);
+            Value result = method.callable().call(r, args);
+            return tainted ? taint_result(result) : result;
+        });
+    }
     if (!method.is_undefined() || method.is_unsafe_undefined()) return method;
     if (obj.is_dict()) {
         if (const Value* v = obj.dict().find(std::string_view(name))) return *v;
@@ -398,8 +421,11 @@ Value Renderer::getitem(const Value& obj, const Value& key) {
         std::int64_t i = key.as_int();
         if (i < 0) i += n;
         if (i >= 0 && i < n) {
-            return is_str ? Value(text::encode(cps, static_cast<std::size_t>(i), static_cast<std::size_t>(i) + 1))
-                          : obj.items()[static_cast<std::size_t>(i)];
+            if (!is_str) return obj.items()[static_cast<std::size_t>(i)];
+            const auto k = static_cast<std::size_t>(i);
+            if (!obj.has_input()) return Value(text::encode(cps, k, k + 1));
+            const std::size_t begin = text::encode(cps, 0, k).size();
+            return substring(obj, begin, begin + text::encode(cps, k, k + 1).size());
         }
         return Value::undefined(object_type(obj) + " has no element " + to_repr(key));
     }
@@ -448,7 +474,13 @@ Value Renderer::eval_slice(const Value& obj, const Expr& slice, const ScopePtr& 
         }
     }
     charge(static_cast<std::uint64_t>(items.size() + s.size() / 64));
-    if (obj.is_string()) return Value(std::move(s));
+    if (obj.is_string()) {
+        if (!obj.has_input()) return Value(std::move(s));
+        // A contiguous slice keeps each byte's mark; any other step takes the conservative rule.
+        if (step != 1 || start >= stop) return taint_result(Value(std::move(s)));
+        const std::size_t begin = text::encode(cps, 0, static_cast<std::size_t>(start)).size();
+        return substring(obj, begin, begin + s.size());
+    }
     return obj.is_tuple() ? Value::tuple(std::move(items)) : Value(std::move(items));
 }
 
@@ -508,7 +540,9 @@ Value Renderer::eval_filter(const Expr& e, const ScopePtr& scope, const Value* b
         subject = eval(*e.args[0], scope);
     }
     CallArgs args = eval_args(e, scope, 1);
-    return apply_filter(*this, e.name, subject, args);
+    const bool tainted = subject.has_input() || any_input(args);
+    Value result = apply_filter(*this, e.name, subject, args);
+    return tainted ? taint_result(result) : result;
 }
 
 Value Renderer::eval_compare(const Expr& e, const ScopePtr& scope) {
@@ -572,7 +606,16 @@ Value Renderer::eval_inner(const Expr& e, const ScopePtr& scope) {
         }
         case ExprKind::BINARY: {
             const Value a = eval(*e.args[0], scope);
-            return binary_op(e.name, a, eval(*e.args[1], scope), *this);
+            const Value b = eval(*e.args[1], scope);
+            if (e.name == "+" && a.is_string() && b.is_string() && !a.is_markup() && !b.is_markup()) {
+                TaintedText t;  // str + str: each side keeps its marks
+                t.append(a);
+                t.append(b);
+                check_string(t.size());
+                return t.to_value();
+            }
+            Value result = binary_op(e.name, a, b, *this);
+            return a.has_input() || b.has_input() ? taint_result(result) : result;
         }
         case ExprKind::COMPARE: return eval_compare(e, scope);
         case ExprKind::AND: {
@@ -584,12 +627,12 @@ Value Renderer::eval_inner(const Expr& e, const ScopePtr& scope) {
             return a.truthy() ? a : eval(*e.args[1], scope);
         }
         case ExprKind::CONCAT: {
-            std::string s;
+            TaintedText t;
             for (const auto& a : e.args) {
-                s += to_str(eval(*a, scope));
-                check_string(s.size());
+                t.append(eval(*a, scope));
+                check_string(t.size());
             }
-            return Value(std::move(s));
+            return t.to_value();
         }
         case ExprKind::COND: {
             if (eval(*e.args[1], scope).truthy()) return eval(*e.args[0], scope);

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "chat/jinja/ast.h"
+#include "chat/jinja/taint.h"
 #include "chat/jinja/template.h"
 
 namespace wb::jinja {
@@ -22,7 +23,7 @@ public:
     Renderer(const Renderer&) = delete;
     Renderer& operator=(const Renderer&) = delete;
 
-    std::string render(const std::vector<StmtPtr>& body, const Value& context);
+    TaintedText render(const std::vector<StmtPtr>& body, const Value& context);
 
     // environment.getattr / getitem: obj.name tries the attribute first, obj[key] the item first.
     Value getattr(const Value& obj, const std::string& name);
@@ -48,8 +49,10 @@ private:
     Flow exec(const Stmt& s, const ScopePtr& scope);
     Flow exec_for(const Stmt& s, const ScopePtr& scope);
     void exec_set(const Stmt& s, const ScopePtr& scope);
-    std::string capture(const std::vector<StmtPtr>& body, const ScopePtr& scope);
-    void write(const std::string& s);
+    TaintedText capture(const std::vector<StmtPtr>& body, const ScopePtr& scope);
+    void write(const std::string& s);   // the template's own text
+    void write_value(const Value& v);   // a value printed, with its input marks
+    void check_output() const;
 
     Value eval(const Expr& e, const ScopePtr& scope);
     Value eval_inner(const Expr& e, const ScopePtr& scope);
@@ -68,7 +71,7 @@ private:
 
     RenderOptions options_;
     Value context_;
-    std::string* out_ = nullptr;
+    TaintedText* out_ = nullptr;
     std::uint64_t steps_ = 0;
     std::uint64_t iterations_ = 0;
     int call_depth_ = 0;

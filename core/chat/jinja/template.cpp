@@ -2,6 +2,7 @@
 
 #include "chat/jinja/parser.h"
 #include "chat/jinja/renderer.h"
+#include "chat/jinja/taint.h"
 
 namespace wb::jinja {
 
@@ -25,6 +26,14 @@ Template Template::parse(std::string_view source) {
 }
 
 std::string Template::render(const Value& context, const RenderOptions& options) const {
+    return render_text(context, options).text();
+}
+
+std::vector<Segment> Template::render_segments(const Value& context, const RenderOptions& options) const {
+    return render_text(context, options).segments();
+}
+
+TaintedText Template::render_text(const Value& context, const RenderOptions& options) const {
     if (!context.is_dict()) throw wb::Error("template context must be a dict of variables");
     Renderer r(options);
     try {

@@ -36,6 +36,18 @@ struct RenderOptions {
 };
 
 struct Stmt;
+class TaintedText;
+
+// A piece of rendered text: from_input when its bytes came from the caller's input (strings of the
+// context passed through mark_input), not from the template's own text. See taint.h for the rules.
+struct Segment {
+    std::string text;
+    bool from_input = false;
+};
+
+// Every string in v (dict keys included) marked as the caller's input, containers rebuilt: what
+// render() is given as messages and tools, so that their text can be told from the template's.
+Value mark_input(const Value& v);
 
 class Template {
 public:
@@ -48,6 +60,8 @@ public:
     // "line L, column C: ..." on any other error (undefined attribute of an undefined value, a type
     // error, a limit reached).
     std::string render(const Value& context, const RenderOptions& options = {}) const;
+    // The same text cut where input marks begin and end (adjacent segments differ in from_input).
+    std::vector<Segment> render_segments(const Value& context, const RenderOptions& options = {}) const;
 
     // Copies share the parsed body, which is never changed after parse.
     Template(const Template&);
@@ -58,6 +72,7 @@ public:
 
 private:
     Template();
+    TaintedText render_text(const Value& context, const RenderOptions& options) const;
     std::shared_ptr<const std::vector<std::unique_ptr<Stmt>>> body_;
 };
 

@@ -28,14 +28,20 @@ Value::Value(Dict dict) : type_(Type::DICT) {
 
 void Value::set_depth(const std::vector<Value>& items) {
     int d = 0;
-    for (const Value& v : items) d = std::max(d, static_cast<int>(v.depth_));
+    for (const Value& v : items) {
+        d = std::max(d, static_cast<int>(v.depth_));
+        input_ = input_ || v.input_;
+    }
     if (d + 1 > kMaxValueDepth) throw EvalError("value nested deeper than " + std::to_string(kMaxValueDepth));
     depth_ = static_cast<std::uint16_t>(d + 1);
 }
 
 void Value::set_depth(const Dict& dict) {
     int d = 0;
-    for (const auto& [k, v] : dict.entries()) d = std::max({d, static_cast<int>(k.depth_), static_cast<int>(v.depth_)});
+    for (const auto& [k, v] : dict.entries()) {
+        d = std::max({d, static_cast<int>(k.depth_), static_cast<int>(v.depth_)});
+        input_ = input_ || k.input_ || v.input_;
+    }
     if (d + 1 > kMaxValueDepth) throw EvalError("value nested deeper than " + std::to_string(kMaxValueDepth));
     depth_ = static_cast<std::uint16_t>(d + 1);
 }
@@ -84,6 +90,18 @@ Value Value::iterator(std::vector<Value> items) {
     v.set_depth(items);
     v.ptr_ = std::make_shared<std::vector<Value>>(std::move(items));
     return v;
+}
+
+Value Value::with_input(const Value& str, InputSpans spans) {
+    Value v = str;
+    v.input_ = !spans.empty();
+    v.spans_ = spans.empty() ? nullptr : std::make_shared<const InputSpans>(std::move(spans));
+    return v;
+}
+
+const InputSpans& Value::input_spans() const {
+    static const InputSpans none;
+    return spans_ ? *spans_ : none;
 }
 
 std::vector<Value> Value::take_all() const {

@@ -30,6 +30,14 @@ struct Callable {
     std::function<Value(Renderer&, CallArgs&)> call;
 };
 
+// Bytes [begin, end) of a string that came from the caller's input (a message's content, a tool
+// definition) rather than from the template. Sorted, disjoint, never empty.
+struct InputSpan {
+    std::size_t begin;
+    std::size_t end;
+};
+using InputSpans = std::vector<InputSpan>;
+
 // The deepest nesting of lists and dicts a template may build (Python's recursion limit is of this order).
 inline constexpr int kMaxValueDepth = 1000;
 
@@ -59,6 +67,8 @@ public:
     // What Jinja2's map, select, items, unique, ... return: a Python generator, which can be iterated
     // once, has no length, cannot be indexed or serialized and is always true.
     static Value iterator(std::vector<Value> items);
+    // The same string (markup stays markup) with these bytes marked as the caller's input.
+    static Value with_input(const Value& str, InputSpans spans);
 
     Type type() const { return type_; }
     bool is_undefined() const { return type_ == Type::UNDEFINED; }
@@ -76,6 +86,10 @@ public:
     bool is_iterator() const { return type_ == Type::ITERATOR; }
     bool is_markup() const { return type_ == Type::STRING && flag_; }
     bool is_unsafe_undefined() const { return type_ == Type::UNDEFINED && flag_; }
+    // Input marks ("taint"): a string holding input bytes, or a list, tuple, dict or iterator that held
+    // one when it was built (a namespace is not tracked: its contents change).
+    bool has_input() const { return input_; }
+    const InputSpans& input_spans() const;  // STRING; empty when none of it is input
 
     bool as_bool() const { return b_; }
     std::int64_t as_int() const { return type_ == Type::BOOL ? (b_ ? 1 : 0) : i_; }
@@ -106,6 +120,7 @@ private:
     // Containers nested in this one, at most kMaxValueDepth: printing, comparing and freeing a value
     // recurse through it.
     std::uint16_t depth_ = 0;
+    bool input_ = false;
     union {
         bool b_;
         std::int64_t i_ = 0;
@@ -114,6 +129,7 @@ private:
     std::variant<std::monostate, std::shared_ptr<const std::string>, std::shared_ptr<const std::vector<Value>>,
                  std::shared_ptr<Dict>, std::shared_ptr<const Callable>, std::shared_ptr<std::vector<Value>>>
         ptr_;
+    std::shared_ptr<const InputSpans> spans_;  // STRING with input bytes
 };
 
 // Insertion-ordered mapping with Python's key equality (1, 1.0 and True are one key).
