@@ -25,6 +25,7 @@ int main(int argc, char** argv) {
         if (o.command == "tokenize") return cmd_tokenize(o);
         if (o.command == "generate") return cmd_generate(o);
         if (o.command == "chat") return cmd_chat(o);
+        if (o.command == "template") return cmd_template(o);
         if (o.command == "perplexity") return cmd_perplexity(o);
         return cmd_bench(o);
     } catch (const std::exception& e) {

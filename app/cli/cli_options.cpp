@@ -62,6 +62,9 @@ commands:
   generate [-m MODEL] -p TEXT [-n N] [--chat [template]] [--system TEXT] [sampling] [--json [--top-candidates N]]
            [--dump-attention FILE [--layers L,...] [--heads H,...]]
   chat     [-m MODEL] [template] [--system TEXT] [sampling]   interactive terminal chat (/reset, /exit)
+  template [-m MODEL | --template FILE] --messages FILE.json [--tools FILE.json] [--add-generation-prompt]
+           [--bos-token S] [--eos-token S]   print exactly the rendered prompt (messages: a JSON list of
+           {"role", "content", "tool_calls"...} as Hugging Face takes them; tools: a JSON list of schemas)
 template: the model's own tokenizer.chat_template (Jinja, rendered as Hugging Face does) unless
           --chat-template FILE   a Jinja template file instead
           --chat-format NAME     a built-in format instead: chatml, llama2, llama3, gemma, mistral
@@ -83,8 +86,9 @@ CliOptions parse_cli(int argc, char** argv) {
     if (argc < 2) throw Error("no command given (try --help)");
     o.command = argv[1];
     if (o.command != "info" && o.command != "tokenize" && o.command != "generate" && o.command != "chat" &&
-        o.command != "bench" && o.command != "perplexity")
-        throw Error("unknown command '" + o.command + "' (expected info, tokenize, generate, chat, bench or perplexity)");
+        o.command != "template" && o.command != "bench" && o.command != "perplexity")
+        throw Error("unknown command '" + o.command +
+                    "' (expected info, tokenize, generate, chat, template, bench or perplexity)");
     for (int i = 2; i < argc; ++i) {
         const std::string a = argv[i];
         auto next = [&]() -> std::string {
@@ -101,7 +105,12 @@ CliOptions parse_cli(int argc, char** argv) {
         else if (a == "-n" || a == "--n-predict") o.n_predict = to_int(a, next(), 0, 1 << 20);
         else if (a == "-r" || a == "--repetitions") o.repetitions = to_int(a, next(), 1, 1000);
         else if (a == "--chat") o.chat = true;
-        else if (a == "--chat-template") o.chat_template_file = next();
+        else if (a == "--chat-template" || (a == "--template" && o.command == "template")) o.chat_template_file = next();
+        else if (a == "--messages") o.messages_file = next();
+        else if (a == "--tools") o.tools_file = next();
+        else if (a == "--add-generation-prompt") o.add_generation_prompt = true;
+        else if (a == "--bos-token") o.bos_token = next();
+        else if (a == "--eos-token") o.eos_token = next();
         else if (a == "--chat-format") o.chat_format = next();
         else if (a == "--system") { o.system = next(); o.system_given = true; }
         else if (a == "--backend") o.backend = next();
@@ -140,6 +149,8 @@ CliOptions parse_cli(int argc, char** argv) {
         throw Error(o.command + " needs a prompt: -p TEXT");
     if (!o.chat_template_file.empty() && !o.chat_format.empty())
         throw Error("--chat-template and --chat-format exclude each other");
+    if (o.command == "template" && o.messages_file.empty())
+        throw Error("template needs the conversation: --messages FILE.json");
     if (o.command == "perplexity" && o.text_file.empty()) throw Error("perplexity needs a text file: -f TEXT_FILE");
     return o;
 }

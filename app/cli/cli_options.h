@@ -1,6 +1,7 @@
 #pragma once
 // whitebox-cli's command line: one command word followed by flags.
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -9,7 +10,7 @@
 namespace wb::cli {
 
 struct CliOptions {
-    std::string command;               // info | tokenize | generate | chat | bench | perplexity
+    std::string command;               // info | tokenize | generate | chat | template | bench | perplexity
     std::string model;                 // -m; empty = the default model in the cache
     std::string prompt;                // -p TEXT (tokenize, generate)
     bool prompt_given = false;
@@ -20,6 +21,10 @@ struct CliOptions {
     bool chat = false;                 // generate --chat: wrap the prompt in the model's chat template
     std::string chat_template_file;    // --chat-template FILE: a Jinja template instead of the model's
     std::string chat_format;           // --chat-format NAME: a built-in format instead of any template
+    std::string messages_file;         // template --messages FILE.json
+    std::string tools_file;            // template --tools FILE.json
+    bool add_generation_prompt = false;  // template --add-generation-prompt
+    std::optional<std::string> bos_token, eos_token;  // template --bos-token / --eos-token
     std::string system;                // --system TEXT
     bool system_given = false;
     std::string backend = "auto";      // --backend cpu|cuda|auto

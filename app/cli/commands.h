@@ -10,6 +10,7 @@ int cmd_info(const CliOptions& o);
 int cmd_tokenize(const CliOptions& o);
 int cmd_generate(const CliOptions& o);
 int cmd_chat(const CliOptions& o);
+int cmd_template(const CliOptions& o);
 int cmd_bench(const CliOptions& o);
 int cmd_perplexity(const CliOptions& o);
 

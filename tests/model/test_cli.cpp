@@ -13,6 +13,7 @@
 #include <cmath>
 #include <fstream>
 
+#include "chat/jinja/json.h"
 #include "test_paths.h"
 
 namespace {
@@ -38,6 +39,48 @@ QJsonObject json_of(const Run& r) {
 }
 
 QString model() { return QString::fromStdString(wb_test::default_model()); }
+
+QString templates_dir() { return QString::fromStdString(wb_test::reference_dir()) + "/templates"; }
+
+// tests/reference/templates/expected.json: what Python's Jinja2 renders (make_template_reference.py).
+const QJsonObject& corpus() {
+    static const QJsonObject c = [] {
+        QFile f(templates_dir() + "/expected.json");
+        if (!f.open(QIODevice::ReadOnly)) qFatal("cannot read %s", qPrintable(f.fileName()));
+        return QJsonDocument::fromJson(f.readAll()).object();
+    }();
+    return c;
+}
+
+QJsonArray corpus_messages(const QString& set) { return corpus()["message_sets"].toObject()[set].toObject()["messages"].toArray(); }
+
+// A message set's "messages" or "tools" as JSON text in the file's key order (QJsonObject sorts keys,
+// and templates print dicts in insertion order, as Python does).
+QByteArray corpus_json(const QString& set, const char* key) {
+    static const wb::jinja::Value c = [] {
+        QFile f(templates_dir() + "/expected.json");
+        if (!f.open(QIODevice::ReadOnly)) qFatal("cannot read %s", qPrintable(f.fileName()));
+        return wb::jinja::parse_json(f.readAll().toStdString());
+    }();
+    const wb::jinja::Value* v = c.dict().find("message_sets")->dict().find(set.toStdString())->dict().find(key);
+    return v ? QByteArray::fromStdString(wb::jinja::to_json(*v)) : QByteArray();
+}
+
+QString corpus_output(const QString& tmpl, const QString& set, bool add_generation_prompt) {
+    for (const auto& cv : corpus()["cases"].toArray()) {
+        const QJsonObject c = cv.toObject();
+        if (c["template"].toString() == tmpl && c["set"].toString() == set &&
+            c["add_generation_prompt"].toBool() == add_generation_prompt)
+            return c["output"].toString();
+    }
+    qFatal("no case %s / %s in expected.json", qPrintable(tmpl), qPrintable(set));
+}
+
+QString write_file(const QTemporaryDir& dir, const QString& name, const QByteArray& bytes) {
+    QFile f(dir.filePath(name));
+    if (!f.open(QIODevice::WriteOnly) || f.write(bytes) != bytes.size()) qFatal("cannot write %s", qPrintable(f.fileName()));
+    return f.fileName();
+}
 
 }  // namespace
 
@@ -200,12 +243,103 @@ private Q_SLOTS:
         QCOMPARE(a["seed"].toDouble(), 1234.0);
     }
 
+    // The prompt of generate --chat is exactly Jinja2's rendering of SmolLM2's template (the corpus
+    // of test_jinja_templates), tokenized.
     void chatFlagUsesTheTemplate() {
-        const Run r = run_cli({"generate", "-m", model(), "--chat", "-p", "Say hi", "-n", "4", "--temp", "0",
+        const QString text = corpus_output("gguf-SmolLM2-135M-Instruct.jinja", "one_user", true);
+        QVERIFY(text.contains("You are a helpful AI assistant named SmolLM"));
+        const QString user = corpus_messages("one_user")[0].toObject()["content"].toString();
+        const Run r = run_cli({"generate", "-m", model(), "--chat", "-p", user, "-n", "2", "--temp", "0",
                                "--backend", "cpu", "--json"});
         QCOMPARE(r.exit_code, 0);
-        // SmolLM2's template adds its default system prompt: far more than the 2 tokens of "Say hi".
-        QVERIFY(json_of(r)["prompt_tokens"].toInt() > 20);
+        const QJsonObject o = json_of(r);
+        const QJsonArray expected = json_of(run_cli({"tokenize", "-m", model(), "-p", text, "--json"}))["tokens"].toArray();
+        QCOMPARE(o["prompt_token_ids"].toArray(), expected);
+        QCOMPARE(o["prompt_tokens"].toInt(), int(expected.size()));
+    }
+
+    // whitebox-cli template prints Jinja2's text byte for byte: a template file alone, the model's own
+    // template, and tools with a tool call.
+    void templateCommandMatchesJinja2_data() {
+        QTest::addColumn<QString>("source");  // a file in tests/reference/templates, or "model"
+        QTest::addColumn<QString>("template_name");
+        QTest::addColumn<QString>("set");
+        QTest::addColumn<bool>("add_generation_prompt");
+        QTest::newRow("smollm2 file, multi-turn") << "file" << "gguf-SmolLM2-135M-Instruct.jinja" << "multi_turn" << false;
+        QTest::newRow("smollm2 model, tricky content")
+            << "model" << "gguf-SmolLM2-135M-Instruct.jinja" << "tricky_content" << true;
+        QTest::newRow("qwen2.5 tools and a call") << "file" << "Qwen-Qwen2.5-7B-Instruct.jinja" << "tools_call" << true;
+        QTest::newRow("r1 distill writes the bos") << "file" << "gguf-DeepSeek-R1-Distill-Qwen-7B.jinja" << "system_user" << true;
+    }
+    void templateCommandMatchesJinja2() {
+        QFETCH(QString, source);
+        QFETCH(QString, template_name);
+        QFETCH(QString, set);
+        QFETCH(bool, add_generation_prompt);
+        QTemporaryDir dir;
+        QStringList args{"template", "--messages", write_file(dir, "messages.json", corpus_json(set, "messages"))};
+        const QByteArray tools = corpus_json(set, "tools");
+        if (!tools.isEmpty()) args << "--tools" << write_file(dir, "tools.json", tools);
+        if (source == "model") {
+            args << "-m" << model();
+        } else {
+            args << "--template" << templates_dir() + "/" + template_name << "--bos-token"
+                 << corpus()["bos_token"].toString() << "--eos-token" << corpus()["eos_token"].toString();
+        }
+        if (add_generation_prompt) args << "--add-generation-prompt";
+        const Run r = run_cli(args);
+        QVERIFY2(r.exit_code == 0, r.err.constData());
+        QCOMPARE(r.err, QByteArray());
+        QCOMPARE(QString::fromUtf8(r.out), corpus_output(template_name, set, add_generation_prompt));
+    }
+
+    void templateErrorsAreOneLine_data() {
+        QTest::addColumn<QString>("source");
+        QTest::addColumn<QString>("messages");
+        QTest::addColumn<QString>("needle");
+        QTest::newRow("parse error") << "{% for m in messages %}{{ m.content }" << "[]" << "line 1, column";
+        QTest::newRow("raise_exception with a newline")
+            << "{{ raise_exception('no\nsystem') }}" << "[]" << "no system";
+        QTest::newRow("messages not JSON") << "{{ 1 }}" << "[{" << "messages.json";
+    }
+    void templateErrorsAreOneLine() {
+        QFETCH(QString, source);
+        QFETCH(QString, messages);
+        QFETCH(QString, needle);
+        QTemporaryDir dir;
+        const Run r = run_cli({"template", "--template", write_file(dir, "t.jinja", source.toUtf8()), "--messages",
+                               write_file(dir, "messages.json", messages.toUtf8())});
+        QCOMPARE(r.exit_code, 1);
+        QCOMPARE(r.out, QByteArray());
+        QCOMPARE(r.err.trimmed().split('\n').size(), 1);
+        QVERIFY2(r.err.contains(needle.toUtf8()), r.err.constData());
+    }
+
+    // --chat-template replaces the model's template: the prompt is that template's text, tokenized.
+    void chatTemplateFlagOverridesTheModels() {
+        QTemporaryDir dir;
+        const QString tmpl = write_file(dir, "t.jinja", "<|im_start|>[{{ messages[0]['content'] }}]");
+        const Run r = run_cli({"generate", "-m", model(), "--chat", "--chat-template", tmpl, "-p", "Hi <|im_end|>",
+                               "-n", "1", "--temp", "0", "--backend", "cpu", "--json"});
+        QVERIFY2(r.exit_code == 0, r.err.constData());
+        const QJsonArray ids = json_of(r)["prompt_token_ids"].toArray();
+        // The template's <|im_start|> is one control token; the user's <|im_end|> stays characters.
+        const QJsonArray special = json_of(run_cli({"tokenize", "-m", model(), "-p", "<|im_start|>[Hi <|im_end|>]", "--json"}))["tokens"].toArray();
+        QCOMPARE(ids.first(), special.first());
+        QVERIFY(ids.size() > special.size());
+        QVERIFY(!ids.contains(special[special.size() - 2]));
+    }
+
+    void chatTemplateParseErrorNamesTheFlag() {
+        QTemporaryDir dir;
+        const QString bad = write_file(dir, "bad.jinja", "{% if messages %}no end");
+        const Run r = run_cli({"generate", "-m", model(), "--chat", "--chat-template", bad, "-p", "Hi", "-n", "1"});
+        QCOMPARE(r.exit_code, 1);
+        QCOMPARE(r.err.trimmed().split('\n').size(), 1);
+        QVERIFY2(r.err.contains("bad.jinja: the chat template cannot be parsed: line 1"), r.err.constData());
+        QVERIFY2(r.err.contains("--chat-template FILE"), r.err.constData());
+        // Without --chat the template is not needed, and a broken one does not matter.
+        QCOMPARE(run_cli({"generate", "-m", model(), "--chat-template", bad, "-p", "Hi", "-n", "1", "--backend", "cpu"}).exit_code, 0);
     }
 
     void benchJsonContract() {
