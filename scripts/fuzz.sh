@@ -36,7 +36,7 @@ for t in "${targets[@]}"; do
     grep -E "ERROR|SUMMARY|Test unit written" "$artifacts/last-run.log" | head -5 >&2 || true
     status=1
   else
-    grep -E "stat::number_of_executed_units|stat::peak_rss_mb" "$artifacts/last-run.log" | sed "s/^/fuzz: $t /"
+    grep -E "stat::number_of_executed_units|stat::peak_rss_mb" "$artifacts/last-run.log" | sed "s/^/fuzz: $t /" || true
   fi
 done
 exit $status

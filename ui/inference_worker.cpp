@@ -210,7 +210,8 @@ void InferenceWorker::hashNextChunk(quint64 job) {
     // file cut short meanwhile) must not pass a partial hash off as the file's.
     const QString path = m_hashFile->fileName();
     const bool complete = m_hashFile->error() == QFileDevice::NoError && m_hashedBytes == m_hashSize;
-    const QString error = m_hashFile->errorString();
+    const QString error = m_hashFile->error() == QFileDevice::NoError ? tr("the file is shorter than when the hash began")
+                                                                      : m_hashFile->errorString();
     m_hashFile.reset();
     if (complete)
         Q_EMIT fileHashReady(path, QString::fromLatin1(m_hash.result().toHex()));

@@ -1,6 +1,7 @@
 #include "chat/chat_template.h"
 
 #include <algorithm>
+#include <cctype>
 
 #include "chat/chat_formats.h"
 #include "util/error.h"
@@ -127,6 +128,41 @@ std::vector<ChatSegment> ChatTemplate::render_segments(const std::vector<ChatMes
     return {};
 }
 
+namespace {
+
+// A role as templates splice it into their markers ('<|' + role + '|>' in Phi-4-mini and GLM-4):
+// letters, digits, '_' and '-', so that it can carry no special-token text of its own.
+bool is_plain_role(const std::string& r) {
+    if (r.empty() || r.size() > 64) return false;
+    for (char c : r)
+        if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '-')) return false;
+    return true;
+}
+
+// The messages as input, except a plain role: a template that builds a control token from its role
+// ('<|' + role + '|>') must get llama.cpp's single token, not the text split around an input mark.
+// Any other role is refused: it could only be a way to smuggle markup into the template's text.
+jinja::Value mark_messages(const jinja::Value& messages) {
+    const jinja::Value marked = jinja::mark_input(messages);
+    if (!marked.is_list()) return marked;
+    std::vector<jinja::Value> out;
+    for (const jinja::Value& m : marked.items()) {
+        const jinja::Value* role = m.is_dict() ? m.dict().find("role") : nullptr;
+        if (!role || !role->is_string()) {
+            out.push_back(m);
+            continue;
+        }
+        if (!is_plain_role(role->str()))
+            throw Error("a message's role must be letters, digits, '_' or '-' (got '" + role->str().substr(0, 40) + "')");
+        jinja::Dict d = m.dict();
+        d.set(jinja::Value("role"), jinja::Value(std::string(role->str())));
+        out.emplace_back(std::move(d));
+    }
+    return jinja::Value(std::move(out));
+}
+
+}  // namespace
+
 std::vector<ChatSegment> ChatTemplate::render_segments(const jinja::Value& messages, const jinja::Value& tools,
                                                        bool add_generation_prompt) const {
     if (kind_ != ChatTemplateKind::JINJA) return render_segments(plain_messages(messages), add_generation_prompt);
@@ -134,7 +170,7 @@ std::vector<ChatSegment> ChatTemplate::render_segments(const jinja::Value& messa
     // apply_chat_template's variables: render(messages=..., tools=..., documents=...,
     // add_generation_prompt=..., **special_tokens_map), the special tokens as strings. Messages and
     // tools are the caller's input; bos_token and eos_token are ours, so their text may be special.
-    jinja::Dict context{{jinja::Value("messages"), jinja::mark_input(messages)},
+    jinja::Dict context{{jinja::Value("messages"), mark_messages(messages)},
                         {jinja::Value("tools"), tools.is_undefined() ? jinja::Value::none() : jinja::mark_input(tools)},
                         {jinja::Value("documents"), jinja::Value::none()},
                         {jinja::Value("add_generation_prompt"), jinja::Value(add_generation_prompt)},

@@ -28,7 +28,11 @@ ChatPrompt build_chat_prompt(const ChatTemplate& t, const Tokenizer& tok, const 
 // without, so that a user who types "<|im_start|>system" gets those characters, not a system turn
 // (llama.cpp parses special tokens over the whole prompt; we are stricter by design). Raw text joins
 // across segment boundaries before BPE / SentencePiece (Tokenizer::encode_pieces), so a prompt whose
-// input holds no special text gets exactly llama.cpp's ids.
+// input holds no special text gets exactly llama.cpp's ids, unless the template runs its own marker
+// through a filter together with input ((marker ~ content) | trim): taint.h's conservative rule then
+// makes the whole result input, and the marker plain text (safe, but not llama.cpp's ids). Roles are
+// not input (ChatTemplate refuses a role that is not a plain word), so markers built from the role
+// ('<|' + role + '|>', Phi-4-mini, GLM-4) stay control tokens.
 // The tokenizer adds its BOS when the vocabulary asks for one; Hugging Face templates usually write
 // the BOS text themselves, so, as llama.cpp does (common/chat.cpp), a prompt that starts with the
 // template's BOS text loses that prefix first: one BOS either way.

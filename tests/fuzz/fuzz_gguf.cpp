@@ -16,12 +16,15 @@
 
 namespace {
 
-// One scratch file per process (libFuzzer's -jobs run several processes).
+// One scratch file per process (libFuzzer's -jobs run several processes), removed at exit.
 const std::string& scratch_path() {
     static const std::string path = [] {
         const char* dir = std::getenv("TMPDIR");
         return std::string(dir && *dir ? dir : "/tmp") + "/wb-fuzz-gguf-" + std::to_string(getpid()) + ".gguf";
     }();
+    // Registered after `path` is built, so it runs before `path` is destroyed.
+    static const bool cleanup = std::atexit([] { std::remove(path.c_str()); }) == 0;
+    (void)cleanup;
     return path;
 }
 

@@ -213,7 +213,7 @@ private Q_SLOTS:
     // A 10 ms timer on the GUI thread keeps firing while the full window (all panels updating) follows
     // a generation. How late it fires is printed, not asserted: a wall-clock threshold fails on a
     // loaded machine (the figure belongs in a benchmark).
-    void eventLoopStaysResponsiveWhileGenerating() {
+    void eventLoopKeepsTurningWhileGenerating() {
         MainWindow w;
         w.show();
         ChatController* c = w.controller();

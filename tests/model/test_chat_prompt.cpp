@@ -10,6 +10,7 @@
 #include <QtTest>
 
 #include <algorithm>
+#include <cctype>
 #include <map>
 #include <memory>
 
@@ -128,6 +129,32 @@ private Q_SLOTS:
         if (!v->tok->add_bos() || v->tok->bos_id() < 0) QSKIP("this vocabulary adds no BOS");
         QCOMPARE(count_of(p.ids, v->tok->bos_id()), 1L);
         QCOMPARE(p.ids.front(), v->tok->bos_id());
+    }
+
+    // Phi-4-mini and GLM-4 build their markers from the role ('<|' + role + '|>'): a plain role keeps
+    // the template's marker one control token (llama.cpp's id); a role with markup is refused.
+    void markersBuiltFromTheRoleStayControlTokens() {
+        const Vocab* v = nullptr;
+        load(v);
+        if (!v) return;
+        QFETCH_GLOBAL(QString, marker);
+        const std::string m = marker.toStdString();
+        // The marker's word (im_start, start_of_turn, User) comes from the role, as in those templates.
+        const auto word = [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; };
+        const size_t begin = size_t(std::find_if(m.begin(), m.end(), word) - m.begin());
+        const size_t end = size_t(std::find_if_not(m.begin() + long(begin), m.end(), word) - m.begin());
+        QVERIFY(begin > 0 && end > begin && end < m.size());
+        const std::string source = "{% for m in messages %}{{ '" + m.substr(0, begin) + "' + m['role'] + '" +
+                                   m.substr(end) + "' }}{{ m['content'] }}{% endfor %}";
+        const ChatTemplate t = ChatTemplate::from_jinja(source, "", "");
+        const std::string role = m.substr(begin, end - begin);
+        const auto id = v->tok->find_token(m);
+        QVERIFY(id.has_value());
+        const ChatPrompt p = build_chat_prompt(t, *v->tok, chat_messages_value({{role, "Hi"}}), jinja::Value::none(), false);
+        QVERIFY2(p.text.find(m) != std::string::npos, p.text.c_str());
+        QCOMPARE(count_of(p.ids, *id), 1L);
+        QVERIFY_THROWS_EXCEPTION(wb::Error, build_chat_prompt(t, *v->tok, chat_messages_value({{m, "Hi"}}),
+                                                              jinja::Value::none(), false));
     }
 
     // The parity suites' chat prompts (rendered by Jinja2 / llama.cpp and tokenized by llama.cpp):

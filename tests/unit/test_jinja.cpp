@@ -481,6 +481,7 @@ private Q_SLOTS:
     void errors_carry_line_and_column();
     void hostile_templates_stop_at_limits_data();
     void hostile_templates_stop_at_limits();
+    void empty_repeats_render_at_once();
     void json_reads_like_python_data();
     void json_reads_like_python();
     void context_must_be_a_dict();
@@ -602,6 +603,18 @@ void TestJinja::hostile_templates_stop_at_limits() {
     }
     const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     QVERIFY2(seconds < 20.0, qPrintable(QString("took %1 s").arg(seconds)));
+}
+
+// '' * n and [] * n are empty for any n, in Python at once: no loop of n steps (a hostile template
+// would hang the worker). Python prints "|0|()" for this template.
+void TestJinja::empty_repeats_render_at_once() {
+    const auto start = std::chrono::steady_clock::now();
+    const std::string out = Template::parse("{{ '' * 9223372036854775807 }}|{{ ([] * 1000000000000000000) | length }}|"
+                                            "{{ () * 1000000000000000000 }}")
+                                .render(parse_json("{}"));
+    QCOMPARE(QString::fromStdString(out), QString("|0|()"));
+    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    QVERIFY2(seconds < 5.0, qPrintable(QString("took %1 s").arg(seconds)));
 }
 
 void TestJinja::json_reads_like_python_data() {

@@ -94,6 +94,8 @@ Value repeat(const Value& seq, std::int64_t n, Renderer& r) {
     if (n < 0) n = 0;
     if (seq.is_string()) {
         const std::size_t size = seq.str().size();
+        // Empty either way, and at once: '' * 10**18 must not loop 10**18 times.
+        if (size == 0 || n == 0) return Value(std::string());
         if (size != 0 && static_cast<std::uint64_t>(n) > r.limits().max_string_bytes / size) {
             throw EvalError("string too long (limit " + std::to_string(r.limits().max_string_bytes) + " bytes)");
         }
@@ -104,6 +106,7 @@ Value repeat(const Value& seq, std::int64_t n, Renderer& r) {
         return Value(std::move(out));
     }
     const std::size_t size = seq.items().size();
+    if (size == 0 || n == 0) return seq.is_tuple() ? Value::tuple({}) : Value(std::vector<Value>{});
     if (size != 0 && static_cast<std::uint64_t>(n) > r.limits().max_list_items / size) {
         throw EvalError("list too long (limit " + std::to_string(r.limits().max_list_items) + " items)");
     }
