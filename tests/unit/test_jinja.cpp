@@ -4,6 +4,8 @@
 // template's message, and hostile templates stop at the limits instead of exhausting the machine.
 #include <QtTest>
 
+#include "jinja_fixed_time.h"
+
 #include <chrono>
 
 #include "chat/jinja/json.h"
@@ -444,22 +446,10 @@ const Case kCases[] = {
 };
 // END CASES
 
-// strftime_now's clock in the reference data: 2024-07-26 10:30:00, a Friday.
-std::tm fixed_time() {
-    std::tm tm{};
-    tm.tm_year = 124;
-    tm.tm_mon = 6;
-    tm.tm_mday = 26;
-    tm.tm_hour = 10;
-    tm.tm_min = 30;
-    tm.tm_wday = 5;
-    tm.tm_yday = 207;
-    return tm;
-}
 
 RenderOptions fixed_options() {
     RenderOptions o;
-    o.local_time = fixed_time;
+    o.local_time = jinja_reference_time;
     return o;
 }
 

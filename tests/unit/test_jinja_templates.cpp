@@ -5,6 +5,8 @@
 // the template called raise_exception. Prints the pass rate per template.
 #include <QtTest>
 
+#include "jinja_fixed_time.h"
+
 #include <fstream>
 #include <map>
 #include <sstream>
@@ -32,17 +34,6 @@ const Value& expected_data() {
     return data;
 }
 
-std::tm fixed_time() {  // make_template_reference.py's FIXED_NOW, 2024-07-26 10:30:00 (a Friday)
-    std::tm tm{};
-    tm.tm_year = 124;
-    tm.tm_mon = 6;
-    tm.tm_mday = 26;
-    tm.tm_hour = 10;
-    tm.tm_min = 30;
-    tm.tm_wday = 5;
-    tm.tm_yday = 207;
-    return tm;
-}
 
 // The variables apply_chat_template passes (make_template_reference.py's render()).
 Value context_for(const Value& message_set, bool add_generation_prompt) {
@@ -73,7 +64,7 @@ std::string check_case(const Value& c) {
     const Value& set = *expected_data().dict().find("message_sets")->dict().find(c.dict().find("set")->str());
     const bool agp = c.dict().find("add_generation_prompt")->as_bool();
     RenderOptions options;
-    options.local_time = fixed_time;
+    options.local_time = jinja_reference_time;
     const Value* expected = c.dict().find("output");
     try {
         const std::string got = Template::parse(slurp(kDir + name)).render(context_for(set, agp), options);
