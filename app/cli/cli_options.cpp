@@ -69,7 +69,9 @@ template: the model's own tokenizer.chat_template (Jinja, rendered as Hugging Fa
           --chat-template FILE   a Jinja template file instead
           --chat-format NAME     a built-in format instead: chatml, llama2, llama3, gemma, mistral
           (a file without a template uses the built-in format of its family and says so)
-  bench    [-m MODEL] [-p 512] [-n 128] [-r 3] [--capture none|empty|attention|candidates] [--json]
+  bench    [-m MODEL] [-p 512] [-n 128] [-d 0] [-r 3] [--capture none|empty|attention|candidates] [--json]
+           prefill -p tokens and decode -n tokens with -d tokens already in the context (llama-bench's
+           -p/-n/-d; -p 0: decode only); --json gives every repetition
   perplexity [-m MODEL] -f TEXT_FILE [--ctx 512] [--json [--top K]] [--save-logits FILE] [--kl-base FILE]
            perplexity in windows of --ctx (the second half of each scored, as llama-perplexity);
            --save-logits / --kl-base: KL divergence and top-token agreement against another run
@@ -99,10 +101,11 @@ CliOptions parse_cli(int argc, char** argv) {
         if (a == "-m" || a == "--model") o.model = next();
         else if (a == "-p" || a == "--prompt") {
             const std::string v = next();
-            if (o.command == "bench") o.bench_prompt = to_int(a, v, 1, 1 << 20);
+            if (o.command == "bench") o.bench_prompt = to_int(a, v, 0, 1 << 20);
             else { o.prompt = v; o.prompt_given = true; }
         }
         else if (a == "-n" || a == "--n-predict") o.n_predict = to_int(a, next(), 0, 1 << 20);
+        else if ((a == "-d" || a == "--depth") && o.command == "bench") o.bench_depth = to_int(a, next(), 0, 1 << 20);
         else if (a == "-r" || a == "--repetitions") o.repetitions = to_int(a, next(), 1, 1000);
         else if (a == "--chat") o.chat = true;
         else if (a == "--chat-template" || (a == "--template" && o.command == "template")) o.chat_template_file = next();

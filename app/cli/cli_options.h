@@ -15,7 +15,8 @@ struct CliOptions {
     std::string prompt;                // -p TEXT (tokenize, generate)
     bool prompt_given = false;
     int32_t n_predict = 128;           // -n: tokens to generate (generate/chat) or to decode (bench)
-    int32_t bench_prompt = 512;        // bench -p: prompt tokens
+    int32_t bench_prompt = 512;        // bench -p: prompt tokens (0: decode only)
+    int32_t bench_depth = 0;           // bench -d: tokens already in the context when timing starts
     int32_t repetitions = 3;           // bench -r
     std::string bench_capture = "none";  // bench --capture: observer attached while decoding
     bool chat = false;                 // generate --chat: wrap the prompt in the model's chat template

@@ -349,6 +349,34 @@ private Q_SLOTS:
         QVERIFY(o["prefill_tps"].toObject()["mean"].toDouble() > 0);
         QVERIFY(o["decode_tps"].toObject()["mean"].toDouble() > 0);
         QVERIFY(o.contains("weight_bytes_per_token"));
+        // Per phase: every repetition's figure, and the depth each phase ran at.
+        const QJsonObject pre = o["prefill"].toObject(), dec = o["decode"].toObject();
+        QCOMPARE(pre["tokens"].toInt(), 16);
+        QCOMPARE(pre["depth"].toInt(), 0);
+        QCOMPARE(pre["samples"].toArray().size(), 2);
+        QCOMPARE(dec["depth"].toInt(), 16);
+        QCOMPARE(dec["samples"].toArray().size(), 2);
+    }
+
+    // bench -d D: the timed phases start with D tokens in the context (llama-bench's -d), and -p 0
+    // measures the decode alone, starting at position D.
+    void benchAtDepth() {
+        const Run r = run_cli({"bench", "-m", model(), "-p", "0", "-n", "3", "-d", "40", "-r", "2", "--backend", "cpu", "--json"});
+        QCOMPARE(r.exit_code, 0);
+        const QJsonObject o = json_of(r);
+        QCOMPARE(o["depth"].toInt(), 40);
+        QCOMPARE(o["prefill"].toObject()["samples"].toArray().size(), 0);
+        const QJsonObject dec = o["decode"].toObject();
+        QCOMPARE(dec["depth"].toInt(), 40);
+        const QJsonArray samples = dec["samples"].toArray();
+        QCOMPARE(samples.size(), 2);
+        for (const auto& x : samples) QVERIFY(x.toDouble() > 0);
+        const Run withPrompt = run_cli({"bench", "-m", model(), "-p", "8", "-n", "2", "-d", "40", "-r", "1", "--backend", "cpu", "--json"});
+        QCOMPARE(withPrompt.exit_code, 0);
+        QCOMPARE(json_of(withPrompt)["decode"].toObject()["depth"].toInt(), 48);
+        const Run nothing = run_cli({"bench", "-m", model(), "-p", "0", "-n", "0", "--backend", "cpu"});
+        QCOMPARE(nothing.exit_code, 1);
+        QVERIFY2(nothing.err.contains("nothing to measure"), nothing.err.constData());
     }
 
     // perplexity: llama.cpp's value on the same text and windows (reference: perplexity.json, made by
