@@ -83,36 +83,10 @@ float gelu_tanh_f16_table(float x) {
     return fp16_to_f32(table[f32_to_fp16(x)]);
 }
 
-// The path llama.cpp's x86 CPU build takes for token t of an n_tok-token matmul, as a DotOrder (see
-// quant.h), where the paths round differently:
-//  - Q4_0, Q4_K and IQ4_NL matrices with a row count divisible by 8 are repacked: the tokens of a
-//    batch go in groups of 4 through its gemm (the first n_tok - n_tok % 4), the rest through its gemv;
-//  - other K-quants and the 256-element IQ types (and Q4_K otherwise) go through its tiled matmul
-//    when the batch has 8 tokens or more, and through the row dot products when it has fewer;
-//  - IQ4_NL otherwise goes through llamafile's tinyBLAS from 2 tokens on (as do Q4_0, Q5_0 and Q8_0,
-//    whose row dots round as tinyBLAS does).
+// The path llama.cpp's x86 CPU build takes for token t of an n_tok-token matmul (quant.h). It
+// repacks and multiplies whole tensors: a fused tensor's row count decides, not that of the part in use.
 DotOrder llama_cpp_dot_order(const Weight& w, int64_t n_tok, int64_t t) {
-    const bool repackable = w.type == GgmlType::Q4_0 || w.type == GgmlType::Q4_K || w.type == GgmlType::IQ4_NL;
-    // llama.cpp repacks whole tensors: a fused tensor's row count decides, not that of the part in use.
-    const int64_t tensor_rows = w.src ? w.src->ne[1] : w.n_out;
-    if (repackable && tensor_rows % 8 == 0) return t < n_tok - n_tok % 4 ? DotOrder::kGemm : DotOrder::kGemv;
-    switch (w.type) {
-        case GgmlType::Q2_K:
-        case GgmlType::Q3_K:
-        case GgmlType::Q4_K:
-        case GgmlType::Q5_K:
-        case GgmlType::Q6_K:
-        case GgmlType::IQ1_S:
-        case GgmlType::IQ1_M:
-        case GgmlType::IQ2_XXS:
-        case GgmlType::IQ2_XS:
-        case GgmlType::IQ2_S:
-        case GgmlType::IQ3_XXS:
-        case GgmlType::IQ3_S:
-        case GgmlType::IQ4_XS: return n_tok >= 8 ? DotOrder::kTiled : DotOrder::kRow;
-        case GgmlType::IQ4_NL: return n_tok >= 2 ? DotOrder::kLlamafile : DotOrder::kRow;
-        default: return DotOrder::kRow;
-    }
+    return wb::llama_cpp_dot_order(w.type, w.src ? w.src->ne[1] : w.n_out, w.n_in, n_tok, t);
 }
 
 }  // namespace

@@ -160,34 +160,77 @@ void dequantize_row(GgmlType t, const void* src, float* y, int64_t n) {
     fn(src, y, n);
 }
 
-GgmlType vec_dot_type(GgmlType weight_type) {
-    switch (weight_type) {
-        case GgmlType::F32:
-        case GgmlType::F16:
-        case GgmlType::BF16: return GgmlType::F32;
-        case GgmlType::Q4_0:
-        case GgmlType::Q5_0:
-        case GgmlType::Q8_0:
-        case GgmlType::IQ4_NL: return GgmlType::Q8_0;
-        case GgmlType::Q4_1:
-        case GgmlType::Q5_1: return GgmlType::Q8_1;
-        case GgmlType::Q2_K:
-        case GgmlType::Q3_K:
-        case GgmlType::Q4_K:
-        case GgmlType::Q5_K:
-        case GgmlType::Q6_K:
-        case GgmlType::IQ1_S:
-        case GgmlType::IQ1_M:
-        case GgmlType::IQ2_XXS:
-        case GgmlType::IQ2_XS:
-        case GgmlType::IQ2_S:
-        case GgmlType::IQ3_XXS:
-        case GgmlType::IQ3_S:
-        case GgmlType::IQ4_XS:
-        case GgmlType::TQ1_0:
-        case GgmlType::TQ2_0: return GgmlType::Q8_K;
-        default: throw_unsupported("vec_dot_type", weight_type);
+namespace {
+
+// How llama.cpp's x86 CPU build (AVX2, F16C, FMA) multiplies a matrix of each weight type: the one
+// list of the types with kernels, the type their activations are converted to (its vec_dot_type),
+// and the batch path that decides the float order of a matmul (see DotOrder in quant.h).
+enum class Batch : uint8_t {
+    kRow,        // every token through the row dot, or a path that rounds as the row dot does
+    kTiled,      // its tiled matmul for batches of 8 tokens or more
+    kLlamafile,  // llamafile's tinyBLAS for batches of 2 tokens or more
+    // tinyBLAS's float kernel for F16 x F16, which also needs a row length divisible by its 8 lanes
+    // and a row count divisible by 4 (else it declines and every token takes the row dot)
+    kLlamafileFloat,
+};
+
+struct TypePath {
+    GgmlType weight;
+    GgmlType activations;
+    Batch batch;
+    bool repacked;  // repacked (gemm/gemv) when the whole tensor's row count is divisible by 8
+};
+
+constexpr TypePath kTypePaths[] = {
+    {GgmlType::F32, GgmlType::F32, Batch::kRow, false},
+    {GgmlType::F16, GgmlType::F16, Batch::kLlamafileFloat, false},
+    {GgmlType::BF16, GgmlType::F32, Batch::kRow, false},
+    // Q4_0, Q5_0 and Q8_0 also go through tinyBLAS from 2 tokens; its one 8-lane accumulator is
+    // their row dot's order.
+    {GgmlType::Q4_0, GgmlType::Q8_0, Batch::kRow, true},
+    {GgmlType::Q5_0, GgmlType::Q8_0, Batch::kRow, false},
+    {GgmlType::Q8_0, GgmlType::Q8_0, Batch::kRow, false},
+    {GgmlType::Q4_1, GgmlType::Q8_1, Batch::kRow, false},
+    {GgmlType::Q5_1, GgmlType::Q8_1, Batch::kRow, false},
+    {GgmlType::IQ4_NL, GgmlType::Q8_0, Batch::kLlamafile, true},
+    {GgmlType::Q2_K, GgmlType::Q8_K, Batch::kTiled, false},
+    {GgmlType::Q3_K, GgmlType::Q8_K, Batch::kTiled, false},
+    {GgmlType::Q4_K, GgmlType::Q8_K, Batch::kTiled, true},
+    {GgmlType::Q5_K, GgmlType::Q8_K, Batch::kTiled, false},
+    {GgmlType::Q6_K, GgmlType::Q8_K, Batch::kTiled, false},
+    {GgmlType::IQ1_S, GgmlType::Q8_K, Batch::kTiled, false},
+    {GgmlType::IQ1_M, GgmlType::Q8_K, Batch::kTiled, false},
+    {GgmlType::IQ2_XXS, GgmlType::Q8_K, Batch::kTiled, false},
+    {GgmlType::IQ2_XS, GgmlType::Q8_K, Batch::kTiled, false},
+    {GgmlType::IQ2_S, GgmlType::Q8_K, Batch::kTiled, false},
+    {GgmlType::IQ3_XXS, GgmlType::Q8_K, Batch::kTiled, false},
+    {GgmlType::IQ3_S, GgmlType::Q8_K, Batch::kTiled, false},
+    {GgmlType::IQ4_XS, GgmlType::Q8_K, Batch::kTiled, false},
+    {GgmlType::TQ1_0, GgmlType::Q8_K, Batch::kRow, false},
+    {GgmlType::TQ2_0, GgmlType::Q8_K, Batch::kRow, false},
+};
+
+const TypePath& type_path(const char* op, GgmlType t) {
+    for (const TypePath& p : kTypePaths)
+        if (p.weight == t) return p;
+    throw_unsupported(op, t);
+}
+
+}  // namespace
+
+GgmlType vec_dot_type(GgmlType weight_type) { return type_path("vec_dot_type", weight_type).activations; }
+
+DotOrder llama_cpp_dot_order(GgmlType weight_type, int64_t tensor_rows, int64_t n_in, int64_t n_tok, int64_t tok) {
+    const TypePath& p = type_path("llama_cpp_dot_order", weight_type);
+    if (p.repacked && tensor_rows % 8 == 0) return tok < n_tok - n_tok % 4 ? DotOrder::kGemm : DotOrder::kGemv;
+    switch (p.batch) {
+        case Batch::kTiled: return n_tok >= 8 ? DotOrder::kTiled : DotOrder::kRow;
+        case Batch::kLlamafile: return n_tok >= 2 ? DotOrder::kLlamafile : DotOrder::kRow;
+        case Batch::kLlamafileFloat:
+            return n_tok >= 2 && n_in % 8 == 0 && tensor_rows % 4 == 0 ? DotOrder::kLlamafile : DotOrder::kRow;
+        case Batch::kRow: break;
     }
+    return DotOrder::kRow;
 }
 
 size_t activation_row_bytes(GgmlType weight_type, int64_t n) {

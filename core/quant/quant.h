@@ -3,8 +3,8 @@
 //
 // A matmul row is dot(weight_row, activations). Like llama.cpp, quantized weight types do not dot with
 // float activations directly: the activation row is first quantized once into the type's "vec_dot
-// type" (Q8_0, Q8_1 or Q8_K), so the inner loop is an integer dot product. Float weight types dot with
-// F32 activations as they are.
+// type" (Q8_0, Q8_1 or Q8_K), so the inner loop is an integer dot product. F16 weights dot with
+// activations rounded to F16, as llama.cpp's CPU backend does; F32 and BF16 weights with F32 ones.
 //
 // Kernels are chosen at run time: AVX2+FMA(+F16C) when the CPU has them, portable scalar code otherwise.
 //
@@ -21,13 +21,15 @@ namespace wb {
 // Besides the weight types this accepts the activation types Q8_1 and Q8_K (used by tests).
 void dequantize_row(GgmlType t, const void* src, float* y, int64_t n);
 
-// Type the activations are converted to before dotting with weights of type t (F32 for float types).
+// Type the activations are converted to before dotting with weights of type t (F16 for F16 weights,
+// F32 for F32 and BF16).
 GgmlType vec_dot_type(GgmlType weight_type);
 
 // Bytes needed to hold n activations converted to vec_dot_type(weight_type).
 size_t activation_row_bytes(GgmlType weight_type, int64_t n);
 
-// Converts n float activations into vec_dot_type(weight_type) (a plain copy for F32).
+// Converts n float activations into vec_dot_type(weight_type) (a plain copy for F32, rounding to
+// nearest even for F16).
 void quantize_activations(GgmlType weight_type, const float* x, void* dst, int64_t n);
 
 // dot(weight row of type t, activations prepared by quantize_activations for t), n elements.
@@ -41,7 +43,8 @@ float vec_dot(GgmlType weight_type, int64_t n, const void* w_row, const void* x_
 // for some types (an order a type has no path for, or whose path rounds as its row dot does, means
 // kRow):
 //  - kRow: its row dot product (ggml_vec_dot_*): for K-quants and the 256-element IQ types batches
-//    of fewer than 8 tokens, for IQ4_NL single tokens, and every batch of the other types;
+//    of fewer than 8 tokens, for IQ4_NL and F16 single tokens, and every batch of the other types
+//    (F16: ggml_vec_dot_f16, the F16DotOrder::kStep32 order below over f16 activations);
 //  - kTiled: its tiled matmul of K-quants and the 256-element IQ types (IQ1_S .. IQ4_XS), for every
 //    token of a batch of 8 or more;
 //  - kGemv, kGemm: matrices of Q4_0, Q4_K or IQ4_NL with a row count divisible by 8, which it
@@ -49,10 +52,17 @@ float vec_dot(GgmlType weight_type, int64_t n, const void* w_row, const void* x_
 //    n_tok - n_tok % 4) and a gemv for the rest (Q4_0 and IQ4_NL: one order, as both kernels fold
 //    each block's exact sum in with one FMA);
 //  - kLlamafile: llamafile's tinyBLAS, its matmul for batches of 2 tokens or more of the 32-element
-//    types it does not repack. Its one 8-lane accumulator is the row order of Q4_0/Q5_0/Q8_0; only
-//    IQ4_NL, whose row dot alternates two accumulators, has a kernel of its own.
-// Which one applies to which matmul is the caller's choice (CpuBackend::matmul).
+//    types it does not repack, and of F16 matrices whose rows are a multiple of 8 long and whose row
+//    count is a multiple of 4. Its one 8-lane accumulator is the row order of Q4_0/Q5_0/Q8_0; IQ4_NL,
+//    whose row dot alternates two accumulators, and F16 (the F16DotOrder::kLanes8 order over f16
+//    activations) have kernels of their own.
 enum class DotOrder { kRow, kTiled, kGemv, kGemm, kLlamafile };
+
+// The order llama.cpp's x86 build uses for token tok (0-based) of an n_tok-token matmul of a weight
+// matrix of type weight_type, n_in columns and tensor_rows rows. tensor_rows is the row count of the
+// whole tensor in the file: llama.cpp multiplies a fused tensor (Phi-3's attn_qkv) whole and decides
+// on its shape, even where only some of its rows are in use. Throws naming an unsupported type.
+DotOrder llama_cpp_dot_order(GgmlType weight_type, int64_t tensor_rows, int64_t n_in, int64_t n_tok, int64_t tok);
 void vec_dot_rows(GgmlType weight_type, int64_t n, const void* w, size_t w_row_stride, int64_t n_rows,
                   const void* x_prepared, float* out, DotOrder order = DotOrder::kRow);
 

@@ -736,7 +736,6 @@ WB_INLINE __m256 load8(const Bf16* p) {
 }
 
 float to_f32(float v) { return v; }
-float to_f32(uint16_t v) { return fp16(v); }
 float to_f32(Bf16 v) { return bf16_to_f32(v.bits); }
 
 // Four independent accumulators hide the FMA latency; tails go through scalar code.
@@ -777,6 +776,37 @@ float dot_f16_step32(int64_t n, const uint16_t* x, const uint16_t* y) {
     double sum = _mm_cvtss_f32(t);
     for (; i < n; ++i) sum += double(fp16(x[i]) * fp16(y[i]));
     return float(sum);
+}
+
+// F16 weights against activations rounded to F16 (quant.h): ggml_vec_dot_f16's order for a row;
+// tinyBLAS's one 8-lane accumulator per output for the kLlamafile order, whose tile converts each
+// 8-value slice of the weight row once for the tile's 8 tokens.
+float dot_f16_weights_step32(int64_t n, const void* w, const void* x) {
+    return dot_f16_step32(n, static_cast<const uint16_t*>(w), static_cast<const uint16_t*>(x));
+}
+float dot_f16_weights_lanes8(int64_t n, const void* w, const void* x) {
+    return dot_f16_lanes8(n, static_cast<const uint16_t*>(w), static_cast<const uint16_t*>(x));
+}
+
+void dot_f16_weights_lanes8_tile(int64_t n, const void* w, size_t, const void* x, size_t x_stride, float* out,
+                                 int64_t out_stride) {
+    static_assert(kDotTileRows == 1, "one weight row a tile");
+    const auto* a = static_cast<const uint16_t*>(w);
+    const uint16_t* b[kDotTileCols];
+    for (int c = 0; c < kDotTileCols; ++c)
+        b[c] = reinterpret_cast<const uint16_t*>(static_cast<const uint8_t*>(x) + size_t(c) * x_stride);
+    __m256 acc[kDotTileCols];
+    for (__m256& v : acc) v = _mm256_setzero_ps();
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        const __m256 wv = load8(a + i);
+        for (int c = 0; c < kDotTileCols; ++c) acc[c] = _mm256_fmadd_ps(wv, load8(b[c] + i), acc[c]);
+    }
+    for (int c = 0; c < kDotTileCols; ++c) {
+        float sum = hsum(acc[c]);  // the kLanes8 tree, then the tail as dot_f16_lanes8 adds it
+        for (int64_t j = i; j < n; ++j) sum += fp16(a[j]) * fp16(b[c][j]);
+        out[c * out_stride] = sum;
+    }
 }
 
 void fma_f16_row_avx2(float a, const uint16_t* x, float* y, int64_t n) {
@@ -910,7 +940,9 @@ KernelTable avx2_kernels() {
     KernelTable t = scalar_kernels();
     t.name = "avx2";
     t.dot[slot(GgmlType::F32)] = dot_float<float>;
-    t.dot[slot(GgmlType::F16)] = dot_float<uint16_t>;
+    t.dot[slot(GgmlType::F16)] = dot_f16_weights_step32;
+    t.dot_in(DotOrder::kLlamafile, GgmlType::F16) = dot_f16_weights_lanes8;
+    t.tile_in(DotOrder::kLlamafile, GgmlType::F16) = dot_f16_weights_lanes8_tile;
     t.dot[slot(GgmlType::BF16)] = dot_float<Bf16>;
     t.dot[slot(GgmlType::Q4_0)] = dot_blocks<BlockQ4_0, BlockQ8_0, block_q4_0>;
     t.dot[slot(GgmlType::Q4_1)] = dot_blocks<BlockQ4_1, BlockQ8_1, block_q4_1>;

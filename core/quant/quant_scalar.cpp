@@ -349,7 +349,6 @@ float dot_iq4_xs_tiled(int64_t n, const void* w, const void* x) {
 // ---- float weights against F32 activations (double accumulation: this is the accuracy reference) ----
 
 float to_f32(float v) { return v; }
-float to_f32_f16(uint16_t v) { return fp16_to_f32(v); }
 float to_f32_bf16(uint16_t v) { return bf16_to_f32(v); }
 
 template <class T, float (*Convert)(T)>
@@ -380,6 +379,15 @@ float dot_f16_step32(int64_t n, const uint16_t* x, const uint16_t* y) {
     double sum = sum_lanes32(lanes);
     for (int64_t i = whole; i < n; ++i) sum += double(fp16_to_f32(x[i]) * fp16_to_f32(y[i]));
     return float(sum);
+}
+
+// F16 weights against activations rounded to F16 (quant.h): ggml_vec_dot_f16's order for a row,
+// tinyBLAS's 8 lanes for the kLlamafile order.
+float dot_f16_weights_step32(int64_t n, const void* w, const void* x) {
+    return dot_f16_step32(n, static_cast<const uint16_t*>(w), static_cast<const uint16_t*>(x));
+}
+float dot_f16_weights_lanes8(int64_t n, const void* w, const void* x) {
+    return dot_f16_lanes8(n, static_cast<const uint16_t*>(w), static_cast<const uint16_t*>(x));
 }
 
 void fma_f16_row_scalar(float a, const uint16_t* x, float* y, int64_t n) {
@@ -463,7 +471,8 @@ KernelTable scalar_kernels() {
     KernelTable t;
     t.name = "scalar";
     t.dot[slot(GgmlType::F32)] = dot_float<float, to_f32>;
-    t.dot[slot(GgmlType::F16)] = dot_float<uint16_t, to_f32_f16>;
+    t.dot[slot(GgmlType::F16)] = dot_f16_weights_step32;
+    t.dot_in(DotOrder::kLlamafile, GgmlType::F16) = dot_f16_weights_lanes8;
     t.dot[slot(GgmlType::BF16)] = dot_float<uint16_t, to_f32_bf16>;
     t.dot[slot(GgmlType::Q4_0)] = dot_q4_0;
     t.dot[slot(GgmlType::Q4_1)] = dot_q4_1;

@@ -73,7 +73,14 @@ CASES = {
     "qwen3-q8_0": ["--shape", "qwen3-tiny", "--type", "Q8_0"],
     "qwen3-q5_0": ["--shape", "qwen3-tiny", "--type", "Q5_0", "--tied"],
     "qwen3-q4_0": ["--shape", "qwen3-tiny", "--type", "Q4_0"],
+    # F16 weights, as a converter's --outtype f16 writes them (norms and biases stay F32): llama.cpp
+    # dots them with activations rounded to f16, through tinyBLAS in batches and ggml_vec_dot_f16 for
+    # single tokens; the "odd" shapes (FFN 514 wide, 1030 tokens) are ones tinyBLAS declines.
     "qwen3-f16": ["--shape", "qwen3-tiny", "--type", "F16", "--embd-type", "F16", "--output-type", "F16"],
+    "llama31-f16": ["--shape", "llama31-tiny", "--type", "F16", "--embd-type", "F16", "--output-type", "F16"],
+    "qwen2-f16": ["--shape", "qwen2-tiny", "--type", "F16", "--embd-type", "F16", "--output-type", "F16"],
+    "qwen2-f16-odd": ["--shape", "qwen2-tiny", "--type", "F16", "--embd-type", "F16", "--output-type", "F16",
+                      "--ff", "514", "--vocab", "1030"],
     "phi3-q8_0": ["--shape", "phi3-tiny", "--type", "Q8_0"],
     "phi3-iq4_nl": ["--shape", "phi3-tiny", "--type", "IQ4_NL"],
     "phi3-q4_k": ["--shape", "phi3-tiny", "--type", "Q4_K", "--output-type", "Q6_K"],

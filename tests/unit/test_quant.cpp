@@ -738,6 +738,9 @@ private Q_SLOTS:
     void k_quant_dots_follow_llama_cpp_orders();
     void iq4_tq_and_repacked_q4_0_dots_follow_llama_cpp_orders_data();
     void iq4_tq_and_repacked_q4_0_dots_follow_llama_cpp_orders();
+    void f16_weight_dots_follow_llama_cpp_orders_data();
+    void f16_weight_dots_follow_llama_cpp_orders();
+    void dot_orders_follow_llama_cpp_paths();
     void f16_row_conversion_is_identical_in_both_families();
     void f16_attention_products_follow_their_orders_data();
     void f16_attention_products_follow_their_orders();
@@ -943,6 +946,7 @@ void TestQuant::vec_dot_tile_equals_vec_dot_per_pair_data() {
         for (wb::DotOrder o : {wb::DotOrder::kGemv, wb::DotOrder::kGemm})
             QTest::addRow("%s/576/%s", wb::ggml_type_name(t).c_str(), order_name(o)) << uint32_t(t) << 576 << int(o);
     QTest::addRow("IQ4_NL/576/llamafile") << uint32_t(GgmlType::IQ4_NL) << 576 << int(wb::DotOrder::kLlamafile);
+    for (int n : {576, 100}) QTest::addRow("F16/%d/llamafile", n) << uint32_t(GgmlType::F16) << n << int(wb::DotOrder::kLlamafile);
     QTest::addRow("IQ4_NL/288/row") << uint32_t(GgmlType::IQ4_NL) << 288 << row;
     QTest::addRow("IQ4_XS/512/row") << uint32_t(GgmlType::IQ4_XS) << 512 << row;
     QTest::addRow("IQ4_XS/768/tiled") << uint32_t(GgmlType::IQ4_XS) << 768 << int(wb::DotOrder::kTiled);
@@ -953,7 +957,7 @@ void TestQuant::vec_dot_tile_equals_vec_dot_per_pair_data() {
 // The prefill tile (rows x tokens) gives each output exactly what vec_dot_rows gives in the same order,
 // in both kernel families, with and without a tile kernel; and on AVX2 the tiles exist where the
 // backend uses them (the 32-element types in row order, the K-quants' and IQ4_XS's tiled order, the
-// repacked orders of Q4_K's gemm and of Q4_0 / IQ4_NL, IQ4_NL's llamafile order).
+// repacked orders of Q4_K's gemm and of Q4_0 / IQ4_NL, IQ4_NL's and F16's llamafile orders).
 void TestQuant::vec_dot_tile_equals_vec_dot_per_pair() {
     QFETCH(uint32_t, type);
     QFETCH(int, n);
@@ -979,7 +983,7 @@ void TestQuant::vec_dot_tile_equals_vec_dot_per_pair() {
     const bool tiled = (k_quant || t == GgmlType::IQ4_XS) && o == wb::DotOrder::kTiled;
     const bool expect_tile = avx2 && ((q32 && o == wb::DotOrder::kRow) || tiled || repacked_32 ||
                                       (t == GgmlType::Q4_K && o == wb::DotOrder::kGemm) ||
-                                      (t == GgmlType::IQ4_NL && o == wb::DotOrder::kLlamafile));
+                                      ((t == GgmlType::IQ4_NL || t == GgmlType::F16) && o == wb::DotOrder::kLlamafile));
     QCOMPARE(wb::has_dot_tile(t, o), expect_tile);
     for (bool scalar : {false, true}) {
         std::unique_ptr<ScalarKernels> force;
@@ -1123,6 +1127,86 @@ void TestQuant::iq4_tq_and_repacked_q4_0_dots_follow_llama_cpp_orders() {
     }
 }
 
+void TestQuant::f16_weight_dots_follow_llama_cpp_orders_data() {
+    QTest::addColumn<int>("order");
+    QTest::addColumn<int>("n");
+    for (wb::DotOrder o : {wb::DotOrder::kRow, wb::DotOrder::kLlamafile})
+        for (int n : {40, 100, 576, 2048}) QTest::addRow("%s/%d", order_name(o), n) << int(o) << n;
+}
+
+// F16 weights: the activations are rounded to f16 (llama.cpp's vec_dot_type of F16 is F16), and a row
+// dot is ggml_vec_dot_f16 (kStep32's lanes, tree and double tail) while tinyBLAS's kLlamafile path has
+// one 8-lane accumulator per output (kLanes8): each recomputed from the definitions, bit for bit, in
+// both kernel families. Activations of mixed magnitudes, as in a real model.
+void TestQuant::f16_weight_dots_follow_llama_cpp_orders() {
+    QFETCH(int, order);
+    QFETCH(int, n);
+    const auto o = wb::DotOrder(order);
+    const int rows = 24;
+    std::mt19937 rng(uint32_t(order * 17 + n));
+    std::vector<uint16_t> w(size_t(rows * n));
+    wb::quantize_row(GgmlType::F16, random_floats(rng, rows * n, -0.2f, 0.2f).data(), w.data(), rows * n);
+    std::vector<float> x = random_floats(rng, n, -1.0f, 1.0f);
+    for (int64_t i = 0; i < n; i += 37) x[size_t(i)] *= 150.0f;
+    std::vector<uint16_t> xq(wb::activation_row_bytes(GgmlType::F16, n) / 2);
+    QCOMPARE(xq.size(), size_t(n));
+    wb::quantize_activations(GgmlType::F16, x.data(), xq.data(), n);
+    for (int i = 0; i < n; ++i) QCOMPARE(xq[size_t(i)], wb::f32_to_fp16(x[size_t(i)]));
+    const wb::F16DotOrder def = o == wb::DotOrder::kRow ? wb::F16DotOrder::kStep32 : wb::F16DotOrder::kLanes8;
+    for (bool scalar : {false, true}) {
+        std::unique_ptr<ScalarKernels> force;
+        if (scalar) force = std::make_unique<ScalarKernels>();
+        std::vector<float> got(rows, 0.0f);
+        wb::vec_dot_rows(GgmlType::F16, n, w.data(), size_t(n) * 2, rows, xq.data(), got.data(), o);
+        for (int r = 0; r < rows; ++r) {
+            const float want = f16_dot_by_definition(def, n, w.data() + size_t(r * n), xq.data());
+            uint32_t g, e;
+            std::memcpy(&g, &got[size_t(r)], 4);
+            std::memcpy(&e, &want, 4);
+            QVERIFY2(g == e, qPrintable(QString("%1 row %2: 0x%3, llama.cpp's order gives 0x%4")
+                                            .arg(wb::quant_kernel_name()).arg(r).arg(g, 8, 16, QChar('0'))
+                                            .arg(e, 8, 16, QChar('0'))));
+        }
+    }
+}
+
+// The batch paths of llama.cpp's x86 build (ggml_compute_forward_mul_mat: the repack buffer, the tiled
+// K-quant matmul, llamafile's tinyBLAS, the row dots), one expectation per type and shape.
+void TestQuant::dot_orders_follow_llama_cpp_paths() {
+    using O = wb::DotOrder;
+    const auto order = [](GgmlType t, int64_t rows, int64_t n_in, int64_t n_tok, int64_t tok) {
+        return wb::llama_cpp_dot_order(t, rows, n_in, n_tok, tok);
+    };
+    // F16: tinyBLAS from 2 tokens when it takes the shape (rows % 4, row length % 8), else ggml_vec_dot_f16.
+    QCOMPARE(order(GgmlType::F16, 256, 256, 1, 0), O::kRow);
+    QCOMPARE(order(GgmlType::F16, 256, 256, 2, 1), O::kLlamafile);
+    QCOMPARE(order(GgmlType::F16, 1028, 512, 9, 8), O::kLlamafile);
+    QCOMPARE(order(GgmlType::F16, 1030, 512, 9, 0), O::kRow);   // 1030 rows: not a multiple of 4
+    QCOMPARE(order(GgmlType::F16, 256, 514, 9, 0), O::kRow);    // rows of 514: not a multiple of 8
+    // Types whose every path rounds as the row dot does.
+    for (GgmlType t : {GgmlType::F32, GgmlType::BF16, GgmlType::Q5_0, GgmlType::Q8_0, GgmlType::Q4_1, GgmlType::Q5_1,
+                       GgmlType::TQ1_0, GgmlType::TQ2_0})
+        for (int64_t n_tok : {1, 2, 8, 32}) QCOMPARE(order(t, 256, 256, n_tok, 0), O::kRow);
+    // Repacked: groups of 4 through the gemm, the rest through the gemv; otherwise their own paths.
+    for (GgmlType t : {GgmlType::Q4_0, GgmlType::Q4_K, GgmlType::IQ4_NL}) {
+        QCOMPARE(order(t, 256, 256, 6, 3), O::kGemm);
+        QCOMPARE(order(t, 256, 256, 6, 4), O::kGemv);
+        QCOMPARE(order(t, 256, 256, 1, 0), O::kGemv);
+    }
+    QCOMPARE(order(GgmlType::Q4_0, 252, 256, 8, 0), O::kRow);
+    QCOMPARE(order(GgmlType::IQ4_NL, 252, 256, 1, 0), O::kRow);
+    QCOMPARE(order(GgmlType::IQ4_NL, 252, 256, 2, 0), O::kLlamafile);
+    QCOMPARE(order(GgmlType::Q4_K, 252, 256, 7, 0), O::kRow);
+    QCOMPARE(order(GgmlType::Q4_K, 252, 256, 8, 0), O::kTiled);
+    // The tiled matmul from 8 tokens.
+    for (GgmlType t : {GgmlType::Q2_K, GgmlType::Q3_K, GgmlType::Q5_K, GgmlType::Q6_K, GgmlType::IQ1_S, GgmlType::IQ1_M,
+                       GgmlType::IQ2_XXS, GgmlType::IQ2_XS, GgmlType::IQ2_S, GgmlType::IQ3_XXS, GgmlType::IQ3_S,
+                       GgmlType::IQ4_XS}) {
+        QCOMPARE(order(t, 256, 256, 7, 0), O::kRow);
+        QCOMPARE(order(t, 256, 256, 8, 7), O::kTiled);
+    }
+}
+
 void TestQuant::f16_row_conversion_is_identical_in_both_families() {
     std::mt19937 rng(5);
     const int64_t n = 203;  // not a multiple of 8: covers the SIMD tails
@@ -1194,7 +1278,8 @@ void TestQuant::f16_attention_products_follow_their_orders() {
 }
 
 void TestQuant::vec_dot_types_follow_llama_cpp() {
-    QCOMPARE(wb::vec_dot_type(GgmlType::F16), GgmlType::F32);
+    QCOMPARE(wb::vec_dot_type(GgmlType::F32), GgmlType::F32);
+    QCOMPARE(wb::vec_dot_type(GgmlType::F16), GgmlType::F16);  // activations rounded to f16, as llama.cpp's
     QCOMPARE(wb::vec_dot_type(GgmlType::BF16), GgmlType::F32);
     QCOMPARE(wb::vec_dot_type(GgmlType::Q4_0), GgmlType::Q8_0);
     QCOMPARE(wb::vec_dot_type(GgmlType::Q5_0), GgmlType::Q8_0);
@@ -1210,7 +1295,8 @@ void TestQuant::vec_dot_types_follow_llama_cpp() {
     QCOMPARE(wb::activation_row_bytes(GgmlType::IQ4_NL, 96), size_t(3 * 34));
     QCOMPARE(wb::activation_row_bytes(GgmlType::Q4_1, 576), size_t(18 * 36));
     QCOMPARE(wb::activation_row_bytes(GgmlType::Q4_K, 512), size_t(2 * 292));
-    QCOMPARE(wb::activation_row_bytes(GgmlType::F16, 10), size_t(40));
+    QCOMPARE(wb::activation_row_bytes(GgmlType::F16, 10), size_t(20));
+    QCOMPARE(wb::activation_row_bytes(GgmlType::F32, 10), size_t(40));
 }
 
 void TestQuant::unsupported_type_throws_naming_it_data() {
@@ -1238,6 +1324,7 @@ void TestQuant::unsupported_type_throws_naming_it() {
     };
     expect_error("dequantize_row", [&] { wb::dequantize_row(t, buf.data(), f.data(), 256); });
     expect_error("vec_dot_type", [&] { wb::vec_dot_type(t); });
+    expect_error("llama_cpp_dot_order", [&] { wb::llama_cpp_dot_order(t, 8, 256, 8, 0); });
     expect_error("vec_dot", [&] { wb::vec_dot(t, 256, buf.data(), buf.data()); });
     expect_error("vec_dot_rows", [&] { wb::vec_dot_rows(t, 256, buf.data(), 0, 1, buf.data(), f.data()); });
     expect_error("quantize_row", [&] { wb::quantize_row(t, f.data(), buf.data(), 256); });
