@@ -9,7 +9,7 @@ root="$(cd "$(dirname "$0")/.." && pwd)"
 seconds="${1:-60}"
 shift || true
 targets=("$@")
-[ ${#targets[@]} -gt 0 ] || targets=(fuzz_gguf fuzz_tokenizer)
+[ ${#targets[@]} -gt 0 ] || targets=(fuzz_gguf fuzz_tokenizer fuzz_jinja)
 build="${WB_FUZZ_BUILD_DIR:-$root/build-fuzz}"
 work="${WB_FUZZ_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/whitebox/fuzz}"
 jobs="${WB_JOBS:-$(nproc)}"
@@ -26,6 +26,8 @@ for t in "${targets[@]}"; do
   artifacts="$work/artifacts/$t"
   mkdir -p "$corpus" "$artifacts"
   cp -n "$root/tests/fuzz/corpus/$t/"* "$corpus/" 2>/dev/null || true
+  # The Jinja target is also seeded with the real chat templates of the reference data.
+  [ "$t" != fuzz_jinja ] || cp -n "$root/tests/reference/templates/"*.jinja "$corpus/"
   echo "fuzz: $t for ${seconds}s (corpus $corpus)"
   # -timeout: one input may take 10 s at most (a hang is a bug); -rss_limit_mb: no input may make the
   # process grow past 4 GB (a huge allocation from a header count is a bug).
