@@ -43,10 +43,11 @@ void read_rope_scaling(const GgufFile& f, ModelConfig& c) {
     // llama.cpp changes YaRN's magnitude for this key (DeepSeek-style); not implemented, so refused.
     if (f.get_float(a + ".rope.scaling.yarn_log_multiplier").value_or(0.0) != 0.0)
         throw Error("model uses rope.scaling.yarn_log_multiplier, which WhiteBox does not support");
+    c.rope_freq_scale_train = factor == 0.0f ? 1.0f : 1.0f / factor;
     if (type == "none") {
-        c.rope_freq_scale = 1.0f;
+        c.rope_freq_scale = 1.0f;  // llama_context: "never scale if scaling type is none"
     } else if (type == "linear" || type == "yarn") {
-        c.rope_freq_scale = factor == 0.0f ? 1.0f : 1.0f / factor;
+        c.rope_freq_scale = c.rope_freq_scale_train;
         if (type == "yarn") {
             c.rope_ext_factor = 1.0f;
             const float scale = 1.0f / c.rope_freq_scale;
@@ -61,7 +62,7 @@ void read_rope_scaling(const GgufFile& f, ModelConfig& c) {
         throw Error("model metadata: rope.scaling.attn_factor must be positive");
     c.rope_attn_factor *= attn_factor;
     // What the factors above become must be usable numbers (a subnormal factor makes 1 / factor inf).
-    if (!std::isfinite(c.rope_freq_scale) || !(c.rope_freq_scale > 0.0f) || !std::isfinite(c.rope_attn_factor) ||
+    if (!std::isfinite(c.rope_freq_scale_train) || !(c.rope_freq_scale_train > 0.0f) || !std::isfinite(c.rope_attn_factor) ||
         !(c.rope_attn_factor > 0.0f))
         throw Error("model metadata: rope.scaling.factor " + std::to_string(factor) + " gives no usable rope scaling");
 }
@@ -148,8 +149,9 @@ void read_gemma(const GgufFile& f, ModelConfig& c) {
             throw Error("model metadata: rope.freq_base_swa must be a finite number above 1");
     }
     // The file's rope scaling (linear x8 on Gemma 3 4B and larger) applies to Gemma 3's global layers
-    // only; Gemma 2's local layers share it.
-    c.rope_freq_scale_swa = gemma2 ? c.rope_freq_scale : 1.0f;
+    // only. Gemma 2's local layers take the file's factor as llama.cpp does (rope_freq_scale_train_swa
+    // = rope_freq_scale_train): even when rope.scaling.type is none, which unscales only the global ones.
+    c.rope_freq_scale_swa = gemma2 ? c.rope_freq_scale_train : 1.0f;
     // llama.cpp reads the final soft-cap for both (Gemma 2 default 30, Gemma 3 default off) and the
     // attention soft-cap for Gemma 2 only (default 50).
     c.final_softcap = optional_float(f, c.arch + ".final_logit_softcapping", gemma2 ? 30.0f : 0.0f);

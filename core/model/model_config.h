@@ -32,7 +32,10 @@ struct ModelConfig {
     float rope_base = 10000.0f;  // RoPE theta for full-attention layers
     float rope_base_swa = 10000.0f;  // RoPE theta for sliding-window layers (gemma2, gemma3)
     float rope_freq_scale = 1.0f;    // 1 / the rope scaling factor (rope.scaling.type linear or yarn)
-    float rope_freq_scale_swa = 1.0f;  // the same for sliding-window layers (gemma2: rope_freq_scale; gemma3: 1)
+    // 1 / rope.scaling.factor whatever the type says (llama.cpp's rope_freq_scale_train): Gemma 2's
+    // sliding-window layers take it even under rope.scaling.type none
+    float rope_freq_scale_train = 1.0f;
+    float rope_freq_scale_swa = 1.0f;  // the scale of sliding-window layers (gemma2: rope_freq_scale_train; gemma3: 1)
     float rope_ext_factor = 0.0f;    // YaRN's extrapolation mix: 1 for rope.scaling.type yarn, else 0
     float rope_attn_factor = 1.0f;   // magnitude of cos/sin (YaRN's, times rope.scaling.attn_factor)
     int32_t rope_n_ctx_orig = 0;     // rope.scaling.original_context_length (YaRN's correction dims)

@@ -125,6 +125,33 @@ void bind_gate_up(const GgufFile& f, const ModelConfig& c, int il, LayerWeights&
     l.ffn_up = bind(f, blk(il, "ffn_up"), c.n_embd, c.n_ff);
 }
 
+// The bias vectors each architecture may have, as llama.cpp's loader binds them (its
+// create_tensor_qkv: optional q/k/v biases for every one of these; attn_output.bias for llama only;
+// output.bias for qwen2 only). Any other bias is a tensor nothing reads, refused by check_all_bound:
+// llama.cpp refuses such a file too ("wrong number of tensors").
+struct Biases {
+    bool attn_output = false, output = false;
+};
+
+Biases biases_of(const std::string& arch) {
+    if (arch == "llama") return {true, false};
+    if (arch == "qwen2") return {false, true};
+    return {};
+}
+
+void bind_biases(const GgufFile& f, const ModelConfig& c, int il, LayerWeights& l) {
+    l.attn_q_bias = bind(f, blk_bias(il, "attn_q"), c.q_dim(), 1, false);
+    l.attn_k_bias = bind(f, blk_bias(il, "attn_k"), c.kv_dim(), 1, false);
+    l.attn_v_bias = bind(f, blk_bias(il, "attn_v"), c.v_dim(), 1, false);
+    // With a fused attn_qkv llama.cpp adds separate biases only when all three are there.
+    const bool some = l.attn_q_bias || l.attn_k_bias || l.attn_v_bias;
+    const bool all = l.attn_q_bias && l.attn_k_bias && l.attn_v_bias;
+    if (some && !all && f.find_tensor(blk(il, "attn_qkv")))
+        throw Error("model file has only some of the q/k/v biases of layer " + std::to_string(il) +
+                    " beside a fused attn_qkv (not supported)");
+    if (biases_of(c.arch).attn_output) l.attn_output_bias = bind(f, blk_bias(il, "attn_output"), c.n_embd, 1, false);
+}
+
 }  // namespace
 
 ModelWeights bind_weights(const GgufFile& f, const ModelConfig& c) {
@@ -133,11 +160,9 @@ ModelWeights bind_weights(const GgufFile& f, const ModelConfig& c) {
     w.output_norm = bind(f, "output_norm.weight", c.n_embd, 1);
     w.output = c.tied_output ? w.token_embd : bind(f, "output.weight", c.n_embd, c.n_vocab);
     const bool gemma = c.arch == "gemma2" || c.arch == "gemma3";
-    const bool llama_family = !gemma;
-    if (llama_family) {
-        w.output_bias = bind(f, "output.bias", c.n_vocab, 1, false);
-        w.rope_freqs = bind(f, "rope_freqs.weight", c.n_rot / 2, 1, false);
-    }
+    if (biases_of(c.arch).output) w.output_bias = bind(f, "output.bias", c.n_vocab, 1, false);
+    // Llama 3.1's frequency factors: llama.cpp's llama loader reads them, the others do not.
+    if (c.arch == "llama") w.rope_freqs = bind(f, "rope_freqs.weight", c.n_rot / 2, 1, false);
     if (c.arch == "phi3") {
         w.rope_factors_long = bind(f, "rope_factors_long.weight", c.n_rot / 2, 1, false);
         w.rope_factors_short = bind(f, "rope_factors_short.weight", c.n_rot / 2, 1, false);
@@ -155,12 +180,7 @@ ModelWeights bind_weights(const GgufFile& f, const ModelConfig& c) {
         l.attn_k_norm = bind(f, blk(il, "attn_k_norm"), c.head_dim, 1, c.qk_norm);
         l.post_attention_norm = bind(f, blk(il, "post_attention_norm"), c.n_embd, 1, gemma);
         l.post_ffw_norm = bind(f, blk(il, "post_ffw_norm"), c.n_embd, 1, gemma);
-        if (llama_family) {
-            l.attn_q_bias = bind(f, blk_bias(il, "attn_q"), c.q_dim(), 1, false);
-            l.attn_k_bias = bind(f, blk_bias(il, "attn_k"), c.kv_dim(), 1, false);
-            l.attn_v_bias = bind(f, blk_bias(il, "attn_v"), c.v_dim(), 1, false);
-            l.attn_output_bias = bind(f, blk_bias(il, "attn_output"), c.n_embd, 1, false);
-        }
+        bind_biases(f, c, il, l);
     }
     check_all_bound(f, w);
     return w;

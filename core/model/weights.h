@@ -41,10 +41,10 @@ struct LayerWeights {
     Weight ffn_up;               // [n_embd, n_ff]
     Weight ffn_down;             // [n_ff, n_embd]
     Weight post_ffw_norm;        // [n_embd]            norm of the FFN output (gemma3)
-    Weight attn_q_bias;          // [q_dim]             optional biases of the projections (qwen2; any
-    Weight attn_k_bias;          // [kv_dim]            llama-family file may have them)
+    Weight attn_q_bias;          // [q_dim]             optional biases of the projections (qwen2's; a
+    Weight attn_k_bias;          // [kv_dim]            file of any architecture may have them)
     Weight attn_v_bias;          // [v_dim]
-    Weight attn_output_bias;     // [n_embd]
+    Weight attn_output_bias;     // [n_embd]            llama only
 };
 
 struct ModelWeights {

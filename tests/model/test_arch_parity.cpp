@@ -9,8 +9,8 @@
 //    arithmetic exactly, logits bit-identical (SHA-256 of every float32 row);
 //  - greedy decoding of 24 tokens identical for >= 9 of 10 prompts (bit-identical steps where exact);
 //  - the features are really exercised: the same weights without Llama 3.1's rope_freqs.weight, the
-//    YaRN metadata, the biases or the q/k norms disagree with the reference (ignoring rope_freqs is
-//    how Llama 3.1 files used to run wrong);
+//    YaRN metadata, the biases, the q/k norms or Gemma 2's local rope factor disagree with the
+//    reference (ignoring rope_freqs is how Llama 3.1 files used to run wrong);
 //  - what cannot be computed (an unknown rope scaling, a tensor nothing reads) is refused by name.
 #include <QCryptographicHash>
 #include <QDir>
@@ -24,6 +24,10 @@
 #include "engine/backend_cpu.h"
 #include "engine/model.h"
 #include "engine/session.h"
+#include "gguf/gguf_file.h"
+#include "model/forward.h"
+#include "model/model_config.h"
+#include "model/weights.h"
 #include "parity_support.h"
 #include "util/error.h"
 
@@ -134,6 +138,7 @@ private Q_SLOTS:
               "qwen2-tq2_0", "qwen2-iq3_s", "qwen2-iq3_xxs", "qwen2-iq2_s", "qwen2-iq2_xs", "qwen2-iq2_xxs", "qwen2-iq1_s",
               "qwen2-iq1_m", "qwen3-q8_0", "qwen3-q5_0", "qwen3-q4_0", "phi3-q8_0", "phi3-q4_k", "phi3-iq4_nl",
               "gemma2-q8_0", "gemma2-q4_k_m", "gemma2-iq4_nl", "gemma3-linear-q8_0", "llama-linear-q8_0",
+              "gemma2-none-factor-q8_0", "qwen3-bias-q8_0", "gemma2-bias-q8_0",
               // F16 weights with f16 activations, in tinyBLAS's and ggml_vec_dot_f16's orders.
               "qwen3-f16", "llama31-f16", "qwen2-f16", "qwen2-f16-odd"})
             QTest::newRow(name) << QString(name) << true;
@@ -168,13 +173,17 @@ private Q_SLOTS:
         QTest::addColumn<QString>("name");
         QTest::addColumn<QStringList>("drop");  // make_random_gguf arguments appended to the reference's
         QTest::newRow("llama31 without rope_freqs") << QString("llama31-q8_0") << QStringList{"--no-rope-freqs"};
-        QTest::newRow("qwen2 without yarn") << QString("qwen2-yarn-q8_0") << QStringList{"--rope-scaling", "none"};
+        QTest::newRow("qwen2 without yarn") << QString("qwen2-yarn-q8_0") << QStringList{"--no-rope-scaling"};
         QTest::newRow("qwen2 without biases") << QString("qwen2-q8_0") << QStringList{"--no-qkv-bias"};
         QTest::newRow("qwen3 without qk norm") << QString("qwen3-q8_0") << QStringList{"--arch", "qwen2"};
         // A 4096-token original context: the short factors instead of the long ones.
         QTest::newRow("phi3 short rope factors") << QString("phi3-q8_0") << QStringList{"--rope-orig-ctx", "4096"};
-        QTest::newRow("gemma3 without linear scaling") << QString("gemma3-linear-q8_0") << QStringList{"--rope-scaling", "none"};
-        QTest::newRow("llama without linear scaling") << QString("llama-linear-q8_0") << QStringList{"--rope-scaling", "none"};
+        QTest::newRow("gemma3 without linear scaling") << QString("gemma3-linear-q8_0") << QStringList{"--no-rope-scaling"};
+        QTest::newRow("llama without linear scaling") << QString("llama-linear-q8_0") << QStringList{"--no-rope-scaling"};
+        // rope.scaling.type none still scales Gemma 2's local layers by the factor (llama.cpp).
+        QTest::newRow("gemma2 none without its factor") << QString("gemma2-none-factor-q8_0") << QStringList{"--no-rope-scaling"};
+        QTest::newRow("qwen3 without biases") << QString("qwen3-bias-q8_0") << QStringList{"--no-qkv-bias"};
+        QTest::newRow("gemma2 without biases") << QString("gemma2-bias-q8_0") << QStringList{"--no-qkv-bias"};
         // The loader's default caps (50 and 30) instead of the file's (2.5 and 8).
         QTest::newRow("gemma2 default soft-caps") << QString("gemma2-q8_0")
                                                   << QStringList{"--attn-softcap", "0", "--final-softcap", "0"};
@@ -196,6 +205,39 @@ private Q_SLOTS:
                                 .arg(r.agreement.top1())));
     }
 
+    // Phi-3's long or short rope factors, chosen as llama.cpp's get_rope_factors chooses them: the
+    // long ones when the context padded to 256 (llama_context pads n_ctx and n_ctx_seq) exceeds the
+    // original training context, strictly; Llama 3.1's rope_freqs whenever the file has them.
+    void phi3RopeFactorsFollowThePaddedContext_data() {
+        QTest::addColumn<int>("orig");
+        QTest::addColumn<int>("n_ctx");
+        QTest::addColumn<bool>("long_factors");
+        QTest::newRow("n_ctx == orig") << 1024 << 1024 << false;
+        QTest::newRow("one past orig pads to 1280") << 1024 << 1025 << true;
+        QTest::newRow("900 pads to 1024, within 1024") << 1024 << 900 << false;
+        QTest::newRow("900 pads to 1024, past 1000") << 1000 << 900 << true;
+        QTest::newRow("768 within 1000") << 1000 << 768 << false;
+        QTest::newRow("4096 past 4095") << 4095 << 4096 << true;
+    }
+
+    void phi3RopeFactorsFollowThePaddedContext() {
+        QFETCH(int, orig);
+        QFETCH(int, n_ctx);
+        QFETCH(bool, long_factors);
+        ModelConfig c;
+        c.arch = "phi3";
+        c.head_dim = c.n_rot = 64;
+        c.rope_n_ctx_orig = orig;
+        GgufTensor long_t, short_t, freqs_t;
+        ModelWeights w;
+        w.rope_factors_long.src = &long_t;
+        w.rope_factors_short.src = &short_t;
+        const RopeParams p = layer_rope(c, w, n_ctx, 4, 10000.0f, 1.0f);
+        QCOMPARE(p.freq_factors, long_factors ? &w.rope_factors_long : &w.rope_factors_short);
+        w.rope_freqs.src = &freqs_t;
+        QCOMPARE(layer_rope(c, w, n_ctx, 4, 10000.0f, 1.0f).freq_factors, &w.rope_freqs);
+    }
+
     // What the engine cannot compute is refused with a line that says what, never run wrongly.
     void refusesWhatItCannotRun_data() {
         QTest::addColumn<QStringList>("args");
@@ -207,6 +249,15 @@ private Q_SLOTS:
             << QStringList{"--shape", "llama31-tiny", "--extra-tensor", "blk.0.attn_qkv.weight"}
             << "model file has tensor 'blk.0.attn_qkv.weight', which the llama architecture does not use here "
                "(not supported)";
+        // Tensors llama.cpp's loader does not take for the architecture (it refuses the file: "wrong
+        // number of tensors"): attn_output.bias is llama's only, rope_freqs.weight too.
+        QTest::newRow("qwen3 attn_output.bias")
+            << QStringList{"--shape", "qwen3-tiny", "--extra-tensor", "blk.0.attn_output.bias"}
+            << "model file has tensor 'blk.0.attn_output.bias', which the qwen3 architecture does not use here "
+               "(not supported)";
+        QTest::newRow("qwen2 rope_freqs") << QStringList{"--shape", "qwen2-tiny", "--rope-freqs"}
+                                          << "model file has tensor 'rope_freqs.weight', which the qwen2 architecture "
+                                             "does not use here (not supported)";
     }
 
     void refusesWhatItCannotRun() {

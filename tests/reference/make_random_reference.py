@@ -81,12 +81,17 @@ CASES = {
     "qwen2-f16": ["--shape", "qwen2-tiny", "--type", "F16", "--embd-type", "F16", "--output-type", "F16"],
     "qwen2-f16-odd": ["--shape", "qwen2-tiny", "--type", "F16", "--embd-type", "F16", "--output-type", "F16",
                       "--ff", "514", "--vocab", "1030"],
+    # q/k/v biases where llama.cpp's loader takes them beside qwen2 (every architecture here).
+    "qwen3-bias-q8_0": ["--shape", "qwen3-tiny", "--type", "Q8_0", "--qkv-bias"],
+    "gemma2-bias-q8_0": ["--shape", "gemma2-tiny", "--type", "Q8_0", "--qkv-bias"],
     "phi3-q8_0": ["--shape", "phi3-tiny", "--type", "Q8_0"],
     "phi3-iq4_nl": ["--shape", "phi3-tiny", "--type", "IQ4_NL"],
     "phi3-q4_k": ["--shape", "phi3-tiny", "--type", "Q4_K", "--output-type", "Q6_K"],
     "gemma2-q8_0": ["--shape", "gemma2-tiny", "--type", "Q8_0"],
     "gemma2-q4_k_m": ["--shape", "gemma2-tiny"],
     "gemma2-iq4_nl": ["--shape", "gemma2-tiny", "--type", "IQ4_NL"],
+    # rope.scaling.type none with a factor: llama.cpp scales Gemma 2's sliding-window layers by it anyway.
+    "gemma2-none-factor-q8_0": ["--shape", "gemma2-tiny", "--type", "Q8_0", "--rope-scaling", "none", "--rope-factor", "8"],
     # Linear rope scaling: Gemma 3 4B and larger scale their global layers by 8; a Llama file may too.
     "gemma3-linear-q8_0": ["--shape", "gemma3-tiny", "--type", "Q8_0", "--rope-scaling", "linear", "--rope-factor", "8"],
     "llama-linear-q8_0": ["--shape", "llama31-tiny", "--no-rope-freqs", "--type", "Q8_0", "--rope-scaling", "linear",

@@ -5,10 +5,11 @@
 //                    [--embd-type T] [--output-type T] [--tied] [--untied] [--layers N] [--embd N]
 //                    [--ff N] [--heads N] [--kv-heads N] [--head-dim N] [--vocab N] [--ctx N]
 //                    [--window N] [--swa-period N] [--seed S] [--random-blocks] [--quantize]
-//                    [--arch A] [--rope-freqs|--no-rope-freqs] [--rope-scaling none|linear|yarn]
+//                    [--arch A] [--rope-freqs|--no-rope-freqs] [--rope-scaling none|linear|yarn|NAME]
+//                    [--no-rope-scaling]   (no rope.scaling keys; none writes type none and the factor)
 //                    [--qkv-bias|--no-qkv-bias] [--extra-tensor NAME]... [--rope-orig-ctx N]
 //                    [--attn-softcap X] [--final-softcap X]   (0: not written, the loader's default)
-//                    [--rope-factor X]   (rope.scaling.factor with --rope-scaling linear|yarn)
+//                    [--rope-factor X]   (rope.scaling.factor, written with --rope-scaling)
 //
 // The shape presets set every field (gemma3-270m: the architecture, metadata and tensor types of
 // gemma-3-270m-Q4_K_M.gguf); later options override them. T is a GGUF type name (Q4_0, Q6_K, F16,
@@ -75,10 +76,9 @@ int main(int argc, char** argv) {
             else if (a == "--arch") s.arch = next();
             else if (a == "--rope-freqs") s.rope_freqs = true;
             else if (a == "--no-rope-freqs") s.rope_freqs = false;
-            else if (a == "--rope-scaling") {
-                const std::string v = next();
-                s.rope_scaling = v == "none" ? "" : v;
-            } else if (a == "--qkv-bias") s.qkv_bias = true;
+            else if (a == "--rope-scaling") s.rope_scaling = next();
+            else if (a == "--no-rope-scaling") s.rope_scaling.clear();
+            else if (a == "--qkv-bias") s.qkv_bias = true;
             else if (a == "--no-qkv-bias") s.qkv_bias = false;
             else if (a == "--extra-tensor") s.extra_tensors.push_back(next());
             else if (a == "--rope-orig-ctx") s.rope_orig_ctx = to_int(a, next());

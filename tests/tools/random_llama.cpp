@@ -636,94 +636,117 @@ GgufWriter::Fill phi3_rope_factors(int32_t half, bool long_factors) {
     return [v](uint8_t* dst) { std::memcpy(dst, v.data(), v.size() * sizeof(float)); };
 }
 
-}  // namespace
-
-void write_random_llama(const RandomLlamaSpec& s, const std::string& path) {
-    const bool gemma = is_gemma(s), qk_norm = s.arch == "qwen3" || s.arch == "gemma3", phi3 = s.arch == "phi3";
-    if (!gemma && s.arch != "llama" && s.arch != "qwen2" && s.arch != "qwen3" && !phi3)
+// The spec's shape must make a model the loaders accept.
+void check_spec(const RandomLlamaSpec& s) {
+    if (!is_gemma(s) && s.arch != "llama" && s.arch != "qwen2" && s.arch != "qwen3" && s.arch != "phi3")
         throw Error("random model: unknown architecture '" + s.arch + "' (llama, qwen2, qwen3, phi3, gemma2, gemma3)");
     if (s.n_head <= 0 || s.n_head_kv <= 0 || s.n_head % s.n_head_kv != 0 || (s.head_dim <= 0 && s.n_embd % s.n_head != 0))
         throw Error("random model: kv heads must divide the heads, and heads the width unless head_dim is set");
-    const int32_t head_dim = s.key_length(), n_rot = s.n_rot > 0 ? s.n_rot : head_dim;
-    const int64_t q_dim = int64_t(s.n_head) * head_dim, kv_dim = int64_t(s.n_head_kv) * head_dim;
-    if (gemma && s.sliding_window > 0 && s.swa_period < 1) throw Error("random model: swa_period must be >= 1");
+    if (is_gemma(s) && s.sliding_window > 0 && s.swa_period < 1) throw Error("random model: swa_period must be >= 1");
+}
 
-    GgufWriter w;
-    write_metadata(w, s);
+// Adds random tensors, each from its own stream (the spec's seed mixed with the tensor's name).
+//
+// Spreads are chosen so activations stay O(1) through the layers (each projection preserves the
+// variance of its input) and the logits spread over a few nats, like a trained model's: a flat
+// distribution would make top-1 agreement a coin toss between near-equal logits. Gemma's extra norms
+// (after the attention and FFN projections, per head on q and k for Gemma 3) keep its activations O(1)
+// whatever the matrices' spreads; its embedding rows are multiplied by sqrt(n_embd) on input.
+struct TensorAdder {
+    GgufWriter& w;
+    const RandomLlamaSpec& s;
 
-    // Spreads chosen so activations stay O(1) through the layers (each projection preserves the
-    // variance of its input) and the logits spread over a few nats, like a trained model's: a flat
-    // distribution would make top-1 agreement a coin toss between near-equal logits. Gemma's extra
-    // norms (after the attention and FFN projections, per head on q and k for Gemma 3) keep its
-    // activations O(1) whatever the matrices' spreads; its embedding rows are multiplied by
-    // sqrt(n_embd) on input.
-    const uint64_t tensor_seed = s.seed;
-    auto add = [&](const std::string& name, GgmlType type, int64_t n_in, int64_t n_out, float sigma, float mean) {
+    void operator()(const std::string& name, GgmlType type, int64_t n_in, int64_t n_out, float sigma, float mean) const {
         const std::vector<int64_t> ne = n_out == 1 ? std::vector<int64_t>{n_in} : std::vector<int64_t>{n_in, n_out};
-        w.add_tensor(name, type, ne,
-                     random_matrix(type, n_in, n_out, sigma, mean, mix(tensor_seed, name_hash(name)), s.random_blocks));
-    };
-    const bool tied = s.tied_output;
+        w.add_tensor(name, type, ne, random_matrix(type, n_in, n_out, sigma, mean, mix(s.seed, name_hash(name)), s.random_blocks));
+    }
+};
+
+// The embedding, output head, extra tensors and rope factors (written before the layers).
+void add_global_tensors(const TensorAdder& add, int32_t n_rot) {
+    const RandomLlamaSpec& s = add.s;
+    const bool gemma = is_gemma(s);
     // Gemma: input rows of RMS 1 after the sqrt(n_embd) scaling, like one layer's contribution (the
     // post-norms make each O(1)); the logit spread comes from the output norm's gain instead. With
     // the llama spreads, the current token's own embedding would dominate the final state and its
     // logit every distribution, leaving the layers nothing to decide.
-    const float embd_sigma = gemma ? 0.4f / std::sqrt(float(s.n_embd)) : tied ? 3.0f / std::sqrt(float(s.n_embd)) : 1.0f;
+    const float embd_sigma = gemma ? 0.4f / std::sqrt(float(s.n_embd)) : s.tied_output ? 3.0f / std::sqrt(float(s.n_embd)) : 1.0f;
     add("token_embd.weight", s.embd_type, s.n_embd, s.n_vocab, embd_sigma, 0.0f);
     add("output_norm.weight", GgmlType::F32, s.n_embd, 1, gemma ? 0.75f : 0.1f, gemma ? 7.5f : s.output_norm_gain);
-    if (!tied) add("output.weight", s.output_type, s.n_embd, s.n_vocab, 3.0f / std::sqrt(float(s.n_embd)), 0.0f);
+    if (!s.tied_output) add("output.weight", s.output_type, s.n_embd, s.n_vocab, 3.0f / std::sqrt(float(s.n_embd)), 0.0f);
     for (const std::string& name : s.extra_tensors) add(name, GgmlType::F32, s.n_embd, 1, 0.1f, 0.0f);
-    if (s.rope_freqs) w.add_tensor("rope_freqs.weight", GgmlType::F32, {n_rot / 2}, llama31_rope_freqs(s, n_rot));
-    if (phi3) {
-        w.add_tensor("rope_factors_long.weight", GgmlType::F32, {n_rot / 2}, phi3_rope_factors(n_rot / 2, true));
-        w.add_tensor("rope_factors_short.weight", GgmlType::F32, {n_rot / 2}, phi3_rope_factors(n_rot / 2, false));
+    if (s.rope_freqs) add.w.add_tensor("rope_freqs.weight", GgmlType::F32, {n_rot / 2}, llama31_rope_freqs(s, n_rot));
+    if (s.arch == "phi3") {
+        add.w.add_tensor("rope_factors_long.weight", GgmlType::F32, {n_rot / 2}, phi3_rope_factors(n_rot / 2, true));
+        add.w.add_tensor("rope_factors_short.weight", GgmlType::F32, {n_rot / 2}, phi3_rope_factors(n_rot / 2, false));
     }
+}
+
+// Phi-3's one matrix of q, k and v rows (q and k with the attention spread, v without).
+void add_fused_qkv(const TensorAdder& add, const std::string& name, int64_t q_dim, int64_t kv_dim) {
+    const RandomLlamaSpec& s = add.s;
+    const GgmlType t = s.type;
+    const uint64_t seed = mix(s.seed, name_hash(name));
+    const size_t row = ggml_row_bytes(t, s.n_embd);
+    const float in_embd = 1.0f / std::sqrt(float(s.n_embd)), qk = s.qk_sigma * in_embd;
+    const bool blocks = s.random_blocks;
+    const int64_t n_embd = s.n_embd;
+    add.w.add_tensor(name, t, {s.n_embd, q_dim + 2 * kv_dim}, [=](uint8_t* dst) {
+        fill_random_rows(t, n_embd, q_dim + kv_dim, qk, 0.0f, seed, blocks, dst);
+        fill_random_rows(t, n_embd, kv_dim, in_embd, 0.0f, seed + 1, blocks, dst + size_t(q_dim + kv_dim) * row);
+    });
+}
+
+void add_layer_tensors(const TensorAdder& add, int32_t il, int32_t head_dim) {
+    const RandomLlamaSpec& s = add.s;
+    const bool gemma = is_gemma(s), qk_norm = s.arch == "qwen3" || s.arch == "gemma3", phi3 = s.arch == "phi3";
+    const int64_t q_dim = int64_t(s.n_head) * head_dim, kv_dim = int64_t(s.n_head_kv) * head_dim;
     const float in_embd = 1.0f / std::sqrt(float(s.n_embd));
-    for (int32_t il = 0; il < s.n_layer; ++il) {
-        const std::string p = "blk." + std::to_string(il) + ".";
-        add(p + "attn_norm.weight", GgmlType::F32, s.n_embd, 1, 0.1f, 1.0f);
-        if (phi3) {
-            // One matrix of q, k and v rows (q and k with the attention spread, v without).
-            const GgmlType t = s.type;
-            const uint64_t seed = mix(tensor_seed, name_hash(p + "attn_qkv.weight"));
-            const size_t row = ggml_row_bytes(t, s.n_embd);
-            const float qk = s.qk_sigma * in_embd;
-            const bool blocks = s.random_blocks;
-            const int64_t n_embd = s.n_embd;
-            w.add_tensor(p + "attn_qkv.weight", t, {s.n_embd, q_dim + 2 * kv_dim}, [=](uint8_t* dst) {
-                fill_random_rows(t, n_embd, q_dim + kv_dim, qk, 0.0f, seed, blocks, dst);
-                fill_random_rows(t, n_embd, kv_dim, in_embd, 0.0f, seed + 1, blocks, dst + size_t(q_dim + kv_dim) * row);
-            });
-        } else {
-            add(p + "attn_q.weight", s.type, s.n_embd, q_dim, s.qk_sigma * in_embd, 0.0f);
-            add(p + "attn_k.weight", s.type, s.n_embd, kv_dim, s.qk_sigma * in_embd, 0.0f);
-            add(p + "attn_v.weight", s.attn_v_type_of(il), s.n_embd, kv_dim, in_embd, 0.0f);
-        }
-        add(p + "attn_output.weight", s.attn_output_type_of(), q_dim, s.n_embd, 0.5f / std::sqrt(float(q_dim)), 0.0f);
-        add(p + "ffn_norm.weight", GgmlType::F32, s.n_embd, 1, 0.1f, 1.0f);
-        if (phi3) {
-            add(p + "ffn_up.weight", s.type, s.n_embd, 2 * int64_t(s.n_ff), in_embd, 0.0f);  // gate rows, then up
-        } else {
-            add(p + "ffn_gate.weight", s.type, s.n_embd, s.n_ff, in_embd, 0.0f);
-            add(p + "ffn_up.weight", s.type, s.n_embd, s.n_ff, in_embd, 0.0f);
-        }
-        add(p + "ffn_down.weight", s.ffn_down_type_of(il), s.n_ff, s.n_embd, 0.5f / std::sqrt(float(s.n_ff)), 0.0f);
-        if (s.qkv_bias) {
-            // Qwen 2's k bias is large in trained models (it shifts every key alike); here a spread
-            // that moves the scores without drowning the q.k term.
-            add(p + "attn_q.bias", GgmlType::F32, q_dim, 1, 0.1f, 0.0f);
-            add(p + "attn_k.bias", GgmlType::F32, kv_dim, 1, 0.3f, 0.0f);
-            add(p + "attn_v.bias", GgmlType::F32, kv_dim, 1, 0.1f, 0.0f);
-        }
-        if (qk_norm) {
-            add(p + "attn_q_norm.weight", GgmlType::F32, head_dim, 1, 0.1f, 1.0f);
-            add(p + "attn_k_norm.weight", GgmlType::F32, head_dim, 1, 0.1f, 1.0f);
-        }
-        if (gemma) {
-            add(p + "post_attention_norm.weight", GgmlType::F32, s.n_embd, 1, 0.1f, 1.0f);
-            add(p + "post_ffw_norm.weight", GgmlType::F32, s.n_embd, 1, 0.1f, 1.0f);
-        }
+    const std::string p = "blk." + std::to_string(il) + ".";
+    add(p + "attn_norm.weight", GgmlType::F32, s.n_embd, 1, 0.1f, 1.0f);
+    if (phi3) {
+        add_fused_qkv(add, p + "attn_qkv.weight", q_dim, kv_dim);
+    } else {
+        add(p + "attn_q.weight", s.type, s.n_embd, q_dim, s.qk_sigma * in_embd, 0.0f);
+        add(p + "attn_k.weight", s.type, s.n_embd, kv_dim, s.qk_sigma * in_embd, 0.0f);
+        add(p + "attn_v.weight", s.attn_v_type_of(il), s.n_embd, kv_dim, in_embd, 0.0f);
     }
+    add(p + "attn_output.weight", s.attn_output_type_of(), q_dim, s.n_embd, 0.5f / std::sqrt(float(q_dim)), 0.0f);
+    add(p + "ffn_norm.weight", GgmlType::F32, s.n_embd, 1, 0.1f, 1.0f);
+    if (phi3) {
+        add(p + "ffn_up.weight", s.type, s.n_embd, 2 * int64_t(s.n_ff), in_embd, 0.0f);  // gate rows, then up
+    } else {
+        add(p + "ffn_gate.weight", s.type, s.n_embd, s.n_ff, in_embd, 0.0f);
+        add(p + "ffn_up.weight", s.type, s.n_embd, s.n_ff, in_embd, 0.0f);
+    }
+    add(p + "ffn_down.weight", s.ffn_down_type_of(il), s.n_ff, s.n_embd, 0.5f / std::sqrt(float(s.n_ff)), 0.0f);
+    if (s.qkv_bias) {
+        // Qwen 2's k bias is large in trained models (it shifts every key alike); here a spread
+        // that moves the scores without drowning the q.k term.
+        add(p + "attn_q.bias", GgmlType::F32, q_dim, 1, 0.1f, 0.0f);
+        add(p + "attn_k.bias", GgmlType::F32, kv_dim, 1, 0.3f, 0.0f);
+        add(p + "attn_v.bias", GgmlType::F32, kv_dim, 1, 0.1f, 0.0f);
+    }
+    if (qk_norm) {
+        add(p + "attn_q_norm.weight", GgmlType::F32, head_dim, 1, 0.1f, 1.0f);
+        add(p + "attn_k_norm.weight", GgmlType::F32, head_dim, 1, 0.1f, 1.0f);
+    }
+    if (gemma) {
+        add(p + "post_attention_norm.weight", GgmlType::F32, s.n_embd, 1, 0.1f, 1.0f);
+        add(p + "post_ffw_norm.weight", GgmlType::F32, s.n_embd, 1, 0.1f, 1.0f);
+    }
+}
+
+}  // namespace
+
+void write_random_llama(const RandomLlamaSpec& s, const std::string& path) {
+    check_spec(s);
+    const int32_t head_dim = s.key_length(), n_rot = s.n_rot > 0 ? s.n_rot : head_dim;
+    GgufWriter w;
+    write_metadata(w, s);
+    const TensorAdder add{w, s};
+    add_global_tensors(add, n_rot);
+    for (int32_t il = 0; il < s.n_layer; ++il) add_layer_tensors(add, il, head_dim);
     w.write(path);
 }
 

@@ -39,8 +39,9 @@ struct RandomLlamaSpec {
     float rope_base_swa = 10000.0f;
     bool tied_output = false;         // no output.weight: logits use token_embd
     // llama family: rope_freqs.weight as Llama 3.1's converter computes it (factor 8, low/high
-    // frequency factors 1 and 4, original context 8192), rope scaling metadata ("" = none written;
-    // "linear" or "yarn" with rope_scaling_factor over rope_orig_ctx tokens), and q/k/v biases
+    // frequency factors 1 and 4, original context 8192), rope scaling metadata ("" = no keys written;
+    // "none", "linear" or "yarn" written as the type, with rope_scaling_factor over rope_orig_ctx
+    // tokens), and q/k/v biases
     // (qwen2's; on by default there). qwen3 always has per-head q/k norms.
     int32_t n_rot = 0;                // rope.dimension_count; 0 = the whole head (Phi-4-mini rotates 3/4)
     float rope_attn_factor = 1.0f;    // rope.scaling.attn_factor, written when not 1 (long-context Phi-3)
