@@ -1,6 +1,7 @@
 // Attention capture on the CPU backend: the captured probabilities are the softmax the attention used.
 // Rows sum to 1, are zero above the causal diagonal and outside a sliding window, equal an independent
-// softmax(q.k * scale) over the same (f16) q and K, and only the requested heads are written.
+// softmax(q.k * scale) over the same (f16) q and K, and only the requested heads are written; and they
+// are the weights the output was made with: P.V recomputed from the capture equals the attention output.
 #include <QtTest>
 
 #include <cmath>
@@ -102,6 +103,63 @@ private Q_SLOTS:
                 QVERIFY(std::fabs(total - 1.0) < 1e-5);
             }
         }
+        for (Tensor* t : {&q, &k, &v, &out}) f.be.free(*t);
+    }
+
+    // The captured probabilities are the ones that weighted V: out[r, h] = sum_j p[h][r][j] v_j, with
+    // p rounded to f16 as the backend rounds it before the product (the f16 cache holds v already),
+    // for every head, in a batch (attention_rows) and in a decode step (attention_decode). A capture
+    // taken anywhere else than the softmax that feeds V (before a scale, of another head) fails here.
+    void capturedProbabilitiesWeightedV_data() {
+        QTest::addColumn<int>("n_tokens");
+        QTest::addColumn<int>("window");
+        QTest::newRow("prefill 20, full") << 20 << 0;
+        QTest::newRow("prefill 20, window 5") << 20 << 5;
+        QTest::newRow("prefill 9, then a decode step") << 9 << 0;
+    }
+    void capturedProbabilitiesWeightedV() {
+        QFETCH(int, n_tokens);
+        QFETCH(int, window);
+        Fixture f(64);
+        const int32_t n = n_tokens + 1, hd = Fixture::kDim;
+        Tensor q = f.random(n, Fixture::kHeads * hd);
+        Tensor k = f.random(n, Fixture::kKvHeads * hd);
+        Tensor v = f.random(n, Fixture::kKvHeads * hd);
+        Tensor out = f.be.alloc(n, Fixture::kHeads * hd);
+        f.kv.reserve(n);
+        f.be.kv_store(f.kv, 0, k, v, 0);
+        f.kv.set_n_tokens(n);
+        const std::vector<int32_t> heads{0, 1, 2, 3};
+        AttentionParams p{Fixture::kHeads, Fixture::kKvHeads, hd, 0.25f, window};
+        p.capture_heads = heads.data();
+        p.n_capture_heads = int32_t(heads.size());
+        // Rows 0..n-2 as one batch, then row n-1 alone (a decode step over all n keys).
+        std::vector<float> batch(heads.size() * size_t(n - 1) * size_t(n - 1)), step(heads.size() * size_t(n));
+        p.capture_probs = batch.data();
+        Tensor first_q = q.rows(0, n - 1), first_out = out.rows(0, n - 1);
+        f.be.attention(first_q, f.kv, 0, 0, p, first_out);
+        p.capture_probs = step.data();
+        Tensor last_q = q.rows(n - 1, 1), last_out = out.rows(n - 1, 1);
+        f.be.attention(last_q, f.kv, 0, n - 1, p, last_out);
+
+        double worst = 0.0;
+        for (int32_t h = 0; h < Fixture::kHeads; ++h) {
+            const int32_t kvh = h / (Fixture::kHeads / Fixture::kKvHeads);
+            for (int32_t r = 0; r < n; ++r) {
+                const float* row = r < n - 1 ? batch.data() + (size_t(h) * size_t(n - 1) + size_t(r)) * size_t(n - 1)
+                                             : step.data() + size_t(h) * size_t(n);
+                for (int32_t d = 0; d < hd; ++d) {
+                    double expected = 0.0;
+                    for (int32_t j = 0; j <= r; ++j)
+                        expected += double(f16_round(row[j])) * double(f16_round(v.data[j * v.n_cols + kvh * hd + d]));
+                    const double got = out.data[r * out.n_cols + h * hd + d];
+                    worst = std::max(worst, std::fabs(got - expected));
+                    QVERIFY2(std::fabs(got - expected) < 1e-5,
+                             qPrintable(QString("h%1 r%2 d%3: out %4, P.V of the capture %5").arg(h).arg(r).arg(d).arg(got).arg(expected)));
+                }
+            }
+        }
+        qInfo("largest |out - P.V| %.2e", worst);
         for (Tensor* t : {&q, &k, &v, &out}) f.be.free(*t);
     }
 
