@@ -6,17 +6,6 @@
 
 #include "theme.h"
 
-namespace {
-
-const QString kFence = QStringLiteral("```");
-
-// Whether text ends inside a code block (an odd number of fences so far).
-bool endsInCode(const QString& text) {
-    return text.count(kFence) % 2 == 1;
-}
-
-}  // namespace
-
 ChatDocument::ChatDocument(QTextDocument* document) : m_document(document) {
     m_document->setDocumentMargin(10);
 }
@@ -35,15 +24,6 @@ int ChatDocument::messageAt(int position) const {
     for (int i = 0; i < m_messageStarts.size(); ++i)
         if (position >= m_messageStarts[i]) found = i;
     return found;
-}
-
-QTextCharFormat ChatDocument::baseFormat(bool inCode) const {
-    QTextCharFormat f;
-    if (inCode) {
-        f.setFont(QFontDatabase::systemFont(QFontDatabase::FixedFont));
-        f.setBackground(Theme::color(Theme::Role::CodeBackground));
-    }
-    return f;
 }
 
 void ChatDocument::rebuild(const Conversation& conversation) {
@@ -69,27 +49,17 @@ void ChatDocument::writeHeader(const ChatEntry& entry) {
     c.setCharFormat(QTextCharFormat());
 }
 
-void ChatDocument::writePlain(const QString& text, bool* inCode) {
+void ChatDocument::writePlain(const QString& text) {
     QTextCursor c(m_document);
     c.movePosition(QTextCursor::End);
-    // Split at fences so the fence lines and what lies between them get the code format.
-    int from = 0;
-    while (from < text.size()) {
-        const int fence = text.indexOf(kFence, from);
-        const int end = fence < 0 ? int(text.size()) : fence;
-        if (end > from) c.insertText(text.mid(from, end - from), baseFormat(*inCode));
-        if (fence < 0) break;
-        c.insertText(kFence, baseFormat(true));
-        *inCode = !*inCode;
-        from = fence + int(kFence.size());
-    }
+    c.insertText(text, QTextCharFormat());
 }
 
-void ChatDocument::writeToken(const ChatEntry& entry, int messageIndex, int tokenIndex, bool inCode) {
+void ChatDocument::writeToken(const ChatEntry& entry, int messageIndex, int tokenIndex) {
     const TokenRecord& t = entry.tokens[tokenIndex];
     QTextCursor c(m_document);
     c.movePosition(QTextCursor::End);
-    QTextCharFormat f = baseFormat(inCode || t.piece.contains(kFence));
+    QTextCharFormat f;
     f.setAnchor(true);
     f.setAnchorHref(QStringLiteral("tok:%1:%2").arg(messageIndex).arg(tokenIndex));
     f.setToolTip(QObject::tr("p = %1 · id %2").arg(double(t.p), 0, 'f', 3).arg(t.id));
@@ -103,28 +73,49 @@ void ChatDocument::appendMessage(const Conversation& conversation, int index) {
     c.movePosition(QTextCursor::End);
     m_messageStarts.append(m_document->isEmpty() ? 0 : c.position() + 1);
     writeHeader(entry);
-    bool inCode = false;
-    if (entry.tokens.isEmpty()) {
-        writePlain(entry.content, &inCode);
-        return;
+    // What the user typed stays verbatim; replies are Markdown unless shown as raw text.
+    if (entry.role == QLatin1String("user")) {
+        writePlain(entry.content);
+    } else if (m_raw.contains(index)) {
+        writeRaw(entry, index);
+    } else {
+        m_body.begin(m_document, index, m_colorByProbability);
+        m_body.update(entry.content, entry.tokens);
     }
+}
+
+// The reply as the model wrote it: each token's piece as its anchor, no formatting.
+void ChatDocument::writeRaw(const ChatEntry& entry, int index) {
     QString streamed;
     for (int i = 0; i < entry.tokens.size(); ++i) {
-        writeToken(entry, index, i, endsInCode(streamed));
+        writeToken(entry, index, i);
         streamed += entry.tokens[i].piece;
     }
     // Text the engine released only at the end (held back for a possible stop string).
-    if (entry.content.startsWith(streamed) && entry.content.size() > streamed.size()) {
-        inCode = endsInCode(streamed);
-        writePlain(entry.content.mid(streamed.size()), &inCode);
-    }
+    if (entry.content.startsWith(streamed) && entry.content.size() > streamed.size())
+        writePlain(entry.content.mid(streamed.size()));
+    else if (entry.tokens.isEmpty())
+        writePlain(entry.content);
 }
 
 void ChatDocument::appendToken(const Conversation& conversation, int messageIndex, int tokenIndex) {
     const ChatEntry& entry = conversation.messages[messageIndex];
-    QString before;
-    for (int i = 0; i < tokenIndex; ++i) before += entry.tokens[i].piece;
-    writeToken(entry, messageIndex, tokenIndex, endsInCode(before));
+    if (m_raw.contains(messageIndex)) {
+        writeToken(entry, messageIndex, tokenIndex);
+    } else if (m_body.messageIndex() == messageIndex && m_body.tokenCount() == tokenIndex &&
+               messageIndex == conversation.messages.size() - 1) {
+        // Only the reply's unfinished blocks are written again (MarkdownBody).
+        m_body.update(entry.content, entry.tokens);
+    } else {
+        refreshLastMessage(conversation);
+    }
+}
+
+void ChatDocument::setRawText(const Conversation& conversation, int index, bool raw) {
+    if (raw == m_raw.contains(index)) return;
+    if (raw) m_raw.insert(index);
+    else m_raw.remove(index);
+    rebuild(conversation);
 }
 
 void ChatDocument::refreshLastMessage(const Conversation& conversation) {

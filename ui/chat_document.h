@@ -1,15 +1,18 @@
 #pragma once
-// ChatDocument: renders a Conversation into a QTextDocument for the chat view. Assistant replies are
-// written token by token, each token an anchor ("tok:<message>:<token>") so a click can open it in
-// the token inspector, optionally on a background coloured by its probability; text between ```
-// fences is set as code. The same token writer serves streaming and full re-renders, so a reply
-// looks the same while it streams and after. Colours come from the theme; after a theme change the
-// owner calls rebuild, since the formats carry the colours.
+// ChatDocument: renders a Conversation into a QTextDocument for the chat view. User messages are
+// shown as typed. Assistant replies are Markdown (MarkdownBody, markdown_writer.h), rendered while
+// they stream; every shown character is its token's anchor ("tok:<message>:<token>") so a click opens
+// it in the token inspector, optionally on a background coloured by its probability. A reply can be
+// shown as raw text instead (setRawText): its tokens' pieces as they came. Streaming and full
+// re-renders use the same writer, so a reply looks the same while it streams and after. Colours come
+// from the theme; after a theme change the owner calls rebuild, since the formats carry the colours.
+#include <QSet>
 #include <QTextCharFormat>
 #include <QTextDocument>
 #include <QVector>
 
 #include "conversation.h"
+#include "markdown_writer.h"
 
 class ChatDocument {
 public:
@@ -24,17 +27,23 @@ public:
     // Re-renders the last message (its final text may differ from the streamed pieces).
     void refreshLastMessage(const Conversation& conversation);
 
+    // Shows reply `index` as its raw text (true) or as Markdown; re-renders the conversation.
+    void setRawText(const Conversation& conversation, int index, bool raw);
+    bool isRawText(int index) const { return m_raw.contains(index); }
+
     // Message whose text contains document position pos; -1 when none.
     int messageAt(int position) const;
     static bool parseTokenHref(const QString& href, int* messageIndex, int* tokenIndex);
 
 private:
     void writeHeader(const ChatEntry& entry);
-    void writePlain(const QString& text, bool* inCode);
-    void writeToken(const ChatEntry& entry, int messageIndex, int tokenIndex, bool inCode);
-    QTextCharFormat baseFormat(bool inCode) const;
+    void writePlain(const QString& text);
+    void writeToken(const ChatEntry& entry, int messageIndex, int tokenIndex);
+    void writeRaw(const ChatEntry& entry, int index);
 
     QTextDocument* m_document;
     QVector<int> m_messageStarts;  // document position where each message's header begins
     bool m_colorByProbability = false;
+    MarkdownBody m_body;  // the latest reply written as Markdown: tokens extend it while it streams
+    QSet<int> m_raw;      // replies shown as raw text
 };

@@ -3,6 +3,7 @@
 #include <QApplication>
 #include <QCheckBox>
 #include <QClipboard>
+#include <QDesktopServices>
 #include <QHBoxLayout>
 #include <QLabel>
 #include <QPlainTextEdit>
@@ -14,6 +15,7 @@
 
 #include "chat_controller.h"
 #include "chat_document.h"
+#include "markdown_writer.h"
 #include "message_edit.h"
 #include "theme.h"
 
@@ -178,6 +180,8 @@ void ChatPanel::handleGeneratingChanged(bool generating) {
 
 void ChatPanel::handleAnchorClicked(const QUrl& url) {
     int message = 0, token = 0;
+    // A code block's Copy link: "copy:<message>:<block>".
+    if (MarkdownBody::parseCopyHref(url.toString(), &message, &token)) copyCodeBlock(message, token);
     if (ChatDocument::parseTokenHref(url.toString(), &message, &token)) Q_EMIT tokenClicked(message, token);
 }
 
@@ -186,9 +190,21 @@ void ChatPanel::handleContextMenu(const QPoint& pos) {
     const auto& messages = m_controller->conversation().messages;
     QMenu* menu = m_view->createStandardContextMenu(pos);
     menu->addSeparator();
+    // A Markdown link's characters are their tokens' anchors (a click inspects them): the link opens here.
+    const QString link = m_view->cursorForPosition(pos).charFormat().property(markdown_format::LinkHref).toString();
+    if (!link.isEmpty()) {
+        const QUrl url(link);
+        if (url.scheme() == QLatin1String("http") || url.scheme() == QLatin1String("https"))
+            menu->addAction(tr("Open link"), this, [url] { QDesktopServices::openUrl(url); });
+        menu->addAction(tr("Copy link address"), this, [link] { QApplication::clipboard()->setText(link); });
+    }
     if (index >= 0 && index < messages.size()) {
         const QString content = messages[index].content;
         menu->addAction(tr("Copy message"), this, [content] { QApplication::clipboard()->setText(content); });
+        if (messages[index].role == QLatin1String("assistant")) {
+            const bool raw = m_document->isRawText(index);
+            menu->addAction(raw ? tr("Show formatted text") : tr("Show raw text"), this, [this, index, raw] { setRawText(index, !raw); });
+        }
         if (messages[index].role == QLatin1String("user"))
             menu->addAction(tr("Edit and resend…"), this, [this, index] { beginEdit(index); })
                 ->setEnabled(!m_controller->isGenerating());
@@ -196,4 +212,14 @@ void ChatPanel::handleContextMenu(const QPoint& pos) {
     menu->addAction(tr("Regenerate last reply"), m_controller, &ChatController::regenerate)->setEnabled(!m_controller->isGenerating());
     menu->setAttribute(Qt::WA_DeleteOnClose);
     menu->popup(m_view->viewport()->mapToGlobal(pos));
+}
+
+void ChatPanel::setRawText(int index, bool raw) {
+    m_document->setRawText(m_controller->conversation(), index, raw);
+}
+
+void ChatPanel::copyCodeBlock(int messageIndex, int blockIndex) {
+    const auto& messages = m_controller->conversation().messages;
+    if (messageIndex < 0 || messageIndex >= messages.size()) return;
+    QApplication::clipboard()->setText(MarkdownBody::codeBlockText(messages[messageIndex].content, blockIndex));
 }

@@ -27,6 +27,9 @@ public:
     QPushButton* sendButton() const { return m_sendButton; }
     QCheckBox* colorByProbabilityBox() const { return m_colorBox; }
     int editingIndex() const { return m_editIndex; }
+    ChatDocument* chatDocument() const { return m_document; }
+    // Shows reply `index` as its raw text or as Markdown (also in the view's context menu).
+    void setRawText(int index, bool raw);
     // Puts user message `index` into the message box; the next send replaces it and what followed.
     void beginEdit(int index);
     void cancelEdit();
@@ -51,6 +54,7 @@ private Q_SLOTS:
 private:
     void scrollToEndIfFollowing(bool following);
     bool isFollowing() const;
+    void copyCodeBlock(int messageIndex, int blockIndex);
 
     ChatController* m_controller;
     QTextBrowser* m_view;

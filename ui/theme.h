@@ -39,7 +39,11 @@ public:
     enum class Role {
         UserName,        // "You" above the user's messages
         AssistantName,   // "Assistant" above replies
-        CodeBackground,  // text between ``` fences
+        CodeBackground,  // fenced code blocks and inline code in replies
+        CodeLabel,       // a code block's language and its Copy link
+        Link,            // links in replies (Markdown)
+        QuoteText,       // block quotes in replies
+        TableBorder,     // table grid in replies
         Warning,         // "GPU not used", model warnings, the edit notice
         Error,           // failed actions in dialogs
         BannerBackground,

@@ -225,6 +225,8 @@ private Q_SLOTS:
         QTest::newRow("closers only") << QString("a* ").repeated(40000);
         QTest::newRow("underscores") << QString("_a").repeated(50000);
         QTest::newRow("mixed openers") << QString("_a *b ").repeated(20000) + QString("c* ").repeated(20000);
+        // Closers of one kind after openers of another: each closer must not search them all again.
+        QTest::newRow("closers over other openers") << QString("_a ").repeated(30000) + QString("a* ").repeated(30000);
         QTest::newRow("brackets") << QString(100000, '[');
         QTest::newRow("link openers") << QString("[a](").repeated(30000);
         QTest::newRow("links after brackets") << QString(50000, '[') + QString("[a](b)").repeated(10000);
