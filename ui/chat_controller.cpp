@@ -41,6 +41,8 @@ void ChatController::connectWorker() {
     connect(m_worker, &InferenceWorker::timingsChanged, this, &ChatController::handleTimings, q);
     connect(m_worker, &InferenceWorker::prefillProgress, this, &ChatController::handlePrefillProgress, q);
     connect(m_worker, &InferenceWorker::generationFinished, this, &ChatController::handleGenerationFinished, q);
+    connect(this, &ChatController::countRequested, m_worker, &InferenceWorker::countPrompt, q);
+    connect(m_worker, &InferenceWorker::promptCounted, this, &ChatController::promptCounted, q);
 }
 
 void ChatController::loadModel(const QString& path) {
@@ -124,6 +126,17 @@ void ChatController::setSamplingParams(const wb::SamplingParams& params) {
 
 void ChatController::setCaptureSpec(const wb::CaptureSpec& spec) {
     m_worker->setCaptureSpec(spec);
+}
+
+quint64 ChatController::countPrompt(const QString& draft, int editIndex) {
+    ChatMessages messages = m_conversation.toEngineMessages();
+    // Editing message editIndex: the prompt keeps what came before it (and the system prompt).
+    const int leading = int(messages.size()) - int(m_conversation.messages.size());
+    if (editIndex >= 0 && editIndex < m_conversation.messages.size()) messages.resize(size_t(leading + editIndex));
+    messages.push_back({"user", draft.toStdString()});
+    const quint64 id = m_nextCount++;
+    Q_EMIT countRequested(id, messages);
+    return id;
 }
 
 bool ChatController::saveConversation(const QString& path, QString* error) {
@@ -213,10 +226,18 @@ void ChatController::handleTimings(quint64 requestId, const wb::Timings& timings
 void ChatController::handleGenerationFinished(const GenerationSummary& summary) {
     if (summary.requestId != m_activeRequest) return;
     const int index = int(m_conversation.messages.size()) - 1;
+    QString refused;
     if (index >= 0) {
         ChatEntry& reply = m_conversation.messages[index];
         if (summary.reason == wb::StopReason::ERROR && reply.tokens.isEmpty()) {
             m_conversation.messages.removeLast();
+            // A prompt with no room for the reply: the user's message goes too (back to the message
+            // box), or every later message would fail the same way.
+            if (summary.promptTooLong && !m_conversation.messages.isEmpty() &&
+                m_conversation.messages.last().role == QLatin1String("user")) {
+                refused = m_conversation.messages.last().content;
+                m_conversation.messages.removeLast();
+            }
             Q_EMIT conversationReset();
         } else {
             // The streamed pieces hold back text that might start a stop string; the final text is
@@ -229,7 +250,8 @@ void ChatController::handleGenerationFinished(const GenerationSummary& summary) 
     setGenerating(false);
     Q_EMIT timingsChanged(summary.timings);
     Q_EMIT generationFinished(summary);
-    if (summary.reason == wb::StopReason::ERROR) Q_EMIT errorOccurred(summary.error);
+    if (summary.promptTooLong) Q_EMIT messageRefused(refused, summary.error);
+    else if (summary.reason == wb::StopReason::ERROR) Q_EMIT errorOccurred(summary.error);
     if (summary.reason == wb::StopReason::CONTEXT_FULL)
         Q_EMIT notice(tr("The context is full: start a new chat or raise the context size."));
 }

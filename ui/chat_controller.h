@@ -53,6 +53,10 @@ public Q_SLOTS:
     // Live: applies to the next token of a running reply.
     void setSamplingParams(const wb::SamplingParams& params);
     void setCaptureSpec(const wb::CaptureSpec& spec);
+    // Asks the worker for the length of the prompt the next send would build with `draft` (editing
+    // message editIndex when >= 0); promptCounted answers with the returned id. Cheap, but it waits
+    // behind a running reply on the worker thread.
+    quint64 countPrompt(const QString& draft, int editIndex = -1);
     bool saveConversation(const QString& path, QString* error);
     bool loadConversation(const QString& path, QString* error);
 
@@ -80,12 +84,17 @@ Q_SIGNALS:
     void samplingParamsRestored(const wb::SamplingParams& params);
     void systemPromptRestored(const QString& prompt);
     void errorOccurred(const QString& message);
+    void promptCounted(quint64 countId, int tokens, int contextSize, const QString& error);
+    // The worker refused a prompt that leaves no room for the reply: the message (text, when it was
+    // the user's last one) is out of the history again, for the message box; reason has the numbers.
+    void messageRefused(const QString& text, const QString& reason);
     void notice(const QString& message);
 
     // To the worker (queued); private use, connected in connectWorker.
     void loadRequested(const QString& path, const QString& backend, int contextSize, int threads);
     void generateRequested(quint64 requestId, const ChatMessages& messages);
     void resetRequested();
+    void countRequested(quint64 countId, const ChatMessages& messages);
 
 private Q_SLOTS:
     void handleLoadStarted(const QString& path);
@@ -114,6 +123,7 @@ private:
     int m_contextSize = 0;
     int m_threads = 0;
     quint64 m_nextRequest = 1;
+    quint64 m_nextCount = 1;
     quint64 m_activeRequest = 0;
     int m_promptTokens = 0;  // of the active request: generated token i sits at position m_promptTokens + i
     bool m_generating = false;

@@ -15,8 +15,10 @@
 
 #include "chat_controller.h"
 #include "chat_document.h"
+#include "context_budget.h"
 #include "markdown_writer.h"
 #include "message_edit.h"
+#include "prompt_counter.h"
 #include "theme.h"
 
 ChatPanel::ChatPanel(ChatController* controller, QWidget* parent) : QWidget(parent), m_controller(controller) {
@@ -58,7 +60,15 @@ ChatPanel::ChatPanel(ChatController* controller, QWidget* parent) : QWidget(pare
     above->addWidget(m_editLabel, 1);
     above->addStretch(0);
     above->addWidget(m_colorBox);
+    m_noticeLabel = new QLabel(this);
+    m_noticeLabel->setObjectName(QStringLiteral("sendNotice"));
+    m_noticeLabel->setWordWrap(true);
+    m_noticeLabel->setVisible(false);
+    m_countLabel = new QLabel(this);
+    m_countLabel->setObjectName(QStringLiteral("tokenCount"));
+    m_counter = new PromptCounter(m_controller, m_input, m_countLabel, this);
     auto* buttons = new QHBoxLayout;
+    buttons->addWidget(m_countLabel);
     buttons->addStretch(1);
     for (QPushButton* b : {m_copyButton, m_newChatButton, m_regenerateButton, m_stopButton, m_sendButton}) buttons->addWidget(b);
 
@@ -67,6 +77,7 @@ ChatPanel::ChatPanel(ChatController* controller, QWidget* parent) : QWidget(pare
     layout->addWidget(m_systemPrompt);
     layout->addWidget(m_view, 1);
     layout->addLayout(above);
+    layout->addWidget(m_noticeLabel);
     layout->addWidget(m_input);
     layout->addLayout(buttons);
 
@@ -82,6 +93,14 @@ ChatPanel::ChatPanel(ChatController* controller, QWidget* parent) : QWidget(pare
         m_document->rebuild(m_controller->conversation());
     });
     connect(m_view, &QTextBrowser::anchorClicked, this, &ChatPanel::handleAnchorClicked);
+    connect(m_controller, &ChatController::messageRefused, this, &ChatPanel::handleMessageRefused);
+    connect(m_systemPrompt, &QPlainTextEdit::textChanged, m_counter, &PromptCounter::invalidate);
+    connect(m_input, &QPlainTextEdit::textChanged, m_noticeLabel, &QWidget::hide);
+    connect(m_counter, &PromptCounter::counted, this, [this] {
+        if (!m_sendWhenCounted) return;
+        m_sendWhenCounted = false;
+        send();
+    });
     connect(m_view, &QWidget::customContextMenuRequested, this, &ChatPanel::handleContextMenu);
 
     connect(m_controller, &ChatController::conversationReset, this, &ChatPanel::handleConversationReset);
@@ -99,6 +118,7 @@ ChatPanel::ChatPanel(ChatController* controller, QWidget* parent) : QWidget(pare
 
 void ChatPanel::applyTheme() {
     Theme::setTextColor(m_editLabel, Theme::Role::Warning);
+    Theme::setTextColor(m_noticeLabel, Theme::Role::Warning);
     // The role names and code backgrounds are baked into the document's formats.
     m_document->rebuild(m_controller->conversation());
 }
@@ -109,7 +129,22 @@ ChatPanel::~ChatPanel() {
 
 void ChatPanel::send() {
     const QString text = m_input->toPlainText();
-    if (text.trimmed().isEmpty()) return;
+    if (text.trimmed().isEmpty() || m_controller->isGenerating()) return;
+    // Refused before it enters the history when the prompt would leave the reply no room. The count
+    // is the worker's; Send waits for it when the box changed since (a few milliseconds when idle).
+    if (!m_counter->isFresh()) {
+        m_sendWhenCounted = true;
+        m_counter->countNow();
+        return;
+    }
+    if (m_counter->error().isEmpty() && !m_counter->fits()) {
+        showNotice(context_budget::refusal(m_counter->tokens(), m_counter->contextSize()));
+        return;
+    }
+    submit(text);
+}
+
+void ChatPanel::submit(const QString& text) {
     const bool sent = m_editIndex >= 0 ? m_controller->editAndResend(m_editIndex, text) : m_controller->sendMessage(text);
     if (!sent) return;
     m_input->clear();
@@ -123,11 +158,13 @@ void ChatPanel::beginEdit(int index) {
     m_input->setPlainText(messages[index].content);
     m_editLabel->setText(tr("Editing message %1: send replaces it and everything after it.").arg(index + 1));
     m_editLabel->setVisible(true);
+    m_counter->setEditIndex(index);
     m_input->setFocus();
 }
 
 void ChatPanel::cancelEdit() {
     m_editIndex = -1;
+    m_counter->setEditIndex(-1);
     m_editLabel->setVisible(false);
 }
 
@@ -212,6 +249,20 @@ void ChatPanel::handleContextMenu(const QPoint& pos) {
     menu->addAction(tr("Regenerate last reply"), m_controller, &ChatController::regenerate)->setEnabled(!m_controller->isGenerating());
     menu->setAttribute(Qt::WA_DeleteOnClose);
     menu->popup(m_view->viewport()->mapToGlobal(pos));
+}
+
+void ChatPanel::showNotice(const QString& text) {
+    m_noticeLabel->setText(text);
+    m_noticeLabel->setVisible(true);
+}
+
+void ChatPanel::handleMessageRefused(const QString& text, const QString& reason) {
+    // Nothing the user wrote is lost: the message goes back to the box (before anything typed since).
+    if (!text.isEmpty()) {
+        const QString now = m_input->toPlainText();
+        if (now != text) m_input->setPlainText(now.isEmpty() ? text : text + QStringLiteral("\n") + now);
+    }
+    showNotice(reason);
 }
 
 void ChatPanel::setRawText(int index, bool raw) {

@@ -8,6 +8,7 @@
 class ChatController;
 class ChatDocument;
 class MessageEdit;
+class PromptCounter;
 class QCheckBox;
 class QLabel;
 class QPlainTextEdit;
@@ -28,6 +29,10 @@ public:
     QCheckBox* colorByProbabilityBox() const { return m_colorBox; }
     int editingIndex() const { return m_editIndex; }
     ChatDocument* chatDocument() const { return m_document; }
+    PromptCounter* promptCounter() const { return m_counter; }
+    QLabel* tokenCountLabel() const { return m_countLabel; }
+    // Why the last message was not sent (its numbers and the remedies); hidden when there is none.
+    QLabel* noticeLabel() const { return m_noticeLabel; }
     // Shows reply `index` as its raw text or as Markdown (also in the view's context menu).
     void setRawText(int index, bool raw);
     // Puts user message `index` into the message box; the next send replaces it and what followed.
@@ -49,11 +54,14 @@ private Q_SLOTS:
     void handleGeneratingChanged(bool generating);
     void handleAnchorClicked(const QUrl& url);
     void handleContextMenu(const QPoint& pos);
+    void handleMessageRefused(const QString& text, const QString& reason);
     void applyTheme();
 
 private:
     void scrollToEndIfFollowing(bool following);
     bool isFollowing() const;
+    void submit(const QString& text);
+    void showNotice(const QString& text);
     void copyCodeBlock(int messageIndex, int blockIndex);
 
     ChatController* m_controller;
@@ -69,4 +77,8 @@ private:
     QPushButton* m_newChatButton;
     QPushButton* m_copyButton;
     int m_editIndex = -1;
+    QLabel* m_countLabel;
+    QLabel* m_noticeLabel;
+    PromptCounter* m_counter;
+    bool m_sendWhenCounted = false;  // Send waits for the count of what the box holds
 };

@@ -35,6 +35,11 @@ struct GenerationSummary {
     QString error;           // when reason is ERROR
     wb::Timings timings;
     int contextTokens = 0;   // tokens whose K/V are cached after the reply
+    // Refused before the prefill: the prompt (promptTokens) leaves the reply no room in the context
+    // (contextSize; context_budget.h).
+    bool promptTooLong = false;
+    int promptTokens = 0;
+    int contextSize = 0;
     quint64 seed = 0;
 };
 

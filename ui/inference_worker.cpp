@@ -3,6 +3,7 @@
 #include <QFileInfo>
 #include <QMutexLocker>
 
+#include "context_budget.h"
 #include "engine/chat_prompt.h"
 #include "worker_observer.h"
 
@@ -145,6 +146,18 @@ void InferenceWorker::generateChat(quint64 requestId, const ChatMessages& messag
     try {
         const wb::Model& m = *m_model;
         const std::vector<int32_t> ids = wb::build_chat_prompt(m, messages, true).ids;
+        // The chat panel's rule (context_budget.h): a prompt that leaves the reply no room is refused
+        // before any of it is evaluated, and the controller takes the message back out of the history.
+        if (!context_budget::fits(int(ids.size()), m_session->n_ctx())) {
+            summary.reason = wb::StopReason::ERROR;
+            summary.promptTooLong = true;
+            summary.promptTokens = int(ids.size());
+            summary.contextSize = m_session->n_ctx();
+            summary.error = context_budget::refusal(summary.promptTokens, summary.contextSize);
+            summary.contextTokens = int(m_session->context_tokens().size());
+            Q_EMIT generationFinished(summary);
+            return;
+        }
         PromptInfo info;
         info.requestId = requestId;
         for (int32_t id : ids) {
@@ -179,6 +192,19 @@ void InferenceWorker::resetSession() {
     if (!m_session) return;
     m_session->reset();
     Q_EMIT kvStatsChanged(m_session->kv_stats());
+}
+
+void InferenceWorker::countPrompt(quint64 countId, const ChatMessages& messages) {
+    if (!m_session) {
+        Q_EMIT promptCounted(countId, 0, 0, tr("No model is loaded."));
+        return;
+    }
+    try {
+        const int tokens = int(wb::build_chat_prompt(*m_model, messages, true).ids.size());
+        Q_EMIT promptCounted(countId, tokens, m_session->n_ctx(), QString());
+    } catch (const std::exception& e) {
+        Q_EMIT promptCounted(countId, 0, m_session->n_ctx(), QString::fromUtf8(e.what()));
+    }
 }
 
 void InferenceWorker::startHash(const QString& path) {

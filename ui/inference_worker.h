@@ -52,6 +52,9 @@ public Q_SLOTS:
     void generateChat(quint64 requestId, const ChatMessages& messages);
     // Forgets the conversation (new chat).
     void resetSession();
+    // The prompt's length in tokens as generateChat would build it (the message box's counter):
+    // promptCounted(countId, tokens, the context size, error).
+    void countPrompt(quint64 countId, const ChatMessages& messages);
 
 Q_SIGNALS:
     void loadStarted(const QString& path);
@@ -66,6 +69,7 @@ Q_SIGNALS:
     void timingsChanged(quint64 requestId, const wb::Timings& timings);
     void prefillProgress(quint64 requestId, int done, int total);
     void generationFinished(const GenerationSummary& summary);
+    void promptCounted(quint64 countId, int tokens, int contextSize, const QString& error);
 
 private:
     void startHash(const QString& path);
