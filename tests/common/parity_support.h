@@ -1,6 +1,8 @@
 #pragma once
 // Shared pieces of the llama.cpp parity tests: reading the reference JSON, top-1 / KL agreement over
-// positions, and greedy decoding with the engine.
+// positions, SHA-256 of logits rows (equal hashes: bit-identical logits), and greedy decoding with the
+// engine.
+#include <QCryptographicHash>
 #include <QFile>
 #include <QJsonArray>
 #include <QJsonDocument>
@@ -81,12 +83,23 @@ struct Agreement {
 
 // n greedy tokens (argmax of the raw logits, no end-of-generation stop) after prompt, from an empty
 // cache: the definition the reference data uses.
-inline std::vector<int32_t> greedy_tokens(wb::Session& s, const std::vector<int32_t>& prompt, size_t n) {
+// SHA-256 of float32 rows as make_reference.py hashes them (little-endian bytes, in order).
+inline QString logits_sha256(const float* rows, size_t n_floats) {
+    QCryptographicHash h(QCryptographicHash::Sha256);
+    h.addData(QByteArrayView(reinterpret_cast<const char*>(rows), qsizetype(n_floats * sizeof(float))));
+    return QString::fromLatin1(h.result().toHex());
+}
+
+// n greedy tokens after `prompt`; with `steps`, the logits rows each one was chosen from (the prompt's
+// last row, then one per decoded token), as the reference's steps_sha256 covers them.
+inline std::vector<int32_t> greedy_tokens(wb::Session& s, const std::vector<int32_t>& prompt, size_t n,
+                                          std::vector<float>* steps = nullptr) {
     s.reset();
     const int32_t n_vocab = s.model().config().n_vocab;
     const std::vector<float>* logits = &s.append(prompt.data(), int32_t(prompt.size()));
     std::vector<int32_t> got;
     while (got.size() < n) {
+        if (steps) steps->insert(steps->end(), logits->begin(), logits->begin() + n_vocab);
         const int32_t next = argmax(logits->data(), n_vocab);
         got.push_back(next);
         logits = &s.append(&next, 1);

@@ -35,17 +35,24 @@ Outputs (in --out):
                          i, the distribution of the token after tokens[0..i]:
                          argmax id, logsumexp of the raw logits and the top-N
                          [id, logprob] pairs (log-softmax over the FULL vocab,
-                         computed in float64 from the float32 logits).
+                         computed in float64 from the float32 logits), and
+                         logits_sha256, the SHA-256 of all its float32 logits
+                         rows in order (little-endian): equal hashes mean
+                         bit-identical logits.
     greedy.json          10 prompts (7 chat-templated, 3 raw), 64 greedy
                          tokens each (argmax of the raw logits, no EOS stop),
                          plus eos_at = index of the first end-of-generation
-                         token in the generated ids (or null).
+                         token in the generated ids (or null), and
+                         steps_sha256 over the float32 logits each token
+                         was chosen from (the prompt's last row, then one
+                         row per decoded token).
     long.json            (gemma3) one sequence longer than the 512-token
                          sliding window -- the teacher-forced documents
                          joined -- evaluated in n_batch chunks; the same
                          per-position data as teacher_forced.json for the
                          positions from LONG_FROM on, where local layers see
-                         only part of the sequence.
+                         only part of the sequence (logits_sha256 over those
+                         rows).
 
 Determinism: llama.cpp's CPU backend is deterministic for a fixed thread count
 and batch layout. Documents are evaluated from an empty KV cache in one batch
@@ -254,6 +261,14 @@ def logits_row(llm: Llama, i: int) -> np.ndarray:
     return np.asarray(llm.scores[i], dtype=np.float32)
 
 
+def rows_sha256(rows: list[np.ndarray]) -> str:
+    """SHA-256 of float32 logits rows in order (little-endian bytes): equal hashes, identical bits."""
+    h = hashlib.sha256()
+    for r in rows:
+        h.update(np.ascontiguousarray(r, dtype="<f4").tobytes())
+    return h.hexdigest()
+
+
 def make_tokenize(llm: Llama, hdr: dict, vocab_add_bos: bool) -> dict:
     corpus = json.loads(CORPUS_TOKENIZE.read_text(encoding="utf-8"))
     cases = []
@@ -295,6 +310,7 @@ def make_teacher_forced(llm: Llama, hdr: dict, bos: bool) -> tuple[dict, list[st
             "name": d["name"],
             "text": d["text"],
             "tokens": toks,
+            "logits_sha256": rows_sha256([logits_row(llm, i) for i in range(len(toks))]),
             "top_mass_min": round(min(masses), 6),
             "top_mass_mean": round(sum(masses) / len(masses), 6),
             "positions": positions,
@@ -320,7 +336,9 @@ def make_long(llm: Llama, hdr: dict, bos: bool) -> tuple[dict, str]:
         positions.append(entry)
         masses.append(mass)
     out = dict(hdr, top_n=TOP_N, add_bos=bos, special=True, name="joined_documents", text=text, tokens=toks,
-               first_position=LONG_FROM, top_mass_min=round(min(masses), 6),
+               first_position=LONG_FROM,
+               logits_sha256=rows_sha256([logits_row(llm, i) for i in range(LONG_FROM, len(toks))]),
+               top_mass_min=round(min(masses), 6),
                top_mass_mean=round(sum(masses) / len(masses), 6), positions=positions)
     return out, f"long: {len(toks)} tokens, positions {LONG_FROM}..{len(toks) - 1} stored"
 
@@ -345,8 +363,10 @@ def make_greedy(llm: Llama, hdr: dict, eog: list[int], profile: dict) -> tuple[d
         llm.reset()
         llm.eval(ids)  # prompt in one batch
         gen = []
+        steps = []
         for _ in range(N_PREDICT):
-            nxt = int(np.argmax(logits_row(llm, llm.n_tokens - 1)))
+            steps.append(logits_row(llm, llm.n_tokens - 1))
+            nxt = int(np.argmax(steps[-1]))
             gen.append(nxt)
             llm.eval([nxt])  # one token per decode call
         eos_at = next((k for k, t in enumerate(gen) if t in eog_set), None)
@@ -358,6 +378,7 @@ def make_greedy(llm: Llama, hdr: dict, eog: list[int], profile: dict) -> tuple[d
             "prompt": prompt,
             "prompt_ids": ids,
             "generated": gen,
+            "steps_sha256": rows_sha256(steps),
             "eos_at": eos_at,
             "generated_text": text,
         })
