@@ -62,13 +62,17 @@ QString hashRecord(qint64 size, const QDateTime& modified, const QString& sha256
 ModelCache::ModelCache(QObject* parent) : QObject(parent) {
     // One file at a time: parallel hashes of files on the same disk only compete for it.
     m_pool.setMaxThreadCount(1);
+    m_checkPool.setMaxThreadCount(1);
     m_directory = QString::fromStdString(wb::models_dir());
 }
 
 ModelCache::~ModelCache() {
     *m_stop = true;
     m_pool.clear();
+    m_checkPool.clear();
     m_pool.waitForDone();
+    // A running check cannot be interrupted: at most one (under a second) is waited for.
+    m_checkPool.waitForDone();
 }
 
 const CachedModel* ModelCache::find(const QString& path) const {
@@ -122,8 +126,10 @@ void ModelCache::refresh() {
         models << m;
     }
     m_models = models;
-    for (const CachedModel& m : std::as_const(m_models))
+    for (const CachedModel& m : std::as_const(m_models)) {
         if (!m.partial && m.sha256.isEmpty()) queueHash(m);
+        if (!m.partial && !m.checked) queueCheck(m);
+    }
     Q_EMIT changed();
 }
 
@@ -138,17 +144,16 @@ void ModelCache::readHeader(CachedModel& m) {
             const auto file = wb::GgufFile::open(QFile::encodeName(m.path).toStdString());
             h.arch = QString::fromStdString(file->get_string("general.architecture").value_or(std::string()));
             h.quant = quantizationOf(*file);
-            // Architecture, hyperparameters, tensors and tokenizer, as loading would check them (no
-            // weights are read): the dialog says which files can run before anyone tries.
-            h.unsupported = QString::fromStdString(wb::Model::check(*file));
         } catch (const std::exception& e) {
             h.error = QString::fromStdString(e.what());
+            h.checked = true;  // unreadable: nothing to check, the error says why it cannot run
         }
         it = m_headers.insert(m.path, h);
     }
     m.arch = it->arch;
     m.quant = it->quant;
     m.error = it->error;
+    m.checked = it->checked;
     m.unsupported = it->unsupported;
 }
 
@@ -173,6 +178,49 @@ void ModelCache::queueHash(const CachedModel& m) {
         QMetaObject::invokeMethod(this, [this, path, size, modified, sha] { handleHashed(path, size, modified, sha); },
                                   Qt::QueuedConnection);
     });
+}
+
+// Architecture, hyperparameters, tensors and tokenizer, as loading would check them (no weights are
+// read), on the check pool: the dialog says which files can run before anyone tries.
+void ModelCache::queueCheck(const CachedModel& m) {
+    if (m_pendingChecks.contains(m.path)) return;
+    m_pendingChecks.insert(m.path);
+    const QString path = m.path;
+    const qint64 size = m.size;
+    const QDateTime modified = m.modified;
+    const auto stop = m_stop;
+    m_checkPool.start([this, stop, path, size, modified] {
+        QString unsupported;
+        try {
+            const auto file = wb::GgufFile::open(QFile::encodeName(path).toStdString());
+            unsupported = QString::fromStdString(wb::Model::check(*file));
+        } catch (const std::exception& e) {
+            unsupported = QString::fromStdString(e.what());  // changed or gone since its header was read
+        }
+        if (*stop) return;
+        // As in queueHash: the destructor waits for this job, and a call still queued dies with `this`.
+        QMetaObject::invokeMethod(
+            this, [this, path, size, modified, unsupported] { handleChecked(path, size, modified, unsupported); },
+            Qt::QueuedConnection);
+    });
+}
+
+void ModelCache::handleChecked(const QString& path, qint64 size, const QDateTime& modified, const QString& unsupported) {
+    m_pendingChecks.remove(path);
+    auto header = m_headers.find(path);
+    if (header != m_headers.end() && header->size == size && header->modified == modified) {
+        header->checked = true;
+        header->unsupported = unsupported;
+    }
+    auto it = std::find_if(m_models.begin(), m_models.end(), [&](const CachedModel& m) { return m.path == path; });
+    if (it == m_models.end() || it->checked) return;  // removed meanwhile, or unreadable since
+    if (it->size != size || it->modified != modified) {
+        queueCheck(*it);  // rewritten while it was being checked: that verdict is an older file's
+        return;
+    }
+    it->checked = true;
+    it->unsupported = unsupported;
+    Q_EMIT checkReady(path);
 }
 
 void ModelCache::handleHashed(const QString& path, qint64 size, const QDateTime& modified, const QString& sha256) {

@@ -60,6 +60,10 @@ void stopGroup(QProcess* process) {
 
 }  // namespace
 
+// A reason why a file cannot run can be a long sentence: the "Can run" column stays narrow enough for
+// the hash to show (the cell elides it; the tooltip and the status line have it whole).
+constexpr int kRunsColumnMaxWidth = 240;
+
 ModelsDialog::ModelsDialog(QWidget* parent) : QDialog(parent) {
     setWindowTitle(tr("Models"));
     setObjectName(QStringLiteral("modelsDialog"));
@@ -86,9 +90,7 @@ ModelsDialog::ModelsDialog(QWidget* parent) : QDialog(parent) {
         m_table->setRowCount(int(models.size()));
         for (int i = 0; i < models.size(); ++i) fillRow(i, models[i]);
         m_table->resizeColumnsToContents();
-        // A reason why a file cannot run can be a long sentence: the column stays narrow enough for
-        // the hash to show (the cell elides it; the tooltip and the status line have it whole).
-        m_table->setColumnWidth(RunsColumn, std::min(m_table->columnWidth(RunsColumn), 240));
+        m_table->setColumnWidth(RunsColumn, std::min(m_table->columnWidth(RunsColumn), kRunsColumnMaxWidth));
         m_dirLabel->setText(tr("Models in %1").arg(displayPath(m_cache->directory())));
         m_banner->setText(tr("There is no model in %1 yet. Fetch the default model, download a GGUF file from an address, or "
                              "open one from disk.")
@@ -98,6 +100,7 @@ ModelsDialog::ModelsDialog(QWidget* parent) : QDialog(parent) {
         updateButtons();
     });
     connect(m_cache, &ModelCache::hashReady, this, &ModelsDialog::handleHashReady);
+    connect(m_cache, &ModelCache::checkReady, this, &ModelsDialog::handleCheckReady);
     connect(m_downloader, &ModelDownloader::transferStarted, this, [this](qint64 offset) {
         m_rateClock.start();
         m_rateOffset = offset;
@@ -241,15 +244,37 @@ void ModelsDialog::fillRow(int row, const CachedModel& m) {
     else
         cell(ArchColumn, m.arch);
     cell(QuantColumn, m.quant);
-    // Whether WhiteBox can run the file, and if not why (the whole reason in the tooltip and, for the
-    // selected file, the status line).
-    if (!m.error.isEmpty())
-        cell(RunsColumn, tr("no"), m.error);
-    else if (!m.unsupported.isEmpty())
-        cell(RunsColumn, tr("no: %1").arg(m.unsupported), m.unsupported);
-    else
-        cell(RunsColumn, tr("yes"));
+    setRunsCell(row, m);
     cell(HashColumn, !m.sha256.isEmpty() ? m.sha256 : (m.error.isEmpty() ? tr("computing…") : QString()));
+}
+
+// Whether WhiteBox can run the file, and if not why (the whole reason in the tooltip and, for the
+// selected file, the status line); "checking…" until the cache's worker has decided.
+void ModelsDialog::setRunsCell(int row, const CachedModel& m) {
+    QString text = tr("yes"), tip;
+    if (!m.error.isEmpty()) {
+        text = tr("no");
+        tip = m.error;
+    } else if (!m.checked) {
+        text = tr("checking…");
+    } else if (!m.unsupported.isEmpty()) {
+        text = tr("no: %1").arg(m.unsupported);
+        tip = m.unsupported;
+    }
+    auto* item = new QTableWidgetItem(text);
+    item->setToolTip(tip.isEmpty() ? text : tip);
+    m_table->setItem(row, RunsColumn, item);
+}
+
+void ModelsDialog::handleCheckReady(const QString& path) {
+    const int row = rowOf(path);
+    const CachedModel* m = m_cache->find(path);
+    if (row < 0 || !m) return;
+    setRunsCell(row, *m);
+    // The column was sized for "checking…": widen it for the verdict, within the limit refresh sets.
+    m_table->resizeColumnToContents(RunsColumn);
+    m_table->setColumnWidth(RunsColumn, std::min(m_table->columnWidth(RunsColumn), kRunsColumnMaxWidth));
+    if (path == selectedPath()) showWhyNotRunnable();
 }
 
 void ModelsDialog::handleHashReady(const QString& path, const QString& sha256) {

@@ -73,12 +73,14 @@ private:
     QWidget* createCacheSection();
     QWidget* createDownloadSection();
     void fillRow(int row, const CachedModel& m);
+    void setRunsCell(int row, const CachedModel& m);
     QString selectedPath() const;
     void updateButtons();
     void setStatus(const QString& text, bool error = false);
     void showWhyNotRunnable();
     void setBusy(bool busy);
     void handleHashReady(const QString& path, const QString& sha256);
+    void handleCheckReady(const QString& path);
     void handleProgress(qint64 received, qint64 total);
     void handleFinished(const QString& path, const QString& sha256);
     void handleFailed(const QString& error);

@@ -14,6 +14,8 @@
 #include <QSignalSpy>
 #include <QTableWidget>
 #include <QTemporaryDir>
+#include <QTimer>
+#include <QElapsedTimer>
 #include <QtTest>
 
 #include "chat_controller.h"
@@ -115,16 +117,64 @@ private Q_SLOTS:
         wb_download_test::writeGguf(dir.filePath("header-only.gguf"), {"llama", 2, wb::GgmlType::Q4_0, 2, 9});
         ModelsDialog d;
         d.show();
-        QCOMPARE(cell(d, good, ModelsDialog::RunsColumn), QString("yes"));
+        QTRY_COMPARE_WITH_TIMEOUT(cell(d, good, ModelsDialog::RunsColumn), QString("yes"), kTimeoutMs);
         const QString why = "model file has tensor 'blk.0.attn_qkv.weight', which the llama architecture does not use "
                             "here (not supported)";
-        QCOMPARE(cell(d, bad, ModelsDialog::RunsColumn), "no: " + why);
+        QTRY_COMPARE_WITH_TIMEOUT(cell(d, bad, ModelsDialog::RunsColumn), "no: " + why, kTimeoutMs);
         QCOMPARE(d.table()->item(d.rowOf(bad), ModelsDialog::RunsColumn)->toolTip(), why);
         QVERIFY(cell(d, dir.filePath("header-only.gguf"), ModelsDialog::RunsColumn).startsWith("no: model metadata is missing"));
         d.selectPath(bad);
         QCOMPARE(d.statusText(), "extra-tensor.gguf cannot be run: " + why);
         d.selectPath(good);
         QVERIFY(d.statusText().isEmpty());
+    }
+
+    // Model::check builds the tokenizer (about 0.5 s for Gemma 3's 262k tokens) and runs on the cache's
+    // worker: the dialog is up with "checking…" before any verdict (results come through the event loop,
+    // so this holds however fast the worker is), the event loop keeps turning while a 262k-token
+    // vocabulary is checked, the verdict then arrives, and a file selected meanwhile gets its reason in
+    // the status line when it comes.
+    void checksFilesOffTheGuiThread() {
+        QTemporaryDir dir;
+        useCache(dir.path());
+        const auto restore = qScopeGuard([this] { useCache(m_cache.path()); });
+        const QString big = dir.filePath("big-vocabulary.gguf"), bad = dir.filePath("extra-tensor.gguf");
+        wb::RandomLlamaSpec spec = wb::RandomLlamaSpec::tiny();
+        spec.n_embd = 64;
+        spec.n_ff = 128;
+        spec.n_vocab = 262144;
+        spec.tied_output = true;
+        spec.random_blocks = true;
+        wb::write_random_llama(spec, big.toStdString());
+        wb::RandomLlamaSpec extra = wb::RandomLlamaSpec::tiny();
+        extra.extra_tensors = {"blk.0.attn_qkv.weight"};
+        wb::write_random_llama(extra, bad.toStdString());
+
+        QElapsedTimer clock;
+        clock.start();
+        ModelsDialog d;
+        d.show();
+        const qint64 shown_ms = clock.elapsed();
+        QCOMPARE(cell(d, big, ModelsDialog::RunsColumn), QString("checking…"));
+        QCOMPARE(cell(d, bad, ModelsDialog::RunsColumn), QString("checking…"));
+        QVERIFY(d.cache()->isChecking());
+        d.selectPath(bad);
+        QVERIFY(d.statusText().isEmpty());  // no verdict yet, no reason
+
+        int ticks = 0, ticks_before_verdict = -1;
+        QTimer tick;
+        connect(&tick, &QTimer::timeout, [&] { ++ticks; });
+        connect(d.cache(), &ModelCache::checkReady, &d, [&](const QString& path) {
+            if (path == big) ticks_before_verdict = ticks;
+        });
+        tick.start(1);
+        QTRY_COMPARE_WITH_TIMEOUT(cell(d, big, ModelsDialog::RunsColumn), QString("yes"), kTimeoutMs);
+        qInfo("dialog shown in %lld ms, the 262k-token check done %lld ms later, %d timer ticks meanwhile", shown_ms,
+              clock.elapsed() - shown_ms, ticks_before_verdict);
+        QVERIFY2(ticks_before_verdict > 0, "the event loop did not turn while the file was checked");
+        QTRY_VERIFY_WITH_TIMEOUT(!d.cache()->isChecking(), kTimeoutMs);
+        QCOMPARE(d.statusText(), "extra-tensor.gguf cannot be run: model file has tensor 'blk.0.attn_qkv.weight', which "
+                                 "the llama architecture does not use here (not supported)");
     }
 
     void hashesAreRememberedUntilTheFileChanges() {
