@@ -76,10 +76,12 @@ void ScreenshotRunner::grabModelsDialog() {
         dialog->close();
         QApplication::quit();
     };
-    const auto finishWhenHashed = [this, dialog, finish] {
-        if (!dialog->cache()->isHashing()) QTimer::singleShot(300, this, finish);
+    // Every hash and "Can run" verdict in the picture (both come from worker threads).
+    const auto finishWhenDone = [this, dialog, finish] {
+        if (!dialog->cache()->isHashing() && !dialog->cache()->isChecking()) QTimer::singleShot(300, this, finish);
     };
-    connect(dialog->cache(), &ModelCache::hashReady, this, finishWhenHashed);
+    connect(dialog->cache(), &ModelCache::hashReady, this, finishWhenDone);
+    connect(dialog->cache(), &ModelCache::checkReady, this, finishWhenDone);
     QTimer::singleShot(kModelsHashWaitMs, this, finish);
-    finishWhenHashed();
+    finishWhenDone();
 }
