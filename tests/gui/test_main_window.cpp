@@ -60,7 +60,8 @@ private Q_SLOTS:
         QSignalSpy tokens(w.controller(), &ChatController::tokenAppended);
         QTest::keyClicks(w.chatPanel()->input(), "Count from 1 to 100, one number per line.");
         QTest::keyClick(w.chatPanel()->input(), Qt::Key_Return);
-        QVERIFY(w.controller()->isGenerating());
+        // Send waits for the message box's token count (a few milliseconds) before it submits.
+        QTRY_VERIFY_WITH_TIMEOUT(w.controller()->isGenerating(), kTimeoutMs);
         QVERIFY(w.chatPanel()->input()->toPlainText().isEmpty());
         QVERIFY(tokens.wait(kTimeoutMs));
         QTest::keyClick(&w, Qt::Key_Escape);
