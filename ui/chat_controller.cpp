@@ -1,5 +1,12 @@
 #include "chat_controller.h"
 
+#include "conversation_store.h"
+
+namespace {
+// Typing a system prompt or dragging a slider saves once it pauses this long.
+constexpr int kSettingsSaveDelayMs = 1000;
+}
+
 ChatController::ChatController(QObject* parent) : QObject(parent) {
     registerEngineTypes();
     m_thread.setObjectName(QStringLiteral("inference"));
@@ -8,9 +15,13 @@ ChatController::ChatController(QObject* parent) : QObject(parent) {
     connectWorker();
     m_thread.start();
     m_worker->setSamplingParams(m_conversation.sampling);
+    m_saveTimer.setSingleShot(true);
+    m_saveTimer.setInterval(kSettingsSaveDelayMs);
+    connect(&m_saveTimer, &QTimer::timeout, this, &ChatController::autosave);
 }
 
 ChatController::~ChatController() {
+    saveNow();
     // Ask the engine to finish its current token, let the thread's queue drain, then delete the
     // worker (and with it the engine) once nothing runs on the thread any more.
     m_worker->cancelLoad();
@@ -26,7 +37,7 @@ ChatController::~ChatController() {
 void ChatController::connectWorker() {
     const auto q = Qt::QueuedConnection;
     connect(this, &ChatController::loadRequested, m_worker, &InferenceWorker::loadModel, q);
-    connect(this, &ChatController::generateRequested, m_worker, &InferenceWorker::generateChat, q);
+    connect(this, &ChatController::generateRequested, m_worker, &InferenceWorker::continueChat, q);
     connect(this, &ChatController::resetRequested, m_worker, &InferenceWorker::resetSession, q);
 
     connect(m_worker, &InferenceWorker::loadStarted, this, &ChatController::handleLoadStarted, q);
@@ -62,7 +73,9 @@ void ChatController::cancelLoad() {
 
 bool ChatController::sendMessage(const QString& text) {
     if (m_generating || text.trimmed().isEmpty()) return false;
-    m_conversation.messages.append({QStringLiteral("user"), text, {}, {}});
+    m_conversation.append({QStringLiteral("user"), text, {}, {}});
+    Q_EMIT messageAppended(int(m_conversation.messages.size()) - 1);
+    m_conversation.append({QStringLiteral("assistant"), {}, {}, {}});
     Q_EMIT messageAppended(int(m_conversation.messages.size()) - 1);
     startGeneration();
     return true;
@@ -70,11 +83,15 @@ bool ChatController::sendMessage(const QString& text) {
 
 bool ChatController::regenerate() {
     if (m_generating || m_conversation.messages.isEmpty()) return false;
+    const ChatEntry reply{QStringLiteral("assistant"), {}, {}, {}};
+    const int last = int(m_conversation.messages.size()) - 1;
     if (m_conversation.messages.last().role == QLatin1String("assistant")) {
-        m_conversation.messages.removeLast();
+        m_conversation.addVersion(last, reply);
         Q_EMIT conversationReset();
+    } else {
+        m_conversation.append(reply);
+        Q_EMIT messageAppended(last + 1);
     }
-    if (m_conversation.messages.isEmpty()) return false;
     startGeneration();
     return true;
 }
@@ -82,25 +99,57 @@ bool ChatController::regenerate() {
 bool ChatController::editAndResend(int index, const QString& text) {
     if (m_generating || index < 0 || index >= m_conversation.messages.size() || text.trimmed().isEmpty()) return false;
     if (m_conversation.messages[index].role != QLatin1String("user")) return false;
-    m_conversation.messages.resize(index + 1);
-    m_conversation.messages[index].content = text;
+    m_conversation.addVersion(index, {QStringLiteral("user"), text, {}, {}});
+    m_conversation.append({QStringLiteral("assistant"), {}, {}, {}});
     Q_EMIT conversationReset();
     startGeneration();
     return true;
 }
 
-void ChatController::startGeneration() {
+bool ChatController::forkFromToken(int messageIndex, int tokenIndex, int candidateId) {
+    const auto& messages = m_conversation.messages;
+    if (m_generating || messageIndex < 0 || messageIndex >= messages.size()) return false;
+    const ChatEntry& from = messages[messageIndex];
+    if (from.role != QLatin1String("assistant") || tokenIndex < 0 || tokenIndex >= from.tokens.size()) return false;
+    const TokenRecord& at = from.tokens[tokenIndex];
+    const auto chosen = std::find_if(at.candidates.begin(), at.candidates.end(),
+                                     [candidateId](const wb::TokenCandidate& c) { return c.id == candidateId; });
+    if (chosen == at.candidates.end()) return false;
+    // The new version starts with the old one's tokens up to the fork and the chosen candidate, drawn
+    // from the same distribution (its candidates and trace stay what the inspector shows).
+    ChatEntry reply{QStringLiteral("assistant"), {}, from.tokens.mid(0, tokenIndex), {}};
+    TokenRecord forced = at;
+    forced.id = chosen->id;
+    forced.piece = QString::fromStdString(chosen->piece);
+    forced.p = chosen->p_final;
+    reply.tokens.append(forced);
+    QVector<int> ids;
+    for (const TokenRecord& t : reply.tokens) {
+        ids.append(t.id);
+        reply.content += t.piece;
+    }
+    m_conversation.addVersion(messageIndex, reply);
+    Q_EMIT conversationReset();
+    startGeneration(ids);
+    return true;
+}
+
+bool ChatController::selectVersion(int index, int version) {
+    if (m_generating || !m_conversation.selectVersion(index, version)) return false;
+    Q_EMIT conversationReset();
+    autosave();
+    return true;
+}
+
+void ChatController::startGeneration(const QVector<int>& forced) {
     m_activeRequest = m_nextRequest++;
     m_promptTokens = 0;
-    ChatEntry reply;
-    reply.role = QStringLiteral("assistant");
-    m_conversation.messages.append(reply);
-    Q_EMIT messageAppended(int(m_conversation.messages.size()) - 1);
+    if (!m_model.name.isEmpty()) m_conversation.modelName = m_model.name;
     setGenerating(true);
+    // What the user wrote is on disk before the reply starts.
+    autosave();
     // The reply placeholder is not part of the prompt.
-    Conversation prompt = m_conversation;
-    prompt.messages.removeLast();
-    Q_EMIT generateRequested(m_activeRequest, prompt.toEngineMessages());
+    Q_EMIT generateRequested(m_activeRequest, m_conversation.toEngineMessages(int(m_conversation.messages.size()) - 1), forced);
 }
 
 void ChatController::stop() {
@@ -109,19 +158,110 @@ void ChatController::stop() {
 
 void ChatController::newChat() {
     if (m_generating) stop();
-    m_conversation.messages.clear();
+    saveNow();
+    // The settings on screen carry over to the new chat; the messages and the id do not.
+    m_conversation.clearMessages();
+    m_conversation.title.clear();
+    m_conversation.created = QDateTime();
+    m_currentId.clear();
     m_attention.clear();
     Q_EMIT resetRequested();
     Q_EMIT conversationReset();
+    Q_EMIT currentConversationChanged(m_currentId);
+}
+
+void ChatController::setStore(ConversationStore* store) {
+    m_store = store;
+}
+
+void ChatController::autosave() {
+    m_saveTimer.stop();
+    QString error;
+    if (!saveNow(&error)) Q_EMIT errorOccurred(tr("The conversation could not be saved: %1").arg(error));
+}
+
+bool ChatController::saveNow(QString* error) {
+    m_saveTimer.stop();
+    // An empty chat is not worth a file (New chat twice makes no empty entries in the list).
+    if (!m_store || m_conversation.isEmpty()) return true;
+    const bool isNew = m_currentId.isEmpty();
+    if (isNew) m_currentId = m_store->newId();
+    const QDateTime now = QDateTime::currentDateTimeUtc();
+    if (!m_conversation.created.isValid()) m_conversation.created = now;
+    m_conversation.updated = now;
+    const bool ok = m_store->save(m_currentId, m_conversation, error);
+    if (isNew && ok) Q_EMIT currentConversationChanged(m_currentId);
+    return ok;
+}
+
+void ChatController::adopt(const Conversation& c, const QString& id) {
+    m_conversation = c;
+    m_currentId = id;
+    m_attention.clear();
+    // The cached context belongs to the old conversation; the next reply re-reads this one.
+    Q_EMIT resetRequested();
+    m_worker->setSamplingParams(m_conversation.sampling);
+    Q_EMIT samplingParamsRestored(m_conversation.sampling);
+    Q_EMIT systemPromptRestored(m_conversation.systemPrompt);
+    // The panels' restore signals above may have scheduled a save of what was just read.
+    m_saveTimer.stop();
+    Q_EMIT conversationReset();
+    Q_EMIT currentConversationChanged(m_currentId);
+    if (!m_conversation.modelName.isEmpty() && hasModel() && m_conversation.modelName != m_model.name)
+        Q_EMIT notice(tr("This conversation was held with %1; the loaded model is %2.").arg(m_conversation.modelName, m_model.name));
+}
+
+bool ChatController::openConversation(const QString& id, QString* error) {
+    if (m_generating) {
+        if (error) *error = tr("Stop the reply before opening a conversation.");
+        return false;
+    }
+    if (!m_store) {
+        if (error) *error = tr("No conversation folder is set.");
+        return false;
+    }
+    if (id == m_currentId) return true;
+    std::optional<Conversation> c = m_store->load(id, error);
+    if (!c) return false;
+    if (!saveNow(error)) return false;
+    adopt(*c, id);
+    return true;
+}
+
+bool ChatController::renameConversation(const QString& id, const QString& title, QString* error) {
+    if (!m_store) return false;
+    if (id != m_currentId) return m_store->rename(id, title, error);
+    m_conversation.title = title.trimmed();
+    return m_store->save(id, m_conversation, error);
+}
+
+bool ChatController::deleteConversation(const QString& id, QString* error) {
+    if (!m_store) return false;
+    if (id == m_currentId) {
+        if (m_generating) {
+            if (error) *error = tr("Stop the reply before deleting this conversation.");
+            return false;
+        }
+        if (!m_store->remove(id, error)) return false;
+        // Not saved again (newChat saves what is on screen): the deleted messages go first.
+        m_currentId.clear();
+        m_conversation.clearMessages();
+        newChat();
+        return true;
+    }
+    return m_store->remove(id, error);
 }
 
 void ChatController::setSystemPrompt(const QString& prompt) {
+    if (m_conversation.systemPrompt == prompt) return;
     m_conversation.systemPrompt = prompt;
+    scheduleSave();
 }
 
 void ChatController::setSamplingParams(const wb::SamplingParams& params) {
     m_conversation.sampling = params;
     m_worker->setSamplingParams(params);
+    scheduleSave();
 }
 
 void ChatController::setCaptureSpec(const wb::CaptureSpec& spec) {
@@ -140,7 +280,7 @@ quint64 ChatController::countPrompt(const QString& draft, int editIndex) {
 }
 
 bool ChatController::saveConversation(const QString& path, QString* error) {
-    m_conversation.modelName = m_model.name;
+    if (!m_model.name.isEmpty() && m_conversation.modelName.isEmpty()) m_conversation.modelName = m_model.name;
     return m_conversation.save(path, error);
 }
 
@@ -151,16 +291,10 @@ bool ChatController::loadConversation(const QString& path, QString* error) {
     }
     std::optional<Conversation> c = Conversation::load(path, error);
     if (!c) return false;
-    m_conversation = *c;
-    m_attention.clear();
-    // The cached context belongs to the old conversation; the next reply re-reads the loaded one.
-    Q_EMIT resetRequested();
-    m_worker->setSamplingParams(m_conversation.sampling);
-    Q_EMIT samplingParamsRestored(m_conversation.sampling);
-    Q_EMIT systemPromptRestored(m_conversation.systemPrompt);
-    Q_EMIT conversationReset();
-    if (!m_conversation.modelName.isEmpty() && hasModel() && m_conversation.modelName != m_model.name)
-        Q_EMIT notice(tr("This conversation was held with %1; the loaded model is %2.").arg(m_conversation.modelName, m_model.name));
+    if (!saveNow(error)) return false;
+    // An imported file becomes a conversation of its own in the store; the file itself is not touched.
+    adopt(*c, QString());
+    autosave();
     return true;
 }
 
@@ -230,13 +364,14 @@ void ChatController::handleGenerationFinished(const GenerationSummary& summary) 
     if (index >= 0) {
         ChatEntry& reply = m_conversation.messages[index];
         if (summary.reason == wb::StopReason::ERROR && reply.tokens.isEmpty()) {
-            m_conversation.messages.removeLast();
+            // The failed version goes; an earlier one of the same reply (Regenerate) comes back.
+            m_conversation.removeLast();
             // A prompt with no room for the reply: the user's message goes too (back to the message
             // box), or every later message would fail the same way.
             if (summary.promptTooLong && !m_conversation.messages.isEmpty() &&
                 m_conversation.messages.last().role == QLatin1String("user")) {
                 refused = m_conversation.messages.last().content;
-                m_conversation.messages.removeLast();
+                m_conversation.removeLast();
             }
             Q_EMIT conversationReset();
         } else {
@@ -248,6 +383,7 @@ void ChatController::handleGenerationFinished(const GenerationSummary& summary) 
         }
     }
     setGenerating(false);
+    autosave();
     Q_EMIT timingsChanged(summary.timings);
     Q_EMIT generationFinished(summary);
     if (summary.promptTooLong) Q_EMIT messageRefused(refused, summary.error);

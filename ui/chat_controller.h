@@ -1,16 +1,22 @@
 #pragma once
 // ChatController: the GUI-thread side of a conversation. It owns the inference thread and its worker,
 // makes every cross-thread connection (connectWorker, all explicitly queued), keeps the Conversation
-// and turns user actions (send, stop, regenerate, edit and resend, new chat, save/load) into worker
-// requests. Panels listen to its signals; none of them talks to the worker.
+// and turns user actions (send, stop, regenerate, edit and resend, fork from a token, switching
+// versions, new chat, open/import/export) into worker requests. Regenerate, Edit and resend and a
+// fork keep the earlier versions as siblings in the Conversation's tree. With a ConversationStore
+// every change is saved at once (a system prompt or sampling change after a pause), so quitting or
+// starting a new chat loses nothing. Panels listen to its signals; none of them talks to the worker.
 #include <QObject>
 #include <QThread>
+#include <QTimer>
 
 #include "attention_store.h"
 #include "conversation.h"
 #include "engine_types.h"
 #include "inference_worker.h"
 #include "model_summary.h"
+
+class ConversationStore;
 
 class ChatController : public QObject {
     Q_OBJECT
@@ -37,18 +43,39 @@ public:
     void setThreads(int threads) { m_threads = threads; }
     int threads() const { return m_threads; }
 
+    // Where conversations are saved (not owned); null: nothing is saved.
+    void setStore(ConversationStore* store);
+    ConversationStore* store() const { return m_store; }
+    // The store's id of the conversation on screen (given at its first save).
+    QString currentId() const { return m_currentId; }
+
 public Q_SLOTS:
     void loadModel(const QString& path);
     void cancelLoad();
     // Appends a user message and starts the reply; false while a reply is being generated.
     bool sendMessage(const QString& text);
-    // Drops the last reply (if any) and generates a new one for the same conversation.
+    // A new version of the last reply (the old one stays a sibling), or a reply to a last user message.
     bool regenerate();
-    // Replaces user message `index`, drops everything after it and generates a new reply. The
-    // session keeps the cached prefix up to the edit and truncates the rest.
+    // A new version of user message `index` with `text`, and a reply to it; the old version keeps
+    // what followed it. The session keeps the cached prefix up to the edit and truncates the rest.
     bool editAndResend(int index, const QString& text);
+    // A new version of reply `messageIndex` that keeps its first `tokenIndex` tokens, takes
+    // `candidateId` (one of the candidates of token `tokenIndex`) in place of that token and goes on
+    // from there.
+    bool forkFromToken(int messageIndex, int tokenIndex, int candidateId);
+    // Shows version `version` (0-based) of message `index` and what was last active below it.
+    bool selectVersion(int index, int version);
     void stop();
+    // Saves the conversation on screen and starts an empty one.
     void newChat();
+    // Opens a conversation of the store (the one on screen is saved first).
+    bool openConversation(const QString& id, QString* error);
+    // Renames a saved conversation (the one on screen too); an empty title goes back to the first message.
+    bool renameConversation(const QString& id, const QString& title, QString* error);
+    // Deletes a saved conversation (the store can undo it); deleting the one on screen starts a new chat.
+    bool deleteConversation(const QString& id, QString* error);
+    // Writes the conversation now (quit, tests); true when there was nothing to write.
+    bool saveNow(QString* error = nullptr);
     void setSystemPrompt(const QString& prompt);
     // Live: applies to the next token of a running reply.
     void setSamplingParams(const wb::SamplingParams& params);
@@ -57,7 +84,9 @@ public Q_SLOTS:
     // message editIndex when >= 0); promptCounted answers with the returned id. Cheap, but it waits
     // behind a running reply on the worker thread.
     quint64 countPrompt(const QString& draft, int editIndex = -1);
+    // Export: a copy of the conversation on screen in `path`.
     bool saveConversation(const QString& path, QString* error);
+    // Import: opens the file as a new conversation (saved in the store as its own).
     bool loadConversation(const QString& path, QString* error);
 
 Q_SIGNALS:
@@ -89,10 +118,12 @@ Q_SIGNALS:
     // the user's last one) is out of the history again, for the message box; reason has the numbers.
     void messageRefused(const QString& text, const QString& reason);
     void notice(const QString& message);
+    // The conversation on screen became another one of the store (open, new chat, import, delete).
+    void currentConversationChanged(const QString& id);
 
     // To the worker (queued); private use, connected in connectWorker.
     void loadRequested(const QString& path, const QString& backend, int contextSize, int threads);
-    void generateRequested(quint64 requestId, const ChatMessages& messages);
+    void generateRequested(quint64 requestId, const ChatMessages& messages, const QVector<int>& forced);
     void resetRequested();
     void countRequested(quint64 countId, const ChatMessages& messages);
 
@@ -110,13 +141,22 @@ private Q_SLOTS:
 
 private:
     void connectWorker();
-    void startGeneration();
+    // Generates the last message of the active path (an assistant placeholder, which may hold forced
+    // first tokens).
+    void startGeneration(const QVector<int>& forced = {});
+    // Shows `c` as the conversation on screen, with its settings.
+    void adopt(const Conversation& c, const QString& id);
+    void autosave();
+    void scheduleSave() { if (m_store) m_saveTimer.start(); }
     void setGenerating(bool on);
     void setLoading(bool on);
 
     QThread m_thread;
     InferenceWorker* m_worker = nullptr;  // lives on m_thread; deleted after the thread ends
     Conversation m_conversation;
+    ConversationStore* m_store = nullptr;
+    QString m_currentId;
+    QTimer m_saveTimer;  // settings changes are saved after a pause, not on every keystroke
     AttentionStore m_attention;
     ModelSummary m_model;
     QString m_backendName = QStringLiteral("auto");

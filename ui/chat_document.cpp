@@ -32,7 +32,8 @@ void ChatDocument::rebuild(const Conversation& conversation) {
     for (int i = 0; i < conversation.messages.size(); ++i) appendMessage(conversation, i);
 }
 
-void ChatDocument::writeHeader(const ChatEntry& entry) {
+void ChatDocument::writeHeader(const Conversation& conversation, int index) {
+    const ChatEntry& entry = conversation.messages[index];
     QTextCursor c(m_document);
     c.movePosition(QTextCursor::End);
     if (!m_document->isEmpty()) c.insertBlock();
@@ -44,6 +45,22 @@ void ChatDocument::writeHeader(const ChatEntry& entry) {
     const bool user = entry.role == QLatin1String("user");
     hf.setForeground(Theme::color(user ? Theme::Role::UserName : Theme::Role::AssistantName));
     c.insertText(user ? QObject::tr("You") : QObject::tr("Assistant"), hf);
+    if (const int versions = conversation.versionCount(index); versions > 1) {
+        QTextCharFormat sf;
+        sf.setForeground(Theme::color(Theme::Role::AssistantName));
+        const auto link = [&](const QString& text, const QString& step, const QString& tip) {
+            QTextCharFormat af = sf;
+            af.setFontWeight(QFont::Bold);
+            af.setAnchor(true);
+            af.setAnchorHref(QStringLiteral("branch:%1:%2").arg(index).arg(step));
+            af.setToolTip(tip);
+            c.insertText(text, af);
+        };
+        c.insertText(QStringLiteral("   "), QTextCharFormat());
+        link(QStringLiteral("<"), QStringLiteral("prev"), QObject::tr("Previous version"));
+        c.insertText(QStringLiteral(" %1/%2 ").arg(conversation.versionIndex(index) + 1).arg(versions), sf);
+        link(QStringLiteral(">"), QStringLiteral("next"), QObject::tr("Next version"));
+    }
     c.insertBlock();
     c.setBlockFormat(QTextBlockFormat());
     c.setCharFormat(QTextCharFormat());
@@ -72,7 +89,7 @@ void ChatDocument::appendMessage(const Conversation& conversation, int index) {
     QTextCursor c(m_document);
     c.movePosition(QTextCursor::End);
     m_messageStarts.append(m_document->isEmpty() ? 0 : c.position() + 1);
-    writeHeader(entry);
+    writeHeader(conversation, index);
     // What the user typed stays verbatim; replies are Markdown unless shown as raw text.
     if (entry.role == QLatin1String("user")) {
         writePlain(entry.content);

@@ -36,7 +36,9 @@ public:
     static bool parseTokenHref(const QString& href, int* messageIndex, int* tokenIndex);
 
 private:
-    void writeHeader(const ChatEntry& entry);
+    // The role's name and, for a message with several versions, the "< 2/3 >" switcher (anchors
+    // "branch:<message>:prev" / ":next").
+    void writeHeader(const Conversation& conversation, int index);
     void writePlain(const QString& text);
     void writeToken(const ChatEntry& entry, int messageIndex, int tokenIndex);
     void writeRaw(const ChatEntry& entry, int index);

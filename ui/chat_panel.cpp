@@ -156,7 +156,7 @@ void ChatPanel::beginEdit(int index) {
     if (index < 0 || index >= messages.size() || messages[index].role != QLatin1String("user")) return;
     m_editIndex = index;
     m_input->setPlainText(messages[index].content);
-    m_editLabel->setText(tr("Editing message %1: send replaces it and everything after it.").arg(index + 1));
+    m_editLabel->setText(tr("Editing message %1: send makes a new version of it (the old one stays: < > switches).").arg(index + 1));
     m_editLabel->setVisible(true);
     m_counter->setEditIndex(index);
     m_input->setFocus();
@@ -220,6 +220,13 @@ void ChatPanel::handleAnchorClicked(const QUrl& url) {
     // A code block's Copy link: "copy:<message>:<block>".
     if (MarkdownBody::parseCopyHref(url.toString(), &message, &token)) copyCodeBlock(message, token);
     if (ChatDocument::parseTokenHref(url.toString(), &message, &token)) Q_EMIT tokenClicked(message, token);
+    // The version switcher of a message: "branch:<message>:prev" or ":next".
+    const QStringList branch = url.toString().split(QLatin1Char(':'));
+    if (branch.size() == 3 && branch[0] == QLatin1String("branch")) {
+        const int index = branch[1].toInt();
+        const int step = branch[2] == QLatin1String("prev") ? -1 : 1;
+        m_controller->selectVersion(index, m_controller->conversation().versionIndex(index) + step);
+    }
 }
 
 void ChatPanel::handleContextMenu(const QPoint& pos) {

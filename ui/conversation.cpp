@@ -7,11 +7,24 @@
 
 namespace {
 
-constexpr int kFormatVersion = 1;
+// 1: one path of messages. 2: the tree of every version (nodes with their parent and active child),
+// per-token candidates and entropy, title and dates.
+constexpr int kFormatVersion = 2;
+// The longest title made from the first message.
+constexpr int kTitleChars = 60;
 
 QJsonObject tokenToJson(const TokenRecord& t) {
-    return QJsonObject{{QStringLiteral("id"), t.id}, {QStringLiteral("piece"), t.piece}, {QStringLiteral("p"), double(t.p)},
-                       {QStringLiteral("pos"), t.position}};
+    QJsonObject o{{QStringLiteral("id"), t.id}, {QStringLiteral("piece"), t.piece}, {QStringLiteral("p"), double(t.p)},
+                  {QStringLiteral("pos"), t.position}};
+    if (t.entropy > 0) o.insert(QStringLiteral("entropy"), double(t.entropy));
+    if (!t.candidates.empty()) {
+        // [id, piece, p raw, p final] each: the inspector's table, and what a fork from the token picks from.
+        QJsonArray cands;
+        for (const wb::TokenCandidate& c : t.candidates)
+            cands.append(QJsonArray{c.id, QString::fromStdString(c.piece), double(c.p_raw), double(c.p_final)});
+        o.insert(QStringLiteral("candidates"), cands);
+    }
+    return o;
 }
 
 TokenRecord tokenFromJson(const QJsonObject& o) {
@@ -20,15 +33,181 @@ TokenRecord tokenFromJson(const QJsonObject& o) {
     t.piece = o.value(QStringLiteral("piece")).toString();
     t.p = float(o.value(QStringLiteral("p")).toDouble());
     t.position = o.value(QStringLiteral("pos")).toInt(-1);
+    t.entropy = float(o.value(QStringLiteral("entropy")).toDouble());
+    for (const auto& v : o.value(QStringLiteral("candidates")).toArray()) {
+        const QJsonArray a = v.toArray();
+        t.candidates.push_back({int32_t(a.at(0).toInt()), a.at(1).toString().toStdString(), float(a.at(2).toDouble()),
+                                float(a.at(3).toDouble())});
+    }
     return t;
+}
+
+QJsonObject entryToJson(const ChatEntry& m) {
+    QJsonObject o{{QStringLiteral("role"), m.role}, {QStringLiteral("content"), m.content}};
+    if (!m.stopReason.isEmpty()) o.insert(QStringLiteral("stop_reason"), m.stopReason);
+    if (!m.tokens.isEmpty()) {
+        QJsonArray toks;
+        for (const TokenRecord& t : m.tokens) toks.append(tokenToJson(t));
+        o.insert(QStringLiteral("tokens"), toks);
+    }
+    return o;
+}
+
+// A message of a file; false (and the error) for a role the chat does not have.
+bool entryFromJson(const QJsonObject& o, int number, ChatEntry* m, QString* error) {
+    m->role = o.value(QStringLiteral("role")).toString();
+    if (m->role != QLatin1String("user") && m->role != QLatin1String("assistant")) {
+        if (error) *error = QObject::tr("message %1 has the unknown role \"%2\"").arg(number).arg(m->role);
+        return false;
+    }
+    m->content = o.value(QStringLiteral("content")).toString();
+    m->stopReason = o.value(QStringLiteral("stop_reason")).toString();
+    for (const auto& t : o.value(QStringLiteral("tokens")).toArray()) m->tokens.append(tokenFromJson(t.toObject()));
+    return true;
+}
+
+QString isoDate(const QDateTime& d) {
+    return d.isValid() ? d.toUTC().toString(Qt::ISODateWithMs) : QString();
 }
 
 }  // namespace
 
-ChatMessages Conversation::toEngineMessages() const {
+Conversation::Conversation() {
+    m_nodes[kRoot] = Node{};
+}
+
+// --- The tree -------------------------------------------------------------------------------------
+
+int Conversation::addNode(int parent, const ChatEntry& entry) {
+    const int id = m_nextId++;
+    Node n;
+    n.parent = parent;
+    n.entry = entry;
+    m_nodes[id] = n;
+    m_nodes[parent].children.append(id);
+    m_nodes[parent].active = id;
+    return id;
+}
+
+int Conversation::parentOf(int index) const {
+    return index == 0 ? kRoot : m_path[index - 1];
+}
+
+void Conversation::syncPath() {
+    // Messages removed from `messages` directly take their nodes (and what hangs below) with them.
+    while (m_path.size() > messages.size()) {
+        const int node = m_path.takeLast();
+        QVector<int> doomed{node};
+        for (int i = 0; i < doomed.size(); ++i) doomed += m_nodes[doomed[i]].children;
+        Node& parent = m_nodes[m_nodes[node].parent];
+        parent.children.removeAll(node);
+        parent.active = parent.children.isEmpty() ? -1 : parent.children.last();
+        for (int id : doomed) m_nodes.erase(id);
+    }
+    while (m_path.size() < messages.size()) m_path.append(addNode(parentOf(int(m_path.size())), {}));
+}
+
+void Conversation::cutPath(int from) {
+    for (int j = from; j < m_path.size(); ++j) m_nodes[m_path[j]].entry = std::move(messages[j]);
+    messages.resize(from);
+    m_path.resize(from);
+}
+
+void Conversation::extendPath(int node) {
+    while (node >= 0) {
+        Node& n = m_nodes[node];
+        messages.append(std::move(n.entry));
+        n.entry = ChatEntry{};
+        m_path.append(node);
+        node = n.active;
+    }
+}
+
+void Conversation::append(const ChatEntry& entry) {
+    syncPath();
+    messages.append(entry);
+    syncPath();
+}
+
+void Conversation::removeLast() {
+    syncPath();
+    if (messages.isEmpty()) return;
+    const int node = m_path.last();
+    const int parent = m_nodes[node].parent;
+    messages.removeLast();
+    syncPath();  // drops the node
+    if (m_nodes[parent].active >= 0) extendPath(m_nodes[parent].active);
+}
+
+void Conversation::addVersion(int index, const ChatEntry& entry) {
+    syncPath();
+    if (index < 0 || index > messages.size()) return;
+    const int parent = parentOf(index);
+    cutPath(index);
+    m_path.append(addNode(parent, {}));
+    messages.append(entry);
+}
+
+int Conversation::versionCount(int index) const {
+    if (index < 0 || index >= m_path.size()) return 1;
+    return int(m_nodes.at(parentOf(index)).children.size());
+}
+
+int Conversation::versionIndex(int index) const {
+    if (index < 0 || index >= m_path.size()) return 0;
+    return int(m_nodes.at(parentOf(index)).children.indexOf(m_path[index]));
+}
+
+bool Conversation::selectVersion(int index, int version) {
+    syncPath();
+    if (index < 0 || index >= messages.size()) return false;
+    const int parent = parentOf(index);
+    const QVector<int> siblings = m_nodes[parent].children;
+    if (version < 0 || version >= siblings.size()) return false;
+    if (siblings[version] == m_path[index]) return true;
+    cutPath(index);
+    m_nodes[parent].active = siblings[version];
+    extendPath(siblings[version]);
+    return true;
+}
+
+int Conversation::totalMessages() const {
+    return int(m_nodes.size()) - 1 + std::max(0, int(messages.size() - m_path.size()));
+}
+
+void Conversation::clearMessages() {
+    messages.clear();
+    m_path.clear();
+    m_nodes.clear();
+    m_nodes[kRoot] = Node{};
+    m_nextId = 1;
+}
+
+std::map<int, Conversation::Node> Conversation::fullTree() const {
+    Conversation copy = *this;
+    copy.syncPath();
+    copy.cutPath(0);
+    return copy.m_nodes;
+}
+
+// --- Text ----------------------------------------------------------------------------------------
+
+QString Conversation::displayTitle() const {
+    if (!title.trimmed().isEmpty()) return title.trimmed();
+    for (const ChatEntry& m : messages) {
+        if (m.role != QLatin1String("user")) continue;
+        QString line = m.content.trimmed().section(QLatin1Char('\n'), 0, 0).simplified();
+        if (line.size() > kTitleChars) line = line.left(kTitleChars - 1).trimmed() + QStringLiteral("…");
+        if (!line.isEmpty()) return line;
+    }
+    return QObject::tr("New chat");
+}
+
+ChatMessages Conversation::toEngineMessages(int count) const {
     ChatMessages out;
     if (!systemPrompt.isEmpty()) out.push_back({"system", systemPrompt.toStdString()});
-    for (const ChatEntry& m : messages) out.push_back({m.role.toStdString(), m.content.toStdString()});
+    const int n = count < 0 ? int(messages.size()) : std::min(count, int(messages.size()));
+    for (int i = 0; i < n; ++i) out.push_back({messages[i].role.toStdString(), messages[i].content.toStdString()});
     return out;
 }
 
@@ -75,24 +254,41 @@ wb::SamplingParams samplingFromJson(const QJsonObject& o) {
     return p;
 }
 
+// --- JSON ----------------------------------------------------------------------------------------
+
 QJsonObject Conversation::toJson() const {
-    QJsonArray msgs;
-    for (const ChatEntry& m : messages) {
-        QJsonObject o{{QStringLiteral("role"), m.role}, {QStringLiteral("content"), m.content}};
-        if (!m.stopReason.isEmpty()) o.insert(QStringLiteral("stop_reason"), m.stopReason);
-        if (!m.tokens.isEmpty()) {
-            QJsonArray toks;
-            for (const TokenRecord& t : m.tokens) toks.append(tokenToJson(t));
-            o.insert(QStringLiteral("tokens"), toks);
-        }
-        msgs.append(o);
+    // The nodes depth-first, so a parent always comes before its children; indices into that list.
+    const std::map<int, Node> tree = fullTree();
+    QVector<int> order;
+    QVector<int> stack(tree.at(kRoot).children.rbegin(), tree.at(kRoot).children.rend());
+    while (!stack.isEmpty()) {
+        const int id = stack.takeLast();
+        order.append(id);
+        const QVector<int>& children = tree.at(id).children;
+        for (auto it = children.rbegin(); it != children.rend(); ++it) stack.append(*it);
     }
-    return QJsonObject{{QStringLiteral("format"), QStringLiteral("whitebox-conversation")},
-                       {QStringLiteral("version"), kFormatVersion},
-                       {QStringLiteral("model"), modelName},
-                       {QStringLiteral("system_prompt"), systemPrompt},
-                       {QStringLiteral("sampling"), samplingToJson(sampling)},
-                       {QStringLiteral("messages"), msgs}};
+    std::map<int, int> indexOf;
+    for (int i = 0; i < order.size(); ++i) indexOf[order[i]] = i;
+    QJsonArray nodes;
+    for (int id : order) {
+        const Node& n = tree.at(id);
+        QJsonObject o = entryToJson(n.entry);
+        o.insert(QStringLiteral("parent"), n.parent == kRoot ? -1 : indexOf.at(n.parent));
+        if (n.active >= 0) o.insert(QStringLiteral("active"), indexOf.at(n.active));
+        nodes.append(o);
+    }
+    const int rootActive = tree.at(kRoot).active;
+    QJsonObject json{{QStringLiteral("format"), QStringLiteral("whitebox-conversation")},
+                     {QStringLiteral("version"), kFormatVersion},
+                     {QStringLiteral("title"), title},
+                     {QStringLiteral("created"), isoDate(created)},
+                     {QStringLiteral("updated"), isoDate(updated)},
+                     {QStringLiteral("model"), modelName},
+                     {QStringLiteral("system_prompt"), systemPrompt},
+                     {QStringLiteral("sampling"), samplingToJson(sampling)},
+                     {QStringLiteral("nodes"), nodes}};
+    if (rootActive >= 0) json.insert(QStringLiteral("active"), indexOf.at(rootActive));
+    return json;
 }
 
 std::optional<Conversation> Conversation::fromJson(const QJsonObject& json, QString* error) {
@@ -100,28 +296,50 @@ std::optional<Conversation> Conversation::fromJson(const QJsonObject& json, QStr
         if (error) *error = QObject::tr("not a WhiteBox conversation file");
         return std::nullopt;
     }
-    if (json.value(QStringLiteral("version")).toInt() > kFormatVersion) {
-        if (error) *error = QObject::tr("the file was written by a newer WhiteBox (format version %1)")
-                                .arg(json.value(QStringLiteral("version")).toInt());
+    const int version = json.value(QStringLiteral("version")).toInt();
+    if (version > kFormatVersion) {
+        if (error) *error = QObject::tr("the file was written by a newer WhiteBox (format version %1)").arg(version);
         return std::nullopt;
     }
     Conversation c;
     c.modelName = json.value(QStringLiteral("model")).toString();
     c.systemPrompt = json.value(QStringLiteral("system_prompt")).toString();
+    c.title = json.value(QStringLiteral("title")).toString();
+    c.created = QDateTime::fromString(json.value(QStringLiteral("created")).toString(), Qt::ISODateWithMs);
+    c.updated = QDateTime::fromString(json.value(QStringLiteral("updated")).toString(), Qt::ISODateWithMs);
     c.sampling = samplingFromJson(json.value(QStringLiteral("sampling")).toObject());
-    for (const auto& v : json.value(QStringLiteral("messages")).toArray()) {
-        const QJsonObject o = v.toObject();
-        ChatEntry m;
-        m.role = o.value(QStringLiteral("role")).toString();
-        if (m.role != QLatin1String("user") && m.role != QLatin1String("assistant")) {
-            if (error) *error = QObject::tr("message %1 has the unknown role \"%2\"").arg(c.messages.size() + 1).arg(m.role);
+    if (!json.contains(QStringLiteral("nodes"))) {
+        // Version 1: one path.
+        for (const auto& v : json.value(QStringLiteral("messages")).toArray()) {
+            ChatEntry m;
+            if (!entryFromJson(v.toObject(), int(c.messages.size()) + 1, &m, error)) return std::nullopt;
+            c.messages.append(m);
+        }
+        c.syncPath();
+        return c;
+    }
+    const QJsonArray nodes = json.value(QStringLiteral("nodes")).toArray();
+    QVector<int> activeOf(nodes.size() + 1, -1);  // by file index + 1 (0: the root)
+    for (int i = 0; i < nodes.size(); ++i) {
+        const QJsonObject o = nodes[i].toObject();
+        const int parent = o.value(QStringLiteral("parent")).toInt(-2);
+        if (parent < -1 || parent >= i) {
+            if (error) *error = QObject::tr("message %1 names the parent %2, which does not come before it").arg(i + 1).arg(parent);
             return std::nullopt;
         }
-        m.content = o.value(QStringLiteral("content")).toString();
-        m.stopReason = o.value(QStringLiteral("stop_reason")).toString();
-        for (const auto& t : o.value(QStringLiteral("tokens")).toArray()) m.tokens.append(tokenFromJson(t.toObject()));
-        c.messages.append(m);
+        ChatEntry m;
+        if (!entryFromJson(o, i + 1, &m, error)) return std::nullopt;
+        // Node ids are file index + 1, so a parent's id is its index + 1 and the root's is 0.
+        c.addNode(parent + 1, m);
+        activeOf[i + 1] = o.value(QStringLiteral("active")).toInt(-1);
     }
+    activeOf[0] = json.value(QStringLiteral("active")).toInt(-1);
+    // addNode made each node's last child active; the file's choice replaces it when it is a child.
+    for (auto& [id, node] : c.m_nodes) {
+        const int chosen = activeOf[id] + 1;
+        if (activeOf[id] >= 0 && node.children.contains(chosen)) node.active = chosen;
+    }
+    if (c.m_nodes[kRoot].active >= 0) c.extendPath(c.m_nodes[kRoot].active);
     return c;
 }
 
@@ -131,7 +349,8 @@ bool Conversation::save(const QString& path, QString* error) const {
         if (error) *error = file.errorString();
         return false;
     }
-    file.write(QJsonDocument(toJson()).toJson(QJsonDocument::Indented));
+    // Compact: every token carries its candidates, which indentation would double.
+    file.write(QJsonDocument(toJson()).toJson(QJsonDocument::Compact));
     if (!file.commit()) {
         if (error) *error = file.errorString();
         return false;

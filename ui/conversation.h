@@ -1,9 +1,16 @@
 #pragma once
-// The conversation as the GUI keeps it: messages with, for assistant replies, the tokens they were
-// generated from (what the token inspector and the probability colouring show), the system prompt,
-// the sampling settings and the model's name. Saved as JSON, written atomically (QSaveFile).
+// The conversation as the GUI keeps it: a tree of messages (every version that Regenerate, Edit and
+// resend or a fork from a token made is kept as a sibling), of which one path from the first message
+// to a leaf is active. The active path is `messages`, the flat list the chat view, the token
+// inspector and the next prompt read; the methods below change the tree and keep it in step. Assistant
+// replies carry the tokens they were generated from (what the token inspector and the probability
+// colouring show). Also the system prompt, the sampling settings, the model's name and a title.
+// Saved as JSON (format version 2 holds the tree; version 1 files, one path, still load), written
+// atomically (QSaveFile).
+#include <map>
 #include <optional>
 
+#include <QDateTime>
 #include <QJsonObject>
 #include <QString>
 #include <QVector>
@@ -20,7 +27,7 @@ struct TokenRecord {
     float entropy = 0.0f;    // of the raw next-token distribution (nats), when captured
     int position = -1;       // its position in the context (for its attention row)
     std::vector<wb::TokenCandidate> candidates;
-    std::vector<wb::SamplerStageTrace> trace;
+    std::vector<wb::SamplerStageTrace> trace;  // not saved: the inspector shows it for this session's replies
 };
 
 struct ChatEntry {
@@ -33,18 +40,72 @@ struct ChatEntry {
 class Conversation {
 public:
     QString systemPrompt;
-    QVector<ChatEntry> messages;
     QString modelName;
+    QString title;           // the user's name for it; empty: displayTitle() uses the first message
+    QDateTime created;
+    QDateTime updated;
     wb::SamplingParams sampling;
+    // The active path. Appending to it directly is allowed (the tree takes the new messages in at the
+    // next call below); replacing or removing messages goes through the methods.
+    QVector<ChatEntry> messages;
 
-    // The messages for the chat template: the system prompt (when set) then every message.
-    ChatMessages toEngineMessages() const;
+    Conversation();
+
+    // Appends a message to the active path.
+    void append(const ChatEntry& entry);
+    // Removes the last message of the active path (that version only); when it had siblings, the
+    // path continues with the newest of them.
+    void removeLast();
+    // A new version of message `index`: a sibling of it, which becomes the active one; the active path
+    // ends with it (the old version keeps what followed it).
+    void addVersion(int index, const ChatEntry& entry);
+    // Versions of message `index` (1 when it has no siblings) and which of them is active (0-based).
+    int versionCount(int index) const;
+    int versionIndex(int index) const;
+    // Makes version `version` of message `index` active; the path below it is the one last active
+    // there. False when either is out of range.
+    bool selectVersion(int index, int version);
+    // Messages in every branch.
+    int totalMessages() const;
+    bool isEmpty() const { return messages.isEmpty(); }
+    // Forgets every message (the settings stay).
+    void clearMessages();
+
+    // The title, else the first user message's first line (shortened), else "New chat".
+    QString displayTitle() const;
+    // The messages for the chat template: the system prompt (when set) then the first `count` messages
+    // of the active path (-1: all).
+    ChatMessages toEngineMessages(int count = -1) const;
 
     QJsonObject toJson() const;
     static std::optional<Conversation> fromJson(const QJsonObject& json, QString* error);
     // Atomic write: the file is either the old or the new conversation, never half of one.
     bool save(const QString& path, QString* error) const;
     static std::optional<Conversation> load(const QString& path, QString* error);
+
+private:
+    struct Node {
+        int parent = -1;
+        QVector<int> children;  // in the order they were made
+        int active = -1;        // the child on the active path (or last active there)
+        ChatEntry entry;        // empty while the node is on the active path: `messages` holds it
+    };
+    static constexpr int kRoot = 0;
+
+    // Takes messages appended to `messages` directly into the tree.
+    void syncPath();
+    // Moves messages[from...] back into their nodes and shortens the path to `from`.
+    void cutPath(int from);
+    // Appends node and the nodes last active below it to the path.
+    void extendPath(int node);
+    int addNode(int parent, const ChatEntry& entry);
+    int parentOf(int index) const;  // node the path's message `index` hangs from
+    // A copy of the tree with the active path's entries in their nodes (for writing).
+    std::map<int, Node> fullTree() const;
+
+    std::map<int, Node> m_nodes;
+    QVector<int> m_path;  // node of each message in `messages`
+    int m_nextId = 1;
 };
 
 // SamplingParams <-> JSON, shared by conversations and user presets.

@@ -5,6 +5,7 @@
 
 #include "context_budget.h"
 #include "engine/chat_prompt.h"
+#include "util/error.h"
 #include "worker_observer.h"
 
 namespace {
@@ -135,6 +136,10 @@ void InferenceWorker::loadModel(const QString& path, const QString& backend, int
 }
 
 void InferenceWorker::generateChat(quint64 requestId, const ChatMessages& messages) {
+    continueChat(requestId, messages, {});
+}
+
+void InferenceWorker::continueChat(quint64 requestId, const ChatMessages& messages, const QVector<int>& forced) {
     GenerationSummary summary;
     summary.requestId = requestId;
     if (!m_session) {
@@ -145,7 +150,16 @@ void InferenceWorker::generateChat(quint64 requestId, const ChatMessages& messag
     }
     try {
         const wb::Model& m = *m_model;
-        const std::vector<int32_t> ids = wb::build_chat_prompt(m, messages, true).ids;
+        std::vector<int32_t> ids = wb::build_chat_prompt(m, messages, true).ids;
+        // The forced start of the reply, decoded as the stream decodes it.
+        std::string forcedText;
+        wb::StreamDecoder decoder(m.tokenizer());
+        for (int id : forced) {
+            if (id < 0 || id >= m.tokenizer().n_vocab()) throw wb::Error("token id " + std::to_string(id) + " is outside the vocabulary");
+            ids.push_back(id);
+            forcedText += decoder.push(id);
+        }
+        forcedText += decoder.flush();
         // The chat panel's rule (context_budget.h): a prompt that leaves the reply no room is refused
         // before any of it is evaluated, and the controller takes the message back out of the history.
         if (!context_budget::fits(int(ids.size()), m_session->n_ctx())) {
@@ -174,7 +188,7 @@ void InferenceWorker::generateChat(quint64 requestId, const ChatMessages& messag
         WorkerObserver observer(*this, requestId, captureSpec());
         const wb::GenerateResult r = m_session->generate(ids, m_live, &observer);
         observer.flush();
-        summary.text = QString::fromStdString(r.text);
+        summary.text = QString::fromStdString(forcedText + r.text);
         summary.reason = r.reason;
         summary.error = QString::fromStdString(r.error);
         summary.timings = r.timings;

@@ -50,6 +50,10 @@ public Q_SLOTS:
     // Renders the conversation with the model's chat template, tokenises it and generates the reply.
     // The session reuses the cached prefix, so an edited or regenerated turn truncates the cache.
     void generateChat(quint64 requestId, const ChatMessages& messages);
+    // The same, with the reply's first tokens given (a fork from a token of an earlier reply): they
+    // follow the rendered prompt as prompt tokens, the reply is generated after them, and the
+    // summary's text begins with their text. Their events are not sent again (the caller has them).
+    void continueChat(quint64 requestId, const ChatMessages& messages, const QVector<int>& forced);
     // Forgets the conversation (new chat).
     void resetSession();
     // The prompt's length in tokens as generateChat would build it (the message box's counter):

@@ -11,6 +11,7 @@
 #include <QFileInfo>
 #include <QGuiApplication>
 #include <QLabel>
+#include <QLayout>
 #include <QMenuBar>
 #include <QPlainTextEdit>
 #include <QScreen>
@@ -29,6 +30,8 @@
 #include "attention_panel.h"
 #include "chat_controller.h"
 #include "chat_panel.h"
+#include "conversation_list.h"
+#include "conversation_store.h"
 #include "help_dialogs.h"
 #include "kv_cache_panel.h"
 #include "load_options_menu.h"
@@ -64,6 +67,10 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
     setDockOptions(QMainWindow::AnimatedDocks | QMainWindow::AllowTabbedDocks | QMainWindow::AllowNestedDocks);
 
     m_controller = new ChatController(this);
+    // After the controller, so it is destroyed after it: the controller saves when it goes.
+    m_store = new ConversationStore(ConversationStore::defaultDirectory(), this);
+    m_controller->setStore(m_store);
+    m_conversations = new ConversationList(m_controller, m_store, this);
     m_chat = new ChatPanel(m_controller, this);
     setCentralWidget(m_chat);
     m_sampling = new SamplingPanel(this);
@@ -99,6 +106,13 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
     connect(m_attention, &AttentionPanel::captureLayersChanged, this, &MainWindow::updateCaptureSpec);
     connect(m_attention, &AttentionPanel::selectionChanged, m_inspector, &TokenInspector::setAttentionSelection);
     connect(m_chat, &ChatPanel::tokenClicked, this, &MainWindow::inspectToken);
+    connect(m_conversations, &ConversationList::errorOccurred, this, &MainWindow::showError);
+    connect(m_inspector, &TokenInspector::forkRequested, this, [this](int message, int token, int candidate) {
+        if (!m_controller->forkFromToken(message, token, candidate))
+            statusBar()->showMessage(tr("Cannot continue from that token now (a reply is being generated?)"), 8000);
+    });
+    if (!m_store->unreadable().isEmpty())
+        statusBar()->showMessage(tr("Some saved conversations could not be read: %1").arg(m_store->unreadable().join(QStringLiteral("; "))), 15000);
 
     connect(ThemeNotifier::instance(), &ThemeNotifier::themeChanged, this, &MainWindow::updateBackendLabel);
     restoreSettings();
@@ -127,9 +141,10 @@ void MainWindow::createActions() {
     models->setToolTip(tr("The models in the cache; download or fetch one"));
     m_recentMenu = file->addMenu(tr("Recent models"));
     file->addSeparator();
-    QAction* openConv = file->addAction(tr("Open conversation…"), this, &MainWindow::openConversationDialog);
+    // Conversations are saved on their own; these exchange one as a file.
+    QAction* openConv = file->addAction(tr("&Import conversation…"), this, &MainWindow::openConversationDialog);
     openConv->setShortcut(QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_O));
-    QAction* saveConv = file->addAction(tr("&Save conversation…"), this, &MainWindow::saveConversationDialog);
+    QAction* saveConv = file->addAction(tr("&Export conversation…"), this, &MainWindow::saveConversationDialog);
     saveConv->setShortcut(QKeySequence::Save);
     file->addSeparator();
     file->addAction(tr("&Quit"), this, &QWidget::close)->setShortcut(QKeySequence::Quit);
@@ -200,7 +215,7 @@ void MainWindow::createViewMenu() {
     const QList<QPair<QString, QString>> panels = {
         {tr("Sampling"), QStringLiteral("samplingDock")},       {tr("Attention"), QStringLiteral("attentionDock")},
         {tr("Token inspector"), QStringLiteral("tokenInspectorDock")}, {tr("KV cache"), QStringLiteral("kvCacheDock")},
-        {tr("Model info"), QStringLiteral("modelInfoDock")},
+        {tr("Model info"), QStringLiteral("modelInfoDock")},    {tr("Conversations"), QStringLiteral("conversationsDock")},
     };
     for (int i = 0; i < panels.size(); ++i) {
         const QString dockName = panels[i].second;
@@ -260,6 +275,7 @@ QDockWidget* MainWindow::addPanel(QWidget* panel, const QString& title, const QS
 }
 
 void MainWindow::createDocks() {
+    addPanel(m_conversations, tr("Conversations"), QStringLiteral("conversationsDock"), Qt::LeftDockWidgetArea);
     addPanel(m_sampling, tr("Sampling"), QStringLiteral("samplingDock"), Qt::RightDockWidgetArea);
     addPanel(m_attention, tr("Attention"), QStringLiteral("attentionDock"), Qt::LeftDockWidgetArea);
     addPanel(m_inspector, tr("Token inspector"), QStringLiteral("tokenInspectorDock"), Qt::LeftDockWidgetArea);
@@ -275,18 +291,28 @@ void MainWindow::placeDocks() {
     QDockWidget* inspector = dock(QStringLiteral("tokenInspectorDock"));
     QDockWidget* kv = dock(QStringLiteral("kvCacheDock"));
     QDockWidget* info = dock(QStringLiteral("modelInfoDock"));
+    QDockWidget* conversations = dock(QStringLiteral("conversationsDock"));
+    const QSize before = size();
     // The compact layout: the inspector panels are one tab group on the left (one column instead of
     // a stack, so a 720-pixel screen holds the tallest of them), the sampling panel on the right,
-    // the chat between them.
+    // the chat between them, the conversations above the inspector tabs (a column of their own would
+    // not leave a 1280-pixel window room for the chat).
     addDockWidget(Qt::RightDockWidgetArea, sampling);
-    addDockWidget(Qt::LeftDockWidgetArea, attention);
+    addDockWidget(Qt::LeftDockWidgetArea, conversations);
+    splitDockWidget(conversations, attention, Qt::Vertical);
     tabifyDockWidget(attention, inspector);
     tabifyDockWidget(inspector, kv);
     tabifyDockWidget(kv, info);
     for (QDockWidget* d : m_docks) d->show();
     attention->raise();
+    // While the docks move, the layout passes through arrangements taller than the final one, and a
+    // window grows to its minimum size but never shrinks back: the size from before is put back.
+    layout()->activate();
+    resize(before);
     const int w = width();
     resizeDocks({attention, sampling}, {w * 34 / 100, w * 25 / 100}, Qt::Horizontal);
+    // Parts of the window's height that leave the menu, tool and status bars their room.
+    resizeDocks({conversations, attention}, {height() * 22 / 100, height() * 56 / 100}, Qt::Vertical);
 }
 
 void MainWindow::resetLayout() {
@@ -408,16 +434,16 @@ void MainWindow::openModelDialog() {
 }
 
 void MainWindow::openConversationDialog() {
-    const QString path = QFileDialog::getOpenFileName(this, tr("Open conversation"), QString(), tr("WhiteBox conversations (*.json)"));
+    const QString path = QFileDialog::getOpenFileName(this, tr("Import conversation"), QString(), tr("WhiteBox conversations (*.json)"));
     QString error;
-    if (!path.isEmpty() && !m_controller->loadConversation(path, &error)) showError(tr("Cannot open the conversation"), error);
+    if (!path.isEmpty() && !m_controller->loadConversation(path, &error)) showError(tr("Cannot import the conversation"), error);
 }
 
 void MainWindow::saveConversationDialog() {
-    const QString path = QFileDialog::getSaveFileName(this, tr("Save conversation"), QStringLiteral("conversation.json"),
+    const QString path = QFileDialog::getSaveFileName(this, tr("Export conversation"), QStringLiteral("conversation.json"),
                                                       tr("WhiteBox conversations (*.json)"));
     QString error;
-    if (!path.isEmpty() && !m_controller->saveConversation(path, &error)) showError(tr("Cannot save the conversation"), error);
+    if (!path.isEmpty() && !m_controller->saveConversation(path, &error)) showError(tr("Cannot export the conversation"), error);
 }
 
 void MainWindow::showError(const QString& title, const QString& text) {
@@ -434,7 +460,7 @@ void MainWindow::inspectToken(int messageIndex, int tokenIndex) {
     const auto& tokens = messages[messageIndex].tokens;
     if (tokenIndex < 0 || tokenIndex >= tokens.size()) return;
     m_inspector->setAttentionSelection(m_attention->layer(), m_attention->head());
-    m_inspector->setToken(tokens[tokenIndex]);
+    m_inspector->setToken(tokens[tokenIndex], messageIndex, tokenIndex);
     if (QDockWidget* d = dock(QStringLiteral("tokenInspectorDock"))) {
         d->show();
         d->raise();
@@ -442,6 +468,9 @@ void MainWindow::inspectToken(int messageIndex, int tokenIndex) {
 }
 
 void MainWindow::closeEvent(QCloseEvent* event) {
+    // Quitting loses nothing: the conversation (a reply being written too, as far as it got) is saved.
+    QString error;
+    if (!m_controller->saveNow(&error)) statusBar()->showMessage(tr("The conversation could not be saved: %1").arg(error));
     AppSettings::setWindowLayout(layoutKey(), saveGeometry(), saveState());
     QMainWindow::closeEvent(event);
 }

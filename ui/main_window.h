@@ -1,6 +1,7 @@
 #pragma once
-// The main window: the chat in the centre, the Sampling panel beside it and the inspector panels
-// (Attention, Token inspector, KV cache, Model info) tabbed in one dock group, a layout that fits a
+// The main window: the chat in the centre, the Sampling panel beside it, on the left the conversations
+// above the inspector panels (Attention, Token inspector, KV cache, Model info) tabbed in one dock
+// group, a layout that fits a
 // 1280x720 screen; menus and toolbar for the model, its load options, the conversation, the view
 // (panels, theme, reset layout, keyboard focus) and help; a status bar with the backend, speed, time
 // to first token and memory in use. Geometry and dock layout are kept per available screen geometry;
@@ -15,6 +16,8 @@
 class AttentionPanel;
 class ChatController;
 class ChatPanel;
+class ConversationList;
+class ConversationStore;
 class KvCachePanel;
 class LoadOptionsMenu;
 class ModelInfoPanel;
@@ -47,6 +50,8 @@ public:
     KvCachePanel* kvCachePanel() const { return m_kv; }
     TokenInspector* tokenInspector() const { return m_inspector; }
     ModelInfoPanel* modelInfoPanel() const { return m_info; }
+    ConversationList* conversationList() const { return m_conversations; }
+    ConversationStore* conversationStore() const { return m_store; }
     // Created the first time it is opened.
     ModelsDialog* modelsDialog() const { return m_modelsDialog; }
     QDockWidget* dock(const QString& objectName) const;
@@ -72,6 +77,7 @@ public:
 public Q_SLOTS:
     void openModelDialog();
     void openModelsDialog();
+    // Import / Export of one conversation file.
     void openConversationDialog();
     void saveConversationDialog();
     void showError(const QString& title, const QString& text);
@@ -118,6 +124,8 @@ private:
     QDockWidget* addPanel(QWidget* panel, const QString& title, const QString& objectName, Qt::DockWidgetArea area);
 
     ChatController* m_controller;
+    ConversationStore* m_store;
+    ConversationList* m_conversations;
     ChatPanel* m_chat;
     SamplingPanel* m_sampling;
     AttentionPanel* m_attention;

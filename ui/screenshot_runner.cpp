@@ -33,6 +33,12 @@ ScreenshotRunner::ScreenshotRunner(MainWindow* window, const QString& directory,
         }
     });
     connect(c, &ChatController::generationFinished, this, [this] {
+        // Once more, so the reply shows its versions ("< 2/2 >") in the pictures.
+        if (!m_regenerated) {
+            m_regenerated = true;
+            QTimer::singleShot(300, this, [this] { m_window->controller()->regenerate(); });
+            return;
+        }
         const auto& messages = m_window->controller()->conversation().messages;
         if (!messages.isEmpty() && messages.last().tokens.size() > 3) m_window->inspectToken(int(messages.size()) - 1, 3);
         // Let queued replots and the layout settle before grabbing.
@@ -54,6 +60,7 @@ void ScreenshotRunner::grabAll() {
         {QStringLiteral("kvCacheDock"), QStringLiteral("kv-cache.png")},
         {QStringLiteral("tokenInspectorDock"), QStringLiteral("token-inspector.png")},
         {QStringLiteral("modelInfoDock"), QStringLiteral("model-info.png")},
+        {QStringLiteral("conversationsDock"), QStringLiteral("conversations.png")},
     };
     for (const auto& [dockName, file] : docks) {
         QDockWidget* d = m_window->dock(dockName);

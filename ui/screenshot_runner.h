@@ -1,7 +1,8 @@
 #pragma once
 // Takes the screenshots of docs/screenshots/ (whitebox --screenshot DIR): waits for the model, sends
-// a prompt, grabs the window while the reply streams, then, when it has finished, selects a token in
-// the inspector and grabs the window and every panel, then the Models dialog, and quits.
+// a prompt, grabs the window while the reply streams, regenerates it once (two versions of the reply),
+// then, when that has finished, selects a token in the inspector and grabs the window and every panel,
+// then the Models dialog, and quits.
 #include <QObject>
 #include <QString>
 
@@ -22,5 +23,6 @@ private:
     QString m_directory;
     QString m_prompt;
     bool m_grabbedStreaming = false;
+    bool m_regenerated = false;
     bool m_grabbedModels = false;
 };

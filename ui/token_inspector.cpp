@@ -1,7 +1,9 @@
 #include "token_inspector.h"
 
+#include <QHBoxLayout>
 #include <QHeaderView>
 #include <QLabel>
+#include <QPushButton>
 #include <QSplitter>
 #include <QTableWidget>
 #include <QTreeWidget>
@@ -32,6 +34,11 @@ TokenInspector::TokenInspector(AttentionStore* store, QWidget* parent) : QWidget
     m_candidates->verticalHeader()->setVisible(false);
     m_candidates->verticalHeader()->setDefaultSectionSize(fontMetrics().height() + 4);
     m_candidates->setEditTriggers(QAbstractItemView::NoEditTriggers);
+    m_candidates->setSelectionBehavior(QAbstractItemView::SelectRows);
+    m_candidates->setSelectionMode(QAbstractItemView::SingleSelection);
+    m_forkButton = new QPushButton(tr("Continue with this token"), this);
+    m_forkButton->setToolTip(tr("A new version of the reply: the same up to here, then the selected candidate, "
+                                "and the model goes on from it (double-click a candidate does the same)"));
 
     m_trace = new QTreeWidget(this);
     m_trace->setHeaderLabels({tr("sampler stage"), tr("kept"), tr("best after the stage")});
@@ -70,11 +77,18 @@ TokenInspector::TokenInspector(AttentionStore* store, QWidget* parent) : QWidget
     auto* layout = new QVBoxLayout(this);
     layout->setContentsMargins(4, 4, 4, 4);
     layout->addWidget(m_title);
+    auto* forkRow = new QHBoxLayout;
+    forkRow->addStretch(1);
+    forkRow->addWidget(m_forkButton);
+    layout->addLayout(forkRow);
     layout->addWidget(split, 1);
 
     connect(m_store, &AttentionStore::rowsChanged, this, [this](int layer) {
         if (layer == m_layer && m_hasToken) refreshAttention();
     });
+    connect(m_candidates, &QTableWidget::currentCellChanged, this, &TokenInspector::updateForkButton);
+    connect(m_candidates, &QTableWidget::cellDoubleClicked, this, &TokenInspector::forkWithSelected);
+    connect(m_forkButton, &QPushButton::clicked, this, &TokenInspector::forkWithSelected);
     connect(ThemeNotifier::instance(), &ThemeNotifier::themeChanged, this, &TokenInspector::applyTheme);
     applyTheme();
     clear();
@@ -93,17 +107,40 @@ QString TokenInspector::headline() const {
 
 void TokenInspector::clear() {
     m_hasToken = false;
+    m_messageIndex = m_tokenIndex = -1;
     m_title->setText(tr("Click a token of a reply to inspect it."));
     m_candidates->setRowCount(0);
     m_trace->clear();
     m_attentionBars->data()->clear();
     m_attentionNote->setText(QString());
     m_attentionPlot->replot(QCustomPlot::rpQueuedReplot);
+    updateForkButton();
+}
+
+void TokenInspector::setToken(const TokenRecord& token, int messageIndex, int tokenIndex) {
+    setToken(token);
+    m_messageIndex = messageIndex;
+    m_tokenIndex = tokenIndex;
+    updateForkButton();
+}
+
+void TokenInspector::updateForkButton() {
+    const int row = m_candidates->currentRow();
+    const bool other = m_hasToken && row >= 0 && row < int(m_token.candidates.size()) && m_token.candidates[size_t(row)].id != m_token.id;
+    m_forkButton->setEnabled(other && m_messageIndex >= 0);
+}
+
+void TokenInspector::forkWithSelected() {
+    const int row = m_candidates->currentRow();
+    if (!m_hasToken || m_messageIndex < 0 || row < 0 || row >= int(m_token.candidates.size())) return;
+    if (m_token.candidates[size_t(row)].id == m_token.id) return;
+    Q_EMIT forkRequested(m_messageIndex, m_tokenIndex, m_token.candidates[size_t(row)].id);
 }
 
 void TokenInspector::setToken(const TokenRecord& token) {
     m_token = token;
     m_hasToken = true;
+    m_messageIndex = m_tokenIndex = -1;
     QString title = tr("%1 · id %2 · position %3 · p = %4").arg(shown(token.piece)).arg(token.id).arg(token.position).arg(double(token.p), 0, 'f', 4);
     if (token.entropy > 0) title += tr(" · entropy %1 nats").arg(double(token.entropy), 0, 'f', 3);
     m_title->setText(title);

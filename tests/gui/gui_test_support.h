@@ -1,7 +1,8 @@
 #pragma once
-// Shared by the GUI tests: a private QSettings namespace (so tests never read or change the user's
-// settings and start from a clean state) and synthetic engine events.
+// Shared by the GUI tests: a private QSettings namespace and conversations folder (so tests never
+// read or change the user's settings or conversations and start from a clean state) and synthetic engine events.
 #include <QCoreApplication>
+#include <QDir>
 #include <QSettings>
 #include <QStandardPaths>
 #include <QTemporaryDir>
@@ -18,6 +19,8 @@ inline void isolateSettings(const char* testName) {
     QStandardPaths::setTestModeEnabled(true);
     QSettings::setPath(QSettings::NativeFormat, QSettings::UserScope, dir.path());
     QSettings::setPath(QSettings::IniFormat, QSettings::UserScope, dir.path());
+    // The saved conversations too (ConversationStore::defaultDirectory).
+    qputenv("WHITEBOX_DATA_DIR", QDir(dir.path()).filePath(QStringLiteral("data")).toUtf8());
     QCoreApplication::setOrganizationName(QStringLiteral("WhiteBoxTest"));
     QCoreApplication::setApplicationName(QString::fromLatin1(testName));
     QSettings().clear();

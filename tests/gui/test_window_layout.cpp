@@ -36,7 +36,7 @@
 
 namespace {
 
-const QStringList kDocks = {"samplingDock", "attentionDock", "tokenInspectorDock", "kvCacheDock", "modelInfoDock"};
+const QStringList kDocks = {"samplingDock", "attentionDock", "tokenInspectorDock", "kvCacheDock", "modelInfoDock", "conversationsDock"};
 
 QRect rectIn(const QWidget* w, const QWidget* window) {
     return QRect(w->mapTo(window, QPoint(0, 0)), w->size());
@@ -94,7 +94,8 @@ private Q_SLOTS:
         // The shown docks (a tab group's other tabs are kept out of sight, not hidden).
         for (QDockWidget* d : w.docks())
             if (d->isVisible() && !d->visibleRegion().isEmpty()) shown.append({d->objectName(), rectIn(d, &w)});
-        QCOMPARE(shown.size(), 3);
+        // The chat, Sampling, the inspector group's raised tab and the conversations.
+        QCOMPARE(shown.size(), 4);
         for (const QWidget* c : std::initializer_list<const QWidget*>{w.chatPanel()->input(), w.chatPanel()->sendButton(), w.statusBar()})
             shown.append({c->objectName().isEmpty() ? c->metaObject()->className() : c->objectName(), rectIn(c, &w)});
         for (const auto& [name, r] : shown) {
@@ -102,8 +103,8 @@ private Q_SLOTS:
             QVERIFY2(!r.isEmpty(), qPrintable(name));
         }
         // Chat and the visible docks side by side, never on top of each other.
-        for (int i = 0; i < 3; ++i)
-            for (int j = i + 1; j < 3; ++j)
+        for (int i = 0; i < 4; ++i)
+            for (int j = i + 1; j < 4; ++j)
                 QVERIFY2(!shown[i].second.intersects(shown[j].second), qPrintable(shown[i].first + " overlaps " + shown[j].first));
         // The inspector panels are one tab group.
         QCOMPARE(w.tabifiedDockWidgets(w.dock("attentionDock")).size(), 3);
