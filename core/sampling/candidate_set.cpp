@@ -1,4 +1,6 @@
 #include <algorithm>
+#include <cstdio>
+#include <string>
 #include <cmath>
 #include <limits>
 
@@ -81,6 +83,16 @@ void compute_probs(CandidateSet& cands) {
 
 size_t sorted_prefix_reaching(CandidateSet& cands, double mass) {
     return sort_until_mass(cands.data, cands.sorted, mass, candidate_before, [](const Candidate& c) { return c.p; });
+}
+
+}  // namespace wb
+
+namespace wb {
+
+std::string format_number(double value) {
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%.4g", value);
+    return buf;
 }
 
 }  // namespace wb

@@ -3,9 +3,11 @@
 // the chain is itself a sampler. The chain can record what every stage did (the sampler trace the
 // token inspector shows).
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <random>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "sampling/sampling_params.h"
@@ -36,7 +38,26 @@ struct SamplerStageTrace {
     size_t n_before = 0;
     size_t n_after = 0;
     std::vector<Candidate> top_after;   // the best candidates after the stage, p renormalised
+    std::string detail;                 // the stage's parameters and what it did, e.g. "p >= 0.05 x p_max"
 };
+
+// What DRY needs from the model to turn its sequence breakers (strings) into tokens, as llama.cpp
+// does: the text of each token and a tokenizer without BOS or special-token parsing.
+struct SamplerVocab {
+    int32_t n_vocab = 0;
+    std::function<std::string(int32_t)> piece;
+    std::function<std::vector<int32_t>(const std::string&)> tokenize;
+};
+
+// DRY's processed breakers: a head token -> the tokens that must follow it (empty: the head alone
+// breaks). A head may have several tails.
+using DryBreakers = std::unordered_multimap<int32_t, std::vector<int32_t>>;
+DryBreakers process_dry_breakers(const SamplerVocab& vocab, const std::vector<std::string>& breakers);
+
+// Splits a --samplers list ("penalties;dry;top_k", ';' or ',' separated) into canonical names,
+// accepting llama.cpp's aliases; wb::Error naming the first unknown name.
+std::vector<std::string> parse_sampler_sequence(const std::string& list);
+std::string join_sampler_sequence(const std::vector<std::string>& names);
 
 class Sampler {
 public:
@@ -45,16 +66,23 @@ public:
     virtual void apply(CandidateSet& cands) = 0;
     virtual void accept(int32_t /*token*/) {}
     virtual void reset() {}
+    // For the trace: the parameters and what the last apply() did ("" = nothing to add).
+    virtual std::string describe() const { return {}; }
 };
 
 // Penalties need the recent history; the chain hands it over by accept(), so a chain must see every
 // token of the context (prompt and generated) to penalise as llama.cpp does.
 class SamplerChain : public Sampler {
 public:
-    // Builds penalties -> top_k -> typical_p -> top_p -> min_p -> temperature -> draw (or greedy),
-    // as llama.cpp's default chain, from params. seed kRandomSeed picks a random seed.
+    // Builds logit bias -> params.samplers in order -> draw, as llama.cpp's common sampler does; the
+    // default sequence is penalties -> dry -> top_n_sigma -> top_k -> typical_p -> top_p -> min_p ->
+    // xtc -> temperature. New stages that are off are left out of the chain (and the trace); the
+    // original six always appear. Greedy (temperature <= 0) keeps only the logit-changing stages
+    // (logit bias, penalties, dry) before the argmax; mirostat replaces the sequence with
+    // temperature -> mirostat (llama.cpp: no penalties, top-k, ...). seed kRandomSeed picks a
+    // random seed. vocab is needed only for DRY's sequence breakers (wb::Error without it).
     // Throws wb::Error naming the parameter when a value is not usable (see set_params).
-    explicit SamplerChain(const SamplingParams& params);
+    explicit SamplerChain(const SamplingParams& params, std::shared_ptr<const SamplerVocab> vocab = nullptr);
     ~SamplerChain() override;
     // The stages refer to the chain's history and random stream, so a chain stays where it was built.
     SamplerChain(const SamplerChain&) = delete;
@@ -62,19 +90,22 @@ public:
 
     const char* name() const override { return "chain"; }
     void apply(CandidateSet& cands) override;
-    // Appends to the history the penalties look at; sample() does not do it by itself.
+    // Appends to the history the penalties and DRY look at; sample() does not do it by itself.
     void accept(int32_t token) override;
-    // Starts a new generation: clears the history and restarts the random stream (a fixed seed
-    // replays the same stream; kRandomSeed picks a new seed).
+    // Starts a new generation: clears the history, resets mirostat's mu to 2 * tau and restarts the
+    // random stream (a fixed seed replays the same stream; kRandomSeed picks a new seed).
     void reset() override;
 
-    // Live update between tokens: thresholds change at once; history and the random stream are kept
-    // (the random stream restarts only if the seed itself changed).
+    // Live update between tokens: thresholds change at once; history, the random stream and
+    // mirostat's mu are kept (the stream restarts only if the seed changed, mu only if the mirostat
+    // version or tau changed).
     // Rules: NaN or infinite floats, repeat_penalty <= 0 and repeat_last_n < -1 throw wb::Error
     // naming the parameter (the chain keeps its previous settings). Out-of-range values that have an
     // obvious meaning are taken as such: temperature < 0 is greedy; top_k <= 0 is off; top_p and
     // typical_p >= 1 are off and <= 0 keep only the most likely token; min_p <= 0 is off and > 1 acts
-    // as 1 (only the tokens tied with the best survive).
+    // as 1 (only the tokens tied with the best survive). New stages: mirostat not 0/1/2, a negative
+    // dry_allowed_length, dry_penalty_last_n < -1, a NaN or +inf logit bias, a negative bias token
+    // or an unknown sampler name throw likewise.
     void set_params(const SamplingParams& params);
     const SamplingParams& params() const { return params_; }
 
@@ -117,6 +148,13 @@ public:
 private:
     void rebuild();
     void reseed();
+    void add_sequence_stage(const std::string& name);
+
+    std::shared_ptr<const SamplerVocab> vocab_;
+    DryBreakers dry_breakers_;
+    std::vector<std::string> dry_breakers_for_;  // the strings dry_breakers_ was built from
+    bool dry_breakers_built_ = false;
+    float mirostat_mu_ = 0.0f;  // mirostat's running threshold; kept across tokens
 
     SamplingParams params_;
     uint64_t seed_in_use_ = 0;

@@ -15,6 +15,45 @@ static void require_finite(float value, const char* name) {
     }
 }
 
+static void validate_new_stages(const SamplingParams& p) {
+    require_finite(p.xtc_probability, "xtc_probability");
+    require_finite(p.xtc_threshold, "xtc_threshold");
+    require_finite(p.top_n_sigma, "top_n_sigma");
+    require_finite(p.mirostat_tau, "mirostat_tau");
+    require_finite(p.mirostat_eta, "mirostat_eta");
+    require_finite(p.dry_multiplier, "dry_multiplier");
+    require_finite(p.dry_base, "dry_base");
+    if (p.mirostat < 0 || p.mirostat > 2) {
+        throw Error("sampling parameter mirostat is " + std::to_string(p.mirostat) +
+                    "; it must be 0 (off), 1 (Mirostat) or 2 (Mirostat 2.0)");
+    }
+    if (p.dry_allowed_length < 0) {
+        throw Error("sampling parameter dry_allowed_length is " + std::to_string(p.dry_allowed_length) +
+                    "; it must be >= 0");
+    }
+    if (p.dry_penalty_last_n < -1) {
+        throw Error("sampling parameter dry_penalty_last_n is " + std::to_string(p.dry_penalty_last_n) +
+                    "; it must be -1 (all history), 0 (off) or a positive window");
+    }
+    for (const LogitBias& b : p.logit_bias) {
+        if (b.token < 0) {
+            throw Error("sampling parameter logit_bias names token " + std::to_string(b.token) +
+                        "; token ids are >= 0");
+        }
+        // -inf bans a token; +inf or NaN would leave no valid distribution.
+        if (std::isnan(b.bias) || b.bias == std::numeric_limits<float>::infinity()) {
+            throw Error("sampling parameter logit_bias for token " + std::to_string(b.token) + " is " +
+                        std::to_string(b.bias) + "; it must be a number or -inf");
+        }
+    }
+    // Stored names must be canonical; parse_sampler_sequence names the offender otherwise.
+    const auto canonical = parse_sampler_sequence(join_sampler_sequence(p.samplers));
+    if (canonical != p.samplers) {
+        throw Error("sampling parameter samplers is '" + join_sampler_sequence(p.samplers) +
+                    "'; use the canonical names (" + join_sampler_sequence(canonical) + ")");
+    }
+}
+
 // Only values without a sensible reading are rejected; the others are interpreted as documented
 // at SamplerChain::set_params.
 static void validate(const SamplingParams& p) {
@@ -33,7 +72,14 @@ static void validate(const SamplingParams& p) {
         throw Error("sampling parameter repeat_last_n is " + std::to_string(p.repeat_last_n) +
                     "; it must be -1 (all history), 0 (off) or a positive window");
     }
+    validate_new_stages(p);
 }
+
+static bool dry_on(const SamplingParams& p) {
+    return p.dry_multiplier != 0.0f && p.dry_base >= 1.0f && p.dry_penalty_last_n != 0;
+}
+static bool xtc_on(const SamplingParams& p) { return p.xtc_probability > 0.0f && p.xtc_threshold <= 0.5f; }
+static bool top_n_sigma_on(const SamplingParams& p) { return p.top_n_sigma > 0.0f; }
 
 // The k most likely candidates with p renormalised over all survivors, without touching the set:
 // tracing must not change what is sampled.
@@ -63,8 +109,17 @@ static std::vector<Candidate> top_candidates(const CandidateSet& cands, size_t k
     return top;
 }
 
-SamplerChain::SamplerChain(const SamplingParams& params) : params_(params) {
+static void check_dry_vocab(const SamplingParams& p, const SamplerVocab* vocab) {
+    if (dry_on(p) && !p.dry_sequence_breakers.empty() && (vocab == nullptr || !vocab->piece || !vocab->tokenize)) {
+        throw Error("DRY's sequence breakers need the model's vocabulary (none was given to the sampler)");
+    }
+}
+
+SamplerChain::SamplerChain(const SamplingParams& params, std::shared_ptr<const SamplerVocab> vocab)
+    : vocab_(std::move(vocab)), params_(params) {
     validate(params_);
+    check_dry_vocab(params_, vocab_.get());
+    mirostat_mu_ = 2.0f * params_.mirostat_tau;
     reseed();
     rebuild();
 }
@@ -84,12 +139,17 @@ void SamplerChain::accept(int32_t token) {
 
 void SamplerChain::reset() {
     history_.clear();
+    mirostat_mu_ = 2.0f * params_.mirostat_tau;
     reseed();
 }
 
 void SamplerChain::set_params(const SamplingParams& params) {
     validate(params);
+    check_dry_vocab(params, vocab_.get());
     const bool seed_changed = params.seed != params_.seed;
+    if (params.mirostat != params_.mirostat || params.mirostat_tau != params_.mirostat_tau) {
+        mirostat_mu_ = 2.0f * params.mirostat_tau;
+    }
     params_ = params;
     if (seed_changed) {
         reseed();
@@ -114,10 +174,26 @@ int32_t SamplerChain::sample(const float* logits, int32_t n_vocab, std::vector<S
             stage->apply(scratch_);
             entry.n_after = scratch_.data.size();
             entry.top_after = top_candidates(scratch_, trace_top);
+            entry.detail = stage->describe();
             trace->push_back(std::move(entry));
         }
     }
     return scratch_.data[static_cast<size_t>(scratch_.selected)].id;
+}
+
+// Whether every stage the sequence runs before its first top_k leaves the top-k survivors and their
+// order as they are on the whole row (lowering penalties and DRY are counted by the caller).
+static bool prefix_keeps_top_k(const SamplingParams& p) {
+    for (const std::string& name : p.samplers) {
+        if (name == "top_k") return true;
+        const bool harmless = name == "penalties" || name == "temperature" ||
+                              (name == "dry" && (!dry_on(p) || p.dry_multiplier > 0.0f)) ||
+                              (name == "top_n_sigma" && !top_n_sigma_on(p)) || (name == "xtc" && !xtc_on(p)) ||
+                              (name == "typ_p" && p.typical_p >= 1.0f) || (name == "top_p" && p.top_p >= 1.0f) ||
+                              (name == "min_p" && p.min_p <= 0.0f);
+        if (!harmless) return false;
+    }
+    return false;  // no top_k stage
 }
 
 int32_t SamplerChain::top_needed(int32_t n_vocab, int32_t n_lowered, bool vocab_p) const {
@@ -129,11 +205,21 @@ int32_t SamplerChain::top_needed(int32_t n_vocab, int32_t n_lowered, bool vocab_
         }
         need = 1;
     } else {
-        if (p.top_k <= 0) {
+        // Mirostat 1.0 fits the whole distribution; 2.0 has no fixed size.
+        if (p.top_k <= 0 || p.mirostat != 0 || !prefix_keeps_top_k(p)) {
             return 0;
         }
         need = p.top_k;
     }
+    for (const LogitBias& b : p.logit_bias) {
+        if (b.bias > 0.0f) {
+            return 0;  // a favoured token can come from anywhere
+        }
+        ++need;  // a lowered one may drop out of the best
+    }
+    const auto window = [&](int32_t last_n) {
+        return last_n < 0 ? int64_t(history_.size()) : std::min<int64_t>(int64_t(history_.size()), last_n);
+    };
     const bool penalties_on = p.repeat_last_n != 0 && !history_.empty() &&
                               (p.repeat_penalty != 1.0f || p.frequency_penalty != 0.0f || p.presence_penalty != 0.0f);
     if (penalties_on) {
@@ -142,8 +228,13 @@ int32_t SamplerChain::top_needed(int32_t n_vocab, int32_t n_lowered, bool vocab_
             return 0;
         }
         // Each position of the window is at most one lowered token (PenaltiesSampler's window).
-        need += p.repeat_last_n < 0 ? int64_t(history_.size())
-                                    : std::min<int64_t>(int64_t(history_.size()), p.repeat_last_n);
+        need += window(p.repeat_last_n);
+    }
+    if (dry_on(p) && !history_.empty()) {
+        if (p.dry_multiplier < 0.0f) {
+            return 0;
+        }
+        need += window(p.dry_penalty_last_n);  // each lowered token follows a position of the window
     }
     need += std::max(n_lowered, 0);
     return need > kMaxTopNeeded || need >= n_vocab ? 0 : static_cast<int32_t>(need);
@@ -167,21 +258,68 @@ int32_t SamplerChain::sample_top(const int32_t* ids, const float* logits, int32_
     return set.data[static_cast<size_t>(set.selected)].id;
 }
 
+void SamplerChain::add_sequence_stage(const std::string& name) {
+    const SamplingParams& p = params_;
+    // The six original stages are always in the chain (and the trace), on or off; the newer ones
+    // only when on, so that a default chain is what it was before they existed.
+    if (name == "penalties") {
+        stages_.push_back(std::make_unique<PenaltiesSampler>(history_, p.repeat_last_n, p.repeat_penalty,
+                                                             p.frequency_penalty, p.presence_penalty));
+    } else if (name == "dry") {
+        if (dry_on(p))
+            stages_.push_back(std::make_unique<DrySampler>(history_, dry_breakers_, p.dry_multiplier, p.dry_base,
+                                                           p.dry_allowed_length, p.dry_penalty_last_n));
+    } else if (name == "top_n_sigma") {
+        if (top_n_sigma_on(p)) stages_.push_back(std::make_unique<TopNSigmaSampler>(p.top_n_sigma));
+    } else if (name == "top_k") {
+        stages_.push_back(std::make_unique<TopKSampler>(p.top_k));
+    } else if (name == "typ_p") {
+        stages_.push_back(std::make_unique<TypicalSampler>(p.typical_p));
+    } else if (name == "top_p") {
+        stages_.push_back(std::make_unique<TopPSampler>(p.top_p));
+    } else if (name == "min_p") {
+        stages_.push_back(std::make_unique<MinPSampler>(p.min_p));
+    } else if (name == "xtc") {
+        if (xtc_on(p)) stages_.push_back(std::make_unique<XtcSampler>(p.xtc_probability, p.xtc_threshold, rng_));
+    } else if (name == "temperature") {
+        stages_.push_back(std::make_unique<TemperatureSampler>(p.temperature));
+    }
+}
+
 void SamplerChain::rebuild() {
-    // Stages are stateless apart from references to history_ and rng_, so rebuilding them on every
-    // parameter change keeps both.
+    // Stages are stateless apart from references to the chain's history_, rng_, mirostat_mu_ and
+    // dry_breakers_, so rebuilding them on every parameter change keeps all four.
     stages_.clear();
-    stages_.push_back(std::make_unique<PenaltiesSampler>(history_, params_.repeat_last_n, params_.repeat_penalty,
-                                                         params_.frequency_penalty, params_.presence_penalty));
-    if (params_.is_greedy()) {
+    const SamplingParams& p = params_;
+    if (dry_on(p) && (!dry_breakers_built_ || dry_breakers_for_ != p.dry_sequence_breakers)) {
+        // One pass over the vocabulary; redone only when the breakers change.
+        dry_breakers_ = p.dry_sequence_breakers.empty() ? DryBreakers{} : process_dry_breakers(*vocab_, p.dry_sequence_breakers);
+        dry_breakers_for_ = p.dry_sequence_breakers;
+        dry_breakers_built_ = true;
+    }
+    if (!p.logit_bias.empty()) {
+        stages_.push_back(std::make_unique<LogitBiasSampler>(p.logit_bias));
+    }
+    if (p.is_greedy()) {
+        // Filters keep the best token, so only the stages that change logits matter to the argmax.
+        for (const std::string& name : p.samplers) {
+            if (name == "penalties" || name == "dry") add_sequence_stage(name);
+        }
         stages_.push_back(std::make_unique<GreedySampler>());
         return;
     }
-    stages_.push_back(std::make_unique<TopKSampler>(params_.top_k));
-    stages_.push_back(std::make_unique<TypicalSampler>(params_.typical_p));
-    stages_.push_back(std::make_unique<TopPSampler>(params_.top_p));
-    stages_.push_back(std::make_unique<MinPSampler>(params_.min_p));
-    stages_.push_back(std::make_unique<TemperatureSampler>(params_.temperature));
+    if (p.mirostat != 0) {
+        stages_.push_back(std::make_unique<TemperatureSampler>(p.temperature));
+        if (p.mirostat == 1) {
+            stages_.push_back(std::make_unique<MirostatSampler>(p.mirostat_tau, p.mirostat_eta, 100, mirostat_mu_, rng_));
+        } else {
+            stages_.push_back(std::make_unique<MirostatV2Sampler>(p.mirostat_tau, p.mirostat_eta, mirostat_mu_, rng_));
+        }
+        return;
+    }
+    for (const std::string& name : p.samplers) {
+        add_sequence_stage(name);
+    }
     stages_.push_back(std::make_unique<DistSampler>(rng_));
 }
 

@@ -7,11 +7,16 @@
 #include <algorithm>
 #include <cstdint>
 #include <random>
+#include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "sampling/sampler.h"
 
 namespace wb {
+
+// A parameter for the trace's detail text: shortest form ("0.05", "40", "-inf").
+std::string format_number(double value);
 
 // Total order used by every sort: logit descending, then id ascending. Inline: sorts of the whole
 // vocabulary call it millions of times.
@@ -69,6 +74,11 @@ public:
                      float presence);
     const char* name() const override { return "penalties"; }
     void apply(CandidateSet& cands) override;
+    std::string describe() const override {
+        return "repeat " + format_number(repeat_) + ", frequency " + format_number(frequency_) + ", presence " +
+               format_number(presence_) + " over the last " + (last_n_ < 0 ? std::string("all") : format_number(last_n_)) +
+               " tokens";
+    }
 
 private:
     const std::vector<int32_t>& history_;
@@ -84,6 +94,7 @@ public:
     explicit TopKSampler(int32_t k) : k_(k) {}
     const char* name() const override { return "top_k"; }
     void apply(CandidateSet& cands) override;
+    std::string describe() const override { return "k = " + format_number(k_) + (k_ <= 0 ? " (off)" : ""); }
 
 private:
     int32_t k_;
@@ -96,6 +107,7 @@ public:
     explicit TypicalSampler(float typical_p) : p_(typical_p) {}
     const char* name() const override { return "typical_p"; }
     void apply(CandidateSet& cands) override;
+    std::string describe() const override { return "mass " + format_number(p_) + (p_ >= 1.0f ? " (off)" : ""); }
 
 private:
     float p_;
@@ -107,6 +119,7 @@ public:
     explicit TopPSampler(float top_p) : p_(top_p) {}
     const char* name() const override { return "top_p"; }
     void apply(CandidateSet& cands) override;
+    std::string describe() const override { return "cumulative p >= " + format_number(p_) + (p_ >= 1.0f ? " (off)" : ""); }
 
 private:
     float p_;
@@ -118,6 +131,7 @@ public:
     explicit MinPSampler(float min_p) : p_(min_p) {}
     const char* name() const override { return "min_p"; }
     void apply(CandidateSet& cands) override;
+    std::string describe() const override { return "p >= " + format_number(p_) + " x p_max" + (p_ <= 0.0f ? " (off)" : ""); }
 
 private:
     float p_;
@@ -129,9 +143,130 @@ public:
     explicit TemperatureSampler(float temperature) : t_(temperature) {}
     const char* name() const override { return "temperature"; }
     void apply(CandidateSet& cands) override;
+    std::string describe() const override { return "logit / " + format_number(t_); }
 
 private:
     float t_;
+};
+
+// logit += bias for each listed token (llama.cpp's logit_bias); ids outside the set are ignored.
+class LogitBiasSampler : public Sampler {
+public:
+    explicit LogitBiasSampler(std::vector<LogitBias> biases) : biases_(std::move(biases)) {}
+    const char* name() const override { return "logit_bias"; }
+    void apply(CandidateSet& cands) override;
+    std::string describe() const override;
+
+private:
+    std::vector<LogitBias> biases_;
+    size_t n_found_ = 0;
+};
+
+// XTC ("exclude top choices"): with chance probability, removes every token with p >= threshold
+// except the least likely of them (so one "top choice" remains). Off when probability <= 0 or
+// threshold > 0.5. Draws its chance from the chain's random stream.
+class XtcSampler : public Sampler {
+public:
+    XtcSampler(float probability, float threshold, std::mt19937_64& rng)
+        : probability_(probability), threshold_(threshold), rng_(rng) {}
+    const char* name() const override { return "xtc"; }
+    void apply(CandidateSet& cands) override;
+    std::string describe() const override;
+
+private:
+    float probability_;
+    float threshold_;
+    std::mt19937_64& rng_;
+    double last_chance_ = -1.0;  // the last draw (< 0: not drawn)
+    size_t removed_ = 0;
+};
+
+// Top-nσ: keeps the tokens whose logit >= max - n * stddev, the mean and stddev taken over the
+// finite logits of the set. n <= 0 keeps all.
+class TopNSigmaSampler : public Sampler {
+public:
+    explicit TopNSigmaSampler(float n) : n_(n) {}
+    const char* name() const override { return "top_n_sigma"; }
+    void apply(CandidateSet& cands) override;
+    std::string describe() const override;
+
+private:
+    float n_;
+    float cutoff_ = 0.0f;
+};
+
+// Mirostat 1.0: estimates the Zipf exponent s from the best m tokens, keeps the k tokens that make
+// the expected surprise mu, draws, and moves mu by eta * (tau - observed surprise). mu belongs to
+// the chain, which keeps it across tokens. Selects the token itself.
+class MirostatSampler : public Sampler {
+public:
+    MirostatSampler(float tau, float eta, int32_t m, float& mu, std::mt19937_64& rng)
+        : tau_(tau), eta_(eta), m_(m), mu_(mu), rng_(rng) {}
+    const char* name() const override { return "mirostat"; }
+    void apply(CandidateSet& cands) override;
+    std::string describe() const override;
+    // The deterministic half of apply() (no draw, mu unchanged): softmax, keep k, renormalise.
+    // n_vocab is the vocabulary size in the formula for k. Returns k.
+    int32_t truncate(CandidateSet& cands, int32_t n_vocab) const;
+
+private:
+    float tau_, eta_;
+    int32_t m_;
+    float& mu_;
+    std::mt19937_64& rng_;
+    float mu_before_ = 0.0f;
+    int32_t k_ = 0;
+};
+
+// Mirostat 2.0: keeps the likely tokens whose surprise -log2 p <= mu (at least one), renormalises,
+// draws, and moves mu by eta * (tau - observed surprise). Selects the token itself.
+class MirostatV2Sampler : public Sampler {
+public:
+    MirostatV2Sampler(float tau, float eta, float& mu, std::mt19937_64& rng)
+        : tau_(tau), eta_(eta), mu_(mu), rng_(rng) {}
+    const char* name() const override { return "mirostat_v2"; }
+    void apply(CandidateSet& cands) override;
+    std::string describe() const override;
+    void truncate(CandidateSet& cands) const;  // the deterministic half, as MirostatSampler's
+
+private:
+    float tau_, eta_;
+    float& mu_;
+    std::mt19937_64& rng_;
+    float mu_before_ = 0.0f;
+};
+
+// Mirostat's update: mu -= eta * (-log2 p_selected - tau).
+float mirostat_next_mu(float mu, float eta, float tau, float p_selected);
+
+// Draws a token from the candidates' p (valid, set sorted) with one 53-bit draw of rng; returns its
+// index. Shared by DistSampler and the mirostat stages.
+size_t draw_index(CandidateSet& cands, std::mt19937_64& rng);
+
+// DRY ("don't repeat yourself", llama.cpp / KoboldCpp semantics): a token that would extend a
+// sequence already repeated in the last last_n tokens of history, longer than allowed_length, gets
+// logit -= multiplier * base^(length - allowed_length). Breakers end the sequence a repeat can span.
+// last_n -1 = the whole history. history and breakers belong to the chain.
+class DrySampler : public Sampler {
+public:
+    DrySampler(const std::vector<int32_t>& history, const DryBreakers& breakers, float multiplier, float base,
+               int32_t allowed_length, int32_t last_n)
+        : history_(history), breakers_(breakers), multiplier_(multiplier), base_(base),
+          allowed_length_(allowed_length), last_n_(last_n) {}
+    const char* name() const override { return "dry"; }
+    void apply(CandidateSet& cands) override;
+    std::string describe() const override;
+
+private:
+    // token -> the longest repeat it would extend (only repeats >= allowed_length).
+    std::unordered_map<int32_t, int32_t> extending_tokens() const;
+
+    const std::vector<int32_t>& history_;
+    const DryBreakers& breakers_;
+    float multiplier_, base_;
+    int32_t allowed_length_, last_n_;
+    size_t n_penalised_ = 0;
+    int32_t longest_ = 0;
 };
 
 // Draws one token from softmax(logit) with the chain's random stream; sets selected.

@@ -7,6 +7,16 @@
 
 namespace wb {
 
+// One --logit-bias entry: logit += bias for the token (-inf bans it).
+struct LogitBias {
+    int32_t token;
+    float bias;
+};
+
+// llama.cpp's --samplers names of the stages the chain runs in order (aliases such as "top-k",
+// "typical", "temp" are accepted by parse_sampler_sequence and stored in this canonical form).
+std::vector<std::string> default_sampler_sequence();
+
 struct SamplingParams {
     float temperature = 0.8f;        // <= 0 means greedy (argmax)
     int32_t top_k = 40;              // keep the k most likely; <= 0 disables
@@ -21,6 +31,21 @@ struct SamplingParams {
     int32_t max_tokens = 256;        // generated tokens per reply
     std::vector<std::string> stop;   // stop strings (generation ends before them)
     bool ignore_eos = false;         // end-of-generation tokens get probability 0 (benchmarks, long runs)
+
+    // The samplers below follow llama.cpp (same names, defaults and arithmetic) so settings carry over.
+    std::vector<std::string> samplers = default_sampler_sequence();  // order of the filtering stages
+    std::vector<LogitBias> logit_bias;  // applied first, before the sequence
+    float xtc_probability = 0.0f;    // XTC: chance per token of removing the top choices; 0 = off
+    float xtc_threshold = 0.1f;      // XTC: tokens with p >= threshold are "top choices"; > 0.5 = off
+    float top_n_sigma = -1.0f;       // keep logits >= max - n * stddev; <= 0 = off
+    int32_t mirostat = 0;            // 0 = off, 1 = Mirostat, 2 = Mirostat 2.0 (replace the sequence)
+    float mirostat_tau = 5.0f;       // target surprise (bits)
+    float mirostat_eta = 0.1f;       // learning rate
+    float dry_multiplier = 0.0f;     // DRY: penalty = multiplier * base^(repeat - allowed); 0 = off
+    float dry_base = 1.75f;
+    int32_t dry_allowed_length = 2;  // repeats up to this length are not penalised
+    int32_t dry_penalty_last_n = 64;  // tokens DRY scans; 0 = off, -1 = the whole context
+    std::vector<std::string> dry_sequence_breakers = {"\n", ":", "\"", "*"};  // restart the repeat count
 
     static constexpr uint64_t kRandomSeed = 0xFFFFFFFFu;
     bool is_greedy() const { return temperature <= 0.0f; }
