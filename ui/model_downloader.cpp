@@ -36,9 +36,15 @@ QString printable(const QByteArray& bytes) {
 }  // namespace
 
 ModelDownloader::ModelDownloader(QObject* parent)
-    : QObject(parent), m_network(new QNetworkAccessManager(this)), m_freeSpace(&ModelDownloader::systemFreeSpace) {}
+    : QObject(parent), m_network(new QNetworkAccessManager(this)), m_freeSpace(&ModelDownloader::systemFreeSpace),
+      m_remove(&ModelDownloader::systemRemove) {}
 
 ModelDownloader::~ModelDownloader() { stopTransfer(); }
+
+QString ModelDownloader::systemRemove(const QString& path) {
+    QFile f(path);
+    return f.remove() ? QString() : f.errorString();
+}
 
 qint64 ModelDownloader::systemFreeSpace(const QString& directory) {
     const QStorageInfo info(directory);
@@ -297,8 +303,7 @@ void ModelDownloader::complete() {
                     PartFile::Remove);
     const QString sha = QString::fromLatin1(m_hash.result().toHex());
     if (!m_expected.isEmpty() && sha != m_expected)
-        return fail(tr("The SHA-256 of %1 does not match: expected %2, got %3. The downloaded file was removed.").arg(name, m_expected, sha),
-                    PartFile::Remove);
+        return fail(tr("The SHA-256 of %1 does not match: expected %2, got %3.").arg(name, m_expected, sha), PartFile::Remove);
     // QFile::rename never replaces an existing file: a file of that name that appeared meanwhile stays.
     if (QFileInfo::exists(m_destination))
         return fail(tr("%1 appeared while downloading and is not overwritten; the download is kept as %2.").arg(m_destination, partFile()),
@@ -330,10 +335,17 @@ void ModelDownloader::fail(const QString& error, PartFile part) {
     stopTransfer();
     ++m_job;
     m_phase = Phase::Idle;
-    // An empty .part holds nothing worth resuming.
-    if (!m_destination.isEmpty() && QFileInfo::exists(partFile()) && (part == PartFile::Remove || QFileInfo(partFile()).size() == 0))
-        QFile::remove(partFile());
-    Q_EMIT failed(error);
+    // An empty .part holds nothing worth resuming. A file that should go but stays is said: the user
+    // was promised that a download that failed its checks is not kept.
+    QString text = error;
+    if (!m_destination.isEmpty() && QFileInfo::exists(partFile()) && (part == PartFile::Remove || QFileInfo(partFile()).size() == 0)) {
+        const QString removeError = m_remove(partFile());
+        if (!removeError.isEmpty())
+            text += QLatin1Char(' ') + tr("The downloaded file %1 could not be deleted (%2): delete it by hand.").arg(partFile(), removeError);
+        else if (part == PartFile::Remove)
+            text += QLatin1Char(' ') + tr("The downloaded file was removed.");
+    }
+    Q_EMIT failed(text);
 }
 
 void ModelDownloader::stopTransfer() {

@@ -25,6 +25,8 @@ class ModelDownloader : public QObject {
 public:
     // Bytes available to this user in `directory`; negative when unknown (the check is skipped).
     using FreeSpaceFunction = std::function<qint64(const QString& directory)>;
+    // Deletes `path`; returns why it could not (empty: it is gone). Tests replace it to make it fail.
+    using RemoveFunction = std::function<QString(const QString& path)>;
 
     explicit ModelDownloader(QObject* parent = nullptr);
     // Aborts a running download; its .part stays for a later resume.
@@ -32,6 +34,8 @@ public:
 
     void setFreeSpaceFunction(FreeSpaceFunction f) { m_freeSpace = std::move(f); }
     static qint64 systemFreeSpace(const QString& directory);
+    void setRemoveFunction(RemoveFunction f) { m_remove = std::move(f); }
+    static QString systemRemove(const QString& path);
 
     static QString partPath(const QString& destination) { return destination + QStringLiteral(".part"); }
     // The last path segment of the URL ("model.gguf"); empty when the URL ends in '/'.
@@ -78,6 +82,7 @@ private:
     QNetworkAccessManager* m_network;
     QNetworkReply* m_reply = nullptr;
     FreeSpaceFunction m_freeSpace;
+    RemoveFunction m_remove;
     Phase m_phase = Phase::Idle;
     quint64 m_job = 0;               // a new start() or a cancel() ends the previous rehash chain
 

@@ -151,6 +151,34 @@ private Q_SLOTS:
         QVERIFY(!QFileInfo::exists(dest()));
     }
 
+    // The guide promises that a file failing its hash is deleted: when the deletion fails the error
+    // says so and names the file (before the fix QFile::remove's result was ignored and the message
+    // said "removed" while the file stayed).
+    void wrongHashAndAFailedDeletionSaySo() {
+        const QString wrong = wb_download_test::sha256Hex("not the model");
+        ModelDownloader d;
+        QStringList asked;
+        d.setRemoveFunction([&](const QString& path) {
+            asked << path;
+            return QStringLiteral("Operation not permitted");
+        });
+        Run run(&d);
+        d.start(m_server->url("/model.gguf"), dest(), wrong);
+        QCOMPARE(run.wait(), QString("0/1/0"));
+        QCOMPARE(asked, QStringList{part()});
+        QVERIFY2(run.error().contains(wrong) && run.error().contains("could not be deleted (Operation not permitted)") &&
+                     run.error().contains(part()) && !run.error().contains("was removed"),
+                 qPrintable(run.error()));
+        QVERIFY(!QFileInfo::exists(dest()));
+        // With the system's deletion the same failure removes it and says so.
+        Run again(&d);
+        d.setRemoveFunction(&ModelDownloader::systemRemove);
+        d.start(m_server->url("/model.gguf"), dest(), wrong);
+        QCOMPARE(again.wait(), QString("0/1/0"));
+        QVERIFY2(again.error().contains("was removed"), qPrintable(again.error()));
+        QVERIFY(!QFileInfo::exists(part()));
+    }
+
     void fullDiskIsFoundBeforeWriting() {
         ModelDownloader d;
         QStringList askedFor;
