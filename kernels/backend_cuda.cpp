@@ -590,6 +590,13 @@ void CudaBackend::add_rms_norm(Tensor& x, const Tensor& y, const Weight& gain, f
     launch_norm(a, out);
 }
 
+void CudaBackend::copy(const Tensor& src, Tensor& dst) {
+    end_matmul_run();
+    if (src.n_rows * src.n_cols != dst.n_rows * dst.n_cols) throw Error("CUDA copy: the tensors differ in size");
+    WB_CUDA_CHECK(cudaMemcpyAsync(dst.data, src.data, size_t(src.n_rows * src.n_cols) * sizeof(float),
+                                  cudaMemcpyDeviceToDevice, stream_));
+}
+
 void CudaBackend::read(const Tensor& x, float* host) {
     end_matmul_run();
     WB_CUDA_CHECK(cudaMemcpyAsync(host, x.data, size_t(x.n_rows * x.n_cols) * sizeof(float), cudaMemcpyDeviceToHost,

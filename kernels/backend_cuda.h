@@ -52,6 +52,7 @@ public:
     void add_bias(Tensor& x, const Weight& bias) override;
     void softcap(Tensor& x, float cap) override;
     void add_rms_norm(Tensor& x, const Tensor& y, const Weight& gain, float eps, Tensor& out) override;
+    void copy(const Tensor& src, Tensor& dst) override;
     void read(const Tensor& x, float* host) override;
     void read_top(const Tensor& row, int32_t k, int32_t* ids, float* values) override;
     void synchronize() override;

@@ -124,6 +124,8 @@ public:
     virtual void add_bias(Tensor& x, const Weight& bias) = 0;
     // x = cap * tanh(x * (1 / cap)), element-wise: Gemma 2's final logit soft-capping.
     virtual void softcap(Tensor& x, float cap) = 0;
+    // dst = src, element-wise (same shape; the logit lens copies a residual row it then changes).
+    virtual void copy(const Tensor& src, Tensor& dst) = 0;
     // Copies a tensor to host memory (x.n_rows * x.n_cols floats); waits for pending work.
     virtual void read(const Tensor& x, float* host) = 0;
     // The k largest values of a one-row tensor (a logits row) and their columns, into host memory,

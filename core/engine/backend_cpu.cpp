@@ -323,6 +323,11 @@ void CpuBackend::softcap(Tensor& x, float cap) {
     for (int64_t i = 0; i < n; ++i) x.data[i] = std::tanh(x.data[i] * inv) * cap;
 }
 
+void CpuBackend::copy(const Tensor& src, Tensor& dst) {
+    if (src.n_rows * src.n_cols != dst.n_rows * dst.n_cols) throw Error("copy: the tensors differ in size");
+    std::memcpy(dst.data, src.data, size_t(src.n_rows * src.n_cols) * sizeof(float));
+}
+
 void CpuBackend::read(const Tensor& x, float* host) {
     std::memcpy(host, x.data, size_t(x.n_rows * x.n_cols) * sizeof(float));
 }

@@ -37,6 +37,7 @@ public:
     void add(Tensor& x, const Tensor& y) override;
     void add_bias(Tensor& x, const Weight& bias) override;
     void softcap(Tensor& x, float cap) override;
+    void copy(const Tensor& src, Tensor& dst) override;
     void read(const Tensor& x, float* host) override;
     void read_top(const Tensor& row, int32_t k, int32_t* ids, float* values) override;  // no copy of the row
 

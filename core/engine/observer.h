@@ -22,6 +22,9 @@ struct CaptureSpec {
     int32_t top_candidates = 0;      // candidates per token event (0 = none)
     bool sampler_trace = false;      // what each sampler stage kept and how it changed p
     bool layer_timing = false;       // per-layer forward time (adds a synchronisation per layer on GPUs)
+    // > 0: the logit lens with this many top tokens per layer (TokenEvent::lens): the final norm and the
+    // output matrix applied to every layer's residual stream, one extra output product per layer
+    int32_t logit_lens = 0;
 
     bool wants_layer(int32_t il) const;
     bool wants_head(int32_t h) const;
@@ -57,6 +60,17 @@ struct TokenCandidate {
     float p_final = 0.0f;
 };
 
+// The logit lens of one layer at the position whose logits produced a token: the next-token
+// distribution the model would give if its residual stream ended after this layer (final norm, output
+// matrix, bias and soft-cap as the model's own head). The last layer's is the model's raw distribution.
+struct LensLayer {
+    int32_t layer = 0;
+    std::vector<int32_t> top_ids;  // the k most likely tokens, most likely first
+    std::vector<float> top_p;      // their probabilities
+    float p_drawn = 0.0f;          // probability of the token finally drawn
+    float entropy = 0.0f;          // nats
+};
+
 struct TokenEvent {
     int32_t index = 0;      // 0 for the first generated token
     int32_t id = 0;
@@ -66,6 +80,7 @@ struct TokenEvent {
     float entropy = 0.0f;   // entropy (nats) of the raw next-token distribution; set when candidates are captured
     std::vector<TokenCandidate> candidates;   // top CaptureSpec::top_candidates by raw probability
     std::vector<SamplerStageTrace> trace;     // when CaptureSpec::sampler_trace
+    std::vector<LensLayer> lens;              // every layer, when CaptureSpec::logit_lens > 0
 };
 
 struct Timings {

@@ -96,7 +96,7 @@ void Session::check_token_ids(const int32_t* tokens, int32_t n) const {
                         std::to_string(n_vocab - 1) + ")");
 }
 
-void Session::run(const int32_t* tokens, int32_t n, SessionHooks* hooks, bool prefill) {
+void Session::run(const int32_t* tokens, int32_t n, SessionHooks* hooks, bool prefill, bool lens) {
     const ModelConfig& c = model_.config();
     if (n <= 0) throw Error("append: no tokens to evaluate");
     if (hooks && !hooks->active()) hooks = nullptr;
@@ -108,7 +108,8 @@ void Session::run(const int32_t* tokens, int32_t n, SessionHooks* hooks, bool pr
         const int32_t pos0 = int32_t(cached_.size());
         kv_->reserve(pos0 + nb);
         ForwardBatch batch{tokens + done, nb, pos0, false, hooks};
-        if (hooks) hooks->begin_pass(prefill);
+        // Only the last batch's last row gives the next token: the lens of earlier batches is not wanted.
+        if (hooks) hooks->begin_pass(prefill, lens && done + nb == n);
         // A one-token step may be replayed by the backend from a recording of an earlier one (CUDA
         // graphs, see Backend::decode_step_begin); otherwise the forward pass runs as usual. Hooks
         // need the operations to run, so a step that captures is never replayed.
@@ -209,7 +210,8 @@ GenerateResult Session::generate(const std::vector<int32_t>& prompt, const LiveS
 
         const auto t_prefill = Clock::now();
         std::unique_ptr<SessionHooks> hooks;
-        if (observer) hooks = std::make_unique<SessionHooks>(spec, *observer, model_.config(), backend_, result.timings.layer_ms);
+        if (observer) hooks = std::make_unique<SessionHooks>(spec, *observer, model_.config(), weights_, backend_,
+                                                                result.timings.layer_ms);
         // The prompt goes in batch by batch so a long prefill reports progress and can be stopped
         // (even before its first batch: a stop that came while the request waited).
         const int32_t n_new = int32_t(prompt.size() - common);
@@ -220,7 +222,7 @@ GenerateResult Session::generate(const std::vector<int32_t>& prompt, const LiveS
         }
         for (int32_t done = 0; done < n_new;) {
             const int32_t nb = std::min(n_batch_, n_new - done);
-            run(prompt.data() + common + done, nb, hooks.get(), true);
+            run(prompt.data() + common + done, nb, hooks.get(), true, done + nb == n_new);
             // A GPU backend returns before its queued work is done (run() reads nothing back): progress
             // and the prefill time count finished work.
             backend_.synchronize();
@@ -275,6 +277,7 @@ GenerateResult Session::generate(const std::vector<int32_t>& prompt, const LiveS
                 if (spec.top_candidates > 0)
                     inspect_candidates(last_logits_.data(), n_vocab, final_set, spec.top_candidates, tok, ev);
                 if (spec.sampler_trace) ev.trace = trace;
+                if (hooks && spec.logit_lens > 0) ev.lens = hooks->lens(id);
                 observer->on_token(ev);
             }
             if (stops.matched()) {
@@ -294,7 +297,7 @@ GenerateResult Session::generate(const std::vector<int32_t>& prompt, const LiveS
                 break;
             }
             const auto t_step = Clock::now();
-            run(&id, 1, hooks.get(), false);
+            run(&id, 1, hooks.get(), false, true);
             ++result.timings.n_decode;
             if (observer) {
                 backend_.synchronize();  // as for the prefill: the step's time until its work is done

@@ -97,8 +97,8 @@ public:
 
 private:
     // append() without reading the logits, with the observer hooks of a generation (null: none);
-    // prefill marks prompt batches.
-    void run(const int32_t* tokens, int32_t n, SessionHooks* hooks, bool prefill);
+    // prefill marks prompt batches, lens the passes whose logit lens is wanted (see SessionHooks::begin_pass).
+    void run(const int32_t* tokens, int32_t n, SessionHooks* hooks, bool prefill, bool lens = false);
     // Draws the next token from the last evaluated position's logits, reading from the backend only
     // the best few when the chain can work from them (SamplerChain::top_needed) and whole_row is
     // false; else the whole row into last_logits_. vocab_p: the greedy token's p must be over the

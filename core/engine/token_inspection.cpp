@@ -8,20 +8,39 @@
 
 namespace wb {
 
-void inspect_candidates(const float* logits, int32_t n_vocab, const CandidateSet& final_set, int32_t n,
-                        const Tokenizer& tok, TokenEvent& event) {
-    // Raw softmax statistics: the terms in float (exp of a value <= 0, at most 1), the sums in double,
-    // since entropy adds 50k-260k small terms.
-    const float max_logit = *std::max_element(logits, logits + n_vocab);
-    double z = 0.0, weighted = 0.0;
+SoftmaxStats softmax_stats(const float* logits, int32_t n_vocab) {
+    SoftmaxStats s;
+    s.max_logit = *std::max_element(logits, logits + n_vocab);
+    double weighted = 0.0;
     for (int32_t i = 0; i < n_vocab; ++i) {
-        const float d = logits[i] - max_logit;
+        const float d = logits[i] - s.max_logit;
         const float e = std::exp(d);
-        z += double(e);
+        s.z += double(e);
         weighted += double(e) * double(d);
     }
     // H = -sum p log p with p = e/z and log p = d - log z  =>  H = log z - sum(e*d)/z
-    event.entropy = float(std::log(z) - weighted / z);
+    s.entropy = float(std::log(s.z) - weighted / s.z);
+    return s;
+}
+
+LensLayer lens_layer(int32_t layer, const float* logits, int32_t n_vocab, int32_t k, int32_t drawn) {
+    const SoftmaxStats s = softmax_stats(logits, n_vocab);
+    LensLayer out;
+    out.layer = layer;
+    out.entropy = s.entropy;
+    k = std::clamp(k, 0, n_vocab);
+    out.top_ids.resize(size_t(k));
+    std::vector<float> values(static_cast<size_t>(k));
+    select_top_logits(logits, n_vocab, k, out.top_ids.data(), values.data());
+    for (const float v : values) out.top_p.push_back(s.p(v));
+    if (drawn >= 0 && drawn < n_vocab) out.p_drawn = s.p(logits[drawn]);
+    return out;
+}
+
+void inspect_candidates(const float* logits, int32_t n_vocab, const CandidateSet& final_set, int32_t n,
+                        const Tokenizer& tok, TokenEvent& event) {
+    const SoftmaxStats stats = softmax_stats(logits, n_vocab);
+    event.entropy = stats.entropy;
 
     // The k best by a heap pass, not a sort: this runs after every token the inspector shows.
     const int32_t k = std::clamp(n, 0, n_vocab);
@@ -30,7 +49,7 @@ void inspect_candidates(const float* logits, int32_t n_vocab, const CandidateSet
     select_top_logits(logits, n_vocab, k, ids.data(), top_values.data());
     event.candidates.clear();
     for (const int32_t id : ids)
-        event.candidates.push_back({id, tok.token_to_piece(id, true), float(std::exp(double(logits[id]) - max_logit) / z), 0.0f});
+        event.candidates.push_back({id, tok.token_to_piece(id, true), stats.p(logits[id]), 0.0f});
     if (ids.empty()) return;
 
     // p_final: the probability in the set the token was drawn from (0 when a stage removed it). The

@@ -65,7 +65,7 @@ void forward_gemma(Backend& be, const ModelConfig& c, const ModelWeights& w, KvC
         be.matmul_glu(l.ffn_gate, l.ffn_up, xn, c.ffn_act, up, gate);
         be.matmul(l.ffn_down, gate, proj);
         be.rms_norm(proj, l.post_ffw_norm, c.norm_eps, c.n_embd, xn);
-        if (batch.hooks) batch.hooks->layer_done(il);
+        if (batch.hooks) batch.hooks->layer_done(il, x, xn);
     }
     if (c.n_layer > 0) be.add(x, xn);  // the last layer's FFN output
 

@@ -61,7 +61,7 @@ void forward_llama(Backend& be, const ModelConfig& c, const ModelWeights& w, KvC
         // feed-forward block: proj = W_down (silu(W_gate xn) * W_up xn), added to x by the next step
         be.matmul_glu(l.ffn_gate, l.ffn_up, xn, c.ffn_act, up, gate);
         be.matmul(l.ffn_down, gate, proj);
-        if (batch.hooks) batch.hooks->layer_done(il);
+        if (batch.hooks) batch.hooks->layer_done(il, x, proj);
     }
     if (c.n_layer > 0) be.add(x, proj);  // the last layer's FFN output
 

@@ -41,9 +41,11 @@ public:
     virtual void before_attention(int32_t il, int32_t n_rows, int32_t pos0, AttentionParams& p) = 0;
     // After attention of layer il: hands what was captured to the observer.
     virtual void after_attention(int32_t il, int32_t n_rows, int32_t pos0, const AttentionParams& p) = 0;
-    // After layer il has been computed (per-layer timing). Its last residual add is done by the next
-    // layer's first operation (add_rms_norm), so that add is timed with the next layer.
-    virtual void layer_done(int32_t il) = 0;
+    // After layer il has been computed (per-layer timing, the logit lens). Its last residual add is done
+    // by the next layer's first operation (add_rms_norm), so that add is timed with the next layer and
+    // the layer's residual stream is x + delta (the views of the batch's rows; in the last layer of a
+    // prompt batch only the last row).
+    virtual void layer_done(int32_t il, const Tensor& x, const Tensor& delta) = 0;
 };
 
 struct ForwardBatch {
