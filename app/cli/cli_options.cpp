@@ -59,7 +59,8 @@ std::string usage_text() {
 commands:
   info     [-m MODEL] [--json]            metadata, tensor table with types, memory estimate
   tokenize [-m MODEL] -p TEXT [--json]    token ids and pieces
-  generate [-m MODEL] -p TEXT [-n N] [--chat [template]] [--system TEXT] [sampling] [--json [--top-candidates N]]
+  generate [-m MODEL] -p TEXT [-n N] [--chat [template]] [--system TEXT] [sampling] [--json [--top-candidates N]
+           [--logit-lens K] [--head-stats]]
            [--dump-attention FILE [--layers L,...] [--heads H,...]]
   chat     [-m MODEL] [template] [--system TEXT] [sampling]   interactive terminal chat (/reset, /exit)
   template [-m MODEL | --template FILE] --messages FILE.json [--tools FILE.json] [--add-generation-prompt]
@@ -122,6 +123,8 @@ CliOptions parse_cli(int argc, char** argv) {
         else if (a == "--json") o.json = true;
         else if (a == "--top-candidates") o.top_candidates = to_int(a, next(), 0, 1000);
         else if (a == "--dump-attention") o.dump_attention = next();
+        else if (a == "--logit-lens") o.logit_lens = to_int(a, next(), 1, 1000);
+        else if (a == "--head-stats") o.head_stats = true;
         else if (a == "--layers") o.layers = to_int_list(a, next());
         else if (a == "--heads") o.heads = to_int_list(a, next());
         else if (a == "--temp") s.temperature = to_float(a, next(), 0.0f, 100.0f);
@@ -155,6 +158,9 @@ CliOptions parse_cli(int argc, char** argv) {
     if (o.command == "template" && o.messages_file.empty())
         throw Error("template needs the conversation: --messages FILE.json");
     if (o.command == "perplexity" && o.text_file.empty()) throw Error("perplexity needs a text file: -f TEXT_FILE");
+    if ((o.logit_lens > 0 || o.head_stats) && (o.command != "generate" || !o.json))
+        throw Error(std::string(o.logit_lens > 0 ? "--logit-lens" : "--head-stats") + " adds to generate --json: use it "
+                    "with generate and --json");
     return o;
 }
 

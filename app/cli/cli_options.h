@@ -34,6 +34,8 @@ struct CliOptions {
     bool json = false;                 // --json
     int32_t top_candidates = 0;        // --top-candidates N: per-token candidates in generate --json
     std::string dump_attention;        // --dump-attention FILE: captured attention as JSON
+    int32_t logit_lens = 0;            // --logit-lens K: per-layer top K of the logit lens in generate --json
+    bool head_stats = false;           // --head-stats: per-head attention statistics in generate --json
     std::vector<int32_t> layers;       // --layers L,...: layers to capture (default all)
     std::vector<int32_t> heads;        // --heads H,...: query heads to capture (default all)
     SamplingParams sampling;           // --temp, --top-k, ... (--temp 0 = greedy)

@@ -1,4 +1,5 @@
 // whitebox-cli generate / chat: run the model on a prompt or an interactive conversation.
+#include <algorithm>
 #include <cstdio>
 #include <iostream>
 
@@ -49,9 +50,32 @@ std::vector<int32_t> encode_chat(const Model& m, const std::vector<ChatMessage>&
     return build_chat_prompt(m, messages, true).ids;
 }
 
-void write_steps(JsonWriter& j, const std::vector<TokenEvent>& steps, bool with_candidates) {
+void write_lens(JsonWriter& j, const std::vector<LensLayer>& lens) {
+    j.key("lens").begin_array();
+    for (const LensLayer& l : lens) {
+        j.begin_object().key("layer").value(l.layer).key("top").begin_array();
+        for (size_t i = 0; i < l.top_ids.size(); ++i)
+            j.begin_array().value(l.top_ids[i]).value(double(l.top_p[i])).end_array();
+        j.end_array().key("p_drawn").value(double(l.p_drawn)).key("entropy").value(double(l.entropy)).end_object();
+    }
+    j.end_array();
+}
+
+void write_heads(JsonWriter& j, const std::vector<HeadStats>& heads) {
+    j.key("heads").begin_array();
+    for (const HeadStats& h : heads)
+        j.begin_object().key("layer").value(h.layer).key("head").value(h.head).key("kv_head").value(h.kv_head)
+            .key("entropy").value(double(h.entropy)).key("sink").value(double(h.sink)).key("prev").value(double(h.prev))
+            .key("distance").value(double(h.distance)).key("in_window").value(double(h.in_window))
+            .key("window").value(h.window).end_object();
+    j.end_array();
+}
+
+void write_steps(JsonWriter& j, const GenerateObserver& obs, bool with_candidates, bool with_lens) {
+    const std::vector<TokenEvent>& steps = obs.steps();
     j.key("steps").begin_array();
-    for (const TokenEvent& e : steps) {
+    for (size_t si = 0; si < steps.size(); ++si) {
+        const TokenEvent& e = steps[si];
         j.begin_object().key("token").value(e.id).key("piece").value(e.token_piece).key("p").value(double(e.p));
         if (with_candidates) {
             j.key("entropy").value(double(e.entropy)).key("candidates").begin_array();
@@ -60,16 +84,18 @@ void write_steps(JsonWriter& j, const std::vector<TokenEvent>& steps, bool with_
                     .key("p_final").value(double(c.p_final)).end_object();
             j.end_array();
         }
+        if (with_lens) write_lens(j, e.lens);
+        if (si < obs.step_heads().size()) write_heads(j, obs.step_heads()[si]);
         j.end_object();
     }
     j.end_array();
 }
 
 void print_json_result(const GenerateResult& r, const std::vector<int32_t>& prompt, const std::string& backend,
-                       const GenerateObserver& obs, bool with_candidates) {
+                       const GenerateObserver& obs, bool with_candidates, bool with_lens) {
     JsonWriter j;
     j.begin_object().key("text").value(r.text).key("tokens").array(r.tokens);
-    write_steps(j, obs.steps(), with_candidates);
+    write_steps(j, obs, with_candidates, with_lens);
     j.key("prompt_tokens").value(uint64_t(prompt.size())).key("prompt_token_ids").array(prompt);
     j.key("stop_reason").value(stop_reason_name(r.reason));
     if (r.reason == StopReason::ERROR) j.key("error").value(r.error);
@@ -118,12 +144,15 @@ int cmd_generate(const CliOptions& o) {
         prompt = m.tokenizer().encode(o.prompt, m.tokenizer().add_bos(), true);
     }
     const LiveSamplingParams params(sampling_for(o, m, o.chat));
-    GenerateObserver obs({!o.json, o.top_candidates, !o.dump_attention.empty(), o.layers, o.heads});
+    const ModelConfig& c = m.config();
+    const bool swa = std::find(c.layer_is_swa.begin(), c.layer_is_swa.end(), true) != c.layer_is_swa.end();
+    GenerateObserver obs({!o.json, o.top_candidates, !o.dump_attention.empty(), o.layers, o.heads, o.logit_lens,
+                          o.head_stats, swa ? c.sliding_window : 0});
     const GenerateResult r = rt.session->generate(prompt, params, &obs);
     if (!o.dump_attention.empty() && r.reason != StopReason::ERROR)
         obs.write_attention(o.dump_attention, rt.session->context_tokens(), m.tokenizer());
     if (o.json) {
-        print_json_result(r, prompt, rt.backend.backend->name(), obs, o.top_candidates > 0);
+        print_json_result(r, prompt, rt.backend.backend->name(), obs, o.top_candidates > 0, o.logit_lens > 0);
         if (r.reason != StopReason::ERROR) return 0;
     }
     if (!o.json) std::printf("\n");

@@ -12,7 +12,9 @@ namespace wb::cli {
 CaptureSpec GenerateObserver::capture() const {
     CaptureSpec spec;
     spec.top_candidates = what_.top_candidates;
-    spec.prefill_attention = spec.decode_attention = what_.attention;
+    // Head statistics need the attention of every pass (only the last prompt batch's last row is kept).
+    spec.prefill_attention = spec.decode_attention = what_.attention || what_.head_stats;
+    spec.logit_lens = what_.logit_lens;
     spec.layers = what_.layers;
     spec.heads = what_.heads;
     return spec;
@@ -24,6 +26,18 @@ void GenerateObserver::on_token(const TokenEvent& e) {
         std::fflush(stdout);
     }
     steps_.push_back(e);
+    if (what_.head_stats) step_heads_.push_back(pass_heads_);
+}
+
+void GenerateObserver::on_attention(const AttentionEvent& e) {
+    if (what_.attention) attention_.push_back(e);
+    if (!what_.head_stats) return;
+    // Events come layer by layer, pass by pass; a pass is known by where it ends. Its last row is the
+    // one whose logits draw the next token, so the last pass before a token is the one it reports.
+    if (e.n_keys != pass_end_) pass_heads_.clear();
+    pass_end_ = e.n_keys;
+    const std::vector<HeadStats> h = head_stats(e, e.n_queries - 1, what_.model_window);
+    pass_heads_.insert(pass_heads_.end(), h.begin(), h.end());
 }
 
 void GenerateObserver::write_attention(const std::string& path, const std::vector<int32_t>& context,

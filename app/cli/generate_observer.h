@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "engine/head_stats.h"
 #include "engine/observer.h"
 
 namespace wb {
@@ -19,6 +20,9 @@ struct GenerateCapture {
     bool attention = false;          // capture attention for --dump-attention
     std::vector<int32_t> layers;     // --layers (empty: all)
     std::vector<int32_t> heads;      // --heads (empty: all)
+    int32_t logit_lens = 0;          // --logit-lens K
+    bool head_stats = false;         // --head-stats
+    int32_t model_window = 0;        // the model's sliding window (head statistics' in_window), 0: none
 };
 
 class GenerateObserver : public Observer {
@@ -27,9 +31,11 @@ public:
 
     CaptureSpec capture() const override;
     void on_token(const TokenEvent& e) override;
-    void on_attention(const AttentionEvent& e) override { attention_.push_back(e); }
+    void on_attention(const AttentionEvent& e) override;
 
     const std::vector<TokenEvent>& steps() const { return steps_; }
+    // --head-stats: for each step, the statistics of the attention row whose logits drew its token.
+    const std::vector<std::vector<HeadStats>>& step_heads() const { return step_heads_; }
 
     // Writes the captured attention with the token pieces of the whole context (prompt + reply) as
     // JSON (format: docs/attention-dump.md). Written to a temporary file and renamed into place.
@@ -39,6 +45,9 @@ private:
     GenerateCapture what_;
     std::vector<TokenEvent> steps_;
     std::vector<AttentionEvent> attention_;
+    std::vector<std::vector<HeadStats>> step_heads_;
+    std::vector<HeadStats> pass_heads_;  // the current forward pass's last row, every captured layer
+    int32_t pass_end_ = -1;              // n_keys of the pass pass_heads_ belongs to
 };
 
 }  // namespace wb::cli

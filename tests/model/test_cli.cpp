@@ -7,6 +7,7 @@
 #include <QFileInfo>
 #include <QJsonObject>
 #include <QProcess>
+#include <QSet>
 #include <QTemporaryDir>
 #include <QtTest>
 
@@ -17,6 +18,9 @@
 #include "test_paths.h"
 
 namespace {
+
+// Greedy decoding of SmolLM2 repeats this forever without DRY.
+const QString kLoopPrompt = QStringLiteral("a whispered oath, a whispered oath, a whispered oath, a whispered oath,");
 
 struct Run {
     int exit_code = -1;
@@ -113,6 +117,19 @@ private Q_SLOTS:
             << QStringList{"generate", "-m", model(), "--backend", "cpu", "--ctx", "16", "-p",
                            QString("one two three four five six seven eight nine ten ").repeated(4)}
             << "context";
+        QTest::newRow("lens without json") << QStringList{"generate", "-p", "x", "--logit-lens", "3"}
+                                           << "--logit-lens adds to generate --json";
+        QTest::newRow("head stats off generate") << QStringList{"info", "--json", "--head-stats"}
+                                                 << "--head-stats adds to generate --json";
+        QTest::newRow("lens of 0") << QStringList{"generate", "-p", "x", "--json", "--logit-lens", "0"} << "--logit-lens";
+        QTest::newRow("mirostat 3") << QStringList{"generate", "-p", "x", "--mirostat", "3"} << "--mirostat expects";
+        QTest::newRow("bad logit bias") << QStringList{"generate", "-p", "x", "--logit-bias", "12x"} << "--logit-bias expects";
+        QTest::newRow("unknown sampler") << QStringList{"generate", "-p", "x", "--samplers", "top_k;bogus"}
+                                         << "unknown sampler 'bogus'";
+        QTest::newRow("dry base below 1") << QStringList{"generate", "-p", "x", "--dry-base", "0.5"} << "--dry-base expects";
+        QTest::newRow("logit bias beyond vocab")
+            << QStringList{"generate", "-m", model(), "-p", "x", "--backend", "cpu", "--logit-bias", "99999999+1"}
+            << "beyond the vocabulary";
     }
     void badInputGivesOneLine() {
         QFETCH(QStringList, args);
@@ -177,6 +194,46 @@ private Q_SLOTS:
         QCOMPARE(o["pieces"].toArray().first().toString(), QString("Hello"));
     }
 
+    // Greedy on a prompt that loops: the most frequent token of the reply, banned with -inf by id and
+    // by text, never appears, and the reply is still produced.
+    void logitBiasBansAToken() {
+        const QStringList base{"generate", "-m", model(), "-p", kLoopPrompt, "-n", "24", "--temp", "0", "--backend", "cpu", "--json"};
+        const QJsonArray free_tokens = json_of(run_cli(base))["tokens"].toArray();
+        QVERIFY(free_tokens.size() >= 20);
+        const int banned = free_tokens[0].toInt();
+        QVERIFY(std::count(free_tokens.begin(), free_tokens.end(), QJsonValue(banned)) >= 3);  // it recurs
+        const Run by_id = run_cli(base + QStringList{"--logit-bias", QString("%1-inf").arg(banned)});
+        QCOMPARE(by_id.exit_code, 0);
+        const QJsonArray tokens = json_of(by_id)["tokens"].toArray();
+        QVERIFY(tokens.size() >= 20);
+        QVERIFY(!tokens.contains(QJsonValue(banned)));
+        const QString piece = json_of(run_cli(base))["steps"].toArray()[0].toObject()["piece"].toString();
+        const Run by_text = run_cli(base + QStringList{"--logit-bias", "'" + piece + "'-inf"});
+        QCOMPARE(by_text.exit_code, 0);
+        QVERIFY(!json_of(by_text)["tokens"].toArray().contains(QJsonValue(banned)));
+    }
+
+    // DRY on the same loop: repeated 4-grams of the greedy reply drop by at least half.
+    void dryReducesRepeatedNgrams() {
+        const QStringList base{"generate", "-m", model(), "-p", kLoopPrompt, "-n", "60", "--temp", "0", "--backend", "cpu", "--json"};
+        auto repeated_4grams = [](const QJsonArray& t) {
+            QSet<QString> seen;
+            int repeats = 0;
+            for (qsizetype i = 0; i + 4 <= t.size(); ++i) {
+                const QString key = QString("%1 %2 %3 %4").arg(t[i].toInt()).arg(t[i + 1].toInt()).arg(t[i + 2].toInt()).arg(t[i + 3].toInt());
+                repeats += seen.contains(key);
+                seen.insert(key);
+            }
+            return repeats;
+        };
+        const int without = repeated_4grams(json_of(run_cli(base))["tokens"].toArray());
+        const Run dry = run_cli(base + QStringList{"--dry-multiplier", "1.0"});
+        QCOMPARE(dry.exit_code, 0);
+        const int with = repeated_4grams(json_of(dry)["tokens"].toArray());
+        QVERIFY2(without >= 30, qPrintable(QString::number(without)));  // the prompt does loop
+        QVERIFY2(with * 2 <= without, qPrintable(QString("%1 repeated 4-grams with DRY, %2 without").arg(with).arg(without)));
+    }
+
     void generateJsonContract() {
         const Run r = run_cli({"generate", "-m", model(), "-p", "The capital of France is", "-n", "6", "--temp", "0",
                                "--backend", "cpu", "--json"});
@@ -208,6 +265,82 @@ private Q_SLOTS:
                 final_sum += c["p_final"].toDouble();
             }
             QVERIFY(final_sum <= 1.0 + 1e-5);
+        }
+    }
+
+    // --logit-lens K: every step has one entry per layer; the last layer's is the raw distribution
+    // the step's candidates come from (the same numbers).
+    void generateJsonLogitLens() {
+        const Run r = run_cli({"generate", "-m", model(), "-p", "The capital of France is", "-n", "3", "--temp", "0",
+                               "--top-candidates", "4", "--logit-lens", "4", "--backend", "cpu", "--json"});
+        QCOMPARE(r.exit_code, 0);
+        const QJsonArray steps = json_of(r)["steps"].toArray();
+        QCOMPARE(steps.size(), 3);
+        for (const auto& sv : steps) {
+            const QJsonObject st = sv.toObject();
+            const QJsonArray lens = st["lens"].toArray();
+            QCOMPARE(lens.size(), 30);  // SmolLM2-135M's layers
+            for (int l = 0; l < lens.size(); ++l) {
+                const QJsonObject e = lens[l].toObject();
+                QCOMPARE(e["layer"].toInt(), l);
+                QCOMPARE(e["top"].toArray().size(), 4);
+                QVERIFY(e["p_drawn"].toDouble() >= 0.0 && e["p_drawn"].toDouble() <= 1.0);
+                QVERIFY(e["entropy"].toDouble() >= 0.0);
+            }
+            const QJsonObject last = lens.last().toObject();
+            const QJsonArray cands = st["candidates"].toArray();
+            for (int i = 0; i < 4; ++i) {
+                const QJsonArray pair = last["top"].toArray()[i].toArray();
+                QCOMPARE(pair[0].toInt(), cands[i].toObject()["id"].toInt());
+                QCOMPARE(pair[1].toDouble(), cands[i].toObject()["p_raw"].toDouble());
+            }
+            QCOMPARE(last["entropy"].toDouble(), st["entropy"].toDouble());
+            QCOMPARE(last["p_drawn"].toDouble(), cands[0].toObject()["p_raw"].toDouble());  // greedy: the best
+        }
+        // Without the flag there is no lens.
+        const Run plain = run_cli({"generate", "-m", model(), "-p", "Hi", "-n", "1", "--backend", "cpu", "--json"});
+        QVERIFY(!json_of(plain)["steps"].toArray()[0].toObject().contains("lens"));
+    }
+
+    // --head-stats: per step, one entry per captured head, equal to the statistics recomputed here
+    // from the probabilities --dump-attention wrote for the row that drew the step's token.
+    void generateJsonHeadStatsMatchTheDumpedAttention() {
+        QTemporaryDir dir;
+        const QString path = dir.filePath("att.json");
+        const Run r = run_cli({"generate", "-m", model(), "-p", "Hello there my good friend", "-n", "3", "--temp", "0",
+                               "--backend", "cpu", "--json", "--head-stats", "--dump-attention", path, "--layers",
+                               "0,17"});
+        QCOMPARE(r.exit_code, 0);
+        const QJsonArray steps = json_of(r)["steps"].toArray();
+        QCOMPARE(steps.size(), 3);
+        QFile f(path);
+        QVERIFY(f.open(QIODevice::ReadOnly));
+        const QJsonArray events = QJsonDocument::fromJson(f.readAll()).object()["events"].toArray();
+        QCOMPARE(events.size(), 2 * 3);  // the prompt and 2 fed-back tokens, 2 layers each
+        for (int s = 0; s < steps.size(); ++s) {
+            const QJsonArray heads = steps[s].toObject()["heads"].toArray();
+            QCOMPARE(heads.size(), 2 * 9);
+            for (int i = 0; i < heads.size(); ++i) {
+                const QJsonObject h = heads[i].toObject();
+                const QJsonObject ev = events[2 * s + i / 9].toObject();
+                QCOMPARE(h["layer"].toInt(), ev["layer"].toInt());
+                QCOMPARE(h["head"].toInt(), i % 9);
+                QCOMPARE(h["kv_head"].toInt(), (i % 9) / 3);  // 9 query heads over 3 KV heads
+                const QJsonArray rows = ev["probs"].toArray()[i % 9].toArray();
+                const QJsonArray row = rows.last().toArray();  // the row whose logits drew the token
+                const int q = ev["query_pos0"].toInt() + ev["n_queries"].toInt() - 1;
+                double entropy = 0, distance = 0;
+                for (int k = 0; k < row.size(); ++k) {
+                    const double p = row[k].toDouble();
+                    if (p > 0) entropy -= p * std::log(p);
+                    distance += p * (q - k);
+                }
+                QVERIFY2(std::fabs(h["entropy"].toDouble() - entropy) < 1e-5, qPrintable(QString::number(entropy)));
+                QVERIFY(std::fabs(h["distance"].toDouble() - distance) < 1e-4);
+                QCOMPARE(h["sink"].toDouble(), row[0].toDouble());
+                QCOMPARE(h["prev"].toDouble(), q > 0 ? row[q - 1].toDouble() : 0.0);
+                QCOMPARE(h["in_window"].toDouble(), 1.0);  // SmolLM2 has no sliding window
+            }
         }
     }
 
