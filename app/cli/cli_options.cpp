@@ -79,6 +79,11 @@ template: the model's own tokenizer.chat_template (Jinja, rendered as Hugging Fa
 common: --backend cpu|cuda|auto  --threads N  --ctx N  --version  --help
 sampling: --temp T (0 = greedy) --top-k K --top-p P --min-p P --typical-p P --repeat-penalty R
           --repeat-last-n N --frequency-penalty F --presence-penalty P --seed S --stop STR (repeatable)
+          --dry-multiplier M --dry-base B --dry-allowed-length N --dry-penalty-last-n N (-1 = all)
+          --dry-sequence-breaker STR (repeatable; none = no breakers) --xtc-probability P --xtc-threshold T
+          --mirostat 0|1|2 --mirostat-lr ETA --mirostat-ent TAU --top-nsigma N
+          --logit-bias ID(+|-)BIAS or 'TEXT'(+|-)BIAS (repeatable; -inf bans)
+          --samplers LIST (';'-separated; default penalties;dry;top_n_sigma;top_k;typ_p;top_p;min_p;xtc;temperature)
           --ignore-eos
 -m defaults to the default model in the cache ($WHITEBOX_MODELS or ~/.cache/whitebox/models).
 )";
@@ -149,6 +154,7 @@ CliOptions parse_cli(int argc, char** argv) {
                 o.bench_capture != "candidates")
                 throw Error("--capture expects none, empty, attention or candidates, got '" + o.bench_capture + "'");
         }
+        else if (parse_sampler_flag(a, next, o)) {}
         else throw Error("unknown option '" + a + "' for " + o.command + " (try --help)");
     }
     if ((o.command == "tokenize" || o.command == "generate") && !o.prompt_given)

@@ -1,11 +1,16 @@
 #pragma once
 // whitebox-cli's command line: one command word followed by flags.
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "sampling/sampling_params.h"
+
+namespace wb {
+class Tokenizer;
+}
 
 namespace wb::cli {
 
@@ -39,6 +44,8 @@ struct CliOptions {
     std::vector<int32_t> layers;       // --layers L,...: layers to capture (default all)
     std::vector<int32_t> heads;        // --heads H,...: query heads to capture (default all)
     SamplingParams sampling;           // --temp, --top-k, ... (--temp 0 = greedy)
+    std::vector<std::pair<std::string, float>> logit_bias_text;  // --logit-bias 'TEXT'+B: resolved per model
+    bool dry_breakers_given = false;   // the first --dry-sequence-breaker replaces the defaults
     std::string text_file;             // perplexity -f FILE
     int32_t top_k = 0;                 // perplexity --top K: the K most likely tokens per position in --json
     std::string save_logits;           // perplexity --save-logits FILE
@@ -49,5 +56,11 @@ struct CliOptions {
 CliOptions parse_cli(int argc, char** argv);
 
 std::string usage_text();
+
+// The flags for the samplers that follow llama.cpp (sampler_options.cpp): true if a was one.
+bool parse_sampler_flag(const std::string& a, const std::function<std::string()>& next, CliOptions& o);
+
+// Checks --logit-bias ids against the model's vocabulary and adds the ids of the text entries.
+void resolve_logit_bias(const CliOptions& o, const Tokenizer& tok, SamplingParams& p);
 
 }  // namespace wb::cli

@@ -40,6 +40,7 @@ Runtime open_runtime(const CliOptions& o) {
 SamplingParams sampling_for(const CliOptions& o, const Model& m, bool chat) {
     SamplingParams p = o.sampling;
     p.max_tokens = o.n_predict;
+    resolve_logit_bias(o, m.tokenizer(), p);
     // The template's end-of-turn marker ends a reply even if a file forgot to type it as a control token.
     if (chat)
         for (const auto& s : m.chat_template().end_of_turn_texts()) p.stop.push_back(s);

@@ -1,0 +1,108 @@
+// The sampler flags with llama.cpp's names (--dry-*, --xtc-*, --mirostat*, --top-nsigma,
+// --logit-bias, --samplers), parsed apart from the other options so cli_options.cpp stays short.
+#include <cerrno>
+#include <cmath>
+#include <cstdlib>
+
+#include "cli/cli_options.h"
+#include "sampling/sampler.h"
+#include "tokenizer/tokenizer.h"
+#include "util/error.h"
+
+namespace wb::cli {
+
+namespace {
+
+float number(const std::string& flag, const std::string& v, float lo, float hi) {
+    errno = 0;
+    char* end = nullptr;
+    const float x = std::strtof(v.c_str(), &end);
+    if (v.empty() || *end != '\0' || errno != 0 || !std::isfinite(x) || x < lo || x > hi)
+        throw Error(flag + " expects a number in [" + std::to_string(lo) + ", " + std::to_string(hi) + "], got '" + v +
+                    "'");
+    return x;
+}
+
+int32_t integer(const std::string& flag, const std::string& v, int64_t lo, int64_t hi) {
+    errno = 0;
+    char* end = nullptr;
+    const long long x = std::strtoll(v.c_str(), &end, 10);
+    if (v.empty() || *end != '\0' || errno != 0 || x < lo || x > hi)
+        throw Error(flag + " expects an integer in [" + std::to_string(lo) + ", " + std::to_string(hi) + "], got '" + v +
+                    "'");
+    return int32_t(x);
+}
+
+// "15043+1", "15043-inf", "' the'-5": the key is everything before the last sign that is followed
+// by a number (so a text key may itself contain '+' or '-').
+void parse_logit_bias(const std::string& v, CliOptions& o) {
+    const std::string bad = "--logit-bias expects TOKEN_ID(+|-)BIAS or 'TEXT'(+|-)BIAS (BIAS a number or inf), got '" + v + "'";
+    for (size_t pos = v.find_last_of("+-"); pos != std::string::npos && pos > 0;
+         pos = v.find_last_of("+-", pos - 1)) {
+        const std::string amount = v.substr(pos + 1);
+        errno = 0;
+        char* end = nullptr;
+        const float x = std::strtof(amount.c_str(), &end);
+        if (amount.empty() || *end != '\0' || errno != 0 || std::isnan(x)) continue;
+        const float bias = v[pos] == '-' ? -x : x;
+        if (bias == INFINITY) throw Error("--logit-bias: +inf would leave no valid distribution; use a finite bias");
+        std::string key = v.substr(0, pos);
+        if (key.find_first_not_of("0123456789") == std::string::npos) {
+            o.sampling.logit_bias.push_back({integer("--logit-bias", key, 0, 1 << 30), bias});
+            return;
+        }
+        if (key.size() >= 2 && (key.front() == '\'' || key.front() == '"') && key.back() == key.front())
+            key = key.substr(1, key.size() - 2);
+        if (key.empty()) break;
+        o.logit_bias_text.push_back({key, bias});
+        return;
+    }
+    throw Error(bad);
+}
+
+}  // namespace
+
+bool parse_sampler_flag(const std::string& a, const std::function<std::string()>& next, CliOptions& o) {
+    SamplingParams& s = o.sampling;
+    if (a == "--dry-multiplier") s.dry_multiplier = number(a, next(), 0.0f, 1e6f);
+    else if (a == "--dry-base") s.dry_base = number(a, next(), 1.0f, 1e6f);
+    else if (a == "--dry-allowed-length") s.dry_allowed_length = integer(a, next(), 0, 1 << 24);
+    else if (a == "--dry-penalty-last-n") s.dry_penalty_last_n = integer(a, next(), -1, 1 << 24);
+    else if (a == "--dry-sequence-breaker") {
+        // As llama.cpp: the first one replaces the defaults; "none" clears them.
+        if (!o.dry_breakers_given) s.dry_sequence_breakers.clear();
+        o.dry_breakers_given = true;
+        const std::string v = next();
+        if (v == "none") s.dry_sequence_breakers.clear();
+        else if (v.empty()) throw Error("--dry-sequence-breaker expects a non-empty string (or none)");
+        else s.dry_sequence_breakers.push_back(v == "\\n" ? "\n" : v);
+    }
+    else if (a == "--xtc-probability") s.xtc_probability = number(a, next(), 0.0f, 1.0f);
+    else if (a == "--xtc-threshold") s.xtc_threshold = number(a, next(), 0.0f, 1.0f);
+    else if (a == "--mirostat") s.mirostat = integer(a, next(), 0, 2);
+    else if (a == "--mirostat-lr") s.mirostat_eta = number(a, next(), 0.0f, 100.0f);
+    else if (a == "--mirostat-ent") s.mirostat_tau = number(a, next(), 0.0f, 100.0f);
+    else if (a == "--top-nsigma" || a == "--top-n-sigma") s.top_n_sigma = number(a, next(), -1.0f, 1000.0f);
+    else if (a == "--logit-bias" || a == "-l") parse_logit_bias(next(), o);
+    else if (a == "--samplers") {
+        s.samplers = parse_sampler_sequence(next());
+        if (s.samplers.empty()) throw Error("--samplers expects a ';'-separated list of sampler names");
+    }
+    else return false;
+    return true;
+}
+
+void resolve_logit_bias(const CliOptions& o, const Tokenizer& tok, SamplingParams& p) {
+    for (const LogitBias& b : p.logit_bias)
+        if (b.token >= tok.n_vocab())
+            throw Error("--logit-bias: token " + std::to_string(b.token) + " is beyond the vocabulary of " +
+                        std::to_string(tok.n_vocab()) + " tokens");
+    // A text gets its bias on every token it encodes to, as llama.cpp's server does for string keys.
+    for (const auto& [text, bias] : o.logit_bias_text) {
+        const std::vector<int32_t> ids = tok.encode(text, false, false);
+        if (ids.empty()) throw Error("--logit-bias: '" + text + "' encodes to no token");
+        for (int32_t id : ids) p.logit_bias.push_back({id, bias});
+    }
+}
+
+}  // namespace wb::cli
