@@ -5,6 +5,11 @@
 #include <QJsonDocument>
 #include <QSaveFile>
 
+#include <cmath>
+
+#include "sampling/sampler.h"
+#include "util/error.h"
+
 namespace {
 
 // 1: one path of messages. 2: the tree of every version (nodes with their parent and active child),
@@ -211,9 +216,19 @@ ChatMessages Conversation::toEngineMessages(int count) const {
     return out;
 }
 
+// [[id, bias], ...]; JSON has no infinity, so a ban (-inf) is written as null.
+static QJsonArray logitBiasToJson(const std::vector<wb::LogitBias>& biases) {
+    QJsonArray out;
+    for (const auto& b : biases)
+        out.append(QJsonArray{b.token, std::isfinite(b.bias) ? QJsonValue(double(b.bias)) : QJsonValue(QJsonValue::Null)});
+    return out;
+}
+
 QJsonObject samplingToJson(const wb::SamplingParams& p) {
     QJsonArray stops;
     for (const auto& s : p.stop) stops.append(QString::fromStdString(s));
+    QJsonArray breakers;
+    for (const auto& s : p.dry_sequence_breakers) breakers.append(QString::fromStdString(s));
     return QJsonObject{
         {QStringLiteral("temperature"), double(p.temperature)},
         {QStringLiteral("top_k"), p.top_k},
@@ -228,6 +243,19 @@ QJsonObject samplingToJson(const wb::SamplingParams& p) {
         {QStringLiteral("seed"), QString::number(p.seed)},
         {QStringLiteral("max_tokens"), p.max_tokens},
         {QStringLiteral("stop"), stops},
+        {QStringLiteral("samplers"), QString::fromStdString(wb::join_sampler_sequence(p.samplers))},
+        {QStringLiteral("logit_bias"), logitBiasToJson(p.logit_bias)},
+        {QStringLiteral("xtc_probability"), double(p.xtc_probability)},
+        {QStringLiteral("xtc_threshold"), double(p.xtc_threshold)},
+        {QStringLiteral("top_n_sigma"), double(p.top_n_sigma)},
+        {QStringLiteral("mirostat"), p.mirostat},
+        {QStringLiteral("mirostat_tau"), double(p.mirostat_tau)},
+        {QStringLiteral("mirostat_eta"), double(p.mirostat_eta)},
+        {QStringLiteral("dry_multiplier"), double(p.dry_multiplier)},
+        {QStringLiteral("dry_base"), double(p.dry_base)},
+        {QStringLiteral("dry_allowed_length"), p.dry_allowed_length},
+        {QStringLiteral("dry_penalty_last_n"), p.dry_penalty_last_n},
+        {QStringLiteral("dry_sequence_breakers"), breakers},
     };
 }
 
@@ -251,6 +279,33 @@ wb::SamplingParams samplingFromJson(const QJsonObject& o) {
     p.max_tokens = i("max_tokens", d.max_tokens);
     p.stop.clear();
     for (const auto& s : o.value(QStringLiteral("stop")).toArray()) p.stop.push_back(s.toString().toStdString());
+    // The samplers that follow llama.cpp; files from before them get the defaults (all off).
+    try {
+        if (o.contains(QStringLiteral("samplers")))
+            p.samplers = wb::parse_sampler_sequence(o.value(QStringLiteral("samplers")).toString().toStdString());
+    } catch (const wb::Error&) {
+        p.samplers = d.samplers;  // an unknown name (a newer file): the default order rather than none
+    }
+    for (const auto& e : o.value(QStringLiteral("logit_bias")).toArray()) {
+        const QJsonArray b = e.toArray();
+        if (b.size() == 2 && b[0].toInt(-1) >= 0)
+            p.logit_bias.push_back({b[0].toInt(), b[1].isNull() ? -INFINITY : float(b[1].toDouble())});
+    }
+    p.xtc_probability = f("xtc_probability", d.xtc_probability);
+    p.xtc_threshold = f("xtc_threshold", d.xtc_threshold);
+    p.top_n_sigma = f("top_n_sigma", d.top_n_sigma);
+    p.mirostat = i("mirostat", d.mirostat);
+    p.mirostat_tau = f("mirostat_tau", d.mirostat_tau);
+    p.mirostat_eta = f("mirostat_eta", d.mirostat_eta);
+    p.dry_multiplier = f("dry_multiplier", d.dry_multiplier);
+    p.dry_base = f("dry_base", d.dry_base);
+    p.dry_allowed_length = i("dry_allowed_length", d.dry_allowed_length);
+    p.dry_penalty_last_n = i("dry_penalty_last_n", d.dry_penalty_last_n);
+    if (o.contains(QStringLiteral("dry_sequence_breakers"))) {
+        p.dry_sequence_breakers.clear();
+        for (const auto& s : o.value(QStringLiteral("dry_sequence_breakers")).toArray())
+            p.dry_sequence_breakers.push_back(s.toString().toStdString());
+    }
     return p;
 }
 
