@@ -1,8 +1,11 @@
 #include "app_settings.h"
 
+#include <QCryptographicHash>
+#include <QFileInfo>
 #include <QJsonDocument>
 #include <QSettings>
 
+#include "chat_template_setting.h"
 #include "conversation.h"
 
 namespace {
@@ -76,4 +79,35 @@ void AppSettings::setWindowLayout(const QString& key, const QByteArray& geometry
     QSettings s;
     s.setValue(key + QStringLiteral("/geometry"), geometry);
     s.setValue(key + QStringLiteral("/state"), state);
+}
+
+namespace {
+
+// One group per model file, named by a hash of its absolute path (a path's slashes would make groups).
+QString chatTemplateGroup(const QString& modelPath) {
+    const QByteArray key = QCryptographicHash::hash(QFileInfo(modelPath).absoluteFilePath().toUtf8(), QCryptographicHash::Sha1);
+    return QStringLiteral("chatTemplates/") + QString::fromLatin1(key.toHex());
+}
+
+}  // namespace
+
+ChatTemplateSetting AppSettings::chatTemplate(const QString& modelPath) {
+    QSettings s;
+    s.beginGroup(chatTemplateGroup(modelPath));
+    ChatTemplateSetting t;
+    t.source = s.value(QStringLiteral("source")).toString();
+    t.origin = s.value(QStringLiteral("origin")).toString();
+    t.builtin = s.value(QStringLiteral("builtin")).toString();
+    return t;
+}
+
+void AppSettings::setChatTemplate(const QString& modelPath, const ChatTemplateSetting& setting) {
+    QSettings s;
+    s.remove(chatTemplateGroup(modelPath));
+    if (setting.isEmpty()) return;
+    s.beginGroup(chatTemplateGroup(modelPath));
+    s.setValue(QStringLiteral("model"), QFileInfo(modelPath).absoluteFilePath());  // for a reader of the file
+    s.setValue(QStringLiteral("source"), setting.source);
+    s.setValue(QStringLiteral("origin"), setting.origin);
+    s.setValue(QStringLiteral("builtin"), setting.builtin);
 }

@@ -9,6 +9,8 @@
 
 #include "sampling/sampling_params.h"
 
+struct ChatTemplateSetting;
+
 class AppSettings {
 public:
     // Model loading: what the last successful load used.
@@ -46,4 +48,8 @@ public:
     static QByteArray windowGeometry(const QString& key);
     static QByteArray windowState(const QString& key);
     static void setWindowLayout(const QString& key, const QByteArray& geometry, const QByteArray& state);
+
+    // A model file's chat template replacement (chat_template_setting.h); empty = its own template.
+    static ChatTemplateSetting chatTemplate(const QString& modelPath);
+    static void setChatTemplate(const QString& modelPath, const ChatTemplateSetting& setting);
 };

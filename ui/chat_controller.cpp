@@ -54,6 +54,8 @@ void ChatController::connectWorker() {
     connect(m_worker, &InferenceWorker::generationFinished, this, &ChatController::handleGenerationFinished, q);
     connect(this, &ChatController::countRequested, m_worker, &InferenceWorker::countPrompt, q);
     connect(m_worker, &InferenceWorker::promptCounted, this, &ChatController::promptCounted, q);
+    connect(this, &ChatController::chatTemplateRequested, m_worker, &InferenceWorker::applyChatTemplate, q);
+    connect(m_worker, &InferenceWorker::chatTemplateChanged, this, &ChatController::chatTemplateChanged, q);
 }
 
 void ChatController::loadModel(const QString& path) {

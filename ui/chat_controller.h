@@ -84,6 +84,9 @@ public Q_SLOTS:
     // message editIndex when >= 0); promptCounted answers with the returned id. Cheap, but it waits
     // behind a running reply on the worker thread.
     quint64 countPrompt(const QString& draft, int editIndex = -1);
+    // Renders prompts of the loaded model with `setting` from the next request on (chatTemplateChanged
+    // answers). The caller has checked and stored it (chat_template_setting.h).
+    void applyChatTemplate(const ChatTemplateSetting& setting) { Q_EMIT chatTemplateRequested(m_model.path, setting); }
     // Export: a copy of the conversation on screen in `path`.
     bool saveConversation(const QString& path, QString* error);
     // Import: opens the file as a new conversation (saved in the store as its own).
@@ -114,6 +117,8 @@ Q_SIGNALS:
     void systemPromptRestored(const QString& prompt);
     void errorOccurred(const QString& message);
     void promptCounted(quint64 countId, int tokens, int contextSize, const QString& error);
+    // The template the worker renders prompts with (after a load or applyChatTemplate).
+    void chatTemplateChanged(const ChatTemplateInfo& info);
     // The worker refused a prompt that leaves no room for the reply: the message (text, when it was
     // the user's last one) is out of the history again, for the message box; reason has the numbers.
     void messageRefused(const QString& text, const QString& reason);
@@ -126,6 +131,7 @@ Q_SIGNALS:
     void generateRequested(quint64 requestId, const ChatMessages& messages, const QVector<int>& forced);
     void resetRequested();
     void countRequested(quint64 countId, const ChatMessages& messages);
+    void chatTemplateRequested(const QString& modelPath, const ChatTemplateSetting& setting);
 
 private Q_SLOTS:
     void handleLoadStarted(const QString& path);

@@ -1,5 +1,6 @@
 #include "engine_types.h"
 
+#include "chat_template_setting.h"
 #include "model_summary.h"
 
 void registerEngineTypes() {
@@ -10,6 +11,8 @@ void registerEngineTypes() {
     qRegisterMetaType<AttentionBatch>("AttentionBatch");
     qRegisterMetaType<ChatMessages>("ChatMessages");
     qRegisterMetaType<PromptInfo>("PromptInfo");
+    qRegisterMetaType<ChatTemplateInfo>("ChatTemplateInfo");
+    qRegisterMetaType<ChatTemplateSetting>("ChatTemplateSetting");
     qRegisterMetaType<GenerationSummary>("GenerationSummary");
     qRegisterMetaType<ModelSummary>("ModelSummary");
 }

@@ -19,12 +19,34 @@
 using AttentionBatch = std::shared_ptr<const std::vector<wb::AttentionEvent>>;
 using ChatMessages = std::vector<wb::ChatMessage>;
 
+// The chat template the worker renders prompts with, and where it came from (the Prompt view).
+struct ChatTemplateInfo {
+    QString modelPath;
+    QString description;     // ChatTemplate::description(): "the model's own (Jinja)", "built-in chatml"
+    QString origin;          // "model", "file" (a per-model replacement) or "builtin"
+    QString originDetail;    // the replacement's file name, or the built-in format's name
+    QString source;          // the Jinja source; empty for a built-in format
+    QString warning;         // why a built-in format is used (the file has no template)
+    QString error;           // why the template cannot render (it does not parse), with line and column
+};
+
+// Per-token marks of a recorded prompt (PromptInfo::flags).
+enum PromptTokenFlag : int {
+    PromptTokenControl = 1,       // a control / user-defined token (<|im_start|>), not plain text
+    PromptTokenFromInput = 2,     // covers text of a message or tool (what a user typed)
+    PromptTokenFromTemplate = 4,  // covers text the template wrote (or the tokenizer added, the BOS)
+    PromptTokenForced = 8,        // after the rendered prompt: a fork's given first tokens of the reply
+};
+
 // The tokenised prompt of one generation, sent before its first token so the views can label positions.
 struct PromptInfo {
     quint64 requestId = 0;
     QVector<int> ids;        // the whole context the reply continues (template-rendered conversation)
     QStringList pieces;      // text of each id (special tokens rendered)
     int reused = 0;          // leading positions whose K/V the session keeps from the previous turn
+    QString text;            // the template's rendering the ids were encoded from
+    QVector<int> flags;      // PromptTokenFlag bits, one per id (prompt_record.h)
+    ChatTemplateInfo chatTemplate;  // what rendered it
 };
 
 // How one generation ended.
@@ -50,6 +72,7 @@ Q_DECLARE_METATYPE(wb::SamplingParams)
 Q_DECLARE_METATYPE(AttentionBatch)
 Q_DECLARE_METATYPE(ChatMessages)
 Q_DECLARE_METATYPE(PromptInfo)
+Q_DECLARE_METATYPE(ChatTemplateInfo)
 Q_DECLARE_METATYPE(GenerationSummary)
 
 // Registers the types above with QMetaType; idempotent.

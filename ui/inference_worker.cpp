@@ -5,6 +5,7 @@
 
 #include "context_budget.h"
 #include "engine/chat_prompt.h"
+#include "prompt_record.h"
 #include "util/error.h"
 #include "worker_observer.h"
 
@@ -97,7 +98,8 @@ void InferenceWorker::loadModel(const QString& path, const QString& backend, int
     try {
         // Build the new engine beside the old one, so a failed or cancelled load leaves the current
         // model working.
-        std::unique_ptr<wb::Model> model = wb::Model::load(path.toStdString());
+        const ChatTemplateSetting templateSetting = chat_template_setting::stored(path);
+        std::unique_ptr<wb::Model> model = wb::Model::load(path.toStdString(), chat_template_setting::toChoice(templateSetting));
         if (m_cancelLoad.load()) {
             Q_EMIT loadCanceled(path);
             return;
@@ -121,13 +123,10 @@ void InferenceWorker::loadModel(const QString& path, const QString& backend, int
             m_backend = std::move(choice);
             m_session = std::move(session);
         }
-        {
-            QMutexLocker lock(&m_paramsMutex);
-            m_turnStops = m_model->chat_template().end_of_turn_texts();
-            applyParams();
-        }
         m_modelPath = path;
+        useTemplate(m_model->chat_template(), templateSetting);
         Q_EMIT modelLoaded(summary);
+        Q_EMIT chatTemplateChanged(m_templateInfo);
         Q_EMIT kvStatsChanged(m_session->kv_stats());
         startHash(path);
     } catch (const std::exception& e) {
@@ -150,7 +149,8 @@ void InferenceWorker::continueChat(quint64 requestId, const ChatMessages& messag
     }
     try {
         const wb::Model& m = *m_model;
-        std::vector<int32_t> ids = wb::build_chat_prompt(m, messages, true).ids;
+        const wb::ChatPrompt prompt = buildPrompt(messages);
+        std::vector<int32_t> ids = prompt.ids;
         // The forced start of the reply, decoded as the stream decodes it.
         std::string forcedText;
         wb::StreamDecoder decoder(m.tokenizer());
@@ -172,12 +172,9 @@ void InferenceWorker::continueChat(quint64 requestId, const ChatMessages& messag
             Q_EMIT generationFinished(summary);
             return;
         }
-        PromptInfo info;
+        PromptInfo info = recordPrompt(prompt, ids, m.tokenizer());
         info.requestId = requestId;
-        for (int32_t id : ids) {
-            info.ids.append(id);
-            info.pieces.append(QString::fromStdString(m.tokenizer().token_to_piece(id, true)));
-        }
+        info.chatTemplate = m_templateInfo;
         // The same prefix rule as Session::generate: the last prompt token is always evaluated again.
         const auto& cached = m_session->context_tokens();
         size_t common = 0;
@@ -214,11 +211,30 @@ void InferenceWorker::countPrompt(quint64 countId, const ChatMessages& messages)
         return;
     }
     try {
-        const int tokens = int(wb::build_chat_prompt(*m_model, messages, true).ids.size());
+        const int tokens = int(buildPrompt(messages).ids.size());
         Q_EMIT promptCounted(countId, tokens, m_session->n_ctx(), QString());
     } catch (const std::exception& e) {
         Q_EMIT promptCounted(countId, 0, m_session->n_ctx(), QString::fromUtf8(e.what()));
     }
+}
+
+wb::ChatPrompt InferenceWorker::buildPrompt(const ChatMessages& messages) const {
+    return wb::build_chat_prompt(m_template, m_model->tokenizer(), wb::chat_messages_value(messages), wb::jinja::Value::none(), true);
+}
+
+void InferenceWorker::useTemplate(wb::ChatTemplate t, const ChatTemplateSetting& setting) {
+    m_template = std::move(t);
+    m_templateInfo = chat_template_setting::describe(m_template, setting, m_modelPath);
+    // The template's end-of-turn marker ends a reply even if a file forgot to type it as a control token.
+    QMutexLocker lock(&m_paramsMutex);
+    m_turnStops = m_template.end_of_turn_texts();
+    applyParams();
+}
+
+void InferenceWorker::applyChatTemplate(const QString& modelPath, const ChatTemplateSetting& setting) {
+    if (!m_model || modelPath != m_modelPath) return;  // another file: its own load reads its setting
+    useTemplate(wb::choose_chat_template(m_model->file(), m_model->tokenizer(), chat_template_setting::toChoice(setting)), setting);
+    Q_EMIT chatTemplateChanged(m_templateInfo);
 }
 
 void InferenceWorker::startHash(const QString& path) {

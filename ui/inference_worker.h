@@ -13,8 +13,10 @@
 #include <QString>
 
 #include "engine/backend.h"
+#include "engine/chat_prompt.h"
 #include "engine/model.h"
 #include "engine/session.h"
+#include "chat_template_setting.h"
 #include "engine_types.h"
 #include "model_summary.h"
 
@@ -59,6 +61,9 @@ public Q_SLOTS:
     // The prompt's length in tokens as generateChat would build it (the message box's counter):
     // promptCounted(countId, tokens, the context size, error).
     void countPrompt(quint64 countId, const ChatMessages& messages);
+    // Renders with `setting` from now on when modelPath is the loaded model (a load reads the setting
+    // stored for its file itself): chatTemplateChanged answers.
+    void applyChatTemplate(const QString& modelPath, const ChatTemplateSetting& setting);
 
 Q_SIGNALS:
     void loadStarted(const QString& path);
@@ -74,18 +79,26 @@ Q_SIGNALS:
     void prefillProgress(quint64 requestId, int done, int total);
     void generationFinished(const GenerationSummary& summary);
     void promptCounted(quint64 countId, int tokens, int contextSize, const QString& error);
+    // The template prompts are rendered with (after each load and applyChatTemplate).
+    void chatTemplateChanged(const ChatTemplateInfo& info);
 
 private:
     void startHash(const QString& path);
     void hashNextChunk(quint64 job);
     void applyParams();  // m_userParams + the template's end-of-turn texts -> m_live
     void releaseEngine();
+    // The prompt as it is fed: m_template renders, the model's tokenizer encodes.
+    wb::ChatPrompt buildPrompt(const ChatMessages& messages) const;
+    void useTemplate(wb::ChatTemplate t, const ChatTemplateSetting& setting);
 
     // Declaration order matters for destruction: the session refers to the backend and the model.
     std::unique_ptr<wb::Model> m_model;
     wb::BackendChoice m_backend;
     std::unique_ptr<wb::Session> m_session;
     QString m_modelPath;
+    // The loaded model's template, or the replacement applied since (applyChatTemplate).
+    wb::ChatTemplate m_template;
+    ChatTemplateInfo m_templateInfo;
 
     mutable QMutex m_sessionMutex;  // guards m_session against a swap while the GUI calls stop
     mutable QMutex m_paramsMutex;

@@ -35,6 +35,7 @@
 #include "help_dialogs.h"
 #include "kv_cache_panel.h"
 #include "load_options_menu.h"
+#include "prompt_view.h"
 #include "message_edit.h"
 #include "model/model_paths.h"
 #include "model_info_panel.h"
@@ -78,6 +79,7 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
     m_kv = new KvCachePanel(this);
     m_inspector = new TokenInspector(m_controller->attentionStore(), this);
     m_info = new ModelInfoPanel(this);
+    m_prompt = new PromptView(m_controller, this);
 
     m_loadOptions = new LoadOptionsMenu(m_controller, this);
 
@@ -92,6 +94,16 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
     connect(m_controller, &ChatController::loadFailed, this, &MainWindow::handleLoadFailed);
     connect(m_controller, &ChatController::loadCanceled, this, &MainWindow::handleLoadFinished);
     connect(m_controller, &ChatController::fileHashReady, m_info, &ModelInfoPanel::setFileHash);
+    // A template that cannot render makes every message fail: the Prompt view says why and offers the
+    // built-in formats.
+    connect(m_controller, &ChatController::chatTemplateChanged, this, [this](const ChatTemplateInfo& t) {
+        if (t.error.isEmpty()) return;
+        statusBar()->showMessage(tr("The chat template cannot be used; choose a built-in format in the Prompt view"), 15000);
+        if (QDockWidget* d = dock(QStringLiteral("promptDock"))) {
+            d->show();
+            d->raise();
+        }
+    });
     connect(m_controller, &ChatController::timingsChanged, this, &MainWindow::handleTimings);
     connect(m_controller, &ChatController::prefillProgress, this, &MainWindow::handlePrefillProgress);
     connect(m_controller, &ChatController::kvStatsChanged, this, &MainWindow::handleKvStats);
@@ -216,6 +228,7 @@ void MainWindow::createViewMenu() {
         {tr("Sampling"), QStringLiteral("samplingDock")},       {tr("Attention"), QStringLiteral("attentionDock")},
         {tr("Token inspector"), QStringLiteral("tokenInspectorDock")}, {tr("KV cache"), QStringLiteral("kvCacheDock")},
         {tr("Model info"), QStringLiteral("modelInfoDock")},    {tr("Conversations"), QStringLiteral("conversationsDock")},
+        {tr("Prompt"), QStringLiteral("promptDock")},
     };
     for (int i = 0; i < panels.size(); ++i) {
         const QString dockName = panels[i].second;
@@ -281,6 +294,7 @@ void MainWindow::createDocks() {
     addPanel(m_inspector, tr("Token inspector"), QStringLiteral("tokenInspectorDock"), Qt::LeftDockWidgetArea);
     addPanel(m_kv, tr("KV cache"), QStringLiteral("kvCacheDock"), Qt::LeftDockWidgetArea);
     addPanel(m_info, tr("Model info"), QStringLiteral("modelInfoDock"), Qt::LeftDockWidgetArea);
+    addPanel(m_prompt, tr("Prompt"), QStringLiteral("promptDock"), Qt::LeftDockWidgetArea);
     createViewMenu();
     placeDocks();
 }
@@ -303,6 +317,7 @@ void MainWindow::placeDocks() {
     tabifyDockWidget(attention, inspector);
     tabifyDockWidget(inspector, kv);
     tabifyDockWidget(kv, info);
+    tabifyDockWidget(info, dock(QStringLiteral("promptDock")));
     for (QDockWidget* d : m_docks) d->show();
     attention->raise();
     // While the docks move, the layout passes through arrangements taller than the final one, and a

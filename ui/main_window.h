@@ -21,6 +21,7 @@ class ConversationStore;
 class KvCachePanel;
 class LoadOptionsMenu;
 class ModelInfoPanel;
+class PromptView;
 class ModelsDialog;
 class QActionGroup;
 class QDockWidget;
@@ -50,6 +51,7 @@ public:
     KvCachePanel* kvCachePanel() const { return m_kv; }
     TokenInspector* tokenInspector() const { return m_inspector; }
     ModelInfoPanel* modelInfoPanel() const { return m_info; }
+    PromptView* promptView() const { return m_prompt; }
     ConversationList* conversationList() const { return m_conversations; }
     ConversationStore* conversationStore() const { return m_store; }
     // Created the first time it is opened.
@@ -132,6 +134,7 @@ private:
     KvCachePanel* m_kv;
     TokenInspector* m_inspector;
     ModelInfoPanel* m_info;
+    PromptView* m_prompt;
     ModelsDialog* m_modelsDialog = nullptr;
     QList<QDockWidget*> m_docks;
     QMenu* m_recentMenu = nullptr;

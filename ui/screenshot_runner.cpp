@@ -61,6 +61,7 @@ void ScreenshotRunner::grabAll() {
         {QStringLiteral("tokenInspectorDock"), QStringLiteral("token-inspector.png")},
         {QStringLiteral("modelInfoDock"), QStringLiteral("model-info.png")},
         {QStringLiteral("conversationsDock"), QStringLiteral("conversations.png")},
+        {QStringLiteral("promptDock"), QStringLiteral("prompt.png")},
     };
     for (const auto& [dockName, file] : docks) {
         QDockWidget* d = m_window->dock(dockName);

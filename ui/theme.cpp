@@ -39,6 +39,11 @@ Pair rolePair(Theme::Role role) {
     case R::ReservedSeries: return {QColor(200, 205, 220), QColor(75, 80, 98)};
     case R::ReservedLine: return {QColor(150, 155, 175), QColor(150, 155, 175)};
     case R::MaskedCell: return {QColor(236, 236, 236), QColor(58, 58, 62)};
+    case R::PromptTokenA: return {QColor(0xEE, 0xF1, 0xF6), QColor(0x2E, 0x33, 0x3D)};
+    case R::PromptTokenB: return {QColor(0xDD, 0xE3, 0xEC), QColor(0x3D, 0x44, 0x50)};
+    case R::PromptControl: return {QColor(0xF6, 0xD5, 0x8E), QColor(0x7A, 0x55, 0x10)};
+    case R::PromptControlText: return {QColor(0x5A, 0x36, 0x00), QColor(0xFF, 0xE7, 0xB0)};
+    case R::PromptInput: return {QColor(0x0B, 0x5C, 0xAD), QColor(0x8C, 0xC4, 0xFF)};
     }
     return {Qt::gray, Qt::gray};
 }

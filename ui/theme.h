@@ -56,6 +56,11 @@ public:
         ReservedSeries,  // KV cache bytes reserved
         ReservedLine,
         MaskedCell,      // attention map: future (masked) keys and rows not captured
+        PromptTokenA,    // the Prompt view's token boxes, alternating A and B
+        PromptTokenB,
+        PromptControl,   // a control / special token's box in the Prompt view
+        PromptControlText,
+        PromptInput,     // text that came from the user's input (not the template) in the Prompt view
     };
 
     // Sets the style and palette: System restores what the platform gave at start-up, Light and Dark

@@ -36,7 +36,8 @@
 
 namespace {
 
-const QStringList kDocks = {"samplingDock", "attentionDock", "tokenInspectorDock", "kvCacheDock", "modelInfoDock", "conversationsDock"};
+const QStringList kDocks = {"samplingDock", "attentionDock", "tokenInspectorDock", "kvCacheDock", "modelInfoDock", "conversationsDock",
+                            "promptDock"};
 
 QRect rectIn(const QWidget* w, const QWidget* window) {
     return QRect(w->mapTo(window, QPoint(0, 0)), w->size());
@@ -107,7 +108,7 @@ private Q_SLOTS:
             for (int j = i + 1; j < 4; ++j)
                 QVERIFY2(!shown[i].second.intersects(shown[j].second), qPrintable(shown[i].first + " overlaps " + shown[j].first));
         // The inspector panels are one tab group.
-        QCOMPARE(w.tabifiedDockWidgets(w.dock("attentionDock")).size(), 3);
+        QCOMPARE(w.tabifiedDockWidgets(w.dock("attentionDock")).size(), 4);
     }
 
     void opensAtASizeThatFitsTheScreen_data() {
@@ -149,7 +150,7 @@ private Q_SLOTS:
         QApplication::processEvents();
         verifyAllPanelsPresent(w);
         for (QDockWidget* d : w.docks()) QCOMPARE(w.dockWidgetArea(d), areas[d->objectName()]);
-        QCOMPARE(w.tabifiedDockWidgets(w.dock("attentionDock")).size(), 3);
+        QCOMPARE(w.tabifiedDockWidgets(w.dock("attentionDock")).size(), 4);
         QVERIFY(w.dock("attentionDock")->isVisible());  // the group shows the Attention tab
     }
 
