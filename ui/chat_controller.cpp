@@ -159,7 +159,11 @@ void ChatController::stop() {
 }
 
 void ChatController::newChat() {
-    if (m_generating) stop();
+    if (m_generating) {
+        stop();
+        // Its events still in the queue (attention batches, tokens) belong to the cleared chat.
+        m_abandonedRequest = m_activeRequest;
+    }
     saveNow();
     // The settings on screen carry over to the new chat; the messages and the id do not.
     m_conversation.clearMessages();
@@ -322,14 +326,14 @@ void ChatController::handleLoadCanceled(const QString& path) {
 }
 
 void ChatController::handlePromptReady(const PromptInfo& info) {
-    if (info.requestId != m_activeRequest) return;
+    if (!isShown(info.requestId)) return;
     m_promptTokens = int(info.ids.size());
     m_attention.handlePrompt(info);
     Q_EMIT promptReady(info);
 }
 
 void ChatController::handleToken(quint64 requestId, const wb::TokenEvent& event) {
-    if (requestId != m_activeRequest || m_conversation.messages.isEmpty()) return;
+    if (!isShown(requestId) || m_conversation.messages.isEmpty()) return;
     ChatEntry& reply = m_conversation.messages.last();
     TokenRecord t;
     t.id = event.id;
@@ -347,20 +351,26 @@ void ChatController::handleToken(quint64 requestId, const wb::TokenEvent& event)
 }
 
 void ChatController::handleAttention(quint64 requestId, const AttentionBatch& batch) {
-    if (requestId != m_activeRequest || !batch) return;
+    if (!isShown(requestId) || !batch) return;
     m_attention.addEvents(*batch);
 }
 
 void ChatController::handlePrefillProgress(quint64 requestId, int done, int total) {
-    if (requestId == m_activeRequest) Q_EMIT prefillProgress(done, total);
+    if (isShown(requestId)) Q_EMIT prefillProgress(done, total);
 }
 
 void ChatController::handleTimings(quint64 requestId, const wb::Timings& timings) {
-    if (requestId == m_activeRequest) Q_EMIT timingsChanged(timings);
+    if (isShown(requestId)) Q_EMIT timingsChanged(timings);
 }
 
 void ChatController::handleGenerationFinished(const GenerationSummary& summary) {
     if (summary.requestId != m_activeRequest) return;
+    if (summary.requestId == m_abandonedRequest) {
+        // Stopped by New chat: nothing of it goes into the new conversation; only the state ends.
+        setGenerating(false);
+        Q_EMIT generationFinished(summary);
+        return;
+    }
     const int index = int(m_conversation.messages.size()) - 1;
     QString refused;
     if (index >= 0) {

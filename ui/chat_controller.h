@@ -171,6 +171,9 @@ private:
     quint64 m_nextRequest = 1;
     quint64 m_nextCount = 1;
     quint64 m_activeRequest = 0;
+    // A request New chat stopped: it still ends the generating state, but its events are dropped.
+    quint64 m_abandonedRequest = 0;
+    bool isShown(quint64 requestId) const { return requestId == m_activeRequest && requestId != m_abandonedRequest; }
     int m_promptTokens = 0;  // of the active request: generated token i sits at position m_promptTokens + i
     bool m_generating = false;
     bool m_loading = false;

@@ -15,12 +15,6 @@ namespace {
 // milliseconds, large enough that hashing a 4 GB file is not dominated by event-loop overhead.
 constexpr qint64 kHashChunk = 8 << 20;
 
-wb::BackendKind backendKind(const QString& name) {
-    if (name == QLatin1String("cpu")) return wb::BackendKind::CPU;
-    if (name == QLatin1String("cuda")) return wb::BackendKind::CUDA;
-    return wb::BackendKind::AUTO;
-}
-
 }  // namespace
 
 InferenceWorker::InferenceWorker(QObject* parent) : QObject(parent) {
@@ -32,8 +26,8 @@ InferenceWorker::~InferenceWorker() {
 }
 
 void InferenceWorker::releaseEngine() {
-    // Taken out under the lock, destroyed after it: stopSession (the GUI thread's Esc) must not wait
-    // for a teardown that can take seconds (a GPU context, a multi-GB unmap).
+    // Taken out under the lock, destroyed after it: the lock is never held for a teardown that can
+    // take seconds (a GPU context, a multi-GB unmap).
     std::unique_ptr<wb::Session> session;
     wb::BackendChoice backend;
     std::unique_ptr<wb::Model> model;
@@ -49,15 +43,11 @@ void InferenceWorker::releaseEngine() {
 }
 
 void InferenceWorker::requestStop(quint64 upToRequest) {
+    // Only the mark: the running request's observer reads it (stop_requested). Stopping the session
+    // itself would also end a newer request that is already running.
     quint64 cur = m_stopUpTo.load();
     while (cur < upToRequest && !m_stopUpTo.compare_exchange_weak(cur, upToRequest)) {
     }
-    stopSession();
-}
-
-void InferenceWorker::stopSession() {
-    QMutexLocker lock(&m_sessionMutex);
-    if (m_session) m_session->stop();
 }
 
 void InferenceWorker::cancelLoad() {
@@ -104,7 +94,7 @@ void InferenceWorker::loadModel(const QString& path, const QString& backend, int
             Q_EMIT loadCanceled(path);
             return;
         }
-        wb::BackendChoice choice = wb::create_backend(backendKind(backend), threads);
+        wb::BackendChoice choice = wb::create_backend(wb::parse_backend_kind(backend.toStdString()), threads);
         wb::SessionOptions options;
         options.n_ctx = contextSize;
         auto session = std::make_unique<wb::Session>(*model, *choice.backend, options);

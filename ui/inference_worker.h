@@ -44,10 +44,10 @@ public:
 
     // --- Used by WorkerObserver on the worker thread. ---
     bool stopRequested(quint64 requestId) const { return requestId <= m_stopUpTo.load(); }
-    void stopSession();
 
 public Q_SLOTS:
-    // backend: "auto", "cpu" or "cuda"; contextSize 0 = the engine's default; threads 0 = all cores.
+    // backend: "auto", "cpu" or "cuda" (wb::parse_backend_kind: another name fails the load with its
+    // error); contextSize 0 = the engine's default; threads 0 = all cores.
     void loadModel(const QString& path, const QString& backend, int contextSize, int threads);
     // Renders the conversation with the model's chat template, tokenises it and generates the reply.
     // The session reuses the cached prefix, so an edited or regenerated turn truncates the cache.
@@ -100,7 +100,7 @@ private:
     wb::ChatTemplate m_template;
     ChatTemplateInfo m_templateInfo;
 
-    mutable QMutex m_sessionMutex;  // guards m_session against a swap while the GUI calls stop
+    mutable QMutex m_sessionMutex;  // guards the engine's swap (loadModel, releaseEngine)
     mutable QMutex m_paramsMutex;
     wb::SamplingParams m_userParams;
     std::vector<std::string> m_turnStops;  // end-of-turn texts of the loaded model's template

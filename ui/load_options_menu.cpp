@@ -7,7 +7,9 @@
 
 #include "app_settings.h"
 #include "chat_controller.h"
+#include "engine/backend.h"
 #include "model_summary.h"
+#include "util/error.h"
 
 namespace {
 
@@ -34,6 +36,14 @@ LoadOptionsMenu::LoadOptionsMenu(ChatController* controller, QWidget* parent) : 
     buildMenus(parent);
     LoadOptions saved;
     saved.backend = AppSettings::backend();
+    try {
+        (void)wb::parse_backend_kind(saved.backend.toStdString());  // the engine's names, the engine's parser
+    } catch (const wb::Error& e) {
+        // A name from another version or a hand-edited file: said, not silently taken as auto.
+        m_savedProblem = tr("The saved backend was not used (%1); the automatic backend is used instead.")
+                             .arg(QString::fromUtf8(e.what()));
+        saved.backend = QStringLiteral("auto");
+    }
     saved.contextSize = AppSettings::contextSize();
     saved.threads = AppSettings::threads();
     if (saved.threads > QThread::idealThreadCount()) saved.threads = 0;

@@ -37,6 +37,8 @@ public:
     LoadOptions current() const;
     // The options of the last successful load (the defaults before the first).
     LoadOptions working() const { return m_working; }
+    // Why a saved option was not used at start-up (an unknown backend name), or empty.
+    QString savedProblem() const { return m_savedProblem; }
 
     // Call when a load failed. If the options differ from the working ones they are put back (and,
     // when the failed file is not the loaded model, that file is loaded again with them); returns a
@@ -62,4 +64,5 @@ private:
     QActionGroup* m_contextGroup = nullptr;
     QActionGroup* m_threadsGroup = nullptr;
     LoadOptions m_working;
+    QString m_savedProblem;
 };

@@ -416,6 +416,7 @@ void MainWindow::handlePrefillProgress(int done, int total) {
 }
 
 void MainWindow::start() {
+    if (!m_loadOptions->savedProblem().isEmpty()) showError(tr("A saved setting was not used"), m_loadOptions->savedProblem());
     QSettings settings;
     const QString last = settings.value(QStringLiteral("lastModel")).toString();
     const QString fallback = QString::fromStdString(wb::default_model_path());

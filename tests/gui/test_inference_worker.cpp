@@ -4,8 +4,10 @@
 // loop keeps running while the worker generates.
 #include <QElapsedTimer>
 #include <QFileInfo>
+#include <QScopeGuard>
 #include <QSignalSpy>
 #include <QTemporaryDir>
+#include <QThread>
 #include <QtTest>
 
 #include "chat_controller.h"
@@ -135,6 +137,88 @@ private Q_SLOTS:
         QCOMPARE(finished.count(), 2);
         QVERIFY(lastSummary(finished).reason != wb::StopReason::STOPPED);
         QVERIFY(tokens.count() > 0);
+    }
+
+    // A stop for an earlier request (Esc for a reply that already ended, the destructor's sweep) leaves
+    // a newer running one alone: the worker on its own thread, as in the app. Before the fix
+    // requestStop also stopped the session, whatever request it was running.
+    void stopOfAnEarlierRequestLeavesTheRunningOneAlone() {
+        QThread thread;
+        auto* worker = new InferenceWorker;
+        worker->moveToThread(&thread);
+        thread.start();
+        // However the test ends: the worker deleted on its thread, the thread stopped.
+        const auto finish = qScopeGuard([&] {
+            worker->requestStop(~quint64(0));
+            QMetaObject::invokeMethod(worker, [worker] { worker->deleteLater(); });
+            thread.quit();
+            thread.wait();
+        });
+        QObject here;
+        int loaded = 0, tokens = 0;
+        QList<GenerationSummary> finished;
+        connect(worker, &InferenceWorker::modelLoaded, &here, [&] { ++loaded; }, Qt::QueuedConnection);
+        connect(worker, &InferenceWorker::tokenGenerated, &here, [&] { ++tokens; }, Qt::QueuedConnection);
+        connect(worker, &InferenceWorker::generationFinished, &here,
+                [&](const GenerationSummary& s) { finished.append(s); }, Qt::QueuedConnection);
+        const QString path = QString::fromStdString(wb::default_model_path());
+        QMetaObject::invokeMethod(worker, [worker, path] { worker->loadModel(path, "cpu", 2048, 1); });
+        QTRY_COMPARE_WITH_TIMEOUT(loaded, 1, kLoadTimeoutMs);
+        worker->setSamplingParams(greedy(120));
+        QMetaObject::invokeMethod(worker, [worker] {
+            worker->generateChat(8, {{"user", "Count from 1 to 200, one number per line."}});
+        });
+        QTRY_VERIFY_WITH_TIMEOUT(tokens > 0, kReplyTimeoutMs);  // request 8 is running
+        worker->requestStop(7);
+        QTRY_COMPARE_WITH_TIMEOUT(finished.size(), 1, kReplyTimeoutMs);
+        QCOMPARE(finished[0].requestId, quint64(8));
+        QCOMPARE(finished[0].reason, wb::StopReason::MAX_TOKENS);
+    }
+
+    // A backend name is parsed by the engine (wb::parse_backend_kind): an unknown one fails the load
+    // with the engine's message instead of running as "auto" (the worker had its own lenient parser).
+    void unknownBackendNameFailsTheLoad() {
+        InferenceWorker worker;
+        QSignalSpy loaded(&worker, &InferenceWorker::modelLoaded);
+        QSignalSpy failed(&worker, &InferenceWorker::loadFailed);
+        worker.loadModel(QString::fromStdString(wb::default_model_path()), "gpu", 2048, 1);
+        QCOMPARE(loaded.count(), 0);
+        QCOMPARE(failed.count(), 1);
+        QCOMPARE(failed.at(0).at(1).toString(), QString("unknown backend 'gpu' (expected cpu, cuda or auto)"));
+    }
+
+    // New chat while a reply streams: the stopped request's attention batches still in the queue
+    // (and the last one the worker flushes when it stops) do not refill the cleared attention store.
+    // Before the fix the controller still took them as the active request's.
+    void newChatDropsTheStoppedRepliesAttention() {
+        ChatController c;
+        QVERIFY(load(c));
+        wb::CaptureSpec spec;
+        spec.prefill_attention = true;
+        spec.decode_attention = true;
+        spec.layers = {0};
+        c.setCaptureSpec(spec);
+        c.setSamplingParams(greedy(400));
+        QSignalSpy finished(&c, &ChatController::generationFinished);
+        bool cleared = false;
+        connect(&c, &ChatController::tokenAppended, &c, [&](int, int token) {
+            if (token == 2 && !cleared) {
+                cleared = true;
+                QVERIFY(c.attentionStore()->rowCount(0) > 0);  // capture is on: the store was filling
+                // A busy GUI thread: the worker runs on for some tokens, so batches of the request are
+                // certainly queued when New chat clears the store (else whether any are depends on timing).
+                QThread::msleep(300);
+                c.newChat();
+            }
+        });
+        QVERIFY(c.sendMessage("Count from 1 to 200, one number per line."));
+        QVERIFY(finished.wait(kReplyTimeoutMs));
+        QVERIFY(cleared);
+        QCOMPARE(lastSummary(finished).reason, wb::StopReason::STOPPED);
+        QVERIFY(!c.isGenerating());
+        QVERIFY(c.conversation().messages.isEmpty());
+        QCOMPARE(c.attentionStore()->tokenCount(), 0);
+        QCOMPARE(c.attentionStore()->rowCount(0), 0);
     }
 
     // The model file's SHA-256 is hashed in chunks after the load; a file that comes up short (cut

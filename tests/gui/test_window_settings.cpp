@@ -2,8 +2,9 @@
 // (sampling values and their preset, the 64-bit seed, system prompt, colouring, capture, theme,
 // threads, context size); a backend choice that fails (CUDA on a machine without it) is neither
 // ticked nor saved and the model stays loaded; a failing backend saved by an older version falls
-// back to the automatic one; the Context size menu offers only what the model was trained for; the
-// window still fits 1280x720 once a model's details fill the panels.
+// back to the automatic one, and an unknown saved name is reported; the Context size menu offers
+// only what the model was trained for; the window still fits 1280x720 once a model's details fill
+// the panels.
 #include <QAction>
 #include <QActionGroup>
 #include <QCheckBox>
@@ -168,6 +169,23 @@ private Q_SLOTS:
         QVERIFY(w.controller()->hasModel());
         QCOMPARE(AppSettings::backend(), QString("auto"));
         QVERIFY(actionWithData(w.loadOptions()->backendGroup(), "auto")->isChecked());
+    }
+
+    // A backend name the engine does not know (another version's, a hand-edited file) is reported and
+    // replaced by the automatic backend, not taken as auto in silence and saved again (before the fix
+    // the GUI had its own parser: "gpu" went to the worker, ran as auto and stayed in the settings).
+    void unknownSavedBackendIsReportedAndNotKept() {
+        AppSettings::setBackend("gpu");
+        MainWindow w;
+        w.show();
+        QCOMPARE(w.controller()->backend(), QString("auto"));
+        QVERIFY(actionWithData(w.loadOptions()->backendGroup(), "auto")->isChecked());
+        const ModelSummary m = startAndWait(w);
+        QVERIFY(!m.path.isEmpty());
+        QTRY_VERIFY(!w.findChildren<QMessageBox*>().isEmpty());
+        const QString text = w.findChildren<QMessageBox*>().first()->text();
+        QVERIFY2(text.contains("unknown backend 'gpu'") && text.contains("automatic backend"), qPrintable(text));
+        QCOMPARE(AppSettings::backend(), QString("auto"));
     }
 
     void contextMenuOffersOnlyWhatTheModelSupports() {
