@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs the Debian 12 packages that building, running and testing WhiteBox need.
 # Idempotent: installs only what is missing and prints nothing when everything is present.
+#   scripts/bootstrap.sh [--sanitizers]   (--sanitizers: also what the asan, tsan and fuzz passes need)
 set -euo pipefail
 
 packages=(
@@ -11,6 +12,13 @@ packages=(
   python3 python3-pip
   xvfb xauth
 )
+if [ "${1:-}" = "--sanitizers" ]; then
+  # The sanitizer and fuzz passes of scripts/test.sh: gcc's ASan/UBSan/TSan runtimes come with g++
+  # (libgcc-12-dev); libFuzzer and clang's ASan/UBSan runtimes are in libclang-rt-14-dev (only a
+  # recommendation of clang, which --no-install-recommends skips); llvm gives llvm-symbolizer for
+  # readable sanitizer stack traces.
+  packages+=(clang libclang-rt-14-dev llvm)
+fi
 
 missing=()
 for p in "${packages[@]}"; do

@@ -1,9 +1,47 @@
 #!/usr/bin/env bash
-# The whole test suite from a clean clone: system packages, build, models, then every ctest test.
+# The whole test suite from a clean clone: system packages, build, models, then the passes:
+#   ctest  every ctest test of the normal (Release) build;
+#   asan   AddressSanitizer + UBSan: unit tests, fuzz replays, a short model subset (test-sanitizers.sh);
+#   tsan   ThreadSanitizer: thread pool, session stop / live parameters, the worker (test-sanitizers.sh);
+#   fuzz   each libFuzzer target for WB_FUZZ_SECONDS (default 60) seconds (fuzz.sh).
+# Every pass runs even when an earlier one failed; the end says which passed and which failed, with
+# their times, and the exit status is 1 if any failed. Extra arguments go to ctest.
+#
+# The default is the ctest pass alone: the asan, tsan and fuzz passes have not yet been timed from a
+# clean clone on the 2-core CI machine (an estimate under load was 40-45 minutes for the three, which
+# would take CI past 50), so they are not in the default run until they are measured and trimmed.
+# Run them with WB_TEST_PASSES="ctest asan tsan fuzz" (WB_FUZZ_SECONDS: seconds per fuzz target).
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
-bash "$root/scripts/bootstrap.sh"
+read -r -a passes <<< "${WB_TEST_PASSES:-ctest}"
+if [[ " ${passes[*]} " =~ \ (asan|tsan|fuzz)\  ]]; then bash "$root/scripts/bootstrap.sh" --sanitizers
+else bash "$root/scripts/bootstrap.sh"; fi
 bash "$root/scripts/build.sh"
 bash "$root/scripts/fetch-models.sh" --all
-cd "${WB_BUILD_DIR:-$root/build}"
-ctest --output-on-failure --timeout 1500 "$@"
+
+run_pass() {
+  case "$1" in
+    ctest) (cd "${WB_BUILD_DIR:-$root/build}" && ctest --output-on-failure --timeout 1500 "${@:2}") ;;
+    asan) bash "$root/scripts/test-sanitizers.sh" asan ;;
+    tsan) bash "$root/scripts/test-sanitizers.sh" tsan ;;
+    fuzz) bash "$root/scripts/fuzz.sh" "${WB_FUZZ_SECONDS:-60}" ;;
+    *) echo "test.sh: unknown pass '$1' (ctest, asan, tsan, fuzz)" >&2; return 2 ;;
+  esac
+}
+
+passed=() failed=()
+for p in "${passes[@]}"; do
+  echo "==== test.sh: pass $p"
+  start=$SECONDS
+  if run_pass "$p" "$@"; then
+    passed+=("$p ($((SECONDS - start)) s)")
+  else
+    failed+=("$p ($((SECONDS - start)) s)")
+    echo "==== test.sh: pass $p FAILED" >&2
+  fi
+done
+echo "==== test.sh: passed: ${passed[*]:-none}"
+if [ ${#failed[@]} -gt 0 ]; then
+  echo "==== test.sh: FAILED: ${failed[*]}" >&2
+  exit 1
+fi
