@@ -85,8 +85,10 @@ void DrySampler::apply(CandidateSet& cands) {
         if (single_breaker) continue;
         int32_t exponent = it->second - allowed_length_;
         if (max_exponent > 0 && exponent > max_exponent) exponent = max_exponent;
-        // Double power, float logit: llama.cpp's arithmetic, so the same history gives the same logits.
-        c.logit = static_cast<float>(c.logit - multiplier_ * std::pow(static_cast<double>(base_), exponent));
+        // llama.cpp's arithmetic, so the same history gives the same logits: the power in double, the
+        // penalty rounded to float, then a float subtraction.
+        const float penalty = static_cast<float>(multiplier_ * std::pow(static_cast<double>(base_), exponent));
+        c.logit -= penalty;
         ++n_penalised_;
         longest_ = std::max(longest_, it->second);
     }

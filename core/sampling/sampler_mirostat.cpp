@@ -27,11 +27,13 @@ int32_t MirostatSampler::truncate(CandidateSet& cands, int32_t n_vocab) const {
     const float k = std::pow((epsilon_hat * std::pow(2.0f, mu_)) /
                                  (1.0f - std::pow(static_cast<float>(n_vocab), -epsilon_hat)),
                              1.0f / s_hat);
-    // A zero p among the best m makes the fit infinite: then no truncation is defined; keep all.
+    // llama.cpp keeps max(int(k), 1). A k that int cannot hold (infinite when a zero p among the best m
+    // makes the fit infinite, NaN, or past 2^31) converts to INT_MIN on x86, so llama.cpp keeps 1 token
+    // there, and so do we.
     const size_t n = data.size();
-    size_t keep = n;
-    if (std::isfinite(k) && k < static_cast<float>(n)) {
-        keep = std::max<size_t>(static_cast<size_t>(std::max(k, 0.0f)), 1);
+    size_t keep = 1;
+    if (std::isfinite(k) && k < 2147483648.0f && k >= 1.0f) {
+        keep = std::min(static_cast<size_t>(k), n);
     }
     cands.data.resize(keep);
     compute_probs(cands);
