@@ -30,6 +30,9 @@ public:
     // Shows reply `index` as its raw text (true) or as Markdown; re-renders the conversation.
     void setRawText(const Conversation& conversation, int index, bool raw);
     bool isRawText(int index) const { return m_raw.contains(index); }
+    // Forgets every "show raw text" choice: they are kept by message index, which means another
+    // message once the conversation is replaced (new chat, another conversation, another version).
+    void clearRawText() { m_raw.clear(); }
 
     // Message whose text contains document position pos; -1 when none.
     int messageAt(int position) const;

@@ -96,6 +96,9 @@ ChatPanel::ChatPanel(ChatController* controller, QWidget* parent) : QWidget(pare
     connect(m_controller, &ChatController::messageRefused, this, &ChatPanel::handleMessageRefused);
     connect(m_systemPrompt, &QPlainTextEdit::textChanged, m_counter, &PromptCounter::invalidate);
     connect(m_input, &QPlainTextEdit::textChanged, m_noticeLabel, &QWidget::hide);
+    // A send waiting for its count is for the text as it was: typing on cancels it, so a slow count
+    // (the worker busy loading a model) never sends half-typed text later.
+    connect(m_input, &QPlainTextEdit::textChanged, this, [this] { m_sendWhenCounted = false; });
     connect(m_counter, &PromptCounter::counted, this, [this] {
         if (!m_sendWhenCounted) return;
         m_sendWhenCounted = false;
@@ -187,6 +190,7 @@ void ChatPanel::scrollToEndIfFollowing(bool following) {
 }
 
 void ChatPanel::handleConversationReset() {
+    m_document->clearRawText();
     m_document->rebuild(m_controller->conversation());
     scrollToEndIfFollowing(true);
 }

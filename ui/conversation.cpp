@@ -5,6 +5,7 @@
 #include <QJsonDocument>
 #include <QSaveFile>
 
+#include <algorithm>
 #include <cmath>
 
 #include "sampling/sampler.h"
@@ -13,7 +14,7 @@
 namespace {
 
 // 1: one path of messages. 2: the tree of every version (nodes with their parent and active child),
-// per-token candidates and entropy, title and dates.
+// per-token candidates, entropy and sampler trace, title and dates.
 constexpr int kFormatVersion = 2;
 // The longest title made from the first message.
 constexpr int kTitleChars = 60;
@@ -29,7 +30,24 @@ QJsonObject tokenToJson(const TokenRecord& t) {
             cands.append(QJsonArray{c.id, QString::fromStdString(c.piece), double(c.p_raw), double(c.p_final)});
         o.insert(QStringLiteral("candidates"), cands);
     }
+    if (!t.trace.empty()) {
+        // [stage, kept before, kept after, detail, [[id, logit, p], ...]] each: the sampler trace the
+        // inspector's stage table shows, so a reopened reply explains its draws as it did live.
+        QJsonArray stages;
+        for (const wb::SamplerStageTrace& st : t.trace) {
+            QJsonArray top;
+            for (const wb::Candidate& c : st.top_after) top.append(QJsonArray{c.id, double(c.logit), double(c.p)});
+            stages.append(QJsonArray{QString::fromStdString(st.stage), qint64(st.n_before), qint64(st.n_after),
+                                     QString::fromStdString(st.detail), top});
+        }
+        o.insert(QStringLiteral("trace"), stages);
+    }
     return o;
+}
+
+// A stage count from a file: never negative (a hostile or damaged file must not wrap to 2^64).
+size_t countFromJson(const QJsonValue& v) {
+    return size_t(std::max<qint64>(0, v.toInteger()));
 }
 
 TokenRecord tokenFromJson(const QJsonObject& o) {
@@ -43,6 +61,19 @@ TokenRecord tokenFromJson(const QJsonObject& o) {
         const QJsonArray a = v.toArray();
         t.candidates.push_back({int32_t(a.at(0).toInt()), a.at(1).toString().toStdString(), float(a.at(2).toDouble()),
                                 float(a.at(3).toDouble())});
+    }
+    for (const auto& v : o.value(QStringLiteral("trace")).toArray()) {
+        const QJsonArray a = v.toArray();
+        wb::SamplerStageTrace st;
+        st.stage = a.at(0).toString().toStdString();
+        st.n_before = countFromJson(a.at(1));
+        st.n_after = countFromJson(a.at(2));
+        st.detail = a.at(3).toString().toStdString();
+        for (const auto& c : a.at(4).toArray()) {
+            const QJsonArray ca = c.toArray();
+            st.top_after.push_back({int32_t(ca.at(0).toInt()), float(ca.at(1).toDouble()), float(ca.at(2).toDouble())});
+        }
+        t.trace.push_back(std::move(st));
     }
     return t;
 }

@@ -154,10 +154,12 @@ bool ConversationList::select(const QString& id) {
 }
 
 void ConversationList::handleActivated(QListWidgetItem* item) {
-    if (!item) return;
+    if (item) openById(item->data(kIdRole).toString());
+}
+
+void ConversationList::openById(const QString& id) {
     QString error;
-    if (!m_controller->openConversation(item->data(kIdRole).toString(), &error))
-        Q_EMIT errorOccurred(tr("Cannot open the conversation"), error);
+    if (!m_controller->openConversation(id, &error)) Q_EMIT errorOccurred(tr("Cannot open the conversation"), error);
 }
 
 void ConversationList::handleEdited(QListWidgetItem* item) {
@@ -195,7 +197,9 @@ void ConversationList::handleContextMenu(const QPoint& pos) {
     menu->setAttribute(Qt::WA_DeleteOnClose);
     if (item) {
         m_list->setCurrentItem(item);
-        menu->addAction(tr("Open"), this, [this, item] { handleActivated(item); });
+        // By id: the menu stays open while an autosave may refresh the list, which deletes the items.
+        const QString id = item->data(kIdRole).toString();
+        menu->addAction(tr("Open"), this, [this, id] { openById(id); });
         menu->addAction(tr("Rename…"), this, &ConversationList::renameSelected);
         menu->addAction(tr("Delete"), this, &ConversationList::deleteSelected);
         menu->addSeparator();

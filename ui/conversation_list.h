@@ -37,6 +37,7 @@ Q_SIGNALS:
     void errorOccurred(const QString& title, const QString& text);
 
 private Q_SLOTS:
+    void openById(const QString& id);
     void handleActivated(QListWidgetItem* item);
     void handleEdited(QListWidgetItem* item);
     void handleContextMenu(const QPoint& pos);

@@ -26,6 +26,8 @@ ChatEntry reply(const QString& text) {
     t.position = 7;
     t.entropy = 1.25f;
     t.candidates = {{42, text.toStdString(), 0.5f, 0.6f}, {43, "other", 0.25f, 0.4f}};
+    t.trace = {{"top_k", 49152, 40, {{42, 3.5f, 0.75f}, {43, 2.25f, 0.25f}}, "k = 40"},
+               {"min_p", 40, 1, {{42, 3.5f, 1.0f}}, "p >= 0.05 x p_max"}};
     e.tokens.append(t);
     return e;
 }
@@ -148,6 +150,17 @@ private Q_SLOTS:
         QCOMPARE(t.candidates[1].id, 43);
         QCOMPARE(QString::fromStdString(t.candidates[1].piece), QString("other"));
         QCOMPARE(t.candidates[1].p_final, 0.4f);
+        // The sampler trace comes back too: the inspector's stage table of a reopened reply.
+        QCOMPARE(t.trace.size(), size_t(2));
+        QCOMPARE(QString::fromStdString(t.trace[1].stage), QString("min_p"));
+        QCOMPARE(t.trace[1].n_before, size_t(40));
+        QCOMPARE(t.trace[1].n_after, size_t(1));
+        QCOMPARE(QString::fromStdString(t.trace[1].detail), QString("p >= 0.05 x p_max"));
+        QCOMPARE(t.trace[0].n_before, size_t(49152));
+        QCOMPARE(t.trace[0].top_after.size(), size_t(2));
+        QCOMPARE(t.trace[0].top_after[1].id, 43);
+        QCOMPARE(t.trace[0].top_after[1].logit, 2.25f);
+        QCOMPARE(t.trace[0].top_after[1].p, 0.25f);
         QVERIFY(back->selectVersion(0, 1));
         QCOMPARE(contents(*back), QStringList({"q1 edited", "e1"}));
         QVERIFY(back->selectVersion(0, 0));
