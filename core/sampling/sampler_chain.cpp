@@ -200,7 +200,8 @@ int32_t SamplerChain::top_needed(int32_t n_vocab, int32_t n_lowered, bool vocab_
     const SamplingParams& p = params_;
     int64_t need = 0;
     if (p.is_greedy()) {
-        if (vocab_p) {
+        // XTC and typical sampling may remove the best tokens: the argmax of what is left needs the row.
+        if (vocab_p || xtc_on(p) || p.typical_p < 1.0f) {
             return 0;
         }
         need = 1;
@@ -301,9 +302,12 @@ void SamplerChain::rebuild() {
         stages_.push_back(std::make_unique<LogitBiasSampler>(p.logit_bias));
     }
     if (p.is_greedy()) {
-        // Filters keep the best token, so only the stages that change logits matter to the argmax.
+        // llama.cpp runs the whole sequence before temperature 0 keeps the best. top-k, top-p, min-p
+        // and top-nσ always keep the best token, so only the stages that change logits, and the two
+        // that can remove the best (XTC, typical), matter to the argmax.
         for (const std::string& name : p.samplers) {
-            if (name == "penalties" || name == "dry") add_sequence_stage(name);
+            if (name == "penalties" || name == "dry" || name == "xtc" || (name == "typ_p" && p.typical_p < 1.0f))
+                add_sequence_stage(name);
         }
         stages_.push_back(std::make_unique<GreedySampler>());
         return;

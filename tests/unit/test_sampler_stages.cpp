@@ -62,6 +62,27 @@ private Q_SLOTS:
         QCOMPARE(cands.data.size(), size_t{4});
     }
 
+    // llama.cpp runs the whole sequence at temperature 0 and keeps the best of what is left: XTC and
+    // typical sampling, which can remove the best token, change the greedy pick; the row is needed.
+    void greedy_picks_the_best_that_xtc_and_typical_leave() {
+        SamplingParams p = plain(3);
+        p.temperature = 0.0f;
+        const auto logits = log_probs({0.4, 0.3, 0.2, 0.1});
+        SamplerChain chain(p);
+        QCOMPARE(chain.sample(logits.data(), 4), 0);
+        QCOMPARE(chain.top_needed(4, 0, false), 1);
+        p.xtc_probability = 1.0f;
+        p.xtc_threshold = 0.15f;  // removes 0.4 and 0.3; 0.2 is the best left
+        chain.set_params(p);
+        QCOMPARE(chain.sample(logits.data(), 4), 2);
+        QCOMPARE(chain.top_needed(4, 0, false), 0);
+        p.xtc_probability = 0.0f;
+        p.typical_p = 0.2f;  // keeps the token nearest the entropy first: 0.3 (surprise 1.20 vs H 1.28)
+        chain.set_params(p);
+        QCOMPARE(chain.sample(logits.data(), 4), 1);
+        QCOMPARE(chain.top_needed(4, 0, false), 0);
+    }
+
     void top_n_sigma_cuts_at_max_minus_n_stddev() {
         // mean 3.2, stddev sqrt(12.56) = 3.544: n = 1 cuts at 6.456, n = 2 at 2.912, n = 3 at -0.632.
         const std::vector<float> logits{0.0f, 1.0f, 2.0f, 3.0f, 10.0f};
