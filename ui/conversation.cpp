@@ -314,6 +314,8 @@ wb::SamplingParams samplingFromJson(const QJsonObject& o) {
     try {
         if (o.contains(QStringLiteral("samplers")))
             p.samplers = wb::parse_sampler_sequence(o.value(QStringLiteral("samplers")).toString().toStdString());
+        // An empty order would run no stage at all (no temperature, no top-k), which the CLI refuses.
+        if (p.samplers.empty()) p.samplers = d.samplers;
     } catch (const wb::Error&) {
         p.samplers = d.samplers;  // an unknown name (a newer file): the default order rather than none
     }

@@ -33,27 +33,41 @@ int32_t integer(const std::string& flag, const std::string& v, int64_t lo, int64
     return int32_t(x);
 }
 
-// "15043+1", "15043-inf", "' the'-5": the key is everything before the last sign that is followed
-// by a number (so a text key may itself contain '+' or '-').
+// The bias after a sign at pos, when the rest of v is a number (or inf); false otherwise.
+bool bias_after(const std::string& v, size_t pos, float* bias) {
+    const std::string amount = v.substr(pos + 1);
+    errno = 0;
+    char* end = nullptr;
+    const float x = std::strtof(amount.c_str(), &end);
+    if (amount.empty() || *end != '\0' || errno != 0 || std::isnan(x)) return false;
+    *bias = v[pos] == '-' ? -x : x;
+    if (*bias == INFINITY) throw Error("--logit-bias: +inf would leave no valid distribution; use a finite bias");
+    return true;
+}
+
+bool is_token_id(const std::string& key) { return !key.empty() && key.find_first_not_of("0123456789") == std::string::npos; }
+
+bool is_quoted(const std::string& key) {
+    return key.size() >= 2 && (key.front() == '\'' || key.front() == '"') && key.back() == key.front();
+}
+
+// "15043+1", "15043-1e-5", "15043-inf", "' the'-5", "a-b+2": a complete key (a token id or quoted
+// text) is taken at the first sign after it, so a bias may have an exponent; an unquoted text key is
+// everything before the last sign that is followed by a number (so it may contain '+' or '-').
 void parse_logit_bias(const std::string& v, CliOptions& o) {
     const std::string bad = "--logit-bias expects TOKEN_ID(+|-)BIAS or 'TEXT'(+|-)BIAS (BIAS a number or inf), got '" + v + "'";
-    for (size_t pos = v.find_last_of("+-"); pos != std::string::npos && pos > 0;
-         pos = v.find_last_of("+-", pos - 1)) {
-        const std::string amount = v.substr(pos + 1);
-        errno = 0;
-        char* end = nullptr;
-        const float x = std::strtof(amount.c_str(), &end);
-        if (amount.empty() || *end != '\0' || errno != 0 || std::isnan(x)) continue;
-        const float bias = v[pos] == '-' ? -x : x;
-        if (bias == INFINITY) throw Error("--logit-bias: +inf would leave no valid distribution; use a finite bias");
-        std::string key = v.substr(0, pos);
-        if (key.find_first_not_of("0123456789") == std::string::npos) {
-            o.sampling.logit_bias.push_back({integer("--logit-bias", key, 0, 1 << 30), bias});
-            return;
-        }
-        if (key.size() >= 2 && (key.front() == '\'' || key.front() == '"') && key.back() == key.front())
-            key = key.substr(1, key.size() - 2);
-        if (key.empty()) break;
+    float bias = 0.0f;
+    for (size_t pos = v.find_first_of("+-", 1); pos != std::string::npos; pos = v.find_first_of("+-", pos + 1)) {
+        const std::string key = v.substr(0, pos);
+        if (!(is_token_id(key) || (is_quoted(key) && key.size() > 2)) || !bias_after(v, pos, &bias)) continue;
+        if (is_token_id(key)) o.sampling.logit_bias.push_back({integer("--logit-bias", key, 0, 1 << 30), bias});
+        else o.logit_bias_text.push_back({key.substr(1, key.size() - 2), bias});
+        return;
+    }
+    for (size_t pos = v.find_last_of("+-"); pos != std::string::npos && pos > 0; pos = v.find_last_of("+-", pos - 1)) {
+        if (!bias_after(v, pos, &bias)) continue;
+        const std::string key = v.substr(0, pos);
+        if (is_quoted(key) || is_token_id(key)) break;  // a complete key the first pass refused: "''-1"
         o.logit_bias_text.push_back({key, bias});
         return;
     }

@@ -3,6 +3,9 @@
 // earlier one comes back; the tree, the active choices and per-token candidates survive a JSON round
 // trip; version 1 files (one path) still load, and files that are not conversations are refused with
 // a reason. The store: ids, listing newest first, search, rename, delete and undo on a temporary folder.
+#include <cmath>
+#include <limits>
+
 #include <QJsonArray>
 #include <QJsonDocument>
 #include <QTemporaryDir>
@@ -44,6 +47,46 @@ class TestConversationTree : public QObject {
     Q_OBJECT
 
 private Q_SLOTS:
+    // The samplers that follow llama.cpp survive a conversation file (a ban as null, JSON having no
+    // infinity), and an empty order in a file falls back to the default instead of running no stage.
+    void newSamplerSettingsRoundTrip() {
+        wb::SamplingParams p;
+        p.samplers = {"min_p", "xtc", "temperature"};
+        p.logit_bias = {{7, -std::numeric_limits<float>::infinity()}, {9, 2.5f}};
+        p.xtc_probability = 0.5f;
+        p.xtc_threshold = 0.25f;
+        p.top_n_sigma = 1.5f;
+        p.mirostat = 2;
+        p.mirostat_tau = 4.0f;
+        p.mirostat_eta = 0.2f;
+        p.dry_multiplier = 0.75f;
+        p.dry_base = 2.0f;
+        p.dry_allowed_length = 3;
+        p.dry_penalty_last_n = -1;
+        p.dry_sequence_breakers = {"\n", "::"};
+        const QJsonObject json = QJsonDocument::fromJson(QJsonDocument(samplingToJson(p)).toJson()).object();
+        const wb::SamplingParams back = samplingFromJson(json);
+        QCOMPARE(back.samplers, p.samplers);
+        QCOMPARE(back.logit_bias.size(), size_t(2));
+        QCOMPARE(back.logit_bias[0].token, 7);
+        QVERIFY(std::isinf(back.logit_bias[0].bias) && back.logit_bias[0].bias < 0);
+        QCOMPARE(back.logit_bias[1].bias, 2.5f);
+        QCOMPARE(back.xtc_probability, 0.5f);
+        QCOMPARE(back.xtc_threshold, 0.25f);
+        QCOMPARE(back.top_n_sigma, 1.5f);
+        QCOMPARE(back.mirostat, 2);
+        QCOMPARE(back.mirostat_tau, 4.0f);
+        QCOMPARE(back.mirostat_eta, 0.2f);
+        QCOMPARE(back.dry_multiplier, 0.75f);
+        QCOMPARE(back.dry_base, 2.0f);
+        QCOMPARE(back.dry_allowed_length, 3);
+        QCOMPARE(back.dry_penalty_last_n, -1);
+        QCOMPARE(back.dry_sequence_breakers, p.dry_sequence_breakers);
+        QJsonObject empty = json;
+        empty.insert("samplers", "");
+        QCOMPARE(samplingFromJson(empty).samplers, wb::SamplingParams{}.samplers);
+    }
+
     void versionsAreSiblingsAndThePathSwitches() {
         Conversation c;
         c.append(user("q1"));

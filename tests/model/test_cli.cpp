@@ -211,6 +211,10 @@ private Q_SLOTS:
         const Run by_text = run_cli(base + QStringList{"--logit-bias", "'" + piece + "'-inf"});
         QCOMPARE(by_text.exit_code, 0);
         QVERIFY(!json_of(by_text)["tokens"].toArray().contains(QJsonValue(banned)));
+        // A bias with an exponent belongs to the id before its first sign (not the text "ID-1e").
+        const Run by_exponent = run_cli(base + QStringList{"--logit-bias", QString("%1-1e+30").arg(banned)});
+        QCOMPARE(by_exponent.exit_code, 0);
+        QVERIFY(!json_of(by_exponent)["tokens"].toArray().contains(QJsonValue(banned)));
     }
 
     // DRY on the same loop: repeated 4-grams of the greedy reply drop by at least a third (53 -> 29
