@@ -9,8 +9,6 @@
 
 namespace wb::cli {
 
-namespace {
-
 int32_t to_int(const std::string& flag, const std::string& v, int64_t lo, int64_t hi) {
     errno = 0;
     char* end = nullptr;
@@ -21,15 +19,6 @@ int32_t to_int(const std::string& flag, const std::string& v, int64_t lo, int64_
     return int32_t(x);
 }
 
-uint64_t to_u64(const std::string& flag, const std::string& v) {
-    errno = 0;
-    char* end = nullptr;
-    const unsigned long long x = std::strtoull(v.c_str(), &end, 10);
-    if (v.empty() || v[0] == '-' || *end != '\0' || errno != 0)
-        throw Error(flag + " expects a non-negative integer, got '" + v + "'");
-    return uint64_t(x);
-}
-
 float to_float(const std::string& flag, const std::string& v, float lo, float hi) {
     errno = 0;
     char* end = nullptr;
@@ -38,6 +27,17 @@ float to_float(const std::string& flag, const std::string& v, float lo, float hi
         throw Error(flag + " expects a number in [" + std::to_string(lo) + ", " + std::to_string(hi) + "], got '" + v +
                     "'");
     return x;
+}
+
+namespace {
+
+uint64_t to_u64(const std::string& flag, const std::string& v) {
+    errno = 0;
+    char* end = nullptr;
+    const unsigned long long x = std::strtoull(v.c_str(), &end, 10);
+    if (v.empty() || v[0] == '-' || *end != '\0' || errno != 0)
+        throw Error(flag + " expects a non-negative integer, got '" + v + "'");
+    return uint64_t(x);
 }
 
 // "0,3,5" -> {0, 3, 5}

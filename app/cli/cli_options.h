@@ -58,6 +58,9 @@ CliOptions parse_cli(int argc, char** argv);
 std::string usage_text();
 
 // The flags for the samplers that follow llama.cpp (sampler_options.cpp): true if a was one.
+// A flag's value as an integer or a finite number in [lo, hi]; else wb::Error naming the flag.
+int32_t to_int(const std::string& flag, const std::string& v, int64_t lo, int64_t hi);
+float to_float(const std::string& flag, const std::string& v, float lo, float hi);
 bool parse_sampler_flag(const std::string& a, const std::function<std::string()>& next, CliOptions& o);
 
 // Checks --logit-bias ids against the model's vocabulary and adds the ids of the text entries.

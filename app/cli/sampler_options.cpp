@@ -13,26 +13,6 @@ namespace wb::cli {
 
 namespace {
 
-float number(const std::string& flag, const std::string& v, float lo, float hi) {
-    errno = 0;
-    char* end = nullptr;
-    const float x = std::strtof(v.c_str(), &end);
-    if (v.empty() || *end != '\0' || errno != 0 || !std::isfinite(x) || x < lo || x > hi)
-        throw Error(flag + " expects a number in [" + std::to_string(lo) + ", " + std::to_string(hi) + "], got '" + v +
-                    "'");
-    return x;
-}
-
-int32_t integer(const std::string& flag, const std::string& v, int64_t lo, int64_t hi) {
-    errno = 0;
-    char* end = nullptr;
-    const long long x = std::strtoll(v.c_str(), &end, 10);
-    if (v.empty() || *end != '\0' || errno != 0 || x < lo || x > hi)
-        throw Error(flag + " expects an integer in [" + std::to_string(lo) + ", " + std::to_string(hi) + "], got '" + v +
-                    "'");
-    return int32_t(x);
-}
-
 // The bias after a sign at pos, when the rest of v is a number (or inf); false otherwise.
 bool bias_after(const std::string& v, size_t pos, float* bias) {
     const std::string amount = v.substr(pos + 1);
@@ -60,7 +40,7 @@ void parse_logit_bias(const std::string& v, CliOptions& o) {
     for (size_t pos = v.find_first_of("+-", 1); pos != std::string::npos; pos = v.find_first_of("+-", pos + 1)) {
         const std::string key = v.substr(0, pos);
         if (!(is_token_id(key) || (is_quoted(key) && key.size() > 2)) || !bias_after(v, pos, &bias)) continue;
-        if (is_token_id(key)) o.sampling.logit_bias.push_back({integer("--logit-bias", key, 0, 1 << 30), bias});
+        if (is_token_id(key)) o.sampling.logit_bias.push_back({to_int("--logit-bias", key, 0, 1 << 30), bias});
         else o.logit_bias_text.push_back({key.substr(1, key.size() - 2), bias});
         return;
     }
@@ -78,10 +58,10 @@ void parse_logit_bias(const std::string& v, CliOptions& o) {
 
 bool parse_sampler_flag(const std::string& a, const std::function<std::string()>& next, CliOptions& o) {
     SamplingParams& s = o.sampling;
-    if (a == "--dry-multiplier") s.dry_multiplier = number(a, next(), 0.0f, 1e6f);
-    else if (a == "--dry-base") s.dry_base = number(a, next(), 1.0f, 1e6f);
-    else if (a == "--dry-allowed-length") s.dry_allowed_length = integer(a, next(), 0, 1 << 24);
-    else if (a == "--dry-penalty-last-n") s.dry_penalty_last_n = integer(a, next(), -1, 1 << 24);
+    if (a == "--dry-multiplier") s.dry_multiplier = to_float(a, next(), 0.0f, 1e6f);
+    else if (a == "--dry-base") s.dry_base = to_float(a, next(), 1.0f, 1e6f);
+    else if (a == "--dry-allowed-length") s.dry_allowed_length = to_int(a, next(), 0, 1 << 24);
+    else if (a == "--dry-penalty-last-n") s.dry_penalty_last_n = to_int(a, next(), -1, 1 << 24);
     else if (a == "--dry-sequence-breaker") {
         // As llama.cpp: the first one replaces the defaults; "none" clears them.
         if (!o.dry_breakers_given) s.dry_sequence_breakers.clear();
@@ -91,12 +71,12 @@ bool parse_sampler_flag(const std::string& a, const std::function<std::string()>
         else if (v.empty()) throw Error("--dry-sequence-breaker expects a non-empty string (or none)");
         else s.dry_sequence_breakers.push_back(v == "\\n" ? "\n" : v);
     }
-    else if (a == "--xtc-probability") s.xtc_probability = number(a, next(), 0.0f, 1.0f);
-    else if (a == "--xtc-threshold") s.xtc_threshold = number(a, next(), 0.0f, 1.0f);
-    else if (a == "--mirostat") s.mirostat = integer(a, next(), 0, 2);
-    else if (a == "--mirostat-lr") s.mirostat_eta = number(a, next(), 0.0f, 100.0f);
-    else if (a == "--mirostat-ent") s.mirostat_tau = number(a, next(), 0.0f, 100.0f);
-    else if (a == "--top-nsigma" || a == "--top-n-sigma") s.top_n_sigma = number(a, next(), -1.0f, 1000.0f);
+    else if (a == "--xtc-probability") s.xtc_probability = to_float(a, next(), 0.0f, 1.0f);
+    else if (a == "--xtc-threshold") s.xtc_threshold = to_float(a, next(), 0.0f, 1.0f);
+    else if (a == "--mirostat") s.mirostat = to_int(a, next(), 0, 2);
+    else if (a == "--mirostat-lr") s.mirostat_eta = to_float(a, next(), 0.0f, 100.0f);
+    else if (a == "--mirostat-ent") s.mirostat_tau = to_float(a, next(), 0.0f, 100.0f);
+    else if (a == "--top-nsigma" || a == "--top-n-sigma") s.top_n_sigma = to_float(a, next(), -1.0f, 1000.0f);
     else if (a == "--logit-bias" || a == "-l") parse_logit_bias(next(), o);
     else if (a == "--samplers") {
         s.samplers = parse_sampler_sequence(next());
