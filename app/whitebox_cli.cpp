@@ -27,6 +27,7 @@ int main(int argc, char** argv) {
         if (o.command == "chat") return cmd_chat(o);
         if (o.command == "template") return cmd_template(o);
         if (o.command == "perplexity") return cmd_perplexity(o);
+        if (o.command == "serve") return cmd_serve(o);
         return cmd_bench(o);
     } catch (const std::exception& e) {
         std::fprintf(stderr, "whitebox-cli: error: %s\n", e.what());

@@ -9,7 +9,8 @@ packages=(
   qt6-base-dev qt6-base-dev-tools libgl-dev
   libqcustomplot-dev libqcustomplot2.1-qt6
   libsentencepiece-dev
-  python3 python3-pip
+  libcpp-httplib-dev nlohmann-json3-dev
+  python3 python3-pip python3-venv
   xvfb xauth
 )
 if [ "${1:-}" = "--sanitizers" ]; then

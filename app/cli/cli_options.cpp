@@ -76,6 +76,11 @@ template: the model's own tokenizer.chat_template (Jinja, rendered as Hugging Fa
   perplexity [-m MODEL] -f TEXT_FILE [--ctx 512] [--json [--top K]] [--save-logits FILE] [--kl-base FILE]
            perplexity in windows of --ctx (the second half of each scored, as llama-perplexity);
            --save-logits / --kl-base: KL divergence and top-token agreement against another run
+  serve    [-m MODEL] [--host 127.0.0.1] [--port 8080] [--api-key KEY] [--parallel 1] [--queue 16]
+           [--max-body 4096] [--ctx N] [template] [sampling]
+           an OpenAI-compatible HTTP API (GET /v1/models, POST /v1/chat/completions and /v1/completions,
+           GET /health, /metrics); --port 0 picks a free port; a host other than loopback needs --api-key;
+           the sampling flags are the defaults of requests that do not set them; --max-body in KiB
 common: --backend cpu|cuda|auto  --threads N  --ctx N  --version  --help
 sampling: --temp T (0 = greedy) --top-k K --top-p P --min-p P --typical-p P --repeat-penalty R
           --repeat-last-n N --frequency-penalty F --presence-penalty P --seed S --stop STR (repeatable)
@@ -94,9 +99,9 @@ CliOptions parse_cli(int argc, char** argv) {
     if (argc < 2) throw Error("no command given (try --help)");
     o.command = argv[1];
     if (o.command != "info" && o.command != "tokenize" && o.command != "generate" && o.command != "chat" &&
-        o.command != "template" && o.command != "bench" && o.command != "perplexity")
+        o.command != "template" && o.command != "bench" && o.command != "perplexity" && o.command != "serve")
         throw Error("unknown command '" + o.command +
-                    "' (expected info, tokenize, generate, chat, template, bench or perplexity)");
+                    "' (expected info, tokenize, generate, chat, template, bench, perplexity or serve)");
     for (int i = 2; i < argc; ++i) {
         const std::string a = argv[i];
         auto next = [&]() -> std::string {
@@ -154,6 +159,12 @@ CliOptions parse_cli(int argc, char** argv) {
                 o.bench_capture != "candidates")
                 throw Error("--capture expects none, empty, attention or candidates, got '" + o.bench_capture + "'");
         }
+        else if (a == "--host" && o.command == "serve") o.host = next();
+        else if (a == "--port" && o.command == "serve") o.port = to_int(a, next(), 0, 65535);
+        else if (a == "--api-key" && o.command == "serve") o.api_key = next();
+        else if (a == "--parallel" && o.command == "serve") o.parallel = to_int(a, next(), 1, 64);
+        else if (a == "--queue" && o.command == "serve") o.queue = to_int(a, next(), 0, 4096);
+        else if (a == "--max-body" && o.command == "serve") o.max_body_kib = to_int(a, next(), 1, 1 << 20);
         else if (parse_sampler_flag(a, next, o)) {}
         else throw Error("unknown option '" + a + "' for " + o.command + " (try --help)");
     }

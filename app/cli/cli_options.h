@@ -15,7 +15,7 @@ class Tokenizer;
 namespace wb::cli {
 
 struct CliOptions {
-    std::string command;               // info | tokenize | generate | chat | template | bench | perplexity
+    std::string command;               // info | tokenize | generate | chat | template | bench | perplexity | serve
     std::string model;                 // -m; empty = the default model in the cache
     std::string prompt;                // -p TEXT (tokenize, generate)
     bool prompt_given = false;
@@ -50,6 +50,12 @@ struct CliOptions {
     int32_t top_k = 0;                 // perplexity --top K: the K most likely tokens per position in --json
     std::string save_logits;           // perplexity --save-logits FILE
     std::string kl_base;               // perplexity --kl-base FILE
+    std::string host = "127.0.0.1";    // serve --host
+    int32_t port = 8080;               // serve --port (0: any free port)
+    std::string api_key;               // serve --api-key KEY
+    int32_t parallel = 1;              // serve --parallel N: sessions generating at once
+    int32_t queue = 16;                // serve --queue N: requests that may wait (one more gets 429)
+    int32_t max_body_kib = 4096;       // serve --max-body KIB: larger request bodies get 413
 };
 
 // Parses argv; wb::Error with a one-line message on anything unknown or malformed.

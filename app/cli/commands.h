@@ -13,6 +13,7 @@ int cmd_chat(const CliOptions& o);
 int cmd_template(const CliOptions& o);
 int cmd_bench(const CliOptions& o);
 int cmd_perplexity(const CliOptions& o);
+int cmd_serve(const CliOptions& o);
 
 // --chat-template / --chat-format as a load option (reads the template file; wb::Error if unreadable).
 ChatTemplateChoice chat_template_choice(const CliOptions& o);

@@ -78,6 +78,7 @@ struct TokenEvent {
     std::string token_piece;  // the token's own bytes (may be part of a multi-byte character)
     float p = 0.0f;         // probability of the chosen token in the distribution it was drawn from
     float entropy = 0.0f;   // entropy (nats) of the raw next-token distribution; set when candidates are captured
+    float p_raw = 0.0f;     // probability of the chosen token in the raw distribution; set when candidates are captured
     std::vector<TokenCandidate> candidates;   // top CaptureSpec::top_candidates by raw probability
     std::vector<SamplerStageTrace> trace;     // when CaptureSpec::sampler_trace
     std::vector<LensLayer> lens;              // every layer, when CaptureSpec::logit_lens > 0

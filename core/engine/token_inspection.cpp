@@ -41,6 +41,7 @@ void inspect_candidates(const float* logits, int32_t n_vocab, const CandidateSet
                         const Tokenizer& tok, TokenEvent& event) {
     const SoftmaxStats stats = softmax_stats(logits, n_vocab);
     event.entropy = stats.entropy;
+    if (event.id >= 0 && event.id < n_vocab) event.p_raw = stats.p(logits[event.id]);
 
     // The k best by a heap pass, not a sort: this runs after every token the inspector shows.
     const int32_t k = std::clamp(n, 0, n_vocab);

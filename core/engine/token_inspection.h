@@ -25,8 +25,8 @@ SoftmaxStats softmax_stats(const float* logits, int32_t n_vocab);
 // One layer's logit lens from the logits its residual stream gives: top k, the drawn token's p, entropy.
 LensLayer lens_layer(int32_t layer, const float* logits, int32_t n_vocab, int32_t k, int32_t drawn);
 
-// Fills event.entropy and event.candidates (top n by raw probability, with p_raw and p_final) from the
-// raw logits and the sampler's final candidate set. O(vocab); called only when an observer asks.
+// Fills event.entropy, event.p_raw (of event.id) and event.candidates (top n by raw probability, with
+// p_raw and p_final) from the raw logits and the sampler's final candidate set. O(vocab); called only when an observer asks.
 void inspect_candidates(const float* logits, int32_t n_vocab, const CandidateSet& final_set, int32_t n,
                         const Tokenizer& tok, TokenEvent& event);
 

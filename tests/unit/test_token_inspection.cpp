@@ -73,8 +73,11 @@ private slots:
             const Reference ref = reference(logits);
             CandidateSet none;
             TokenEvent ev;
+            ev.id = ref.order[100];  // the chosen token's raw p is reported even outside the candidates
             inspect_candidates(logits.data(), n_vocab, none, 40, *tok, ev);
             QCOMPARE(int(ev.candidates.size()), 40);
+            QVERIFY(std::fabs(ev.p_raw - ref.p[size_t(ev.id)]) <= 1e-6 * ref.p[size_t(ev.id)] + 1e-12);
+            QVERIFY(ev.p_raw > 0.0f);
             QVERIFY2(std::fabs(ev.entropy - ref.entropy) < 1e-5 * std::max(1.0, ref.entropy),
                      qPrintable(QString("entropy %1, expected %2").arg(ev.entropy).arg(ref.entropy)));
             for (int i = 0; i < 40; ++i) {

@@ -1,0 +1,159 @@
+#include "server/generation_queue.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "tokenizer/tokenizer.h"
+
+namespace wb::server {
+
+void Job::push(StreamToken t) {
+    {
+        std::lock_guard<std::mutex> lock(mutex_);
+        pending_.push_back(std::move(t));
+    }
+    cv_.notify_all();
+}
+
+void Job::finish(GenerateResult r) {
+    {
+        std::lock_guard<std::mutex> lock(mutex_);
+        result_ = std::move(r);
+        finished_ = true;
+    }
+    cv_.notify_all();
+}
+
+bool Job::wait(std::vector<StreamToken>& out, std::chrono::milliseconds timeout) {
+    std::unique_lock<std::mutex> lock(mutex_);
+    cv_.wait_for(lock, timeout, [&] { return finished_ || !pending_.empty(); });
+    while (!pending_.empty()) {
+        out.push_back(std::move(pending_.front()));
+        pending_.pop_front();
+    }
+    return finished_;
+}
+
+namespace {
+
+float log_p(float p) { return float(std::log(double(p))); }
+
+// Turns the session's token events into the job's stream, and the job's cancellation into a stop.
+class JobObserver : public Observer {
+public:
+    explicit JobObserver(Job& job) : job_(job) {}
+    CaptureSpec capture() const override {
+        CaptureSpec spec;
+        // The chosen token's raw p comes with the candidates: at least one is asked for.
+        if (job_.logprobs) spec.top_candidates = std::max(job_.top_logprobs, 1);
+        return spec;
+    }
+    void on_token(const TokenEvent& e) override {
+        StreamToken t;
+        t.text = e.piece;
+        if (job_.logprobs) {
+            t.logprob.token = e.token_piece;
+            t.logprob.logprob = log_p(e.p_raw);
+            for (size_t i = 0; i < e.candidates.size() && int32_t(i) < job_.top_logprobs; ++i)
+                t.logprob.top.emplace_back(e.candidates[i].piece, log_p(e.candidates[i].p_raw));
+        }
+        job_.push(std::move(t));
+    }
+    bool stop_requested() const override { return job_.cancelled(); }
+
+private:
+    Job& job_;
+};
+
+}  // namespace
+
+GenerationQueue::GenerationQueue(const Model& model, const QueueOptions& o, DoneFn on_done)
+    : model_(model), capacity_(o.capacity), on_done_(std::move(on_done)) {
+    for (int32_t i = 0; i < std::max(o.parallel, 1); ++i) {
+        auto slot = std::make_unique<Slot>();
+        slot->backend = create_backend(o.backend, o.threads);
+        slot->session = std::make_unique<Session>(model_, *slot->backend.backend, o.session);
+        slots_.push_back(std::move(slot));
+    }
+    for (auto& slot : slots_) workers_.emplace_back([this, s = slot.get()] { work(*s); });
+}
+
+GenerationQueue::~GenerationQueue() {
+    std::deque<std::shared_ptr<Job>> dropped;
+    {
+        std::lock_guard<std::mutex> lock(mutex_);
+        stopping_ = true;
+        for (auto& job : running_) job->cancel();
+        dropped.swap(waiting_);
+    }
+    cv_.notify_all();
+    for (auto& w : workers_) w.join();
+    for (auto& job : dropped) {
+        GenerateResult r;
+        r.reason = StopReason::STOPPED;
+        job->finish(r);
+    }
+}
+
+bool GenerationQueue::submit(std::shared_ptr<Job> job) {
+    {
+        std::lock_guard<std::mutex> lock(mutex_);
+        // A job may wait when fewer than `capacity` do; with a session idle it does not wait at all.
+        if (stopping_ || int32_t(waiting_.size() + running_.size()) >= capacity_ + int32_t(slots_.size())) return false;
+        waiting_.push_back(std::move(job));
+    }
+    cv_.notify_one();
+    return true;
+}
+
+void GenerationQueue::work(Slot& slot) {
+    for (;;) {
+        std::shared_ptr<Job> job;
+        {
+            std::unique_lock<std::mutex> lock(mutex_);
+            cv_.wait(lock, [&] { return stopping_ || !waiting_.empty(); });
+            if (stopping_) return;
+            job = std::move(waiting_.front());
+            waiting_.pop_front();
+            running_.push_back(job);
+        }
+        GenerateResult r;
+        if (job->cancelled()) {
+            r.reason = StopReason::STOPPED;  // its client left while it waited
+        } else {
+            // Every request starts from an empty context, so a seeded request gives the same tokens
+            // as `generate` with that seed whatever ran before it (no prefix reuse across requests).
+            slot.session->reset();
+            JobObserver observer(*job);
+            r = slot.session->generate(job->prompt, LiveSamplingParams(job->params), &observer);
+        }
+        if (on_done_) on_done_(*job, r);
+        {
+            std::lock_guard<std::mutex> lock(mutex_);
+            running_.erase(std::find(running_.begin(), running_.end(), job));
+        }
+        job->finish(std::move(r));
+    }
+}
+
+int32_t GenerationQueue::waiting() const {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return int32_t(waiting_.size());
+}
+
+int32_t GenerationQueue::busy() const {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return int32_t(running_.size());
+}
+
+int32_t GenerationQueue::n_ctx() const { return slots_.front()->session->n_ctx(); }
+
+std::string GenerationQueue::backend_description() const { return slots_.front()->backend.backend->description(); }
+
+std::vector<std::string> GenerationQueue::backend_notes() const {
+    std::vector<std::string> notes;
+    if (!slots_.front()->backend.note.empty()) notes.push_back(slots_.front()->backend.note);
+    return notes;
+}
+
+}  // namespace wb::server

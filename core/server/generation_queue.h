@@ -1,0 +1,107 @@
+#pragma once
+// The server's generations: a bounded queue of jobs served in arrival order by a fixed set of
+// sessions (one per --parallel slot, each with its own backend and KV cache). A job carries its
+// output back to the HTTP thread that waits on it, token by token, and can be cancelled from there
+// (a client that went away): the session then stops after the current token or prompt batch.
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "engine/backend.h"
+#include "engine/session.h"
+#include "server/api_response.h"
+
+namespace wb::server {
+
+struct StreamToken {
+    std::string text;      // the text this token adds to the reply (held back while it may begin a stop string)
+    TokenLogprob logprob;  // filled when the job wants logprobs
+};
+
+class Job {
+public:
+    Job(std::vector<int32_t> prompt, SamplingParams params, bool logprobs, int32_t top_logprobs)
+        : prompt(std::move(prompt)), params(std::move(params)), logprobs(logprobs), top_logprobs(top_logprobs) {}
+
+    const std::vector<int32_t> prompt;
+    const SamplingParams params;  // max_tokens included
+    const bool logprobs;
+    const int32_t top_logprobs;
+
+    // Worker side.
+    void push(StreamToken t);
+    void finish(GenerateResult r);
+    // HTTP side: waits up to `timeout` for tokens or the end; moves the tokens that arrived into `out`.
+    // True once the job has finished and every token was handed out (result() is then valid).
+    bool wait(std::vector<StreamToken>& out, std::chrono::milliseconds timeout);
+    const GenerateResult& result() const { return result_; }
+    void cancel() { cancelled_.store(true); }
+    bool cancelled() const { return cancelled_.load(); }
+
+private:
+    std::mutex mutex_;
+    std::condition_variable cv_;
+    std::deque<StreamToken> pending_;
+    bool finished_ = false;
+    GenerateResult result_;
+    std::atomic<bool> cancelled_{false};
+};
+
+struct QueueOptions {
+    int32_t parallel = 1;   // sessions generating at once
+    int32_t capacity = 16;  // jobs that may wait for a session; one more is refused
+    SessionOptions session;
+    BackendKind backend = BackendKind::AUTO;
+    int32_t threads = 0;
+};
+
+class GenerationQueue {
+public:
+    // Called on the worker thread when a job ends (metrics).
+    using DoneFn = std::function<void(const Job&, const GenerateResult&)>;
+
+    // Creates the backends and sessions (wb::Error when one cannot be made) and starts the workers.
+    GenerationQueue(const Model& model, const QueueOptions& options, DoneFn on_done = {});
+    ~GenerationQueue();  // cancels what runs, drops what waits (finished as STOPPED), joins the workers
+    GenerationQueue(const GenerationQueue&) = delete;
+    GenerationQueue& operator=(const GenerationQueue&) = delete;
+
+    // False (and the job untouched) when every session is busy and `capacity` jobs already wait.
+    bool submit(std::shared_ptr<Job> job);
+
+    int32_t waiting() const;
+    int32_t busy() const;
+    int32_t sessions() const { return int32_t(slots_.size()); }
+    int32_t capacity() const { return capacity_; }
+    int32_t n_ctx() const;
+    std::string backend_description() const;
+    std::vector<std::string> backend_notes() const;
+
+private:
+    struct Slot {
+        BackendChoice backend;
+        std::unique_ptr<Session> session;
+    };
+    void work(Slot& slot);
+
+    const Model& model_;
+    const int32_t capacity_;
+    DoneFn on_done_;
+    std::vector<std::unique_ptr<Slot>> slots_;
+    std::vector<std::thread> workers_;
+    mutable std::mutex mutex_;
+    std::condition_variable cv_;
+    std::deque<std::shared_ptr<Job>> waiting_;
+    std::vector<std::shared_ptr<Job>> running_;
+    bool stopping_ = false;
+};
+
+}  // namespace wb::server

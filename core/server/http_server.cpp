@@ -1,0 +1,275 @@
+#include "server/http_server.h"
+
+#include <httplib.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <random>
+
+#include "engine/chat_prompt.h"
+#include "util/error.h"
+
+namespace wb::server {
+
+namespace {
+
+using std::chrono::milliseconds;
+
+int64_t unix_now() {
+    return std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count();
+}
+
+void send_error(httplib::Response& res, const ApiError& e) {
+    res.status = e.status;
+    res.set_content(error_json(e), "application/json");
+}
+
+// The error for a status httplib set itself (no route, body over the limit, ...).
+ApiError error_for_status(int status, size_t max_body) {
+    switch (status) {
+    case 404: return ApiError(404, "no such endpoint (see GET /v1/models, POST /v1/chat/completions, "
+                                   "POST /v1/completions, GET /health, GET /metrics)",
+                              "invalid_request_error", {}, "unknown_url");
+    case 413: return ApiError(413, "the request body is over the limit of " + std::to_string(max_body) + " bytes",
+                              "invalid_request_error", {}, "request_too_large");
+    case 400: return ApiError(400, "malformed HTTP request", "invalid_request_error");
+    default: return ApiError(status, "request failed with HTTP status " + std::to_string(status),
+                             status >= 500 ? "server_error" : "invalid_request_error");
+    }
+}
+
+const char* finish_reason(StopReason r) {
+    return r == StopReason::MAX_TOKENS || r == StopReason::CONTEXT_FULL ? "length" : "stop";
+}
+
+std::string new_id(Endpoint e) {
+    static std::atomic<uint64_t> counter{0};
+    static const uint64_t salt = std::random_device{}();
+    char buf[64];
+    std::snprintf(buf, sizeof buf, "%s-%08llx%06llx", e == Endpoint::CHAT ? "chatcmpl" : "cmpl",
+                  (unsigned long long)(salt & 0xffffffffu), (unsigned long long)++counter);
+    return buf;
+}
+
+bool write(httplib::DataSink& sink, const std::string& s) { return sink.write(s.data(), s.size()); }
+
+}  // namespace
+
+bool is_loopback_host(const std::string& host) {
+    return host == "localhost" || host == "::1" || host == "[::1]" || host.rfind("127.", 0) == 0;
+}
+
+HttpServer::HttpServer(const Model& model, ServerOptions options)
+    : model_(model), options_(std::move(options)), started_(unix_now()) {
+    if (!is_loopback_host(options_.host) && options_.api_key.empty())
+        throw Error("refusing to serve on " + options_.host + " without --api-key: anyone who can reach it could use "
+                    "the model (bind 127.0.0.1, or give a key that clients send as 'Authorization: Bearer KEY')");
+    queue_ = std::make_unique<GenerationQueue>(
+        model_, options_.queue, [this](const Job& job, const GenerateResult& r) {
+            metrics_.count_generation(int32_t(job.prompt.size()), int32_t(r.tokens.size()), r.timings.prefill_ms,
+                                      r.timings.decode_ms, r.timings.n_decode, r.reason == StopReason::STOPPED);
+        });
+    http_ = std::make_unique<httplib::Server>();
+    routes();
+}
+
+HttpServer::~HttpServer() {
+    stop();
+    queue_.reset();  // cancels what runs before the HTTP side goes
+}
+
+int HttpServer::bind() {
+    const int port = options_.port == 0 ? http_->bind_to_any_port(options_.host)
+                                        : (http_->bind_to_port(options_.host, options_.port) ? options_.port : -1);
+    if (port <= 0)
+        throw Error("cannot listen on " + options_.host + ":" + std::to_string(options_.port) +
+                    " (in use, or not an address of this machine)");
+    return port;
+}
+
+void HttpServer::run() { http_->listen_after_bind(); }
+
+void HttpServer::stop() {
+    if (http_) http_->stop();
+}
+
+void HttpServer::routes() {
+    httplib::Server& s = *http_;
+    // Every waiting request holds a connection thread while it waits; a few more keep /health,
+    // /metrics and the 429 answers of a full queue responsive.
+    const size_t threads = size_t(queue_->sessions() + queue_->capacity() + 4);
+    s.new_task_queue = [threads] { return new httplib::ThreadPool(threads); };
+    s.set_payload_max_length(options_.max_body);
+    s.set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
+        if (options_.api_key.empty() || req.path == "/health") return httplib::Server::HandlerResponse::Unhandled;
+        if (req.get_header_value("Authorization") == "Bearer " + options_.api_key)
+            return httplib::Server::HandlerResponse::Unhandled;
+        send_error(res, ApiError(401, "invalid or missing API key (send 'Authorization: Bearer KEY')",
+                                 "authentication_error", {}, "invalid_api_key"));
+        return httplib::Server::HandlerResponse::Handled;
+    });
+    s.set_error_handler(httplib::Server::HandlerWithResponse([this](const httplib::Request&, httplib::Response& res) {
+        if (!res.body.empty() || res.status < 400) return httplib::Server::HandlerResponse::Unhandled;
+        send_error(res, error_for_status(res.status, options_.max_body));
+        return httplib::Server::HandlerResponse::Handled;
+    }));
+    s.set_exception_handler([](const httplib::Request&, httplib::Response& res, std::exception_ptr ep) {
+        std::string what = "internal error";
+        try {
+            if (ep) std::rethrow_exception(ep);
+        } catch (const std::exception& e) {
+            what = e.what();
+        } catch (...) {
+        }
+        send_error(res, ApiError(500, what, "server_error"));
+    });
+    s.set_logger([this](const httplib::Request&, const httplib::Response& res) { metrics_.count_request(res.status); });
+
+    s.Get("/health", [](const httplib::Request&, httplib::Response& res) {
+        res.set_content("{\"status\":\"ok\"}", "application/json");
+    });
+    s.Get("/metrics", [this](const httplib::Request&, httplib::Response& res) {
+        const MetricsSnapshotGauges g{queue_->waiting(), queue_->busy(), queue_->sessions(), queue_->capacity()};
+        res.set_content(metrics_.prometheus_text(g), "text/plain; version=0.0.4");
+    });
+    for (const char* path : {"/v1/models", "/models"})
+        s.Get(path, [this](const httplib::Request&, httplib::Response& res) {
+            res.set_content(models_json(options_.model_id, started_), "application/json");
+        });
+    for (const char* path : {"/v1/chat/completions", "/chat/completions"})
+        s.Post(path, [this](const httplib::Request& req, httplib::Response& res) {
+            handle_completion(req.body, Endpoint::CHAT, res);
+        });
+    for (const char* path : {"/v1/completions", "/completions"})
+        s.Post(path, [this](const httplib::Request& req, httplib::Response& res) {
+            handle_completion(req.body, Endpoint::COMPLETION, res);
+        });
+}
+
+// The prompt and the sampling settings of a request, checked against the model and the context.
+std::shared_ptr<Job> HttpServer::make_job(const CompletionRequest& r) const {
+    const Tokenizer& tok = model_.tokenizer();
+    std::vector<int32_t> prompt;
+    SamplingParams p = r.sampling;
+    try {
+        if (r.endpoint == Endpoint::CHAT) {
+            prompt = build_chat_prompt(model_, r.messages, true).ids;
+            // As `generate --chat`: the template's end-of-turn text ends a reply even when the file
+            // does not mark it as a control token.
+            for (const std::string& s : model_.chat_template().end_of_turn_texts()) p.stop.push_back(s);
+        } else {
+            prompt = tok.encode(r.prompt, tok.add_bos(), true);
+        }
+    } catch (const Error& e) {
+        throw ApiError(400, e.what(), "invalid_request_error", r.endpoint == Endpoint::CHAT ? "messages" : "prompt");
+    }
+    if (prompt.empty()) throw ApiError(400, "the prompt is empty", "invalid_request_error", "prompt");
+    const int32_t n_ctx = queue_->n_ctx();
+    const int32_t n_prompt = int32_t(prompt.size());
+    if (n_prompt >= n_ctx || (r.max_tokens > 0 && n_prompt + r.max_tokens > n_ctx))
+        throw ApiError(400, "the prompt is " + std::to_string(n_prompt) + " tokens" +
+                                (r.max_tokens > 0 ? " and max_tokens " + std::to_string(r.max_tokens) : "") +
+                                ", but the context holds " + std::to_string(n_ctx) + " tokens (serve --ctx)",
+                       "invalid_request_error", r.max_tokens > 0 && n_prompt < n_ctx ? "max_tokens" : "messages",
+                       "context_length_exceeded");
+    p.max_tokens = r.max_tokens > 0 ? r.max_tokens : n_ctx - n_prompt;
+    for (const LogitBias& b : p.logit_bias)
+        if (b.token >= tok.n_vocab())
+            throw ApiError(400, "logit_bias: token " + std::to_string(b.token) + " is beyond the vocabulary of " +
+                                    std::to_string(tok.n_vocab()) + " tokens",
+                           "invalid_request_error", "logit_bias", "invalid_value");
+    return std::make_shared<Job>(std::move(prompt), std::move(p), r.logprobs, r.top_logprobs);
+}
+
+void HttpServer::handle_completion(const std::string& body, Endpoint endpoint, httplib::Response& res) {
+    try {
+        const CompletionRequest r = parse_completion_request(body, endpoint, options_.defaults);
+        if (!r.model.empty() && r.model != options_.model_id)
+            throw ApiError(404, "the model '" + r.model + "' does not exist; this server serves '" + options_.model_id + "'",
+                           "invalid_request_error", "model", "model_not_found");
+        std::shared_ptr<Job> job = make_job(r);
+        if (!queue_->submit(job))
+            throw ApiError(429, "the queue is full (" + std::to_string(queue_->capacity()) +
+                                    " requests waiting); retry later", "rate_limit_error", {}, "queue_full");
+        const ResponseMeta meta{endpoint, new_id(endpoint), unix_now(), options_.model_id};
+        if (!r.stream) return respond_whole(*job, meta, res);
+        res.set_header("Cache-Control", "no-cache");
+        const bool usage = r.include_usage;
+        res.set_chunked_content_provider(
+            "text/event-stream",
+            [this, job, meta, usage](size_t, httplib::DataSink& sink) { return stream(*job, meta, usage, sink); },
+            [job](bool success) {
+                if (!success) job->cancel();  // the client left, or the server is stopping
+            });
+    } catch (const ApiError& e) {
+        send_error(res, e);
+    }
+}
+
+void HttpServer::respond_whole(Job& job, const ResponseMeta& meta, httplib::Response& res) {
+    std::vector<StreamToken> tokens;
+    while (!job.wait(tokens, milliseconds(1000))) {}
+    const GenerateResult& g = job.result();
+    if (g.reason == StopReason::ERROR) return send_error(res, ApiError(500, g.error, "server_error"));
+    std::vector<TokenLogprob> lps;
+    for (StreamToken& t : tokens) lps.push_back(std::move(t.logprob));
+    const Usage usage{int32_t(job.prompt.size()), int32_t(g.tokens.size())};
+    res.set_content(completion_json(meta, g.text, finish_reason(g.reason), job.logprobs ? &lps : nullptr, usage),
+                    "application/json");
+}
+
+// Writes the events of one streamed reply as its tokens arrive. False (the job cancelled) when the
+// client has gone: a write fails, or the socket is no longer writable.
+bool HttpServer::stream(Job& job, const ResponseMeta& meta, bool include_usage, httplib::DataSink& sink) {
+    const auto gone = [&] {
+        job.cancel();
+        return false;
+    };
+    ChunkContent first;
+    if (meta.endpoint == Endpoint::CHAT) first.role = "assistant";
+    if (meta.endpoint == Endpoint::CHAT && !write(sink, sse_event(chunk_json(meta, first)))) return gone();
+    std::string streamed;
+    auto idle_since = std::chrono::steady_clock::now();
+    for (bool done = false; !done;) {
+        std::vector<StreamToken> tokens;
+        done = job.wait(tokens, milliseconds(100));
+        if (!sink.is_writable()) return gone();
+        for (StreamToken& t : tokens) {
+            if (t.text.empty() && !job.logprobs) continue;
+            std::vector<TokenLogprob> lp{t.logprob};
+            ChunkContent c;
+            c.text = t.text;
+            if (job.logprobs) c.logprobs = &lp;
+            if (!write(sink, sse_event(chunk_json(meta, c)))) return gone();
+            streamed += t.text;
+        }
+        // While the request waits for a session nothing else is written: an SSE comment now and then
+        // finds out whether the client is still there (a write to a closed connection fails).
+        if (!tokens.empty()) idle_since = std::chrono::steady_clock::now();
+        else if (!done && std::chrono::steady_clock::now() - idle_since > milliseconds(500)) {
+            if (!write(sink, ": waiting\n\n")) return gone();
+            idle_since = std::chrono::steady_clock::now();
+        }
+    }
+    const GenerateResult& g = job.result();
+    if (g.reason == StopReason::ERROR) {
+        if (!write(sink, sse_event(error_json(ApiError(500, g.error, "server_error"))))) return gone();
+    } else {
+        // Text held back at the end (a partial stop string that never completed, an unfinished character).
+        ChunkContent last;
+        if (g.text.size() > streamed.size() && g.text.compare(0, streamed.size(), streamed) == 0)
+            last.text = g.text.substr(streamed.size());
+        last.finish_reason = finish_reason(g.reason);
+        if (!write(sink, sse_event(chunk_json(meta, last)))) return gone();
+        if (include_usage &&
+            !write(sink, sse_event(usage_chunk_json(meta, {int32_t(job.prompt.size()), int32_t(g.tokens.size())}))))
+            return gone();
+    }
+    if (!write(sink, "data: [DONE]\n\n")) return gone();
+    sink.done();
+    return true;
+}
+
+}  // namespace wb::server

@@ -1,0 +1,64 @@
+#pragma once
+// `whitebox-cli serve`: an OpenAI-compatible HTTP API over one loaded model (cpp-httplib; see
+// docs/architecture.md). GET /health, /metrics, /v1/models; POST /v1/chat/completions and
+// /v1/completions, streamed (server-sent events) or not. Requests are parsed by api_request.h and run
+// by generation_queue.h; this file is the HTTP glue: authentication, limits, status codes, streaming.
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "engine/model.h"
+#include "server/generation_queue.h"
+#include "server/metrics.h"
+
+namespace httplib {
+class Server;
+class DataSink;
+struct Response;
+}
+
+namespace wb::server {
+
+struct ServerOptions {
+    std::string host = "127.0.0.1";
+    int port = 8080;                   // 0: any free port (bound_port() says which)
+    std::string api_key;               // non-empty: every request but /health needs "Authorization: Bearer KEY"
+    size_t max_body = 4u << 20;        // request bodies over this get 413
+    std::string model_id;              // the name /v1/models lists and requests may give
+    SamplingParams defaults;           // sampling settings of a request that sets none
+    QueueOptions queue;
+};
+
+// True for 127.0.0.0/8, ::1 and "localhost".
+bool is_loopback_host(const std::string& host);
+
+class HttpServer {
+public:
+    // Creates the sessions; wb::Error when they cannot be made, or when a non-loopback host has no key.
+    HttpServer(const Model& model, ServerOptions options);
+    ~HttpServer();
+
+    // Binds the address; wb::Error naming it when that fails. Returns the port.
+    int bind();
+    // Serves until stop() (from another thread).
+    void run();
+    void stop();
+
+    const GenerationQueue& queue() const { return *queue_; }
+
+private:
+    void routes();
+    void handle_completion(const std::string& body, Endpoint endpoint, httplib::Response& res);
+    void respond_whole(Job& job, const ResponseMeta& meta, httplib::Response& res);
+    bool stream(Job& job, const ResponseMeta& meta, bool include_usage, httplib::DataSink& sink);
+    std::shared_ptr<Job> make_job(const CompletionRequest& r) const;
+
+    const Model& model_;
+    ServerOptions options_;
+    Metrics metrics_;
+    std::unique_ptr<GenerationQueue> queue_;
+    std::unique_ptr<httplib::Server> http_;
+    int64_t started_ = 0;
+};
+
+}  // namespace wb::server

@@ -1,0 +1,298 @@
+"""whitebox-cli serve driven by the official openai Python client (and raw HTTP for what a client
+library would refuse to send), on SmolLM2 (the default model of the cache).
+
+    test_serve_openai.py WHITEBOX_CLI
+
+Each check raises AssertionError with what differed; every check runs, and the process exits 1 when
+any failed.
+"""
+import concurrent.futures
+import http.client
+import json
+import math
+import re
+import socket
+import subprocess
+import sys
+import threading
+import time
+import traceback
+
+import openai
+
+CLI = sys.argv[1]
+CTX = 512
+PROMPT = "Name a color."
+
+
+class Server:
+    """One `whitebox-cli serve --port 0` process; the port comes from its first line on stderr."""
+
+    def __init__(self, *args, key=None):
+        self.key = key
+        if key:
+            args = (*args, "--api-key", key)
+        self.proc = subprocess.Popen([CLI, "serve", "--port", "0", "--ctx", str(CTX), *args],
+                                     stderr=subprocess.PIPE, text=True)
+        self.log = []
+        deadline = time.time() + 60
+        self.port = None
+        while self.port is None:
+            line = self.proc.stderr.readline()
+            if not line:
+                raise AssertionError(f"serve exited before listening: {''.join(self.log)}")
+            self.log.append(line)
+            m = re.search(r"serving '([^']+)' at http://127\.0\.0\.1:(\d+)/v1", line)
+            if m:
+                self.model, self.port = m.group(1), int(m.group(2))
+            if time.time() > deadline:
+                raise AssertionError("serve did not start listening within 60 s")
+        threading.Thread(target=lambda: self.log.extend(self.proc.stderr), daemon=True).start()
+
+    def client(self, api_key="none"):
+        return openai.OpenAI(base_url=f"http://127.0.0.1:{self.port}/v1", api_key=api_key, max_retries=0,
+                             timeout=60)
+
+    def raw(self, method, path, body=None, headers=None):
+        """(status, parsed JSON or text) of one plain HTTP request."""
+        conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=60)
+        if headers is None:
+            headers = {"Content-Type": "application/json"}
+            if self.key:
+                headers["Authorization"] = f"Bearer {self.key}"
+        try:
+            conn.request(method, path, body=body, headers=headers)
+        except (BrokenPipeError, ConnectionResetError):
+            pass  # the server may answer (413) and close before a huge body is sent; the answer still counts
+        resp = conn.getresponse()
+        data = resp.read().decode()
+        conn.close()
+        try:
+            return resp.status, json.loads(data)
+        except json.JSONDecodeError:
+            return resp.status, data
+
+    def metric(self, name):
+        status, text = self.raw("GET", "/metrics")
+        assert status == 200, status
+        m = re.search(rf"^{name} (\S+)$", text, re.M)
+        assert m, f"{name} missing from /metrics"
+        return float(m.group(1))
+
+    def alive(self):
+        status, body = self.raw("GET", "/health")
+        assert status == 200 and body == {"status": "ok"}, (status, body)
+        assert self.proc.poll() is None, "the server exited"
+
+    def stop(self):
+        self.proc.terminate()
+        assert self.proc.wait(timeout=30) == 0, f"serve exited with {self.proc.returncode}: {''.join(self.log)}"
+
+
+def generate_json(*args):
+    out = subprocess.run([CLI, "generate", "--ctx", str(CTX), "--json", *args], capture_output=True, text=True,
+                         timeout=120)
+    assert out.returncode == 0, out.stderr
+    return json.loads(out.stdout)
+
+
+FAILED = []
+
+
+def check(name, fn):
+    """Runs one check; a failure is reported and counted, and the next check still runs."""
+    t = time.time()
+    try:
+        fn()
+        print(f"ok   {name} ({time.time() - t:.1f} s)", flush=True)
+    except Exception:  # noqa: BLE001 - every failure is reported, whatever its kind
+        print(f"FAIL {name} ({time.time() - t:.1f} s)", flush=True)
+        traceback.print_exc()
+        FAILED.append(name)
+
+
+def chat(client, model, **kw):
+    args = dict(model=model, messages=[{"role": "user", "content": PROMPT}], seed=42, temperature=0.8,
+                max_tokens=8)
+    args.update(kw)
+    return client.chat.completions.create(**args)
+
+
+def streamed_text(stream):
+    text, usage, finish = "", None, None
+    for chunk in stream:
+        if chunk.usage:
+            usage = chunk.usage
+        for c in chunk.choices:
+            text += c.delta.content or ""
+            finish = c.finish_reason or finish
+    return text, usage, finish
+
+
+def main():
+    srv = Server("--parallel", "2", "--queue", "16")
+    client = srv.client()
+    state = {}
+
+    def models_list():
+        models = client.models.list().data
+        assert [m.id for m in models] == [srv.model], [m.id for m in models]
+
+    def chat_matches_generate():
+        r = chat(client, srv.model, logprobs=True, top_logprobs=5)
+        ref = generate_json("--chat", "-p", PROMPT, "--seed", "42", "--temp", "0.8", "-n", "8", "--top-candidates", "5")
+        choice = r.choices[0]
+        assert choice.message.content == ref["text"], (choice.message.content, ref["text"])
+        assert choice.finish_reason == ("length" if ref["stop_reason"] == "max_tokens" else "stop")
+        lps = choice.logprobs.content
+        assert len(lps) == len(ref["steps"]) == r.usage.completion_tokens, (len(lps), len(ref["steps"]))
+        assert r.usage.prompt_tokens == ref["prompt_tokens"], (r.usage.prompt_tokens, ref["prompt_tokens"])
+        assert r.usage.total_tokens == r.usage.prompt_tokens + r.usage.completion_tokens
+        for lp, step in zip(lps, ref["steps"]):
+            assert bytes(lp.bytes) == step["piece"].encode(), (lp.bytes, step["piece"])
+            cands = step["candidates"]
+            assert len(lp.top_logprobs) == 5
+            for top, c in zip(lp.top_logprobs, cands):
+                assert bytes(top.bytes) == c["piece"].encode() and abs(top.logprob - math.log(c["p_raw"])) < 1e-4, \
+                    (top, c)
+            chosen = [c for c in cands if c["id"] == step["token"]]
+            if chosen:
+                assert abs(lp.logprob - math.log(chosen[0]["p_raw"])) < 1e-4, (lp.logprob, chosen)
+            else:  # drawn from outside the top 5: no likelier than the fifth
+                assert lp.logprob <= math.log(cands[-1]["p_raw"]) + 1e-4, (lp.logprob, cands[-1])
+        state["text"] = ref["text"]
+
+    def seeded_reproducible_and_streamed():
+        again = chat(client, srv.model).choices[0].message.content
+        assert again == state["text"], (again, state["text"])
+        text, usage, finish = streamed_text(chat(client, srv.model, stream=True, stream_options={"include_usage": True}))
+        assert text == state["text"], (text, state["text"])
+        assert usage is not None and usage.completion_tokens == 8 and finish == "length", (usage, finish)
+
+    def stop_strings():
+        text = state["text"]
+        k = len(text) // 2
+        stop = text[k:k + 2]
+        r = chat(client, srv.model, stop=[stop])
+        assert r.choices[0].message.content == text[:text.find(stop)], (r.choices[0].message.content, text, stop)
+        assert r.choices[0].finish_reason == "stop"
+        text_s, _, finish = streamed_text(chat(client, srv.model, stop=stop, stream=True))
+        assert text_s == text[:text.find(stop)] and finish == "stop", (text_s, finish)
+
+    def completions_greedy():
+        r = client.completions.create(model=srv.model, prompt="The capital of France is", max_tokens=6,
+                                      temperature=0, logprobs=3)
+        ref = generate_json("-p", "The capital of France is", "--temp", "0", "-n", "6")
+        c = r.choices[0]
+        assert c.text == ref["text"], (c.text, ref["text"])
+        assert len(c.logprobs.tokens) == r.usage.completion_tokens == len(ref["tokens"])
+        assert r.usage.prompt_tokens == ref["prompt_tokens"]
+        for lp, top in zip(c.logprobs.token_logprobs, c.logprobs.top_logprobs):
+            assert len(top) == 3 and abs(lp - max(top.values())) < 1e-6, (lp, top)  # greedy takes the likeliest
+
+    def eight_concurrent_clients():
+        def one(i):
+            if i % 2:
+                return streamed_text(chat(srv.client(), srv.model, stream=True))[0]
+            return chat(srv.client(), srv.model).choices[0].message.content
+        with concurrent.futures.ThreadPoolExecutor(8) as pool:
+            texts = list(pool.map(one, range(8)))
+        assert texts == [state["text"]] * 8, texts
+
+    def hostile_requests():
+        path = "/v1/chat/completions"
+        good = {"model": srv.model, "messages": [{"role": "user", "content": "hi"}], "max_tokens": 1}
+        cases = [
+            ("invalid JSON", b'{"messages": [', 400, None),
+            ("not an object", b'[1, 2]', 400, None),
+            ("10 MB body", b'{"x": "' + b"a" * (10 << 20) + b'"}', 413, None),
+            ("negative max_tokens", dict(good, max_tokens=-5), 400, "max_tokens"),
+            ("zero max_tokens", dict(good, max_tokens=0), 400, "max_tokens"),
+            ("temperature of the wrong type", dict(good, temperature="hot"), 400, "temperature"),
+            ("messages of the wrong type", dict(good, messages="hi"), 400, "messages"),
+            ("message without a role", dict(good, messages=[{"content": "hi"}]), 400, "messages[0].role"),
+            ("top_logprobs over 20", dict(good, logprobs=True, top_logprobs=50), 400, "top_logprobs"),
+            ("stop of the wrong type", dict(good, stop=5), 400, "stop"),
+            ("logit_bias beyond the vocabulary", dict(good, logit_bias={"99999999": 1}), 400, "logit_bias"),
+            ("prompt over the context", dict(good, messages=[{"role": "user", "content": "word " * 2 * CTX}]), 400,
+             "messages"),
+            ("unknown model", dict(good, model="gpt-17"), 404, "model"),
+        ]
+        for name, body, status, param in cases:
+            data = body if isinstance(body, bytes) else json.dumps(body).encode()
+            got, reply = srv.raw("POST", path, data)
+            assert got == status, f"{name}: status {got}, expected {status}: {reply}"
+            err = reply["error"]
+            assert err["message"] and err["type"] and (param is None or err["param"] == param), f"{name}: {reply}"
+            srv.alive()
+        got, reply = srv.raw("POST", "/v1/completions", json.dumps({"prompt": 5}).encode())
+        assert got == 400 and reply["error"]["param"] == "prompt", reply
+        try:
+            chat(client, "no-such-model")
+            raise AssertionError("an unknown model was accepted")
+        except openai.NotFoundError as e:
+            assert e.body["code"] == "model_not_found", e.body
+        assert srv.metric('whitebox_requests_total{code="413"}') == 1
+        chat(client, srv.model, max_tokens=1)  # and it still generates
+
+    def queue_full_and_disconnect():
+        # One session, no waiting room, a key: the second request at once gets 429; once the first
+        # client hangs up mid-stream its session is free and the next request is served.
+        small = Server("--parallel", "1", "--queue", "0", key="sekrit")
+        try:
+            keyed = small.client("sekrit")
+            assert small.raw("GET", "/health", headers={})[0] == 200  # no key needed
+            status, body = small.raw("GET", "/v1/models", headers={})
+            assert status == 401 and body["error"]["code"] == "invalid_api_key", (status, body)
+            try:
+                small.client("wrong").models.list()
+                raise AssertionError("a wrong key was accepted")
+            except openai.AuthenticationError:
+                pass
+            stream = chat(keyed, small.model, stream=True, max_tokens=CTX - 64, extra_body={"ignore_eos": True})
+            it = iter(stream)
+            for _ in range(3):
+                next(it)
+            try:
+                chat(keyed, small.model, max_tokens=1)
+                raise AssertionError("a second request was accepted with the only session busy and no queue")
+            except openai.RateLimitError as e:
+                assert e.body["code"] == "queue_full", e.body
+            stream.close()  # the client goes away mid-stream
+            t0 = time.time()
+            while small.metric("whitebox_sessions_busy") != 0:
+                assert time.time() - t0 < 10, "the session was still busy 10 s after its client left"
+                time.sleep(0.1)
+            r = chat(keyed, small.model, max_tokens=2)
+            assert r.choices[0].message.content, r
+            assert small.metric("whitebox_generations_cancelled_total") == 1
+            assert small.metric("whitebox_completion_tokens_total") < CTX - 64 + 2, "the cancelled reply ran on"
+        finally:
+            small.stop()
+
+    def refuses_open_host_without_key():
+        out = subprocess.run([CLI, "serve", "--host", "0.0.0.0", "--port", "0"], capture_output=True, text=True,
+                             timeout=60)
+        assert out.returncode == 1 and "--api-key" in out.stderr and out.stderr.count("\n") == 1, out.stderr
+
+    try:
+        check("models list", models_list)
+        check("chat completion: text, usage and logprobs equal generate --json", chat_matches_generate)
+        check("seeded requests reproducible, streamed and not", seeded_reproducible_and_streamed)
+        check("stop strings", stop_strings)
+        check("completions, greedy, logprobs", completions_greedy)
+        check("8 concurrent clients", eight_concurrent_clients)
+        check("malformed and hostile requests get 4xx, the server stays up", hostile_requests)
+        check("429 when full, a disconnect frees the session, API key", queue_full_and_disconnect)
+        check("a non-loopback host needs --api-key", refuses_open_host_without_key)
+        check("the server is still up", srv.alive)
+    finally:
+        srv.stop()
+    if FAILED:
+        print(f"{len(FAILED)} check(s) failed: {', '.join(FAILED)}")
+        sys.exit(1)
+    print("all server checks passed")
+
+
+if __name__ == "__main__":
+    main()

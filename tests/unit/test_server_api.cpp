@@ -1,0 +1,183 @@
+// The server's request parser and response formats (core/server/api_*), without a model or HTTP:
+// every field the server reads lands in the request with the right value, every malformed or
+// out-of-range field is a 400 naming it, and the responses have OpenAI's shapes.
+// Plain executable (label unit): PASS/FAIL lines, exit status 1 on any failure.
+#include <cmath>
+#include <cstdio>
+#include <functional>
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "server/api_request.h"
+#include "server/api_response.h"
+
+using namespace wb;
+using namespace wb::server;
+using nlohmann::json;
+
+namespace {
+
+int g_failures = 0;
+
+void report(bool ok, const std::string& what) {
+    std::printf("%s %s\n", ok ? "PASS" : "FAIL", what.c_str());
+    if (!ok) ++g_failures;
+}
+
+CompletionRequest chat(const std::string& body) { return parse_completion_request(body, Endpoint::CHAT); }
+
+// The ApiError a body gives (status 0: none).
+ApiError error_of(const std::string& body, Endpoint e = Endpoint::CHAT) {
+    try {
+        parse_completion_request(body, e);
+    } catch (const ApiError& err) {
+        return err;
+    }
+    return ApiError(0, "accepted");
+}
+
+void expect_400(const std::string& what, const std::string& body, const std::string& param,
+                Endpoint e = Endpoint::CHAT) {
+    const ApiError err = error_of(body, e);
+    report(err.status == 400 && err.param == param && !err.message.empty(),
+           what + " -> 400 on '" + param + "' (got " + std::to_string(err.status) + " '" + err.param + "': " +
+               err.message + ")");
+}
+
+const std::string kMsg = R"("messages": [{"role": "user", "content": "hi"}])";
+
+void fields_are_read() {
+    const CompletionRequest r = chat("{" + kMsg + R"(, "model": "m", "temperature": 0.5, "top_p": 0.9, "top_k": 7,
+        "min_p": 0.1, "seed": 123, "stop": ["a", "b"], "max_tokens": 33, "frequency_penalty": 0.25,
+        "presence_penalty": -0.5, "repeat_penalty": 1.1, "repeat_last_n": 32, "logit_bias": {"15": -2, "16": false},
+        "dry_multiplier": 0.8, "dry_base": 2, "dry_allowed_length": 3, "dry_penalty_last_n": -1,
+        "dry_sequence_breakers": ["x"], "xtc_probability": 0.5, "xtc_threshold": 0.2, "top_n_sigma": 1.5,
+        "mirostat": 2, "mirostat_tau": 4, "mirostat_eta": 0.2, "typical_p": 0.7, "samplers": ["top_k", "temperature"],
+        "stream": true, "stream_options": {"include_usage": true}, "logprobs": true, "top_logprobs": 20,
+        "ignore_eos": true, "user": "unknown fields are ignored", "n": 1})");
+    const SamplingParams& s = r.sampling;
+    report(r.model == "m" && r.messages.size() == 1 && r.messages[0].role == "user" && r.messages[0].content == "hi",
+           "model and messages");
+    report(s.temperature == 0.5f && s.top_p == 0.9f && s.top_k == 7 && s.min_p == 0.1f && s.seed == 123 &&
+               s.stop == std::vector<std::string>{"a", "b"} && r.max_tokens == 33,
+           "temperature, top_p, top_k, min_p, seed, stop, max_tokens");
+    report(s.frequency_penalty == 0.25f && s.presence_penalty == -0.5f && s.repeat_penalty == 1.1f &&
+               s.repeat_last_n == 32,
+           "penalties");
+    report(s.logit_bias.size() == 2 && s.logit_bias[0].token == 15 && s.logit_bias[0].bias == -2.0f &&
+               s.logit_bias[1].token == 16 && std::isinf(s.logit_bias[1].bias) && s.logit_bias[1].bias < 0,
+           "logit_bias (false bans)");
+    report(s.dry_multiplier == 0.8f && s.dry_base == 2.0f && s.dry_allowed_length == 3 && s.dry_penalty_last_n == -1 &&
+               s.dry_sequence_breakers == std::vector<std::string>{"x"},
+           "DRY under llama-server's names");
+    report(s.xtc_probability == 0.5f && s.xtc_threshold == 0.2f && s.top_n_sigma == 1.5f && s.mirostat == 2 &&
+               s.mirostat_tau == 4.0f && s.mirostat_eta == 0.2f && s.typical_p == 0.7f && s.ignore_eos,
+           "XTC, top-n-sigma, Mirostat, typical, ignore_eos");
+    report(s.samplers == std::vector<std::string>{"top_k", "temperature"}, "samplers");
+    report(r.stream && r.include_usage && r.logprobs && r.top_logprobs == 20, "stream, usage, logprobs");
+
+    SamplingParams defaults;
+    defaults.temperature = 0.3f;
+    defaults.top_k = 5;
+    const CompletionRequest d = parse_completion_request("{" + kMsg + R"(, "top_k": 9})", Endpoint::CHAT, defaults);
+    report(d.sampling.temperature == 0.3f && d.sampling.top_k == 9 && d.max_tokens == 0 && !d.stream,
+           "unset fields keep the server's defaults");
+    const CompletionRequest seeded = chat("{" + kMsg + R"(, "seed": -1, "max_tokens": null})");
+    report(seeded.sampling.seed == SamplingParams::kRandomSeed && seeded.max_tokens == 0, "seed -1 = random, null = unset");
+    const CompletionRequest parts =
+        chat(R"({"messages": [{"role": "developer", "content": [{"type": "text", "text": "a"}, {"type": "text", "text": "b"}]},
+                              {"role": "assistant", "content": null}]})");
+    report(parts.messages.size() == 2 && parts.messages[0].role == "system" && parts.messages[0].content == "ab" &&
+               parts.messages[1].content.empty(),
+           "text parts join, developer is system, null content is empty");
+    const CompletionRequest c =
+        parse_completion_request(R"({"prompt": ["once"], "logprobs": 3, "stop": "x", "n_predict": -1})", Endpoint::COMPLETION);
+    report(c.prompt == "once" && c.logprobs && c.top_logprobs == 3 && c.sampling.stop == std::vector<std::string>{"x"} &&
+               c.max_tokens == 0,
+           "completions: prompt, integer logprobs, one stop string, n_predict -1");
+    report(chat("{" + kMsg + R"(, "max_tokens": 4.0})").max_tokens == 4, "an integer written as 4.0");
+}
+
+void bad_requests_are_400() {
+    const ApiError bad_json = error_of(R"({"messages": [)");
+    report(bad_json.status == 400 && bad_json.code == "invalid_json", "malformed JSON -> 400 invalid_json");
+    report(error_of("[1]").status == 400 && error_of("").status == 400 && error_of("\"x\"").status == 400,
+           "a body that is not an object -> 400");
+    expect_400("no messages", "{}", "messages");
+    expect_400("empty messages", R"({"messages": []})", "messages");
+    expect_400("messages not an array", R"({"messages": "hi"})", "messages");
+    expect_400("a message not an object", R"({"messages": [5]})", "messages[0]");
+    expect_400("a message without a role", R"({"messages": [{"content": "x"}]})", "messages[0].role");
+    expect_400("an image part", R"({"messages": [{"role": "user", "content": [{"type": "image_url"}]}]})",
+               "messages[0].content");
+    expect_400("content a number", R"({"messages": [{"role": "user", "content": 5}]})", "messages[0].content");
+    const std::vector<std::pair<std::string, std::string>> fields = {
+        {"temperature", "\"hot\""}, {"temperature", "-1"}, {"temperature", "1000"}, {"top_p", "1.5"},
+        {"top_k", "2.5"}, {"top_k", "true"}, {"min_p", "-0.1"}, {"seed", "1.5"}, {"seed", "-2"},
+        {"stop", "5"}, {"stop", "[1]"}, {"stop", "[\"\"]"}, {"stop", "[\"a\",\"b\",\"c\",\"d\",\"e\",\"f\",\"g\",\"h\","
+        "\"i\",\"j\",\"k\",\"l\",\"m\",\"n\",\"o\",\"p\",\"q\"]"}, {"max_tokens", "-5"}, {"max_tokens", "0"},
+        {"max_tokens", "\"10\""}, {"max_tokens", "1e30"}, {"max_completion_tokens", "0"}, {"n_predict", "-2"},
+        {"frequency_penalty", "\"x\""}, {"presence_penalty", "1e9"}, {"repeat_penalty", "-1"},
+        {"logit_bias", "[1]"}, {"logit_bias", "{\"abc\": 1}"}, {"logit_bias", "{\"1\": \"x\"}"},
+        {"logit_bias", "{\"1\": true}"}, {"logit_bias", "{\"99999999999\": 1}"}, {"mirostat", "3"},
+        {"samplers", "[\"nope\"]"}, {"dry_sequence_breakers", "{}"}, {"stream", "\"yes\""}, {"stream_options", "1"},
+        {"logprobs", "1"}, {"top_logprobs", "21"}, {"top_logprobs", "-1"}, {"n", "2"}, {"model", "5"},
+        {"tools", "[{\"type\": \"function\"}]"}, {"response_format", "{\"type\": \"json_object\"}"}};
+    for (const auto& [name, value] : fields)
+        expect_400(name + " = " + value, "{" + kMsg + ", \"" + name + "\": " + value + "}", name);
+    expect_400("top_logprobs without logprobs", "{" + kMsg + ", \"top_logprobs\": 3}", "top_logprobs");
+    expect_400("no prompt", "{}", "prompt", Endpoint::COMPLETION);
+    expect_400("a prompt of token ids", R"({"prompt": [1, 2]})", "prompt", Endpoint::COMPLETION);
+    expect_400("completions logprobs over 20", R"({"prompt": "x", "logprobs": 21})", "logprobs", Endpoint::COMPLETION);
+}
+
+void responses_have_openai_shapes() {
+    const ResponseMeta chat_meta{Endpoint::CHAT, "chatcmpl-1", 1700000000, "m"};
+    std::vector<TokenLogprob> lps = {{"Hi", -0.5f, {{"Hi", -0.5f}, {"Hello", -1.0f}}},
+                                     {"\xe2\x82", -INFINITY, {}}};  // part of a UTF-8 character; p underflowed
+    const json whole = json::parse(completion_json(chat_meta, "Hi!", "stop", &lps, {5, 2}));
+    report(whole["object"] == "chat.completion" && whole["choices"][0]["message"]["content"] == "Hi!" &&
+               whole["choices"][0]["message"]["role"] == "assistant" && whole["choices"][0]["finish_reason"] == "stop" &&
+               whole["usage"]["total_tokens"] == 7,
+           "chat completion: message, finish reason, usage");
+    const json& content = whole["choices"][0]["logprobs"]["content"];
+    report(content.size() == 2 && content[0]["top_logprobs"][1]["token"] == "Hello" &&
+               content[0]["top_logprobs"][1]["logprob"] == -1.0 && content[1]["bytes"] == json({0xe2, 0x82}) &&
+               content[1]["logprob"] == -9999.0,
+           "chat logprobs: alternatives, exact bytes of a partial character, -9999 for p = 0");
+    report(json::parse(completion_json(chat_meta, "x", "length", nullptr, {1, 1}))["choices"][0]["logprobs"].is_null(),
+           "logprobs null unless asked");
+    const ResponseMeta text_meta{Endpoint::COMPLETION, "cmpl-1", 1, "m"};
+    const json text = json::parse(completion_json(text_meta, "Hi", "length", &lps, {1, 2}));
+    report(text["object"] == "text_completion" && text["choices"][0]["text"] == "Hi" &&
+               text["choices"][0]["logprobs"]["top_logprobs"][0]["Hello"] == -1.0 &&
+               text["choices"][0]["logprobs"]["text_offset"] == json({0, 2}),
+           "text completion with the legacy logprobs arrays");
+    ChunkContent first;
+    first.role = "assistant";
+    const json c0 = json::parse(chunk_json(chat_meta, first));
+    ChunkContent last;
+    last.finish_reason = "stop";
+    const json c1 = json::parse(chunk_json(chat_meta, last));
+    report(c0["object"] == "chat.completion.chunk" && c0["choices"][0]["delta"] == json({{"role", "assistant"}, {"content", ""}}) &&
+               c1["choices"][0]["delta"] == json::object() && c1["choices"][0]["finish_reason"] == "stop",
+           "stream chunks: the role first, the finish reason last");
+    report(json::parse(usage_chunk_json(chat_meta, {3, 4}))["usage"]["completion_tokens"] == 4 &&
+               sse_event("{}") == "data: {}\n\n",
+           "the usage chunk and the SSE framing");
+    const json err = json::parse(error_json(ApiError(404, "no", "invalid_request_error", "model", "model_not_found")));
+    report(err["error"]["message"] == "no" && err["error"]["param"] == "model" && err["error"]["code"] == "model_not_found" &&
+               json::parse(error_json(ApiError(400, "x")))["error"]["param"].is_null(),
+           "the error object");
+    report(json::parse(models_json("m", 5))["data"][0]["id"] == "m", "the models list");
+}
+
+}  // namespace
+
+int main() {
+    fields_are_read();
+    bad_requests_are_400();
+    responses_have_openai_shapes();
+    std::printf("%s: %d failure(s)\n", g_failures ? "FAILED" : "passed", g_failures);
+    return g_failures ? 1 : 0;
+}
