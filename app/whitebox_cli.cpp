@@ -5,6 +5,7 @@
 
 #include "cli/cli_options.h"
 #include "cli/commands.h"
+#include "util/error.h"
 #include "wb_version.h"
 
 int main(int argc, char** argv) {
@@ -27,7 +28,11 @@ int main(int argc, char** argv) {
         if (o.command == "chat") return cmd_chat(o);
         if (o.command == "template") return cmd_template(o);
         if (o.command == "perplexity") return cmd_perplexity(o);
+#ifdef WB_HAVE_SERVER
         if (o.command == "serve") return cmd_serve(o);
+#else
+        if (o.command == "serve") throw wb::Error("this whitebox-cli was built without the server (WB_SERVER=OFF)");
+#endif
         return cmd_bench(o);
     } catch (const std::exception& e) {
         std::fprintf(stderr, "whitebox-cli: error: %s\n", e.what());

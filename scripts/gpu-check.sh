@@ -185,8 +185,9 @@ SH
 fi
 
 # ---- build ----
+# WB_SERVER=OFF: the server's libraries (cpp-httplib, nlohmann-json) are not among the carried .debs.
 step configure build.log 120 cmake -G Ninja -S "$ROOT" -B "$BUILD" -DCMAKE_BUILD_TYPE=Release -DWB_GUI=OFF \
-    -DWB_CUDA=ON "-DWB_CUDA_ARCHS=$ARCHS" || exit 1
+    -DWB_SERVER=OFF -DWB_CUDA=ON "-DWB_CUDA_ARCHS=$ARCHS" || exit 1
 step build build.log 360 cmake --build "$BUILD" -j "$JOBS" || exit 1
 CLI=$BUILD/app/whitebox-cli
 GEN=$BUILD/tests/make_random_gguf
