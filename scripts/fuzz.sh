@@ -9,7 +9,7 @@ root="$(cd "$(dirname "$0")/.." && pwd)"
 seconds="${1:-60}"
 shift || true
 targets=("$@")
-[ ${#targets[@]} -gt 0 ] || targets=(fuzz_gguf fuzz_tokenizer fuzz_jinja)
+[ ${#targets[@]} -gt 0 ] || targets=(fuzz_gguf fuzz_tokenizer fuzz_jinja fuzz_server_request)
 build="${WB_FUZZ_BUILD_DIR:-$root/build-fuzz}"
 work="${WB_FUZZ_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/whitebox/fuzz}"
 jobs="${WB_JOBS:-$(nproc)}"

@@ -17,6 +17,7 @@ passes=("$@")
 asan_tests=(test_fp16 test_thread_pool test_gguf test_tokenizer test_quant test_quant_iq test_sampling
   test_top_logits test_chat test_kv_cache test_stop_strings test_fused_matmul test_random_gemma3
   test_dequant_parts test_q8_parts test_attention_capture test_token_inspection fuzz_gguf_replay fuzz_jinja_replay
+  test_server_api fuzz_server_request_replay
   test_session test_hooks test_tokenizer_parity fuzz_tokenizer_replay test_arch_parity)
 tsan_tests=(test_thread_pool test_session test_inference_worker)
 # Under TSan a model runs ~30x slower, so of the model tests only the functions whose threads meet:

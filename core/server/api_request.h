@@ -33,6 +33,7 @@ struct CompletionRequest {
 
 inline constexpr int32_t kMaxTopLogprobs = 20;
 inline constexpr size_t kMaxStopStrings = 16;
+inline constexpr int kMaxJsonDepth = 64;  // a body nested deeper is refused (400) before parsing
 
 // Parses a request body. `defaults` are the sampling settings of the server (its command line).
 // Throws ApiError (status 400) for malformed JSON, a non-object body, a field of the wrong type or

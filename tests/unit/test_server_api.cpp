@@ -125,6 +125,14 @@ void bad_requests_are_400() {
         {"tools", "[{\"type\": \"function\"}]"}, {"response_format", "{\"type\": \"json_object\"}"}};
     for (const auto& [name, value] : fields)
         expect_400(name + " = " + value, "{" + kMsg + ", \"" + name + "\": " + value + "}", name);
+    // A million nested objects would overflow the stack when the value is copied: refused unparsed.
+    std::string deep = R"({"messages": [{"role": "user", "content": )";
+    for (int i = 0; i < 1000000; ++i) deep += "{\"\":";
+    deep += "1" + std::string(1000000, '}') + "}]}";
+    const ApiError deep_err = error_of(deep);
+    report(deep_err.status == 400 && deep_err.code == "invalid_json", "a body nested a million deep -> 400");
+    const std::string brackets = R"({"messages": [{"role": "user", "content": ")" + std::string(1000, '[') + "\"}]}";
+    report(chat(brackets).messages[0].content == std::string(1000, '['), "brackets inside a string are text");
     expect_400("top_logprobs without logprobs", "{" + kMsg + ", \"top_logprobs\": 3}", "top_logprobs");
     expect_400("no prompt", "{}", "prompt", Endpoint::COMPLETION);
     expect_400("a prompt of token ids", R"({"prompt": [1, 2]})", "prompt", Endpoint::COMPLETION);
