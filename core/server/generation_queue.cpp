@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "server/memory_budget.h"
 #include "tokenizer/tokenizer.h"
 
 namespace wb::server {
@@ -69,10 +70,16 @@ private:
 
 GenerationQueue::GenerationQueue(const Model& model, const QueueOptions& o, DoneFn on_done)
     : model_(model), capacity_(o.capacity), on_done_(std::move(on_done)) {
-    for (int32_t i = 0; i < std::max(o.parallel, 1); ++i) {
+    const int32_t n = std::max(o.parallel, 1);
+    for (int32_t i = 0; i < n; ++i) {
         auto slot = std::make_unique<Slot>();
         slot->backend = create_backend(o.backend, o.threads);
         slot->session = std::make_unique<Session>(model_, *slot->backend.backend, o.session);
+        // The caches fill as the sessions are used, so a budget too small would show only later as an
+        // allocation failure or swapping: refuse it now. (A GPU backend's caches are in device memory.)
+        if (i == 0 && slot->backend.backend->name() == std::string("cpu"))
+            check_kv_budget(session_kv_bytes(model_.config(), slot->session->n_ctx()), n, slot->session->n_ctx(),
+                            available_memory());
         slots_.push_back(std::move(slot));
     }
     for (auto& slot : slots_) workers_.emplace_back([this, s = slot.get()] { work(*s); });

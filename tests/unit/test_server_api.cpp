@@ -10,6 +10,8 @@
 
 #include "server/api_request.h"
 #include "server/api_response.h"
+#include "server/memory_budget.h"
+#include "util/error.h"
 
 using namespace wb;
 using namespace wb::server;
@@ -180,9 +182,38 @@ void responses_have_openai_shapes() {
     report(json::parse(models_json("m", 5))["data"][0]["id"] == "m", "the models list");
 }
 
+void kv_budget() {
+    ModelConfig c;  // SmolLM2-135M's shape
+    c.n_layer = 30;
+    c.n_head_kv = 3;
+    c.head_dim = c.head_dim_v = 64;
+    const uint64_t per_session = session_kv_bytes(c, 8192);
+    report(per_session == uint64_t(30) * 3 * 128 * 2 * 8192, "KV bytes of a session: layers x kv heads x (K+V) x f16 x context");
+    ModelConfig swa = c;  // every other layer windowed to 512 tokens
+    swa.sliding_window = 512;
+    for (int i = 0; i < 30; ++i) swa.layer_is_swa.push_back(i % 2 == 0);
+    report(session_kv_bytes(swa, 8192) == uint64_t(15) * 3 * 128 * 2 * (8192 + 512), "a sliding-window layer holds its window");
+    bool refused = false;
+    try {
+        check_kv_budget(per_session, 64, 8192, uint64_t(8) << 30);
+    } catch (const Error& e) {
+        refused = std::string(e.what()).find("--parallel") != std::string::npos;
+    }
+    bool fits = true;
+    try {
+        check_kv_budget(per_session, 4, 8192, uint64_t(8) << 30);
+        check_kv_budget(per_session, 64, 8192, 0);  // free memory unknown: no check
+    } catch (const Error&) {
+        fits = false;
+    }
+    report(refused && fits, "64 sessions of 180 MiB do not fit in 8 GiB (an error naming --parallel), 4 do");
+    report(available_memory() > 0, "MemAvailable is read");
+}
+
 }  // namespace
 
 int main() {
+    kv_budget();
     fields_are_read();
     bad_requests_are_400();
     responses_have_openai_shapes();
