@@ -12,6 +12,7 @@
 #include "elementwise.cuh"
 #include "embed.cuh"
 #include "gguf/gguf_file.h"
+#include "kv_shift.cuh"
 #include "kv_store.cuh"
 #include "model/weights.h"
 #include "norm.cuh"
@@ -488,6 +489,34 @@ void CudaBackend::kv_store(KvCache& kv, int32_t il, const Tensor& k, const Tenso
     a.pos0 = pos0;
     a.pos0_dev = recording() ? d_step_ + 1 : nullptr;
     cuda::kv_store(a, stream_);
+}
+
+void CudaBackend::kv_shift(KvCache& kv, int32_t il, int32_t src, int32_t dst, int32_t n, const RopeParams& p) {
+    end_matmul_run();
+    if (recording()) throw Error("CUDA backend: a context shift inside a recorded decode step");
+    if (dst > src || n < 0 || src + n > kv.n_tokens()) throw Error("CUDA kv_shift: rows out of range");
+    check_kv_width(kv, int64_t(p.n_head) * p.head_dim, "kv_shift");
+    // One angle for every moved row, computed on the host by the CPU backend's own function.
+    const int32_t half = p.n_rot / 2;
+    const float* factors = p.freq_factors && *p.freq_factors ? static_cast<const float*>(p.freq_factors->host) : nullptr;
+    std::vector<float> cs(size_t(2 * half));
+    rope_angles(p, factors, dst - src, cs.data(), cs.data() + half);
+    auto* d_cs = shift_angles_.ensure_as<float>(cs.size(), stream_);
+    WB_CUDA_CHECK(cudaMemcpyAsync(d_cs, cs.data(), cs.size() * sizeof(float), cudaMemcpyHostToDevice, stream_));
+    cuda::KvShiftArgs a;
+    a.blocks = block_table(kv, il);
+    a.block_tokens = kv.config().block_tokens;
+    a.width = p.n_head * p.head_dim;
+    a.head_dim = p.head_dim;
+    a.n_rot = p.n_rot;
+    a.neox = p.mode != RopeMode::NORMAL;
+    a.cos_sin = d_cs;
+    a.src = src;
+    a.dst = dst;
+    a.n = n;
+    cuda::kv_shift(a, stream_);
+    // The pageable source of the angles is staged before cudaMemcpyAsync returns; the graph of a
+    // decode step recorded before the shift reads the block table, which block_table() updated.
 }
 
 void CudaBackend::attention(const Tensor& q, const KvCache& kv, int32_t il, int32_t pos0, const AttentionParams& p,

@@ -45,6 +45,7 @@ public:
                     Tensor& out) override;
     void rope(Tensor& x, const RopeParams& p, const int32_t* positions) override;
     void kv_store(KvCache& kv, int32_t il, const Tensor& k, const Tensor& v, int32_t pos0) override;
+    void kv_shift(KvCache& kv, int32_t il, int32_t src, int32_t dst, int32_t n, const RopeParams& p) override;
     void attention(const Tensor& q, const KvCache& kv, int32_t il, int32_t pos0, const AttentionParams& p,
                    Tensor& out) override;
     void glu(const Tensor& gate, const Tensor& up, Activation act, Tensor& out) override;
@@ -103,6 +104,7 @@ private:
     cuda::MatmulWorkspace matmul_ws_;
     cuda::AttentionWorkspace attn_ws_;
     cuda::DeviceBuffer ids_, positions_, capture_slots_, capture_;
+    cuda::DeviceBuffer shift_angles_;    // kv_shift's cos and sin
     cuda::DeviceBuffer top_;             // read_top's k ids then k values (never in a recorded step)
     // What ids_ / positions_ / capture_slots_ hold, to skip re-uploads.
     std::vector<int32_t> last_ids_, last_positions_, last_capture_slots_;

@@ -63,6 +63,9 @@ commands:
            [--logit-lens K] [--head-stats]]
            [--dump-attention FILE [--layers L,...] [--heads H,...]]
   chat     [-m MODEL] [template] [--system TEXT] [sampling]   interactive terminal chat (/reset, /exit)
+           generate and chat: --context-policy stop|shift|trim (a full context: end the reply (default);
+           drop the oldest half after --keep N tokens and go on (llama.cpp's context shift); chat: drop
+           whole old turns and recompute) --keep N (-1: the whole prompt; default: the system prompt)
   template [-m MODEL | --template FILE] --messages FILE.json [--tools FILE.json] [--add-generation-prompt]
            [--bos-token S] [--eos-token S]   print exactly the rendered prompt (messages: a JSON list of
            {"role", "content", "tool_calls"...} as Hugging Face takes them; tools: a JSON list of schemas)
@@ -130,6 +133,8 @@ CliOptions parse_cli(int argc, char** argv) {
         else if (a == "--backend") o.backend = next();
         else if (a == "--threads" || a == "-t") o.threads = to_int(a, next(), 1, 1024);
         else if (a == "--ctx" || a == "-c") o.ctx = to_int(a, next(), 16, 1 << 24);
+        else if (a == "--context-policy") o.context_policy = parse_context_policy(next());
+        else if (a == "--keep") o.keep = to_int(a, next(), -1, 1 << 24);
         else if (a == "--json") o.json = true;
         else if (a == "--top-candidates") o.top_candidates = to_int(a, next(), 0, 1000);
         else if (a == "--dump-attention") o.dump_attention = next();

@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "engine/context_policy.h"
 #include "sampling/sampling_params.h"
 
 namespace wb {
@@ -36,6 +37,9 @@ struct CliOptions {
     std::string backend = "auto";      // --backend cpu|cuda|auto
     int32_t threads = 0;               // --threads; 0 = all cores
     int32_t ctx = 0;                   // --ctx; 0 = model default (capped)
+    ContextPolicy context_policy = ContextPolicy::STOP;  // --context-policy stop|shift|trim (generate, chat)
+    std::optional<int32_t> keep;       // --keep N: tokens a shift keeps (-1: the whole prompt); default: the
+                                       // chat template's prefix with the system prompt, else the BOS
     bool json = false;                 // --json
     int32_t top_candidates = 0;        // --top-candidates N: per-token candidates in generate --json
     std::string dump_attention;        // --dump-attention FILE: captured attention as JSON

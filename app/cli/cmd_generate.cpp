@@ -132,6 +132,32 @@ void require_chat_template(const ChatTemplate& t) {
                     builtin_chat_format_names() + ")");
 }
 
+// --context-policy and --keep on the session; a shift keeps the template's prefix with the system
+// prompt by default in a chat (chat_keep_prefix), else the BOS. Trim is the chat's (cmd_chat).
+void apply_context_policy(const CliOptions& o, const Model& m, Session& s, const std::vector<ChatMessage>* chat) {
+    int32_t keep = m.tokenizer().add_bos() ? 1 : 0;
+    if (o.keep) keep = *o.keep;
+    else if (chat) keep = chat_keep_prefix(m, *chat);
+    s.set_context_policy({o.context_policy, keep});
+}
+
+// A full context under trim: the fewest old turns dropped so that the prompt and a reply fit again,
+// down to half the context so that the next turns do not trim (and recompute) again at once.
+std::vector<ChatMessage> trimmed_for(const CliOptions& o, const Model& m, const Session& s,
+                                     const std::vector<ChatMessage>& messages, size_t* first_kept) {
+    if (o.context_policy != ContextPolicy::TRIM) return messages;
+    std::vector<ChatMessage> sent(messages.begin(), messages.begin() + (o.system_given ? 1 : 0));
+    sent.insert(sent.end(), messages.begin() + long(*first_kept), messages.end());
+    const auto count = [&](const std::vector<ChatMessage>& x) { return int32_t(encode_chat(m, x).size()); };
+    const int32_t reply = std::min(o.n_predict, s.n_ctx() / 4);
+    if (count(sent) + reply < s.n_ctx()) return sent;
+    int32_t dropped = 0;
+    sent = trim_turns(sent, count, s.n_ctx() / 2, &dropped);
+    *first_kept += size_t(dropped);
+    std::fprintf(stderr, "(context full: %d old messages no longer sent to the model)\n", dropped);
+    return sent;
+}
+
 int cmd_generate(const CliOptions& o) {
     Runtime rt = open_runtime(o);
     const Model& m = *rt.model;
@@ -141,8 +167,10 @@ int cmd_generate(const CliOptions& o) {
         if (o.system_given) msgs.push_back({"system", o.system});
         msgs.push_back({"user", o.prompt});
         prompt = encode_chat(m, msgs);
+        apply_context_policy(o, m, *rt.session, &msgs);
     } else {
         prompt = m.tokenizer().encode(o.prompt, m.tokenizer().add_bos(), true);
+        apply_context_policy(o, m, *rt.session, nullptr);
     }
     const LiveSamplingParams params(sampling_for(o, m, o.chat));
     const ModelConfig& c = m.config();
@@ -164,6 +192,9 @@ int cmd_generate(const CliOptions& o) {
     std::fprintf(stderr, "[%s] %zu prompt tokens, %d generated; prefill %.1f tok/s, decode %.1f tok/s, stop: %s\n",
                  rt.backend.backend->description().c_str(), prompt.size(), int(r.tokens.size()), r.timings.prefill_tps(),
                  r.timings.decode_tps(), stop_reason_name(r.reason));
+    if (r.context_shifts > 0)
+        std::fprintf(stderr, "context shifts: %d, %d tokens dropped after the first %d\n", r.context_shifts,
+                     r.tokens_dropped, rt.session->kv_stats().shift_keep);
     return 0;
 }
 
@@ -174,6 +205,8 @@ int cmd_chat(const CliOptions& o) {
                  m.display_name().c_str(), rt.backend.backend->description().c_str());
     std::vector<ChatMessage> messages;
     if (o.system_given) messages.push_back({"system", o.system});
+    apply_context_policy(o, m, *rt.session, &messages);
+    size_t first_kept = messages.size();  // trim: messages before this (after the system prompt) are not sent
     const LiveSamplingParams params(sampling_for(o, m, true));
     GenerateObserver printer({true, 0, false, {}, {}});
     std::string line;
@@ -183,20 +216,26 @@ int cmd_chat(const CliOptions& o) {
         if (!std::getline(std::cin, line) || line == "/exit") break;
         if (line == "/reset") {
             messages.resize(o.system_given ? 1 : 0);
+            first_kept = messages.size();
             rt.session->reset();
             std::printf("(conversation cleared)\n");
             continue;
         }
         if (line.empty()) continue;
         messages.push_back({"user", line});
-        const GenerateResult r = rt.session->generate(encode_chat(m, messages), params, &printer);
+        const GenerateResult r = rt.session->generate(encode_chat(m, trimmed_for(o, m, *rt.session, messages, &first_kept)),
+                                                      params, &printer);
+        if (r.context_shifts > 0)
+            std::fprintf(stderr, "(context shift: %d tokens dropped after the first %d)\n", r.tokens_dropped,
+                         rt.session->kv_stats().shift_keep);
         std::printf("\n");
         if (r.reason == StopReason::ERROR) {
             std::fprintf(stderr, "error: %s\n", r.error.c_str());
             messages.pop_back();
             continue;
         }
-        if (r.reason == StopReason::CONTEXT_FULL) std::fprintf(stderr, "(the context is full: /reset to start over)\n");
+        if (r.reason == StopReason::CONTEXT_FULL)
+            std::fprintf(stderr, "(the context is full: /reset to start over, or --context-policy shift or trim)\n");
         messages.push_back({"assistant", r.text});
     }
     std::printf("\n");

@@ -12,6 +12,7 @@
 #include "kv/kv_cache.h"
 #include "model/model_config.h"
 #include "sampling/top_logits.h"
+#include "util/error.h"
 
 namespace wb {
 
@@ -113,6 +114,17 @@ public:
     virtual void rope(Tensor& x, const RopeParams& p, const int32_t* positions) = 0;
     // Writes k and v rows (positions pos0 ..) of layer il into the cache (blocks already reserved).
     virtual void kv_store(KvCache& kv, int32_t il, const Tensor& k, const Tensor& v, int32_t pos0) = 0;
+    // Context shift (llama.cpp's K-shift, llama_kv_cache::build_rope_shift): the K and V rows of
+    // positions [src, src + n) of layer il move to [dst, dst + n) (dst <= src; the ranges may overlap),
+    // and every moved K head is turned by the angle of dst - src positions with the layer's rope p: the
+    // stored f16 values widened to float, rotated (rope_shift_pair), rounded back to f16. src == dst
+    // rotates in place by 0 (which still scales by a magnitude other than 1, as llama.cpp does).
+    // The rows' blocks must be allocated (KvCache::ensure_rows). The default throws: a backend that
+    // cannot shift says so, and the session reports it as an error.
+    virtual void kv_shift(KvCache& /*kv*/, int32_t /*il*/, int32_t /*src*/, int32_t /*dst*/, int32_t /*n*/,
+                          const RopeParams& /*p*/) {
+        throw Error("the " + name() + " backend cannot shift the KV cache (context shift)");
+    }
     // Causal attention of the query rows (positions pos0 ..) over the cache's keys 0 .. pos0 + row.
     virtual void attention(const Tensor& q, const KvCache& kv, int32_t il, int32_t pos0, const AttentionParams& p,
                            Tensor& out) = 0;

@@ -8,6 +8,7 @@
 #include <new>
 
 #include "engine/backend_cpu_fma.h"
+#include "engine/rope_shift.h"
 #include "gguf/gguf_file.h"
 #include "model/weights.h"
 #include "quant/quant.h"
@@ -290,6 +291,34 @@ void CpuBackend::kv_store(KvCache& kv, int32_t il, const Tensor& k, const Tensor
         auto* vd = static_cast<uint16_t*>(kv.v_row(il, pos0 + int32_t(r)));
         quantize_row(GgmlType::F16, k.data + r * width, kd, width);
         quantize_row(GgmlType::F16, v.data + r * width, vd, width);
+    }
+}
+
+void CpuBackend::kv_shift(KvCache& kv, int32_t il, int32_t src, int32_t dst, int32_t n, const RopeParams& p) {
+    if (dst > src || n < 0 || src + n > kv.n_tokens()) throw Error("kv_shift: rows out of range");
+    if (int64_t(p.n_head) * p.head_dim != int64_t(kv.config().n_head_kv) * kv.config().head_dim)
+        throw Error("kv_shift: the rope's heads do not match the cache's rows");
+    const int32_t half = p.n_rot / 2;
+    const float* factors = p.freq_factors && *p.freq_factors ? static_cast<const float*>(p.freq_factors->host) : nullptr;
+    // One angle for every row: each moves by the same number of positions.
+    std::vector<float> cos_t(static_cast<size_t>(half)), sin_t(static_cast<size_t>(half));
+    rope_angles(p, factors, dst - src, cos_t.data(), sin_t.data());
+    const size_t bytes = kv.row_bytes();
+    // Upwards: a row written at dst + r was read already when the ranges overlap (dst < src).
+    for (int32_t r = 0; r < n; ++r) {
+        auto* k = static_cast<uint16_t*>(kv.k_row(il, dst + r));
+        if (src != dst) {
+            std::memcpy(k, kv.k_row(il, src + r), bytes);
+            std::memcpy(kv.v_row(il, dst + r), kv.v_row(il, src + r), bytes);
+        }
+        for (int32_t h = 0; h < p.n_head; ++h) {
+            uint16_t* head = k + int64_t(h) * p.head_dim;
+            for (int32_t i = 0; i < half; ++i) {
+                int32_t a = 0, b = 0;
+                rope_pair_index(p.mode != RopeMode::NORMAL, i, half, &a, &b);
+                rope_shift_pair(head + a, head + b, cos_t[size_t(i)], sin_t[size_t(i)]);
+            }
+        }
     }
 }
 

@@ -30,6 +30,7 @@ public:
     void kv_store(KvCache& kv, int32_t il, const Tensor& k, const Tensor& v, int32_t pos0) override;
     void attention(const Tensor& q, const KvCache& kv, int32_t il, int32_t pos0, const AttentionParams& p,
                    Tensor& out) override;
+    void kv_shift(KvCache& kv, int32_t il, int32_t src, int32_t dst, int32_t n, const RopeParams& p) override;
     void glu(const Tensor& gate, const Tensor& up, Activation act, Tensor& out) override;
     void matmul_shared(const Tensor& x, const Weight* const* weights, Tensor* const* outs, int n) override;
     void matmul_glu(const Weight& gate, const Weight& up, const Tensor& x, Activation act, Tensor& up_scratch,

@@ -28,4 +28,23 @@ ChatPrompt build_chat_prompt(const Model& m, const std::vector<ChatMessage>& mes
                              add_generation_prompt);
 }
 
+int32_t chat_keep_prefix(const Model& m, const std::vector<ChatMessage>& messages) {
+    std::vector<ChatMessage> a;
+    for (const ChatMessage& msg : messages) {
+        if (msg.role != "system") break;
+        a.push_back(msg);
+    }
+    std::vector<ChatMessage> b = a;
+    a.push_back({"user", "a"});
+    b.push_back({"user", "b"});
+    try {
+        const std::vector<int32_t> x = build_chat_prompt(m, a, false).ids, y = build_chat_prompt(m, b, false).ids;
+        size_t n = 0;
+        while (n < x.size() && n < y.size() && x[n] == y[n]) ++n;
+        return int32_t(n);
+    } catch (const std::exception&) {
+        return 0;
+    }
+}
+
 }  // namespace wb

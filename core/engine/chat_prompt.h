@@ -36,6 +36,12 @@ ChatPrompt build_chat_prompt(const ChatTemplate& t, const Tokenizer& tok, const 
 // The tokenizer adds its BOS when the vocabulary asks for one; Hugging Face templates usually write
 // the BOS text themselves, so, as llama.cpp does (common/chat.cpp), a prompt that starts with the
 // template's BOS text loses that prefix first: one BOS either way.
+// Tokens a context shift keeps in a chat by default (ContextPolicyOptions::n_keep): the template's
+// prefix before the first user message's text, with the leading system messages of `messages` (or
+// the template's default system prompt) in it. Measured as the common prefix of the prompts of two
+// different first messages, so it is right for any template. 0 when the template cannot render them.
+int32_t chat_keep_prefix(const Model& m, const std::vector<ChatMessage>& messages);
+
 std::vector<int32_t> encode_chat_segments(const Tokenizer& tok, const std::string& bos_text,
                                           const std::vector<ChatSegment>& segments);
 

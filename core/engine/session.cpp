@@ -68,9 +68,9 @@ Session::~Session() {
 }
 
 void Session::truncate(int32_t n) {
-    n = std::clamp(n, 0, int32_t(cached_.size()));
-    const std::vector<int32_t> prefix(cached_.begin(), cached_.begin() + n);
-    const int32_t kept = drop_after(n);
+    n = std::clamp(n, 0, int32_t(history_.size()));
+    const std::vector<int32_t> prefix(history_.begin(), history_.begin() + n);
+    const int32_t kept = keep_history(n);
     // Sliding-window layers had released keys that position n needs, so the cache started over:
     // compute the prefix again, and the context is exactly its first n tokens as promised.
     if (kept < n) append(prefix.data() + kept, n - kept);
@@ -80,6 +80,58 @@ int32_t Session::drop_after(int32_t n) {
     n = std::clamp(n, 0, int32_t(cached_.size()));
     cached_.resize(size_t(kv_->truncate(n)));
     return int32_t(cached_.size());
+}
+
+void Session::set_context_policy(const ContextPolicyOptions& options) {
+    policy_ = options;
+    keep_now_ = std::max(0, options.n_keep);
+    const bool shift = policy_.policy == ContextPolicy::SHIFT;
+    kv_->pin_prefix(shift ? shift_keep(dropped_ > 0 ? shift_keep_ : keep_now_, n_ctx_) : 0);
+}
+
+int32_t Session::keep_history(int32_t n) {
+    n = std::clamp(n, 0, int32_t(history_.size()));
+    // History position n is cache position n - dropped_ past the dropped run, n before it; inside it
+    // only the kept tokens are left in the cache.
+    int32_t cache_n = n;
+    if (dropped_ > 0) cache_n = n >= shift_keep_ + dropped_ ? n - dropped_ : std::min(n, shift_keep_);
+    const int32_t kept = drop_after(cache_n);
+    if (dropped_ > 0 && kept > shift_keep_) {
+        history_.resize(size_t(kept + dropped_));
+    } else {
+        dropped_ = 0;  // the cache is a plain prefix of the history again
+        history_.resize(size_t(kept));
+    }
+    return int32_t(history_.size());
+}
+
+void Session::shift_context() {
+    // Later shifts keep what the first one kept: the history maps onto the cache by one dropped run.
+    const int32_t keep = dropped_ > 0 ? shift_keep_ : shift_keep(keep_now_, n_ctx_);
+    const int32_t n = int32_t(cached_.size());
+    const int32_t discard = shift_discard(n, keep);
+    if (discard <= 0)
+        throw Error("context full: the context shift keeps " + std::to_string(keep) + " of " + std::to_string(n) +
+                    " tokens and has nothing to drop");
+    backend_.synchronize();
+    std::vector<int32_t> rest(cached_.begin() + keep + discard, cached_.end());
+    if (shift_kv(backend_, model_.config(), weights_, *kv_, keep, discard)) {
+        cached_.erase(cached_.begin() + keep, cached_.begin() + keep + discard);
+    } else {
+        // A sliding-window layer lost kept keys its next window needs: compute the shifted context anew.
+        std::vector<int32_t> all(cached_.begin(), cached_.begin() + keep);
+        all.insert(all.end(), rest.begin(), rest.end());
+        const int32_t kept = drop_after(keep);
+        for (int32_t done = kept; done < int32_t(all.size());) {
+            const int32_t nb = std::min(n_batch_, int32_t(all.size()) - done);
+            forward_batch(all.data() + done, nb, nullptr, true, false);
+            done += nb;
+        }
+    }
+    shift_keep_ = keep;
+    dropped_ += discard;
+    ++shifts_now_;
+    dropped_now_ += discard;
 }
 
 const std::vector<float>& Session::append(const int32_t* tokens, int32_t n) {
@@ -97,36 +149,43 @@ void Session::check_token_ids(const int32_t* tokens, int32_t n) const {
 }
 
 void Session::run(const int32_t* tokens, int32_t n, SessionHooks* hooks, bool prefill, bool lens) {
-    const ModelConfig& c = model_.config();
     if (n <= 0) throw Error("append: no tokens to evaluate");
     if (hooks && !hooks->active()) hooks = nullptr;
     // Checked here as well as by the backends' embedding: a replayed decode step (below) embeds on the
     // device from a recording, where nothing would check the id.
     check_token_ids(tokens, n);
+    const bool shift = policy_.policy == ContextPolicy::SHIFT;
     for (int32_t done = 0; done < n;) {
-        const int32_t nb = std::min(n_batch_, n - done);
-        const int32_t pos0 = int32_t(cached_.size());
-        kv_->reserve(pos0 + nb);
-        ForwardBatch batch{tokens + done, nb, pos0, false, hooks};
+        if (shift && int32_t(cached_.size()) >= n_ctx_) shift_context();
+        const int32_t nb = std::min({n_batch_, n - done, shift ? n_ctx_ - int32_t(cached_.size()) : n_batch_});
         // Only the last batch's last row gives the next token: the lens of earlier batches is not wanted.
-        if (hooks) hooks->begin_pass(prefill, lens && done + nb == n);
-        // A one-token step may be replayed by the backend from a recording of an earlier one (CUDA
-        // graphs, see Backend::decode_step_begin); otherwise the forward pass runs as usual. Hooks
-        // need the operations to run, so a step that captures is never replayed.
-        const bool one = nb == 1 && !hooks;
-        if (!(one && backend_.decode_step_begin(*kv_, tokens[done], pos0))) {
-            try {
-                forward_(backend_, c, weights_, *kv_, buffers_, batch);
-            } catch (...) {
-                if (one) backend_.decode_step_end(false);
-                throw;
-            }
-            if (one) backend_.decode_step_end(true);
-        }
-        cached_.insert(cached_.end(), tokens + done, tokens + done + nb);
-        kv_->set_n_tokens(int32_t(cached_.size()));
+        forward_batch(tokens + done, nb, hooks, prefill, lens && done + nb == n);
+        history_.insert(history_.end(), tokens + done, tokens + done + nb);
         done += nb;
     }
+}
+
+void Session::forward_batch(const int32_t* tokens, int32_t nb, SessionHooks* hooks, bool prefill, bool lens) {
+    const ModelConfig& c = model_.config();
+    const int32_t pos0 = int32_t(cached_.size());
+    kv_->reserve(pos0 + nb);
+    ForwardBatch batch{tokens, nb, pos0, false, hooks};
+    if (hooks) hooks->begin_pass(prefill, lens);
+    // A one-token step may be replayed by the backend from a recording of an earlier one (CUDA
+    // graphs, see Backend::decode_step_begin); otherwise the forward pass runs as usual. Hooks
+    // need the operations to run, so a step that captures is never replayed.
+    const bool one = nb == 1 && !hooks;
+    if (!(one && backend_.decode_step_begin(*kv_, tokens[0], pos0))) {
+        try {
+            forward_(backend_, c, weights_, *kv_, buffers_, batch);
+        } catch (...) {
+            if (one) backend_.decode_step_end(false);
+            throw;
+        }
+        if (one) backend_.decode_step_end(true);
+    }
+    cached_.insert(cached_.end(), tokens, tokens + nb);
+    kv_->set_n_tokens(int32_t(cached_.size()));
 }
 
 int32_t Session::sample_next(SamplerChain& chain, const SamplingParams& now, bool whole_row, bool vocab_p,
@@ -167,6 +226,7 @@ std::vector<float> Session::evaluate(const std::vector<int32_t>& tokens) {
         forward_(backend_, c, weights_, *kv_, buffers_, batch);
         backend_.read(buffers_.logits.rows(0, nb), out.data() + done * size_t(c.n_vocab));
         cached_.insert(cached_.end(), tokens.begin() + long(done), tokens.begin() + long(done) + nb);
+        history_.insert(history_.end(), tokens.begin() + long(done), tokens.begin() + long(done) + nb);
         kv_->set_n_tokens(int32_t(cached_.size()));
         done += size_t(nb);
     }
@@ -184,18 +244,25 @@ GenerateResult Session::generate(const std::vector<int32_t>& prompt, const LiveS
     try {
         if (prompt.empty()) throw Error("the prompt is empty");
         check_token_ids(prompt.data(), int32_t(prompt.size()));  // before any batch changes the cache
-        if (int32_t(prompt.size()) >= n_ctx_)
+        const bool shift = policy_.policy == ContextPolicy::SHIFT;
+        if (!shift && int32_t(prompt.size()) >= n_ctx_)
             throw Error("the prompt is " + std::to_string(prompt.size()) + " tokens but the context holds " +
                         std::to_string(n_ctx_) + " (including the reply): shorten it or raise the context size");
 
         // Reuse the cached prefix; at least the last prompt token is evaluated again for its logits.
+        // The prompt is matched against the history, so a shifted conversation continues (history()).
         size_t common = 0;
-        while (common < cached_.size() && common < prompt.size() && cached_[common] == prompt[common]) ++common;
+        while (common < history_.size() && common < prompt.size() && history_[common] == prompt[common]) ++common;
         common = std::min(common, prompt.size() - 1);
         // With sliding-window layers the cache may keep less than asked (see KvCache::truncate); the
         // rest of the prompt is then prefilled like any new text.
-        common = size_t(drop_after(int32_t(common)));
-        result.timings.n_reused = int32_t(common);
+        common = size_t(keep_history(int32_t(common)));
+        result.timings.n_reused = int32_t(cached_.size());
+        // A shift keeps the first n_keep tokens: on sliding-window layers too, where the window after
+        // the shift may reach back into them (so they must not be released meanwhile).
+        keep_now_ = policy_.n_keep < 0 ? int32_t(prompt.size()) : policy_.n_keep;
+        shifts_now_ = dropped_now_ = 0;
+        kv_->pin_prefix(shift ? shift_keep(dropped_ > 0 ? shift_keep_ : keep_now_, n_ctx_) : 0);
 
         const CaptureSpec spec = observer ? observer->capture() : CaptureSpec{};
         SamplingParams params = live.get();
@@ -292,7 +359,7 @@ GenerateResult Session::generate(const std::vector<int32_t>& prompt, const LiveS
                 result.reason = StopReason::STOPPED;
                 break;
             }
-            if (int32_t(cached_.size()) + 1 > n_ctx_) {
+            if (!shift && int32_t(cached_.size()) + 1 > n_ctx_) {
                 result.reason = StopReason::CONTEXT_FULL;
                 break;
             }
@@ -313,6 +380,8 @@ GenerateResult Session::generate(const std::vector<int32_t>& prompt, const LiveS
         result.reason = StopReason::ERROR;
         result.error = e.what();
     }
+    result.context_shifts = shifts_now_;
+    result.tokens_dropped = dropped_now_;
     if (observer) observer->on_timing(result.timings);
     return result;
 }

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "engine/backend.h"
+#include "engine/context_policy.h"
 #include "engine/model.h"
 #include "engine/observer.h"
 #include "model/forward.h"
@@ -54,6 +55,8 @@ struct GenerateResult {
     std::string error;            // when reason == ERROR
     Timings timings;
     uint64_t seed = 0;            // seed the sampler used
+    int32_t context_shifts = 0;   // context shifts during this call (ContextPolicy::SHIFT)
+    int32_t tokens_dropped = 0;   // tokens those shifts dropped
 };
 
 class Session {
@@ -89,7 +92,18 @@ public:
     // Forgets the conversation (new chat).
     void reset() { truncate(0); }
 
+    // What a full context does from the next generate() on (the default: STOP).
+    // n_keep = -1 keeps each generate()'s whole prompt; append() then keeps none.
+    void set_context_policy(const ContextPolicyOptions& options);
+    const ContextPolicyOptions& context_policy() const { return policy_; }
+
+    // After a context shift the cache holds fewer tokens than the conversation: history() is every
+    // token of it (the caller's prompts and the replies), context_tokens() the ones whose K/V are
+    // cached, at their positions: history() minus [shift_keep, shift_keep + dropped) of it. generate()
+    // and truncate() count in history() tokens, so a chat passes its whole conversation as before.
+    const std::vector<int32_t>& history() const { return history_; }
     const std::vector<int32_t>& context_tokens() const { return cached_; }  // tokens whose K/V are cached
+    int32_t dropped() const { return dropped_; }
     int32_t n_ctx() const { return n_ctx_; }
     KvStats kv_stats() const { return kv_->stats(); }
     const Model& model() const { return model_; }
@@ -99,6 +113,8 @@ private:
     // append() without reading the logits, with the observer hooks of a generation (null: none);
     // prefill marks prompt batches, lens the passes whose logit lens is wanted (see SessionHooks::begin_pass).
     void run(const int32_t* tokens, int32_t n, SessionHooks* hooks, bool prefill, bool lens = false);
+    // One forward pass of nb <= n_batch tokens that fit the context, appended to the cache (not to history_).
+    void forward_batch(const int32_t* tokens, int32_t nb, SessionHooks* hooks, bool prefill, bool lens);
     // Draws the next token from the last evaluated position's logits, reading from the backend only
     // the best few when the chain can work from them (SamplerChain::top_needed) and whole_row is
     // false; else the whole row into last_logits_. vocab_p: the greedy token's p must be over the
@@ -110,6 +126,12 @@ private:
     // Drops cached positions >= n; returns how many stay: n, or 0 when sliding-window layers can no
     // longer continue from n (the caller recomputes what it needs).
     int32_t drop_after(int32_t n);
+    // Makes the conversation the first n tokens of history() or fewer (a shifted cache can keep only its
+    // kept tokens when n falls in what was dropped); returns how many history tokens stay.
+    int32_t keep_history(int32_t n);
+    // ContextPolicy::SHIFT when the cache is full: drops half of what follows the kept tokens
+    // (shift_kv), or recomputes the rest when sliding-window layers cannot continue from the shift.
+    void shift_context();
 
     const Model& model_;
     Backend& backend_;
@@ -120,6 +142,12 @@ private:
     std::unique_ptr<KvCache> kv_;
     ForwardBuffers buffers_;
     std::vector<int32_t> cached_;
+    std::vector<int32_t> history_;     // cached_ plus the tokens shifts dropped (see history())
+    ContextPolicyOptions policy_;
+    int32_t keep_now_ = 0;             // tokens a shift keeps in the current generate()
+    int32_t shift_keep_ = 0;           // the kept tokens of the shifts behind the cache, when dropped_ > 0
+    int32_t dropped_ = 0;              // history tokens [shift_keep_, shift_keep_ + dropped_) not cached
+    int32_t shifts_now_ = 0, dropped_now_ = 0;  // this generate()'s shifts (GenerateResult)
     std::vector<float> last_logits_;   // the last row read whole
     std::vector<int32_t> top_ids_;     // the best few logits of the last row, when only they are read
     std::vector<float> top_logits_;

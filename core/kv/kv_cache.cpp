@@ -60,8 +60,10 @@ void KvCache::release_outside_window(int32_t n) {
         // Queries come at positions >= n and see keys >= n - w + 1: whole blocks below that are dead.
         const int32_t first_needed = std::max(0, n - w + 1);
         const size_t dead = std::min(size_t(first_needed / config_.block_tokens), blocks_[il].size());
-        for (size_t b = released_[il]; b < dead; ++b) {
-            allocator_.kv_free(blocks_[il][b]);
+        // The pinned prefix (pin_prefix) stays; a block may already be null (released before a shift).
+        const size_t pinned = size_t((pinned_ + config_.block_tokens - 1) / config_.block_tokens);
+        for (size_t b = std::max(released_[il], pinned); b < dead; ++b) {
+            if (blocks_[il][b]) allocator_.kv_free(blocks_[il][b]);
             blocks_[il][b] = nullptr;
         }
         released_[il] = std::max(released_[il], dead);
@@ -74,10 +76,14 @@ int32_t KvCache::truncate(int32_t n) {
     // were released, no prefix but the empty one can be continued (a shorter one needs even older keys).
     for (size_t il = 0; il < blocks_.size(); ++il) {
         const int32_t w = window_of(il);
-        if (w > 0 && released_[il] > 0 && int64_t(released_[il]) * config_.block_tokens > std::max(0, n - w + 1))
-            n = 0;
+        const int32_t end = std::min(n, n_tokens_);
+        if (w > 0 && !has_rows(int32_t(il), std::max(0, end - w + 1), end)) n = 0;
     }
     if (n < n_tokens_) n_tokens_ = n;
+    for (auto& gap : gaps_)
+        if (n <= gap.first) gap = {0, 0};  // those positions will be written again
+    // The moved rows of the last shift are gone: nothing shifted is left to show.
+    if (n <= shifts_.shift_keep) shifts_ = KvStats{};
     const size_t keep = size_t((n + config_.block_tokens - 1) / config_.block_tokens);
     for (size_t il = 0; il < blocks_.size(); ++il) {
         auto& layer = blocks_[il];
@@ -106,6 +112,10 @@ KvStats KvCache::stats() const {
     s.capacity = config_.n_ctx;
     s.block_tokens = config_.block_tokens;
     s.type = config_.type;
+    s.n_shifts = shifts_.n_shifts;
+    s.shift_keep = shifts_.shift_keep;
+    s.shift_dropped = shifts_.shift_dropped;
+    s.dropped_total = shifts_.dropped_total;
     for (int32_t il = 0; il < config_.n_layer; ++il) {
         KvLayerStats l;
         l.window = window_of(size_t(il));

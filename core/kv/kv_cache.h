@@ -16,6 +16,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace wb {
@@ -63,6 +64,12 @@ struct KvStats {
     int32_t capacity = 0;          // n_ctx
     int32_t block_tokens = 0;
     KvType type = KvType::F16;
+    // Context shifts so far (see KvCache::finish_shift): how many, and the last one's cut: positions
+    // [shift_keep, shift_keep + shift_dropped) were dropped and the later ones moved down.
+    int32_t n_shifts = 0;
+    int32_t shift_keep = 0;
+    int32_t shift_dropped = 0;
+    int64_t dropped_total = 0;     // positions dropped by every shift since the cache was empty
 };
 
 class KvCache {
@@ -100,6 +107,22 @@ public:
 
     KvStats stats() const;
 
+    // ---- Context shift (kv_shift.cpp; the backend moves the rows, Backend::kv_shift) ----
+    // Keeps the blocks holding positions [0, n) on sliding-window layers as well: a context shift keeps
+    // those positions, and the window after the shift may reach back into them.
+    void pin_prefix(int32_t n);
+    int32_t pinned_prefix() const { return pinned_; }
+    // Whether layer il still holds the rows of positions [p0, p1) (false: released by its window, or
+    // left out by a shift, set_gap).
+    bool has_rows(int32_t il, int32_t p0, int32_t p1) const;
+    // Positions [p0, p1) of layer il hold no valid rows: a shift moved only what a sliding window sees.
+    void set_gap(int32_t il, int32_t p0, int32_t p1);
+    // Allocates the released blocks of layer il that hold positions [p0, p1) (a shift moves rows there).
+    void ensure_rows(int32_t il, int32_t p0, int32_t p1);
+    // After the backend moved the rows down: positions [n_keep, n_keep + n_discard) are gone, the
+    // sequence is n_discard shorter, the blocks past it are freed, and the shift is recorded for stats().
+    void finish_shift(int32_t n_keep, int32_t n_discard);
+
 private:
     // Window of layer il in positions; 0 = the layer keeps everything.
     int32_t window_of(size_t il) const { return config_.layer_is_swa[il] ? config_.sliding_window : 0; }
@@ -111,6 +134,9 @@ private:
     std::vector<std::vector<void*>> blocks_;  // [layer][block index]; null: released (or not yet allocated)
     std::vector<size_t> released_;            // [layer] leading blocks released (sliding-window layers)
     int32_t n_tokens_ = 0;
+    int32_t pinned_ = 0;                      // positions kept on sliding-window layers (pin_prefix)
+    KvStats shifts_;                          // only the shift fields are used
+    std::vector<std::pair<int32_t, int32_t>> gaps_;  // [layer] positions without valid rows (set_gap)
 };
 
 }  // namespace wb

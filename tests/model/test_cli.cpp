@@ -127,6 +127,9 @@ private Q_SLOTS:
         QTest::newRow("unknown sampler") << QStringList{"generate", "-p", "x", "--samplers", "top_k;bogus"}
                                          << "unknown sampler 'bogus'";
         QTest::newRow("dry base below 1") << QStringList{"generate", "-p", "x", "--dry-base", "0.5"} << "--dry-base expects";
+        QTest::newRow("bad context policy") << QStringList{"generate", "-p", "x", "--context-policy", "rotate"}
+                                            << "unknown context policy 'rotate' (stop, shift or trim)";
+        QTest::newRow("bad keep") << QStringList{"generate", "-p", "x", "--keep", "-2"} << "--keep expects";
         QTest::newRow("logit bias beyond vocab")
             << QStringList{"generate", "-m", model(), "-p", "x", "--backend", "cpu", "--logit-bias", "99999999+1"}
             << "beyond the vocabulary";
@@ -139,6 +142,19 @@ private Q_SLOTS:
         const QList<QByteArray> lines = r.err.trimmed().split('\n');
         QCOMPARE(lines.size(), 1);
         QVERIFY2(lines[0].contains(needle.toUtf8()), lines[0].constData());
+    }
+
+    // --context-policy: stop ends a reply at the full context; shift goes on past it, dropping tokens.
+    void contextPolicyShiftGoesOnPastTheContext() {
+        const QStringList common{"generate", "-m", model(), "--backend", "cpu", "--ctx", "64", "-n", "120",
+                                 "--temp", "0", "--ignore-eos", "-p", "Once upon a time"};
+        const Run stop = run_cli(common);
+        QVERIFY2(stop.exit_code == 0, stop.err.constData());
+        QVERIFY2(stop.err.contains("stop: context_full"), stop.err.constData());
+        const Run shift = run_cli(common + QStringList{"--context-policy", "shift", "--keep", "4"});
+        QVERIFY2(shift.exit_code == 0, shift.err.constData());
+        QVERIFY2(shift.err.contains("120 generated") && shift.err.contains("stop: max_tokens"), shift.err.constData());
+        QVERIFY2(shift.err.contains("tokens dropped after the first 4"), shift.err.constData());
     }
 
     void truncatedModelIsRejectedClearly() {

@@ -1,0 +1,98 @@
+#include "engine/context_policy.h"
+
+#include <algorithm>
+
+#include "engine/backend.h"
+#include "kv/kv_cache.h"
+#include "model/forward.h"
+#include "model/weights.h"
+#include "util/error.h"
+
+namespace wb {
+
+const char* context_policy_name(ContextPolicy p) {
+    switch (p) {
+        case ContextPolicy::STOP: return "stop";
+        case ContextPolicy::SHIFT: return "shift";
+        case ContextPolicy::TRIM: return "trim";
+    }
+    return "?";
+}
+
+ContextPolicy parse_context_policy(const std::string& s) {
+    if (s == "stop") return ContextPolicy::STOP;
+    if (s == "shift") return ContextPolicy::SHIFT;
+    if (s == "trim") return ContextPolicy::TRIM;
+    throw Error("unknown context policy '" + s + "' (stop, shift or trim)");
+}
+
+int32_t shift_keep(int32_t n_keep, int32_t n_ctx) { return std::clamp(n_keep, 0, std::max(0, n_ctx - 4)); }
+
+int32_t shift_discard(int32_t n_past, int32_t n_keep) { return std::max(0, (n_past - n_keep) / 2); }
+
+namespace {
+
+// The rope a layer's keys were turned with (arch_llama.cpp, arch_gemma.cpp): Gemma's local layers
+// have their own theta and scale; every other layer the model's.
+RopeParams key_rope(const ModelConfig& c, const ModelWeights& w, int32_t n_ctx, int32_t il) {
+    const bool gemma = c.arch == "gemma2" || c.arch == "gemma3";
+    const bool local = gemma && c.layer_is_swa[size_t(il)];
+    return layer_rope(c, w, n_ctx, c.n_head_kv, local ? c.rope_base_swa : c.rope_base,
+                      local ? c.rope_freq_scale_swa : c.rope_freq_scale);
+}
+
+}  // namespace
+
+bool shift_kv(Backend& be, const ModelConfig& c, const ModelWeights& w, KvCache& kv, int32_t n_keep,
+              int32_t n_discard) {
+    const int32_t n = kv.n_tokens();
+    if (n_keep < 0 || n_discard <= 0 || n_keep + n_discard > n) throw Error("context shift: nothing to drop");
+    const int32_t first_moved = n_keep + n_discard, n_after = n - n_discard;
+    const int32_t window = kv.config().sliding_window;
+    // A sliding-window layer's next query (at n_after) sees positions from n_after - window + 1: the
+    // moved rows from there on, and kept rows too if the window reaches back past n_keep.
+    for (int32_t il = 0; il < c.n_layer; ++il)
+        if (kv.config().layer_is_swa[size_t(il)] && window > 0 &&
+            !kv.has_rows(il, std::max(0, n_after - window + 1), n_keep))
+            return false;
+    for (int32_t il = 0; il < c.n_layer; ++il) {
+        const RopeParams p = key_rope(c, w, kv.config().n_ctx, il);
+        const bool local = kv.config().layer_is_swa[size_t(il)] && window > 0;
+        const int32_t src = local ? std::max(first_moved, n - window + 1) : first_moved;
+        const int32_t dst = src - n_discard;
+        kv.ensure_rows(il, dst, n_after);
+        kv.set_gap(il, n_keep, dst);  // a local layer's rows no window will see again (none elsewhere)
+        // llama.cpp ropes every cell, the kept ones by 0: the identity unless the magnitude is not 1.
+        if (rope_magnitude(p) != 1.0f && n_keep > 0) be.kv_shift(kv, il, 0, 0, n_keep, p);
+        be.kv_shift(kv, il, src, dst, n - src, p);
+    }
+    kv.finish_shift(n_keep, n_discard);
+    return true;
+}
+
+std::vector<ChatMessage> trim_turns(const std::vector<ChatMessage>& messages,
+                                    const std::function<int32_t(const std::vector<ChatMessage>&)>& count_tokens,
+                                    int32_t budget, int32_t* n_dropped) {
+    size_t head = 0;  // leading system messages
+    while (head < messages.size() && messages[head].role == "system") ++head;
+    size_t last_user = messages.size();
+    for (size_t i = messages.size(); i-- > head;)
+        if (messages[i].role == "user") {
+            last_user = i;
+            break;
+        }
+    std::vector<ChatMessage> out = messages;
+    size_t cut = head;  // messages [head, cut) dropped
+    while (count_tokens(out) > budget && cut < last_user) {
+        // One turn: the user message at cut and everything up to the next user message.
+        size_t next = cut + 1;
+        while (next < last_user && messages[next].role != "user") ++next;
+        cut = next;
+        out.assign(messages.begin(), messages.begin() + long(head));
+        out.insert(out.end(), messages.begin() + long(cut), messages.end());
+    }
+    if (n_dropped) *n_dropped = int32_t(cut - head);
+    return out;
+}
+
+}  // namespace wb

@@ -1,0 +1,236 @@
+// Full-context policies (core/engine/context_policy.h) on real models:
+//  - ContextPolicy::SHIFT against llama.cpp doing the same removal and position shift through its
+//    memory API (llama_memory_seq_rm / llama_memory_seq_add, tests/reference/make_context_shift_reference.py):
+//    SmolLM2 (two shifts) and Gemma 3 (one shift, after which the local layers' 512-token window reaches
+//    back into the kept tokens): the same greedy tokens, every step's logits bit-identical, through
+//    Session::append and through generate();
+//  - a scripted 100-turn chat on a 512-token context under SHIFT and under TRIM completes without an
+//    error, and the KV cache never holds more than its capacity;
+//  - trim_turns drops whole old turns and never the system prompt.
+// Gemma 3 is optional (scripts/fetch-models.sh gemma3): without it that case is skipped.
+#include <QCryptographicHash>
+#include <QFile>
+#include <QJsonArray>
+#include <QJsonDocument>
+#include <QJsonObject>
+#include <QtTest>
+
+#include <cstdio>
+#include <memory>
+
+#include "engine/backend_cpu.h"
+#include "engine/chat_prompt.h"
+#include "engine/context_policy.h"
+#include "engine/model.h"
+#include "engine/session.h"
+#include "parity_support.h"
+
+using namespace wb;
+using wb_test::argmax;
+using wb_test::ids_of;
+
+namespace {
+
+// After a shift llama.cpp's cache cells are no longer in position order (new tokens fill the cells the
+// shift emptied, llama_kv_cache::find_slot) while the engine's blocks are: the attention sums its
+// keys in another order, and the logits differ in the last bits. A greedy choice is compared where
+// llama.cpp's best logit leads the second by more than kTieMargin; every logit of its top 5 must be
+// within kMaxLogitDiff.
+constexpr double kTieMargin = 0.05;
+constexpr double kMaxLogitDiff = 1.0;
+
+std::string models_dir_path(const char* file) { return models_dir() + "/" + file; }
+
+bool have(const std::string& path) { return QFile::exists(QString::fromStdString(path)); }
+
+// The KV statistics of every step, for the memory bound.
+class KvWatch : public Observer {
+public:
+    void on_kv_cache(const KvStats& s) override {
+        max_tokens = std::max(max_tokens, s.n_tokens);
+        max_used = std::max(max_used, s.bytes_used);
+        max_reserved = std::max(max_reserved, s.bytes_reserved);
+        last = s;
+    }
+    int32_t max_tokens = 0;
+    uint64_t max_used = 0, max_reserved = 0;
+    KvStats last;
+};
+
+}  // namespace
+
+class TestContextPolicy : public QObject {
+    Q_OBJECT
+
+    // Runs one reference file: prompt, greedy steps with shifts when the cache is full.
+    void check_shift_reference(const char* model_file, const QString& dir, bool free_running) {
+        const std::string path = models_dir_path(model_file);
+        if (!have(path)) QSKIP(qPrintable(QString::fromStdString(path) + " not found (scripts/fetch-models.sh)"));
+        const QJsonObject ref = wb_test::load_reference(dir, "context_shift.json");
+        auto model = Model::load(path);
+        CpuBackend backend(2);
+        SessionOptions so;
+        so.n_ctx = ref["llama_context"].toObject()["n_ctx"].toInt();
+        so.n_batch = ref["llama_context"].toObject()["n_batch"].toInt();
+        Session s(*model, backend, so);
+        s.set_context_policy({ContextPolicy::SHIFT, ref["n_keep"].toInt()});
+        const std::vector<int32_t> prompt = ids_of(ref["prompt"].toArray());
+        const QJsonArray steps = ref["steps"].toArray();
+        const int32_t n_vocab = model->config().n_vocab;
+
+        // Session::append, teacher-forced with llama.cpp's tokens: every step's logits against its row.
+        const QJsonArray shifts = ref["shifts"].toArray();
+        const int32_t first_shift = shifts.first().toObject()["before_step"].toInt();
+        const std::vector<float>* logits = &s.append(prompt.data(), int32_t(prompt.size()));
+        int32_t n_bitwise = 0, first_diff = -1, n_top1 = 0, n_clear = 0;
+        double max_diff = 0.0;
+        std::vector<int32_t> ref_tokens;
+        for (qsizetype i = 0; i < steps.size(); ++i) {
+            const QJsonObject st = steps[i].toObject();
+            const int32_t want = st["token"].toInt();
+            const bool same = wb_test::logits_sha256(logits->data(), size_t(n_vocab)) == st["sha256"].toString();
+            if (same) ++n_bitwise;
+            else if (first_diff < 0) first_diff = int32_t(i);
+            // Before the first shift both caches hold the positions in order: the arithmetic is followed exactly.
+            // The first step after it attends over every re-rotated key (llama.cpp's new token sits in the
+            // first emptied cell, whose lane in its sums matches the engine's for these cases): bit for bit too.
+            if (i <= first_shift)
+                QVERIFY2(same, qPrintable(QString("step %1 (up to the first one after the shift) differs from llama.cpp").arg(i)));
+            const QJsonArray top = st["top"].toArray();
+            double step_diff = 0.0;
+            for (const QJsonValue& e : top) {
+                const QJsonArray pair = e.toArray();
+                step_diff = std::max(step_diff, std::abs(double((*logits)[size_t(pair[0].toInt())]) - pair[1].toDouble()));
+            }
+            max_diff = std::max(max_diff, step_diff);
+            if (qEnvironmentVariableIsSet("WB_SHIFT_TRACE")) std::printf("step %d pos %d diff %.3g\n", int(i), st["pos"].toInt(), step_diff);
+            const double margin = top[0].toArray()[1].toDouble() - top[1].toArray()[1].toDouble();
+            const int32_t next = argmax(logits->data(), n_vocab);
+            n_top1 += next == want;
+            // The same greedy token wherever llama.cpp's choice is not a near tie.
+            if (margin > kTieMargin) {
+                ++n_clear;
+                QVERIFY2(next == want, qPrintable(QString("step %1 (position %2): %3, llama.cpp %4 (margin %5)")
+                                                      .arg(i).arg(st["pos"].toInt()).arg(next).arg(want).arg(margin)));
+            }
+            ref_tokens.push_back(want);
+            logits = &s.append(&want, 1);
+        }
+        std::printf("%s: %d steps, %d shifts; bit-identical logits %d (first difference at step %d, the first "
+                    "shift before step %d); top-1 %d of %d (%d with a margin > %.2f, all equal); max |diff| of "
+                    "llama.cpp's top 5 logits %.3g\n",
+                    model_file, int(steps.size()), int(shifts.size()), n_bitwise, first_diff, first_shift, n_top1,
+                    int(steps.size()), n_clear, kTieMargin, max_diff);
+        QVERIFY(max_diff < kMaxLogitDiff);
+        QVERIFY(!shifts.isEmpty());
+        const KvStats kv = s.kv_stats();
+        QCOMPARE(kv.n_shifts, int32_t(shifts.size()));
+        QCOMPARE(kv.shift_keep, ref["n_keep"].toInt());
+        QCOMPARE(kv.shift_dropped, shifts.last().toObject()["n_discard"].toInt());
+        QCOMPARE(s.dropped(), int32_t(kv.dropped_total));
+        QVERIFY(kv.n_tokens <= so.n_ctx);
+        // generate(): the same tokens, the shifts inside a reply.
+        if (!free_running) return;
+        s.reset();
+        SamplingParams sp;
+        sp.temperature = 0.0f;
+        sp.ignore_eos = true;
+        sp.max_tokens = int32_t(steps.size());
+        const GenerateResult r = s.generate(prompt, LiveSamplingParams(sp));
+        QCOMPARE(r.error, std::string());
+        // Free-running greedy: the same tokens up to the first near tie after the shift.
+        size_t same_prefix = 0;
+        while (same_prefix < r.tokens.size() && r.tokens[same_prefix] == ref_tokens[same_prefix]) ++same_prefix;
+        std::printf("generate(): the first %zu of %zu greedy tokens equal llama.cpp's\n", same_prefix, r.tokens.size());
+        QVERIFY(same_prefix > size_t(first_shift));
+        QCOMPARE(r.context_shifts, int32_t(shifts.size()));
+    }
+
+    // 100 user turns with short replies through the whole-conversation prompt a chat sends.
+    void chat_100_turns(ContextPolicy policy) {
+        const std::string path = wb_test::default_model();
+        auto model = Model::load(path);
+        CpuBackend backend(2);
+        SessionOptions so;
+        so.n_ctx = 512;
+        Session s(*model, backend, so);
+        SamplingParams sp;
+        sp.temperature = 0.0f;
+        sp.max_tokens = 6;
+        const LiveSamplingParams live(sp);
+        std::vector<ChatMessage> messages;
+        s.set_context_policy({policy, chat_keep_prefix(*model, messages)});
+        int32_t first_kept = 0, n_trims = 0, n_shifts = 0;
+        KvWatch watch;
+        const auto count = [&](const std::vector<ChatMessage>& m) {
+            return int32_t(build_chat_prompt(*model, m, true).ids.size());
+        };
+        for (int turn = 0; turn < 100; ++turn) {
+            messages.push_back({"user", "Turn " + std::to_string(turn) + ": a color?"});
+            std::vector<ChatMessage> sent(messages.begin() + first_kept, messages.end());
+            if (policy == ContextPolicy::TRIM && count(sent) + sp.max_tokens >= so.n_ctx) {
+                int32_t dropped = 0;
+                sent = trim_turns(sent, count, so.n_ctx / 2, &dropped);
+                QVERIFY(dropped > 0);
+                first_kept += dropped;
+                ++n_trims;
+            }
+            const GenerateResult r = s.generate(build_chat_prompt(*model, sent, true).ids, live, &watch);
+            QVERIFY2(r.reason != StopReason::ERROR, r.error.c_str());
+            QVERIFY2(r.reason != StopReason::CONTEXT_FULL, qPrintable(QString("turn %1").arg(turn)));
+            n_shifts += r.context_shifts;
+            if (qEnvironmentVariableIsSet("WB_SHIFT_TRACE"))
+                std::fprintf(stderr, "turn %d: reused %d, prefill %d, decoded %d, shifts %d, cache %d, history %zu\n", turn,
+                            r.timings.n_reused, r.timings.n_prefill, r.timings.n_decode, r.context_shifts,
+                            s.kv_stats().n_tokens, s.history().size());
+            messages.push_back({"assistant", r.text});
+        }
+        // Memory bounded: never more positions than the context, never more bytes than its blocks.
+        const KvStats& k = watch.last;
+        const uint64_t per_block_all_layers = k.bytes_reserved / std::max<uint64_t>(1, k.layers.size()) /
+                                              uint64_t((s.kv_stats().n_tokens + k.block_tokens - 1) / k.block_tokens);
+        const uint64_t cap_blocks = uint64_t((so.n_ctx + k.block_tokens - 1) / k.block_tokens);
+        QVERIFY(watch.max_tokens <= so.n_ctx);
+        QVERIFY(watch.max_reserved <= cap_blocks * per_block_all_layers * k.layers.size());
+        QVERIFY(watch.max_used <= watch.max_reserved);
+        std::printf("%s: 100 turns, %d trims, %d shifts, at most %d positions, %llu bytes reserved\n",
+                    context_policy_name(policy), n_trims, n_shifts, watch.max_tokens,
+                    static_cast<unsigned long long>(watch.max_reserved));
+        if (policy == ContextPolicy::TRIM) QVERIFY(n_trims > 0);
+        if (policy == ContextPolicy::SHIFT) QVERIFY(n_shifts > 0);
+    }
+
+private slots:
+    void initTestCase() {
+        if (!have(wb_test::default_model())) QSKIP("SmolLM2 not found: run scripts/fetch-models.sh");
+    }
+
+    void shiftMatchesLlamaCppSmolLM2() { check_shift_reference("SmolLM2-135M-Instruct.Q4_1.gguf", "smollm2-135m-instruct-q4_1", true); }
+    void shiftMatchesLlamaCppGemma3() { check_shift_reference("gemma-3-270m-Q4_K_M.gguf", "gemma-3-270m-q4_k_m", false); }
+
+    void hundredTurnsUnderShift() { chat_100_turns(ContextPolicy::SHIFT); }
+    void hundredTurnsUnderTrim() { chat_100_turns(ContextPolicy::TRIM); }
+
+    void trimDropsWholeOldTurnsNeverTheSystemPrompt() {
+        const std::vector<ChatMessage> m = {{"system", "S"},    {"user", "u1"}, {"assistant", "a1"},
+                                            {"user", "u2"},     {"assistant", "a2"}, {"user", "u3"}};
+        const auto count = [](const std::vector<ChatMessage>& x) { return int32_t(x.size()); };
+        int32_t dropped = -1;
+        std::vector<ChatMessage> t = trim_turns(m, count, 4, &dropped);
+        QCOMPARE(dropped, 2);
+        QCOMPARE(t.size(), size_t(4));
+        QCOMPARE(t[0].content, std::string("S"));
+        QCOMPARE(t[1].content, std::string("u2"));
+        t = trim_turns(m, count, 1, &dropped);  // cannot fit: the system prompt and the last turn stay
+        QCOMPARE(dropped, 4);
+        QCOMPARE(t.size(), size_t(2));
+        QCOMPARE(t[1].content, std::string("u3"));
+        t = trim_turns(m, count, 6, &dropped);
+        QCOMPARE(dropped, 0);
+        QCOMPARE(parse_context_policy("shift"), ContextPolicy::SHIFT);
+        QVERIFY_THROWS_EXCEPTION(Error, parse_context_policy("rotate"));
+    }
+};
+
+QTEST_GUILESS_MAIN(TestContextPolicy)
+#include "test_context_policy.moc"

@@ -1,0 +1,138 @@
+#!/usr/bin/env python3
+"""Make llama.cpp reference data for the engine's context shift (ContextPolicy::SHIFT).
+
+llama.cpp shifts a full context through its low-level memory API, as its examples/main and server
+do: with n_past tokens cached and n_keep kept, it removes positions [n_keep, n_keep + n_discard)
+(llama_memory_seq_rm), moves the later ones down (llama_memory_seq_add by -n_discard; the next
+llama_decode re-rotates their stored f16 keys by RoPE, llama_kv_cache::build_rope_shift) and goes
+on decoding at position n_past - n_discard. n_discard = (n_past - n_keep) // 2.
+
+This script does exactly that through llama-cpp-python 0.3.36's bindings of those two functions:
+a prompt is evaluated in n_batch chunks, greedy tokens (argmax of the raw logits, no EOS stop) are
+decoded one per llama_decode call, and whenever the cache holds n_ctx tokens before the next token
+is decoded, the context is shifted. Every step's logits row is hashed (SHA-256 of the float32 row)
+so that the engine's test can check bit-identity, and the top 5 (id, logit) are kept for a readable
+diff. The test (tests/model/test_context_policy.cpp) runs the engine's Session with the same
+context size, batch, n_keep and prompt under ContextPolicy::SHIFT.
+
+Usage (the commands that made the committed data):
+
+    /tmp/lcpvenv/bin/python tests/reference/make_context_shift_reference.py --profile smollm2 \
+        --model ~/.cache/whitebox/models/SmolLM2-135M-Instruct.Q4_1.gguf \
+        --out tests/reference/smollm2-135m-instruct-q4_1/context_shift.json
+    /tmp/lcpvenv/bin/python tests/reference/make_context_shift_reference.py --profile gemma3 \
+        --model ~/.cache/whitebox/models/gemma-3-270m-Q4_K_M.gguf \
+        --out tests/reference/gemma-3-270m-q4_k_m/context_shift.json
+
+Profiles: smollm2 (n_ctx 256, a 200-token prompt, n_keep 16, 200 tokens: two shifts) and gemma3
+(n_ctx 1024, a 1000-token prompt with <bos>, n_keep 10, 60 tokens: one shift, after which the
+512-token sliding window of the local layers reaches back into the kept tokens). Flash attention
+off, F16 KV cache, 2 threads, n_batch = n_ubatch = 512, llama.cpp's default full-size SWA cache.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import sys
+from pathlib import Path
+
+import numpy as np
+
+import llama_cpp
+from llama_cpp import Llama
+
+HERE = Path(__file__).resolve().parent
+CORPUS_TEACHER = HERE / "corpus" / "teacher_forced_texts.json"
+
+N_THREADS = 2
+N_BATCH = 512
+
+PROFILES = {
+    "smollm2": {"sha256": "b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53",
+                "bos": False, "n_ctx": 256, "prompt_tokens": 200, "n_keep": 16, "n_predict": 200},
+    "gemma3": {"sha256": "a5fd3b62230aa5ec60212297dc9d20eaa70578ac519e00d93a17e44c087a6818",
+               "bos": True, "n_ctx": 1024, "prompt_tokens": 1000, "n_keep": 10, "n_predict": 60},
+}
+
+
+def sha256_file(path: Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def row_sha256(row: np.ndarray) -> str:
+    return hashlib.sha256(np.ascontiguousarray(row, dtype="<f4").tobytes()).hexdigest()
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--model", required=True, type=Path)
+    ap.add_argument("--out", required=True, type=Path)
+    ap.add_argument("--profile", choices=sorted(PROFILES), required=True)
+    args = ap.parse_args()
+    prof = PROFILES[args.profile]
+    model_path = args.model.expanduser().resolve()
+    sha = sha256_file(model_path)
+    if sha != prof["sha256"]:
+        print(f"error: {model_path} has sha256 {sha}, expected {prof['sha256']}", file=sys.stderr)
+        return 2
+    n_ctx = prof["n_ctx"]
+    llm = Llama(model_path=str(model_path), n_ctx=n_ctx, n_batch=N_BATCH, n_ubatch=N_BATCH, n_threads=N_THREADS,
+                n_threads_batch=N_THREADS, n_gpu_layers=0, logits_all=True, flash_attn=False, seed=0, verbose=False)
+    mem = llama_cpp.llama_get_memory(llm._ctx.ctx)
+    if not llama_cpp.llama_memory_can_shift(mem):
+        print("error: llama.cpp says this context cannot shift", file=sys.stderr)
+        return 2
+
+    docs = json.loads(CORPUS_TEACHER.read_text(encoding="utf-8"))
+    text = "\n\n".join(d["text"] for d in docs)
+    toks = list(llm.tokenize(text.encode(), add_bos=prof["bos"], special=True))[: prof["prompt_tokens"]]
+    if len(toks) != prof["prompt_tokens"]:
+        raise SystemExit(f"the documents give only {len(toks)} tokens")
+
+    n_keep = prof["n_keep"]
+    llm.reset()
+    llm.eval(toks)  # n_batch chunks
+    steps, shifts = [], []
+    for step in range(prof["n_predict"]):
+        row = np.asarray(llm.scores[llm.n_tokens - 1], dtype=np.float32)
+        nxt = int(np.argmax(row))
+        top = np.argsort(-row, kind="stable")[:5]
+        steps.append({"token": nxt, "pos": llm.n_tokens, "sha256": row_sha256(row),
+                      "top": [[int(i), float(row[i])] for i in top]})
+        if llm.n_tokens >= n_ctx:
+            n_past = llm.n_tokens
+            n_discard = (n_past - n_keep) // 2
+            if not llama_cpp.llama_memory_seq_rm(mem, 0, n_keep, n_keep + n_discard):
+                raise SystemExit("llama_memory_seq_rm failed")
+            llama_cpp.llama_memory_seq_add(mem, 0, n_keep + n_discard, n_past, -n_discard)
+            # The Python wrapper's own bookkeeping: its next eval decodes at position n_tokens.
+            kept = list(llm.input_ids[:n_keep]) + list(llm.input_ids[n_keep + n_discard:n_past])
+            llm.input_ids[: len(kept)] = kept
+            llm.n_tokens = n_past - n_discard
+            shifts.append({"before_step": step + 1, "n_past": n_past, "n_keep": n_keep, "n_discard": n_discard})
+        llm.eval([nxt])
+    out = {
+        "generator": f"llama-cpp-python {llama_cpp.__version__}",
+        "model": model_path.name,
+        "sha256": sha,
+        "llama_context": {"n_threads": N_THREADS, "n_ctx": n_ctx, "n_batch": N_BATCH, "n_ubatch": N_BATCH,
+                          "flash_attn": False, "type_k": "f16", "type_v": "f16", "backend": "CPU"},
+        "n_keep": n_keep,
+        "prompt": toks,
+        "shifts": shifts,
+        "steps": steps,
+        "text": llm.detokenize([s["token"] for s in steps], special=True).decode("utf-8", errors="replace"),
+    }
+    args.out.write_text(json.dumps(out, indent=1) + "\n", encoding="utf-8")
+    print(f"{args.out}: {len(steps)} steps, shifts {shifts}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
