@@ -136,6 +136,52 @@ private Q_SLOTS:
         QCOMPARE(alloc.live, 7 + 2 + 7);
     }
 
+    // A context shift keeps its prefix: pinned blocks of a sliding-window layer are never released.
+    void pinnedPrefixSurvivesTheWindow() {
+        CountingAllocator alloc;
+        KvCache kv(windowed_config(), alloc);
+        kv.pin_prefix(4);
+        append(kv, 60);  // the window (41..60) is far past block 0, which holds the pinned 0..3
+        QVERIFY(kv.blocks(1)[0] != nullptr);
+        QVERIFY(kv.blocks(1)[1] == nullptr);
+        QVERIFY(kv.has_rows(1, 0, 4));
+        QVERIFY(!kv.has_rows(1, 16, 20));
+        KvCache unpinned(windowed_config(), alloc);
+        append(unpinned, 60);
+        QVERIFY(!unpinned.has_rows(1, 0, 4));
+    }
+
+    // The block side of a shift: released blocks the moved rows land in come back, the tail goes, the
+    // rows no window sees again are a gap that a truncation cannot continue from, and stats record it.
+    void shiftBookkeeping() {
+        CountingAllocator alloc;
+        KvCache kv(windowed_config(), alloc);
+        kv.pin_prefix(4);
+        append(kv, 100);  // full
+        // Keep 4, drop 48: 52..99 move to 4..51; layer 1 moves only what its next window (33..51) sees.
+        for (int32_t il = 0; il < 3; ++il) {
+            const bool local = il == 1;
+            const int32_t dst = local ? 100 - 20 + 1 - 48 : 4;
+            kv.ensure_rows(il, dst, 52);
+            kv.set_gap(il, 4, dst);
+            QVERIFY(kv.has_rows(il, dst, 52) == true);
+        }
+        QVERIFY(!kv.has_rows(1, 10, 20));  // the gap
+        kv.finish_shift(4, 48);
+        QCOMPARE(kv.n_tokens(), 52);
+        const KvStats s = kv.stats();
+        QCOMPARE(s.n_shifts, 1);
+        QCOMPARE(s.shift_keep, 4);
+        QCOMPARE(s.shift_dropped, 48);
+        QCOMPARE(s.dropped_total, int64_t(48));
+        QCOMPARE(kv.blocks(0).size(), size_t(4));  // 52 positions in blocks of 16
+        QVERIFY(kv.has_rows(1, 33, 52));
+        // A truncation whose next window reaches into the gap cannot keep its prefix.
+        QCOMPARE(kv.truncate(40), 0);
+        QCOMPARE(kv.stats().n_shifts, 0);  // nothing shifted is left
+        QVERIFY_THROWS_EXCEPTION(wb::Error, kv.finish_shift(0, 1));
+    }
+
     // Memory of a sliding-window layer stays bounded however long the sequence grows.
     void slidingWindowMemoryIsBounded() {
         CountingAllocator alloc;
