@@ -194,30 +194,50 @@ void HttpServer::handle_completion(const std::string& body, Endpoint endpoint, h
             throw ApiError(429, "the queue is full (" + std::to_string(queue_->capacity()) +
                                     " requests waiting); retry later", "rate_limit_error", {}, "queue_full");
         const ResponseMeta meta{endpoint, new_id(endpoint), unix_now(), options_.model_id};
-        if (!r.stream) return respond_whole(*job, meta, res);
         res.set_header("Cache-Control", "no-cache");
         const bool usage = r.include_usage;
-        res.set_chunked_content_provider(
-            "text/event-stream",
-            [this, job, meta, usage](size_t, httplib::DataSink& sink) { return stream(*job, meta, usage, sink); },
-            [job](bool success) {
-                if (!success) job->cancel();  // the client left, or the server is stopping
-            });
+        const auto release = [job](bool success) {
+            if (!success) job->cancel();  // the client left, or the server is stopping
+        };
+        if (r.stream)
+            res.set_chunked_content_provider(
+                "text/event-stream",
+                [this, job, meta, usage](size_t, httplib::DataSink& sink) { return stream(*job, meta, usage, sink); },
+                release);
+        else
+            // "charset" keeps httplib from compressing it: a compressor would hold back the keep-alive spaces.
+            res.set_chunked_content_provider(
+                "application/json; charset=utf-8",
+                [job, meta](size_t, httplib::DataSink& sink) { return respond_whole(*job, meta, sink); }, release);
     } catch (const ApiError& e) {
         send_error(res, e);
     }
 }
 
-void HttpServer::respond_whole(Job& job, const ResponseMeta& meta, httplib::Response& res) {
+// The whole reply of a non-streamed request, written when it is done. While it is generated a space
+// goes out every half second (JSON allows whitespace before the value): a write that fails means the
+// client has gone, and the job is cancelled as a streamed one would be. The status is 200 by then, so
+// a generation that fails (a backend error) answers with OpenAI's error object in a 200 body.
+bool HttpServer::respond_whole(Job& job, const ResponseMeta& meta, httplib::DataSink& sink) {
     std::vector<StreamToken> tokens;
-    while (!job.wait(tokens, milliseconds(1000))) {}
+    while (!job.wait(tokens, milliseconds(500)))
+        if (!write(sink, " ")) {
+            job.cancel();
+            return false;
+        }
     const GenerateResult& g = job.result();
-    if (g.reason == StopReason::ERROR) return send_error(res, ApiError(500, g.error, "server_error"));
-    std::vector<TokenLogprob> lps;
-    for (StreamToken& t : tokens) lps.push_back(std::move(t.logprob));
-    const Usage usage{int32_t(job.prompt.size()), int32_t(g.tokens.size())};
-    res.set_content(completion_json(meta, g.text, finish_reason(g.reason), job.logprobs ? &lps : nullptr, usage),
-                    "application/json");
+    std::string body;
+    if (g.reason == StopReason::ERROR) {
+        body = error_json(ApiError(500, g.error, "server_error"));
+    } else {
+        std::vector<TokenLogprob> lps;
+        for (StreamToken& t : tokens) lps.push_back(std::move(t.logprob));
+        const Usage usage{int32_t(job.prompt.size()), int32_t(g.tokens.size())};
+        body = completion_json(meta, g.text, finish_reason(g.reason), job.logprobs ? &lps : nullptr, usage);
+    }
+    if (!write(sink, body)) return false;
+    sink.done();
+    return true;
 }
 
 // Writes the events of one streamed reply as its tokens arrive. False (the job cancelled) when the

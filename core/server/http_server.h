@@ -49,7 +49,7 @@ public:
 private:
     void routes();
     void handle_completion(const std::string& body, Endpoint endpoint, httplib::Response& res);
-    void respond_whole(Job& job, const ResponseMeta& meta, httplib::Response& res);
+    static bool respond_whole(Job& job, const ResponseMeta& meta, httplib::DataSink& sink);
     bool stream(Job& job, const ResponseMeta& meta, bool include_usage, httplib::DataSink& sink);
     std::shared_ptr<Job> make_job(const CompletionRequest& r) const;
 

@@ -267,6 +267,23 @@ def main():
             assert r.choices[0].message.content, r
             assert small.metric("whitebox_generations_cancelled_total") == 1
             assert small.metric("whitebox_completion_tokens_total") < CTX - 64 + 2, "the cancelled reply ran on"
+            # The same for a client that gives up on a non-streamed request.
+            body = json.dumps({"messages": [{"role": "user", "content": PROMPT}], "max_tokens": CTX - 64,
+                               "ignore_eos": True}).encode()
+            sock = socket.create_connection(("127.0.0.1", small.port))
+            sock.sendall(b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer sekrit\r\n"
+                         b"Content-Type: application/json\r\nContent-Length: %d\r\n\r\n" % len(body) + body)
+            t0 = time.time()
+            while small.metric("whitebox_sessions_busy") != 1:
+                assert time.time() - t0 < 30, "the non-streamed request did not start"
+                time.sleep(0.1)
+            sock.close()
+            t0 = time.time()
+            while small.metric("whitebox_sessions_busy") != 0:
+                assert time.time() - t0 < 10, "the session was still busy 10 s after its non-streaming client left"
+                time.sleep(0.1)
+            assert small.metric("whitebox_generations_cancelled_total") == 2
+            assert chat(keyed, small.model, max_tokens=2).choices[0].message.content
         finally:
             small.stop()
 
@@ -283,7 +300,7 @@ def main():
         check("completions, greedy, logprobs", completions_greedy)
         check("8 concurrent clients", eight_concurrent_clients)
         check("malformed and hostile requests get 4xx, the server stays up", hostile_requests)
-        check("429 when full, a disconnect frees the session, API key", queue_full_and_disconnect)
+        check("429 when full, a disconnect (streamed or not) frees the session, API key", queue_full_and_disconnect)
         check("a non-loopback host needs --api-key", refuses_open_host_without_key)
         check("the server is still up", srv.alive)
     finally:
