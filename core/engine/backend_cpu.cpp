@@ -22,8 +22,8 @@ namespace {
 
 constexpr size_t kAlign = 64;
 
-// Rows of W handled by one task of a matmul: large enough to amortise the task hand-out, small enough
-// that a decode matmul (one token) still splits evenly over the threads.
+// Rows of W handled by one task of a batch's matmul (a few tokens take up to four times as many, see
+// plan_matmuls): large enough to amortise the task hand-out, small enough to split evenly.
 constexpr int64_t kRowsPerTask = 16;
 
 
@@ -73,15 +73,33 @@ float gelu_tanh(float x) {
 // not compute GELU per element but rounds the input to f16 and looks the result up in a table of f16
 // values (one per f16 input, each the float tanh formula above rounded to f16); inputs <= -10 give 0
 // and inputs >= 10 pass through unchanged. The table is built once, on first use (thread-safe static).
-float gelu_tanh_f16_table(float x) {
+const std::array<uint16_t, 65536>& gelu_f16_table() {
     static const std::array<uint16_t, 65536> table = [] {
         std::array<uint16_t, 65536> t{};
         for (uint32_t i = 0; i < t.size(); ++i) t[i] = f32_to_fp16(gelu_tanh(fp16_to_f32(uint16_t(i))));
         return t;
     }();
-    if (x <= -10.0f) return 0.0f;
-    if (x >= 10.0f) return x;
-    return fp16_to_f32(table[f32_to_fp16(x)]);
+    return table;
+}
+
+// out[i] = GELU(gate[i]) * up[i] for n values (out may be gate). The roundings to f16 and back go
+// through the row conversions (F16C where the CPU has it, rounding exactly as util/fp16.h's scalar
+// functions), a fraction of the cost of one scalar conversion each way per element.
+void gelu_mul(const float* gate, const float* up, float* out, int64_t n) {
+    constexpr int64_t kChunk = 256;
+    const std::array<uint16_t, 65536>& table = gelu_f16_table();
+    uint16_t h[kChunk];
+    float g[kChunk];
+    for (int64_t i = 0; i < n; i += kChunk) {
+        const int64_t m = std::min(kChunk, n - i);
+        quantize_row(GgmlType::F16, gate + i, h, m);
+        for (int64_t j = 0; j < m; ++j) h[j] = table[h[j]];
+        dequantize_row(GgmlType::F16, h, g, m);
+        for (int64_t j = 0; j < m; ++j) {
+            const float x = gate[i + j];
+            out[i + j] = (x <= -10.0f ? 0.0f : x >= 10.0f ? x : g[j]) * up[i + j];
+        }
+    }
 }
 
 // The path llama.cpp's x86 CPU build takes for token t of an n_tok-token matmul (quant.h). It
@@ -178,17 +196,31 @@ void CpuBackend::plan_matmuls(const Tensor& x, const Weight* const* weights, Ten
             });
             job.act = act;
         }
+        // The order changes at most once over a batch (Q4_K: gemm, then gemv); tokens before split
+        // take the first token's.
+        const DotOrder first = llama_cpp_dot_order(w, n_tok, 0);
+        const DotOrder last = llama_cpp_dot_order(w, n_tok, std::max<int64_t>(n_tok - 1, 0));
+        job.split = n_tok;
+        if (first != last)
+            for (job.split = 1; job.split < n_tok && llama_cpp_dot_order(w, n_tok, job.split) == first;) ++job.split;
+        job.first = dot_kernels(w.type, w.n_in, first);
+        job.rest = first == last ? job.first : dot_kernels(w.type, w.n_in, last);
         // Tokens go in groups of kDotTileCols through a tile kernel where the group's tokens share an
-        // order that has one. The order changes at most once over a batch (Q4_K: gemm, then gemv), so a
-        // group's first and last token tell whether it is uniform.
+        // order that has one.
         const int64_t n_groups = n_tok / kDotTileCols;
         job.group_tiled.assign(size_t(n_groups), 0);
         for (int64_t gi = 0; gi < n_groups; ++gi) {
-            const DotOrder o = llama_cpp_dot_order(w, n_tok, gi * kDotTileCols);
-            job.group_tiled[size_t(gi)] =
-                o == llama_cpp_dot_order(w, n_tok, gi * kDotTileCols + kDotTileCols - 1) && has_dot_tile(w.type, o);
+            const int64_t t0 = gi * kDotTileCols, t1 = t0 + kDotTileCols - 1;
+            job.group_tiled[size_t(gi)] = (t1 < job.split || t0 >= job.split) && job.kernels(t0).tile;
         }
-        job.n_tasks = (w.n_out + kRowsPerTask - 1) / kRowsPerTask;
+        // A batch keeps tasks of 16 rows (each walks all tokens with its rows in cache); a few tokens
+        // take up to 64 rows a task, about 8 tasks a thread at least: fewer hand-outs (each a contended
+        // atomic between the cores) for the same work. Which thread computes a row does not change it.
+        job.rows_per_task = kRowsPerTask;
+        if (n_tok < kDotTileCols)
+            job.rows_per_task = std::clamp<int64_t>(w.n_out / (8 * pool_.size()) / kRowsPerTask * kRowsPerTask,
+                                                    kRowsPerTask, 4 * kRowsPerTask);
+        job.n_tasks = (w.n_out + job.rows_per_task - 1) / job.rows_per_task;
     }
 }
 
@@ -199,25 +231,27 @@ void CpuBackend::matmul_rows(const MatmulJob& job, int64_t n_tok, int64_t r0, in
     const Weight& w = *job.w;
     const int64_t n_in = w.n_in;
     const size_t w_row = ggml_row_bytes(w.type, n_in), act_row = job.act_row;
-    const auto* wdata = static_cast<const uint8_t*>(w.host);
+    const auto* wdata = static_cast<const uint8_t*>(w.host) + size_t(r0) * w_row;
     const uint8_t* act = job.act;
-    float* out = job.out->data;
+    float* out = job.out->data + r0;
     const int64_t out_cols = job.out->n_cols;
-    const auto order = [&](int64_t t) { return llama_cpp_dot_order(w, n_tok, t); };
+    const auto rows = [&](int64_t t, int64_t r_begin) {
+        const auto row = job.kernels(t).row;
+        const uint8_t* x = act + size_t(t) * act_row;
+        float* o = out + t * out_cols;
+        for (int64_t r = r_begin; r < nr; ++r) o[r] = row(n_in, wdata + size_t(r) * w_row, x);
+    };
     const int64_t nr_tiles = nr / kDotTileRows * kDotTileRows;
     int64_t t = 0;
     for (; t + kDotTileCols <= n_tok && job.group_tiled[size_t(t / kDotTileCols)]; t += kDotTileCols) {
+        const auto tile = job.kernels(t).tile;
         for (int64_t r = 0; r < nr_tiles; r += kDotTileRows)
-            vec_dot_tile(w.type, n_in, wdata + size_t(r0 + r) * w_row, w_row, act + size_t(t) * act_row, act_row,
-                         out + t * out_cols + r0 + r, out_cols, order(t));
+            tile(n_in, wdata + size_t(r) * w_row, w_row, act + size_t(t) * act_row, act_row, out + t * out_cols + r,
+                 out_cols);
         if (nr_tiles < nr)
-            for (int64_t c = t; c < t + kDotTileCols; ++c)
-                vec_dot_rows(w.type, n_in, wdata + size_t(r0 + nr_tiles) * w_row, w_row, nr - nr_tiles,
-                             act + size_t(c) * act_row, out + c * out_cols + r0 + nr_tiles, order(c));
+            for (int64_t c = t; c < t + kDotTileCols; ++c) rows(c, nr_tiles);
     }
-    for (; t < n_tok; ++t)
-        vec_dot_rows(w.type, n_in, wdata + size_t(r0) * w_row, w_row, nr, act + size_t(t) * act_row,
-                     out + t * out_cols + r0, order(t));
+    for (; t < n_tok; ++t) rows(t, 0);
 }
 
 void CpuBackend::matmul(const Weight& w, const Tensor& x, Tensor& out) {
@@ -241,8 +275,8 @@ void CpuBackend::run_matmuls(const Tensor& x, const Weight* const* weights, Tens
     pool_.parallel_for(n_tasks, [&](int64_t task, int) {
         int i = 0;
         while (task >= jobs[i].n_tasks) task -= jobs[i++].n_tasks;
-        const int64_t r0 = task * kRowsPerTask;
-        matmul_rows(jobs[i], x.n_rows, r0, std::min(kRowsPerTask, jobs[i].w->n_out - r0));
+        const int64_t r0 = task * jobs[i].rows_per_task;
+        matmul_rows(jobs[i], x.n_rows, r0, std::min(jobs[i].rows_per_task, jobs[i].w->n_out - r0));
     });
 }
 
@@ -258,17 +292,16 @@ void CpuBackend::matmul_glu(const Weight& gate, const Weight& up, const Tensor& 
     plan_matmuls(x, weights, outs, 2, jobs);
     const int64_t n_tok = x.n_rows, cols = out.n_cols;
     pool_.parallel_for(jobs[0].n_tasks, [&](int64_t task, int) {
-        const int64_t r0 = task * kRowsPerTask, nr = std::min(kRowsPerTask, gate.n_out - r0);
+        const int64_t r0 = task * jobs[0].rows_per_task, nr = std::min(jobs[0].rows_per_task, gate.n_out - r0);
         matmul_rows(jobs[0], n_tok, r0, nr);
         matmul_rows(jobs[1], n_tok, r0, nr);
         if (act == Activation::SILU) {
             silu_mul(out.data, up_scratch.data, out.data, n_tok, cols, r0, r0 + nr);
         } else {
-            for (int64_t t = 0; t < n_tok; ++t)
-                for (int64_t c = r0; c < r0 + nr; ++c) {
-                    float* o = out.data + t * cols + c;
-                    *o = gelu_tanh_f16_table(*o) * up_scratch.data[t * cols + c];
-                }
+            for (int64_t t = 0; t < n_tok; ++t) {
+                float* o = out.data + t * cols + r0;
+                gelu_mul(o, up_scratch.data + t * cols + r0, o, nr);
+            }
         }
     });
 }
@@ -327,7 +360,7 @@ void CpuBackend::glu(const Tensor& gate, const Tensor& up, Activation act, Tenso
     if (act == Activation::SILU) {
         silu_mul(gate.data, up.data, out.data, gate.n_rows, gate.n_cols, 0, gate.n_cols);
     } else {
-        for (int64_t i = 0; i < n; ++i) out.data[i] = gelu_tanh_f16_table(gate.data[i]) * up.data[i];
+        gelu_mul(gate.data, up.data, out.data, n);
     }
 }
 

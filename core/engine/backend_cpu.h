@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "engine/backend.h"
+#include "quant/quant.h"
 #include "util/thread_pool.h"
 
 namespace wb {
@@ -48,13 +49,19 @@ public:
 private:
     // One weight's part of a matmul: its activations (converted to the weight's dot type) and, per
     // group of kDotTileCols tokens, whether the group goes through a tile kernel.
+    // The kernels are resolved once per matmul: the order changes at most once over a batch (Q4_K:
+    // gemm, then gemv), so tokens before `split` take `first` and the rest `rest`.
     struct MatmulJob {
         const Weight* w = nullptr;
         Tensor* out = nullptr;
         const uint8_t* act = nullptr;
         size_t act_row = 0;
         std::vector<char> group_tiled;
+        DotKernels first, rest;
+        int64_t split = 0;
+        int64_t rows_per_task = 16;
         int64_t n_tasks = 0;
+        const DotKernels& kernels(int64_t t) const { return t < split ? first : rest; }
     };
     // Fills jobs[i] for weights[i] -> outs[i], converting x once per dot type (at most kMaxJobs).
     static constexpr int kMaxJobs = 3;

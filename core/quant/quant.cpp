@@ -137,9 +137,9 @@ RowFromFloatFn quantizer(GgmlType t) {
         case GgmlType::Q4_1: return quantize_row_q4_1;
         case GgmlType::Q5_0: return quantize_row_q5_0;
         case GgmlType::Q5_1: return quantize_row_q5_1;
-        case GgmlType::Q8_0: return quantize_row_q8_0;
-        case GgmlType::Q8_1: return quantize_row_q8_1;
-        case GgmlType::Q8_K: return quantize_row_q8_k;
+        case GgmlType::Q8_0: return kernels().quantize_q8_0;
+        case GgmlType::Q8_1: return kernels().quantize_q8_1;
+        case GgmlType::Q8_K: return kernels().quantize_q8_k;
         default: return nullptr;
     }
 }
@@ -282,6 +282,14 @@ void vec_dot_rows(GgmlType weight_type, int64_t n, const void* w, size_t w_row_s
 }
 
 bool has_dot_tile(GgmlType weight_type, DotOrder order) { return tile_kernel(weight_type, order) != nullptr; }
+
+DotKernels dot_kernels(GgmlType weight_type, int64_t n, DotOrder order) {
+    DotKernels k;
+    k.row = order_kernel(weight_type, order);
+    check_length("dot_kernels", weight_type, n);
+    k.tile = tile_kernel(weight_type, order);
+    return k;
+}
 
 void vec_dot_tile(GgmlType weight_type, int64_t n, const void* w, size_t w_row_stride, const void* x_prepared,
                   size_t x_row_stride, float* out, int64_t out_stride, DotOrder order) {

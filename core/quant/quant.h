@@ -77,6 +77,19 @@ bool has_dot_tile(GgmlType weight_type, DotOrder order = DotOrder::kRow);
 void vec_dot_tile(GgmlType weight_type, int64_t n, const void* w, size_t w_row_stride, const void* x_prepared,
                   size_t x_row_stride, float* out, int64_t out_stride, DotOrder order = DotOrder::kRow);
 
+// The kernels behind vec_dot_rows and vec_dot_tile for a type, row length and order, looked up and
+// checked once: a matmul resolves them once per weight instead of once per call (a decode task is a
+// few rows, a prefill tile a few blocks, so the per-call look-up was a visible share of the time).
+// Same results as those two functions; throws as they do.
+struct DotKernels {
+    float (*row)(int64_t n, const void* w_row, const void* x_prepared) = nullptr;
+    // out[c * out_stride + r] for the kDotTileRows x kDotTileCols tile; nullptr where the family has no
+    // tile kernel (has_dot_tile false)
+    void (*tile)(int64_t n, const void* w, size_t w_stride, const void* x, size_t x_stride, float* out,
+                 int64_t out_stride) = nullptr;
+};
+DotKernels dot_kernels(GgmlType weight_type, int64_t n, DotOrder order = DotOrder::kRow);
+
 // Plain quantizers (reference, round-to-nearest) for building test data and random-weight models.
 // Supported for F32, F16, BF16, Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q8_1, Q8_K; K-quant, IQ and TQ
 // weights are written by tests block by block.

@@ -853,6 +853,33 @@ int64_t dot_f16_keys_step32_by4(int64_t n, const uint16_t* k, int64_t k_stride, 
     return n4;
 }
 
+// kLanes8 for rows of whole runs of 8, eight keys at a time: each score is still one 8-lane
+// accumulator fed the row's runs in order and summed in the kLanes8 tree (hsum), exactly as one key
+// at a time; eight independent accumulators keep the FMA units busy where one waited on its own
+// latency (the batched attention's kq is this loop). Returns the keys done (a multiple of 8).
+int64_t dot_f16_keys_lanes8_by8(int64_t n, const uint16_t* k, int64_t k_stride, int64_t n_keys, const float* q,
+                                int64_t q_stride, int g, float* out, int64_t out_stride) {
+    alignas(32) float kf[8][kBy4MaxDim];
+    const int64_t n8 = n_keys / 8 * 8;
+    for (int64_t j0 = 0; j0 < n8; j0 += 8) {
+        for (int r = 0; r < 8; ++r) {
+            const uint16_t* kj = k + (j0 + r) * k_stride;
+            for (int64_t e = 0; e < n; e += 8) _mm256_store_ps(kf[r] + e, load8(kj + e));
+        }
+        for (int i = 0; i < g; ++i) {
+            const float* qi = q + i * q_stride;
+            __m256 acc[8];
+            for (__m256& a : acc) a = _mm256_setzero_ps();
+            for (int64_t b = 0; b < n; b += 8) {
+                const __m256 qv = _mm256_loadu_ps(qi + b);
+                for (int r = 0; r < 8; ++r) acc[r] = _mm256_fmadd_ps(_mm256_load_ps(kf[r] + b), qv, acc[r]);
+            }
+            for (int r = 0; r < 8; ++r) out[i * out_stride + j0 + r] = hsum(acc[r]);
+        }
+    }
+    return n8;
+}
+
 void dot_f16_keys_avx2(F16DotOrder order, int64_t n, const uint16_t* k, int64_t k_stride, int64_t n_keys, const float* q,
                   int64_t q_stride, int g, float* out, int64_t out_stride) {
     constexpr int64_t kMaxDim = 1024;  // head dims beyond it (none known) take the scalar loop
@@ -866,6 +893,8 @@ void dot_f16_keys_avx2(F16DotOrder order, int64_t n, const uint16_t* k, int64_t 
     int64_t j = 0;
     if (step32 && whole == n && n <= kBy4MaxDim)
         j = dot_f16_keys_step32_by4(n, k, k_stride, n_keys, q, q_stride, g, out, out_stride);
+    else if (!step32 && whole == n && n <= kBy4MaxDim)
+        j = dot_f16_keys_lanes8_by8(n, k, k_stride, n_keys, q, q_stride, g, out, out_stride);
     for (; j < n_keys; ++j) {
         const uint16_t* kj = k + j * k_stride;
         int64_t e = 0;
@@ -897,9 +926,55 @@ void dot_f16_keys_avx2(F16DotOrder order, int64_t n, const uint16_t* k, int64_t 
     }
 }
 
+// Rows of whole runs of 8 with a multiple of 8 lanes: per 8-dim slice, the slice of every key is
+// converted from f16 once (for all heads), then per head eight lanes at a time are held in registers
+// while the keys that feed them stream by (the keys of a block of 8 lanes are runs of 8 consecutive
+// keys, one per lane, every n_lanes keys). Each lane still receives its keys' fused multiply-adds in
+// ascending key order, exactly as the one-key-at-a-time loop below, but the lanes are loaded and
+// stored once per slice instead of once per key.
+void fma_f16_keys_in_registers(int64_t n, const uint16_t* v, int64_t v_stride, int64_t n_keys, int64_t lane0,
+                               int n_lanes, const float* p, int64_t p_stride, int g, float* lanes,
+                               int64_t lanes_stride) {
+    constexpr int64_t kChunk = 256;  // keys converted at a time (8 KiB of floats)
+    alignas(32) float vf[kChunk][8];
+    for (int64_t c0 = 0; c0 < n_keys; c0 += kChunk) {
+        const int64_t nk = std::min(kChunk, n_keys - c0);
+        const int64_t l0 = lane0 + c0;
+        for (int64_t d = 0; d < n; d += 8) {
+            for (int64_t j = 0; j < nk; ++j) _mm256_store_ps(vf[j], load8(v + (c0 + j) * v_stride + d));
+            for (int i = 0; i < g; ++i) {
+                const float* pi = p + i * p_stride + c0;
+                for (int lb = 0; lb < n_lanes; lb += 8) {
+                    float* lane = lanes + i * lanes_stride + int64_t(lb) * n + d;  // lane lb + l at lane + l * n
+                    __m256 acc[8];
+                    for (int l = 0; l < 8; ++l) acc[l] = _mm256_loadu_ps(lane + l * n);
+                    // Key j + l feeds lane lb + l for j = base + m * n_lanes, base = the key of lane lb
+                    // ((l0 + base) % n_lanes == lb, possibly before key 0: the run may start mid-block).
+                    int64_t j = ((lb - l0) % n_lanes + n_lanes) % n_lanes - n_lanes;
+                    const auto partial = [&](int64_t j0) {  // fully unrolled, so acc stays in registers
+#pragma GCC unroll 8
+                        for (int l = 0; l < 8; ++l)
+                            if (j0 + l >= 0 && j0 + l < nk)
+                                acc[l] = _mm256_fmadd_ps(_mm256_set1_ps(pi[j0 + l]), _mm256_load_ps(vf[j0 + l]), acc[l]);
+                    };
+                    if (j + 7 >= 0) partial(j);
+                    for (j += n_lanes; j + 8 <= nk; j += n_lanes)
+#pragma GCC unroll 8
+                        for (int l = 0; l < 8; ++l)
+                            acc[l] = _mm256_fmadd_ps(_mm256_set1_ps(pi[j + l]), _mm256_load_ps(vf[j + l]), acc[l]);
+                    if (j < nk) partial(j);
+                    for (int l = 0; l < 8; ++l) _mm256_storeu_ps(lane + l * n, acc[l]);
+                }
+            }
+        }
+    }
+}
+
 // Each 8-value slice of a value row is converted once and added to the lanes of every head.
 void fma_f16_keys_avx2(int64_t n, const uint16_t* v, int64_t v_stride, int64_t n_keys, int64_t lane0, int n_lanes,
                   const float* p, int64_t p_stride, int g, float* lanes, int64_t lanes_stride) {
+    if (n % 8 == 0 && n_lanes % 8 == 0 && n_keys >= n_lanes)
+        return fma_f16_keys_in_registers(n, v, v_stride, n_keys, lane0, n_lanes, p, p_stride, g, lanes, lanes_stride);
     for (int64_t j = 0; j < n_keys; ++j) {
         const uint16_t* vj = v + j * v_stride;
         float* lane = lanes + ((lane0 + j) % n_lanes) * n;
@@ -974,6 +1049,7 @@ KernelTable avx2_kernels() {
     t.tile_in(DotOrder::kGemm, GgmlType::Q4_K) = dot_q4_k_gemm_tile;
     add_iq_tq_kernels(t);
     add_iq_grid_avx2_kernels(t);
+    add_activation_avx2_kernels(t);
     t.f16_to_f32 = f16_to_f32_row;
     t.dot_f16_lanes8 = dot_f16_lanes8;
     t.dot_f16_step32 = dot_f16_step32;

@@ -20,6 +20,7 @@ using F16DotFn = float (*)(int64_t n, const uint16_t* x, const uint16_t* y);
 using F16FmaRowFn = void (*)(float a, const uint16_t* x, float* y, int64_t n);
 using F16DotKeysFn = void (*)(F16DotOrder order, int64_t n, const uint16_t* k, int64_t k_stride, int64_t n_keys,
                               const float* q, int64_t q_stride, int g, float* out, int64_t out_stride);
+using RowQuantFn = void (*)(const float* x, void* dst, int64_t n);
 using F16FmaKeysFn = void (*)(int64_t n, const uint16_t* v, int64_t v_stride, int64_t n_keys, int64_t lane0,
                               int n_lanes, const float* p, int64_t p_stride, int g, float* lanes, int64_t lanes_stride);
 
@@ -49,6 +50,11 @@ struct KernelTable {
     VecDotFn dot_ordered[kDotOrders][kKernelSlots] = {};
     DotTileFn dot_tile_ordered[kDotOrders][kKernelSlots] = {};
 
+    // The activation quantizers (bit-identical in both families; quantize_row_q8_* below).
+    RowQuantFn quantize_q8_0 = nullptr;
+    RowQuantFn quantize_q8_1 = nullptr;
+    RowQuantFn quantize_q8_k = nullptr;
+
     VecDotFn& dot_in(DotOrder o, GgmlType t) { return dot_ordered[int(o)][slot(t)]; }
     DotTileFn& tile_in(DotOrder o, GgmlType t) { return dot_tile_ordered[int(o)][slot(t)]; }
 };
@@ -63,6 +69,8 @@ KernelTable scalar_kernels();
 void add_iq_grid_scalar_kernels(KernelTable& t);
 #if defined(WB_QUANT_AVX2)
 void add_iq_grid_avx2_kernels(KernelTable& t);
+// The activation quantizers (quant_avx2_act.cpp).
+void add_activation_avx2_kernels(KernelTable& t);
 #endif
 
 #if defined(WB_QUANT_AVX2)
@@ -71,7 +79,8 @@ void add_iq_grid_avx2_kernels(KernelTable& t);
 KernelTable avx2_kernels();
 #endif
 
-// Activation quantizers (shared by both families so AVX2 and scalar dots see identical inputs).
+// Activation quantizers, the scalar family's (the AVX2 family's give identical blocks, so AVX2 and scalar
+// dots see identical inputs).
 void quantize_row_q8_0(const float* x, void* dst, int64_t n);
 void quantize_row_q8_1(const float* x, void* dst, int64_t n);
 void quantize_row_q8_k(const float* x, void* dst, int64_t n);

@@ -511,6 +511,9 @@ KernelTable scalar_kernels() {
     t.f32_to_f16 = [](const float* x, uint16_t* y, int64_t n) {
         for (int64_t i = 0; i < n; ++i) y[i] = f32_to_fp16(x[i]);
     };
+    t.quantize_q8_0 = quantize_row_q8_0;
+    t.quantize_q8_1 = quantize_row_q8_1;
+    t.quantize_q8_k = quantize_row_q8_k;
     return t;
 }
 

@@ -44,16 +44,22 @@ ThreadPool::~ThreadPool() {
 }
 
 void ThreadPool::run_tasks(uint32_t gen, int thread) {
+    // The tasks this thread finished, published when it finds no more to claim: one increment of the
+    // shared counter per thread and loop instead of one per task (each is a cache line moving between
+    // cores). The loop cannot end while a claimed task runs anyway, so a thread descheduled mid-task
+    // holds it up no longer than before; only between its last task and the publication it does.
+    int64_t finished = 0;
     for (;;) {
         uint64_t w = work_.load(std::memory_order_acquire);
-        if (generation_of(w) != gen) return;
+        if (generation_of(w) != gen) break;
         const int64_t task = int64_t(w & 0xffffffffu);
-        if (task >= n_tasks_.load(std::memory_order_relaxed)) return;
+        if (task >= n_tasks_.load(std::memory_order_relaxed)) break;
         // Claiming succeeds only while this generation is current, so fn_ is still this loop's.
         if (!work_.compare_exchange_weak(w, w + 1, std::memory_order_acq_rel)) continue;
         (*fn_)(task, thread);
-        done_.fetch_add(1, std::memory_order_release);
+        ++finished;
     }
+    if (finished > 0) done_.fetch_add(finished, std::memory_order_release);
 }
 
 void ThreadPool::worker_main(int thread) {

@@ -742,6 +742,7 @@ private Q_SLOTS:
     void f16_weight_dots_follow_llama_cpp_orders();
     void dot_orders_follow_llama_cpp_paths();
     void f16_row_conversion_is_identical_in_both_families();
+    void activation_quantizers_are_identical_in_both_families();
     void f16_attention_products_follow_their_orders_data();
     void f16_attention_products_follow_their_orders();
     void vec_dot_types_follow_llama_cpp();
@@ -1223,6 +1224,33 @@ void TestQuant::f16_row_conversion_is_identical_in_both_families() {
     }
     QVERIFY(best == scalar);
     QCOMPARE(std::memcmp(back_best.data(), back_scalar.data(), size_t(n) * sizeof(float)), 0);
+}
+
+// The activation quantizers (Q8_0, Q8_1, Q8_K) of both families write the same bytes: random rows
+// and the cases where a vector form could differ: values exactly halfway between two codes (round to
+// even), an all-zero block, and a block whose largest magnitude occurs with both signs (Q8_K takes
+// the first one's sign).
+void TestQuant::activation_quantizers_are_identical_in_both_families() {
+    std::mt19937 rng(17);
+    const int64_t n = 4 * 256;
+    std::vector<float> x = random_floats(rng, n, -300.0f, 300.0f);
+    for (int64_t i = 256; i < 512; ++i) x[size_t(i)] = 0.0f;                            // a zero Q8_K block
+    for (int64_t i = 512; i < 768; ++i) x[size_t(i)] = float(int64_t(i % 255) - 127);  // q = x: exact codes
+    x[512] = 127.0f;  // scale 1 (Q8_0/Q8_1 block 16, Q8_K block 2): halves are ties
+    for (int64_t i = 513; i < 544; ++i) x[size_t(i)] = float(i - 528) + 0.5f;
+    x[601] = -127.0f;
+    x[770] = -400.0f;
+    x[900] = 400.0f;  // the same magnitude later with the other sign
+    for (GgmlType t : {GgmlType::Q8_0, GgmlType::Q8_1, GgmlType::Q8_K}) {
+        const size_t bytes = wb::ggml_row_bytes(t, n);
+        std::vector<uint8_t> best(bytes), scalar(bytes);
+        wb::quantize_row(t, x.data(), best.data(), n);
+        {
+            ScalarKernels force;
+            wb::quantize_row(t, x.data(), scalar.data(), n);
+        }
+        QVERIFY2(best == scalar, wb::ggml_type_name(t).c_str());
+    }
 }
 
 void TestQuant::f16_attention_products_follow_their_orders_data() {
