@@ -467,7 +467,17 @@ void CudaBackend::rope(Tensor& x, const RopeParams& p, const int32_t* positions)
 
 // The cache's rows are n_head_kv * head_dim f16 values; a tensor or head layout of another width would
 // read or write past them on the device, where the CPU backend would throw.
+void CudaBackend::check_kv_types(KvType type_k, KvType type_v) const {
+    // The kernels read f16 rows; a quantized cache is the CPU backend's for now (a clear refusal, never
+    // f16 arithmetic over block bytes).
+    if (type_k != KvType::F16 || type_v != KvType::F16)
+        throw Error(std::string("the CUDA backend supports only an f16 KV cache (asked for K ") + kv_type_name(type_k) +
+                    ", V " + kv_type_name(type_v) + "); use the CPU backend for a quantized cache");
+}
+
 static void check_kv_width(const KvCache& kv, int64_t width, const char* what) {
+    if (kv.config().type_k != KvType::F16 || kv.config().type_v != KvType::F16)
+        throw Error(std::string("CUDA ") + what + ": the CUDA backend supports only an f16 KV cache");
     const int64_t row = int64_t(kv.config().n_head_kv) * kv.config().head_dim;
     if (width != row)
         throw Error(std::string("CUDA ") + what + ": rows of " + std::to_string(width) + " values for a cache of rows of " +

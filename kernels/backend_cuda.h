@@ -58,6 +58,7 @@ public:
     void read_top(const Tensor& row, int32_t k, int32_t* ids, float* values) override;
     void synchronize() override;
 
+    void check_kv_types(KvType type_k, KvType type_v) const override;
     void* kv_alloc(size_t bytes) override;
     void kv_free(void* p) override;
 

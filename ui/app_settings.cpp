@@ -13,6 +13,8 @@ namespace {
 const QString kBackend = QStringLiteral("backend");
 const QString kContextSize = QStringLiteral("contextSize");
 const QString kThreads = QStringLiteral("threads");
+const QString kCacheTypeK = QStringLiteral("kvCache/typeK");
+const QString kCacheTypeV = QStringLiteral("kvCache/typeV");
 const QString kTheme = QStringLiteral("theme");
 const QString kSampling = QStringLiteral("sampling/params");
 const QString kSamplingPreset = QStringLiteral("sampling/preset");
@@ -37,6 +39,10 @@ int AppSettings::contextSize() { return get(kContextSize, 0).toInt(); }
 void AppSettings::setContextSize(int tokens) { set(kContextSize, tokens); }
 int AppSettings::threads() { return get(kThreads, 0).toInt(); }
 void AppSettings::setThreads(int threads) { set(kThreads, threads); }
+QString AppSettings::cacheTypeK() { return get(kCacheTypeK, QStringLiteral("f16")).toString(); }
+void AppSettings::setCacheTypeK(const QString& type) { set(kCacheTypeK, type); }
+QString AppSettings::cacheTypeV() { return get(kCacheTypeV, QStringLiteral("f16")).toString(); }
+void AppSettings::setCacheTypeV(const QString& type) { set(kCacheTypeV, type); }
 QString AppSettings::theme() { return get(kTheme, QStringLiteral("system")).toString(); }
 void AppSettings::setTheme(const QString& name) { set(kTheme, name); }
 

@@ -20,6 +20,11 @@ public:
     static void setContextSize(int tokens);
     static int threads();      // 0 = all cores
     static void setThreads(int threads);
+    // KV cache element types of keys and values: "f16", "q8_0", "q4_0" (kv/kv_types.h's names).
+    static QString cacheTypeK();
+    static void setCacheTypeK(const QString& type);
+    static QString cacheTypeV();
+    static void setCacheTypeV(const QString& type);
 
     static QString theme();    // Theme::modeName
     static void setTheme(const QString& name);

@@ -66,7 +66,7 @@ void ChatController::loadModel(const QString& path) {
     // cores: event-loop delays of ~90 ms with 2 engine threads, ~25 ms with 1); Model > Threads
     // trades speed for a smoother window.
     const int threads = m_threads > 0 ? m_threads : std::max(1, QThread::idealThreadCount());
-    Q_EMIT loadRequested(path, m_backendName, m_contextSize, threads);
+    Q_EMIT loadRequested(path, m_backendName, m_contextSize, threads, m_cacheTypeK, m_cacheTypeV);
 }
 
 void ChatController::cancelLoad() {

@@ -42,6 +42,13 @@ public:
     // Engine threads; 0 = all cores.
     void setThreads(int threads) { m_threads = threads; }
     int threads() const { return m_threads; }
+    // KV cache element types of keys and values ("f16", "q8_0", "q4_0").
+    void setCacheTypes(const QString& k, const QString& v) {
+        m_cacheTypeK = k;
+        m_cacheTypeV = v;
+    }
+    QString cacheTypeK() const { return m_cacheTypeK; }
+    QString cacheTypeV() const { return m_cacheTypeV; }
 
     // Where conversations are saved (not owned); null: nothing is saved.
     void setStore(ConversationStore* store);
@@ -127,7 +134,8 @@ Q_SIGNALS:
     void currentConversationChanged(const QString& id);
 
     // To the worker (queued); private use, connected in connectWorker.
-    void loadRequested(const QString& path, const QString& backend, int contextSize, int threads);
+    void loadRequested(const QString& path, const QString& backend, int contextSize, int threads,
+                       const QString& cacheTypeK, const QString& cacheTypeV);
     void generateRequested(quint64 requestId, const ChatMessages& messages, const QVector<int>& forced);
     void resetRequested();
     void countRequested(quint64 countId, const ChatMessages& messages);
@@ -167,6 +175,8 @@ private:
     ModelSummary m_model;
     QString m_backendName = QStringLiteral("auto");
     int m_contextSize = 0;
+    QString m_cacheTypeK = QStringLiteral("f16");
+    QString m_cacheTypeV = QStringLiteral("f16");
     int m_threads = 0;
     quint64 m_nextRequest = 1;
     quint64 m_nextCount = 1;

@@ -82,7 +82,8 @@ wb::CaptureSpec InferenceWorker::captureSpec() const {
     return m_capture;
 }
 
-void InferenceWorker::loadModel(const QString& path, const QString& backend, int contextSize, int threads) {
+void InferenceWorker::loadModel(const QString& path, const QString& backend, int contextSize, int threads,
+                                const QString& cacheTypeK, const QString& cacheTypeV) {
     m_cancelLoad.store(false);
     Q_EMIT loadStarted(path);
     try {
@@ -97,12 +98,14 @@ void InferenceWorker::loadModel(const QString& path, const QString& backend, int
         wb::BackendChoice choice = wb::create_backend(wb::parse_backend_kind(backend.toStdString()), threads);
         wb::SessionOptions options;
         options.n_ctx = contextSize;
+        options.kv_type_k = wb::kv_type_from_name(cacheTypeK.toStdString());
+        options.kv_type_v = wb::kv_type_from_name(cacheTypeV.toStdString());
         auto session = std::make_unique<wb::Session>(*model, *choice.backend, options);
         if (m_cancelLoad.load()) {
             Q_EMIT loadCanceled(path);
             return;
         }
-        ModelSummary summary = ModelSummary::fromModel(*model, path, session->n_ctx());
+        ModelSummary summary = ModelSummary::fromModel(*model, path, session->n_ctx(), options.kv_type_k, options.kv_type_v);
         summary.backendName = QString::fromStdString(choice.backend->name());
         summary.backendDescription = QString::fromStdString(choice.backend->description());
         summary.backendNote = QString::fromStdString(choice.note);

@@ -48,7 +48,9 @@ public:
 public Q_SLOTS:
     // backend: "auto", "cpu" or "cuda" (wb::parse_backend_kind: another name fails the load with its
     // error); contextSize 0 = the engine's default; threads 0 = all cores.
-    void loadModel(const QString& path, const QString& backend, int contextSize, int threads);
+    // cacheTypeK / cacheTypeV: the KV cache element types by name (kv_type_from_name; a bad name fails the load).
+    void loadModel(const QString& path, const QString& backend, int contextSize, int threads,
+                   const QString& cacheTypeK = QStringLiteral("f16"), const QString& cacheTypeV = QStringLiteral("f16"));
     // Renders the conversation with the model's chat template, tokenises it and generates the reply.
     // The session reuses the cached prefix, so an edited or regenerated turn truncates the cache.
     void generateChat(quint64 requestId, const ChatMessages& messages);

@@ -88,8 +88,16 @@ void KvCachePanel::applyTheme() {
     Theme::stylePlot(m_timePlot);
 }
 
-quint64 KvCachePanel::formulaBytes(int layers, int kvHeads, int headDim, int tokens, int elementBytes) {
-    return quint64(2) * quint64(layers) * quint64(kvHeads) * quint64(headDim) * quint64(tokens) * quint64(elementBytes);
+quint64 KvCachePanel::formulaBytes(int layers, int kvHeads, quint64 kHeadBytes, quint64 vHeadBytes, int tokens) {
+    return quint64(layers) * quint64(kvHeads) * (kHeadBytes + vHeadBytes) * quint64(tokens);
+}
+
+QString KvCachePanel::typeDescription(wb::KvType k, wb::KvType v) {
+    auto one = [](wb::KvType t) {
+        return tr("%1 (%2 bits per value)").arg(QString::fromLatin1(wb::kv_type_name(t))).arg(wb::kv_type_bits(t));
+    };
+    if (k == v) return one(k);
+    return tr("K %1, V %2").arg(one(k), one(v));
 }
 
 QString KvCachePanel::typeText() const { return m_type->text(); }
@@ -131,16 +139,18 @@ void KvCachePanel::handleStats(const wb::KvStats& stats) {
 
     m_gauge->setRange(0, std::max(1, stats.capacity));
     m_gauge->setValue(std::min(stats.n_tokens, std::max(1, stats.capacity)));
-    const size_t elementBytes = wb::kv_type_bytes(stats.type);
-    m_type->setText(tr("%1 (%2 bytes), blocks of %3 tokens").arg(QString::fromLatin1(wb::kv_type_name(stats.type))).arg(elementBytes).arg(stats.block_tokens));
+    m_type->setText(tr("%1, blocks of %2 tokens").arg(typeDescription(stats.type_k, stats.type_v)).arg(stats.block_tokens));
     m_measured->setText(tr("%1 used, %2 reserved, %3 tokens").arg(formatBytes(double(stats.bytes_used)), formatBytes(double(stats.bytes_reserved))).arg(stats.n_tokens));
     const int layers = m_nLayer > 0 ? m_nLayer : int(stats.layers.size());
-    const quint64 est = formulaBytes(layers, m_nHeadKv, m_headDim, stats.n_tokens, int(elementBytes));
-    m_estimate->setText(tr("2 × %1 layers × %2 kv heads × %3 dims × %4 tokens × %5 B = %6")
+    // A head's K (V) row: head_dim values in the element type, whole blocks of 32 for q8_0 / q4_0.
+    const quint64 kBytes = m_headDim > 0 ? wb::kv_type_row_bytes(stats.type_k, m_headDim) : 0;
+    const quint64 vBytes = m_headDim > 0 ? wb::kv_type_row_bytes(stats.type_v, m_headDim) : 0;
+    const quint64 est = formulaBytes(layers, m_nHeadKv, kBytes, vBytes, stats.n_tokens);
+    m_estimate->setText(tr("%1 layers × %2 kv heads × (%3 B of K + %4 B of V per head) × %5 tokens = %6")
                             .arg(layers)
                             .arg(m_nHeadKv)
-                            .arg(m_headDim)
+                            .arg(kBytes)
+                            .arg(vBytes)
                             .arg(stats.n_tokens)
-                            .arg(elementBytes)
                             .arg(formatBytes(double(est))));
 }

@@ -27,8 +27,10 @@ public:
     QString typeText() const;
     QString estimateText() const;
     QString measuredText() const;
-    // 2 x layers x kv_heads x head_dim x tokens x element bytes.
-    static quint64 formulaBytes(int layers, int kvHeads, int headDim, int tokens, int elementBytes);
+    // layers x kv_heads x (bytes of a head's K row + of its V row) x tokens.
+    static quint64 formulaBytes(int layers, int kvHeads, quint64 kHeadBytes, quint64 vHeadBytes, int tokens);
+    // "f16 (16 bits per value)", or "K q8_0 (8.5 bits per value), V f16 (16 bits per value)".
+    static QString typeDescription(wb::KvType k, wb::KvType v);
 
 public Q_SLOTS:
     void setModel(const ModelSummary& summary);

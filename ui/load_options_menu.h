@@ -1,5 +1,5 @@
 #pragma once
-// The Backend, Context size and Threads menus, and the rule that keeps them honest: a choice is
+// The Backend, Context size, Threads and KV cache menus, and the rule that keeps them honest: a choice is
 // handed to the controller at once (the loaded model is reloaded with it), but it is ticked for good
 // and written to the settings only when a model has loaded with it. When the load fails, the options
 // go back to the last ones that worked, the tick follows, the loaded model stays, and the caller is
@@ -18,6 +18,8 @@ struct LoadOptions {
     QString backend = QStringLiteral("auto");  // "auto", "cpu", "cuda"
     int contextSize = 0;                       // 0 = the model's default
     int threads = 0;                           // 0 = all cores
+    QString cacheTypeK = QStringLiteral("f16");  // KV cache element types (kv_type_name's names)
+    QString cacheTypeV = QStringLiteral("f16");
     bool operator==(const LoadOptions& o) const = default;
 };
 
@@ -31,9 +33,12 @@ public:
     QMenu* backendMenu() const { return m_backendMenu; }
     QMenu* contextMenu() const { return m_contextMenu; }
     QMenu* threadsMenu() const { return m_threadsMenu; }
+    QMenu* kvCacheMenu() const { return m_kvMenu; }
     QActionGroup* backendGroup() const { return m_backendGroup; }
     QActionGroup* contextGroup() const { return m_contextGroup; }
     QActionGroup* threadsGroup() const { return m_threadsGroup; }
+    QActionGroup* cacheTypeKGroup() const { return m_cacheKGroup; }
+    QActionGroup* cacheTypeVGroup() const { return m_cacheVGroup; }
     LoadOptions current() const;
     // The options of the last successful load (the defaults before the first).
     LoadOptions working() const { return m_working; }
@@ -60,9 +65,12 @@ private:
     QMenu* m_backendMenu = nullptr;
     QMenu* m_contextMenu = nullptr;
     QMenu* m_threadsMenu = nullptr;
+    QMenu* m_kvMenu = nullptr;
     QActionGroup* m_backendGroup = nullptr;
     QActionGroup* m_contextGroup = nullptr;
     QActionGroup* m_threadsGroup = nullptr;
+    QActionGroup* m_cacheKGroup = nullptr;
+    QActionGroup* m_cacheVGroup = nullptr;
     LoadOptions m_working;
     QString m_savedProblem;
 };

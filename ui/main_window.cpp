@@ -167,6 +167,7 @@ void MainWindow::createActions() {
     model->addMenu(backend);
     model->addMenu(context);
     model->addMenu(m_loadOptions->threadsMenu());
+    model->addMenu(m_loadOptions->kvCacheMenu());
 
     QMenu* chat = menuBar()->addMenu(tr("&Chat"));
     QAction* newChat = chat->addAction(tr("&New chat"), m_controller, &ChatController::newChat);

@@ -86,10 +86,11 @@ void ModelInfoPanel::setModel(const ModelSummary& s) {
     QStringList types;
     for (const auto& [type, count] : s.tensorTypes) types << QStringLiteral("%1 × %2").arg(type).arg(count);
     m_types->setText(types.join(QStringLiteral(", ")));
-    m_memory->setText(tr("weights %1 · KV cache %2 per token, %3 at the %4-token context (f16)")
+    m_memory->setText(tr("weights %1 · KV cache %2 per token, %3 at the %4-token context (%5)")
                           .arg(formatBytes(double(s.weightBytes)), formatBytes(double(s.kvBytesPerToken)),
                                formatBytes(double(s.kvBytesPerToken) * s.contextSize))
-                          .arg(s.contextSize));
+                          .arg(s.contextSize)
+                          .arg(s.kvTypes.isEmpty() ? QStringLiteral("f16") : s.kvTypes));
     m_warnings->setText(s.warnings);
     m_warnings->setVisible(!s.warnings.isEmpty());
 

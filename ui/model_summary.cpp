@@ -36,7 +36,8 @@ QString valueSummary(const wb::GgufValue& v) {
 
 }  // namespace
 
-ModelSummary ModelSummary::fromModel(const wb::Model& model, const QString& path, int contextSize) {
+ModelSummary ModelSummary::fromModel(const wb::Model& model, const QString& path, int contextSize, wb::KvType typeK,
+                                     wb::KvType typeV) {
     ModelSummary s;
     const wb::GgufFile& f = model.file();
     const wb::ModelConfig& c = model.config();
@@ -77,7 +78,11 @@ ModelSummary ModelSummary::fromModel(const wb::Model& model, const QString& path
     s.nHead = c.n_head;
     s.nHeadKv = c.n_head_kv;
     s.headDim = c.head_dim;
-    s.kvBytesPerToken = quint64(2) * quint64(c.n_layer) * quint64(c.n_head_kv) * quint64(c.head_dim) * 2;
+    s.kvBytesPerToken = quint64(c.n_layer) * quint64(c.n_head_kv) *
+                        quint64(wb::kv_type_row_bytes(typeK, c.head_dim) + wb::kv_type_row_bytes(typeV, c.head_dim));
+    s.kvTypes = typeK == typeV ? QString::fromLatin1(wb::kv_type_name(typeK))
+                               : QStringLiteral("K %1, V %2").arg(QString::fromLatin1(wb::kv_type_name(typeK)),
+                                                                  QString::fromLatin1(wb::kv_type_name(typeV)));
     s.contextSize = contextSize;
     s.contextTrain = int(c.n_ctx_train);
     s.chatTemplate = QString::fromLatin1(wb::chat_template_kind_name(model.chat_template().kind()));

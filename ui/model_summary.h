@@ -6,6 +6,8 @@
 #include <QString>
 #include <QVector>
 
+#include "kv/kv_types.h"
+
 namespace wb {
 class Model;
 class Backend;
@@ -29,7 +31,8 @@ struct ModelSummary {
     QVector<TensorRow> tensors;
     QVector<QPair<QString, int>> tensorTypes;      // type name, tensor count
     quint64 weightBytes = 0;
-    quint64 kvBytesPerToken = 0;    // 2 x layers x kv_heads x head_dim x 2 bytes (f16)
+    quint64 kvBytesPerToken = 0;    // layers x kv_heads x (bytes of a head's K row + V row) in the cache's types
+    QString kvTypes;                // "f16", or "K q8_0, V f16" when they differ
     int contextSize = 0;            // the session's n_ctx
     int contextTrain = 0;           // the model's training context (the largest n_ctx it accepts); 0 = unknown
     int nLayer = 0;
@@ -43,7 +46,8 @@ struct ModelSummary {
     QString backendNote;            // why the GPU is not used (empty when it is, or when CPU was asked for)
 
     // Fills everything except the backend fields.
-    static ModelSummary fromModel(const wb::Model& model, const QString& path, int contextSize);
+    static ModelSummary fromModel(const wb::Model& model, const QString& path, int contextSize,
+                                  wb::KvType typeK = wb::KvType::F16, wb::KvType typeV = wb::KvType::F16);
 };
 
 Q_DECLARE_METATYPE(ModelSummary)

@@ -52,6 +52,15 @@ std::vector<int32_t> to_int_list(const std::string& flag, const std::string& v) 
     return out;
 }
 
+// A KV cache type name, or wb::Error naming the flag and the accepted names.
+KvType cache_type(const std::string& flag, const std::string& v) {
+    try {
+        return kv_type_from_name(v);
+    } catch (const Error& e) {
+        throw Error(flag + ": " + e.what());
+    }
+}
+
 }  // namespace
 
 std::string usage_text() {
@@ -85,6 +94,8 @@ template: the model's own tokenizer.chat_template (Jinja, rendered as Hugging Fa
            GET /health, /metrics); --port 0 picks a free port; a host other than loopback needs --api-key;
            the sampling flags are the defaults of requests that do not set them; --max-body in KiB
 common: --backend cpu|cuda|auto  --threads N  --ctx N  --version  --help
+        --cache-type-k T --cache-type-v T   KV cache element types of keys / values: f16 (default), q8_0,
+           q4_0 (llama.cpp's block formats; a quantized cache runs on the CPU backend only)
 sampling: --temp T (0 = greedy) --top-k K --top-p P --min-p P --typical-p P --repeat-penalty R
           --repeat-last-n N --frequency-penalty F --presence-penalty P --seed S --stop STR (repeatable)
           --dry-multiplier M --dry-base B --dry-allowed-length N --dry-penalty-last-n N (-1 = all)
@@ -135,6 +146,8 @@ CliOptions parse_cli(int argc, char** argv) {
         else if (a == "--ctx" || a == "-c") o.ctx = to_int(a, next(), 16, 1 << 24);
         else if (a == "--context-policy") o.context_policy = parse_context_policy(next());
         else if (a == "--keep") o.keep = to_int(a, next(), -1, 1 << 24);
+        else if (a == "--cache-type-k") o.cache_type_k = cache_type(a, next());
+        else if (a == "--cache-type-v") o.cache_type_v = cache_type(a, next());
         else if (a == "--json") o.json = true;
         else if (a == "--top-candidates") o.top_candidates = to_int(a, next(), 0, 1000);
         else if (a == "--dump-attention") o.dump_attention = next();

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "engine/context_policy.h"
+#include "kv/kv_types.h"
 #include "sampling/sampling_params.h"
 
 namespace wb {
@@ -40,6 +41,8 @@ struct CliOptions {
     ContextPolicy context_policy = ContextPolicy::STOP;  // --context-policy stop|shift|trim (generate, chat)
     std::optional<int32_t> keep;       // --keep N: tokens a shift keeps (-1: the whole prompt); default: the
                                        // chat template's prefix with the system prompt, else the BOS
+    KvType cache_type_k = KvType::F16; // --cache-type-k f16|q8_0|q4_0
+    KvType cache_type_v = KvType::F16; // --cache-type-v f16|q8_0|q4_0
     bool json = false;                 // --json
     int32_t top_candidates = 0;        // --top-candidates N: per-token candidates in generate --json
     std::string dump_attention;        // --dump-attention FILE: captured attention as JSON

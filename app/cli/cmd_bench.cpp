@@ -87,6 +87,8 @@ int cmd_bench(const CliOptions& o) {
     SessionOptions so;
     so.n_ctx = o.ctx > 0 ? o.ctx : n_seq + o.n_predict + 1;
     so.n_batch = std::max<int32_t>({n_prompt, 512, 1});
+    so.kv_type_k = o.cache_type_k;
+    so.kv_type_v = o.cache_type_v;
     Session session(*model, *bc.backend, so);
     const std::vector<int32_t> seq = bench_tokens(size_t(n_seq), model->config().n_vocab);
     // What stays cached before each timed run; generate() then evaluates only the rest.

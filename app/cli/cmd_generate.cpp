@@ -33,6 +33,8 @@ Runtime open_runtime(const CliOptions& o) {
         std::fprintf(stderr, "warning: %s\n", rt.model->chat_template().warning().c_str());
     SessionOptions so;
     so.n_ctx = o.ctx;
+    so.kv_type_k = o.cache_type_k;
+    so.kv_type_v = o.cache_type_v;
     rt.session = std::make_unique<Session>(*rt.model, *rt.backend.backend, so);
     return rt;
 }

@@ -108,8 +108,13 @@ int cmd_info(const CliOptions& o) {
     // Hyperparameters that parse do not make a runnable file: tensors and tokenizer are checked too.
     const std::string run_error = config_error.empty() ? Model::check(*file) : config_error;
     const int32_t ctx = o.ctx > 0 ? o.ctx : std::min(cfg.n_ctx_train, 4096);
-    // K and V in f16 for every layer and kv head: 2 * n_layer * kv_dim * 2 bytes per position.
-    const uint64_t kv_per_token = config_error.empty() ? uint64_t(2) * uint64_t(cfg.n_layer) * uint64_t(cfg.kv_dim()) * 2 : 0;
+    // K and V of every layer and kv head in the chosen element types (--cache-type-k / -v, f16 by
+    // default): n_layer * n_head_kv * (bytes of a head's K row + of its V row) per position.
+    const uint64_t kv_per_token =
+        config_error.empty() ? uint64_t(cfg.n_layer) * uint64_t(cfg.n_head_kv) *
+                                   (kv_type_row_bytes(o.cache_type_k, cfg.head_dim) + kv_type_row_bytes(o.cache_type_v, cfg.head_dim))
+                             : 0;
+    const std::string kv_types = std::string("K ") + kv_type_name(o.cache_type_k) + ", V " + kv_type_name(o.cache_type_v);
     const std::string chat = run_error.empty() ? chat_template_summary(*file) : std::string();
 
     if (o.json) {
@@ -128,7 +133,8 @@ int cmd_info(const CliOptions& o) {
         }
         j.end_array().key("memory").begin_object().key("weights_bytes").value(weight_bytes);
         if (config_error.empty())
-            j.key("kv_bytes_per_token").value(kv_per_token).key("context").value(ctx).key("kv_bytes_at_context").value(kv_per_token * uint64_t(ctx));
+            j.key("kv_type_k").value(kv_type_name(o.cache_type_k)).key("kv_type_v").value(kv_type_name(o.cache_type_v))
+                .key("kv_bytes_per_token").value(kv_per_token).key("context").value(ctx).key("kv_bytes_at_context").value(kv_per_token * uint64_t(ctx));
         j.end_object();
         if (!run_error.empty()) j.key("unsupported").value(run_error);
         if (!chat.empty()) j.key("chat_template").value(chat);
@@ -145,8 +151,8 @@ int cmd_info(const CliOptions& o) {
                     static_cast<unsigned long long>(t.n_bytes));
     std::printf("\nmemory estimate:\n  weights   %10.1f MiB\n", double(weight_bytes) / 1048576.0);
     if (config_error.empty())
-        std::printf("  KV cache  %10.1f KiB per token, %.1f MiB at a %d-token context (f16)\n", double(kv_per_token) / 1024.0,
-                    double(kv_per_token * uint64_t(ctx)) / 1048576.0, ctx);
+        std::printf("  KV cache  %10.1f KiB per token, %.1f MiB at a %d-token context (%s)\n", double(kv_per_token) / 1024.0,
+                    double(kv_per_token * uint64_t(ctx)) / 1048576.0, ctx, kv_types.c_str());
     if (!run_error.empty()) std::printf("  this file cannot be run: %s\n", run_error.c_str());
     if (!chat.empty()) std::printf("\nchat template: %s\n", chat.c_str());
     return 0;

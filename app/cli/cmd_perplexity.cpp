@@ -73,6 +73,8 @@ int cmd_perplexity(const CliOptions& o) {
     SessionOptions so;
     so.n_ctx = n_ctx;
     so.n_batch = std::min(n_ctx, 512);
+    so.kv_type_k = o.cache_type_k;
+    so.kv_type_v = o.cache_type_v;
     Session session(*model, *bc.backend, so);
     const int32_t n_vocab = model->config().n_vocab;
 

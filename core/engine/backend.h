@@ -112,6 +112,12 @@ public:
     virtual void matmul(const Weight& w, const Tensor& x, Tensor& out) = 0;
     // Rotates the heads of every row of x in place; positions (host) has x.n_rows entries.
     virtual void rope(Tensor& x, const RopeParams& p, const int32_t* positions) = 0;
+    // The KV element types (kv/kv_types.h) this backend's kv_store and attention handle: wb::Error naming
+    // them otherwise. Called before a cache is made, so a session refuses an unsupported type up front.
+    virtual void check_kv_types(KvType type_k, KvType type_v) const {
+        (void)type_k;
+        (void)type_v;
+    }
     // Writes k and v rows (positions pos0 ..) of layer il into the cache (blocks already reserved).
     virtual void kv_store(KvCache& kv, int32_t il, const Tensor& k, const Tensor& v, int32_t pos0) = 0;
     // Context shift (llama.cpp's K-shift, llama_kv_cache::build_rope_shift): the K and V rows of

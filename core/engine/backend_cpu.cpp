@@ -319,11 +319,25 @@ void CpuBackend::rope(Tensor& x, const RopeParams& p, const int32_t* positions) 
 
 void CpuBackend::kv_store(KvCache& kv, int32_t il, const Tensor& k, const Tensor& v, int32_t pos0) {
     const int64_t width = k.n_cols;
+    const KvCacheConfig& c = kv.config();
+    // A quantized cache stores k and v rotated, as llama.cpp does (kv_rotation_k / _v in kv/kv_types.h).
+    const int32_t rot_k = kv_rotation_k(c.type_k, c.head_dim), rot_v = kv_rotation_v(c.type_v, c.head_dim);
+    std::vector<float> row(size_t(rot_k || rot_v ? width : 0));
     for (int64_t r = 0; r < k.n_rows; ++r) {
-        auto* kd = static_cast<uint16_t*>(kv.k_row(il, pos0 + int32_t(r)));
-        auto* vd = static_cast<uint16_t*>(kv.v_row(il, pos0 + int32_t(r)));
-        quantize_row(GgmlType::F16, k.data + r * width, kd, width);
-        quantize_row(GgmlType::F16, v.data + r * width, vd, width);
+        const float* kr = k.data + r * width;
+        const float* vr = v.data + r * width;
+        if (rot_k) {
+            std::copy(kr, kr + width, row.begin());
+            kv_rotate(row.data(), width, rot_k);
+            kr = row.data();
+        }
+        kv_store_row(c.type_k, kr, kv.k_row(il, pos0 + int32_t(r)), width);
+        if (rot_v) {
+            std::copy(vr, vr + width, row.begin());
+            kv_rotate(row.data(), width, rot_v);
+            vr = row.data();
+        }
+        kv_store_row(c.type_v, vr, kv.v_row(il, pos0 + int32_t(r)), width);
     }
 }
 
@@ -336,13 +350,17 @@ void CpuBackend::kv_shift(KvCache& kv, int32_t il, int32_t src, int32_t dst, int
     // One angle for every row: each moves by the same number of positions.
     std::vector<float> cos_t(static_cast<size_t>(half)), sin_t(static_cast<size_t>(half));
     rope_angles(p, factors, dst - src, cos_t.data(), sin_t.data());
-    const size_t bytes = kv.row_bytes();
+    // A quantized K is stored rotated and in blocks (kv/kv_types.h): re-roping it is not implemented.
+    if (kv.config().type_k != KvType::F16)
+        throw Error(std::string("context shift needs an f16 key cache (this one is ") + kv_type_name(kv.config().type_k) +
+                    "); use the trim or stop policy");
+    const size_t bytes = kv.k_row_bytes(), v_bytes = kv.v_row_bytes();
     // Upwards: a row written at dst + r was read already when the ranges overlap (dst < src).
     for (int32_t r = 0; r < n; ++r) {
         auto* k = static_cast<uint16_t*>(kv.k_row(il, dst + r));
         if (src != dst) {
             std::memcpy(k, kv.k_row(il, src + r), bytes);
-            std::memcpy(kv.v_row(il, dst + r), kv.v_row(il, src + r), bytes);
+            std::memcpy(kv.v_row(il, dst + r), kv.v_row(il, src + r), v_bytes);
         }
         for (int32_t h = 0; h < p.n_head; ++h) {
             uint16_t* head = k + int64_t(h) * p.head_dim;

@@ -77,6 +77,9 @@ private:
     // schedule of the same arithmetic for one token.
     void attention_rows(const Tensor& q, const KvCache& kv, int32_t il, int32_t pos0, const AttentionParams& p,
                         Tensor& out);
+    // Over a quantized cache: llama.cpp's flash-attention arithmetic (backend_cpu_attention_flash.cpp).
+    void attention_flash(const Tensor& q, const KvCache& kv, int32_t il, int32_t pos0, const AttentionParams& p,
+                         Tensor& out);
     void attention_decode(const Tensor& q, const KvCache& kv, int32_t il, int32_t pos, const AttentionParams& p,
                           Tensor& out);
 

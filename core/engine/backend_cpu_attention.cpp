@@ -113,7 +113,9 @@ int32_t run_in_block(const KvCache& kv, int32_t j, int32_t last) {
 
 void CpuBackend::attention(const Tensor& q, const KvCache& kv, int32_t il, int32_t pos0, const AttentionParams& p,
                            Tensor& out) {
-    if (q.n_rows == 1)
+    if (kv_type_is_quantized(kv.config().type_k) || kv_type_is_quantized(kv.config().type_v))
+        attention_flash(q, kv, il, pos0, p, out);
+    else if (q.n_rows == 1)
         attention_decode(q, kv, il, pos0, p, out);
     else
         attention_rows(q, kv, il, pos0, p, out);
@@ -127,7 +129,7 @@ void CpuBackend::attention_rows(const Tensor& q, const KvCache& kv, int32_t il, 
     const F16DotOrder kq_order = hd % 8 == 0 ? F16DotOrder::kLanes8 : F16DotOrder::kStep32;
     const F16DotOrder out_order = hd % 4 == 0 ? F16DotOrder::kLanes8 : F16DotOrder::kStep32;
     const int64_t n_lanes = f16_dot_lanes(out_order);
-    const int64_t row_halves = int64_t(kv.row_bytes() / sizeof(uint16_t));  // one position's K (or V), all kv heads
+    const int64_t row_halves = int64_t(kv.k_row_bytes() / sizeof(uint16_t));  // one position's K (or V), all kv heads
     // per thread: the group's scores, then probabilities [group][max_keys]; their value lanes
     // [group][n_lanes][hd]; the group's queries rounded to f16 (as floats) [group][hd]; a lane gather
     // row [n_lanes] and a scaled query [hd]. And the f16 query [hd].
@@ -204,7 +206,7 @@ void CpuBackend::attention_decode(const Tensor& q, const KvCache& kv, int32_t il
     // One token: ggml_vec_dot_f16's order for both products.
     constexpr F16DotOrder kOrder = F16DotOrder::kStep32;
     constexpr int n_lanes = f16_dot_lanes(kOrder);
-    const int64_t row_halves = int64_t(kv.row_bytes() / sizeof(uint16_t));  // one position's K (or V), all kv heads
+    const int64_t row_halves = int64_t(kv.k_row_bytes() / sizeof(uint16_t));  // one position's K (or V), all kv heads
     const float score_scale = p.scale_q ? 1.0f : p.scale;
 
     // Shared: the query heads rounded to f16 (as floats) [n_head][hd], then scores / probabilities

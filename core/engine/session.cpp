@@ -56,6 +56,9 @@ Session::Session(const Model& model, Backend& backend, const SessionOptions& opt
     kc.n_ctx = n_ctx_;
     kc.layer_is_swa = c.layer_is_swa;
     kc.sliding_window = c.sliding_window;
+    kc.type_k = options.kv_type_k;
+    kc.type_v = options.kv_type_v;
+    backend_.check_kv_types(kc.type_k, kc.type_v);
     kv_ = std::make_unique<KvCache>(kc, backend_);
     buffers_.allocate(backend_, c, n_batch_);
     last_logits_.resize(size_t(c.n_vocab));

@@ -46,6 +46,8 @@ private:
 struct SessionOptions {
     int32_t n_ctx = 0;      // context size in tokens; 0 = min(model's training context, 4096)
     int32_t n_batch = 256;  // prompt tokens per forward pass during prefill
+    KvType kv_type_k = KvType::F16;  // element type of the cached keys (kv/kv_types.h)
+    KvType kv_type_v = KvType::F16;  // ... and values
 };
 
 struct GenerateResult {

@@ -6,24 +6,15 @@
 
 namespace wb {
 
-const char* kv_type_name(KvType t) {
-    switch (t) {
-        case KvType::F16: return "f16";
-    }
-    return "?";
-}
-
-size_t kv_type_bytes(KvType t) {
-    switch (t) {
-        case KvType::F16: return 2;
-    }
-    return 0;
-}
-
 KvCache::KvCache(const KvCacheConfig& config, KvAllocator& allocator) : config_(config), allocator_(allocator) {
     if (config_.n_layer <= 0 || config_.n_head_kv <= 0 || config_.head_dim <= 0 || config_.n_ctx <= 0 ||
         config_.block_tokens <= 0)
         throw Error("KV cache: invalid configuration");
+    for (KvType t : {config_.type_k, config_.type_v})
+        if (config_.head_dim % kv_type_block_values(t) != 0)
+            throw Error(std::string("KV cache: type ") + kv_type_name(t) + " needs a head size that is a multiple of " +
+                        std::to_string(kv_type_block_values(t)) + " (this model's is " +
+                        std::to_string(config_.head_dim) + ")");
     if (config_.sliding_window < 0) throw Error("KV cache: invalid sliding window");
     config_.layer_is_swa.resize(size_t(config_.n_layer), false);
     blocks_.resize(size_t(config_.n_layer));
@@ -98,12 +89,12 @@ int32_t KvCache::truncate(int32_t n) {
 
 void* KvCache::k_row(int32_t il, int32_t pos) const {
     auto* block = static_cast<uint8_t*>(blocks_[size_t(il)][size_t(pos / config_.block_tokens)]);
-    return block + size_t(pos % config_.block_tokens) * row_bytes();
+    return block + size_t(pos % config_.block_tokens) * k_row_bytes();
 }
 
 void* KvCache::v_row(int32_t il, int32_t pos) const {
     auto* block = static_cast<uint8_t*>(blocks_[size_t(il)][size_t(pos / config_.block_tokens)]);
-    return block + (size_t(config_.block_tokens) + size_t(pos % config_.block_tokens)) * row_bytes();
+    return block + size_t(config_.block_tokens) * k_row_bytes() + size_t(pos % config_.block_tokens) * v_row_bytes();
 }
 
 KvStats KvCache::stats() const {
@@ -111,17 +102,19 @@ KvStats KvCache::stats() const {
     s.n_tokens = n_tokens_;
     s.capacity = config_.n_ctx;
     s.block_tokens = config_.block_tokens;
-    s.type = config_.type;
     s.n_shifts = shifts_.n_shifts;
     s.shift_keep = shifts_.shift_keep;
     s.shift_dropped = shifts_.shift_dropped;
     s.dropped_total = shifts_.dropped_total;
+    s.type_k = config_.type_k;
+    s.type_v = config_.type_v;
+    s.bytes_per_token = uint64_t(config_.n_layer) * position_bytes();
     for (int32_t il = 0; il < config_.n_layer; ++il) {
         KvLayerStats l;
         l.window = window_of(size_t(il));
         l.tokens = l.window > 0 ? std::min(n_tokens_, l.window) : n_tokens_;
         l.first_pos = n_tokens_ - l.tokens;
-        l.bytes_used = uint64_t(l.tokens) * 2 * row_bytes();
+        l.bytes_used = uint64_t(l.tokens) * position_bytes();
         size_t held = 0;
         for (const void* b : blocks_[size_t(il)]) held += b != nullptr;
         l.bytes_reserved = uint64_t(held) * block_bytes();

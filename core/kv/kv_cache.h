@@ -7,7 +7,11 @@
 // table and the statistics the inspector shows.
 //
 // Layout of one block of one layer: K rows then V rows, each [block_tokens][n_head_kv][head_dim] in the
-// element type (f16), so one position's K (or V) for all kv heads is contiguous.
+// element type of K (resp. V), so one position's K (or V) for all kv heads is contiguous. The element
+// types are f16 or llama.cpp's block formats q8_0 (an f16 scale + 32 int8 per 32 values) and q4_0 (an
+// f16 scale + 16 bytes of nibbles); a head's row is a whole number of blocks (head_dim % 32 == 0), so
+// no block straddles two heads. Backends never decode blocks themselves: they store and read rows
+// through kv/kv_types.h.
 //
 // Sliding-window layers (Gemma 3's local layers) keep only the window: once every future query is past
 // a block (its positions are older than the window of the next position), the block is released and
@@ -19,12 +23,9 @@
 #include <utility>
 #include <vector>
 
+#include "kv/kv_types.h"
+
 namespace wb {
-
-enum class KvType { F16 };
-
-const char* kv_type_name(KvType t);
-size_t kv_type_bytes(KvType t);
 
 // Where block memory comes from (implemented by each backend).
 class KvAllocator {
@@ -40,7 +41,8 @@ struct KvCacheConfig {
     int32_t head_dim = 0;
     int32_t n_ctx = 0;             // capacity in positions (the user's context size)
     int32_t block_tokens = 128;    // positions per block
-    KvType type = KvType::F16;
+    KvType type_k = KvType::F16;   // element type of the keys
+    KvType type_v = KvType::F16;   // element type of the values
     std::vector<bool> layer_is_swa;  // per layer: sliding-window layer
     int32_t sliding_window = 0;    // positions a query of a sliding-window layer sees (itself included);
                                    // 0 = keep everything on every layer
@@ -63,13 +65,15 @@ struct KvStats {
     int32_t n_tokens = 0;          // positions in the sequence
     int32_t capacity = 0;          // n_ctx
     int32_t block_tokens = 0;
-    KvType type = KvType::F16;
     // Context shifts so far (see KvCache::finish_shift): how many, and the last one's cut: positions
     // [shift_keep, shift_keep + shift_dropped) were dropped and the later ones moved down.
     int32_t n_shifts = 0;
     int32_t shift_keep = 0;
     int32_t shift_dropped = 0;
     int64_t dropped_total = 0;     // positions dropped by every shift since the cache was empty
+    KvType type_k = KvType::F16;
+    KvType type_v = KvType::F16;
+    uint64_t bytes_per_token = 0;  // K and V of one position over all layers (as if no layer had a window)
 };
 
 class KvCache {
@@ -94,9 +98,15 @@ public:
     // a query at position n would need (the caller recomputes the prefix from the start).
     int32_t truncate(int32_t n);
 
-    // Bytes of one position's K (or V) for all kv heads of a layer.
-    size_t row_bytes() const { return size_t(config_.n_head_kv) * size_t(config_.head_dim) * kv_type_bytes(config_.type); }
-    size_t block_bytes() const { return 2 * size_t(config_.block_tokens) * row_bytes(); }
+    // Bytes of one position's K (resp. V) for all kv heads of a layer, and of one kv head's part of it
+    // (head h's row starts h * k_head_bytes() into the position's K row).
+    size_t k_row_bytes() const { return size_t(config_.n_head_kv) * k_head_bytes(); }
+    size_t v_row_bytes() const { return size_t(config_.n_head_kv) * v_head_bytes(); }
+    size_t k_head_bytes() const { return kv_type_row_bytes(config_.type_k, config_.head_dim); }
+    size_t v_head_bytes() const { return kv_type_row_bytes(config_.type_v, config_.head_dim); }
+    size_t block_bytes() const { return size_t(config_.block_tokens) * (k_row_bytes() + v_row_bytes()); }
+    // K and V of one position in one layer.
+    size_t position_bytes() const { return k_row_bytes() + v_row_bytes(); }
 
     // Start of position pos's K / V row in layer il (the block must be reserved and, on a
     // sliding-window layer, not yet released: pos >= n_tokens() - window + 1 for the next query).

@@ -44,7 +44,7 @@ private Q_SLOTS:
         QCOMPARE(panel.fillGauge()->value(), 100);
         QCOMPARE(panel.fillGauge()->maximum(), 1024);
         QVERIFY(panel.typeText().startsWith("f16"));
-        QCOMPARE(KvCachePanel::formulaBytes(2, 3, 64, 100, 2), quint64(2 * 76800));
+        QCOMPARE(KvCachePanel::formulaBytes(2, 3, 128, 128, 100), quint64(2 * 76800));
         QVERIFY2(panel.estimateText().contains("150.0 KiB"), qPrintable(panel.estimateText()));
         QVERIFY2(panel.measuredText().contains("150.0 KiB used"), qPrintable(panel.measuredText()));
         QCOMPARE(panel.totalUsedGraph()->data()->size(), 1);
@@ -53,6 +53,17 @@ private Q_SLOTS:
         panel.handleStats(s);
         QCOMPARE(panel.totalUsedGraph()->data()->size(), 2);
         QCOMPARE(panel.totalUsedGraph()->data()->at(1)->value, 4 * 76800.0 / 1048576.0);
+
+        // A quantized cache: each type with its bits per value, and the formula in its block sizes
+        // (a 64-value head row is 2 blocks: 68 bytes in q8_0, 36 in q4_0).
+        s.type_k = wb::KvType::Q8_0;
+        s.type_v = wb::KvType::Q4_0;
+        s.n_tokens = 100;
+        panel.handleStats(s);
+        QVERIFY2(panel.typeText().startsWith("K q8_0 (8.5 bits per value), V q4_0 (4.5 bits per value)"),
+                 qPrintable(panel.typeText()));
+        QVERIFY2(panel.estimateText().contains("(68 B of K + 36 B of V per head)"), qPrintable(panel.estimateText()));
+        QVERIFY2(panel.estimateText().contains("60.9 KiB"), qPrintable(panel.estimateText()));
     }
 };
 

@@ -278,7 +278,7 @@ private Q_SLOTS:
             }
         QCOMPARE(starts.size(), size_t(3 * 50 * 2));
         // Consecutive positions inside a block are one row apart.
-        QCOMPARE(static_cast<uint8_t*>(kv.k_row(0, 1)) - static_cast<uint8_t*>(kv.k_row(0, 0)), ptrdiff_t(kv.row_bytes()));
+        QCOMPARE(static_cast<uint8_t*>(kv.k_row(0, 1)) - static_cast<uint8_t*>(kv.k_row(0, 0)), ptrdiff_t(kv.k_row_bytes()));
     }
 };
 
