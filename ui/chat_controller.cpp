@@ -1,5 +1,7 @@
 #include "chat_controller.h"
 
+#include <QCoreApplication>
+
 #include "conversation_store.h"
 
 namespace {
@@ -28,6 +30,13 @@ ChatController::~ChatController() {
     m_worker->requestStop(m_nextRequest);
     m_thread.quit();
     m_thread.wait();
+    // The stopped reply's last events (tokens, its final text and stop reason) are queued to this
+    // object: taken in here, they go into the file (handleGenerationFinished saves). Signals are
+    // blocked: the window that listens is being destroyed.
+    {
+        const QSignalBlocker block(this);
+        QCoreApplication::sendPostedEvents(this, QEvent::MetaCall);
+    }
     delete m_worker;
 }
 
@@ -159,12 +168,15 @@ void ChatController::stop() {
 }
 
 void ChatController::newChat() {
-    if (m_generating) {
+    const bool abandoning = m_generating && m_activeRequest != m_abandonedRequest;
+    if (abandoning) {
         stop();
         // Its events still in the queue (attention batches, tokens) belong to the cleared chat.
         m_abandonedRequest = m_activeRequest;
+        m_abandonedTokens.clear();
     }
     saveNow();
+    if (abandoning) m_abandonedId = m_currentId;
     // The settings on screen carry over to the new chat; the messages and the id do not.
     m_conversation.clearMessages();
     m_conversation.title.clear();
@@ -333,8 +345,8 @@ void ChatController::handlePromptReady(const PromptInfo& info) {
 }
 
 void ChatController::handleToken(quint64 requestId, const wb::TokenEvent& event) {
-    if (!isShown(requestId) || m_conversation.messages.isEmpty()) return;
-    ChatEntry& reply = m_conversation.messages.last();
+    const bool abandoned = requestId == m_abandonedRequest && requestId == m_activeRequest;
+    if (!abandoned && (!isShown(requestId) || m_conversation.messages.isEmpty())) return;
     TokenRecord t;
     t.id = event.id;
     t.piece = QString::fromStdString(event.piece);
@@ -343,6 +355,11 @@ void ChatController::handleToken(quint64 requestId, const wb::TokenEvent& event)
     t.position = m_promptTokens + event.index;
     t.candidates = event.candidates;
     t.trace = event.trace;
+    if (abandoned) {
+        m_abandonedTokens.append(t);
+        return;
+    }
+    ChatEntry& reply = m_conversation.messages.last();
     reply.content += t.piece;
     reply.tokens.append(t);
     m_attention.handleToken(t.position, t.piece);
@@ -367,6 +384,7 @@ void ChatController::handleGenerationFinished(const GenerationSummary& summary) 
     if (summary.requestId != m_activeRequest) return;
     if (summary.requestId == m_abandonedRequest) {
         // Stopped by New chat: nothing of it goes into the new conversation; only the state ends.
+        finishAbandoned(summary);
         setGenerating(false);
         Q_EMIT generationFinished(summary);
         return;
@@ -402,6 +420,30 @@ void ChatController::handleGenerationFinished(const GenerationSummary& summary) 
     else if (summary.reason == wb::StopReason::ERROR) Q_EMIT errorOccurred(summary.error);
     if (summary.reason == wb::StopReason::CONTEXT_FULL)
         Q_EMIT notice(tr("The context is full: start a new chat or raise the context size."));
+}
+
+void ChatController::finishAbandoned(const GenerationSummary& summary) {
+    const QString id = m_abandonedId;
+    const QVector<TokenRecord> late = m_abandonedTokens;
+    m_abandonedId.clear();
+    m_abandonedTokens.clear();
+    // Deleted meanwhile: it stays deleted. Read again, not kept: a rename meanwhile stays too.
+    if (!m_store || id.isEmpty() || m_store->indexOf(id) < 0) return;
+    QString error;
+    std::optional<Conversation> c = m_store->load(id, &error);
+    if (c && !c->messages.isEmpty() && c->messages.last().role == QLatin1String("assistant")) {
+        ChatEntry& reply = c->messages.last();
+        reply.tokens += late;
+        if (summary.reason == wb::StopReason::ERROR && reply.tokens.isEmpty()) {
+            c->removeLast();
+        } else {
+            reply.content = summary.text;
+            reply.stopReason = QString::fromLatin1(wb::stop_reason_name(summary.reason));
+        }
+        c->updated = QDateTime::currentDateTimeUtc();
+        if (m_store->save(id, *c, &error)) return;
+    }
+    if (!error.isEmpty()) Q_EMIT errorOccurred(tr("The stopped reply could not be saved: %1").arg(error));
 }
 
 void ChatController::setGenerating(bool on) {

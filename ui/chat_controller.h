@@ -7,6 +7,7 @@
 // every change is saved at once (a system prompt or sampling change after a pause), so quitting or
 // starting a new chat loses nothing. Panels listen to its signals; none of them talks to the worker.
 #include <QObject>
+#include <QPointer>
 #include <QThread>
 #include <QTimer>
 
@@ -16,7 +17,7 @@
 #include "inference_worker.h"
 #include "model_summary.h"
 
-class ConversationStore;
+#include "conversation_store.h"
 
 class ChatController : public QObject {
     Q_OBJECT
@@ -73,7 +74,8 @@ public Q_SLOTS:
     // Shows version `version` (0-based) of message `index` and what was last active below it.
     bool selectVersion(int index, int version);
     void stop();
-    // Saves the conversation on screen and starts an empty one.
+    // Saves the conversation on screen and starts an empty one. A reply still streaming is stopped;
+    // its last tokens, final text and stop reason go into its saved file when the worker ends it.
     void newChat();
     // Opens a conversation of the store (the one on screen is saved first).
     bool openConversation(const QString& id, QString* error);
@@ -161,6 +163,8 @@ private:
     // Shows `c` as the conversation on screen, with its settings.
     void adopt(const Conversation& c, const QString& id);
     void autosave();
+    // The end of a request New chat stopped: its saved file gets the final text and stop reason.
+    void finishAbandoned(const GenerationSummary& summary);
     void scheduleSave() { if (m_store) m_saveTimer.start(); }
     void setGenerating(bool on);
     void setLoading(bool on);
@@ -168,7 +172,7 @@ private:
     QThread m_thread;
     InferenceWorker* m_worker = nullptr;  // lives on m_thread; deleted after the thread ends
     Conversation m_conversation;
-    ConversationStore* m_store = nullptr;
+    QPointer<ConversationStore> m_store;  // a store destroyed first (tests) is not written
     QString m_currentId;
     QTimer m_saveTimer;  // settings changes are saved after a pause, not on every keystroke
     AttentionStore m_attention;
@@ -183,6 +187,8 @@ private:
     quint64 m_activeRequest = 0;
     // A request New chat stopped: it still ends the generating state, but its events are dropped.
     quint64 m_abandonedRequest = 0;
+    QString m_abandonedId;                  // the store id its reply was saved under
+    QVector<TokenRecord> m_abandonedTokens; // its tokens that arrived after New chat
     bool isShown(quint64 requestId) const { return requestId == m_activeRequest && requestId != m_abandonedRequest; }
     int m_promptTokens = 0;  // of the active request: generated token i sits at position m_promptTokens + i
     bool m_generating = false;

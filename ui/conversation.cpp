@@ -219,6 +219,13 @@ void Conversation::clearMessages() {
     m_nextId = 1;
 }
 
+QStringList Conversation::allContents() const {
+    QStringList out;
+    for (const auto& [id, node] : fullTree())
+        if (id != kRoot) out << node.entry.content;
+    return out;
+}
+
 std::map<int, Conversation::Node> Conversation::fullTree() const {
     Conversation copy = *this;
     copy.syncPath();

@@ -13,6 +13,7 @@
 #include <QDateTime>
 #include <QJsonObject>
 #include <QString>
+#include <QStringList>
 #include <QVector>
 
 #include "engine/observer.h"
@@ -67,6 +68,8 @@ public:
     bool selectVersion(int index, int version);
     // Messages in every branch.
     int totalMessages() const;
+    // The text of every message in every branch (the search looks here), in tree order.
+    QStringList allContents() const;
     bool isEmpty() const { return messages.isEmpty(); }
     // Forgets every message (the settings stay).
     void clearMessages();

@@ -26,6 +26,19 @@ class ConversationDelegate : public QStyledItemDelegate {
 public:
     using QStyledItemDelegate::QStyledItemDelegate;
 
+    // Whether a title editor is open (the list's own state() is not public).
+    bool isEditing() const { return m_openEditors > 0; }
+
+    QWidget* createEditor(QWidget* parent, const QStyleOptionViewItem& option, const QModelIndex& index) const override {
+        ++m_openEditors;
+        return QStyledItemDelegate::createEditor(parent, option, index);
+    }
+
+    void destroyEditor(QWidget* editor, const QModelIndex& index) const override {
+        --m_openEditors;
+        QStyledItemDelegate::destroyEditor(editor, index);
+    }
+
     void paint(QPainter* painter, const QStyleOptionViewItem& option, const QModelIndex& index) const override {
         QStyleOptionViewItem opt = option;
         initStyleOption(&opt, index);
@@ -62,6 +75,9 @@ public:
         small.setPointSizeF(std::max(6.0, small.pointSizeF() * 0.85));
         return {option.fontMetrics.averageCharWidth() * 16, option.fontMetrics.height() + QFontMetrics(small).height() + 8};
     }
+
+private:
+    mutable int m_openEditors = 0;
 };
 
 }  // namespace
@@ -74,7 +90,12 @@ ConversationList::ConversationList(ChatController* controller, ConversationStore
     m_search->setClearButtonEnabled(true);
     m_list = new QListWidget(this);
     m_list->setAccessibleName(tr("Conversations"));
-    m_list->setItemDelegate(new ConversationDelegate(m_list));
+    auto* delegate = new ConversationDelegate(m_list);
+    m_list->setItemDelegate(delegate);
+    // Queued: the view leaves its editing state after the delegate's signal.
+    connect(delegate, &QAbstractItemDelegate::closeEditor, this, [this] {
+        if (m_refreshPending) refresh();
+    }, Qt::QueuedConnection);
     m_list->setEditTriggers(QAbstractItemView::EditKeyPressed);
     m_list->setContextMenuPolicy(Qt::CustomContextMenu);
     m_list->setUniformItemSizes(true);
@@ -120,6 +141,11 @@ QString ConversationList::dateText(const QDateTime& when) {
 }
 
 void ConversationList::refresh() {
+    if (static_cast<const ConversationDelegate*>(m_list->itemDelegate())->isEditing()) {
+        m_refreshPending = true;
+        return;
+    }
+    m_refreshPending = false;
     const QString selected = m_list->currentItem() ? m_list->currentItem()->data(kIdRole).toString() : QString();
     // Filling the list is not an edit or a click.
     const QSignalBlocker block(m_list);

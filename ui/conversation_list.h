@@ -51,4 +51,7 @@ private:
     QListWidget* m_list;
     QPushButton* m_newButton;
     QPushButton* m_undoButton;
+    // A refresh asked for while a title is being typed waits for the editor to close (a refresh
+    // replaces the items and with them the open editor and what was typed).
+    bool m_refreshPending = false;
 };

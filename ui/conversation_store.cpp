@@ -3,6 +3,12 @@
 #include <QDir>
 #include <QFile>
 #include <QFileInfo>
+#include <QHash>
+#include <QJsonArray>
+#include <QJsonDocument>
+#include <QJsonObject>
+#include <QLockFile>
+#include <QSaveFile>
 #include <QStandardPaths>
 #include <QUuid>
 
@@ -11,13 +17,56 @@
 namespace {
 const QString kTrash = QStringLiteral(".trash");
 const QString kSuffix = QStringLiteral(".json");
+const QString kIndex = QStringLiteral(".index.json");
+const QString kLockSuffix = QStringLiteral(".lock");
+constexpr int kIndexVersion = 1;
+// Saves come in bursts (a reply, a rename): the index is written once they pause.
+constexpr int kIndexDelayMs = 2000;
+
+QLockFile* instanceLock(const QString& path) {
+    auto* lock = new QLockFile(path);
+    // Stale only when the process that holds it has gone (never by age: a window stays open for days).
+    lock->setStaleLockTime(0);
+    return lock;
+}
 }  // namespace
 
 ConversationStore::ConversationStore(const QString& directory, QObject* parent) : QObject(parent), m_directory(directory) {
     QDir().mkpath(m_directory);
-    // What was deleted in an earlier run is gone for good: Undo lasts as long as the program runs.
-    QDir(QDir(m_directory).filePath(kTrash)).removeRecursively();
+    m_indexTimer.setSingleShot(true);
+    m_indexTimer.setInterval(kIndexDelayMs);
+    connect(&m_indexTimer, &QTimer::timeout, this, [this] { writeIndex(); });
+    claimTrash();
     rescan();
+}
+
+ConversationStore::~ConversationStore() {
+    if (m_indexTimer.isActive()) writeIndex();
+    // What this instance deleted is gone for good: Undo lasts as long as the program runs.
+    QDir(trashDir()).removeRecursively();
+    if (m_trashLock) m_trashLock->unlock();
+}
+
+void ConversationStore::claimTrash() {
+    const QDir trash(QDir(m_directory).filePath(kTrash));
+    QDir().mkpath(trash.path());
+    m_instance = QUuid::createUuid().toString(QUuid::Id128).left(12);
+    m_trashLock.reset(instanceLock(trash.filePath(m_instance + kLockSuffix)));
+    if (!m_trashLock->tryLock(0)) m_trashLock.reset();
+    // Deleted files of the old layout (directly in .trash, from before instances had folders).
+    for (const QFileInfo& f : trash.entryInfoList({QStringLiteral("*") + kSuffix}, QDir::Files)) QFile::remove(f.filePath());
+    QStringList others = trash.entryList(QDir::Dirs | QDir::NoDotAndDotDot);
+    for (const QString& lockName : trash.entryList({QStringLiteral("*") + kLockSuffix}, QDir::Files))
+        others << lockName.chopped(kLockSuffix.size());
+    others.removeDuplicates();
+    for (const QString& other : others) {
+        if (other == m_instance) continue;
+        // A lock we can take is one whose instance has gone (or never took one).
+        std::unique_ptr<QLockFile> lock(instanceLock(trash.filePath(other + kLockSuffix)));
+        if (!lock->tryLock(0)) continue;
+        QDir(trash.filePath(other)).removeRecursively();
+        lock->unlock();  // removes the lock file
+    }
 }
 
 QString ConversationStore::defaultDirectory() {
@@ -30,8 +79,16 @@ QString ConversationStore::pathOf(const QString& id) const {
     return QDir(m_directory).filePath(id + kSuffix);
 }
 
+QString ConversationStore::indexPath() const {
+    return QDir(m_directory).filePath(kIndex);
+}
+
+QString ConversationStore::trashDir() const {
+    return QDir(QDir(m_directory).filePath(kTrash)).filePath(m_instance);
+}
+
 QString ConversationStore::trashPath(const QString& id) const {
-    return QDir(QDir(m_directory).filePath(kTrash)).filePath(id + kSuffix);
+    return QDir(trashDir()).filePath(id + kSuffix);
 }
 
 QString ConversationStore::newId() const {
@@ -58,7 +115,7 @@ ConversationInfo ConversationStore::infoOf(const QString& id, const Conversation
     info.updated = c.updated;
     info.messages = c.totalMessages();
     QStringList text{info.title};
-    for (const ChatEntry& m : c.messages) text << m.content;
+    text << c.allContents();
     info.text = text.join(QLatin1Char('\n')).toLower();
     return info;
 }
@@ -73,11 +130,72 @@ void ConversationStore::upsert(const ConversationInfo& info) {
                      [](const ConversationInfo& a, const ConversationInfo& b) { return a.updated > b.updated; });
 }
 
+void ConversationStore::stampFile(ConversationInfo& info) const {
+    const QFileInfo f(pathOf(info.id));
+    info.fileSize = f.size();
+    info.fileModifiedMs = f.lastModified().toMSecsSinceEpoch();
+}
+
+QVector<ConversationInfo> ConversationStore::readIndex() const {
+    QFile file(indexPath());
+    if (!file.open(QIODevice::ReadOnly)) return {};
+    const QJsonObject root = QJsonDocument::fromJson(file.readAll()).object();
+    if (root.value(QStringLiteral("version")).toInt() != kIndexVersion) return {};
+    QVector<ConversationInfo> out;
+    for (const QJsonValue& v : root.value(QStringLiteral("entries")).toArray()) {
+        const QJsonObject o = v.toObject();
+        ConversationInfo info;
+        info.id = o.value(QStringLiteral("id")).toString();
+        info.title = o.value(QStringLiteral("title")).toString();
+        info.model = o.value(QStringLiteral("model")).toString();
+        info.updated = QDateTime::fromMSecsSinceEpoch(qint64(o.value(QStringLiteral("updated")).toDouble()), Qt::UTC);
+        info.messages = o.value(QStringLiteral("messages")).toInt();
+        info.text = o.value(QStringLiteral("text")).toString();
+        info.fileSize = qint64(o.value(QStringLiteral("size")).toDouble(-1));
+        info.fileModifiedMs = qint64(o.value(QStringLiteral("modified")).toDouble(-1));
+        if (!info.id.isEmpty()) out.append(info);
+    }
+    return out;
+}
+
+bool ConversationStore::writeIndex(QString* error) {
+    m_indexTimer.stop();
+    QJsonArray entries;
+    for (const ConversationInfo& info : m_list)
+        entries.append(QJsonObject{{QStringLiteral("id"), info.id},
+                                   {QStringLiteral("title"), info.title},
+                                   {QStringLiteral("model"), info.model},
+                                   {QStringLiteral("updated"), double(info.updated.toMSecsSinceEpoch())},
+                                   {QStringLiteral("messages"), info.messages},
+                                   {QStringLiteral("text"), info.text},
+                                   {QStringLiteral("size"), double(info.fileSize)},
+                                   {QStringLiteral("modified"), double(info.fileModifiedMs)}});
+    const QJsonObject root{{QStringLiteral("version"), kIndexVersion}, {QStringLiteral("entries"), entries}};
+    QSaveFile file(indexPath());
+    if (!file.open(QIODevice::WriteOnly) || file.write(QJsonDocument(root).toJson(QJsonDocument::Compact)) < 0 || !file.commit()) {
+        if (error) *error = file.errorString();
+        return false;
+    }
+    return true;
+}
+
 void ConversationStore::rescan() {
     m_list.clear();
     m_unreadable.clear();
-    const QFileInfoList files = QDir(m_directory).entryInfoList({QStringLiteral("*.json")}, QDir::Files, QDir::Name);
+    m_parsedAtScan = 0;
+    QHash<QString, ConversationInfo> indexed;
+    for (const ConversationInfo& info : readIndex()) indexed.insert(info.id, info);
+    bool stale = false;
+    const QFileInfoList files = QDir(m_directory).entryInfoList({QStringLiteral("*") + kSuffix}, QDir::Files, QDir::Name);
     for (const QFileInfo& f : files) {
+        const QString id = f.completeBaseName();
+        const auto known = indexed.constFind(id);
+        if (known != indexed.cend() && known->fileSize == f.size() && known->fileModifiedMs == f.lastModified().toMSecsSinceEpoch()) {
+            m_list.append(*known);
+            continue;
+        }
+        stale = true;
+        ++m_parsedAtScan;
         QString error;
         std::optional<Conversation> c = Conversation::load(f.filePath(), &error);
         if (!c) {
@@ -85,8 +203,14 @@ void ConversationStore::rescan() {
             continue;
         }
         if (!c->updated.isValid()) c->updated = f.lastModified();
-        upsert(infoOf(f.completeBaseName(), *c));
+        ConversationInfo info = infoOf(id, *c);
+        info.fileSize = f.size();
+        info.fileModifiedMs = f.lastModified().toMSecsSinceEpoch();
+        m_list.append(info);
     }
+    std::stable_sort(m_list.begin(), m_list.end(),
+                     [](const ConversationInfo& a, const ConversationInfo& b) { return a.updated > b.updated; });
+    if (stale || m_list.size() != indexed.size()) writeIndex();
     Q_EMIT changed();
 }
 
@@ -101,7 +225,10 @@ QVector<ConversationInfo> ConversationStore::search(const QString& query) const 
 bool ConversationStore::save(const QString& id, const Conversation& conversation, QString* error) {
     QDir().mkpath(m_directory);
     if (!conversation.save(pathOf(id), error)) return false;
-    upsert(infoOf(id, conversation));
+    ConversationInfo info = infoOf(id, conversation);
+    stampFile(info);
+    upsert(info);
+    indexChanged();
     Q_EMIT changed();
     return true;
 }
@@ -123,13 +250,14 @@ bool ConversationStore::remove(const QString& id, QString* error) {
         if (error) *error = tr("There is no saved conversation %1.").arg(id);
         return false;
     }
-    QDir().mkpath(QDir(m_directory).filePath(kTrash));
+    QDir().mkpath(trashDir());
     QFile::remove(trashPath(id));
     if (!QFile::rename(pathOf(id), trashPath(id))) {
         if (error) *error = tr("Cannot move %1 to %2.").arg(pathOf(id), trashPath(id));
         return false;
     }
     m_removed.append(m_list.takeAt(i));
+    indexChanged();
     Q_EMIT changed();
     return true;
 }
@@ -150,6 +278,7 @@ QString ConversationStore::undoRemove(QString* error) {
     }
     m_removed.removeLast();
     upsert(info);
+    indexChanged();
     Q_EMIT changed();
     return info.id;
 }

@@ -485,7 +485,24 @@ void MainWindow::inspectToken(int messageIndex, int tokenIndex) {
 }
 
 void MainWindow::closeEvent(QCloseEvent* event) {
-    // Quitting loses nothing: the conversation (a reply being written too, as far as it got) is saved.
+    // Quitting loses nothing: a reply being written is stopped first and the window closes when its
+    // end (final text, stop reason) is in; the event loop keeps running meanwhile.
+    if (m_controller->isGenerating() && !m_forceClose) {
+        event->ignore();
+        if (m_closeAfterStop) return;
+        m_closeAfterStop = true;
+        m_controller->stop();
+        statusBar()->showMessage(tr("Stopping the reply before quitting…"));
+        // A worker that does not answer does not keep the window open: what was written so far is saved.
+        constexpr int kCloseWaitMs = 10000;
+        QTimer::singleShot(kCloseWaitMs, this, [this] {
+            if (!m_closeAfterStop) return;
+            m_forceClose = true;
+            close();
+        });
+        return;
+    }
+    m_closeAfterStop = false;
     QString error;
     if (!m_controller->saveNow(&error)) statusBar()->showMessage(tr("The conversation could not be saved: %1").arg(error));
     AppSettings::setWindowLayout(layoutKey(), saveGeometry(), saveState());
@@ -572,6 +589,8 @@ void MainWindow::handleGeneratingChanged(bool generating) {
     if (!generating && m_prefillBar) m_prefillBar->hide();
     m_stopAction->setEnabled(generating);
     m_regenerateAction->setEnabled(!generating);
+    // After the controller has saved the finished reply (queued: not from inside its signal).
+    if (!generating && m_closeAfterStop) QTimer::singleShot(0, this, &QWidget::close);
 }
 
 void MainWindow::handleEscape() {

@@ -154,4 +154,8 @@ private:
     quint64 m_kvReserved = 0;
     QString m_loadingPath;
     bool m_attentionLayerRestored = false;  // the saved layer is applied once the first model gives the range
+    // Quit while a reply streams: the window stops it and closes when the worker has ended it (its
+    // final text and stop reason saved), or after kCloseWaitMs whatever happens.
+    bool m_closeAfterStop = false;
+    bool m_forceClose = false;
 };

@@ -179,6 +179,8 @@ private Q_SLOTS:
         QVERIFY(w.controller()->currentId().isEmpty());
         QVERIFY(finished.wait(kTimeoutMs));  // the stopped reply ends; it belongs to the old chat
         QVERIFY(w.controller()->conversation().isEmpty());
+        const GenerationSummary stopped = finished.takeFirst().at(0).value<GenerationSummary>();
+        QCOMPARE(stopped.reason, wb::StopReason::STOPPED);
         w.controller()->setSamplingParams(quick(4));
         QVERIFY(replyTo(w, [&] { return w.controller()->sendMessage("Hello"); }));
         const QString second = w.controller()->currentId();
@@ -189,17 +191,48 @@ private Q_SLOTS:
         QCOMPARE(old->messages.size(), 2);
         QCOMPARE(old->messages[0].content, QString("Count from 1 to 50."));
         QVERIFY(!old->messages[1].tokens.isEmpty());
+        // The file has the reply as the worker ended it, not as far as it had streamed at New chat.
+        QCOMPARE(old->messages[1].stopReason, QString("stopped"));
+        QCOMPARE(old->messages[1].content, stopped.text);
+        QString pieces;
+        for (const TokenRecord& t : old->messages[1].tokens) pieces += t.piece;
+        QVERIFY2(stopped.text.startsWith(pieces.left(stopped.text.size())), qPrintable(pieces));
 
-        // Quit while a reply streams: the window's close saves it as far as it got.
+        // Quit while a reply streams: the window stops it, stays open (the event loop runs) until the
+        // worker has ended it, then closes with the complete reply saved.
         QSignalSpy more(w.controller(), &ChatController::tokenAppended);
         QVERIFY(w.controller()->sendMessage("Count from 1 to 50 again."));
         QVERIFY(more.wait(kTimeoutMs));
         QTRY_VERIFY(more.size() >= 2);
+        QSignalSpy quitEnd(w.controller(), &ChatController::generationFinished);
         w.close();
+        QTRY_VERIFY_WITH_TIMEOUT(!w.isVisible(), kTimeoutMs);
+        QCOMPARE(quitEnd.size(), 1);
         std::optional<Conversation> closed = w.conversationStore()->load(second, nullptr);
         QVERIFY(closed);
         QCOMPARE(closed->messages.size(), 4);
         QVERIFY(!closed->messages[3].tokens.isEmpty());
+        QCOMPARE(closed->messages[3].stopReason, QString("stopped"));
+        QCOMPARE(closed->messages[3].content, quitEnd.at(0).at(0).value<GenerationSummary>().text);
+    }
+
+    // A window destroyed while a reply streams (no close first): the controller takes in the
+    // worker's last events on its way out, so the file still has the reply's end.
+    void destroyedWhileStreamingSavesTheEnd() {
+        auto* w = new MainWindow;
+        QVERIFY(startAndWait(*w));
+        w->controller()->setSamplingParams(quick(40));
+        QSignalSpy tokens(w->controller(), &ChatController::tokenAppended);
+        QVERIFY(w->controller()->sendMessage("Count from 1 to 50."));
+        QVERIFY(tokens.wait(kTimeoutMs));
+        const QString id = w->controller()->currentId();
+        const QString path = w->conversationStore()->pathOf(id);
+        delete w;
+        std::optional<Conversation> saved = Conversation::load(path, nullptr);
+        QVERIFY(saved);
+        QCOMPARE(saved->messages.size(), 2);
+        QCOMPARE(saved->messages[1].stopReason, QString("stopped"));
+        QVERIFY(!saved->messages[1].tokens.isEmpty());
     }
 
     // Without a model: conversations put in the folder are listed; rename, delete, undo and search
