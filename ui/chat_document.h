@@ -34,6 +34,8 @@ public:
     // message once the conversation is replaced (new chat, another conversation, another version).
     void clearRawText() { m_raw.clear(); }
 
+    // The writer of the latest reply shown as Markdown (what streaming costs: writtenCharacters).
+    const MarkdownBody& markdownBody() const { return m_body; }
     // Message whose text contains document position pos; -1 when none.
     int messageAt(int position) const;
     static bool parseTokenHref(const QString& href, int* messageIndex, int* tokenIndex);

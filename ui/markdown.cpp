@@ -226,26 +226,31 @@ bool Parser::tryListItem(const QString& s, int start, int end, int newline, int 
     return true;
 }
 
+std::optional<Line> Parser::codeLine(const QString& s, int start, int end) const {
+    int first = 0;
+    indentOf(s, start, end, &first);
+    int len = 0;
+    while (first + len < end && s[first + len] == m_fenceChar) ++len;
+    if (len >= m_fenceLen && isBlank(s, first + len, end)) return std::nullopt;
+    // The fence's indentation is not part of the code.
+    int p = start, col = 0;
+    while (p < end && col < m_fenceIndent && s[p] == QLatin1Char(' ')) ++p, ++col;
+    int e = end;
+    if (e > p && s[e - 1] == QLatin1Char('\r')) --e;
+    return Line{p, e};
+}
+
 void Parser::addLine(const QString& s, int start, int end, int newline) {
     const int lineEnd = newline >= 0 ? newline : end;
     if (m_open == Open::Code) {
-        int first = 0;
-        indentOf(s, start, end, &first);
-        int len = 0;
-        while (first + len < end && s[first + len] == m_fenceChar) ++len;
-        if (len >= m_fenceLen && isBlank(s, first + len, end)) {
-            m_cur.closed = true;
-            m_cur.end = lineEnd;
-            closeOpen(s);
+        const std::optional<Line> code = codeLine(s, start, end);
+        m_cur.end = lineEnd;
+        if (code) {
+            m_cur.lines.append(*code);
             return;
         }
-        // The fence's indentation is not part of the code.
-        int p = start, col = 0;
-        while (p < end && col < m_fenceIndent && s[p] == QLatin1Char(' ')) ++p, ++col;
-        int e = end;
-        if (e > p && s[e - 1] == QLatin1Char('\r')) --e;
-        m_cur.lines.append({p, e});
-        m_cur.end = lineEnd;
+        m_cur.closed = true;
+        closeOpen(s);
         return;
     }
     if (isBlank(s, start, end)) {

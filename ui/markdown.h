@@ -16,6 +16,8 @@
 // link destinations precomputed stops), so hostile input (100k '*', unclosed fences, deep nesting)
 // costs no more than ordinary text. A Parser fed the complete lines of a growing reply can be
 // copied and finished with the last, unfinished line: what streaming needs (see MarkdownBody).
+#include <optional>
+
 #include <QString>
 #include <QVector>
 
@@ -77,6 +79,12 @@ public:
     int finishedCount() const { return int(m_blocks.size()); }
     // Drops the finished blocks (a copy that will only produce the tail keeps the rest cheap).
     void dropFinished() { m_blocks.clear(); }
+    // The open fenced code block (its lines: the complete lines fed so far), or null: a writer can
+    // append to it line by line instead of writing the whole block again.
+    const Block* openCode() const { return m_open == Open::Code ? &m_cur : nullptr; }
+    // Inside the open code block: the code of line source[start, end) (the fence's indentation and a
+    // '\r' removed), or nullopt when the line is the closing fence.
+    std::optional<Line> codeLine(const QString& source, int start, int end) const;
 
 private:
     enum class Open { None, Paragraph, ListItem, Quote, Code, Table };

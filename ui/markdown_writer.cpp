@@ -77,6 +77,7 @@ void MarkdownBody::begin(QTextDocument* document, int messageIndex, bool colorBy
     m_pieces.clear();
     m_tokenStarts.clear();
     m_covered = 0;
+    m_writtenChars = 0;
     restart();
 }
 
@@ -90,6 +91,7 @@ void MarkdownBody::restart() {
     m_written = 0;
     m_tailPos = m_bodyStart;
     m_ctx = Context();
+    m_openCode = OpenCode();
 }
 
 void MarkdownBody::extendTokens(const QVector<TokenRecord>& tokens) {
@@ -131,6 +133,36 @@ void MarkdownBody::update(const QString& text, const QVector<TokenRecord>& token
         m_parser.addLine(m_text, m_fed, nl, nl);
         m_fed = nl + 1;
     }
+    const bool finishedMore = m_parser.finishedCount() > m_written;
+    if (!finishedMore && appendOpenCode()) {
+        m_tokens = nullptr;
+        return;
+    }
+    removeTail();
+    if (finishedMore) {
+        const QVector<md::Block> done = m_parser.blocks().mid(m_written);
+        writeBlocks(done, m_written, &m_ctx);
+        m_written = m_parser.finishedCount();
+        QTextCursor end(m_document);
+        end.movePosition(QTextCursor::End);
+        m_tailPos = end.position();
+        if (appendOpenCode()) {
+            m_tokens = nullptr;
+            return;
+        }
+    }
+    // The open tail: a copy of the parser finishes it with the line still being written.
+    md::Parser tail = m_parser;
+    tail.dropFinished();
+    if (m_fed < m_text.size()) tail.addLine(m_text, m_fed, int(m_text.size()), -1);
+    tail.finish(m_text);
+    Context ctx = m_ctx;
+    writeBlocks(tail.blocks(), m_written, &ctx);
+    m_tokens = nullptr;
+}
+
+void MarkdownBody::removeTail() {
+    m_openCode = OpenCode();
     QTextCursor c(m_document);
     c.setPosition(m_tailPos);
     c.movePosition(QTextCursor::End, QTextCursor::KeepAnchor);
@@ -141,22 +173,49 @@ void MarkdownBody::update(const QString& text, const QVector<TokenRecord>& token
         c.setBlockFormat(QTextBlockFormat());
         c.setBlockCharFormat(QTextCharFormat());
     }
-    if (m_parser.finishedCount() > m_written) {
-        const QVector<md::Block> done = m_parser.blocks().mid(m_written);
-        writeBlocks(done, m_written, &m_ctx);
-        m_written = m_parser.finishedCount();
-        QTextCursor end(m_document);
-        end.movePosition(QTextCursor::End);
-        m_tailPos = end.position();
+}
+
+namespace {
+void setBottomMargin(QTextCursor& c, qreal margin) {
+    QTextBlockFormat bf = c.blockFormat();
+    bf.setBottomMargin(margin);
+    c.setBlockFormat(bf);
+}
+}  // namespace
+
+bool MarkdownBody::appendOpenCode() {
+    const md::Block* open = m_parser.openCode();
+    if (!open) return false;
+    std::optional<md::Line> partial;
+    if (m_fed < m_text.size()) {
+        partial = m_parser.codeLine(m_text, m_fed, int(m_text.size()));
+        if (!partial) return false;  // the closing fence, not yet ended by a newline: the tail path closes it
     }
-    // The open tail: a copy of the parser finishes it with the line still being written.
-    md::Parser tail = m_parser;
-    tail.dropFinished();
-    if (m_fed < m_text.size()) tail.addLine(m_text, m_fed, int(m_text.size()), -1);
-    tail.finish(m_text);
-    Context ctx = m_ctx;
-    writeBlocks(tail.blocks(), m_written, &ctx);
-    m_tokens = nullptr;
+    QTextCursor c(m_document);
+    c.beginEditBlock();
+    if (!m_openCode.active) {
+        removeTail();
+        c.movePosition(QTextCursor::End);
+        // The tail's context is thrown away with it, as the usual tail's is.
+        Context ctx = m_ctx;
+        writeCodeLabel(c, *open, m_written, &ctx);
+        m_openCode.active = true;
+    } else {
+        // Only the line being written is replaced (with the '\n' before it).
+        c.setPosition(m_openCode.partialPos);
+        c.movePosition(QTextCursor::End, QTextCursor::KeepAnchor);
+        c.removeSelectedText();
+    }
+    c.movePosition(QTextCursor::End);
+    const bool more = m_openCode.lines < open->lines.size() || partial;
+    if (m_openCode.lines > 0 && more) setBottomMargin(c, 0);  // the block's closing margin moves down
+    for (int i = m_openCode.lines; i < open->lines.size(); ++i)
+        writeCodeLine(c, *open, m_written, open->lines[i], !partial && i + 1 == open->lines.size());
+    m_openCode.lines = int(open->lines.size());
+    m_openCode.partialPos = c.position();
+    if (partial) writeCodeLine(c, *open, m_written, *partial, true);
+    c.endEditBlock();
+    return true;
 }
 
 void MarkdownBody::writeBlocks(const QVector<md::Block>& blocks, int firstIndex, Context* ctx) {
@@ -261,6 +320,11 @@ void MarkdownBody::writeListItem(QTextCursor& c, const md::Block& b, Context* ct
 }
 
 void MarkdownBody::writeCode(QTextCursor& c, const md::Block& b, int index, Context* ctx) {
+    writeCodeLabel(c, b, index, ctx);
+    for (int i = 0; i < b.lines.size(); ++i) writeCodeLine(c, b, index, b.lines[i], i + 1 == b.lines.size());
+}
+
+void MarkdownBody::writeCodeLabel(QTextCursor& c, const md::Block& b, int index, Context* ctx) {
     const QColor background = Theme::color(Theme::Role::CodeBackground);
     QTextBlockFormat label;
     label.setBackground(background);
@@ -280,21 +344,20 @@ void MarkdownBody::writeCode(QTextCursor& c, const md::Block& b, int index, Cont
     copy.setAnchorHref(copyHref(m_message, index));
     copy.setToolTip(QObject::tr("Copy the code"));
     c.insertText(QObject::tr("Copy"), copy);
+}
 
+void MarkdownBody::writeCodeLine(QTextCursor& c, const md::Block& b, int index, md::Line source, bool last) {
     QTextBlockFormat line;
-    line.setBackground(background);
+    line.setBackground(Theme::color(Theme::Role::CodeBackground));
     line.setNonBreakableLines(true);
     line.setIndent(std::min(b.depth, kMaxDepth));
     line.setProperty(QTextFormat::BlockCodeFence, QChar(u'`'));
     line.setProperty(markdown_format::CodeBlockIndex, index);
     if (!b.language.isEmpty()) line.setProperty(QTextFormat::BlockCodeLanguage, b.language);
+    if (last) line.setBottomMargin(8);
     const QTextCharFormat code = codeFormat();
-    for (int i = 0; i < b.lines.size(); ++i) {
-        QTextBlockFormat bf = line;
-        if (i + 1 == b.lines.size()) bf.setBottomMargin(8);
-        c.insertBlock(bf, code);
-        writeSource(c, b.lines[i].start, b.lines[i].end, code);
-    }
+    c.insertBlock(line, code);
+    writeSource(c, source.start, source.end, code);
 }
 
 void MarkdownBody::writeTable(QTextCursor& c, const md::Block& b, Context* ctx) {
@@ -361,6 +424,7 @@ void MarkdownBody::writeSource(QTextCursor& c, int from, int to, const QTextChar
             g.setToolTip(link);
         }
         c.insertText(text, g);
+        m_writtenChars += text.size();
         from = next;
     }
 }

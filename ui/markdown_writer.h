@@ -7,7 +7,8 @@
 //
 // Streaming: blocks the parser has finished are written once; only the open tail (the last block or
 // two) is removed and written again on each update, so a reply of n tokens costs O(n * tail), not
-// O(n^2). update() takes the reply's whole text; when the new text does not extend the old one (the
+// O(n^2). An open fenced code block (a tail that can grow to thousands of lines) is not rewritten:
+// its new lines are appended and only the line being written is replaced. update() takes the reply's whole text; when the new text does not extend the old one (the
 // final text differs), the body is written again from its start.
 #include <QTextCharFormat>
 #include <QTextDocument>
@@ -35,6 +36,8 @@ public:
     void update(const QString& text, const QVector<TokenRecord>& tokens);
     int messageIndex() const { return m_message; }
     int tokenCount() const { return int(m_tokenStarts.size()); }
+    // Characters inserted into the document since begin() (the work streaming costs).
+    qint64 writtenCharacters() const { return m_writtenChars; }
 
     static QString copyHref(int messageIndex, int blockIndex);
     static bool parseCopyHref(const QString& href, int* messageIndex, int* blockIndex);
@@ -52,6 +55,13 @@ private:
     void writeBlocks(const QVector<md::Block>& blocks, int firstIndex, Context* ctx);
     void writeBlock(QTextCursor& c, const md::Block& b, int index, Context* ctx);
     void writeCode(QTextCursor& c, const md::Block& b, int index, Context* ctx);
+    void writeCodeLabel(QTextCursor& c, const md::Block& b, int index, Context* ctx);
+    void writeCodeLine(QTextCursor& c, const md::Block& b, int index, md::Line line, bool last);
+    // Removes what the tail wrote from m_tailPos on.
+    void removeTail();
+    // The open tail is a fenced code block: appends its new lines; false when the tail must be
+    // written the usual way (no open code block, or the line being written closes it).
+    bool appendOpenCode();
     void writeTable(QTextCursor& c, const md::Block& b, Context* ctx);
     void writeListItem(QTextCursor& c, const md::Block& b, Context* ctx);
     void writeSpans(QTextCursor& c, const QVector<md::Span>& spans, const QTextCharFormat& base);
@@ -74,4 +84,10 @@ private:
     int m_bodyStart = 0;        // document position of the body's first block
     int m_tailPos = 0;          // document position where the rewritten tail begins
     Context m_ctx;              // after the blocks written for good
+    struct OpenCode {
+        bool active = false;    // the tail is the open code block, written line by line
+        int lines = 0;          // its complete lines written
+        int partialPos = 0;     // document position before the line being written
+    } m_openCode;
+    qint64 m_writtenChars = 0;
 };

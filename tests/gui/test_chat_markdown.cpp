@@ -5,7 +5,9 @@
 // full render, and streaming 2,000 tokens stays linear.
 #include <QApplication>
 #include <QClipboard>
+#include <QAbstractTextDocumentLayout>
 #include <QElapsedTimer>
+#include <QScrollBar>
 #include <QSignalSpy>
 #include <QTemporaryDir>
 #include <QTextBlock>
@@ -343,6 +345,82 @@ private Q_SLOTS:
         ChatDocument(&fullDoc).rebuild(c);
         QCOMPARE(doc.toPlainText(), fullDoc.toPlainText());
         QVERIFY2(ms < 8000, qPrintable(QString("%1 ms").arg(ms)));
+    }
+
+    // A table wider than the chat (ten columns, long words, a long unbroken link) is fitted to the
+    // view's width: its cells wrap, the view scrolls no sideways and the panel asks for no more room.
+    void aWideTableFitsTheView() {
+        QString table = "| " + QStringList(QVector<QString>(10, "Column heading")).join(" | ") + " |\n|";
+        for (int i = 0; i < 10; ++i) table += "---|";
+        table += "\n";
+        for (int r = 0; r < 3; ++r) {
+            table += "|";
+            for (int col = 0; col < 10; ++col)
+                table += col == 3 ? " https://example.org/a/very/long/path/without/any/break/" + QString("x").repeated(120) + " |"
+                                  : " incomprehensibilities characteristically |";
+            table += "\n";
+        }
+        QTemporaryDir dir;
+        QVERIFY(conversationWith("Here:\n\n" + table + "\nDone.").save(dir.filePath("c.json"), nullptr));
+        ChatController controller;
+        ChatPanel panel(&controller);
+        panel.resize(700, 600);
+        panel.show();
+        QVERIFY(QTest::qWaitForWindowExposed(&panel));
+        const QSize minimumBefore = panel.minimumSizeHint();
+        QVERIFY(controller.loadConversation(dir.filePath("c.json"), nullptr));
+        QTextBrowser* view = panel.view();
+        QCOMPARE(tables(*view->document()).size(), 1);
+        QApplication::processEvents();
+        const qreal width = view->document()->documentLayout()->documentSize().width();
+        QVERIFY2(width <= view->viewport()->width() + 1,
+                 qPrintable(QString("document %1 wide in a %2 wide view").arg(width).arg(view->viewport()->width())));
+        QCOMPARE(view->horizontalScrollBar()->maximum(), 0);
+        QCOMPARE(panel.minimumSizeHint(), minimumBefore);
+        QCOMPARE(panel.size(), QSize(700, 600));
+    }
+
+    // One code block that stays open for 1,500 lines (a model writing a long file): each token
+    // appends to it; the block is not written again per token. The characters inserted stay within a
+    // small multiple of the reply's length (rewriting the open block per token inserts ~n^2/8), and
+    // what is shown is always the render of the text so far.
+    void aLongOpenCodeBlockIsAppendedNotRewritten() {
+        QString text = "Here is the file:\n\n```cpp\n";
+        for (int i = 0; i < 1500; ++i) text += QString("int v%1 = %1;\n").arg(i);
+        text += "```\nDone.";
+        const ChatEntry full = replyOf(text);
+        const int closing = tokenOf(full, int(text.lastIndexOf("```")));
+        Conversation c;
+        c.messages.append({"user", "go", {}, {}});
+        c.messages.append({"assistant", {}, {}, {}});
+        QTextDocument doc;
+        ChatDocument writer(&doc);
+        writer.rebuild(c);
+        QElapsedTimer timer;
+        timer.start();
+        qint64 checking = 0;
+        for (int t = 0; t < full.tokens.size(); ++t) {
+            c.messages[1].tokens.append(full.tokens[t]);
+            c.messages[1].content += full.tokens[t].piece;
+            writer.appendToken(c, 1, t);
+            // Now and then, and around the closing fence (typed, then ended by its newline).
+            if (t % 9999 == 0 || std::abs(t - closing) <= 1) {
+                const qint64 before = timer.elapsed();
+                QTextDocument partial;
+                ChatDocument(&partial).rebuild(c);
+                QCOMPARE(doc.toPlainText(), partial.toPlainText());
+                checking += timer.elapsed() - before;
+            }
+        }
+        const qint64 written = writer.markdownBody().writtenCharacters();
+        qInfo("%d tokens, %lld characters: %lld characters inserted in %lld ms", int(full.tokens.size()),
+              qint64(text.size()), written, timer.elapsed() - checking);
+        // Per token at most the line being written is replaced (lines here are under 20 characters),
+        // and the block is written whole once when it closes; a rewrite per token is ~10,000 times this.
+        QVERIFY2(written < 10 * text.size(), qPrintable(QString("%1 characters inserted for %2").arg(written).arg(text.size())));
+        QTextDocument fullDoc;
+        ChatDocument(&fullDoc).rebuild(c);
+        QCOMPARE(doc.toHtml(), fullDoc.toHtml());
     }
 };
 
