@@ -35,6 +35,12 @@ int cmd_serve(const CliOptions& o) {
     if (!server::is_loopback_host(o.host) && o.api_key.empty())
         throw Error("refusing to serve on " + o.host + " without --api-key (anyone who can reach it could use the "
                     "model); bind 127.0.0.1, or give a key that clients send as 'Authorization: Bearer KEY'");
+    // The server's sessions are sized for an f16 cache (session_kv_bytes) and every request starts
+    // from an empty context, so these common flags would be accepted and silently ignored: refuse them.
+    if (o.cache_type_k != KvType::F16 || o.cache_type_v != KvType::F16)
+        throw Error("serve does not support --cache-type-k/--cache-type-v yet (its sessions use an f16 cache)");
+    if (o.context_policy != ContextPolicy::STOP || o.keep)
+        throw Error("serve does not support --context-policy/--keep (a request over the context gets a 400)");
     const std::string path = resolve_model_path(o);
     const auto model = Model::load(path, chat_template_choice(o));
     if (!model->chat_template().error().empty())

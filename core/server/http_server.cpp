@@ -1,6 +1,7 @@
 #include "server/http_server.h"
 
 #include <httplib.h>
+#include <arpa/inet.h>
 
 #include <algorithm>
 #include <atomic>
@@ -58,7 +59,10 @@ bool write(httplib::DataSink& sink, const std::string& s) { return sink.write(s.
 }  // namespace
 
 bool is_loopback_host(const std::string& host) {
-    return host == "localhost" || host == "::1" || host == "[::1]" || host.rfind("127.", 0) == 0;
+    if (host == "localhost" || host == "::1" || host == "[::1]") return true;
+    // An address, not a name that starts like one ("127.example.com" may resolve anywhere).
+    in_addr a{};
+    return inet_pton(AF_INET, host.c_str(), &a) == 1 && (ntohl(a.s_addr) >> 24) == 127;
 }
 
 HttpServer::HttpServer(const Model& model, ServerOptions options)
@@ -103,6 +107,19 @@ void HttpServer::routes() {
     s.new_task_queue = [threads] { return new httplib::ThreadPool(threads); };
     s.set_payload_max_length(options_.max_body);
     s.set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
+        // httplib (0.11) caps only a body with a Content-Length: a chunked body would be read, and a
+        // compressed one inflated, without limit. Both are refused before the body is read.
+        if (req.has_header("Transfer-Encoding")) {
+            send_error(res, ApiError(411, "send the request body with a Content-Length (chunked bodies are not "
+                                          "accepted)", "invalid_request_error", {}, "length_required"));
+            return httplib::Server::HandlerResponse::Handled;
+        }
+        const std::string encoding = req.get_header_value("Content-Encoding");
+        if (!encoding.empty() && encoding != "identity") {
+            send_error(res, ApiError(415, "compressed request bodies are not accepted (Content-Encoding: " + encoding +
+                                          ")", "invalid_request_error", {}, "unsupported_encoding"));
+            return httplib::Server::HandlerResponse::Handled;
+        }
         if (options_.api_key.empty() || req.path == "/health") return httplib::Server::HandlerResponse::Unhandled;
         if (req.get_header_value("Authorization") == "Bearer " + options_.api_key)
             return httplib::Server::HandlerResponse::Unhandled;

@@ -7,6 +7,7 @@ Each check raises AssertionError with what differed; every check runs, and the p
 any failed.
 """
 import concurrent.futures
+import gzip
 import http.client
 import json
 import math
@@ -53,15 +54,19 @@ class Server:
         return openai.OpenAI(base_url=f"http://127.0.0.1:{self.port}/v1", api_key=api_key, max_retries=0,
                              timeout=60)
 
-    def raw(self, method, path, body=None, headers=None):
-        """(status, parsed JSON or text) of one plain HTTP request."""
+    def raw(self, method, path, body=None, headers=None, extra=None):
+        """(status, parsed JSON or text) of one plain HTTP request; extra: headers added to the defaults
+        (a Transfer-Encoding: chunked among them sends the body chunked)."""
         conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=60)
         if headers is None:
             headers = {"Content-Type": "application/json"}
             if self.key:
                 headers["Authorization"] = f"Bearer {self.key}"
+        headers = dict(headers, **(extra or {}))
+        chunked = headers.get("Transfer-Encoding") == "chunked"
         try:
-            conn.request(method, path, body=body, headers=headers)
+            conn.request(method, path, body=iter([body]) if chunked else body, headers=headers,
+                         encode_chunked=chunked)
         except (BrokenPipeError, ConnectionResetError):
             pass  # the server may answer (413) and close before a huge body is sent; the answer still counts
         resp = conn.getresponse()
@@ -225,6 +230,14 @@ def main():
             err = reply["error"]
             assert err["message"] and err["type"] and (param is None or err["param"] == param), f"{name}: {reply}"
             srv.alive()
+        # httplib caps only a Content-Length body: a chunked or compressed one must be refused unread.
+        small = json.dumps(good).encode()
+        for name, extra, body, status in [
+                ("chunked body", {"Transfer-Encoding": "chunked"}, small, 411),
+                ("gzip body", {"Content-Encoding": "gzip"}, gzip.compress(small), 415)]:
+            got, reply = srv.raw("POST", path, body, extra=extra)
+            assert got == status and reply["error"]["message"], f"{name}: status {got}, expected {status}: {reply}"
+            srv.alive()
         got, reply = srv.raw("POST", "/v1/completions", json.dumps({"prompt": 5}).encode())
         assert got == 400 and reply["error"]["param"] == "prompt", reply
         try:
@@ -288,9 +301,16 @@ def main():
             small.stop()
 
     def refuses_open_host_without_key():
-        out = subprocess.run([CLI, "serve", "--host", "0.0.0.0", "--port", "0"], capture_output=True, text=True,
-                             timeout=60)
-        assert out.returncode == 1 and "--api-key" in out.stderr and out.stderr.count("\n") == 1, out.stderr
+        # A name that starts like a loopback address may resolve anywhere: only addresses count.
+        for host in ["0.0.0.0", "127.example.com"]:
+            out = subprocess.run([CLI, "serve", "--host", host, "--port", "0"], capture_output=True, text=True,
+                                 timeout=60)
+            assert out.returncode == 1 and "--api-key" in out.stderr and out.stderr.count("\n") == 1, out.stderr
+        # Flags the server would otherwise ignore are refused.
+        for flags in [["--cache-type-k", "q8_0"], ["--context-policy", "shift"]]:
+            out = subprocess.run([CLI, "serve", "--port", "0"] + flags, capture_output=True, text=True, timeout=60)
+            assert out.returncode == 1 and flags[0] in out.stderr and out.stderr.count("\n") == 1, \
+                out.stderr
 
     try:
         check("models list", models_list)
