@@ -18,6 +18,7 @@ const QString kCacheTypeV = QStringLiteral("kvCache/typeV");
 const QString kTheme = QStringLiteral("theme");
 const QString kSampling = QStringLiteral("sampling/params");
 const QString kSamplingPreset = QStringLiteral("sampling/preset");
+const QString kSamplingLogitBias = QStringLiteral("sampling/logitBias");
 const QString kSystemPrompt = QStringLiteral("chat/systemPrompt");
 const QString kColourTokens = QStringLiteral("chat/colourTokens");
 const QString kCaptureAll = QStringLiteral("capture/allLayers");
@@ -58,6 +59,8 @@ void AppSettings::setSampling(const wb::SamplingParams& params) {
     set(kSampling, QJsonDocument(samplingToJson(params)).toJson(QJsonDocument::Compact));
 }
 
+QString AppSettings::samplingLogitBias() { return get(kSamplingLogitBias).toString(); }
+void AppSettings::setSamplingLogitBias(const QString& text) { set(kSamplingLogitBias, text); }
 QString AppSettings::samplingPreset() { return get(kSamplingPreset, QStringLiteral("Balanced")).toString(); }
 void AppSettings::setSamplingPreset(const QString& name) { set(kSamplingPreset, name); }
 QString AppSettings::systemPrompt() { return get(kSystemPrompt).toString(); }

@@ -33,6 +33,9 @@ public:
     static bool hasSampling();
     static wb::SamplingParams sampling();
     static void setSampling(const wb::SamplingParams& params);
+    // The logit-bias field as typed (text keys; the params hold the ids they gave).
+    static QString samplingLogitBias();
+    static void setSamplingLogitBias(const QString& text);
     static QString samplingPreset();
     static void setSamplingPreset(const QString& name);
 

@@ -57,6 +57,7 @@ void ChatController::connectWorker() {
     connect(m_worker, &InferenceWorker::promptReady, this, &ChatController::handlePromptReady, q);
     connect(m_worker, &InferenceWorker::tokenGenerated, this, &ChatController::handleToken, q);
     connect(m_worker, &InferenceWorker::attentionCaptured, this, &ChatController::handleAttention, q);
+    connect(m_worker, &InferenceWorker::tokenInspected, this, &ChatController::handleInspection, q);
     connect(m_worker, &InferenceWorker::kvStatsChanged, this, &ChatController::kvStatsChanged, q);
     connect(m_worker, &InferenceWorker::timingsChanged, this, &ChatController::handleTimings, q);
     connect(m_worker, &InferenceWorker::prefillProgress, this, &ChatController::handlePrefillProgress, q);
@@ -132,6 +133,7 @@ bool ChatController::forkFromToken(int messageIndex, int tokenIndex, int candida
     TokenRecord forced = at;
     forced.id = chosen->id;
     forced.piece = QString::fromStdString(chosen->piece);
+    forced.tokenPiece = forced.piece;
     forced.p = chosen->p_final;
     reply.tokens.append(forced);
     QVector<int> ids;
@@ -286,6 +288,10 @@ void ChatController::setCaptureSpec(const wb::CaptureSpec& spec) {
     m_worker->setCaptureSpec(spec);
 }
 
+void ChatController::setHeadStatsWanted(bool on) {
+    m_worker->setHeadStatsWanted(on);
+}
+
 quint64 ChatController::countPrompt(const QString& draft, int editIndex) {
     ChatMessages messages = m_conversation.toEngineMessages();
     // Editing message editIndex: the prompt keeps what came before it (and the system prompt).
@@ -350,6 +356,7 @@ void ChatController::handleToken(quint64 requestId, const wb::TokenEvent& event)
     TokenRecord t;
     t.id = event.id;
     t.piece = QString::fromStdString(event.piece);
+    t.tokenPiece = tokenText(event.token_piece);
     t.p = event.p;
     t.entropy = event.entropy;
     t.position = m_promptTokens + event.index;
@@ -370,6 +377,16 @@ void ChatController::handleToken(quint64 requestId, const wb::TokenEvent& event)
 void ChatController::handleAttention(quint64 requestId, const AttentionBatch& batch) {
     if (!isShown(requestId) || !batch) return;
     m_attention.addEvents(*batch);
+}
+
+void ChatController::handleInspection(quint64 requestId, const TokenInspectionPtr& inspection) {
+    if (!isShown(requestId) || !inspection || m_conversation.messages.isEmpty()) return;
+    // It follows its token's event on the same queue: the reply's last token, unless that token was
+    // not taken (then its position differs).
+    ChatEntry& reply = m_conversation.messages.last();
+    if (reply.tokens.isEmpty() || reply.tokens.last().position != m_promptTokens + inspection->index) return;
+    reply.tokens.last().inspection = inspection;
+    Q_EMIT tokenInspected(int(m_conversation.messages.size()) - 1, int(reply.tokens.size()) - 1);
 }
 
 void ChatController::handlePrefillProgress(quint64 requestId, int done, int total) {

@@ -89,6 +89,7 @@ public Q_SLOTS:
     // Live: applies to the next token of a running reply.
     void setSamplingParams(const wb::SamplingParams& params);
     void setCaptureSpec(const wb::CaptureSpec& spec);
+    void setHeadStatsWanted(bool on);
     // Asks the worker for the length of the prompt the next send would build with `draft` (editing
     // message editIndex when >= 0); promptCounted answers with the returned id. Cheap, but it waits
     // behind a running reply on the worker thread.
@@ -113,6 +114,8 @@ Q_SIGNALS:
     void conversationReset();
     void messageAppended(int index);
     void tokenAppended(int messageIndex, int tokenIndex);
+    // The token's logit lens / head statistics arrived (TokenRecord::inspection is set).
+    void tokenInspected(int messageIndex, int tokenIndex);
     void messageFinished(int index);
     // The latest token event (its candidates drive the sampling panel's chart).
     void tokenEvent(const wb::TokenEvent& event);
@@ -151,6 +154,7 @@ private Q_SLOTS:
     void handlePromptReady(const PromptInfo& info);
     void handleToken(quint64 requestId, const wb::TokenEvent& event);
     void handleAttention(quint64 requestId, const AttentionBatch& batch);
+    void handleInspection(quint64 requestId, const TokenInspectionPtr& inspection);
     void handleTimings(quint64 requestId, const wb::Timings& timings);
     void handlePrefillProgress(quint64 requestId, int done, int total);
     void handleGenerationFinished(const GenerationSummary& summary);

@@ -23,6 +23,8 @@ QJsonObject tokenToJson(const TokenRecord& t) {
     QJsonObject o{{QStringLiteral("id"), t.id}, {QStringLiteral("piece"), t.piece}, {QStringLiteral("p"), double(t.p)},
                   {QStringLiteral("pos"), t.position}};
     if (t.entropy > 0) o.insert(QStringLiteral("entropy"), double(t.entropy));
+    // Only where it differs from the text it added (a token whose text the reply held back).
+    if (!t.tokenPiece.isEmpty() && t.tokenPiece != t.piece) o.insert(QStringLiteral("token_piece"), t.tokenPiece);
     if (!t.candidates.empty()) {
         // [id, piece, p raw, p final] each: the inspector's table, and what a fork from the token picks from.
         QJsonArray cands;
@@ -54,6 +56,7 @@ TokenRecord tokenFromJson(const QJsonObject& o) {
     TokenRecord t;
     t.id = o.value(QStringLiteral("id")).toInt();
     t.piece = o.value(QStringLiteral("piece")).toString();
+    t.tokenPiece = o.value(QStringLiteral("token_piece")).toString(t.piece);
     t.p = float(o.value(QStringLiteral("p")).toDouble());
     t.position = o.value(QStringLiteral("pos")).toInt(-1);
     t.entropy = float(o.value(QStringLiteral("entropy")).toDouble());

@@ -23,12 +23,16 @@
 // One generated token with what the engine reported about it.
 struct TokenRecord {
     int id = 0;
-    QString piece;           // the text it added to the reply
+    QString piece;           // the text it added to the reply (empty while the reply holds it back)
+    QString tokenPiece;      // the token's own text (tokenText: bytes that are not UTF-8 as \xNN); may be empty
     float p = 0.0f;          // probability in the distribution it was drawn from
     float entropy = 0.0f;    // of the raw next-token distribution (nats), when captured
     int position = -1;       // its position in the context (for its attention row)
     std::vector<wb::TokenCandidate> candidates;
-    std::vector<wb::SamplerStageTrace> trace;  // not saved: the inspector shows it for this session's replies
+    std::vector<wb::SamplerStageTrace> trace;
+    // The logit lens and head statistics, when their panels were shown while it was generated; not
+    // saved (this session's replies only).
+    TokenInspectionPtr inspection;
 };
 
 struct ChatEntry {

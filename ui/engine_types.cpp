@@ -1,5 +1,7 @@
 #include "engine_types.h"
 
+#include <QStringDecoder>
+
 #include "chat_template_setting.h"
 #include "model_summary.h"
 
@@ -9,12 +11,40 @@ void registerEngineTypes() {
     qRegisterMetaType<wb::Timings>("wb::Timings");
     qRegisterMetaType<wb::SamplingParams>("wb::SamplingParams");
     qRegisterMetaType<AttentionBatch>("AttentionBatch");
+    qRegisterMetaType<TokenInspectionPtr>("TokenInspectionPtr");
     qRegisterMetaType<ChatMessages>("ChatMessages");
     qRegisterMetaType<PromptInfo>("PromptInfo");
     qRegisterMetaType<ChatTemplateInfo>("ChatTemplateInfo");
     qRegisterMetaType<ChatTemplateSetting>("ChatTemplateSetting");
     qRegisterMetaType<GenerationSummary>("GenerationSummary");
     qRegisterMetaType<ModelSummary>("ModelSummary");
+}
+
+QString tokenText(const std::string& bytes) {
+    QString out;
+    size_t i = 0;
+    while (i < bytes.size()) {
+        // The character the lead byte announces when its bytes are valid UTF-8, else one escaped byte.
+        const unsigned char b = static_cast<unsigned char>(bytes[i]);
+        const size_t len = b < 0x80 ? 1 : (b >> 5) == 0x6 ? 2 : (b >> 4) == 0xE ? 3 : (b >> 3) == 0x1E ? 4 : 0;
+        if (len > 0 && i + len <= bytes.size()) {
+            QStringDecoder decode(QStringDecoder::Utf8, QStringDecoder::Flag::Stateless);
+            const QString ch = decode(QByteArrayView(bytes.data() + i, qsizetype(len)));
+            if (!decode.hasError()) {
+                out += ch;
+                i += len;
+                continue;
+            }
+        }
+        out += QStringLiteral("\\x") + QString::number(uint(b), 16).toUpper().rightJustified(2, QLatin1Char('0'));
+        ++i;
+    }
+    return out;
+}
+
+QString quotedPiece(QString s) {
+    s.replace(QLatin1Char('\n'), QStringLiteral("↵"));
+    return s.isEmpty() ? QStringLiteral("∅") : QLatin1Char('\'') + s + QLatin1Char('\'');
 }
 
 QString formatBytes(double bytes) {

@@ -5,11 +5,13 @@
 #include <memory>
 #include <vector>
 
+#include <QHash>
 #include <QMetaType>
 #include <QString>
 #include <QStringList>
 #include <QVector>
 
+#include "engine/head_stats.h"
 #include "engine/observer.h"
 #include "engine/session.h"
 #include "chat/chat_template.h"
@@ -49,6 +51,19 @@ struct PromptInfo {
     ChatTemplateInfo chatTemplate;  // what rendered it
 };
 
+// What the inspection views show of one generated token, recorded by the engine on the worker thread:
+// the logit lens (TokenEvent::lens, with the text of every token it names, since the GUI has no
+// tokenizer) and the head statistics of the attention row whose logits drew the token (head_stats.h).
+// Empty parts were not asked for (their panel was not shown). Shared and immutable: a TokenRecord copy
+// is a pointer copy.
+struct TokenInspection {
+    int index = 0;                       // TokenEvent::index of the token
+    std::vector<wb::LensLayer> lens;
+    QHash<int, QString> pieces;          // tokenText of each id in lens (and of the drawn token)
+    std::vector<wb::HeadStats> heads;    // every layer's query heads, layer by layer
+};
+using TokenInspectionPtr = std::shared_ptr<const TokenInspection>;
+
 // How one generation ended.
 struct GenerationSummary {
     quint64 requestId = 0;
@@ -70,6 +85,7 @@ Q_DECLARE_METATYPE(wb::KvStats)
 Q_DECLARE_METATYPE(wb::Timings)
 Q_DECLARE_METATYPE(wb::SamplingParams)
 Q_DECLARE_METATYPE(AttentionBatch)
+Q_DECLARE_METATYPE(TokenInspectionPtr)
 Q_DECLARE_METATYPE(ChatMessages)
 Q_DECLARE_METATYPE(PromptInfo)
 Q_DECLARE_METATYPE(ChatTemplateInfo)
@@ -77,6 +93,13 @@ Q_DECLARE_METATYPE(GenerationSummary)
 
 // Registers the types above with QMetaType; idempotent.
 void registerEngineTypes();
+
+// A token's own bytes as text: valid UTF-8 as it is, any other byte (part of a multi-byte character
+// split across tokens) as \xNN.
+QString tokenText(const std::string& bytes);
+
+// A piece as the inspection views quote it: 'text' with new lines as ↵, ∅ when empty.
+QString quotedPiece(QString piece);
 
 // Human-readable byte count ("1.5 MiB").
 QString formatBytes(double bytes);

@@ -1,5 +1,7 @@
 #include "inference_worker.h"
 
+#include <algorithm>
+
 #include <QFileInfo>
 #include <QMutexLocker>
 
@@ -80,6 +82,28 @@ void InferenceWorker::setCaptureSpec(const wb::CaptureSpec& spec) {
 wb::CaptureSpec InferenceWorker::captureSpec() const {
     QMutexLocker lock(&m_paramsMutex);
     return m_capture;
+}
+
+void InferenceWorker::setHeadStatsWanted(bool on) {
+    QMutexLocker lock(&m_paramsMutex);
+    m_headStats = on;
+}
+
+bool InferenceWorker::headStatsWanted() const {
+    QMutexLocker lock(&m_paramsMutex);
+    return m_headStats;
+}
+
+bool InferenceWorker::encodeText(const QString& text, std::vector<int32_t>* ids, QString* error) const {
+    // The lock keeps the model from being swapped meanwhile; the tokenizer is safe to share (its
+    // cache has its own lock), so a generation on the worker thread goes on.
+    QMutexLocker lock(&m_sessionMutex);
+    if (!m_model) {
+        *error = tr("a text needs a loaded model to find its tokens");
+        return false;
+    }
+    *ids = m_model->tokenizer().encode(text.toStdString(), false, false);
+    return true;
 }
 
 void InferenceWorker::loadModel(const QString& path, const QString& backend, int contextSize, int threads,
@@ -175,7 +199,15 @@ void InferenceWorker::continueChat(quint64 requestId, const ChatMessages& messag
         info.reused = ids.empty() ? 0 : int(std::min(common, ids.size() - 1));
         Q_EMIT promptReady(info);
 
-        WorkerObserver observer(*this, requestId, captureSpec());
+        InspectionRequest inspect;
+        inspect.headStats = headStatsWanted();
+        inspect.tokenizer = &m.tokenizer();
+        // As the CLI's --head-stats: a model with sliding-window layers measures its global layers'
+        // locality against the same window.
+        const wb::ModelConfig& config = m.config();
+        if (std::find(config.layer_is_swa.begin(), config.layer_is_swa.end(), true) != config.layer_is_swa.end())
+            inspect.modelWindow = config.sliding_window;
+        WorkerObserver observer(*this, requestId, captureSpec(), inspect);
         const wb::GenerateResult r = m_session->generate(ids, m_live, &observer);
         observer.flush();
         summary.text = QString::fromStdString(forcedText + r.text);

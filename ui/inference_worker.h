@@ -41,6 +41,13 @@ public:
     // What the observer asks the engine to capture; read at the start of each generation.
     void setCaptureSpec(const wb::CaptureSpec& spec);
     wb::CaptureSpec captureSpec() const;
+    // The head statistics of every layer and head per token (the head grid); read at the start of
+    // each generation like the capture spec. Off, no attention beyond the spec's is captured.
+    void setHeadStatsWanted(bool on);
+    // The loaded model's tokens for a text (no BOS, no special tokens): the Sampling panel's logit
+    // bias by text. False with *error when no model is loaded.
+    bool encodeText(const QString& text, std::vector<int32_t>* ids, QString* error) const;
+    bool headStatsWanted() const;
 
     // --- Used by WorkerObserver on the worker thread. ---
     bool stopRequested(quint64 requestId) const { return requestId <= m_stopUpTo.load(); }
@@ -76,6 +83,8 @@ Q_SIGNALS:
     void promptReady(const PromptInfo& info);
     void tokenGenerated(quint64 requestId, const wb::TokenEvent& event);
     void attentionCaptured(quint64 requestId, const AttentionBatch& batch);
+    // Right after tokenGenerated for the same token, when its logit lens or head statistics were asked for.
+    void tokenInspected(quint64 requestId, const TokenInspectionPtr& inspection);
     void kvStatsChanged(const wb::KvStats& stats);
     void timingsChanged(quint64 requestId, const wb::Timings& timings);
     void prefillProgress(quint64 requestId, int done, int total);
@@ -108,6 +117,7 @@ private:
     std::vector<std::string> m_turnStops;  // end-of-turn texts of the loaded model's template
     wb::LiveSamplingParams m_live;
     wb::CaptureSpec m_capture;
+    bool m_headStats = false;
 
     std::atomic<quint64> m_stopUpTo{0};
     std::atomic<bool> m_cancelLoad{false};

@@ -32,14 +32,17 @@
 #include "chat_panel.h"
 #include "conversation_list.h"
 #include "conversation_store.h"
+#include "head_grid_panel.h"
 #include "help_dialogs.h"
 #include "kv_cache_panel.h"
 #include "load_options_menu.h"
+#include "logit_lens_panel.h"
 #include "prompt_view.h"
 #include "message_edit.h"
 #include "model/model_paths.h"
 #include "model_info_panel.h"
 #include "models_dialog.h"
+#include "sampler_chain_controls.h"
 #include "sampling_panel.h"
 #include "token_inspector.h"
 
@@ -80,6 +83,8 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
     m_inspector = new TokenInspector(m_controller->attentionStore(), this);
     m_info = new ModelInfoPanel(this);
     m_prompt = new PromptView(m_controller, this);
+    m_lens = new LogitLensPanel(this);
+    m_heads = new HeadGridPanel(this);
 
     m_loadOptions = new LoadOptionsMenu(m_controller, this);
 
@@ -114,6 +119,14 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
     connect(m_controller, &ChatController::errorOccurred, this, [this](const QString& e) { showError(tr("Generation failed"), e); });
     connect(m_controller, &ChatController::notice, this, [this](const QString& n) { statusBar()->showMessage(n, 8000); });
     connect(m_controller, &ChatController::conversationReset, m_inspector, &TokenInspector::clear);
+    connect(m_controller, &ChatController::conversationReset, m_lens, &LogitLensPanel::clear);
+    connect(m_controller, &ChatController::conversationReset, m_heads, &HeadGridPanel::clear);
+    connect(m_controller, &ChatController::tokenInspected, this, &MainWindow::showInspection);
+    connect(m_heads, &HeadGridPanel::headActivated, this, [this](int layer, int head) {
+        m_attention->setLayer(layer);
+        m_attention->setHead(head);
+        focusPanel(QStringLiteral("attentionDock"));
+    });
     connect(m_sampling, &SamplingPanel::paramsChanged, m_controller, &ChatController::setSamplingParams);
     connect(m_attention, &AttentionPanel::captureLayersChanged, this, &MainWindow::updateCaptureSpec);
     connect(m_attention, &AttentionPanel::selectionChanged, m_inspector, &TokenInspector::setAttentionSelection);
@@ -140,7 +153,11 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
     updateMemory();
 }
 
-MainWindow::~MainWindow() = default;
+MainWindow::~MainWindow() {
+    // QWidget's destructor hides the docks after this class's members are gone: their visibility
+    // must no longer reach applyCaptureSpec.
+    for (QDockWidget* d : m_docks) disconnect(d, nullptr, this, nullptr);
+}
 
 void MainWindow::createActions() {
     QMenu* file = menuBar()->addMenu(tr("&File"));
@@ -229,12 +246,13 @@ void MainWindow::createViewMenu() {
         {tr("Sampling"), QStringLiteral("samplingDock")},       {tr("Attention"), QStringLiteral("attentionDock")},
         {tr("Token inspector"), QStringLiteral("tokenInspectorDock")}, {tr("KV cache"), QStringLiteral("kvCacheDock")},
         {tr("Model info"), QStringLiteral("modelInfoDock")},    {tr("Conversations"), QStringLiteral("conversationsDock")},
-        {tr("Prompt"), QStringLiteral("promptDock")},
+        {tr("Prompt"), QStringLiteral("promptDock")},           {tr("Logit lens"), QStringLiteral("logitLensDock")},
+        {tr("Head statistics"), QStringLiteral("headStatsDock")},
     };
     for (int i = 0; i < panels.size(); ++i) {
         const QString dockName = panels[i].second;
         go->addAction(panels[i].first, this, [this, dockName] { focusPanel(dockName); })
-            ->setShortcut(QKeySequence(Qt::CTRL | Qt::Key(Qt::Key_2 + i)));
+            ->setShortcut(QKeySequence(Qt::CTRL | Qt::Key(i < 8 ? Qt::Key_2 + i : Qt::Key_0)));  // Ctrl+2 .. Ctrl+9, Ctrl+0
     }
 }
 
@@ -296,6 +314,17 @@ void MainWindow::createDocks() {
     addPanel(m_kv, tr("KV cache"), QStringLiteral("kvCacheDock"), Qt::LeftDockWidgetArea);
     addPanel(m_info, tr("Model info"), QStringLiteral("modelInfoDock"), Qt::LeftDockWidgetArea);
     addPanel(m_prompt, tr("Prompt"), QStringLiteral("promptDock"), Qt::LeftDockWidgetArea);
+    // Shown or not decides whether the engine records the lens and the head statistics. A tab behind
+    // another of its group stays isVisible() (it is only covered): the signal's value is what counts.
+    for (QWidget* panel : {static_cast<QWidget*>(m_lens), static_cast<QWidget*>(m_heads)}) {
+        const bool lens = panel == m_lens;
+        QDockWidget* d = addPanel(panel, lens ? tr("Logit lens") : tr("Head statistics"),
+                                  lens ? QStringLiteral("logitLensDock") : QStringLiteral("headStatsDock"), Qt::LeftDockWidgetArea);
+        connect(d, &QDockWidget::visibilityChanged, this, [this, lens](bool visible) {
+            (lens ? m_lensShown : m_headsShown) = visible;
+            applyCaptureSpec();
+        });
+    }
     createViewMenu();
     placeDocks();
 }
@@ -319,6 +348,8 @@ void MainWindow::placeDocks() {
     tabifyDockWidget(inspector, kv);
     tabifyDockWidget(kv, info);
     tabifyDockWidget(info, dock(QStringLiteral("promptDock")));
+    tabifyDockWidget(dock(QStringLiteral("promptDock")), dock(QStringLiteral("logitLensDock")));
+    tabifyDockWidget(dock(QStringLiteral("logitLensDock")), dock(QStringLiteral("headStatsDock")));
     for (QDockWidget* d : m_docks) d->show();
     attention->raise();
     // While the docks move, the layout passes through arrangements taller than the final one, and a
@@ -367,6 +398,11 @@ void MainWindow::restoreSettings() {
     // The theme first: the panels restyle on its change, the rest only sets values.
     setTheme(Theme::modeFromName(AppSettings::theme()), false);
     if (AppSettings::hasSampling()) m_sampling->restore(AppSettings::sampling(), AppSettings::samplingPreset());
+    // Text keys of the logit bias come back as typed; they are encoded again once a model is loaded.
+    if (!AppSettings::samplingLogitBias().isEmpty()) m_sampling->chainControls()->setLogitBiasText(AppSettings::samplingLogitBias());
+    m_sampling->chainControls()->setTokenEncoder([this](const QString& text, std::vector<int32_t>* ids, QString* error) {
+        return m_controller->worker()->encodeText(text, ids, error);
+    });
     m_chat->systemPromptEdit()->setPlainText(AppSettings::systemPrompt());
     m_chat->colorByProbabilityBox()->setChecked(AppSettings::colourTokens());
     m_attention->setCaptureAllLayers(AppSettings::captureAllLayers());
@@ -376,6 +412,8 @@ void MainWindow::persistSettings() {
     // Written as they change, so a crash or a killed session keeps them too.
     connect(m_sampling, &SamplingPanel::paramsChanged, this, [](const wb::SamplingParams& p) { AppSettings::setSampling(p); });
     connect(m_sampling, &SamplingPanel::presetChanged, this, [](const QString& name) { AppSettings::setSamplingPreset(name); });
+    connect(m_sampling->chainControls(), &SamplerChainControls::logitBiasAccepted, this,
+            [](const QString& text) { AppSettings::setSamplingLogitBias(text); });
     connect(m_chat->systemPromptEdit(), &QPlainTextEdit::textChanged, this,
             [this] { AppSettings::setSystemPrompt(m_chat->systemPromptEdit()->toPlainText()); });
     connect(m_chat->colorByProbabilityBox(), &QCheckBox::toggled, this, [](bool on) { AppSettings::setColourTokens(on); });
@@ -478,6 +516,8 @@ void MainWindow::inspectToken(int messageIndex, int tokenIndex) {
     if (tokenIndex < 0 || tokenIndex >= tokens.size()) return;
     m_inspector->setAttentionSelection(m_attention->layer(), m_attention->head());
     m_inspector->setToken(tokens[tokenIndex], messageIndex, tokenIndex);
+    m_lens->setToken(tokens[tokenIndex]);
+    m_heads->setToken(tokens[tokenIndex]);
     if (QDockWidget* d = dock(QStringLiteral("tokenInspectorDock"))) {
         d->show();
         d->raise();
@@ -537,6 +577,8 @@ void MainWindow::handleModelLoaded(const ModelSummary& s) {
     m_info->setModel(s);
     m_kv->setModel(s);
     m_attention->handleModelShape();
+    // Another vocabulary: the logit bias's text keys name other ids.
+    m_sampling->chainControls()->reencode();
     if (!m_attentionLayerRestored) {
         m_attentionLayerRestored = true;
         m_attention->setLayer(AppSettings::attentionLayer());
@@ -612,13 +654,34 @@ void MainWindow::updateMemory() {
 }
 
 void MainWindow::updateCaptureSpec(const QVector<int>& layers) {
+    m_captureLayers = layers;
+    applyCaptureSpec();
+}
+
+void MainWindow::applyCaptureSpec() {
+    m_controller->setHeadStatsWanted(m_recordInspection || m_headsShown);
     wb::CaptureSpec spec;
-    spec.layers.assign(layers.begin(), layers.end());
+    spec.logit_lens = m_recordInspection || m_lensShown ? LogitLensPanel::kTop : 0;
+    spec.layers.assign(m_captureLayers.begin(), m_captureLayers.end());
     spec.prefill_attention = true;
     spec.decode_attention = true;
     spec.top_candidates = kTopCandidates;
     spec.sampler_trace = true;
     m_controller->setCaptureSpec(spec);
+}
+
+void MainWindow::setRecordInspection(bool on) {
+    m_recordInspection = on;
+    applyCaptureSpec();
+}
+
+void MainWindow::showInspection(int messageIndex, int tokenIndex) {
+    const auto& messages = m_controller->conversation().messages;
+    if (messageIndex < 0 || messageIndex >= messages.size() || tokenIndex < 0 || tokenIndex >= messages[messageIndex].tokens.size()) return;
+    const TokenRecord& t = messages[messageIndex].tokens[tokenIndex];
+    if (!t.inspection) return;
+    if (!t.inspection->lens.empty()) m_lens->setToken(t);
+    if (!t.inspection->heads.empty()) m_heads->setToken(t);
 }
 
 void MainWindow::addRecent(const QString& path) {

@@ -18,8 +18,10 @@ class ChatController;
 class ChatPanel;
 class ConversationList;
 class ConversationStore;
+class HeadGridPanel;
 class KvCachePanel;
 class LoadOptionsMenu;
+class LogitLensPanel;
 class ModelInfoPanel;
 class PromptView;
 class ModelsDialog;
@@ -52,6 +54,8 @@ public:
     TokenInspector* tokenInspector() const { return m_inspector; }
     ModelInfoPanel* modelInfoPanel() const { return m_info; }
     PromptView* promptView() const { return m_prompt; }
+    LogitLensPanel* logitLensPanel() const { return m_lens; }
+    HeadGridPanel* headGridPanel() const { return m_heads; }
     ConversationList* conversationList() const { return m_conversations; }
     ConversationStore* conversationStore() const { return m_store; }
     // Created the first time it is opened.
@@ -89,6 +93,9 @@ public Q_SLOTS:
     void resetLayout();
     // persist: also written to the settings (--theme previews a theme without keeping it).
     void setTheme(ThemeMode mode, bool persist = true);
+    // Records the logit lens and head statistics whether or not their panels are shown (the
+    // screenshot run, whose pictures of them are taken after the reply).
+    void setRecordInspection(bool on);
     // Shows the panel's dock and puts the keyboard focus on its first control.
     void focusPanel(const QString& dockName);
     void showShortcuts();
@@ -109,6 +116,11 @@ private Q_SLOTS:
     void handleEscape();
     void updateMemory();
     void updateCaptureSpec(const QVector<int>& layers);
+    // The capture the panels shown now ask for: the attention panel's layers, and the logit lens and
+    // head statistics only while their panel is visible (nothing shown costs nothing).
+    void applyCaptureSpec();
+    // A token's lens / head statistics arrived: the two views follow the newest token of the reply.
+    void showInspection(int messageIndex, int tokenIndex);
 
 private:
     void createActions();
@@ -135,6 +147,12 @@ private:
     TokenInspector* m_inspector;
     ModelInfoPanel* m_info;
     PromptView* m_prompt;
+    LogitLensPanel* m_lens;
+    HeadGridPanel* m_heads;
+    QVector<int> m_captureLayers;  // the attention panel's choice (empty: all)
+    bool m_recordInspection = false;
+    bool m_lensShown = false;   // the docks' last visibilityChanged
+    bool m_headsShown = false;
     ModelsDialog* m_modelsDialog = nullptr;
     QList<QDockWidget*> m_docks;
     QMenu* m_recentMenu = nullptr;

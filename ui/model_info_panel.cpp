@@ -47,6 +47,10 @@ ModelInfoPanel::ModelInfoPanel(QWidget* parent) : QWidget(parent) {
     }
     form->addRow(tr("Model"), m_name);
     form->addRow(tr("File"), m_file);
+    // 64 hex digits do not wrap: left to set the minimum width, they widened the whole inspector column
+    // (past a 1366-pixel screen) once the hash came in. The label takes the width it gets; the tooltip
+    // and a selection hold the whole hash.
+    m_hash->setSizePolicy(QSizePolicy::Ignored, QSizePolicy::Preferred);
     form->addRow(tr("SHA-256"), m_hash);
     form->addRow(tr("Backend"), m_backend);
     form->addRow(tr("Chat template"), m_template);
@@ -107,5 +111,7 @@ void ModelInfoPanel::setModel(const ModelSummary& s) {
 }
 
 void ModelInfoPanel::setFileHash(const QString& path, const QString& sha256) {
-    if (path == m_path) m_hash->setText(sha256);
+    if (path != m_path) return;
+    m_hash->setText(sha256);
+    m_hash->setToolTip(sha256);
 }

@@ -14,6 +14,7 @@
 
 #include "candidate_plot.h"
 #include "param_control.h"
+#include "sampler_chain_controls.h"
 #include "sampling_presets.h"
 #include "seed_edit.h"
 
@@ -39,7 +40,12 @@ QString formatStops(const std::vector<std::string>& stops) {
 bool sameKnobs(const wb::SamplingParams& a, const wb::SamplingParams& b) {
     return a.temperature == b.temperature && a.top_k == b.top_k && a.top_p == b.top_p && a.min_p == b.min_p &&
            a.typical_p == b.typical_p && a.repeat_penalty == b.repeat_penalty && a.repeat_last_n == b.repeat_last_n &&
-           a.frequency_penalty == b.frequency_penalty && a.presence_penalty == b.presence_penalty;
+           a.frequency_penalty == b.frequency_penalty && a.presence_penalty == b.presence_penalty &&
+           a.dry_multiplier == b.dry_multiplier && a.dry_base == b.dry_base && a.dry_allowed_length == b.dry_allowed_length &&
+           a.dry_penalty_last_n == b.dry_penalty_last_n && a.dry_sequence_breakers == b.dry_sequence_breakers &&
+           a.xtc_probability == b.xtc_probability && a.xtc_threshold == b.xtc_threshold && a.top_n_sigma == b.top_n_sigma &&
+           a.mirostat == b.mirostat && a.mirostat_tau == b.mirostat_tau && a.mirostat_eta == b.mirostat_eta &&
+           a.samplers == b.samplers;
 }
 
 }  // namespace
@@ -89,6 +95,11 @@ SamplingPanel::SamplingPanel(QWidget* parent) : QWidget(parent) {
     m_stop = new QLineEdit(this);
     m_stop->setPlaceholderText(tr("stop strings, separated by |"));
     m_form->addRow(tr("Stop"), m_stop);
+    m_chain = new SamplerChainControls(this, m_form, [this](const QString& name, const QString& label, double lo, double hi,
+                                                           double step, int decimals, const QString& tip) {
+        return addControl(name, label, lo, hi, step, decimals, tip);
+    });
+    connect(m_chain, &SamplerChainControls::changed, this, [this] { readControls(); });
 
     m_knobArea = new QScrollArea(this);
     m_knobArea->setWidget(knobs);
@@ -173,6 +184,7 @@ void SamplingPanel::readControls() {
     p.max_tokens = int(v("max_tokens"));
     p.seed = m_randomSeed->isChecked() ? wb::SamplingParams::kRandomSeed : m_seed->value();
     p.stop = parseStops(m_stop->text());
+    m_chain->read(p);
     m_params = p;
     m_plot->setParams(p);
     updateModified();
@@ -197,6 +209,7 @@ void SamplingPanel::setParams(const wb::SamplingParams& p) {
     m_seed->setEnabled(!random);
     if (!random) m_seed->setValue(p.seed);
     m_stop->setText(formatStops(p.stop));
+    m_chain->fill(p);
     m_filling = false;
     m_params = p;
     m_plot->setParams(p);
@@ -222,8 +235,9 @@ void SamplingPanel::updateModified() {
 void SamplingPanel::applyPreset(const QString& name) {
     wb::SamplingParams p;
     if (!SamplingPresets::find(name, &p)) return;
-    // A preset sets the sampling knobs; the seed, the reply length and stop strings are the user's.
+    // A preset sets the sampling knobs; the seed, the reply length, stop strings and logit bias are the user's.
     p.seed = m_params.seed;
+    p.logit_bias = m_params.logit_bias;
     p.max_tokens = m_params.max_tokens;
     p.stop = m_params.stop;
     m_presetName = name;

@@ -1,6 +1,7 @@
 #pragma once
 // Sampling panel: every SamplingParams knob (slider + spin box), the seed (fixed or random, 64-bit),
-// max tokens and stop strings; presets, with the preset the values came from and "modified" once a
+// max tokens and stop strings; DRY, XTC, top-nσ, Mirostat, logit bias and the order of the chain
+// (sampler_chain_controls.h); presets, with the preset the values came from and "modified" once a
 // knob differs from it; and the chart of the latest token's candidates before and after sampling.
 // Every change is emitted at once: the controller hands it to the running generation, so it applies
 // to the very next token. The knobs scroll when the dock is short, so the panel never forces the
@@ -18,6 +19,7 @@ class QLabel;
 class QLineEdit;
 class QPushButton;
 class QScrollArea;
+class SamplerChainControls;
 class SeedEdit;
 
 class SamplingPanel : public QWidget {
@@ -35,6 +37,8 @@ public:
     QComboBox* presetBox() const { return m_presets; }
     QLabel* modifiedLabel() const { return m_modified; }
     QScrollArea* knobArea() const { return m_knobArea; }
+    // DRY, XTC, top-nσ, Mirostat, logit bias and the sampler order (their numeric knobs are control()s too).
+    SamplerChainControls* chainControls() const { return m_chain; }
     // The preset the values started from, and whether a knob differs from it now.
     QString presetName() const { return m_presetName; }
     bool isModified() const;
@@ -73,6 +77,7 @@ private:
     QLabel* m_modified;
     QScrollArea* m_knobArea;
     QString m_presetName;
+    SamplerChainControls* m_chain;
     QLabel* m_plotNote;
     CandidatePlot* m_plot;
     bool m_filling = false;

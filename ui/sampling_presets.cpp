@@ -25,6 +25,8 @@ wb::SamplingParams builtin(const QString& name) {
         p.top_p = 0.98f;
         p.min_p = 0.02f;
         p.presence_penalty = 0.3f;
+        // DRY at the strength its author suggests, against the loops a flatter distribution falls into.
+        p.dry_multiplier = 0.8f;
     }
     // Balanced: the engine's defaults (llama.cpp's).
     return p;

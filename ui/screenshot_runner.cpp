@@ -3,7 +3,9 @@
 #include <QApplication>
 #include <QDir>
 #include <QDockWidget>
+#include <QListWidget>
 #include <QPixmap>
+#include <QScrollArea>
 #include <QTimer>
 
 #include "chat_controller.h"
@@ -11,6 +13,9 @@
 #include "main_window.h"
 #include "model_cache.h"
 #include "models_dialog.h"
+#include "param_control.h"
+#include "sampler_chain_controls.h"
+#include "sampling_panel.h"
 
 namespace {
 // Tokens into the reply when the "while generating" picture is taken.
@@ -23,6 +28,9 @@ ScreenshotRunner::ScreenshotRunner(MainWindow* window, const QString& directory,
     : QObject(parent), m_window(window), m_directory(directory), m_prompt(prompt) {
     QDir().mkpath(directory);
     ChatController* c = window->controller();
+    // The logit lens and head statistics pictures need their data, though those panels are tabs behind
+    // the attention panel while the reply is generated.
+    window->setRecordInspection(true);
     connect(c, &ChatController::modelLoaded, this, [this] {
         QTimer::singleShot(500, this, [this] { m_window->controller()->sendMessage(m_prompt); });
     });
@@ -62,6 +70,8 @@ void ScreenshotRunner::grabAll() {
         {QStringLiteral("modelInfoDock"), QStringLiteral("model-info.png")},
         {QStringLiteral("conversationsDock"), QStringLiteral("conversations.png")},
         {QStringLiteral("promptDock"), QStringLiteral("prompt.png")},
+        {QStringLiteral("logitLensDock"), QStringLiteral("logit-lens.png")},
+        {QStringLiteral("headStatsDock"), QStringLiteral("head-stats.png")},
     };
     for (const auto& [dockName, file] : docks) {
         QDockWidget* d = m_window->dock(dockName);
@@ -70,6 +80,12 @@ void ScreenshotRunner::grabAll() {
         QApplication::processEvents();
         save(d, file);
     }
+    // The samplers below the classic knobs (DRY ... the order), scrolled into view.
+    SamplingPanel* sampling = m_window->samplingPanel();
+    sampling->knobArea()->ensureWidgetVisible(sampling->chainControls()->orderList());
+    QApplication::processEvents();
+    save(m_window->dock(QStringLiteral("samplingDock")), QStringLiteral("sampling-samplers.png"));
+    sampling->knobArea()->ensureWidgetVisible(sampling->control(QStringLiteral("temperature")));
     grabModelsDialog();
 }
 

@@ -1,5 +1,6 @@
 #include "token_inspector.h"
 
+#include <QHash>
 #include <QHBoxLayout>
 #include <QHeaderView>
 #include <QLabel>
@@ -13,15 +14,6 @@
 
 #include "attention_store.h"
 #include "theme.h"
-
-namespace {
-
-QString shown(QString s) {
-    s.replace(QLatin1Char('\n'), QStringLiteral("↵"));
-    return s.isEmpty() ? QStringLiteral("∅") : QLatin1Char('\'') + s + QLatin1Char('\'');
-}
-
-}  // namespace
 
 TokenInspector::TokenInspector(AttentionStore* store, QWidget* parent) : QWidget(parent), m_store(store) {
     m_title = new QLabel(tr("Click a token of a reply to inspect it."), this);
@@ -41,8 +33,10 @@ TokenInspector::TokenInspector(AttentionStore* store, QWidget* parent) : QWidget
                                 "and the model goes on from it (double-click a candidate does the same)"));
 
     m_trace = new QTreeWidget(this);
-    m_trace->setHeaderLabels({tr("sampler stage"), tr("kept"), tr("best after the stage")});
+    m_trace->setHeaderLabels({tr("sampler stage"), tr("kept"), tr("what it did"), tr("best after the stage")});
     m_trace->setRootIsDecorated(false);
+    // The stage, what it kept and its own account at full width; the best tokens take what is left.
+    for (int c = 0; c < 3; ++c) m_trace->header()->setSectionResizeMode(c, QHeaderView::ResizeToContents);
     m_candidates->setAccessibleName(tr("Candidates of the selected token"));
     m_trace->setAccessibleName(tr("Sampler stages of the selected token"));
 
@@ -141,14 +135,18 @@ void TokenInspector::setToken(const TokenRecord& token) {
     m_token = token;
     m_hasToken = true;
     m_messageIndex = m_tokenIndex = -1;
-    QString title = tr("%1 · id %2 · position %3 · p = %4").arg(shown(token.piece)).arg(token.id).arg(token.position).arg(double(token.p), 0, 'f', 4);
+    // The token's own text: the reply may hold it back (part of a stop string or of a typed marker), so
+    // the text it added can be empty or differ.
+    const QString own = token.tokenPiece.isEmpty() ? token.piece : token.tokenPiece;
+    QString title = tr("%1 · id %2 · position %3 · p = %4").arg(quotedPiece(own)).arg(token.id).arg(token.position).arg(double(token.p), 0, 'f', 4);
+    if (own != token.piece) title += tr(" · added %1 to the reply").arg(quotedPiece(token.piece));
     if (token.entropy > 0) title += tr(" · entropy %1 nats").arg(double(token.entropy), 0, 'f', 3);
     m_title->setText(title);
 
     m_candidates->setRowCount(int(token.candidates.size()));
     for (int i = 0; i < int(token.candidates.size()); ++i) {
         const wb::TokenCandidate& c = token.candidates[size_t(i)];
-        auto* name = new QTableWidgetItem(shown(QString::fromStdString(c.piece)));
+        auto* name = new QTableWidgetItem(quotedPiece(QString::fromStdString(c.piece)));
         auto* id = new QTableWidgetItem(QString::number(c.id));
         auto* raw = new QTableWidgetItem(QString::number(double(c.p_raw), 'f', 4));
         auto* fin = new QTableWidgetItem(QString::number(double(c.p_final), 'f', 4));
@@ -164,12 +162,21 @@ void TokenInspector::setToken(const TokenRecord& token) {
         m_candidates->setItem(i, 3, fin);
     }
     m_trace->clear();
+    // Candidate texts by id, for the stages' best tokens (the trace itself records ids).
+    QHash<int, QString> text;
+    for (const wb::TokenCandidate& c : token.candidates) text.insert(c.id, quotedPiece(QString::fromStdString(c.piece)));
     for (const wb::SamplerStageTrace& s : token.trace) {
         QStringList best;
-        for (size_t i = 0; i < s.top_after.size() && i < 5; ++i)
-            best << QStringLiteral("#%1 %2").arg(s.top_after[i].id).arg(double(s.top_after[i].p), 0, 'f', 3);
-        m_trace->addTopLevelItem(new QTreeWidgetItem(
-            {QString::fromStdString(s.stage), QStringLiteral("%1 → %2").arg(s.n_before).arg(s.n_after), best.join(QStringLiteral(", "))}));
+        for (size_t i = 0; i < s.top_after.size() && i < 5; ++i) {
+            const int id = s.top_after[i].id;
+            best << QStringLiteral("%1 %2").arg(text.value(id, QStringLiteral("#%1").arg(id))).arg(double(s.top_after[i].p), 0, 'f', 3);
+        }
+        // The stage's own account of what it did (its threshold, what it found), as the engine wrote it.
+        const QString detail = QString::fromStdString(s.detail);
+        auto* item = new QTreeWidgetItem({QString::fromStdString(s.stage), QStringLiteral("%1 → %2").arg(s.n_before).arg(s.n_after),
+                                          detail, best.join(QStringLiteral(", "))});
+        item->setToolTip(2, detail);
+        m_trace->addTopLevelItem(item);
     }
     if (token.candidates.empty() && token.trace.empty())
         m_trace->addTopLevelItem(new QTreeWidgetItem({tr("(no candidates or trace were captured for this token)")}));

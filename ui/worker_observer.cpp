@@ -1,12 +1,23 @@
 #include "worker_observer.h"
 
 #include "inference_worker.h"
+#include "tokenizer/tokenizer.h"
 
-WorkerObserver::WorkerObserver(InferenceWorker& worker, quint64 requestId, const wb::CaptureSpec& spec)
-    : m_worker(worker), m_requestId(requestId), m_spec(spec) {
+WorkerObserver::WorkerObserver(InferenceWorker& worker, quint64 requestId, const wb::CaptureSpec& spec,
+                               const InspectionRequest& inspect)
+    : m_worker(worker), m_requestId(requestId), m_spec(spec), m_inspect(inspect) {
     m_attentionClock.start();
     m_kvClock.start();
     m_timingClock.start();
+}
+
+wb::CaptureSpec WorkerObserver::capture() const {
+    if (!m_inspect.headStats) return m_spec;
+    wb::CaptureSpec spec = m_spec;
+    spec.layers.clear();
+    spec.heads.clear();
+    spec.prefill_attention = spec.decode_attention = true;
+    return spec;
 }
 
 void WorkerObserver::on_token(const wb::TokenEvent& event) {
@@ -14,6 +25,20 @@ void WorkerObserver::on_token(const wb::TokenEvent& event) {
     // grows one row per token never sees a token without its row when both are due.
     flushAttention();
     Q_EMIT m_worker.tokenGenerated(m_requestId, event);
+    if (event.lens.empty() && !m_inspect.headStats) return;
+    auto inspection = std::make_shared<TokenInspection>();
+    inspection->index = event.index;
+    inspection->lens = event.lens;
+    if (m_inspect.tokenizer) {
+        auto name = [&](int32_t id) {
+            if (!inspection->pieces.contains(id)) inspection->pieces.insert(id, tokenText(m_inspect.tokenizer->token_to_piece(id, true)));
+        };
+        name(event.id);
+        for (const wb::LensLayer& l : event.lens)
+            for (int32_t id : l.top_ids) name(id);
+    }
+    if (m_inspect.headStats) inspection->heads = m_passHeads;
+    Q_EMIT m_worker.tokenInspected(m_requestId, TokenInspectionPtr(std::move(inspection)));
 }
 
 bool WorkerObserver::stop_requested() const {
@@ -21,6 +46,15 @@ bool WorkerObserver::stop_requested() const {
 }
 
 void WorkerObserver::on_attention(const wb::AttentionEvent& event) {
+    if (m_inspect.headStats) {
+        if (event.n_keys != m_passEnd) m_passHeads.clear();
+        m_passEnd = event.n_keys;
+        const std::vector<wb::HeadStats> h = wb::head_stats(event, event.n_queries - 1, m_inspect.modelWindow);
+        m_passHeads.insert(m_passHeads.end(), h.begin(), h.end());
+    }
+    // Only what the panels asked for goes on (the head statistics made the engine capture every layer).
+    const bool asked = (event.prefill ? m_spec.prefill_attention : m_spec.decode_attention) && m_spec.wants_layer(event.layer);
+    if (!asked) return;
     m_pendingAttention.push_back(event);
     if (m_attentionClock.elapsed() >= kMinIntervalMs) flushAttention();
 }

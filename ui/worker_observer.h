@@ -9,12 +9,25 @@
 #include "engine_types.h"
 
 class InferenceWorker;
+namespace wb {
+class Tokenizer;
+}
+
+// What one generation records for the inspection views beyond the attention panel's capture.
+struct InspectionRequest {
+    bool headStats = false;              // every layer's and head's attention statistics per token
+    int32_t modelWindow = 0;             // head_stats' window for layers without their own (0: none)
+    const wb::Tokenizer* tokenizer = nullptr;  // names the logit lens's tokens
+};
 
 class WorkerObserver : public wb::Observer {
 public:
-    WorkerObserver(InferenceWorker& worker, quint64 requestId, const wb::CaptureSpec& spec);
+    // spec: what the panels asked for (the attention rows sent on are those of its layers); inspect:
+    // the head statistics, which need every layer's attention from the engine but send none of it on.
+    WorkerObserver(InferenceWorker& worker, quint64 requestId, const wb::CaptureSpec& spec,
+                   const InspectionRequest& inspect = {});
 
-    wb::CaptureSpec capture() const override { return m_spec; }
+    wb::CaptureSpec capture() const override;
     void on_token(const wb::TokenEvent& event) override;
     void on_attention(const wb::AttentionEvent& event) override;
     void on_kv_cache(const wb::KvStats& stats) override;
@@ -37,6 +50,11 @@ private:
     InferenceWorker& m_worker;
     quint64 m_requestId;
     wb::CaptureSpec m_spec;
+    InspectionRequest m_inspect;
+    // The head statistics of the pass under way (events come layer by layer, a pass is known by where
+    // it ends): its last row's logits draw the next token.
+    std::vector<wb::HeadStats> m_passHeads;
+    int32_t m_passEnd = -1;
     std::vector<wb::AttentionEvent> m_pendingAttention;
     wb::KvStats m_pendingKv;
     bool m_hasKv = false;

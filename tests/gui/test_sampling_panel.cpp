@@ -1,5 +1,7 @@
 // Sampling panel: every knob reaches the live parameters the worker hands to the session; presets;
 // the candidate chart draws the given probabilities and marks the cut-offs.
+#include <cmath>
+
 #include <QCheckBox>
 #include <QComboBox>
 #include <QDoubleSpinBox>
@@ -13,7 +15,11 @@
 #include "chat_controller.h"
 #include "gui_test_support.h"
 #include "param_control.h"
+#include "sampler_chain_controls.h"
 #include "sampling_panel.h"
+#include "inference_worker.h"
+#include <QListWidget>
+#include <QPushButton>
 #include "sampling_presets.h"
 #include "seed_edit.h"
 
@@ -36,6 +42,15 @@ private Q_SLOTS:
         QTest::newRow("frequency_penalty") << "frequency_penalty" << 0.4;
         QTest::newRow("presence_penalty") << "presence_penalty" << -0.6;
         QTest::newRow("max_tokens") << "max_tokens" << 99.0;
+        QTest::newRow("dry_multiplier") << "dry_multiplier" << 0.8;
+        QTest::newRow("dry_base") << "dry_base" << 2.5;
+        QTest::newRow("dry_allowed_length") << "dry_allowed_length" << 4.0;
+        QTest::newRow("dry_penalty_last_n") << "dry_penalty_last_n" << -1.0;
+        QTest::newRow("xtc_probability") << "xtc_probability" << 0.5;
+        QTest::newRow("xtc_threshold") << "xtc_threshold" << 0.15;
+        QTest::newRow("top_n_sigma") << "top_n_sigma" << 1.5;
+        QTest::newRow("mirostat_tau") << "mirostat_tau" << 3.5;
+        QTest::newRow("mirostat_eta") << "mirostat_eta" << 0.25;
     }
 
     // Spin box -> panel -> controller -> InferenceWorker::setSamplingParams (LiveSamplingParams::set).
@@ -52,8 +67,75 @@ private Q_SLOTS:
         const QMap<QString, double> got = {
             {"temperature", p.temperature}, {"top_k", p.top_k}, {"top_p", p.top_p}, {"min_p", p.min_p},
             {"typical_p", p.typical_p}, {"repeat_penalty", p.repeat_penalty}, {"repeat_last_n", p.repeat_last_n},
-            {"frequency_penalty", p.frequency_penalty}, {"presence_penalty", p.presence_penalty}, {"max_tokens", p.max_tokens}};
+            {"frequency_penalty", p.frequency_penalty}, {"presence_penalty", p.presence_penalty}, {"max_tokens", p.max_tokens},
+            {"dry_multiplier", p.dry_multiplier}, {"dry_base", p.dry_base}, {"dry_allowed_length", p.dry_allowed_length},
+            {"dry_penalty_last_n", p.dry_penalty_last_n}, {"xtc_probability", p.xtc_probability}, {"xtc_threshold", p.xtc_threshold},
+            {"top_n_sigma", p.top_n_sigma}, {"mirostat_tau", p.mirostat_tau}, {"mirostat_eta", p.mirostat_eta}};
+        QVERIFY2(got.contains(knob), qPrintable(knob));
         QVERIFY2(qAbs(got.value(knob) - value) < 1e-5, qPrintable(QString("%1 = %2").arg(knob).arg(got.value(knob))));
+    }
+
+    // Mirostat's mode, DRY's breakers, the logit bias (by id and by text) and the sampler order reach
+    // the worker's live parameters; a bias that cannot be read is said and leaves the last valid one.
+    void chainControlsReachLiveParams() {
+        ChatController controller;
+        SamplingPanel panel;
+        connect(&panel, &SamplingPanel::paramsChanged, &controller, &ChatController::setSamplingParams);
+        SamplerChainControls* chain = panel.chainControls();
+        auto live = [&controller] { return controller.worker()->samplingParams(); };
+
+        chain->mirostatBox()->setCurrentIndex(chain->mirostatBox()->findData(2));
+        QCOMPARE(live().mirostat, 2);
+        chain->breakersEdit()->setText("\\n|;|and");
+        QCOMPARE(live().dry_sequence_breakers, (std::vector<std::string>{"\n", ";", "and"}));
+
+        // A text key is encoded by the model's tokenizer: here a stand-in that gives two tokens.
+        chain->setTokenEncoder([](const QString& text, std::vector<int32_t>* ids, QString*) {
+            *ids = text == "Paris" ? std::vector<int32_t>{7, 8} : std::vector<int32_t>{};
+            return true;
+        });
+        QSignalSpy accepted(chain, &SamplerChainControls::logitBiasAccepted);
+        chain->logitBiasEdit()->setText("13=-inf, 'Paris'=+2.5");
+        std::vector<wb::LogitBias> b = live().logit_bias;
+        QCOMPARE(b.size(), size_t(3));
+        QCOMPARE(b[0].token, 13);
+        QVERIFY(std::isinf(b[0].bias) && b[0].bias < 0);
+        QCOMPARE(b[1].token, 7);
+        QCOMPARE(b[2].token, 8);
+        QCOMPARE(b[2].bias, 2.5f);
+        QCOMPARE(accepted.last().at(0).toString(), QString("13=-inf, 'Paris'=+2.5"));
+        // Unreadable: the error is shown, the biases in force stay, nothing is accepted (saved).
+        const int acceptedBefore = int(accepted.count());
+        chain->logitBiasEdit()->setText("13=lots");
+        QVERIFY(!chain->logitBiasError()->isHidden());
+        QVERIFY(chain->logitBiasError()->text().contains("13=lots"));
+        QCOMPARE(live().logit_bias.size(), size_t(3));
+        QCOMPARE(accepted.count(), acceptedBefore);
+        chain->logitBiasEdit()->setText("'nothing'=1");
+        QVERIFY(chain->logitBiasError()->text().contains("no token"));
+        chain->logitBiasEdit()->setText("");
+        QVERIFY(chain->logitBiasError()->isHidden());
+        QVERIFY(live().logit_bias.empty());
+
+        // The order: Up moves the current stage, unticking leaves it out.
+        QCOMPARE(live().samplers, wb::default_sampler_sequence());
+        chain->orderList()->setCurrentRow(3);  // top_k
+        chain->upButton()->click();
+        std::vector<std::string> want = wb::default_sampler_sequence();
+        std::swap(want[2], want[3]);
+        QCOMPARE(live().samplers, want);
+        chain->orderList()->item(0)->setCheckState(Qt::Unchecked);  // penalties
+        want.erase(want.begin());
+        QCOMPARE(live().samplers, want);
+        QCOMPARE(panel.params().samplers, want);
+        QVERIFY(panel.isModified());
+        // setParams shows another order (a loaded conversation) with the left-out stages unticked at the end.
+        wb::SamplingParams q;
+        q.samplers = {"temperature", "min_p"};
+        panel.setParams(q);
+        QCOMPARE(chain->orderList()->item(0)->text(), QString("temperature"));
+        QCOMPARE(chain->orderList()->item(2)->checkState(), Qt::Unchecked);
+        QCOMPARE(chain->order(), q.samplers);
     }
 
     void sliderAndSpinBoxStayInStep() {

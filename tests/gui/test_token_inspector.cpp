@@ -56,6 +56,54 @@ private Q_SLOTS:
         QCOMPARE(bars->data()->at(2)->value, 22.0);
     }
 
+    // Each stage's own account (SamplerStageTrace::detail) is a column of the stage table, and the best
+    // tokens after a stage are named by their text where the candidates have it.
+    void stageTableShowsDetailAndTokenText() {
+        AttentionStore store;
+        TokenInspector inspector(&store);
+        TokenRecord t;
+        t.id = 101;
+        t.piece = "t1";
+        t.candidates = wb_gui_test::tokenEvent({0.6f, 0.3f}, {0.3f, 0.7f}, 1).candidates;
+        wb::SamplerStageTrace s;
+        s.stage = "min_p";
+        s.n_before = 40;
+        s.n_after = 2;
+        s.detail = "p >= 0.05 x p_max = 0.030";
+        s.top_after = {{101, 1.0f, 0.7f}, {777, 0.5f, 0.3f}};
+        t.trace = {s};
+        inspector.setToken(t);
+        QTreeWidgetItem* row = inspector.traceTree()->topLevelItem(0);
+        QCOMPARE(row->text(2), QString("p >= 0.05 x p_max = 0.030"));
+        QCOMPARE(row->text(3), QString("'t1' 0.700, #777 0.300"));
+    }
+
+    // The header names the token's own piece, also when the reply held its text back (it added nothing
+    // yet: 'im' inside a typed "<|im_start|>"), and says what it added.
+    void headerShowsTheTokensOwnPiece() {
+        AttentionStore store;
+        TokenInspector inspector(&store);
+        TokenRecord t;
+        t.id = 321;
+        t.piece = "";
+        t.tokenPiece = "im";
+        inspector.setToken(t);
+        QVERIFY2(inspector.headline().startsWith("'im' · id 321"), qPrintable(inspector.headline()));
+        QVERIFY2(inspector.headline().contains("added ∅ to the reply"), qPrintable(inspector.headline()));
+        // Bytes of a split character are shown escaped, not as replacement characters.
+        QCOMPARE(tokenText(std::string("a\xE2\x82")), QString("a\\xE2\\x82"));
+        QCOMPARE(tokenText(std::string("\xE2\x82\xAC")), QString::fromUtf8("€"));
+        // A conversation file keeps it.
+        ChatEntry reply{"assistant", "", {t}, {}};
+        Conversation c;
+        c.append({"user", "hi", {}, {}});
+        c.append(reply);
+        QString error;
+        const std::optional<Conversation> back = Conversation::fromJson(c.toJson(), &error);
+        QVERIFY2(back.has_value(), qPrintable(error));
+        QCOMPARE(back->messages.last().tokens[0].tokenPiece, QString("im"));
+    }
+
     void modelInfoShowsSummaryAndHash() {
         ModelInfoPanel panel;
         ModelSummary s;

@@ -23,7 +23,14 @@
 #include "main_window.h"
 #include "model/model_paths.h"
 #include "param_control.h"
+#include "sampler_chain_controls.h"
 #include "sampling_panel.h"
+#include "inference_worker.h"
+#include <QComboBox>
+#include <QLabel>
+#include <QLineEdit>
+#include <QListWidget>
+#include <QPushButton>
 #include "seed_edit.h"
 
 #include <QDoubleSpinBox>
@@ -111,6 +118,50 @@ private Q_SLOTS:
         const ModelSummary m = startAndWait(w);
         QCOMPARE(m.contextSize, 1024);
         w.setTheme(ThemeMode::System);
+    }
+
+    // DRY, XTC, top-nσ, Mirostat, the logit bias as typed (a text key too) and the sampler order.
+    void newSamplerSettingsSurviveARestart() {
+        std::vector<wb::LogitBias> biases;
+        {
+            MainWindow w;
+            w.show();
+            QVERIFY(!startAndWait(w).path.isEmpty());
+            SamplingPanel* s = w.samplingPanel();
+            SamplerChainControls* chain = s->chainControls();
+            s->control("dry_multiplier")->spinBox()->setValue(0.8);
+            s->control("dry_allowed_length")->spinBox()->setValue(3);
+            chain->breakersEdit()->setText("\\n|:");
+            s->control("xtc_probability")->spinBox()->setValue(0.4);
+            s->control("top_n_sigma")->spinBox()->setValue(1.25);
+            chain->mirostatBox()->setCurrentIndex(chain->mirostatBox()->findData(1));
+            s->control("mirostat_tau")->spinBox()->setValue(4.5);
+            chain->logitBiasEdit()->setText("13=-inf, ' Paris'=-2");
+            QVERIFY(chain->logitBiasError()->isHidden());
+            chain->orderList()->setCurrentRow(8);  // temperature
+            chain->upButton()->click();
+            biases = w.controller()->worker()->samplingParams().logit_bias;
+            QVERIFY(biases.size() >= 2);  // 13 and the text's token(s)
+            w.close();
+        }
+        MainWindow w;
+        const wb::SamplingParams p = w.controller()->worker()->samplingParams();
+        QCOMPARE(p.dry_multiplier, 0.8f);
+        QCOMPARE(p.dry_allowed_length, 3);
+        QCOMPARE(p.dry_sequence_breakers, (std::vector<std::string>{"\n", ":"}));
+        QCOMPARE(p.xtc_probability, 0.4f);
+        QCOMPARE(p.top_n_sigma, 1.25f);
+        QCOMPARE(p.mirostat, 1);
+        QCOMPARE(p.mirostat_tau, 4.5f);
+        QCOMPARE(p.samplers, (std::vector<std::string>{"penalties", "dry", "top_n_sigma", "top_k", "typ_p", "top_p", "min_p",
+                                                       "temperature", "xtc"}));
+        QCOMPARE(p.logit_bias.size(), biases.size());
+        for (size_t i = 0; i < biases.size(); ++i) QCOMPARE(p.logit_bias[i].token, biases[i].token);
+        // The field as it was typed, and the same ids once the model is loaded again.
+        QCOMPARE(w.samplingPanel()->chainControls()->logitBiasEdit()->text(), QString("13=-inf, ' Paris'=-2"));
+        QVERIFY(!startAndWait(w).path.isEmpty());
+        QCOMPARE(w.controller()->worker()->samplingParams().logit_bias.size(), biases.size());
+        QCOMPARE(w.samplingPanel()->chainControls()->order(), p.samplers);
     }
 
     void defaultThreadsAreAllCores() {
