@@ -37,7 +37,7 @@
 namespace {
 
 const QStringList kDocks = {"samplingDock", "attentionDock", "tokenInspectorDock", "kvCacheDock", "modelInfoDock", "conversationsDock",
-                            "promptDock"};
+                            "promptDock", "logitLensDock", "headStatsDock"};
 
 QRect rectIn(const QWidget* w, const QWidget* window) {
     return QRect(w->mapTo(window, QPoint(0, 0)), w->size());
@@ -108,7 +108,7 @@ private Q_SLOTS:
             for (int j = i + 1; j < 4; ++j)
                 QVERIFY2(!shown[i].second.intersects(shown[j].second), qPrintable(shown[i].first + " overlaps " + shown[j].first));
         // The inspector panels are one tab group.
-        QCOMPARE(w.tabifiedDockWidgets(w.dock("attentionDock")).size(), 4);
+        QCOMPARE(w.tabifiedDockWidgets(w.dock("attentionDock")).size(), 6);
     }
 
     void opensAtASizeThatFitsTheScreen_data() {
@@ -150,7 +150,7 @@ private Q_SLOTS:
         QApplication::processEvents();
         verifyAllPanelsPresent(w);
         for (QDockWidget* d : w.docks()) QCOMPARE(w.dockWidgetArea(d), areas[d->objectName()]);
-        QCOMPARE(w.tabifiedDockWidgets(w.dock("attentionDock")).size(), 4);
+        QCOMPARE(w.tabifiedDockWidgets(w.dock("attentionDock")).size(), 6);
         QVERIFY(w.dock("attentionDock")->isVisible());  // the group shows the Attention tab
     }
 
@@ -254,7 +254,8 @@ private Q_SLOTS:
         QVERIFY(QTest::qWaitForWindowActive(&w));
         const QList<QPair<Qt::Key, QString>> keys = {
             {Qt::Key_2, "samplingDock"}, {Qt::Key_3, "attentionDock"}, {Qt::Key_4, "tokenInspectorDock"},
-            {Qt::Key_5, "kvCacheDock"},  {Qt::Key_6, "modelInfoDock"},
+            {Qt::Key_5, "kvCacheDock"},  {Qt::Key_6, "modelInfoDock"}, {Qt::Key_9, "logitLensDock"},
+            {Qt::Key_0, "headStatsDock"},
         };
         for (const auto& [key, dockName] : keys) {
             QTest::keyClick(&w, key, Qt::ControlModifier);
