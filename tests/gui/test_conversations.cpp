@@ -200,6 +200,9 @@ private Q_SLOTS:
 
         // Quit while a reply streams: the window stops it, stays open (the event loop runs) until the
         // worker has ended it, then closes with the complete reply saved.
+        // A reply long enough to be still streaming when the window closes (the 4-token limit set for
+        // "Hello" let it end by max_tokens first on an idle machine).
+        w.controller()->setSamplingParams(quick(40));
         QSignalSpy more(w.controller(), &ChatController::tokenAppended);
         QVERIFY(w.controller()->sendMessage("Count from 1 to 50 again."));
         QVERIFY(more.wait(kTimeoutMs));
