@@ -90,7 +90,7 @@ std::string chunk_json(const ResponseMeta& meta, const ChunkContent& c) {
         if (c.logprobs) choice["logprobs"] = chat_logprobs(*c.logprobs);
     } else {
         choice["text"] = c.text;
-        if (c.logprobs) choice["logprobs"] = text_logprobs(*c.logprobs, 0);
+        if (c.logprobs) choice["logprobs"] = text_logprobs(*c.logprobs, c.text_offset);
     }
     j["choices"] = json::array({choice});
     return dump(j);

@@ -42,6 +42,7 @@ struct ChunkContent {
     std::optional<std::string> role;
     std::string text;
     const std::vector<TokenLogprob>* logprobs = nullptr;
+    size_t text_offset = 0;  // completions' logprobs: byte offset of the first token in the whole reply
     std::optional<std::string> finish_reason;
 };
 std::string chunk_json(const ResponseMeta& meta, const ChunkContent& c);

@@ -1,7 +1,6 @@
 #include "server/http_server.h"
 
 #include <httplib.h>
-#include <arpa/inet.h>
 
 #include <algorithm>
 #include <atomic>
@@ -10,6 +9,7 @@
 #include <random>
 
 #include "engine/chat_prompt.h"
+#include "server/loopback.h"
 #include "util/error.h"
 
 namespace wb::server {
@@ -57,13 +57,6 @@ std::string new_id(Endpoint e) {
 bool write(httplib::DataSink& sink, const std::string& s) { return sink.write(s.data(), s.size()); }
 
 }  // namespace
-
-bool is_loopback_host(const std::string& host) {
-    if (host == "localhost" || host == "::1" || host == "[::1]") return true;
-    // An address, not a name that starts like one ("127.example.com" may resolve anywhere).
-    in_addr a{};
-    return inet_pton(AF_INET, host.c_str(), &a) == 1 && (ntohl(a.s_addr) >> 24) == 127;
-}
 
 HttpServer::HttpServer(const Model& model, ServerOptions options)
     : model_(model), options_(std::move(options)), started_(unix_now()) {
@@ -120,7 +113,30 @@ void HttpServer::routes() {
                                           ")", "invalid_request_error", {}, "unsupported_encoding"));
             return httplib::Server::HandlerResponse::Handled;
         }
-        if (options_.api_key.empty() || req.path == "/health") return httplib::Server::HandlerResponse::Unhandled;
+        if (options_.api_key.empty()) {
+            // Without a key the server trusts whatever can reach the loopback address, which includes
+            // web pages in the user's browser: a page of another site may POST to it (a "simple"
+            // cross-origin request needs no preflight), or reach it under its own name by DNS
+            // rebinding. Browsers always send Origin on such POSTs and the page's name as Host, so a
+            // request naming anything but this machine is refused; command-line clients send
+            // Host: 127.0.0.1:PORT or localhost and no Origin.
+            const std::string host = req.get_header_value("Host");
+            const std::string origin = req.get_header_value("Origin");
+            if (req.has_header("Host") && !is_loopback_authority(host)) {
+                send_error(res, ApiError(403, "Host '" + host + "' is not this machine: a server without --api-key "
+                                              "answers only requests addressed to a loopback name or address",
+                                         "permission_error", {}, "forbidden_host"));
+                return httplib::Server::HandlerResponse::Handled;
+            }
+            if (req.has_header("Origin") && !is_loopback_origin(origin)) {
+                send_error(res, ApiError(403, "requests from the web page '" + origin + "' are refused: a server "
+                                              "without --api-key answers only pages served from this machine",
+                                         "permission_error", {}, "forbidden_origin"));
+                return httplib::Server::HandlerResponse::Handled;
+            }
+            return httplib::Server::HandlerResponse::Unhandled;
+        }
+        if (req.path == "/health") return httplib::Server::HandlerResponse::Unhandled;
         if (req.get_header_value("Authorization") == "Bearer " + options_.api_key)
             return httplib::Server::HandlerResponse::Unhandled;
         send_error(res, ApiError(401, "invalid or missing API key (send 'Authorization: Bearer KEY')",
@@ -268,6 +284,7 @@ bool HttpServer::stream(Job& job, const ResponseMeta& meta, bool include_usage, 
     if (meta.endpoint == Endpoint::CHAT) first.role = "assistant";
     if (meta.endpoint == Endpoint::CHAT && !write(sink, sse_event(chunk_json(meta, first)))) return gone();
     std::string streamed;
+    size_t token_offset = 0;  // legacy logprobs' text_offset counts token bytes from the reply's start
     auto idle_since = std::chrono::steady_clock::now();
     for (bool done = false; !done;) {
         std::vector<StreamToken> tokens;
@@ -279,8 +296,10 @@ bool HttpServer::stream(Job& job, const ResponseMeta& meta, bool include_usage, 
             ChunkContent c;
             c.text = t.text;
             if (job.logprobs) c.logprobs = &lp;
+            c.text_offset = token_offset;
             if (!write(sink, sse_event(chunk_json(meta, c)))) return gone();
             streamed += t.text;
+            token_offset += t.logprob.token.size();
         }
         // While the request waits for a session nothing else is written: an SSE comment now and then
         // finds out whether the client is still there (a write to a closed connection fails).

@@ -9,6 +9,7 @@
 
 #include "engine/model.h"
 #include "server/generation_queue.h"
+#include "server/loopback.h"
 #include "server/metrics.h"
 
 namespace httplib {
@@ -29,8 +30,6 @@ struct ServerOptions {
     QueueOptions queue;
 };
 
-// True for 127.0.0.0/8, ::1 and "localhost".
-bool is_loopback_host(const std::string& host);
 
 class HttpServer {
 public:

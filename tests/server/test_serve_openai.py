@@ -195,6 +195,35 @@ def main():
         for lp, top in zip(c.logprobs.token_logprobs, c.logprobs.top_logprobs):
             assert len(top) == 3 and abs(lp - max(top.values())) < 1e-6, (lp, top)  # greedy takes the likeliest
 
+    def streamed_completion_offsets():
+        # text_offset counts from the start of the reply in every chunk, as in the whole response.
+        whole = client.completions.create(model=srv.model, prompt="The capital of France is", max_tokens=6,
+                                          temperature=0, logprobs=1)
+        offsets = []
+        for chunk in client.completions.create(model=srv.model, prompt="The capital of France is", max_tokens=6,
+                                               temperature=0, logprobs=1, stream=True):
+            for c in chunk.choices:
+                if c.logprobs:
+                    offsets += c.logprobs.text_offset
+        assert offsets == whole.choices[0].logprobs.text_offset and offsets[-1] > 0, \
+            (offsets, whole.choices[0].logprobs.text_offset)
+
+    def keyless_refuses_other_sites():
+        # Without a key only requests addressed to this machine are answered: a web page of another
+        # site (Origin) or a name rebound to 127.0.0.1 (Host) gets 403; a local page is served.
+        for extra, code in [({"Host": f"evil.example:{srv.port}"}, "forbidden_host"),
+                            ({"Origin": "http://evil.example"}, "forbidden_origin"),
+                            ({"Origin": "null"}, "forbidden_origin")]:
+            for method, path, body in [("GET", "/v1/models", None),
+                                       ("POST", "/v1/chat/completions", json.dumps(
+                                           {"messages": [{"role": "user", "content": "hi"}], "max_tokens": 1}))]:
+                got, reply = srv.raw(method, path, body, extra=extra)
+                assert got == 403 and reply["error"]["code"] == code, (extra, path, got, reply)
+        got, reply = srv.raw("GET", "/v1/models", extra={"Origin": f"http://localhost:{srv.port}",
+                                                          "Host": f"localhost:{srv.port}"})
+        assert got == 200 and reply["data"], (got, reply)
+        srv.alive()
+
     def eight_concurrent_clients():
         def one(i):
             if i % 2:
@@ -318,6 +347,8 @@ def main():
         check("seeded requests reproducible, streamed and not", seeded_reproducible_and_streamed)
         check("stop strings", stop_strings)
         check("completions, greedy, logprobs", completions_greedy)
+        check("streamed completions: text_offset counts from the reply's start", streamed_completion_offsets)
+        check("without a key, other sites' pages and rebound names get 403", keyless_refuses_other_sites)
         check("8 concurrent clients", eight_concurrent_clients)
         check("malformed and hostile requests get 4xx, the server stays up", hostile_requests)
         check("429 when full, a disconnect (streamed or not) frees the session, API key", queue_full_and_disconnect)

@@ -10,6 +10,7 @@
 
 #include "server/api_request.h"
 #include "server/api_response.h"
+#include "server/loopback.h"
 #include "server/memory_budget.h"
 #include "util/error.h"
 
@@ -172,6 +173,14 @@ void responses_have_openai_shapes() {
     report(c0["object"] == "chat.completion.chunk" && c0["choices"][0]["delta"] == json({{"role", "assistant"}, {"content", ""}}) &&
                c1["choices"][0]["delta"] == json::object() && c1["choices"][0]["finish_reason"] == "stop",
            "stream chunks: the role first, the finish reason last");
+    // A streamed completion's logprobs count text_offset from the start of the whole reply, not the chunk.
+    std::vector<TokenLogprob> second = {lps[1]};
+    ChunkContent later;
+    later.text = "?";
+    later.logprobs = &second;
+    later.text_offset = 2;
+    report(json::parse(chunk_json(text_meta, later))["choices"][0]["logprobs"]["text_offset"] == json({2}),
+           "a later completions chunk's text_offset continues from the tokens before it");
     report(json::parse(usage_chunk_json(chat_meta, {3, 4}))["usage"]["completion_tokens"] == 4 &&
                sse_event("{}") == "data: {}\n\n",
            "the usage chunk and the SSE framing");
@@ -180,6 +189,22 @@ void responses_have_openai_shapes() {
                json::parse(error_json(ApiError(400, "x")))["error"]["param"].is_null(),
            "the error object");
     report(json::parse(models_json("m", 5))["data"][0]["id"] == "m", "the models list");
+}
+
+// What a keyless server answers: requests addressed to this machine, not pages of other sites or
+// names that resolve here only by DNS rebinding.
+void loopback_checks() {
+    for (const char* h : {"127.0.0.1:8080", "127.0.0.1", "localhost:8080", "localhost", "[::1]:8080", "[::1]",
+                          "127.1.2.3:1"})
+        report(is_loopback_authority(h), std::string("Host ") + h + " is this machine");
+    for (const char* h : {"evil.example:8080", "127.example.com", "localhost.evil.example", "0.0.0.0:8080",
+                          "[::2]:8080", "", ":8080", "[::1"})
+        report(!is_loopback_authority(h), std::string("Host '") + h + "' is refused");
+    for (const char* o : {"http://localhost:3000", "https://127.0.0.1", "http://[::1]:8080"})
+        report(is_loopback_origin(o), std::string("Origin ") + o + " is a page of this machine");
+    for (const char* o : {"null", "http://evil.example", "http://localhost.evil.example:80", "file://",
+                          "http://localhost:3000/x", "ftp://localhost", "localhost"})
+        report(!is_loopback_origin(o), std::string("Origin '") + o + "' is refused");
 }
 
 void kv_budget() {
@@ -213,6 +238,7 @@ void kv_budget() {
 }  // namespace
 
 int main() {
+    loopback_checks();
     kv_budget();
     fields_are_read();
     bad_requests_are_400();
