@@ -3,13 +3,17 @@
 // come with an error message; a file it takes must give a tree whose active path is consistent (every
 // message has at least one version, the active one among them, and every version can be selected),
 // and saving what was loaded must be stable: its JSON read back and written again is the same JSON
-// (a conversation opened and saved twice does not drift or lose messages).
+// (a conversation opened and saved twice does not drift or lose messages). Nor may the first save lose
+// any message of the file: a node the loader took but cannot reach from the root (a parent that does
+// not come before its child makes a loop or a dangling branch) would vanish from the saved file.
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 
 #include <QByteArray>
+#include <QJsonArray>
 #include <QJsonDocument>
+#include <QJsonObject>
 
 #include "conversation.h"
 
@@ -34,6 +38,12 @@ void check_versions(Conversation& c) {
     if (c.totalMessages() < c.messages.size()) fail("fewer messages in the tree than on the active path");
 }
 
+// The messages a file holds: version 2 lists every node, version 1 one path of messages.
+qsizetype messages_in(const QJsonObject& file) {
+    if (file.contains(QStringLiteral("nodes"))) return file.value(QStringLiteral("nodes")).toArray().size();
+    return file.value(QStringLiteral("messages")).toArray().size();
+}
+
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
@@ -47,6 +57,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
         return 0;
     }
     const QJsonObject saved = c->toJson();
+    if (messages_in(saved) != messages_in(doc.object())) fail("a loaded conversation saved lost or gained messages");
     std::optional<Conversation> again = Conversation::fromJson(saved, &error);
     if (!again) fail("a saved conversation does not load again");
     if (again->toJson() != saved) fail("a conversation saved, loaded and saved again changed");
