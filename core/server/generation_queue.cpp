@@ -86,6 +86,11 @@ GenerationQueue::GenerationQueue(const Model& model, const QueueOptions& o, Done
 }
 
 GenerationQueue::~GenerationQueue() {
+    shutdown();
+    for (auto& w : workers_) w.join();
+}
+
+void GenerationQueue::shutdown() {
     std::deque<std::shared_ptr<Job>> dropped;
     {
         std::lock_guard<std::mutex> lock(mutex_);
@@ -94,12 +99,16 @@ GenerationQueue::~GenerationQueue() {
         dropped.swap(waiting_);
     }
     cv_.notify_all();
-    for (auto& w : workers_) w.join();
     for (auto& job : dropped) {
         GenerateResult r;
         r.reason = StopReason::STOPPED;
         job->finish(r);
     }
+}
+
+bool GenerationQueue::stopping() const {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return stopping_;
 }
 
 bool GenerationQueue::submit(std::shared_ptr<Job> job) {

@@ -70,12 +70,17 @@ public:
 
     // Creates the backends and sessions (wb::Error when one cannot be made) and starts the workers.
     GenerationQueue(const Model& model, const QueueOptions& options, DoneFn on_done = {});
-    ~GenerationQueue();  // cancels what runs, drops what waits (finished as STOPPED), joins the workers
+    ~GenerationQueue();  // shutdown(), then joins the workers
     GenerationQueue(const GenerationQueue&) = delete;
     GenerationQueue& operator=(const GenerationQueue&) = delete;
 
-    // False (and the job untouched) when every session is busy and `capacity` jobs already wait.
+    // False (and the job untouched) when every session is busy and `capacity` jobs already wait, or
+    // after shutdown().
     bool submit(std::shared_ptr<Job> job);
+    // Cancels what runs (it stops after its current token or prompt batch) and finishes what waits
+    // as STOPPED, so the HTTP threads waiting on them return at once; later submits are refused.
+    void shutdown();
+    bool stopping() const;
 
     int32_t waiting() const;
     int32_t busy() const;

@@ -89,6 +89,9 @@ int HttpServer::bind() {
 void HttpServer::run() { http_->listen_after_bind(); }
 
 void HttpServer::stop() {
+    // The HTTP side waits for its handlers, and a handler runs as long as its generation does: end the
+    // generations first, so a SIGTERM does not wait for every running and queued reply to complete.
+    if (queue_) queue_->shutdown();
     if (http_) http_->stop();
 }
 
@@ -223,6 +226,8 @@ void HttpServer::handle_completion(const std::string& body, Endpoint endpoint, h
             throw ApiError(404, "the model '" + r.model + "' does not exist; this server serves '" + options_.model_id + "'",
                            "invalid_request_error", "model", "model_not_found");
         std::shared_ptr<Job> job = make_job(r);
+        if (queue_->stopping())
+            throw ApiError(503, "the server is shutting down", "server_error", {}, "shutting_down");
         if (!queue_->submit(job))
             throw ApiError(429, "the queue is full (" + std::to_string(queue_->capacity()) +
                                     " requests waiting); retry later", "rate_limit_error", {}, "queue_full");

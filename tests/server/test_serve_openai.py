@@ -329,6 +329,28 @@ def main():
         finally:
             small.stop()
 
+    def sigterm_ends_running_generations():
+        # SIGTERM cancels the running reply (and what waits) instead of waiting for it to complete:
+        # a 448-token reply stopped after its first tokens has far fewer, and the server exits 0.
+        own = Server("--parallel", "1", "--queue", "4")
+        stream = chat(own.client(), own.model, stream=True, max_tokens=CTX - 64, extra_body={"ignore_eos": True})
+        it = iter(stream)
+        n = 0
+        for _ in range(3):
+            next(it)
+            n += 1
+        t0 = time.time()
+        own.proc.terminate()
+        rc = own.proc.wait(timeout=60)
+        elapsed = time.time() - t0
+        try:
+            for _ in it:
+                n += 1
+        except Exception:  # noqa: BLE001 - the connection may end without a last event; the count is what matters
+            pass
+        assert rc == 0, f"serve exited with {rc}: {''.join(own.log)}"
+        assert n < 100, f"the reply ran on for {n} chunks ({elapsed:.1f} s) after SIGTERM"
+
     def refuses_open_host_without_key():
         # A name that starts like a loopback address may resolve anywhere: only addresses count.
         for host in ["0.0.0.0", "127.example.com"]:
@@ -353,6 +375,7 @@ def main():
         check("malformed and hostile requests get 4xx, the server stays up", hostile_requests)
         check("429 when full, a disconnect (streamed or not) frees the session, API key", queue_full_and_disconnect)
         check("a non-loopback host needs --api-key", refuses_open_host_without_key)
+        check("SIGTERM cancels the running generation", sigterm_ends_running_generations)
         check("the server is still up", srv.alive)
     finally:
         srv.stop()
