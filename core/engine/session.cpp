@@ -269,11 +269,12 @@ GenerateResult Session::generate(const std::vector<int32_t>& prompt, const LiveS
 
         const CaptureSpec spec = observer ? observer->capture() : CaptureSpec{};
         SamplingParams params = live.get();
-        // DRY turns its sequence breakers into tokens through the model's tokenizer.
+        // DRY turns its sequence breakers into tokens through the model's tokenizer; a grammar reads pieces.
         auto vocab = std::make_shared<SamplerVocab>();
         vocab->n_vocab = n_vocab;
         vocab->piece = [&tok](int32_t id) { return tok.token_to_piece(id, true); };
         vocab->tokenize = [&tok](const std::string& text) { return tok.encode(text, false, false); };
+        vocab->is_eog = [&tok](int32_t id) { return tok.is_eog(id); };  // a grammar ends only where complete
         SamplerChain chain(params, vocab);
         result.seed = chain.seed_in_use();
         for (int32_t t : prompt) chain.accept(t);

@@ -47,7 +47,13 @@ struct SamplerVocab {
     int32_t n_vocab = 0;
     std::function<std::string(int32_t)> piece;
     std::function<std::vector<int32_t>(const std::string&)> tokenize;
+    std::function<bool(int32_t)> is_eog;
 };
+
+class GrammarConstraint;
+
+// (The grammar stage needs piece() for every token and is_eog(): end of generation is allowed only
+// where the grammar is complete.)
 
 // DRY's processed breakers: a head token -> the tokens that must follow it (empty: the head alone
 // breaks). A head may have several tails.
@@ -112,6 +118,13 @@ public:
     // Sample one token from a logits row (n_vocab <= 0 throws wb::Error). trace may be null; when
     // set, it receives one entry per stage with up to trace_top candidates each. The trace costs
     // nothing when off and never changes which token is drawn. A NaN logit counts as -inf.
+    //
+    // With a grammar (params.grammar), the chain draws as llama.cpp's common sampler does: first
+    // without the grammar; if the grammar does not allow that token, again from the tokens it allows
+    // (so the whole vocabulary is checked only when the model's own choice does not fit). The drawn
+    // token is then appended to the grammar's text (sample() advances the grammar; reset() restarts
+    // it). The trace gets a "grammar" entry saying which of the two happened. wb::Error when the
+    // grammar allows no token at all.
     int32_t sample(const float* logits, int32_t n_vocab, std::vector<SamplerStageTrace>* trace = nullptr,
                    size_t trace_top = 0);
 
@@ -147,6 +160,10 @@ public:
 
 private:
     void rebuild();
+    void run_stages(std::vector<SamplerStageTrace>* trace, size_t trace_top);
+    int32_t sample_with_grammar(const float* logits, int32_t n_vocab, std::vector<SamplerStageTrace>* trace,
+                                size_t trace_top);
+    void install_grammar(const std::string& gbnf);
     void reseed();
     void add_sequence_stage(const std::string& name);
 
@@ -162,6 +179,10 @@ private:
     std::vector<int32_t> history_;  // accepted tokens, newest last
     std::vector<std::unique_ptr<Sampler>> stages_;
     CandidateSet scratch_;
+    // The grammar in force (null: none). A grammar changed by set_params after this reply's first
+    // token applies from the next reset(): half a reply under one grammar cannot continue another.
+    std::unique_ptr<GrammarConstraint> grammar_;
+    bool grammar_started_ = false;
 };
 
 }  // namespace wb

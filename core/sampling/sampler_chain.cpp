@@ -3,6 +3,7 @@
 #include <limits>
 #include <string>
 
+#include "sampling/grammar/grammar_constraint.h"
 #include "sampling/samplers.h"
 #include "util/error.h"
 
@@ -120,8 +121,18 @@ SamplerChain::SamplerChain(const SamplingParams& params, std::shared_ptr<const S
     validate(params_);
     check_dry_vocab(params_, vocab_.get());
     mirostat_mu_ = 2.0f * params_.mirostat_tau;
+    install_grammar(params_.grammar);
     reseed();
     rebuild();
+}
+
+void SamplerChain::install_grammar(const std::string& gbnf) {
+    grammar_started_ = false;
+    if (gbnf.empty()) {
+        grammar_.reset();
+        return;
+    }
+    grammar_ = std::make_unique<GrammarConstraint>(gbnf, vocab_);
 }
 
 SamplerChain::~SamplerChain() = default;
@@ -139,6 +150,12 @@ void SamplerChain::accept(int32_t token) {
 
 void SamplerChain::reset() {
     history_.clear();
+    if (grammar_ && grammar_->source() == params_.grammar) {
+        grammar_->reset();
+        grammar_started_ = false;
+    } else {
+        install_grammar(params_.grammar);
+    }
     mirostat_mu_ = 2.0f * params_.mirostat_tau;
     reseed();
 }
@@ -146,6 +163,13 @@ void SamplerChain::reset() {
 void SamplerChain::set_params(const SamplingParams& params) {
     validate(params);
     check_dry_vocab(params, vocab_.get());
+    const bool grammar_changed = params.grammar != (grammar_ ? grammar_->source() : std::string());
+    std::unique_ptr<GrammarConstraint> new_grammar;
+    // Parsed now even when it waits for the next reply, so a malformed grammar is refused at once.
+    if (grammar_changed && !params.grammar.empty()) new_grammar = std::make_unique<GrammarConstraint>(params.grammar, vocab_);
+    if (grammar_changed && !grammar_started_) {
+        grammar_ = std::move(new_grammar);
+    }
     const bool seed_changed = params.seed != params_.seed;
     if (params.mirostat != params_.mirostat || params.mirostat_tau != params_.mirostat_tau) {
         mirostat_mu_ = 2.0f * params.mirostat_tau;
@@ -162,23 +186,66 @@ int32_t SamplerChain::sample(const float* logits, int32_t n_vocab, std::vector<S
     if (n_vocab <= 0) {
         throw Error("cannot sample from an empty logits row (n_vocab = " + std::to_string(n_vocab) + ")");
     }
+    if (grammar_) return sample_with_grammar(logits, n_vocab, trace, trace_top);
     scratch_.assign(logits, n_vocab);
+    if (trace) trace->clear();
+    run_stages(trace, trace_top);
+    return scratch_.data[static_cast<size_t>(scratch_.selected)].id;
+}
+
+void SamplerChain::run_stages(std::vector<SamplerStageTrace>* trace, size_t trace_top) {
     if (trace == nullptr) {
         apply(scratch_);
-    } else {
-        trace->clear();
-        for (const auto& stage : stages_) {
-            SamplerStageTrace entry;
-            entry.stage = stage->name();
-            entry.n_before = scratch_.data.size();
-            stage->apply(scratch_);
-            entry.n_after = scratch_.data.size();
-            entry.top_after = top_candidates(scratch_, trace_top);
-            entry.detail = stage->describe();
+        return;
+    }
+    for (const auto& stage : stages_) {
+        SamplerStageTrace entry;
+        entry.stage = stage->name();
+        entry.n_before = scratch_.data.size();
+        stage->apply(scratch_);
+        entry.n_after = scratch_.data.size();
+        entry.top_after = top_candidates(scratch_, trace_top);
+        entry.detail = stage->describe();
+        trace->push_back(std::move(entry));
+    }
+}
+
+int32_t SamplerChain::sample_with_grammar(const float* logits, int32_t n_vocab, std::vector<SamplerStageTrace>* trace,
+                                          size_t trace_top) {
+    if (trace) trace->clear();
+    SamplerStageTrace entry;
+    entry.stage = "grammar";
+    entry.n_before = size_t(n_vocab);
+    // The model's own choice first: checking one token is cheap, and where the grammar leaves the
+    // choice open (inside a string) it almost always fits.
+    scratch_.assign(logits, n_vocab);
+    std::vector<SamplerStageTrace> first;
+    run_stages(trace ? &first : nullptr, trace_top);
+    int32_t id = scratch_.data[static_cast<size_t>(scratch_.selected)].id;
+    if (grammar_->allows(id)) {
+        entry.n_after = size_t(n_vocab);
+        entry.top_after = top_candidates(scratch_, trace_top);
+        entry.detail = "the drawn token fits the grammar; nothing removed";
+        if (trace) {
+            *trace = std::move(first);
             trace->push_back(std::move(entry));
         }
+    } else {
+        scratch_.assign(logits, n_vocab);
+        grammar_->filter(scratch_);
+        entry.n_after = scratch_.data.size();
+        if (trace) {
+            entry.top_after = top_candidates(scratch_, trace_top);
+            entry.detail = "the first draw (token " + std::to_string(id) + ") does not fit; " + grammar_->last_filter() +
+                           ", then drew again";
+            trace->push_back(std::move(entry));
+        }
+        run_stages(trace, trace_top);
+        id = scratch_.data[static_cast<size_t>(scratch_.selected)].id;
     }
-    return scratch_.data[static_cast<size_t>(scratch_.selected)].id;
+    grammar_started_ = true;
+    if (!grammar_->is_eog(id)) grammar_->accept(id);
+    return id;
 }
 
 // Whether every stage the sequence runs before its first top_k leaves the top-k survivors and their
@@ -198,6 +265,9 @@ static bool prefix_keeps_top_k(const SamplingParams& p) {
 
 int32_t SamplerChain::top_needed(int32_t n_vocab, int32_t n_lowered, bool vocab_p) const {
     const SamplingParams& p = params_;
+    if (grammar_) {
+        return 0;  // the grammar's second draw needs the whole row
+    }
     int64_t need = 0;
     if (p.is_greedy()) {
         // XTC and typical sampling may remove the best tokens: the argmax of what is left needs the row.
@@ -245,6 +315,7 @@ int32_t SamplerChain::sample_top(const int32_t* ids, const float* logits, int32_
     if (n <= 0) {
         throw Error("cannot sample from an empty candidate list (n = " + std::to_string(n) + ")");
     }
+    if (grammar_) throw Error("a grammar needs the whole logits row (top_needed() is 0 with one)");
     CandidateSet& set = scratch_;
     set.data.resize(static_cast<size_t>(n));
     for (int32_t i = 0; i < n; ++i) {

@@ -46,6 +46,9 @@ struct SamplingParams {
     int32_t dry_allowed_length = 2;  // repeats up to this length are not penalised
     int32_t dry_penalty_last_n = 64;  // tokens DRY scans; 0 = off, -1 = the whole context
     std::vector<std::string> dry_sequence_breakers = {"\n", ":", "\"", "*"};  // restart the repeat count
+    // GBNF grammar (llama.cpp's format, matching starts at `root`) the reply must follow; "" = off.
+    // A JSON Schema is turned into one by json_schema_to_gbnf.
+    std::string grammar;
 
     static constexpr uint64_t kRandomSeed = 0xFFFFFFFFu;
     bool is_greedy() const { return temperature <= 0.0f; }

@@ -1,0 +1,66 @@
+#pragma once
+// GBNF grammars (llama.cpp's format) parsed into flat rules the matcher walks.
+//
+//   root   ::= object            # `root` is where matching starts
+//   object ::= "{" ws ( pair ( "," ws pair )* )? "}"
+//   pair   ::= [a-z]+ ":" ws [^,}]{1,8}
+//   ws     ::= [ \t\n]*
+//
+// Groups, repetition (* + ? {m} {m,} {m,n}) and literals are lowered while parsing: a literal becomes
+// one character element per code point, a group or repetition a generated rule (named after its rule,
+// "object-1"), so the matcher only ever sees character sets, rule references and ends of alternatives.
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace wb {
+
+enum GrammarElemKind : uint8_t {
+    GRAMMAR_END,       // end of an alternative
+    GRAMMAR_CHARS,     // one code point in ranges (or not in them, when negated)
+    GRAMMAR_ANY,       // `.`: any one code point
+    GRAMMAR_RULE_REF,  // the rule `rule`
+};
+
+struct GrammarElem {
+    GrammarElemKind kind = GRAMMAR_END;
+    bool negated = false;                                // GRAMMAR_CHARS: [^...]
+    int32_t rule = -1;                                   // GRAMMAR_RULE_REF: index into Grammar::rules
+    std::vector<std::pair<uint32_t, uint32_t>> ranges;   // GRAMMAR_CHARS: inclusive code point ranges
+
+    bool matches(uint32_t cp) const;
+    // Whether some code point in [lo, hi] matches (a partial UTF-8 sequence could still become one).
+    bool matches_some(uint32_t lo, uint32_t hi) const;
+};
+
+struct GrammarRule {
+    std::string name;
+    std::vector<int32_t> alts;  // index into Grammar::elems of each alternative's first element
+};
+
+// A parsed grammar: every alternative is a run of elements in elems ending with GRAMMAR_END.
+struct Grammar {
+    std::vector<GrammarElem> elems;
+    std::vector<GrammarRule> rules;
+    int32_t root = -1;  // index of the rule named root
+
+    // The rule of this name (-1 if there is none).
+    int32_t find_rule(const std::string& name) const;
+};
+
+// Parses GBNF text. wb::Error with "grammar line L, column C: ..." for malformed text (an undefined
+// rule, unbalanced parentheses or quotes, a bad escape or repetition, a rule defined twice), and for
+// a grammar without a root rule or with a left-recursive rule (which would never finish matching;
+// the message names the cycle).
+Grammar parse_gbnf(const std::string& text);
+
+// The sequence of code points a UTF-8 string holds, with the state of an incomplete last character.
+struct Utf8Partial {
+    uint32_t value = 0;   // bits read so far
+    int32_t remain = 0;   // continuation bytes still expected; -1: the bytes are not UTF-8
+};
+// Decodes bytes after an earlier partial character; appends the complete code points to out.
+Utf8Partial decode_utf8(const std::string& bytes, Utf8Partial start, std::vector<uint32_t>& out);
+
+}  // namespace wb

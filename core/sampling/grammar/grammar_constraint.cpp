@@ -1,0 +1,82 @@
+#include "sampling/grammar/grammar_constraint.h"
+
+#include <chrono>
+
+#include "sampling/samplers.h"
+#include "util/error.h"
+
+namespace wb {
+
+// Below this many candidates checking each piece on its own beats a walk of the whole trie.
+constexpr size_t kTrieFrom = 1024;
+
+GrammarConstraint::GrammarConstraint(const std::string& gbnf, std::shared_ptr<const SamplerVocab> vocab)
+    : source_(gbnf), vocab_(std::move(vocab)), matcher_(std::make_shared<const Grammar>(parse_gbnf(gbnf))) {
+    if (!vocab_ || !vocab_->piece) throw Error("a grammar needs the model's vocabulary (none was given to the sampler)");
+}
+
+void GrammarConstraint::reset() {
+    matcher_.reset();
+    text_.clear();
+}
+
+std::string GrammarConstraint::piece(int32_t token) const {
+    std::string p = vocab_->piece(token);
+    if (!p.empty() && p[0] == '\0') p.clear();
+    return p;
+}
+
+bool GrammarConstraint::allows(int32_t token) const {
+    if (is_eog(token)) return matcher_.complete();
+    const std::string p = piece(token);
+    return !p.empty() && matcher_.allows(p);
+}
+
+void GrammarConstraint::build_trie() {
+    std::vector<std::string> pieces(size_t(vocab_->n_vocab));
+    for (int32_t id = 0; id < vocab_->n_vocab; ++id)
+        if (!is_eog(id)) pieces[size_t(id)] = piece(id);
+    trie_ = std::make_unique<VocabTrie>(pieces);
+    allowed_.assign(pieces.size(), 0);
+}
+
+void GrammarConstraint::filter(CandidateSet& cands) {
+    const size_t before = cands.data.size();
+    const auto t0 = std::chrono::steady_clock::now();
+    std::string how;
+    if (before >= kTrieFrom && vocab_->n_vocab > 0) {
+        if (!trie_) build_trie();
+        std::fill(allowed_.begin(), allowed_.end(), 0);
+        const size_t visited = trie_->mark_allowed(matcher_, allowed_);
+        const bool eog_ok = matcher_.complete();
+        auto keep = [&](const Candidate& c) {
+            if (c.id < 0 || size_t(c.id) >= allowed_.size()) return false;
+            return is_eog(c.id) ? eog_ok : allowed_[size_t(c.id)] != 0;
+        };
+        std::erase_if(cands.data, [&](const Candidate& c) { return !keep(c); });
+        how = ", " + std::to_string(visited) + " trie nodes";
+    } else {
+        std::erase_if(cands.data, [&](const Candidate& c) { return !allows(c.id); });
+    }
+    cands.selected = -1;
+    const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+    last_filter_ = "kept " + std::to_string(cands.data.size()) + " of " + std::to_string(before) +
+                   " tokens the grammar allows (" + format_number(ms) + " ms" + how + ")";
+    if (cands.data.empty()) {
+        throw Error("the grammar allows no token after \"" + text_ +
+                    "\": it cannot be satisfied from here (is an end-of-generation token needed but missing?)");
+    }
+}
+
+void GrammarConstraint::accept(int32_t token) {
+    if (is_eog(token)) {
+        if (!matcher_.complete()) throw Error("the grammar does not allow the end of generation here");
+        return;
+    }
+    const std::string p = piece(token);
+    if (p.empty()) throw Error("the grammar does not allow token " + std::to_string(token) + " (it has no text)");
+    matcher_.accept(p);
+    text_ += p;
+}
+
+}  // namespace wb

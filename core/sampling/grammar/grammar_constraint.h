@@ -1,0 +1,48 @@
+#pragma once
+// The grammar as the sampler chain uses it: which tokens of the model's vocabulary may come next, and
+// the text so far. End-of-generation tokens are allowed exactly when the text is a complete match;
+// tokens with an empty piece (or one starting with a NUL byte) never are, as in llama.cpp.
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "sampling/grammar/grammar_matcher.h"
+#include "sampling/grammar/vocab_trie.h"
+#include "sampling/sampler.h"
+
+namespace wb {
+
+class GrammarConstraint {
+public:
+    // Parses gbnf (wb::Error as parse_gbnf). vocab must give piece(); is_eog is optional.
+    GrammarConstraint(const std::string& gbnf, std::shared_ptr<const SamplerVocab> vocab);
+
+    const std::string& source() const { return source_; }
+    // Back to an empty text.
+    void reset();
+    bool allows(int32_t token) const;
+    // Removes every candidate the grammar does not allow, keeping the order of the rest; wb::Error
+    // when none is left (the grammar cannot continue from the text so far).
+    void filter(CandidateSet& cands);
+    // Appends the token's piece to the text (wb::Error if the grammar does not allow it).
+    void accept(int32_t token);
+    bool complete() const { return matcher_.complete(); }
+    bool is_eog(int32_t token) const { return vocab_->is_eog && vocab_->is_eog(token); }
+    // What the last filter() did, for the sampler trace.
+    const std::string& last_filter() const { return last_filter_; }
+
+private:
+    std::string piece(int32_t token) const;
+    void build_trie();
+
+    std::string source_;
+    std::shared_ptr<const SamplerVocab> vocab_;
+    GrammarMatcher matcher_;
+    std::string text_;  // accepted so far, for error messages
+    std::unique_ptr<VocabTrie> trie_;  // built on the first filter over a large set
+    std::vector<uint8_t> allowed_;
+    std::string last_filter_;
+};
+
+}  // namespace wb

@@ -1,0 +1,121 @@
+#include "sampling/grammar/grammar_matcher.h"
+
+#include <algorithm>
+
+#include "util/error.h"
+
+namespace wb {
+
+static void normalise(std::vector<GrammarMatcher::Stack>& stacks) {
+    std::sort(stacks.begin(), stacks.end());
+    stacks.erase(std::unique(stacks.begin(), stacks.end()), stacks.end());
+}
+
+GrammarMatcher::GrammarMatcher(std::shared_ptr<const Grammar> grammar) : grammar_(std::move(grammar)) {
+    if (!grammar_ || grammar_->root < 0) throw Error("grammar matcher: no grammar (or no root rule)");
+    reset();
+}
+
+void GrammarMatcher::reset() {
+    state_ = State{};
+    for (int32_t alt : grammar_->rules[static_cast<size_t>(grammar_->root)].alts) expand(Stack{alt}, state_.stacks);
+    normalise(state_.stacks);
+}
+
+// Pops finished alternatives and replaces a rule reference on top by each of the rule's
+// alternatives, until every stack has a character element on top (or is empty: a finished parse).
+// Terminates because the parser refuses left recursion.
+void GrammarMatcher::expand(Stack stack, std::vector<Stack>& out) const {
+    const std::vector<GrammarElem>& elems = grammar_->elems;
+    for (;;) {
+        if (stack.empty()) {
+            out.push_back(std::move(stack));
+            return;
+        }
+        const int32_t top = stack.back();
+        const GrammarElem& e = elems[static_cast<size_t>(top)];
+        if (e.kind == GRAMMAR_END) {
+            stack.pop_back();
+            continue;
+        }
+        if (e.kind != GRAMMAR_RULE_REF) {
+            out.push_back(std::move(stack));
+            return;
+        }
+        stack.pop_back();
+        // A reference that ends its alternative leaves nothing to come back to: not pushing it keeps
+        // stacks of right-recursive rules (x ::= "a" x | ...) from growing with the text.
+        if (elems[static_cast<size_t>(top) + 1].kind != GRAMMAR_END) stack.push_back(top + 1);
+        const std::vector<int32_t>& alts = grammar_->rules[static_cast<size_t>(e.rule)].alts;
+        for (size_t i = 0; i + 1 < alts.size(); ++i) {
+            Stack branch = stack;
+            branch.push_back(alts[i]);
+            expand(std::move(branch), out);
+        }
+        stack.push_back(alts.back());
+    }
+}
+
+std::vector<GrammarMatcher::Stack> GrammarMatcher::advance(const std::vector<Stack>& stacks, uint32_t cp) const {
+    std::vector<Stack> out;
+    for (const Stack& s : stacks) {
+        if (s.empty() || !grammar_->elems[static_cast<size_t>(s.back())].matches(cp)) continue;
+        Stack next = s;
+        next.back() += 1;  // the element after the character (maybe the end of the alternative)
+        expand(std::move(next), out);
+    }
+    normalise(out);
+    return out;
+}
+
+bool GrammarMatcher::alive(const State& st) const {
+    if (st.stacks.empty() || st.partial.remain < 0) return false;
+    if (st.partial.remain == 0) return true;
+    // The code points the pending character can still become.
+    const int shift = 6 * st.partial.remain;
+    const uint32_t lo = st.partial.value << shift;
+    const uint32_t hi = lo | ((1u << shift) - 1u);
+    for (const Stack& s : st.stacks)
+        if (!s.empty() && grammar_->elems[static_cast<size_t>(s.back())].matches_some(lo, hi)) return true;
+    return false;
+}
+
+bool GrammarMatcher::feed_byte(const State& in, unsigned char byte, State& out) const {
+    std::vector<uint32_t> cps;
+    out.partial = decode_utf8(std::string(1, static_cast<char>(byte)), in.partial, cps);
+    if (out.partial.remain < 0) return false;
+    out.stacks = cps.empty() ? in.stacks : advance(in.stacks, cps.front());
+    return alive(out);
+}
+
+bool GrammarMatcher::feed(const State& in, const std::string& bytes, State& out) const {
+    std::vector<uint32_t> cps;
+    out.partial = decode_utf8(bytes, in.partial, cps);
+    if (out.partial.remain < 0) return false;
+    out.stacks = in.stacks;
+    for (uint32_t cp : cps) {
+        out.stacks = advance(out.stacks, cp);
+        if (out.stacks.empty()) return false;
+    }
+    return alive(out);
+}
+
+bool GrammarMatcher::complete() const {
+    if (state_.partial.remain != 0) return false;
+    for (const Stack& s : state_.stacks)
+        if (s.empty()) return true;
+    return false;
+}
+
+bool GrammarMatcher::allows(const std::string& bytes) const {
+    State out;
+    return feed(state_, bytes, out);
+}
+
+void GrammarMatcher::accept(const std::string& bytes) {
+    State out;
+    if (!feed(state_, bytes, out)) throw Error("the grammar does not allow '" + bytes + "' here");
+    state_ = std::move(out);
+}
+
+}  // namespace wb

@@ -1,0 +1,246 @@
+// GBNF grammars: the parser (good grammars, malformed ones with their line and column), the matcher
+// on hand-written strings, the vocabulary trie against checking every piece on its own, and the
+// grammar stage of the sampler chain on a tiny vocabulary.
+#include <QtTest>
+
+#include <memory>
+
+#include "sampling/grammar/gbnf.h"
+#include "sampling/grammar/grammar_matcher.h"
+#include "sampling/grammar/vocab_trie.h"
+#include "sampling/sampler.h"
+#include "util/error.h"
+
+using namespace wb;
+
+namespace {
+
+bool matches(const std::string& gbnf, const std::string& text) {
+    GrammarMatcher m(std::make_shared<const Grammar>(parse_gbnf(gbnf)));
+    if (!m.allows(text)) return false;
+    m.accept(text);
+    return m.complete();
+}
+
+std::string parse_error(const std::string& gbnf) {
+    try {
+        parse_gbnf(gbnf);
+    } catch (const Error& e) {
+        return e.what();
+    }
+    return "(no error)";
+}
+
+// A vocabulary of hand-picked pieces; the last token is the end of generation.
+std::shared_ptr<SamplerVocab> tiny_vocab(const std::vector<std::string>& pieces) {
+    auto v = std::make_shared<SamplerVocab>();
+    v->n_vocab = int32_t(pieces.size()) + 1;
+    v->piece = [pieces](int32_t id) { return size_t(id) < pieces.size() ? pieces[size_t(id)] : std::string(); };
+    const int32_t eos = int32_t(pieces.size());
+    v->is_eog = [eos](int32_t id) { return id == eos; };
+    return v;
+}
+
+// (Plain literals: moc reads a line starting with # inside a raw string as a directive.)
+const char* kJsonish =
+    "  # a small JSON-like object\n"
+    "root   ::= \"{\" ws ( pair ( \",\" ws pair )* )? \"}\"\n"
+    "pair   ::= key \":\" ws value\n"
+    "key    ::= \"\\\"\" [a-z_]+ \"\\\"\"     # quoted lower-case names\n"
+    "value  ::= [0-9]+ | \"true\" | \"false\" | \"\\\"\" [^\"\\\\]* \"\\\"\"\n"
+    "ws     ::= [ \\t\\n]*\n";
+
+}  // namespace
+
+class TestGrammar : public QObject {
+    Q_OBJECT
+
+private Q_SLOTS:
+    void matchesHandStrings_data() {
+        QTest::addColumn<QString>("grammar");
+        QTest::addColumn<QString>("text");
+        QTest::addColumn<bool>("match");
+        const QString json = QString::fromUtf8(kJsonish);
+        QTest::newRow("object") << json << "{\"a_b\":12,\"c\":true}" << true;
+        QTest::newRow("empty object") << json << "{}" << true;
+        QTest::newRow("string value") << json << "{ \"s\": \"x y, z\"}" << true;
+        QTest::newRow("missing brace") << json << "{\"a\":1" << false;
+        QTest::newRow("upper key") << json << "{\"A\":1}" << false;
+        QTest::newRow("trailing comma") << json << "{\"a\":1,}" << false;
+        QTest::newRow("alternation") << "root ::= \"yes\" | \"no\"" << "no" << true;
+        QTest::newRow("alternation other") << "root ::= \"yes\" | \"no\"" << "maybe" << false;
+        QTest::newRow("class range") << "root ::= [a-c]+" << "abcab" << true;
+        QTest::newRow("class outside") << "root ::= [a-c]+" << "abd" << false;
+        QTest::newRow("negated") << "root ::= [^0-9]+" << "ab-c" << true;
+        QTest::newRow("negated digit") << "root ::= [^0-9]+" << "a1" << false;
+        QTest::newRow("optional") << "root ::= \"a\" \"b\"? \"c\"" << "ac" << true;
+        QTest::newRow("plus needs one") << "root ::= \"x\" [0-9]+" << "x" << false;
+        QTest::newRow("bounded ok") << "root ::= [0-9]{2,4}" << "1234" << true;
+        QTest::newRow("bounded short") << "root ::= [0-9]{2,4}" << "1" << false;
+        QTest::newRow("bounded long") << "root ::= [0-9]{2,4}" << "12345" << false;
+        QTest::newRow("exact count") << "root ::= \"ab\"{3}" << "ababab" << true;
+        QTest::newRow("at least") << "root ::= \"a\"{2,}" << "aaaaa" << true;
+        QTest::newRow("at least short") << "root ::= \"a\"{2,}" << "a" << false;
+        QTest::newRow("escapes") << "root ::= \"\\x41\\u00e9\\t\\n\\\"\\\\\"" << "A\u00e9\t\n\"\\" << true;
+        QTest::newRow("utf8 class") << "root ::= [\u00e0-\u00ff]+" << "\u00e9\u00e8" << true;
+        QTest::newRow("any") << "root ::= \"<\" . \">\"" << "<\u4e2d>" << true;
+        QTest::newRow("group repeat") << "root ::= (\"ab\" | \"c\")* \"!\"" << "abcab!" << true;
+        QTest::newRow("right recursion") << "root ::= \"a\" root | \"b\"" << "aaaab" << true;
+        QTest::newRow("multi-line group") << "root ::= (\n  \"a\"\n  | \"b\" )\n" << "b" << true;
+    }
+    void matchesHandStrings() {
+        QFETCH(QString, grammar);
+        QFETCH(QString, text);
+        QFETCH(bool, match);
+        QCOMPARE(matches(grammar.toStdString(), text.toStdString()), match);
+    }
+
+    void prefixesAreAllowedButNotComplete() {
+        GrammarMatcher m(std::make_shared<const Grammar>(parse_gbnf(kJsonish)));
+        QVERIFY(m.allows("{\"ke"));
+        m.accept("{\"ke");
+        QVERIFY(!m.complete());
+        QVERIFY(!m.allows("1"));
+        QVERIFY_THROWS_EXCEPTION(Error, m.accept("1"));
+        m.accept("y\":");  // the failed accept left the state as it was
+        QVERIFY(m.allows(" 42}"));
+        m.accept(" 42}");
+        QVERIFY(m.complete());
+        QVERIFY(!m.allows(" "));
+    }
+
+    // A token may end inside a UTF-8 character; the next one finishes it.
+    void partialUtf8AcrossTokens() {
+        GrammarMatcher m(std::make_shared<const Grammar>(parse_gbnf("root ::= \"\u00e9\" [a-z]")));
+        const std::string e = "\u00e9";  // 0xC3 0xA9
+        QVERIFY(m.allows(e.substr(0, 1)));
+        QVERIFY(!m.allows("\xC4"));  // would start U+0100..U+013F, not U+00E9
+        m.accept(e.substr(0, 1));
+        QVERIFY(!m.complete());
+        QVERIFY(m.allows(e.substr(1) + "x"));
+        QVERIFY(!m.allows("\xFF"));
+        m.accept(e.substr(1) + "x");
+        QVERIFY(m.complete());
+    }
+
+    void malformedGrammarsSayWhere_data() {
+        QTest::addColumn<QString>("grammar");
+        QTest::addColumn<QString>("message");
+        QTest::newRow("undefined rule") << "root ::= item\nitem ::= \"a\" value" << "grammar line 2, column 14: undefined rule 'value'";
+        QTest::newRow("unclosed paren") << "root ::= (\"a\" | \"b\"\n" << "grammar line 1, column 10: unbalanced parentheses: this '(' has no matching ')'";
+        QTest::newRow("extra paren") << "root ::= \"a\")" << "grammar line 1, column 13: unbalanced parentheses: ')' without a matching '('";
+        QTest::newRow("bad escape") << "root ::= \"a\\qb\"" << "grammar line 1, column 12: bad escape '\\q'";
+        QTest::newRow("short hex") << "root ::= \"\\x4\"" << "grammar line 1, column 11: bad escape: expected 2 hex digits";
+        QTest::newRow("unterminated") << "root ::= \"abc" << "grammar line 1, column 10: unterminated string literal";
+        QTest::newRow("unterminated class") << "root ::= [a-z" << "grammar line 1, column 10: unterminated character class";
+        QTest::newRow("no assign") << "root = \"a\"" << "grammar line 1, column 6: expected '::=' after the rule name 'root'";
+        QTest::newRow("nothing to repeat") << "root ::= *" << "grammar line 1, column 10: '*' has nothing to repeat";
+        QTest::newRow("bad count") << "root ::= \"a\"{3,1}" << "grammar line 1, column 13: bad repetition: the maximum is below the minimum";
+        QTest::newRow("twice") << "root ::= \"a\"\nroot ::= \"b\"" << "grammar line 2, column 1: rule 'root' is defined twice";
+        QTest::newRow("no root") << "item ::= \"a\"" << "there is no 'root' rule";
+        QTest::newRow("left recursion") << "root ::= expr\nexpr ::= expr \"+\" term | term\nterm ::= [0-9]"
+                                        << "rule 'expr' is left-recursive (expr -> expr";
+        QTest::newRow("indirect left recursion") << "root ::= a\na ::= b? c \"x\"\nb ::= \"b\"\nc ::= a | \"c\""
+                                                 << "is left-recursive (a -> c -> a";
+        QTest::newRow("top-level newline ends the rule") << "root ::= \"a\"\n  | \"b\"" << "grammar line 2, column 3: expected a rule name, found '|' (a rule goes on over a new line only inside parentheses)";
+        QTest::newRow("column counts characters") << "root ::= \"\u00e9\u00e9\" @" << "grammar line 1, column 15: unexpected '@'";
+    }
+    void malformedGrammarsSayWhere() {
+        QFETCH(QString, grammar);
+        QFETCH(QString, message);
+        const QString got = QString::fromStdString(parse_error(grammar.toStdString()));
+        QVERIFY2(got.contains(message), qPrintable("got: " + got));
+    }
+
+    // The trie must allow exactly the pieces that checking each one alone allows, in every state
+    // along a text (including states inside a UTF-8 character).
+    void trieAgreesWithEachPieceAlone() {
+        std::vector<std::string> pieces = {"{", "{\"", "\"", "\":", ":", " ", "  ", "1", "12", "123", "a", "ab",
+                                           "abc", "}", "\"}", ",", ", \"", "true", "tr", "x", "\u00e9", "\xC3",
+                                           "\xA9", "é!", "", "\n", "\"a", "a\"", "\xE4\xB8", "\xAD"};
+        VocabTrie trie(pieces);
+        GrammarMatcher m(std::make_shared<const Grammar>(parse_gbnf(kJsonish)));
+        for (const std::string& step : {"", "{", "\"", "ab", "\":", " ", "12", ",", " \"", "x\":", "\"", "\xC3"}) {
+            m.accept(step);
+            std::vector<uint8_t> allowed(pieces.size(), 0);
+            trie.mark_allowed(m, allowed);
+            for (size_t i = 0; i < pieces.size(); ++i) {
+                const bool alone = !pieces[i].empty() && m.allows(pieces[i]);
+                QVERIFY2(bool(allowed[i]) == alone, qPrintable(QString("after '%1', piece %2 ('%3')")
+                                                                   .arg(QString::fromStdString(step)).arg(i)
+                                                                   .arg(QString::fromStdString(pieces[i]))));
+            }
+        }
+    }
+
+    // Greedy under a grammar: the best token that fits, and the end of generation only where the
+    // grammar is complete.
+    void chainDrawsOnlyWhatTheGrammarAllows() {
+        const std::vector<std::string> pieces = {"yes", "no", "maybe", "y", "es", "!"};
+        auto vocab = tiny_vocab(pieces);
+        SamplingParams p;
+        p.temperature = 0.0f;
+        p.grammar = "root ::= (\"yes\" | \"no\") \"!\"?";
+        SamplerChain chain(p, vocab);
+        // Logits favour "maybe", then the end of generation, then "y".
+        const std::vector<float> logits = {0.0f, -1.0f, 5.0f, 1.0f, 0.5f, -2.0f, 3.0f};
+        std::vector<SamplerStageTrace> trace;
+        QCOMPARE(chain.sample(logits.data(), int32_t(logits.size()), &trace, 3), 3);  // "y"
+        QCOMPARE(trace.front().stage, std::string("grammar"));
+        QCOMPARE(trace.front().n_after, size_t(3));  // yes, no, y
+        QCOMPARE(chain.sample(logits.data(), int32_t(logits.size())), 4);  // "es"
+        // Now complete: end of generation (logit 3) beats "!" (-2); "maybe" is refused.
+        QCOMPARE(chain.sample(logits.data(), int32_t(logits.size()), &trace, 3), 6);
+        QCOMPARE(trace.front().n_after, size_t(2));  // "!" and the end of generation
+        QVERIFY(trace.front().detail.find("does not fit") != std::string::npos);
+        // Where the model's own choice fits, nothing is filtered and the trace says so.
+        chain.reset();
+        const std::vector<float> likes_yes = {4.0f, -1.0f, 2.0f, 1.0f, 0.5f, -2.0f, 3.0f};
+        QCOMPARE(chain.sample(likes_yes.data(), int32_t(likes_yes.size()), &trace, 3), 0);
+        QCOMPARE(trace.back().stage, std::string("grammar"));
+        QVERIFY(trace.back().detail.find("fits the grammar") != std::string::npos);
+    }
+
+    void unsatisfiableGrammarIsAnError() {
+        auto vocab = tiny_vocab({"a", "b"});
+        SamplingParams p;
+        p.temperature = 0.0f;
+        p.grammar = "root ::= \"c\"";
+        SamplerChain chain(p, vocab);
+        const std::vector<float> logits = {1.0f, 0.0f, -1.0f};
+        QVERIFY_THROWS_EXCEPTION(Error, chain.sample(logits.data(), 3));
+    }
+
+    void malformedGrammarRefusedByTheChain() {
+        auto vocab = tiny_vocab({"a"});
+        SamplingParams p;
+        p.grammar = "root ::= (";
+        QVERIFY_THROWS_EXCEPTION(Error, SamplerChain(p, vocab));
+        p.grammar = "root ::= \"a\"";
+        SamplerChain chain(p, vocab);
+        SamplingParams bad = p;
+        bad.grammar = "root ::= undefined-rule";
+        QVERIFY_THROWS_EXCEPTION(Error, chain.set_params(bad));
+        QCOMPARE(chain.params().grammar, p.grammar);  // the chain kept its previous settings
+    }
+
+    // A new grammar given mid-reply applies from the next reply, not to the rest of this one.
+    void grammarChangedMidReplyWaitsForReset() {
+        auto vocab = tiny_vocab({"a", "b"});
+        SamplingParams p;
+        p.temperature = 0.0f;
+        p.grammar = "root ::= \"a\"+";
+        SamplerChain chain(p, vocab);
+        const std::vector<float> logits = {0.0f, 1.0f, -5.0f};  // the model prefers "b"
+        QCOMPARE(chain.sample(logits.data(), 3), 0);
+        SamplingParams q = p;
+        q.grammar = "root ::= \"b\"+";
+        chain.set_params(q);
+        QCOMPARE(chain.sample(logits.data(), 3), 0);  // still "a"+
+        chain.reset();
+        QCOMPARE(chain.sample(logits.data(), 3), 1);
+    }
+};
+
+QTEST_GUILESS_MAIN(TestGrammar)
+#include "test_grammar.moc"
