@@ -169,8 +169,9 @@ enum class Batch : uint8_t {
     kRow,        // every token through the row dot, or a path that rounds as the row dot does
     kTiled,      // its tiled matmul for batches of 8 tokens or more
     kLlamafile,  // llamafile's tinyBLAS for batches of 2 tokens or more
-    // tinyBLAS's float kernel for F16 x F16, which also needs a row length divisible by its 8 lanes
-    // and a row count divisible by 4 (else it declines and every token takes the row dot)
+    // tinyBLAS's float kernel for F32 x F32, F16 x F16 and BF16 x BF16, which also needs a row length
+    // divisible by its 8 lanes and a row count divisible by 4 (else it declines and every token takes
+    // the row dot)
     kLlamafileFloat,
 };
 
@@ -182,9 +183,9 @@ struct TypePath {
 };
 
 constexpr TypePath kTypePaths[] = {
-    {GgmlType::F32, GgmlType::F32, Batch::kRow, false},
+    {GgmlType::F32, GgmlType::F32, Batch::kLlamafileFloat, false},
     {GgmlType::F16, GgmlType::F16, Batch::kLlamafileFloat, false},
-    {GgmlType::BF16, GgmlType::F32, Batch::kRow, false},
+    {GgmlType::BF16, GgmlType::BF16, Batch::kLlamafileFloat, false},
     // Q4_0, Q5_0 and Q8_0 also go through tinyBLAS from 2 tokens; its one 8-lane accumulator is
     // their row dot's order.
     {GgmlType::Q4_0, GgmlType::Q8_0, Batch::kRow, true},

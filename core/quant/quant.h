@@ -3,8 +3,8 @@
 //
 // A matmul row is dot(weight_row, activations). Like llama.cpp, quantized weight types do not dot with
 // float activations directly: the activation row is first quantized once into the type's "vec_dot
-// type" (Q8_0, Q8_1 or Q8_K), so the inner loop is an integer dot product. F16 weights dot with
-// activations rounded to F16, as llama.cpp's CPU backend does; F32 and BF16 weights with F32 ones.
+// type" (Q8_0, Q8_1 or Q8_K), so the inner loop is an integer dot product. F16 and BF16 weights dot
+// with activations rounded to F16, resp. BF16, as llama.cpp's CPU backend does; F32 weights with F32 ones.
 //
 // Kernels are chosen at run time: AVX2+FMA(+F16C) when the CPU has them, portable scalar code otherwise.
 //
@@ -22,14 +22,14 @@ namespace wb {
 void dequantize_row(GgmlType t, const void* src, float* y, int64_t n);
 
 // Type the activations are converted to before dotting with weights of type t (F16 for F16 weights,
-// F32 for F32 and BF16).
+// BF16 for BF16, F32 for F32).
 GgmlType vec_dot_type(GgmlType weight_type);
 
 // Bytes needed to hold n activations converted to vec_dot_type(weight_type).
 size_t activation_row_bytes(GgmlType weight_type, int64_t n);
 
 // Converts n float activations into vec_dot_type(weight_type) (a plain copy for F32, rounding to
-// nearest even for F16).
+// nearest even for F16 and BF16).
 void quantize_activations(GgmlType weight_type, const float* x, void* dst, int64_t n);
 
 // dot(weight row of type t, activations prepared by quantize_activations for t), n elements.
@@ -43,8 +43,11 @@ float vec_dot(GgmlType weight_type, int64_t n, const void* w_row, const void* x_
 // for some types (an order a type has no path for, or whose path rounds as its row dot does, means
 // kRow):
 //  - kRow: its row dot product (ggml_vec_dot_*): for K-quants and the 256-element IQ types batches
-//    of fewer than 8 tokens, for IQ4_NL and F16 single tokens, and every batch of the other types
-//    (F16: ggml_vec_dot_f16, the F16DotOrder::kStep32 order below over f16 activations);
+//    of fewer than 8 tokens, for IQ4_NL, F32, F16 and BF16 single tokens, and every batch of the
+//    other types (F16: ggml_vec_dot_f16, the F16DotOrder::kStep32 order below over f16 activations;
+//    F32: the same lanes and tree, then a tail of rounded products added in order and the last 0-3
+//    fused, as GCC builds ggml_vec_dot_f32; BF16: the same lanes, the four accumulators added and
+//    their 8 lanes summed in kLanes8's tree, the tail in double);
 //  - kTiled: its tiled matmul of K-quants and the 256-element IQ types (IQ1_S .. IQ4_XS), for every
 //    token of a batch of 8 or more;
 //  - kGemv, kGemm: matrices of Q4_0, Q4_K or IQ4_NL with a row count divisible by 8, which it
@@ -52,10 +55,10 @@ float vec_dot(GgmlType weight_type, int64_t n, const void* w_row, const void* x_
 //    n_tok - n_tok % 4) and a gemv for the rest (Q4_0 and IQ4_NL: one order, as both kernels fold
 //    each block's exact sum in with one FMA);
 //  - kLlamafile: llamafile's tinyBLAS, its matmul for batches of 2 tokens or more of the 32-element
-//    types it does not repack, and of F16 matrices whose rows are a multiple of 8 long and whose row
-//    count is a multiple of 4. Its one 8-lane accumulator is the row order of Q4_0/Q5_0/Q8_0; IQ4_NL,
-//    whose row dot alternates two accumulators, and F16 (the F16DotOrder::kLanes8 order over f16
-//    activations) have kernels of their own.
+//    types it does not repack, and of F32, F16 and BF16 matrices whose rows are a multiple of 8 long
+//    and whose row count is a multiple of 4. Its one 8-lane accumulator is the row order of
+//    Q4_0/Q5_0/Q8_0; IQ4_NL, whose row dot alternates two accumulators, and the float types (the
+//    F16DotOrder::kLanes8 order over their activations) have kernels of their own.
 enum class DotOrder { kRow, kTiled, kGemv, kGemm, kLlamafile };
 
 // The order llama.cpp's x86 build uses for token tok (0-based) of an n_tok-token matmul of a weight

@@ -722,36 +722,9 @@ void add_iq_tq_kernels(KernelTable& t) {
     t.dot[slot(GgmlType::TQ2_0)] = dot_blocks<BlockTQ2_0, BlockQ8_K, block_ternary<BlockTQ2_0, tq2_0_lanes>>;
 }
 
-// ---- float weights against F32 activations ----
+// ---- F16 weights and attention's F16 products ----
 
-WB_INLINE __m256 load8(const float* p) { return _mm256_loadu_ps(p); }
 WB_INLINE __m256 load8(const uint16_t* p) { return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))); }
-
-struct Bf16 {
-    uint16_t bits;
-};
-WB_INLINE __m256 load8(const Bf16* p) {
-    const __m256i wide = _mm256_cvtepu16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
-    return _mm256_castsi256_ps(_mm256_slli_epi32(wide, 16));
-}
-
-float to_f32(float v) { return v; }
-float to_f32(Bf16 v) { return bf16_to_f32(v.bits); }
-
-// Four independent accumulators hide the FMA latency; tails go through scalar code.
-template <class T>
-float dot_float(int64_t n, const void* w, const void* x) {
-    const auto* a = static_cast<const T*>(w);
-    const auto* b = static_cast<const float*>(x);
-    __m256 acc[4] = {_mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps()};
-    int64_t i = 0;
-    for (; i + 32 <= n; i += 32)
-        for (int u = 0; u < 4; ++u) acc[u] = _mm256_fmadd_ps(load8(a + i + 8 * u), load8(b + i + 8 * u), acc[u]);
-    for (; i + 8 <= n; i += 8) acc[0] = _mm256_fmadd_ps(load8(a + i), load8(b + i), acc[0]);
-    float sum = hsum(_mm256_add_ps(_mm256_add_ps(acc[0], acc[1]), _mm256_add_ps(acc[2], acc[3])));
-    for (; i < n; ++i) sum += to_f32(a[i]) * b[i];
-    return sum;
-}
 
 // Attention's F16 products (see F16DotOrder in quant.h). Lane l of an accumulator register is lane l
 // of the order, so the vector FMAs are exactly the per-lane FMAs of the definition.
@@ -1014,11 +987,9 @@ void f32_to_f16_row(const float* x, uint16_t* y, int64_t n) {
 KernelTable avx2_kernels() {
     KernelTable t = scalar_kernels();
     t.name = "avx2";
-    t.dot[slot(GgmlType::F32)] = dot_float<float>;
     t.dot[slot(GgmlType::F16)] = dot_f16_weights_step32;
     t.dot_in(DotOrder::kLlamafile, GgmlType::F16) = dot_f16_weights_lanes8;
     t.tile_in(DotOrder::kLlamafile, GgmlType::F16) = dot_f16_weights_lanes8_tile;
-    t.dot[slot(GgmlType::BF16)] = dot_float<Bf16>;
     t.dot[slot(GgmlType::Q4_0)] = dot_blocks<BlockQ4_0, BlockQ8_0, block_q4_0>;
     t.dot[slot(GgmlType::Q4_1)] = dot_blocks<BlockQ4_1, BlockQ8_1, block_q4_1>;
     t.dot[slot(GgmlType::Q5_0)] = dot_blocks<BlockQ5_0, BlockQ8_0, block_q5_0>;
@@ -1050,6 +1021,7 @@ KernelTable avx2_kernels() {
     add_iq_tq_kernels(t);
     add_iq_grid_avx2_kernels(t);
     add_activation_avx2_kernels(t);
+    add_float_avx2_kernels(t);
     t.f16_to_f32 = f16_to_f32_row;
     t.dot_f16_lanes8 = dot_f16_lanes8;
     t.dot_f16_step32 = dot_f16_step32;

@@ -71,6 +71,8 @@ void add_iq_grid_scalar_kernels(KernelTable& t);
 void add_iq_grid_avx2_kernels(KernelTable& t);
 // The activation quantizers (quant_avx2_act.cpp).
 void add_activation_avx2_kernels(KernelTable& t);
+// F32 and BF16 weights (quant_avx2_float.cpp).
+void add_float_avx2_kernels(KernelTable& t);
 #endif
 
 #if defined(WB_QUANT_AVX2)

@@ -346,18 +346,60 @@ float dot_iq4_xs_tiled(int64_t n, const void* w, const void* x) {
     return acc;
 }
 
-// ---- float weights against F32 activations (double accumulation: this is the accuracy reference) ----
+// ---- F32 and BF16 weights in llama.cpp's orders (quant.h; F32 activations, resp. rounded to BF16) ----
 
 float to_f32(float v) { return v; }
 float to_f32_bf16(uint16_t v) { return bf16_to_f32(v); }
 
-template <class T, float (*Convert)(T)>
-float dot_float(int64_t n, const void* w, const void* x) {
-    const auto* a = static_cast<const T*>(w);
+// ggml_vec_dot_f32 as GCC builds it for AVX2+FMA: four 8-lane FMA accumulators over the runs of 32
+// (element i in lane i % 32), summed in kStep32's tree into a float; then the elements past the last
+// run as the compiler vectorized that loop: groups of 8, then one of 4, each product rounded and added
+// one by one in order, and the last 0-3 elements with a fused multiply-add each.
+float dot_f32_row(int64_t n, const void* w, const void* x) {
+    const auto* a = static_cast<const float*>(w);
     const auto* b = static_cast<const float*>(x);
+    float lanes[32] = {};
+    const int64_t whole = n / 32 * 32;
+    for (int64_t i = 0; i < whole; ++i) lanes[i % 32] = std::fma(a[i], b[i], lanes[i % 32]);
+    float sum = sum_lanes32(lanes);
+    const int64_t rest = n - whole;
+    const int64_t rounded = whole + rest / 8 * 8 + (rest % 8 >= 4 ? 4 : 0);
+    int64_t i = whole;
+    for (; i < rounded; ++i) sum += a[i] * b[i];  // this file is built with -ffp-contract=off
+    for (; i < n; ++i) sum = std::fma(a[i], b[i], sum);
+    return sum;
+}
+
+// ggml_vec_dot_bf16 (AVX2) over activations rounded to BF16: the same 32 lanes (its mul/add pairs
+// are contracted to FMAs), the four accumulators added (a0 + a2) + (a1 + a3) and their 8 lanes in
+// kLanes8's tree, then the elements past the last run of 32 as rounded products added in double.
+float dot_bf16_row(int64_t n, const void* w, const void* x) {
+    const auto* a = static_cast<const uint16_t*>(w);
+    const auto* b = static_cast<const uint16_t*>(x);
+    float lanes[32] = {};
+    const int64_t whole = n / 32 * 32;
+    for (int64_t i = 0; i < whole; ++i)
+        lanes[i % 32] = std::fma(bf16_to_f32(a[i]), bf16_to_f32(b[i]), lanes[i % 32]);
+    float c[8];
+    for (int l = 0; l < 8; ++l) c[l] = (lanes[l] + lanes[16 + l]) + (lanes[8 + l] + lanes[24 + l]);
     double sum = 0.0;
-    for (int64_t i = 0; i < n; ++i) sum += double(Convert(a[i])) * double(b[i]);
+    sum += sum_lanes8(c);
+    for (int64_t i = whole; i < n; ++i) sum += double(bf16_to_f32(a[i]) * bf16_to_f32(b[i]));
     return float(sum);
+}
+
+// tinyBLAS's float kernel (the kLlamafile order): one 8-lane FMA accumulator per output, its kLanes8
+// sum. tinyBLAS takes only rows of whole runs of 8; a tail is added in order, as dot_f16_lanes8 does.
+template <class T, float (*Convert)(T)>
+float dot_float_lanes8(int64_t n, const void* w, const void* x) {
+    const auto* a = static_cast<const T*>(w);
+    const auto* b = static_cast<const T*>(x);
+    float lanes[8] = {};
+    const int64_t whole = n / 8 * 8;
+    for (int64_t i = 0; i < whole; ++i) lanes[i % 8] = std::fma(Convert(a[i]), Convert(b[i]), lanes[i % 8]);
+    float sum = sum_lanes8(lanes);
+    for (int64_t i = whole; i < n; ++i) sum += Convert(a[i]) * Convert(b[i]);
+    return sum;
 }
 
 // ---- attention's F16 products: lanes of correctly rounded FMAs, as the AVX2 family computes them ----
@@ -470,10 +512,12 @@ float quantize_block_q8(const float* x, int8_t* qs, int& sum) {
 KernelTable scalar_kernels() {
     KernelTable t;
     t.name = "scalar";
-    t.dot[slot(GgmlType::F32)] = dot_float<float, to_f32>;
+    t.dot[slot(GgmlType::F32)] = dot_f32_row;
+    t.dot_in(DotOrder::kLlamafile, GgmlType::F32) = dot_float_lanes8<float, to_f32>;
     t.dot[slot(GgmlType::F16)] = dot_f16_weights_step32;
     t.dot_in(DotOrder::kLlamafile, GgmlType::F16) = dot_f16_weights_lanes8;
-    t.dot[slot(GgmlType::BF16)] = dot_float<uint16_t, to_f32_bf16>;
+    t.dot[slot(GgmlType::BF16)] = dot_bf16_row;
+    t.dot_in(DotOrder::kLlamafile, GgmlType::BF16) = dot_float_lanes8<uint16_t, to_f32_bf16>;
     t.dot[slot(GgmlType::Q4_0)] = dot_q4_0;
     t.dot[slot(GgmlType::Q4_1)] = dot_q4_1;
     t.dot[slot(GgmlType::Q5_0)] = dot_q5_0;

@@ -140,7 +140,9 @@ private Q_SLOTS:
               "gemma2-q8_0", "gemma2-q4_k_m", "gemma2-iq4_nl", "gemma3-linear-q8_0", "llama-linear-q8_0",
               "gemma2-none-factor-q8_0", "qwen3-bias-q8_0", "gemma2-bias-q8_0",
               // F16 weights with f16 activations, in tinyBLAS's and ggml_vec_dot_f16's orders.
-              "qwen3-f16", "llama31-f16", "qwen2-f16", "qwen2-f16-odd"})
+              "qwen3-f16", "llama31-f16", "qwen2-f16", "qwen2-f16-odd",
+              // F32 and BF16 weights (BF16 activations), in tinyBLAS's and the row dots' orders.
+              "qwen2-f32", "qwen2-f32-odd", "qwen2-bf16", "qwen2-bf16-odd"})
             QTest::newRow(name) << QString(name) << true;
     }
 

@@ -81,6 +81,16 @@ CASES = {
     "qwen2-f16": ["--shape", "qwen2-tiny", "--type", "F16", "--embd-type", "F16", "--output-type", "F16"],
     "qwen2-f16-odd": ["--shape", "qwen2-tiny", "--type", "F16", "--embd-type", "F16", "--output-type", "F16",
                       "--ff", "514", "--vocab", "1030"],
+    # F32 and BF16 weights: F32 activations, resp. rounded to BF16; tinyBLAS in batches, else
+    # ggml_vec_dot_f32 / ggml_vec_dot_bf16. The odd FFN (542 = 16 runs of 32 and 30) covers the row
+    # dots' tails (F32: rounded products in groups of 8 and 4, then fused), and 542 rows and 1030
+    # tokens the shapes tinyBLAS declines.
+    "qwen2-f32": ["--shape", "qwen2-tiny", "--type", "F32", "--embd-type", "F32", "--output-type", "F32"],
+    "qwen2-f32-odd": ["--shape", "qwen2-tiny", "--type", "F32", "--embd-type", "F32", "--output-type", "F32",
+                      "--ff", "542", "--vocab", "1030"],
+    "qwen2-bf16": ["--shape", "qwen2-tiny", "--type", "BF16", "--embd-type", "BF16", "--output-type", "BF16"],
+    "qwen2-bf16-odd": ["--shape", "qwen2-tiny", "--type", "BF16", "--embd-type", "BF16", "--output-type", "BF16",
+                       "--ff", "542", "--vocab", "1030"],
     # q/k/v biases where llama.cpp's loader takes them beside qwen2 (every architecture here).
     "qwen3-bias-q8_0": ["--shape", "qwen3-tiny", "--type", "Q8_0", "--qkv-bias"],
     "gemma2-bias-q8_0": ["--shape", "gemma2-tiny", "--type", "Q8_0", "--qkv-bias"],

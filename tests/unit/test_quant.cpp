@@ -740,6 +740,8 @@ private Q_SLOTS:
     void iq4_tq_and_repacked_q4_0_dots_follow_llama_cpp_orders();
     void f16_weight_dots_follow_llama_cpp_orders_data();
     void f16_weight_dots_follow_llama_cpp_orders();
+    void f32_and_bf16_weight_dots_follow_llama_cpp_orders_data();
+    void f32_and_bf16_weight_dots_follow_llama_cpp_orders();
     void dot_orders_follow_llama_cpp_paths();
     void f16_row_conversion_is_identical_in_both_families();
     void activation_quantizers_are_identical_in_both_families();
@@ -1171,6 +1173,131 @@ void TestQuant::f16_weight_dots_follow_llama_cpp_orders() {
     }
 }
 
+// ---- F32 and BF16 weights: llama.cpp's orders, written out from its AVX2 build ----
+
+namespace {
+
+float f32_value(float v) { return v; }
+float bf16_value(uint16_t b) { return wb::bf16_to_f32(b); }
+
+// llama.cpp's kLlamafile (tinyBLAS) order of one output: 8 lanes of FMAs, ((l0+l4)+(l2+l6))+((l1+l5)+(l3+l7)).
+template <class T, float (*V)(T)>
+float lanes8_by_definition(int64_t n, const T* x, const T* y) {
+    float l[8] = {};
+    for (int64_t i = 0; i < n; ++i) l[i % 8] = std::fma(V(x[i]), V(y[i]), l[i % 8]);
+    return ((l[0] + l[4]) + (l[2] + l[6])) + ((l[1] + l[5]) + (l[3] + l[7]));
+}
+
+// ggml_vec_dot_f32 as its AVX2 build computes it: four 8-wide FMA accumulators over runs of 32, added
+// (a0+a2)+(a1+a3), then lo+hi and two hadds (t0+t1)+(t2+t3), in float; the compiler's vectorized tail
+// adds the rounded products of groups of 8, then of one group of 4, one by one; the last 0-3 elements
+// are fused multiply-adds.
+float f32_row_by_definition(int64_t n, const float* x, const float* y) {
+    float l[32] = {};
+    const int64_t whole = n / 32 * 32;
+    for (int64_t i = 0; i < whole; ++i) l[i % 32] = std::fma(x[i], y[i], l[i % 32]);
+    float a[8], t[4];
+    for (int i = 0; i < 8; ++i) a[i] = (l[i] + l[16 + i]) + (l[8 + i] + l[24 + i]);
+    for (int i = 0; i < 4; ++i) t[i] = a[i] + a[i + 4];
+    float sum = (t[0] + t[1]) + (t[2] + t[3]);
+    int64_t i = whole;
+    for (const int64_t by8 = whole + (n - whole) / 8 * 8; i < by8; ++i) sum += x[i] * y[i];
+    if (n - i >= 4)
+        for (const int64_t e = i + 4; i < e; ++i) sum += x[i] * y[i];
+    for (; i < n; ++i) sum = std::fma(x[i], y[i], sum);
+    return sum;
+}
+
+// ggml_vec_dot_bf16 (AVX2): the same accumulators with FMAs (its mul/add pairs are contracted), added
+// (c1+c3)+(c2+c4), then lo+hi, movehl and movehdup: the kLanes8 tree; the tail's rounded products in
+// double.
+double bf16_row_by_definition(int64_t n, const uint16_t* x, const uint16_t* y) {
+    float l[32] = {};
+    const int64_t whole = n / 32 * 32;
+    for (int64_t i = 0; i < whole; ++i) l[i % 32] = std::fma(bf16_value(x[i]), bf16_value(y[i]), l[i % 32]);
+    float c[8];
+    for (int i = 0; i < 8; ++i) c[i] = (l[i] + l[16 + i]) + (l[8 + i] + l[24 + i]);
+    double sum = ((c[0] + c[4]) + (c[2] + c[6])) + ((c[1] + c[5]) + (c[3] + c[7]));
+    for (int64_t i = whole; i < n; ++i) sum += double(bf16_value(x[i]) * bf16_value(y[i]));
+    return float(sum);
+}
+
+}  // namespace
+
+void TestQuant::f32_and_bf16_weight_dots_follow_llama_cpp_orders_data() {
+    QTest::addColumn<uint32_t>("type");
+    QTest::addColumn<int>("order");
+    QTest::addColumn<int>("n");
+    for (GgmlType t : {GgmlType::F32, GgmlType::BF16}) {
+        // Row tails of 3 (fused only), 7 (4 + 3 fused), 13 (8 + 4 + 1), 4, 30 (3 x 8 + 4 + 2) and none.
+        for (int n : {3, 7, 45, 100, 542, 2048})
+            QTest::addRow("%s/row/%d", wb::ggml_type_name(t).c_str(), n) << uint32_t(t) << int(wb::DotOrder::kRow) << n;
+        for (int n : {40, 576, 2048})
+            QTest::addRow("%s/llamafile/%d", wb::ggml_type_name(t).c_str(), n)
+                << uint32_t(t) << int(wb::DotOrder::kLlamafile) << n;
+    }
+}
+
+// F32 weights dot with the F32 activations, BF16 weights with activations rounded to BF16 (llama.cpp's
+// vec_dot_type of BF16 is BF16, rounded to nearest even); every output is its order's definition
+// above, bit for bit, in both kernel families, through vec_dot_rows and the 1 x 8 tile.
+void TestQuant::f32_and_bf16_weight_dots_follow_llama_cpp_orders() {
+    QFETCH(uint32_t, type);
+    QFETCH(int, order);
+    QFETCH(int, n);
+    const auto t = GgmlType(type);
+    const auto o = wb::DotOrder(order);
+    const bool bf16 = t == GgmlType::BF16;
+    const int rows = 24;
+    std::mt19937 rng(uint32_t(type * 31 + order * 17 + n));
+    const size_t w_row = wb::ggml_row_bytes(t, n);
+    std::vector<uint8_t> w(w_row * rows);
+    wb::quantize_row(t, random_floats(rng, rows * n, -0.2f, 0.2f).data(), w.data(), rows * n);
+    const int cols = wb::kDotTileCols;
+    const size_t x_row = wb::activation_row_bytes(t, n);
+    QCOMPARE(x_row, size_t(n) * (bf16 ? 2 : 4));
+    std::vector<uint8_t> xq(x_row * cols);
+    std::vector<std::vector<float>> x(cols);
+    for (int c = 0; c < cols; ++c) {
+        x[size_t(c)] = random_floats(rng, n, -1.0f, 1.0f);
+        for (int64_t i = c; i < n; i += 37) x[size_t(c)][size_t(i)] *= 150.0f;  // mixed magnitudes
+        wb::quantize_activations(t, x[size_t(c)].data(), xq.data() + x_row * size_t(c), n);
+    }
+    for (int i = 0; i < n; ++i) {
+        uint32_t u;
+        std::memcpy(&u, &x[0][size_t(i)], 4);
+        if (bf16) QCOMPARE(reinterpret_cast<const uint16_t*>(xq.data())[i], uint16_t((u + 0x7fffu + ((u >> 16) & 1u)) >> 16));
+    }
+    const auto want = [&](int r, int c) -> float {
+        const uint8_t* wr = w.data() + w_row * size_t(r);
+        const uint8_t* xc = xq.data() + x_row * size_t(c);
+        if (bf16) {
+            const auto* a = reinterpret_cast<const uint16_t*>(wr);
+            const auto* b = reinterpret_cast<const uint16_t*>(xc);
+            return o == wb::DotOrder::kRow ? float(bf16_row_by_definition(n, a, b))
+                                           : lanes8_by_definition<uint16_t, bf16_value>(n, a, b);
+        }
+        const auto* a = reinterpret_cast<const float*>(wr);
+        const auto* b = reinterpret_cast<const float*>(xc);
+        return o == wb::DotOrder::kRow ? f32_row_by_definition(n, a, b)
+                                       : lanes8_by_definition<float, f32_value>(n, a, b);
+    };
+    const auto same = [](float g, float e) { return std::memcmp(&g, &e, 4) == 0; };
+    for (bool scalar : {false, true}) {
+        std::unique_ptr<ScalarKernels> force;
+        if (scalar) force = std::make_unique<ScalarKernels>();
+        std::vector<float> got(rows);
+        wb::vec_dot_rows(t, n, w.data(), w_row, rows, xq.data(), got.data(), o);
+        for (int r = 0; r < rows; ++r)
+            QVERIFY2(same(got[size_t(r)], want(r, 0)),
+                     qPrintable(QString("%1 row %2: %3, llama.cpp's order gives %4").arg(wb::quant_kernel_name()).arg(r)
+                                    .arg(double(got[size_t(r)]), 0, 'g', 9).arg(double(want(r, 0)), 0, 'g', 9)));
+        std::vector<float> tile(static_cast<size_t>(cols));
+        wb::vec_dot_tile(t, n, w.data() + w_row * 5, w_row, xq.data(), x_row, tile.data(), 1, o);
+        for (int c = 0; c < cols; ++c) QVERIFY2(same(tile[size_t(c)], want(5, c)), qPrintable(QString("tile column %1").arg(c)));
+    }
+}
+
 // The batch paths of llama.cpp's x86 build (ggml_compute_forward_mul_mat: the repack buffer, the tiled
 // K-quant matmul, llamafile's tinyBLAS, the row dots), one expectation per type and shape.
 void TestQuant::dot_orders_follow_llama_cpp_paths() {
@@ -1178,14 +1305,17 @@ void TestQuant::dot_orders_follow_llama_cpp_paths() {
     const auto order = [](GgmlType t, int64_t rows, int64_t n_in, int64_t n_tok, int64_t tok) {
         return wb::llama_cpp_dot_order(t, rows, n_in, n_tok, tok);
     };
-    // F16: tinyBLAS from 2 tokens when it takes the shape (rows % 4, row length % 8), else ggml_vec_dot_f16.
-    QCOMPARE(order(GgmlType::F16, 256, 256, 1, 0), O::kRow);
-    QCOMPARE(order(GgmlType::F16, 256, 256, 2, 1), O::kLlamafile);
-    QCOMPARE(order(GgmlType::F16, 1028, 512, 9, 8), O::kLlamafile);
-    QCOMPARE(order(GgmlType::F16, 1030, 512, 9, 0), O::kRow);   // 1030 rows: not a multiple of 4
-    QCOMPARE(order(GgmlType::F16, 256, 514, 9, 0), O::kRow);    // rows of 514: not a multiple of 8
+    // The float types: tinyBLAS from 2 tokens when it takes the shape (rows % 4, row length % 8), else
+    // the row dot (ggml_vec_dot_f32 / _f16 / _bf16).
+    for (GgmlType t : {GgmlType::F32, GgmlType::F16, GgmlType::BF16}) {
+        QCOMPARE(order(t, 256, 256, 1, 0), O::kRow);
+        QCOMPARE(order(t, 256, 256, 2, 1), O::kLlamafile);
+        QCOMPARE(order(t, 1028, 512, 9, 8), O::kLlamafile);
+        QCOMPARE(order(t, 1030, 512, 9, 0), O::kRow);  // 1030 rows: not a multiple of 4
+        QCOMPARE(order(t, 256, 514, 9, 0), O::kRow);   // rows of 514: not a multiple of 8
+    }
     // Types whose every path rounds as the row dot does.
-    for (GgmlType t : {GgmlType::F32, GgmlType::BF16, GgmlType::Q5_0, GgmlType::Q8_0, GgmlType::Q4_1, GgmlType::Q5_1,
+    for (GgmlType t : {GgmlType::Q5_0, GgmlType::Q8_0, GgmlType::Q4_1, GgmlType::Q5_1,
                        GgmlType::TQ1_0, GgmlType::TQ2_0})
         for (int64_t n_tok : {1, 2, 8, 32}) QCOMPARE(order(t, 256, 256, n_tok, 0), O::kRow);
     // Repacked: groups of 4 through the gemm, the rest through the gemv; otherwise their own paths.
@@ -1308,7 +1438,7 @@ void TestQuant::f16_attention_products_follow_their_orders() {
 void TestQuant::vec_dot_types_follow_llama_cpp() {
     QCOMPARE(wb::vec_dot_type(GgmlType::F32), GgmlType::F32);
     QCOMPARE(wb::vec_dot_type(GgmlType::F16), GgmlType::F16);  // activations rounded to f16, as llama.cpp's
-    QCOMPARE(wb::vec_dot_type(GgmlType::BF16), GgmlType::F32);
+    QCOMPARE(wb::vec_dot_type(GgmlType::BF16), GgmlType::BF16);  // activations rounded to bf16, as llama.cpp's
     QCOMPARE(wb::vec_dot_type(GgmlType::Q4_0), GgmlType::Q8_0);
     QCOMPARE(wb::vec_dot_type(GgmlType::Q5_0), GgmlType::Q8_0);
     QCOMPARE(wb::vec_dot_type(GgmlType::Q8_0), GgmlType::Q8_0);
