@@ -119,11 +119,12 @@ void InferenceWorker::loadModel(const QString& path, const QString& backend, int
             Q_EMIT loadCanceled(path);
             return;
         }
-        wb::BackendChoice choice = wb::create_backend(wb::parse_backend_kind(backend.toStdString()), threads);
         wb::SessionOptions options;
         options.n_ctx = contextSize;
         options.kv_type_k = wb::kv_type_from_name(cacheTypeK.toStdString());
         options.kv_type_v = wb::kv_type_from_name(cacheTypeV.toStdString());
+        wb::BackendChoice choice = wb::create_backend(wb::parse_backend_kind(backend.toStdString()), threads,
+                                                      options.kv_type_k, options.kv_type_v);
         auto session = std::make_unique<wb::Session>(*model, *choice.backend, options);
         if (m_cancelLoad.load()) {
             Q_EMIT loadCanceled(path);

@@ -77,7 +77,7 @@ void write_phase(JsonWriter& j, const char* name, int32_t tokens, int32_t depth,
 // its first token at position depth.
 int cmd_bench(const CliOptions& o) {
     const auto model = Model::load(resolve_model_path(o));
-    BackendChoice bc = create_backend(parse_backend_kind(o.backend), o.threads);
+    BackendChoice bc = create_backend(parse_backend_kind(o.backend), o.threads, o.cache_type_k, o.cache_type_v);
     if (!bc.note.empty()) std::fprintf(stderr, "note: %s\n", bc.note.c_str());
     const int32_t depth = o.bench_depth, n_prompt = o.bench_prompt;
     if (n_prompt == 0 && depth == 0 && o.n_predict == 0) throw Error("bench: nothing to measure (-p 0 -n 0)");

@@ -27,7 +27,7 @@ Runtime open_runtime(const CliOptions& o) {
     const bool chat = o.chat || o.command == "chat";
     rt.model = Model::load(resolve_model_path(o), chat_template_choice(o));
     if (chat) require_chat_template(rt.model->chat_template());
-    rt.backend = create_backend(parse_backend_kind(o.backend), o.threads);
+    rt.backend = create_backend(parse_backend_kind(o.backend), o.threads, o.cache_type_k, o.cache_type_v);
     if (!rt.backend.note.empty()) std::fprintf(stderr, "note: %s\n", rt.backend.note.c_str());
     if (!rt.model->chat_template().warning().empty() && chat)
         std::fprintf(stderr, "warning: %s\n", rt.model->chat_template().warning().c_str());

@@ -68,7 +68,7 @@ int cmd_perplexity(const CliOptions& o) {
     const auto model = Model::load(resolve_model_path(o));
     const std::string text = read_text_file(o.text_file);
     const int32_t n_ctx = o.ctx > 0 ? o.ctx : 512;
-    BackendChoice bc = create_backend(parse_backend_kind(o.backend), o.threads);
+    BackendChoice bc = create_backend(parse_backend_kind(o.backend), o.threads, o.cache_type_k, o.cache_type_v);
     if (!bc.note.empty()) std::fprintf(stderr, "note: %s\n", bc.note.c_str());
     SessionOptions so;
     so.n_ctx = n_ctx;

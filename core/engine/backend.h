@@ -211,8 +211,10 @@ struct BackendChoice {
 
 // Creates a backend. CPU always works; CUDA loads the plugin library at run time and throws wb::Error
 // saying why when it cannot (no plugin, no driver, no device); AUTO tries CUDA and falls back to the
-// CPU with the reason in note. n_threads <= 0: all cores.
-BackendChoice create_backend(BackendKind kind, int n_threads);
+// CPU with the reason in note, also when the GPU cannot hold a KV cache of the given element types
+// (check_kv_types). n_threads <= 0: all cores.
+BackendChoice create_backend(BackendKind kind, int n_threads, KvType type_k = KvType::F16,
+                             KvType type_v = KvType::F16);
 BackendKind parse_backend_kind(const std::string& s);  // "cpu" | "cuda" | "auto"; wb::Error otherwise
 
 }  // namespace wb

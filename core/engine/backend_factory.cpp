@@ -71,7 +71,7 @@ BackendKind parse_backend_kind(const std::string& s) {
     throw Error("unknown backend '" + s + "' (expected cpu, cuda or auto)");
 }
 
-BackendChoice create_backend(BackendKind kind, int n_threads) {
+BackendChoice create_backend(BackendKind kind, int n_threads, KvType type_k, KvType type_v) {
     BackendChoice choice;
     if (kind == BackendKind::CUDA) {
         choice.backend = load_cuda(n_threads);
@@ -79,7 +79,11 @@ BackendChoice create_backend(BackendKind kind, int n_threads) {
     }
     if (kind == BackendKind::AUTO) {
         try {
-            choice.backend = load_cuda(n_threads);
+            std::unique_ptr<Backend> gpu = load_cuda(n_threads);
+            // "auto" means "wherever it runs": a cache the GPU cannot hold runs on the CPU rather than
+            // failing when the session is made.
+            gpu->check_kv_types(type_k, type_v);
+            choice.backend = std::move(gpu);
             return choice;
         } catch (const Error& e) {
             choice.note = std::string(e.what()) + "; running on the CPU";

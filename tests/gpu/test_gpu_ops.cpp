@@ -857,6 +857,17 @@ void test_read_top(Backend& cuda) {
     report(threw, "read_top k > n is refused with an error");
 }
 
+// --backend auto (the default) with a cache the GPU cannot hold runs on the CPU with a note saying
+// why, instead of failing when the session is made; an f16 cache stays on the GPU.
+void test_auto_backend_and_kv_types() {
+    BackendChoice f16 = create_backend(BackendKind::AUTO, 0);
+    report(f16.note.empty() && f16.backend->description().rfind("CPU", 0) != 0,
+           "auto with an f16 cache picks the GPU (" + f16.backend->description() + ")");
+    BackendChoice q8 = create_backend(BackendKind::AUTO, 0, KvType::Q8_0, KvType::F16);
+    report(q8.backend->description().rfind("CPU", 0) == 0 && q8.note.find("f16 KV cache") != std::string::npos,
+           "auto with a q8_0 K cache falls back to the CPU with the reason (" + q8.note + ")");
+}
+
 }  // namespace
 
 int main() {
@@ -883,6 +894,7 @@ int main() {
         test_attention_scale_q(cpu, *cuda);
         test_decode_graph(cpu, *cuda);
         test_read_top(*cuda);
+        test_auto_backend_and_kv_types();
     } catch (const std::exception& e) {
         report(false, std::string("exception: ") + e.what());
     }
