@@ -103,6 +103,8 @@ sampling: --temp T (0 = greedy) --top-k K --top-p P --min-p P --typical-p P --re
           --mirostat 0|1|2 --mirostat-lr ETA --mirostat-ent TAU --top-nsigma N
           --logit-bias ID(+|-)BIAS or 'TEXT'(+|-)BIAS (repeatable; -inf bans)
           --samplers LIST (';'-separated; default penalties;dry;top_n_sigma;top_k;typ_p;top_p;min_p;xtc;temperature)
+          --grammar GBNF, --grammar-file F (llama.cpp's GBNF, from root), --json-schema FILE|JSON: the reply
+             must match (one of the three)
           --ignore-eos
 -m defaults to the default model in the cache ($WHITEBOX_MODELS or ~/.cache/whitebox/models).
 )";

@@ -53,6 +53,7 @@ struct CliOptions {
     SamplingParams sampling;           // --temp, --top-k, ... (--temp 0 = greedy)
     std::vector<std::pair<std::string, float>> logit_bias_text;  // --logit-bias 'TEXT'+B: resolved per model
     bool dry_breakers_given = false;   // the first --dry-sequence-breaker replaces the defaults
+    std::string grammar_flag;          // which of --grammar / --grammar-file / --json-schema set sampling.grammar
     std::string text_file;             // perplexity -f FILE
     int32_t top_k = 0;                 // perplexity --top K: the K most likely tokens per position in --json
     std::string save_logits;           // perplexity --save-logits FILE

@@ -1,11 +1,18 @@
 // The sampler flags with llama.cpp's names (--dry-*, --xtc-*, --mirostat*, --top-nsigma,
-// --logit-bias, --samplers), parsed apart from the other options so cli_options.cpp stays short.
+// --logit-bias, --samplers, --grammar, --grammar-file, --json-schema), parsed apart from the other options so cli_options.cpp stays short.
 #include <cerrno>
 #include <cmath>
 #include <cstdlib>
 
+#include <fstream>
+#include <sstream>
+
 #include "cli/cli_options.h"
+#include "sampling/grammar/gbnf.h"
 #include "sampling/sampler.h"
+#ifdef WB_HAVE_JSON_SCHEMA
+#include "sampling/grammar/json_schema.h"
+#endif
 #include "tokenizer/tokenizer.h"
 #include "util/error.h"
 
@@ -54,6 +61,49 @@ void parse_logit_bias(const std::string& v, CliOptions& o) {
     throw Error(bad);
 }
 
+std::string read_text_file(const std::string& flag, const std::string& path) {
+    std::ifstream in(path, std::ios::binary);
+    if (!in) throw Error(flag + ": cannot read '" + path + "'");
+    std::ostringstream text;
+    text << in.rdbuf();
+    return text.str();
+}
+
+// A JSON document given inline starts with '{' (or is true / false); anything else names a file.
+std::string schema_text(const std::string& v) {
+    const size_t first = v.find_first_not_of(" \t\r\n");
+    if (first != std::string::npos && (v[first] == '{' || v.compare(first, 4, "true") == 0 || v.compare(first, 5, "false") == 0))
+        return v;
+    return read_text_file("--json-schema", v);
+}
+
+// The grammar is checked here, so a malformed one stops the command before a model is loaded.
+void set_grammar(const std::string& flag, const std::string& value, CliOptions& o) {
+    if (!o.grammar_flag.empty() && o.grammar_flag != flag)
+        throw Error(flag + " and " + o.grammar_flag + " were both given; the reply can follow only one");
+    o.grammar_flag = flag;
+    std::string gbnf;
+    if (flag == "--json-schema") {
+#ifdef WB_HAVE_JSON_SCHEMA
+        try {
+            gbnf = json_schema_to_gbnf(schema_text(value));
+        } catch (const Error& e) {
+            throw Error(flag + ": " + e.what());
+        }
+#else
+        throw Error("--json-schema: this whitebox-cli was built without nlohmann-json, which JSON Schema needs");
+#endif
+    } else {
+        gbnf = flag == "--grammar-file" ? read_text_file(flag, value) : value;
+    }
+    try {
+        parse_gbnf(gbnf);
+    } catch (const Error& e) {
+        throw Error(flag + ": " + e.what());
+    }
+    o.sampling.grammar = gbnf;
+}
+
 }  // namespace
 
 bool parse_sampler_flag(const std::string& a, const std::function<std::string()>& next, CliOptions& o) {
@@ -78,6 +128,7 @@ bool parse_sampler_flag(const std::string& a, const std::function<std::string()>
     else if (a == "--mirostat-ent") s.mirostat_tau = to_float(a, next(), 0.0f, 100.0f);
     else if (a == "--top-nsigma" || a == "--top-n-sigma") s.top_n_sigma = to_float(a, next(), -1.0f, 1000.0f);
     else if (a == "--logit-bias" || a == "-l") parse_logit_bias(next(), o);
+    else if (a == "--grammar" || a == "--grammar-file" || a == "--json-schema") set_grammar(a, next(), o);
     else if (a == "--samplers") {
         s.samplers = parse_sampler_sequence(next());
         if (s.samplers.empty()) throw Error("--samplers expects a ';'-separated list of sampler names");

@@ -136,6 +136,17 @@ private Q_SLOTS:
                                           << "--cache-type-v: unknown KV cache type 'Q8_0'";
         QTest::newRow("cache type without value") << QStringList{"perplexity", "-f", "x", "--cache-type-k"}
                                                   << "--cache-type-k needs a value";
+        QTest::newRow("malformed grammar") << QStringList{"generate", "-p", "x", "--grammar", "root ::= \"a\" item"}
+                                           << "--grammar: grammar line 1, column 14: undefined rule 'item'";
+        QTest::newRow("missing grammar file") << QStringList{"generate", "-p", "x", "--grammar-file", "/nonexistent.gbnf"}
+                                              << "--grammar-file: cannot read '/nonexistent.gbnf'";
+        QTest::newRow("unsupported schema") << QStringList{"chat", "--json-schema", "{\"type\":\"string\",\"pattern\":\"a+\"}"}
+                                            << "--json-schema: JSON Schema at #: the keyword 'pattern' is not supported";
+        QTest::newRow("schema not json") << QStringList{"generate", "-p", "x", "--json-schema", "{\"type\": }"}
+                                         << "--json-schema: the JSON Schema is not valid JSON";
+        QTest::newRow("grammar and schema") << QStringList{"generate", "-p", "x", "--grammar", "root ::= \"a\"",
+                                                           "--json-schema", "{}"}
+                                            << "--json-schema and --grammar were both given";
         QTest::newRow("logit bias beyond vocab")
             << QStringList{"generate", "-m", model(), "-p", "x", "--backend", "cpu", "--logit-bias", "99999999+1"}
             << "beyond the vocabulary";

@@ -115,6 +115,12 @@ private Q_SLOTS:
         const std::string e = "\u00e9";  // 0xC3 0xA9
         QVERIFY(m.allows(e.substr(0, 1)));
         QVERIFY(!m.allows("\xC4"));  // would start U+0100..U+013F, not U+00E9
+        // Overlong forms cannot sneak an ASCII character in: 0xC1 0xBB would be '{', 0xE0 0x81 0xBB too.
+        GrammarMatcher brace(std::make_shared<const Grammar>(parse_gbnf("root ::= \"{\"")));
+        QVERIFY(!brace.allows("\xC1"));
+        QVERIFY(!brace.allows("\xE0"));
+        QVERIFY(!brace.allows("\xF0"));
+        QVERIFY(brace.allows("{"));
         m.accept(e.substr(0, 1));
         QVERIFY(!m.complete());
         QVERIFY(m.allows(e.substr(1) + "x"));

@@ -59,6 +59,7 @@ Grammar parse_gbnf(const std::string& text);
 struct Utf8Partial {
     uint32_t value = 0;   // bits read so far
     int32_t remain = 0;   // continuation bytes still expected; -1: the bytes are not UTF-8
+    int32_t length = 0;   // bytes of the whole character (while remain > 0)
 };
 // Decodes bytes after an earlier partial character; appends the complete code points to out.
 Utf8Partial decode_utf8(const std::string& bytes, Utf8Partial start, std::vector<uint32_t>& out);

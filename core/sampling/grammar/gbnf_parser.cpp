@@ -450,7 +450,7 @@ Utf8Partial decode_utf8(const std::string& bytes, Utf8Partial st, std::vector<ui
     for (unsigned char b : bytes) {
         if (st.remain < 0) return st;
         if (st.remain > 0) {
-            if ((b & 0xC0) != 0x80) return Utf8Partial{0, -1};
+            if ((b & 0xC0) != 0x80) return Utf8Partial{0, -1, 0};
             st.value = (st.value << 6) | (b & 0x3Fu);
             if (--st.remain == 0) {
                 out.push_back(st.value);
@@ -459,13 +459,13 @@ Utf8Partial decode_utf8(const std::string& bytes, Utf8Partial st, std::vector<ui
         } else if (b < 0x80) {
             out.push_back(b);
         } else if ((b & 0xE0) == 0xC0) {
-            st = {b & 0x1Fu, 1};
+            st = {b & 0x1Fu, 1, 2};
         } else if ((b & 0xF0) == 0xE0) {
-            st = {b & 0x0Fu, 2};
+            st = {b & 0x0Fu, 2, 3};
         } else if ((b & 0xF8) == 0xF0) {
-            st = {b & 0x07u, 3};
+            st = {b & 0x07u, 3, 4};
         } else {
-            return Utf8Partial{0, -1};
+            return Utf8Partial{0, -1, 0};
         }
     }
     return st;

@@ -73,8 +73,12 @@ bool GrammarMatcher::alive(const State& st) const {
     if (st.partial.remain == 0) return true;
     // The code points the pending character can still become.
     const int shift = 6 * st.partial.remain;
-    const uint32_t lo = st.partial.value << shift;
-    const uint32_t hi = lo | ((1u << shift) - 1u);
+    // An overlong form (0xC1 0xBB for '{') is not UTF-8: the smallest code point of each length is
+    // the first one that needs it.
+    static constexpr uint32_t kFirstOfLength[5] = {0, 0, 0x80, 0x800, 0x10000};
+    const uint32_t lo = std::max(st.partial.value << shift, kFirstOfLength[std::clamp(st.partial.length, 0, 4)]);
+    const uint32_t hi = std::min((st.partial.value << shift) | ((1u << shift) - 1u), 0x10FFFFu);
+    if (lo > hi) return false;
     for (const Stack& s : st.stacks)
         if (!s.empty() && grammar_->elems[static_cast<size_t>(s.back())].matches_some(lo, hi)) return true;
     return false;

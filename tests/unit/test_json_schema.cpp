@@ -1,0 +1,107 @@
+// JSON Schema -> GBNF: the grammar accepts documents valid against the schema and refuses invalid
+// ones (checked with the matcher on hand-written documents), and unsupported keywords are errors that
+// name the keyword and where it is.
+#include <QtTest>
+
+#include <memory>
+
+#include "sampling/grammar/gbnf.h"
+#include "sampling/grammar/grammar_matcher.h"
+#include "sampling/grammar/json_schema.h"
+#include "util/error.h"
+
+using namespace wb;
+
+namespace {
+
+bool schema_matches(const std::string& schema, const std::string& doc) {
+    GrammarMatcher m(std::make_shared<const Grammar>(parse_gbnf(json_schema_to_gbnf(schema))));
+    return m.allows(doc) && (m.accept(doc), m.complete());
+}
+
+const char* kPerson =
+    "{\"type\":\"object\",\"properties\":{"
+    "\"name\":{\"type\":\"string\",\"minLength\":1},"
+    "\"age\":{\"type\":\"integer\"},"
+    "\"email\":{\"type\":[\"string\",\"null\"]},"
+    "\"tags\":{\"type\":\"array\",\"items\":{\"enum\":[\"a\",\"b\",3]},\"minItems\":1,\"maxItems\":2}},"
+    "\"required\":[\"name\",\"age\"]}";
+
+const char* kRefs =
+    "{\"$defs\":{\"node\":{\"type\":\"object\",\"properties\":{\"v\":{\"type\":\"number\"},"
+    "\"next\":{\"anyOf\":[{\"$ref\":\"#/$defs/node\"},{\"type\":\"null\"}]}},\"required\":[\"v\",\"next\"]}},"
+    "\"$ref\":\"#/$defs/node\"}";
+
+}  // namespace
+
+class TestJsonSchema : public QObject {
+    Q_OBJECT
+
+private Q_SLOTS:
+    void documentsMatchTheirSchema_data() {
+        QTest::addColumn<QString>("schema");
+        QTest::addColumn<QString>("doc");
+        QTest::addColumn<bool>("valid");
+        const QString person = kPerson;
+        QTest::newRow("required only") << person << "{\"name\":\"Ann\",\"age\":30}" << true;
+        QTest::newRow("all, spaced") << person << "{ \"name\": \"A\\\"n\", \"age\": -4, \"email\": null, \"tags\": [\"a\", 3] }" << true;
+        QTest::newRow("optional middle left out") << person << "{\"name\":\"A\",\"age\":1,\"tags\":[\"b\"]}" << true;
+        QTest::newRow("pretty printed") << person << "{\n  \"name\": \"A\",\n  \"age\": 1\n}" << true;
+        QTest::newRow("missing required") << person << "{\"name\":\"Ann\"}" << false;
+        QTest::newRow("wrong order") << person << "{\"age\":1,\"name\":\"A\"}" << false;
+        QTest::newRow("empty name") << person << "{\"name\":\"\",\"age\":1}" << false;
+        QTest::newRow("float age") << person << "{\"name\":\"A\",\"age\":1.5}" << false;
+        QTest::newRow("leading zero") << person << "{\"name\":\"A\",\"age\":01}" << false;
+        QTest::newRow("extra property") << person << "{\"name\":\"A\",\"age\":1,\"x\":1}" << false;
+        QTest::newRow("too many items") << person << "{\"name\":\"A\",\"age\":1,\"tags\":[\"a\",\"b\",3]}" << false;
+        QTest::newRow("no items") << person << "{\"name\":\"A\",\"age\":1,\"tags\":[]}" << false;
+        QTest::newRow("not in enum") << person << "{\"name\":\"A\",\"age\":1,\"tags\":[\"c\"]}" << false;
+        QTest::newRow("trailing comma") << person << "{\"name\":\"A\",\"age\":1,}" << false;
+        QTest::newRow("control char in string") << person << "{\"name\":\"A\nB\",\"age\":1}" << false;
+        QTest::newRow("recursive ref") << kRefs << "{\"v\":1.5e3,\"next\":{\"v\":2,\"next\":null}}" << true;
+        QTest::newRow("recursive ref bad") << kRefs << "{\"v\":1,\"next\":{\"v\":2}}" << false;
+        QTest::newRow("const") << "{\"const\":\"on\"}" << "\"on\"" << true;
+        QTest::newRow("const other") << "{\"const\":\"on\"}" << "\"off\"" << false;
+        QTest::newRow("oneOf") << "{\"oneOf\":[{\"type\":\"boolean\"},{\"type\":\"integer\"}]}" << "7" << true;
+        QTest::newRow("any value") << "{}" << "[1,{\"a\":[true,null]},\"x\"]" << true;
+        QTest::newRow("bare object") << "{\"type\":\"object\"}" << "{\"k\":[1]}" << true;
+        QTest::newRow("bare object not array") << "{\"type\":\"object\"}" << "[1]" << false;
+        QTest::newRow("maxLength") << "{\"type\":\"string\",\"maxLength\":3}" << "\"abcd\"" << false;
+    }
+    void documentsMatchTheirSchema() {
+        QFETCH(QString, schema);
+        QFETCH(QString, doc);
+        QFETCH(bool, valid);
+        QCOMPARE(schema_matches(schema.toStdString(), doc.toStdString()), valid);
+    }
+
+    void unsupportedSchemasAreNamed_data() {
+        QTest::addColumn<QString>("schema");
+        QTest::addColumn<QString>("message");
+        QTest::newRow("format") << "{\"type\":\"object\",\"properties\":{\"a\":{\"type\":\"string\",\"format\":\"email\"}}}"
+                                << "JSON Schema at #/properties/a: the keyword 'format' is not supported";
+        QTest::newRow("minimum") << "{\"type\":\"integer\",\"minimum\":0}" << "the keyword 'minimum' is not supported";
+        QTest::newRow("remote ref") << "{\"$ref\":\"https://example.com/s.json\"}" << "only local references";
+        QTest::newRow("missing def") << "{\"$ref\":\"#/$defs/nope\"}" << "$ref '#/$defs/nope' is not supported";
+        QTest::newRow("additional") << "{\"type\":\"object\",\"properties\":{},\"additionalProperties\":true}"
+                                    << "additionalProperties other than false";
+        QTest::newRow("required unknown") << "{\"type\":\"object\",\"properties\":{\"a\":{}},\"required\":[\"b\"]}"
+                                          << "required names '\"b\"'";
+        QTest::newRow("not json") << "{\"type\":" << "the JSON Schema is not valid JSON";
+        QTest::newRow("unknown type") << "{\"type\":\"date\"}" << "unknown type 'date'";
+    }
+    void unsupportedSchemasAreNamed() {
+        QFETCH(QString, schema);
+        QFETCH(QString, message);
+        QString got = "(no error)";
+        try {
+            json_schema_to_gbnf(schema.toStdString());
+        } catch (const Error& e) {
+            got = e.what();
+        }
+        QVERIFY2(got.contains(message), qPrintable("got: " + got));
+    }
+};
+
+QTEST_GUILESS_MAIN(TestJsonSchema)
+#include "test_json_schema.moc"
