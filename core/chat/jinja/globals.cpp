@@ -35,7 +35,11 @@ Value range(Renderer& r, CallArgs& call) {
     }
     r.check_items(static_cast<std::size_t>(count));
     std::vector<Value> items;
-    for (std::int64_t i = 0; i < count; ++i) items.emplace_back(start + i * step);
+    // Each item lies between start and stop, but i * step alone may not fit in int64 (range(-2**63 + 1,
+    // 2**63 - 1, 2**62)): the product and sum in __int128.
+    for (std::int64_t i = 0; i < count; ++i) {
+        items.emplace_back(static_cast<std::int64_t>(start + static_cast<__int128>(i) * step));
+    }
     r.charge(static_cast<std::uint64_t>(count));
     return Value(std::move(items));
 }
