@@ -1,9 +1,13 @@
 #!/usr/bin/env bash
 # Installs the Debian 12 packages that building, running and testing WhiteBox need.
 # Idempotent: installs only what is missing and prints nothing when everything is present.
-#   scripts/bootstrap.sh [--sanitizers]   (--sanitizers: also what the asan, tsan and fuzz passes need)
+#   scripts/bootstrap.sh
 set -euo pipefail
 
+# clang, libclang-rt-14-dev and llvm are for the sanitizer and fuzz passes of scripts/test.sh (gcc's
+# ASan/UBSan/TSan runtimes come with g++, libgcc-12-dev): libFuzzer and clang's ASan/UBSan runtimes
+# are in libclang-rt-14-dev (only a recommendation of clang, which --no-install-recommends skips);
+# llvm gives llvm-symbolizer for readable sanitizer stack traces.
 packages=(
   build-essential cmake ninja-build pkg-config git ca-certificates
   qt6-base-dev qt6-base-dev-tools libgl-dev
@@ -12,14 +16,8 @@ packages=(
   libcpp-httplib-dev nlohmann-json3-dev
   python3 python3-pip python3-venv
   xvfb xauth
+  clang libclang-rt-14-dev llvm
 )
-if [ "${1:-}" = "--sanitizers" ]; then
-  # The sanitizer and fuzz passes of scripts/test.sh: gcc's ASan/UBSan/TSan runtimes come with g++
-  # (libgcc-12-dev); libFuzzer and clang's ASan/UBSan runtimes are in libclang-rt-14-dev (only a
-  # recommendation of clang, which --no-install-recommends skips); llvm gives llvm-symbolizer for
-  # readable sanitizer stack traces.
-  packages+=(clang libclang-rt-14-dev llvm)
-fi
 
 missing=()
 for p in "${packages[@]}"; do

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Builds the libFuzzer targets (tests/fuzz) with clang, ASan and UBSan into build-fuzz/ and runs each
+# Builds the libFuzzer targets (tests/fuzz) with clang, ASan and UBSan into build-asan/ (the ASan pass's
+# tree, scripts/sanitizer-trees.sh: its objects carry the fuzzer's coverage hooks) and runs each
 # for SECONDS (default 60) from a working corpus in the cache (seeded from the committed corpus, kept
 # between runs). A crash, leak, timeout or sanitizer report fails the run and names the input to add
 # to tests/fuzz/regressions/NAME/.
@@ -9,17 +10,15 @@ root="$(cd "$(dirname "$0")/.." && pwd)"
 seconds="${1:-60}"
 shift || true
 targets=("$@")
-[ ${#targets[@]} -gt 0 ] || targets=(fuzz_gguf fuzz_tokenizer fuzz_jinja fuzz_server_request)
-build="${WB_FUZZ_BUILD_DIR:-$root/build-fuzz}"
+[ ${#targets[@]} -gt 0 ] || targets=(fuzz_gguf fuzz_tokenizer fuzz_jinja fuzz_server_request fuzz_conversation)
 work="${WB_FUZZ_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/whitebox/fuzz}"
 jobs="${WB_JOBS:-$(nproc)}"
 
-CC=clang CXX=clang++ cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-  -DWB_FUZZ=ON -DWB_GUI=OFF -DWB_CUDA=OFF >/dev/null
+# shellcheck source=scripts/sanitizer-trees.sh
+source "$root/scripts/sanitizer-trees.sh"
+build="$WB_ASAN_TREE"
+configure_asan_tree
 cmake --build "$build" -j "$jobs" --target "${targets[@]}"
-
-export ASAN_OPTIONS="halt_on_error=1:detect_leaks=1:abort_on_error=1"
-export UBSAN_OPTIONS="halt_on_error=1:print_stacktrace=1"
 status=0
 for t in "${targets[@]}"; do
   corpus="$work/corpus/$t"
