@@ -10,6 +10,7 @@
 #include <immintrin.h>
 
 #include <cmath>
+#include <cstddef>
 #include <cstring>
 #include <type_traits>
 
@@ -161,6 +162,81 @@ void dot_tile(int64_t n, const void* w, size_t w_stride, const void* x, size_t x
             for (int c = 0; c < kDotTileCols; ++c) Block(bw[r][i], bx[c][i], acc[r][c]);
     for (int r = 0; r < kDotTileRows; ++r)
         for (int c = 0; c < kDotTileCols; ++c) out[c * out_stride + r] = hsum(acc[r][c].v) + acc[r][c].extra;
+}
+
+// The 32-element types' weight codes for dot_tile32: signed (value = d * code) for Q4_0, Q5_0 and
+// Q8_0, unsigned (value = d * code + m) for Q4_1 and Q5_1, as the block functions above unpack them.
+WB_INLINE __m256i q4_0_codes(const BlockQ4_0& w) { return _mm256_sub_epi8(unpack_nibbles(w.qs), _mm256_set1_epi8(8)); }
+WB_INLINE __m256i q5_0_codes(const BlockQ5_0& w) {
+    return _mm256_or_si256(unpack_nibbles(w.qs), _mm256_andnot_si256(bits_to_bytes(w.qh), _mm256_set1_epi8(char(0xF0))));
+}
+WB_INLINE __m256i q8_0_codes(const BlockQ8_0& w) { return load32(w.qs); }
+WB_INLINE __m256i q4_1_codes(const BlockQ4_1& w) { return unpack_nibbles(w.qs); }
+WB_INLINE __m256i q5_1_codes(const BlockQ5_1& w) {
+    return _mm256_or_si256(unpack_nibbles(w.qs), _mm256_and_si256(bits_to_bytes(w.qh), _mm256_set1_epi8(0x10)));
+}
+
+// The fp16 field at byte offset off of block i of each of the tile's activation rows, as 8 floats.
+template <class BX>
+WB_INLINE __m256 tile_halves(const BX* const (&bx)[kDotTileCols], int64_t i, size_t off) {
+    const auto half = [&](int c) {
+        uint16_t h;
+        std::memcpy(&h, reinterpret_cast<const uint8_t*>(&bx[c][i]) + off, 2);
+        return short(h);
+    };
+    return _mm256_cvtph_ps(_mm_setr_epi16(half(0), half(1), half(2), half(3), half(4), half(5), half(6), half(7)));
+}
+
+// Lane c of v in every lane, from v's halves each copied across the register (lo, hi).
+template <int c>
+WB_INLINE __m256 lane_of(__m256 lo, __m256 hi) {
+    return _mm256_permute_ps(c < 4 ? lo : hi, (c % 4) * 0x55);
+}
+
+template <class BX, bool kSigned, int c>
+WB_INLINE void tile32_token(__m256i q, const BX* const (&bx)[kDotTileCols], int64_t i, __m256 d_lo, __m256 d_hi,
+                            __m256 (&acc)[kDotTileCols]) {
+    const __m256i y = load32(bx[c][i].qs);
+    const __m256i lanes = kSigned ? dot_i8_i8(q, y) : dot_u8_i8(q, y);
+    acc[c] = _mm256_fmadd_ps(lane_of<c>(d_lo, d_hi), _mm256_cvtepi32_ps(lanes), acc[c]);
+}
+
+// dot_tile for the 32-element types with the scales of the tile's 8 tokens computed together: per
+// block, d_w * d_x of the 8 tokens is one vector multiply (and m_w * s_x for Q4_1/Q5_1), each token's
+// product then taken from its lane, where dot_tile converts and multiplies them one token at a time
+// (more than half of its instructions). Every accumulator still gets exactly the operations of the
+// block functions above in block order: acc = fma(d_w * d_x, float(lanes), acc), extra += m_w * s_x,
+// out = hsum(acc) + extra, so each output is bit-identical to dot_blocks.
+template <class BW, class BX, __m256i (*Codes)(const BW&), bool kSigned>
+void dot_tile32(int64_t n, const void* w, size_t, const void* x, size_t x_stride, float* out, int64_t out_stride) {
+    static_assert(kDotTileRows == 1 && kDotTileCols == 8, "one weight row, the 8 tokens in the lanes of a vector");
+    constexpr bool kOffset = std::is_same_v<BX, BlockQ8_1>;
+    const int64_t nb = n / kQK;
+    const auto* bw = static_cast<const BW*>(w);
+    const BX* bx[kDotTileCols];
+    for (int c = 0; c < kDotTileCols; ++c)
+        bx[c] = reinterpret_cast<const BX*>(static_cast<const uint8_t*>(x) + size_t(c) * x_stride);
+    __m256 acc[kDotTileCols];
+    for (int c = 0; c < kDotTileCols; ++c) acc[c] = _mm256_setzero_ps();
+    __m256 extra = _mm256_setzero_ps();  // token c's offset terms in lane c
+    for (int64_t i = 0; i < nb; ++i) {
+        const __m256i q = Codes(bw[i]);
+        const __m256 d = _mm256_mul_ps(_mm256_set1_ps(_cvtsh_ss(bw[i].d)), tile_halves(bx, i, offsetof(BX, d)));
+        const __m256 d_lo = _mm256_permute2f128_ps(d, d, 0x00), d_hi = _mm256_permute2f128_ps(d, d, 0x11);
+        if constexpr (kOffset)
+            extra = _mm256_add_ps(extra, _mm256_mul_ps(_mm256_set1_ps(_cvtsh_ss(bw[i].m)), tile_halves(bx, i, offsetof(BX, s))));
+        tile32_token<BX, kSigned, 0>(q, bx, i, d_lo, d_hi, acc);
+        tile32_token<BX, kSigned, 1>(q, bx, i, d_lo, d_hi, acc);
+        tile32_token<BX, kSigned, 2>(q, bx, i, d_lo, d_hi, acc);
+        tile32_token<BX, kSigned, 3>(q, bx, i, d_lo, d_hi, acc);
+        tile32_token<BX, kSigned, 4>(q, bx, i, d_lo, d_hi, acc);
+        tile32_token<BX, kSigned, 5>(q, bx, i, d_lo, d_hi, acc);
+        tile32_token<BX, kSigned, 6>(q, bx, i, d_lo, d_hi, acc);
+        tile32_token<BX, kSigned, 7>(q, bx, i, d_lo, d_hi, acc);
+    }
+    alignas(32) float e[kDotTileCols];
+    _mm256_store_ps(e, extra);
+    for (int c = 0; c < kDotTileCols; ++c) out[c * out_stride] = hsum(acc[c]) + e[c];
 }
 
 // ---- K-quants against Q8_K ----
@@ -506,42 +582,79 @@ void dot_k_tiled_tile(int64_t n, const void* w, size_t, const void* x, size_t x_
     for (int c = 0; c < kDotTileCols; ++c) out[c * out_stride] = acc[c];
 }
 
+// Eight vectors of int32 partial sums -> one vector whose lane c is the sum of v[c]'s eight lanes
+// (three levels of pairwise adds instead of a horizontal sum per vector). Integer sums are exact, so
+// each lane is the integer hsum_i32(v[c]) gives.
+WB_INLINE __m256i hsum_i32_x8(const __m256i (&v)[8]) {
+    const __m256i a = _mm256_hadd_epi32(_mm256_hadd_epi32(v[0], v[1]), _mm256_hadd_epi32(v[2], v[3]));
+    const __m256i b = _mm256_hadd_epi32(_mm256_hadd_epi32(v[4], v[5]), _mm256_hadd_epi32(v[6], v[7]));
+    // a holds [v0 v1 v2 v3] summed within each 128-bit half, b the same for v4..v7
+    return _mm256_add_epi32(_mm256_permute2x128_si256(a, b, 0x20), _mm256_permute2x128_si256(a, b, 0x31));
+}
+
+// The Q4_K minimum terms of one block for the tile's 8 tokens, as 4 vectors (one per 64-value chunk)
+// with token c in lane c: chunk ch of token c is mn[2ch] * P[2ch] + mn[2ch+1] * P[2ch+1], P the
+// pair sums of that token's bsums: the integers dot_q4_k_gemm computes, transposed.
+WB_INLINE void q4_k_min_terms_x8(__m128i mins, const BlockQ8_K* const (&bx)[kDotTileCols], int64_t i, __m256i (&m)[4]) {
+    __m128i per_token[kDotTileCols];
+    for (int c = 0; c < kDotTileCols; ++c) {
+        const __m256i bs = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(bx[c][i].bsums));
+        const __m128i pairs = _mm_hadd_epi16(_mm256_castsi256_si128(bs), _mm256_extracti128_si256(bs, 1));
+        per_token[c] = _mm_madd_epi16(mins, pairs);  // the 4 chunks' terms of token c
+    }
+    // 4x4 transposes of int32, tokens 0-3 in the low halves and 4-7 in the high halves
+    __m256i t[4];
+    for (int k = 0; k < 4; ++k) t[k] = _mm256_set_m128i(per_token[k + 4], per_token[k]);
+    const __m256i u0 = _mm256_unpacklo_epi32(t[0], t[1]), u1 = _mm256_unpacklo_epi32(t[2], t[3]);
+    const __m256i u2 = _mm256_unpackhi_epi32(t[0], t[1]), u3 = _mm256_unpackhi_epi32(t[2], t[3]);
+    m[0] = _mm256_unpacklo_epi64(u0, u1);
+    m[1] = _mm256_unpackhi_epi64(u0, u1);
+    m[2] = _mm256_unpacklo_epi64(u2, u3);
+    m[3] = _mm256_unpackhi_epi64(u2, u3);
+}
+
+// dot_q4_k_gemm for a tile of 8 tokens, the tokens in the 8 lanes of the float accumulators: every
+// lane gets exactly the fused multiply-adds of dot_q4_k_gemm (the same exact integer sums, scales and
+// order), but the integer sums of 8 tokens are reduced together (hsum_i32_x8) and folded in with one
+// vector FMA instead of 8 scalar ones.
+static_assert(kDotTileCols == 8, "the tile's tokens are the 8 lanes of a vector");
 void dot_q4_k_gemm_tile(int64_t n, const void* w, size_t, const void* x, size_t x_stride, float* out, int64_t out_stride) {
     const auto* bw = static_cast<const BlockQ4_K*>(w);
     const BlockQ8_K* bx[kDotTileCols];
     tile_activation_rows(x, x_stride, bx);
     const int64_t nb = n / kQKK;
     const __m256i m4 = _mm256_set1_epi8(0x0F);
-    float acc[kDotTileCols] = {}, acc_min[kDotTileCols] = {};
+    __m256 acc = _mm256_setzero_ps(), acc_min = _mm256_setzero_ps();
     for (int64_t i = 0; i < nb; ++i) {
         const BlockQ4_K& wb = bw[i];
         int sc[8], mn[8];
         for (int j = 0; j < 8; ++j) k4_scale_min(j, wb.scales, sc[j], mn[j]);
-        float d[kDotTileCols], dmin[kDotTileCols];
-        for (int c = 0; c < kDotTileCols; ++c) {
-            d[c] = fp16(wb.d) * bx[c][i].d;
-            dmin[c] = fp16(wb.dmin) * bx[c][i].d;
-        }
-        // Chunk-major here, token-major in dot_q4_k_gemm: each token's accumulators still see the
-        // blocks and chunks in the same order.
+        const __m256 dx = _mm256_setr_ps(bx[0][i].d, bx[1][i].d, bx[2][i].d, bx[3][i].d, bx[4][i].d, bx[5][i].d,
+                                         bx[6][i].d, bx[7][i].d);
+        const __m256 d = _mm256_mul_ps(_mm256_set1_ps(fp16(wb.d)), dx);
+        const __m256 dmin = _mm256_mul_ps(_mm256_set1_ps(fp16(wb.dmin)), dx);
+        __m256i mins[4];
+        q4_k_min_terms_x8(_mm_setr_epi16(short(mn[0]), short(mn[1]), short(mn[2]), short(mn[3]), short(mn[4]),
+                                         short(mn[5]), short(mn[6]), short(mn[7])),
+                          bx, i, mins);
         for (int ch = 0; ch < 4; ++ch) {
             const __m256i raw = load32(wb.qs + 32 * ch);
             const __m256i lo = _mm256_and_si256(raw, m4);
             const __m256i hi = _mm256_and_si256(_mm256_srli_epi16(raw, 4), m4);
             const __m256i s_lo = _mm256_set1_epi16(short(sc[2 * ch])), s_hi = _mm256_set1_epi16(short(sc[2 * ch + 1]));
+            __m256i part[kDotTileCols];
 #pragma GCC unroll 8
             for (int c = 0; c < kDotTileCols; ++c) {
-                const BlockQ8_K& xb = bx[c][i];
-                const int isum = hsum_i32(_mm256_add_epi32(scaled_run(lo, xb.qs + 64 * ch, s_lo),
-                                                           scaled_run(hi, xb.qs + 64 * ch + 32, s_hi)));
-                const int imin = mn[2 * ch] * (xb.bsums[4 * ch] + xb.bsums[4 * ch + 1]) +
-                                 mn[2 * ch + 1] * (xb.bsums[4 * ch + 2] + xb.bsums[4 * ch + 3]);
-                acc[c] = std::fma(float(isum), d[c], acc[c]);
-                acc_min[c] = std::fma(float(imin), dmin[c], acc_min[c]);
+                const int8_t* y = bx[c][i].qs + 64 * ch;
+                part[c] = _mm256_add_epi32(scaled_run(lo, y, s_lo), scaled_run(hi, y + 32, s_hi));
             }
+            acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(hsum_i32_x8(part)), d, acc);
+            acc_min = _mm256_fmadd_ps(_mm256_cvtepi32_ps(mins[ch]), dmin, acc_min);
         }
     }
-    for (int c = 0; c < kDotTileCols; ++c) out[c * out_stride] = acc[c] - acc_min[c];
+    alignas(32) float res[kDotTileCols];
+    _mm256_store_ps(res, _mm256_sub_ps(acc, acc_min));
+    for (int c = 0; c < kDotTileCols; ++c) out[c * out_stride] = res[c];
 }
 
 // ---- IQ4_NL, IQ4_XS, TQ1_0, TQ2_0, and the repacked order of Q4_0 ----
@@ -995,11 +1108,11 @@ KernelTable avx2_kernels() {
     t.dot[slot(GgmlType::Q5_0)] = dot_blocks<BlockQ5_0, BlockQ8_0, block_q5_0>;
     t.dot[slot(GgmlType::Q5_1)] = dot_blocks<BlockQ5_1, BlockQ8_1, block_q5_1>;
     t.dot[slot(GgmlType::Q8_0)] = dot_blocks<BlockQ8_0, BlockQ8_0, block_q8_0>;
-    t.dot_tile[slot(GgmlType::Q4_0)] = dot_tile<BlockQ4_0, BlockQ8_0, block_q4_0>;
-    t.dot_tile[slot(GgmlType::Q4_1)] = dot_tile<BlockQ4_1, BlockQ8_1, block_q4_1>;
-    t.dot_tile[slot(GgmlType::Q5_0)] = dot_tile<BlockQ5_0, BlockQ8_0, block_q5_0>;
-    t.dot_tile[slot(GgmlType::Q5_1)] = dot_tile<BlockQ5_1, BlockQ8_1, block_q5_1>;
-    t.dot_tile[slot(GgmlType::Q8_0)] = dot_tile<BlockQ8_0, BlockQ8_0, block_q8_0>;
+    t.dot_tile[slot(GgmlType::Q4_0)] = dot_tile32<BlockQ4_0, BlockQ8_0, q4_0_codes, true>;
+    t.dot_tile[slot(GgmlType::Q4_1)] = dot_tile32<BlockQ4_1, BlockQ8_1, q4_1_codes, false>;
+    t.dot_tile[slot(GgmlType::Q5_0)] = dot_tile32<BlockQ5_0, BlockQ8_0, q5_0_codes, true>;
+    t.dot_tile[slot(GgmlType::Q5_1)] = dot_tile32<BlockQ5_1, BlockQ8_1, q5_1_codes, false>;
+    t.dot_tile[slot(GgmlType::Q8_0)] = dot_tile32<BlockQ8_0, BlockQ8_0, q8_0_codes, true>;
     t.dot[slot(GgmlType::Q2_K)] = dot_blocks<BlockQ2_K, BlockQ8_K, block_q2_k>;
     t.dot[slot(GgmlType::Q3_K)] = dot_blocks<BlockQ3_K, BlockQ8_K, block_q3_k>;
     t.dot[slot(GgmlType::Q4_K)] = dot_q4_k_row;

@@ -949,7 +949,9 @@ void TestQuant::vec_dot_tile_equals_vec_dot_per_pair_data() {
         for (wb::DotOrder o : {wb::DotOrder::kGemv, wb::DotOrder::kGemm})
             QTest::addRow("%s/576/%s", wb::ggml_type_name(t).c_str(), order_name(o)) << uint32_t(t) << 576 << int(o);
     QTest::addRow("IQ4_NL/576/llamafile") << uint32_t(GgmlType::IQ4_NL) << 576 << int(wb::DotOrder::kLlamafile);
-    for (int n : {576, 100}) QTest::addRow("F16/%d/llamafile", n) << uint32_t(GgmlType::F16) << n << int(wb::DotOrder::kLlamafile);
+    for (GgmlType t : {GgmlType::F32, GgmlType::F16, GgmlType::BF16})
+        for (int n : {576, 100})
+            QTest::addRow("%s/%d/llamafile", wb::ggml_type_name(t).c_str(), n) << uint32_t(t) << n << int(wb::DotOrder::kLlamafile);
     QTest::addRow("IQ4_NL/288/row") << uint32_t(GgmlType::IQ4_NL) << 288 << row;
     QTest::addRow("IQ4_XS/512/row") << uint32_t(GgmlType::IQ4_XS) << 512 << row;
     QTest::addRow("IQ4_XS/768/tiled") << uint32_t(GgmlType::IQ4_XS) << 768 << int(wb::DotOrder::kTiled);
@@ -960,7 +962,7 @@ void TestQuant::vec_dot_tile_equals_vec_dot_per_pair_data() {
 // The prefill tile (rows x tokens) gives each output exactly what vec_dot_rows gives in the same order,
 // in both kernel families, with and without a tile kernel; and on AVX2 the tiles exist where the
 // backend uses them (the 32-element types in row order, the K-quants' and IQ4_XS's tiled order, the
-// repacked orders of Q4_K's gemm and of Q4_0 / IQ4_NL, IQ4_NL's and F16's llamafile orders).
+// repacked orders of Q4_K's gemm and of Q4_0 / IQ4_NL, IQ4_NL's and the float types' llamafile orders).
 void TestQuant::vec_dot_tile_equals_vec_dot_per_pair() {
     QFETCH(uint32_t, type);
     QFETCH(int, n);
@@ -986,7 +988,8 @@ void TestQuant::vec_dot_tile_equals_vec_dot_per_pair() {
     const bool tiled = (k_quant || t == GgmlType::IQ4_XS) && o == wb::DotOrder::kTiled;
     const bool expect_tile = avx2 && ((q32 && o == wb::DotOrder::kRow) || tiled || repacked_32 ||
                                       (t == GgmlType::Q4_K && o == wb::DotOrder::kGemm) ||
-                                      ((t == GgmlType::IQ4_NL || t == GgmlType::F16) && o == wb::DotOrder::kLlamafile));
+                                      ((t == GgmlType::IQ4_NL || t == GgmlType::F32 || t == GgmlType::F16 || t == GgmlType::BF16) &&
+                                       o == wb::DotOrder::kLlamafile));
     QCOMPARE(wb::has_dot_tile(t, o), expect_tile);
     for (bool scalar : {false, true}) {
         std::unique_ptr<ScalarKernels> force;
@@ -998,7 +1001,10 @@ void TestQuant::vec_dot_tile_equals_vec_dot_per_pair() {
             for (int r = 0; r < wb::kDotTileRows; ++r) {
                 float want = 0.0f;
                 wb::vec_dot_rows(t, n, w.data() + size_t(r) * w_stride, w_stride, 1, xq.data() + size_t(c) * x_stride, &want, o);
-                QCOMPARE(out[size_t(c * out_stride + r)], want);
+                const float got = out[size_t(c * out_stride + r)];
+                QVERIFY2(std::memcmp(&got, &want, sizeof got) == 0,  // bit for bit, not QCOMPARE's fuzzy float compare
+                         qPrintable(QString("token %1: tile %2, row dot %3").arg(c).arg(double(got), 0, 'g', 9)
+                                        .arg(double(want), 0, 'g', 9)));
             }
     }
 }
