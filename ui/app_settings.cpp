@@ -15,6 +15,7 @@ const QString kContextSize = QStringLiteral("contextSize");
 const QString kThreads = QStringLiteral("threads");
 const QString kCacheTypeK = QStringLiteral("kvCache/typeK");
 const QString kCacheTypeV = QStringLiteral("kvCache/typeV");
+const QString kContextPolicy = QStringLiteral("chat/contextPolicy");
 const QString kTheme = QStringLiteral("theme");
 const QString kSampling = QStringLiteral("sampling/params");
 const QString kSamplingPreset = QStringLiteral("sampling/preset");
@@ -44,6 +45,8 @@ QString AppSettings::cacheTypeK() { return get(kCacheTypeK, QStringLiteral("f16"
 void AppSettings::setCacheTypeK(const QString& type) { set(kCacheTypeK, type); }
 QString AppSettings::cacheTypeV() { return get(kCacheTypeV, QStringLiteral("f16")).toString(); }
 void AppSettings::setCacheTypeV(const QString& type) { set(kCacheTypeV, type); }
+QString AppSettings::contextPolicy() { return get(kContextPolicy, QStringLiteral("shift")).toString(); }
+void AppSettings::setContextPolicy(const QString& name) { set(kContextPolicy, name); }
 QString AppSettings::theme() { return get(kTheme, QStringLiteral("system")).toString(); }
 void AppSettings::setTheme(const QString& name) { set(kTheme, name); }
 

@@ -26,6 +26,10 @@ public:
     static QString cacheTypeV();
     static void setCacheTypeV(const QString& type);
 
+    // What a full context does: "shift" (default), "trim" or "stop" (wb::context_policy_name's names).
+    static QString contextPolicy();
+    static void setContextPolicy(const QString& name);
+
     static QString theme();    // Theme::modeName
     static void setTheme(const QString& name);
 

@@ -118,6 +118,7 @@ AttentionPanel::AttentionPanel(AttentionStore* store, QWidget* parent) : QWidget
         if (l == layer()) scheduleRefresh();
     });
     connect(m_store, &AttentionStore::tokensChanged, this, &AttentionPanel::scheduleRefresh);
+    connect(m_store, &AttentionStore::cutChanged, this, &AttentionPanel::scheduleRefresh);
     connect(m_store, &AttentionStore::cleared, this, &AttentionPanel::handleModelShape);
     connect(ThemeNotifier::instance(), &ThemeNotifier::themeChanged, this, &AttentionPanel::applyTheme);
     handleModelShape();
@@ -164,6 +165,8 @@ QCPColorMap* AttentionPanel::colorMap(int gridHead) const {
 }
 
 void AttentionPanel::buildSingleLayout() {
+    m_plot->clearItems();  // the cut line sits on the axes about to go
+    m_cutLine = nullptr;
     m_plot->clearPlottables();
     m_plot->plotLayout()->clear();
     m_gridMaps.clear();
@@ -198,6 +201,8 @@ void AttentionPanel::buildSingleLayout() {
 }
 
 void AttentionPanel::buildGridLayout() {
+    m_plot->clearItems();  // the cut line sits on the axes about to go
+    m_cutLine = nullptr;
     m_plot->clearPlottables();
     m_plot->plotLayout()->clear();
     m_map = nullptr;
@@ -320,7 +325,33 @@ void AttentionPanel::refreshNow() {
                                : tr("No attention captured for layer %1 yet; it is captured from the next reply.").arg(layer()));
     else
         m_note->setText(tr("Layer %1 · %2 tokens · wheel zooms, drag pans, hover for values").arg(layer()).arg(n));
+    drawCut();
     m_plot->replot(QCustomPlot::rpQueuedReplot);
+}
+
+QString AttentionPanel::cutText() const {
+    const wb::ContextCut& c = m_store->cut();
+    if (c.dropped <= 0) return {};
+    return c.how == wb::ContextPolicy::SHIFT ? tr("context shifted at position %1: %2 tokens dropped").arg(c.position).arg(c.dropped)
+                                             : tr("old turns trimmed at position %1: %2 tokens dropped").arg(c.position).arg(c.dropped);
+}
+
+void AttentionPanel::drawCut() {
+    // Keys from `position` on followed the dropped tokens: the line stands between the kept prefix and them.
+    if (m_cutLine) m_plot->removeItem(m_cutLine);
+    m_cutLine = nullptr;
+    const QString text = cutText();
+    if (text.isEmpty()) return;
+    m_note->setText(m_note->text() + QStringLiteral(" · ") + text);
+    if (!m_map) return;
+    m_cutLine = new QCPItemStraightLine(m_plot);
+    m_cutLine->setClipAxisRect(m_map->keyAxis()->axisRect());
+    m_cutLine->point1->setAxes(m_map->keyAxis(), m_map->valueAxis());
+    m_cutLine->point2->setAxes(m_map->keyAxis(), m_map->valueAxis());
+    const double x = m_store->cut().position - 0.5;
+    m_cutLine->point1->setCoords(x, 0);
+    m_cutLine->point2->setCoords(x, 1);
+    m_cutLine->setPen(QPen(Theme::color(Theme::Role::Warning), 2, Qt::DashLine));
 }
 
 void AttentionPanel::updateTicks() {

@@ -11,6 +11,7 @@ class AttentionStore;
 class QCPAxisRect;
 class QCPColorMap;
 class QCPColorScale;
+class QCPItemStraightLine;
 class QCheckBox;
 class QComboBox;
 class QCustomPlot;
@@ -47,6 +48,10 @@ public:
     QString xTickLabel(int position) const;
     QString yTickLabel(int position) const;
 
+    // The engine's last cut of the context, drawn as a line before key `position` (empty: none).
+    QCPItemStraightLine* cutLine() const { return m_cutLine; }
+    QString cutText() const;
+
     bool exportPng(const QString& path) const;
     bool exportCsv(const QString& path, QString* error) const;
 
@@ -71,6 +76,7 @@ private:
     void updateTicks();
     void emitCapture();
     void applyTheme();
+    void drawCut();
     QFont tickFont() const;
     void exportPngInteractive();
     void exportCsvInteractive();
@@ -86,6 +92,7 @@ private:
     QCPColorMap* m_map = nullptr;           // single / mean mode
     QVector<QCPColorMap*> m_gridMaps;        // grid mode, one per head
     QVector<QCPAxisRect*> m_gridRects;
+    QCPItemStraightLine* m_cutLine = nullptr;  // single / mean mode, while the store has a cut
     bool m_refreshPending = false;
     bool m_layoutIsGrid = false;
     int m_shownTokens = -1;                  // token count the axes were last fitted to

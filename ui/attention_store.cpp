@@ -99,7 +99,13 @@ void AttentionStore::truncate(int positions) {
     if (m_tokens.size() > positions) m_tokens = m_tokens.mid(0, std::max(positions, 0));
 }
 
+void AttentionStore::setCut(const wb::ContextCut& cut) {
+    m_cut = cut;
+    Q_EMIT cutChanged();
+}
+
 void AttentionStore::clear() {
+    m_cut = {};
     m_rows.clear();
     m_tokens.clear();
     Q_EMIT cleared();

@@ -31,6 +31,9 @@ public:
     // Number of query rows with data for the layer (rows may have gaps where capture was off).
     int rowCount(int layer) const;
     bool hasLayer(int layer) const { return m_rows.count(layer) > 0; }
+    // The last cut of the context the engine reported (shift or trim; dropped == 0: none since the
+    // conversation began): the panels mark it, they do not work it out.
+    const wb::ContextCut& cut() const { return m_cut; }
     // Mean over the heads that have the row; empty when none has it.
     std::vector<float> meanRow(int layer, int query) const;
 
@@ -40,12 +43,15 @@ public Q_SLOTS:
     // A generated token joins the context at `position`.
     void handleToken(int position, const QString& piece);
     void addEvents(const std::vector<wb::AttentionEvent>& events);
+    // The engine cut the context (InferenceWorker::contextCut).
+    void setCut(const wb::ContextCut& cut);
     void clear();
 
 Q_SIGNALS:
     void tokensChanged();
     void rowsChanged(int layer);
     void cleared();
+    void cutChanged();
 
 private:
     void truncate(int positions);
@@ -53,6 +59,7 @@ private:
     int m_nLayer = 0;
     int m_nHead = 0;
     QStringList m_tokens;
+    wb::ContextCut m_cut;
     // m_rows[layer][head][query] = probabilities over keys 0 .. query (empty: not captured).
     std::map<int, std::vector<std::vector<std::vector<float>>>> m_rows;
 };

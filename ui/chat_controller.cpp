@@ -59,6 +59,7 @@ void ChatController::connectWorker() {
     connect(m_worker, &InferenceWorker::attentionCaptured, this, &ChatController::handleAttention, q);
     connect(m_worker, &InferenceWorker::tokenInspected, this, &ChatController::handleInspection, q);
     connect(m_worker, &InferenceWorker::kvStatsChanged, this, &ChatController::kvStatsChanged, q);
+    connect(m_worker, &InferenceWorker::contextCut, this, &ChatController::handleContextCut, q);
     connect(m_worker, &InferenceWorker::timingsChanged, this, &ChatController::handleTimings, q);
     connect(m_worker, &InferenceWorker::prefillProgress, this, &ChatController::handlePrefillProgress, q);
     connect(m_worker, &InferenceWorker::generationFinished, this, &ChatController::handleGenerationFinished, q);
@@ -154,7 +155,7 @@ bool ChatController::selectVersion(int index, int version) {
     return true;
 }
 
-void ChatController::startGeneration(const QVector<int>& forced) {
+void ChatController::startGeneration(const QVector<int>& forced, int policy) {
     m_activeRequest = m_nextRequest++;
     m_promptTokens = 0;
     if (!m_model.name.isEmpty()) m_conversation.modelName = m_model.name;
@@ -162,7 +163,26 @@ void ChatController::startGeneration(const QVector<int>& forced) {
     // What the user wrote is on disk before the reply starts.
     autosave();
     // The reply placeholder is not part of the prompt.
-    Q_EMIT generateRequested(m_activeRequest, m_conversation.toEngineMessages(int(m_conversation.messages.size()) - 1), forced);
+    Q_EMIT generateRequested(m_activeRequest, m_conversation.toEngineMessages(int(m_conversation.messages.size()) - 1), forced,
+                             policy);
+}
+
+void ChatController::setContextPolicy(wb::ContextPolicy policy) {
+    m_contextPolicy = policy;
+    m_worker->setContextPolicy(policy);
+}
+
+bool ChatController::continueAfterFullContext(wb::ContextPolicy how) {
+    if (m_generating || m_conversation.messages.isEmpty() || how == wb::ContextPolicy::STOP) return false;
+    const ChatEntry& reply = m_conversation.messages.last();
+    if (reply.role != QLatin1String("assistant") || reply.stopReason != QLatin1String("context_full")) return false;
+    // The same message goes on: its tokens so far are the given start of the continued reply, so
+    // nothing of it is generated again (the session still holds them) and nothing the user wrote changes.
+    QVector<int> ids;
+    for (const TokenRecord& t : reply.tokens) ids.append(t.id);
+    m_conversation.messages.last().stopReason.clear();
+    startGeneration(ids, int(how));
+    return true;
 }
 
 void ChatController::stop() {
@@ -393,6 +413,12 @@ void ChatController::handlePrefillProgress(quint64 requestId, int done, int tota
     if (isShown(requestId)) Q_EMIT prefillProgress(done, total);
 }
 
+void ChatController::handleContextCut(quint64 requestId, const wb::ContextCut& cut) {
+    if (!isShown(requestId)) return;
+    m_attention.setCut(cut);
+    Q_EMIT contextCut(cut);
+}
+
 void ChatController::handleTimings(quint64 requestId, const wb::Timings& timings) {
     if (isShown(requestId)) Q_EMIT timingsChanged(timings);
 }
@@ -435,8 +461,7 @@ void ChatController::handleGenerationFinished(const GenerationSummary& summary) 
     Q_EMIT generationFinished(summary);
     if (summary.promptTooLong) Q_EMIT messageRefused(refused, summary.error);
     else if (summary.reason == wb::StopReason::ERROR) Q_EMIT errorOccurred(summary.error);
-    if (summary.reason == wb::StopReason::CONTEXT_FULL)
-        Q_EMIT notice(tr("The context is full: start a new chat or raise the context size."));
+    if (summary.reason == wb::StopReason::CONTEXT_FULL && index >= 0) Q_EMIT contextFull(index);
 }
 
 void ChatController::finishAbandoned(const GenerationSummary& summary) {

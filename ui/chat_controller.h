@@ -50,6 +50,9 @@ public:
     }
     QString cacheTypeK() const { return m_cacheTypeK; }
     QString cacheTypeV() const { return m_cacheTypeV; }
+    // What a full context does from the next reply on (the caller checked it against the loaded cache).
+    void setContextPolicy(wb::ContextPolicy policy);
+    wb::ContextPolicy contextPolicy() const { return m_contextPolicy; }
 
     // Where conversations are saved (not owned); null: nothing is saved.
     void setStore(ConversationStore* store);
@@ -74,6 +77,10 @@ public Q_SLOTS:
     // Shows version `version` (0-based) of message `index` and what was last active below it.
     bool selectVersion(int index, int version);
     void stop();
+    // The last reply ended with context_full: it goes on, after a context shift or after old turns are
+    // trimmed (`how`, for this reply only), from where it stopped. False while generating or when the
+    // last message is not a reply that stopped so.
+    bool continueAfterFullContext(wb::ContextPolicy how);
     // Saves the conversation on screen and starts an empty one. A reply still streaming is stopped;
     // its last tokens, final text and stop reason go into its saved file when the worker ends it.
     void newChat();
@@ -121,6 +128,10 @@ Q_SIGNALS:
     void tokenEvent(const wb::TokenEvent& event);
     void promptReady(const PromptInfo& info);
     void kvStatsChanged(const wb::KvStats& stats);
+    // The engine cut the context of the reply on screen (a shift, or a trim of old turns).
+    void contextCut(const wb::ContextCut& cut);
+    // A reply ended because the context is full (under Stop): the chat offers shift or trim.
+    void contextFull(int messageIndex);
     void timingsChanged(const wb::Timings& timings);
     // Prompt tokens evaluated so far of total, after each prefill batch (Stop cancels the prefill).
     void prefillProgress(int done, int total);
@@ -141,7 +152,7 @@ Q_SIGNALS:
     // To the worker (queued); private use, connected in connectWorker.
     void loadRequested(const QString& path, const QString& backend, int contextSize, int threads,
                        const QString& cacheTypeK, const QString& cacheTypeV);
-    void generateRequested(quint64 requestId, const ChatMessages& messages, const QVector<int>& forced);
+    void generateRequested(quint64 requestId, const ChatMessages& messages, const QVector<int>& forced, int policy);
     void resetRequested();
     void countRequested(quint64 countId, const ChatMessages& messages);
     void chatTemplateRequested(const QString& modelPath, const ChatTemplateSetting& setting);
@@ -157,13 +168,15 @@ private Q_SLOTS:
     void handleInspection(quint64 requestId, const TokenInspectionPtr& inspection);
     void handleTimings(quint64 requestId, const wb::Timings& timings);
     void handlePrefillProgress(quint64 requestId, int done, int total);
+    void handleContextCut(quint64 requestId, const wb::ContextCut& cut);
     void handleGenerationFinished(const GenerationSummary& summary);
 
 private:
     void connectWorker();
     // Generates the last message of the active path (an assistant placeholder, which may hold forced
     // first tokens).
-    void startGeneration(const QVector<int>& forced = {});
+    // policy >= 0: a wb::ContextPolicy for this request only (InferenceWorker::continueChat).
+    void startGeneration(const QVector<int>& forced = {}, int policy = -1);
     // Shows `c` as the conversation on screen, with its settings.
     void adopt(const Conversation& c, const QString& id);
     void autosave();
@@ -186,6 +199,7 @@ private:
     QString m_cacheTypeK = QStringLiteral("f16");
     QString m_cacheTypeV = QStringLiteral("f16");
     int m_threads = 0;
+    wb::ContextPolicy m_contextPolicy = wb::ContextPolicy::STOP;
     quint64 m_nextRequest = 1;
     quint64 m_nextCount = 1;
     quint64 m_activeRequest = 0;

@@ -16,6 +16,7 @@
 #include "chat_controller.h"
 #include "chat_document.h"
 #include "context_budget.h"
+#include "context_full_notice.h"
 #include "markdown_writer.h"
 #include "message_edit.h"
 #include "prompt_counter.h"
@@ -64,6 +65,7 @@ ChatPanel::ChatPanel(ChatController* controller, QWidget* parent) : QWidget(pare
     m_noticeLabel->setObjectName(QStringLiteral("sendNotice"));
     m_noticeLabel->setWordWrap(true);
     m_noticeLabel->setVisible(false);
+    m_contextFull = new ContextFullNotice(m_controller, this);
     m_countLabel = new QLabel(this);
     m_countLabel->setObjectName(QStringLiteral("tokenCount"));
     m_counter = new PromptCounter(m_controller, m_input, m_countLabel, this);
@@ -76,6 +78,7 @@ ChatPanel::ChatPanel(ChatController* controller, QWidget* parent) : QWidget(pare
     layout->setContentsMargins(4, 4, 4, 4);
     layout->addWidget(m_systemPrompt);
     layout->addWidget(m_view, 1);
+    layout->addWidget(m_contextFull);
     layout->addLayout(above);
     layout->addWidget(m_noticeLabel);
     layout->addWidget(m_input);

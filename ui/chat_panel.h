@@ -7,6 +7,7 @@
 
 class ChatController;
 class ChatDocument;
+class ContextFullNotice;
 class MessageEdit;
 class PromptCounter;
 class QCheckBox;
@@ -33,6 +34,8 @@ public:
     QLabel* tokenCountLabel() const { return m_countLabel; }
     // Why the last message was not sent (its numbers and the remedies); hidden when there is none.
     QLabel* noticeLabel() const { return m_noticeLabel; }
+    // Under the conversation when a reply stopped with a full context: shift, trim or a new chat.
+    ContextFullNotice* contextFullNotice() const { return m_contextFull; }
     // Shows reply `index` as its raw text or as Markdown (also in the view's context menu).
     void setRawText(int index, bool raw);
     // Puts user message `index` into the message box; the next send replaces it and what followed.
@@ -79,6 +82,7 @@ private:
     int m_editIndex = -1;
     QLabel* m_countLabel;
     QLabel* m_noticeLabel;
+    ContextFullNotice* m_contextFull;
     PromptCounter* m_counter;
     bool m_sendWhenCounted = false;  // Send waits for the count of what the box holds
 };

@@ -17,6 +17,7 @@ void registerEngineTypes() {
     qRegisterMetaType<ChatTemplateInfo>("ChatTemplateInfo");
     qRegisterMetaType<ChatTemplateSetting>("ChatTemplateSetting");
     qRegisterMetaType<GenerationSummary>("GenerationSummary");
+    qRegisterMetaType<wb::ContextCut>("wb::ContextCut");
     qRegisterMetaType<ModelSummary>("ModelSummary");
 }
 

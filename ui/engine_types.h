@@ -78,6 +78,8 @@ struct GenerationSummary {
     int promptTokens = 0;
     int contextSize = 0;
     quint64 seed = 0;
+    wb::ContextPolicy policy = wb::ContextPolicy::STOP;  // what a full context did in this request
+    std::vector<wb::ContextCut> cuts;  // the cuts it made (InferenceWorker::contextCut sent each one)
 };
 
 Q_DECLARE_METATYPE(wb::TokenEvent)
@@ -90,6 +92,7 @@ Q_DECLARE_METATYPE(ChatMessages)
 Q_DECLARE_METATYPE(PromptInfo)
 Q_DECLARE_METATYPE(ChatTemplateInfo)
 Q_DECLARE_METATYPE(GenerationSummary)
+Q_DECLARE_METATYPE(wb::ContextCut)
 
 // Registers the types above with QMetaType; idempotent.
 void registerEngineTypes();

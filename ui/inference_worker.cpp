@@ -142,6 +142,7 @@ void InferenceWorker::loadModel(const QString& path, const QString& backend, int
             m_session = std::move(session);
         }
         m_modelPath = path;
+        m_trimFrom = 0;
         useTemplate(m_model->chat_template(), templateSetting);
         Q_EMIT modelLoaded(summary);
         Q_EMIT chatTemplateChanged(m_templateInfo);
@@ -156,7 +157,7 @@ void InferenceWorker::generateChat(quint64 requestId, const ChatMessages& messag
     continueChat(requestId, messages, {});
 }
 
-void InferenceWorker::continueChat(quint64 requestId, const ChatMessages& messages, const QVector<int>& forced) {
+void InferenceWorker::continueChat(quint64 requestId, const ChatMessages& messages, const QVector<int>& forced, int policy) {
     GenerationSummary summary;
     summary.requestId = requestId;
     if (!m_session) {
@@ -167,55 +168,25 @@ void InferenceWorker::continueChat(quint64 requestId, const ChatMessages& messag
     }
     try {
         const wb::Model& m = *m_model;
-        const wb::ChatPrompt prompt = buildPrompt(messages);
-        std::vector<int32_t> ids = prompt.ids;
-        // The forced start of the reply, decoded as the stream decodes it.
-        std::string forcedText;
-        wb::StreamDecoder decoder(m.tokenizer());
+        summary.policy = policy >= 0 ? wb::ContextPolicy(policy) : contextPolicy();
+        // A shift keeps the template's prefix with the system prompt (the CLI's default, chat_keep_prefix).
+        m_session->set_context_policy({summary.policy, wb::chat_keep_prefix(m, messages)});
+        std::vector<int32_t> reply;
         for (int id : forced) {
             if (id < 0 || id >= m.tokenizer().n_vocab()) throw wb::Error("token id " + std::to_string(id) + " is outside the vocabulary");
-            ids.push_back(id);
-            forcedText += decoder.push(id);
+            reply.push_back(id);
         }
-        forcedText += decoder.flush();
-        // The chat panel's rule (context_budget.h): a prompt that leaves the reply no room is refused
-        // before any of it is evaluated, and the controller takes the message back out of the history.
-        if (!context_budget::fits(int(ids.size()), m_session->n_ctx())) {
-            summary.reason = wb::StopReason::ERROR;
-            summary.promptTooLong = true;
-            summary.promptTokens = int(ids.size());
-            summary.contextSize = m_session->n_ctx();
-            summary.error = context_budget::refusal(summary.promptTokens, summary.contextSize);
-            summary.contextTokens = int(m_session->context_tokens().size());
-            Q_EMIT generationFinished(summary);
-            return;
+        // Under TRIM a reply that fills the context goes on after more old turns are dropped: its tokens
+        // so far become the next round's given start. A round that adds nothing (no turn was left to
+        // drop) ends it with context_full.
+        bool forceTrim = policy >= 0 && summary.policy == wb::ContextPolicy::TRIM;
+        for (;;) {
+            wb::GenerateResult r;
+            if (!generateOnce(requestId, messages, reply, forceTrim, summary, &r)) break;
+            if (summary.policy != wb::ContextPolicy::TRIM || r.reason != wb::StopReason::CONTEXT_FULL || r.tokens.empty()) break;
+            reply.insert(reply.end(), r.tokens.begin(), r.tokens.end());
+            forceTrim = true;
         }
-        PromptInfo info = recordPrompt(prompt, ids, m.tokenizer());
-        info.requestId = requestId;
-        info.chatTemplate = m_templateInfo;
-        // The same prefix rule as Session::generate: the last prompt token is always evaluated again.
-        const auto& cached = m_session->context_tokens();
-        size_t common = 0;
-        while (common < cached.size() && common < ids.size() && cached[common] == ids[common]) ++common;
-        info.reused = ids.empty() ? 0 : int(std::min(common, ids.size() - 1));
-        Q_EMIT promptReady(info);
-
-        InspectionRequest inspect;
-        inspect.headStats = headStatsWanted();
-        inspect.tokenizer = &m.tokenizer();
-        // As the CLI's --head-stats: a model with sliding-window layers measures its global layers'
-        // locality against the same window.
-        const wb::ModelConfig& config = m.config();
-        if (std::find(config.layer_is_swa.begin(), config.layer_is_swa.end(), true) != config.layer_is_swa.end())
-            inspect.modelWindow = config.sliding_window;
-        WorkerObserver observer(*this, requestId, captureSpec(), inspect);
-        const wb::GenerateResult r = m_session->generate(ids, m_live, &observer);
-        observer.flush();
-        summary.text = QString::fromStdString(forcedText + r.text);
-        summary.reason = r.reason;
-        summary.error = QString::fromStdString(r.error);
-        summary.timings = r.timings;
-        summary.seed = r.seed;
     } catch (const std::exception& e) {
         summary.reason = wb::StopReason::ERROR;
         summary.error = QString::fromUtf8(e.what());
@@ -226,6 +197,7 @@ void InferenceWorker::continueChat(quint64 requestId, const ChatMessages& messag
 }
 
 void InferenceWorker::resetSession() {
+    m_trimFrom = 0;
     if (!m_session) return;
     m_session->reset();
     Q_EMIT kvStatsChanged(m_session->kv_stats());
@@ -237,7 +209,7 @@ void InferenceWorker::countPrompt(quint64 countId, const ChatMessages& messages)
         return;
     }
     try {
-        const int tokens = int(buildPrompt(messages).ids.size());
+        const int tokens = int(buildPrompt(mustFit(messages, contextPolicy())).ids.size());
         Q_EMIT promptCounted(countId, tokens, m_session->n_ctx(), QString());
     } catch (const std::exception& e) {
         Q_EMIT promptCounted(countId, 0, m_session->n_ctx(), QString::fromUtf8(e.what()));

@@ -48,6 +48,10 @@ public:
     // bias by text. False with *error when no model is loaded.
     bool encodeText(const QString& text, std::vector<int32_t>* ids, QString* error) const;
     bool headStatsWanted() const;
+    // What a full context does in the next generations (stop, shift or trim; read at the start of
+    // each one). The caller has checked it against the loaded cache (wb::check_context_policy).
+    void setContextPolicy(wb::ContextPolicy policy);
+    wb::ContextPolicy contextPolicy() const;
 
     // --- Used by WorkerObserver on the worker thread. ---
     bool stopRequested(quint64 requestId) const { return requestId <= m_stopUpTo.load(); }
@@ -64,7 +68,10 @@ public Q_SLOTS:
     // The same, with the reply's first tokens given (a fork from a token of an earlier reply): they
     // follow the rendered prompt as prompt tokens, the reply is generated after them, and the
     // summary's text begins with their text. Their events are not sent again (the caller has them).
-    void continueChat(quint64 requestId, const ChatMessages& messages, const QVector<int>& forced);
+    // policy >= 0: a wb::ContextPolicy for this request only, in place of the setting (the context-full
+    // notice's "Shift and continue" / "Trim old turns and continue": a trim then drops old turns even
+    // if the prompt would fit, since the reply so far is `forced`).
+    void continueChat(quint64 requestId, const ChatMessages& messages, const QVector<int>& forced, int policy = -1);
     // Forgets the conversation (new chat).
     void resetSession();
     // The prompt's length in tokens as generateChat would build it (the message box's counter):
@@ -86,6 +93,8 @@ Q_SIGNALS:
     // Right after tokenGenerated for the same token, when its logit lens or head statistics were asked for.
     void tokenInspected(quint64 requestId, const TokenInspectionPtr& inspection);
     void kvStatsChanged(const wb::KvStats& stats);
+    // The engine cut the full context (a shift during the generation, a trim before its prefill).
+    void contextCut(quint64 requestId, const wb::ContextCut& cut);
     void timingsChanged(quint64 requestId, const wb::Timings& timings);
     void prefillProgress(quint64 requestId, int done, int total);
     void generationFinished(const GenerationSummary& summary);
@@ -101,6 +110,17 @@ private:
     // The prompt as it is fed: m_template renders, the model's tokenizer encodes.
     wb::ChatPrompt buildPrompt(const ChatMessages& messages) const;
     void useTemplate(wb::ChatTemplate t, const ChatTemplateSetting& setting);
+    // One generation of the reply after `forced` (inference_worker_context.cpp); false when the prompt
+    // was refused (summary says why). *r is the engine's result.
+    bool generateOnce(quint64 requestId, const ChatMessages& messages, const std::vector<int32_t>& forced, bool forceTrim,
+                      GenerationSummary& summary, wb::GenerateResult* r);
+    // The messages a request sends under TRIM: the system messages and those from m_trimFrom on,
+    // minus the fewest old turns more when they and a reply do not fit (or when `force`); a cut is
+    // sent (contextCut) and added to the summary.
+    ChatMessages trimmed(quint64 requestId, const ChatMessages& messages, int forced, bool force, GenerationSummary& summary);
+    // The prompt that must fit the context for the request to go on: all of it under STOP, what the
+    // trim keeps under TRIM, the system messages and the last turn under SHIFT (the rest can be shifted out).
+    ChatMessages mustFit(const ChatMessages& messages, wb::ContextPolicy policy) const;
 
     // Declaration order matters for destruction: the session refers to the backend and the model.
     std::unique_ptr<wb::Model> m_model;
@@ -118,6 +138,9 @@ private:
     wb::LiveSamplingParams m_live;
     wb::CaptureSpec m_capture;
     bool m_headStats = false;
+    wb::ContextPolicy m_policy = wb::ContextPolicy::STOP;
+    // TRIM: messages after the system ones that no request of this conversation sends any more.
+    size_t m_trimFrom = 0;
 
     std::atomic<quint64> m_stopUpTo{0};
     std::atomic<bool> m_cancelLoad{false};

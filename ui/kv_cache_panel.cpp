@@ -58,8 +58,10 @@ KvCachePanel::KvCachePanel(QWidget* parent) : QWidget(parent) {
     m_measured = new QLabel(tr("—"), this);
     m_estimate = new QLabel(tr("—"), this);
     m_estimate->setWordWrap(true);
+    m_cutLabel = new QLabel(this);
+    m_cutLabel->setWordWrap(true);
     // Selectable from the keyboard too: the panel's figures can be reached with Tab and read out.
-    for (QLabel* l : {m_type, m_measured, m_estimate}) {
+    for (QLabel* l : {m_type, m_measured, m_estimate, m_cutLabel}) {
         l->setTextInteractionFlags(Qt::TextSelectableByMouse | Qt::TextSelectableByKeyboard);
         l->setFocusPolicy(Qt::StrongFocus);
     }
@@ -69,12 +71,14 @@ KvCachePanel::KvCachePanel(QWidget* parent) : QWidget(parent) {
     form->addRow(tr("Element type"), m_type);
     form->addRow(tr("Measured"), m_measured);
     form->addRow(tr("Formula"), m_estimate);
+    form->addRow(tr("Context cut"), m_cutLabel);
     auto* layout = new QVBoxLayout(this);
     layout->setContentsMargins(4, 4, 4, 4);
     layout->addLayout(form);
     layout->addWidget(m_layerPlot, 3);
     layout->addWidget(m_timePlot, 2);
     m_clock.start();
+    clearCut();
     applyTheme();
     connect(ThemeNotifier::instance(), &ThemeNotifier::themeChanged, this, &KvCachePanel::applyTheme);
 }
@@ -98,6 +102,26 @@ QString KvCachePanel::typeDescription(wb::KvType k, wb::KvType v) {
     };
     if (k == v) return one(k);
     return tr("K %1, V %2").arg(one(k), one(v));
+}
+
+QString KvCachePanel::cutText() const { return m_cutLabel->text(); }
+
+void KvCachePanel::clearCut() {
+    m_cut = {};
+    m_shifts = m_trims = 0;
+    m_droppedTotal = 0;
+    m_cutLabel->setText(tr("none (the context has not been full)"));
+}
+
+void KvCachePanel::handleCut(const wb::ContextCut& cut) {
+    m_cut = cut;
+    (cut.how == wb::ContextPolicy::SHIFT ? m_shifts : m_trims) += 1;
+    m_droppedTotal += cut.dropped;
+    // The figures are the engine's (ContextCut); the gauge's fill falls by them at the next statistics.
+    const QString last = cut.how == wb::ContextPolicy::SHIFT
+                             ? tr("shift at position %1: %2 tokens dropped, the later ones moved down").arg(cut.position).arg(cut.dropped)
+                             : tr("trim at position %1: %2 tokens of old turns dropped, the rest recomputed").arg(cut.position).arg(cut.dropped);
+    m_cutLabel->setText(tr("%1 (this chat: %2 shifts, %3 trims, %4 tokens dropped)").arg(last).arg(m_shifts).arg(m_trims).arg(m_droppedTotal));
 }
 
 QString KvCachePanel::typeText() const { return m_type->text(); }

@@ -5,6 +5,7 @@
 #include <QElapsedTimer>
 #include <QWidget>
 
+#include "engine/context_policy.h"
 #include "kv/kv_cache.h"
 
 class QCPBars;
@@ -27,6 +28,9 @@ public:
     QString typeText() const;
     QString estimateText() const;
     QString measuredText() const;
+    // The engine's last cut of the context, as reported (handleCut): "none" before one.
+    QString cutText() const;
+    const wb::ContextCut& lastCut() const { return m_cut; }
     // layers x kv_heads x (bytes of a head's K row + of its V row) x tokens.
     static quint64 formulaBytes(int layers, int kvHeads, quint64 kHeadBytes, quint64 vHeadBytes, int tokens);
     // "f16 (16 bits per value)", or "K q8_0 (8.5 bits per value), V f16 (16 bits per value)".
@@ -35,6 +39,10 @@ public:
 public Q_SLOTS:
     void setModel(const ModelSummary& summary);
     void handleStats(const wb::KvStats& stats);
+    // Where the engine cut the context and how many tokens it dropped (a shift or a trim).
+    void handleCut(const wb::ContextCut& cut);
+    // A new conversation: no cut to show.
+    void clearCut();
 
 private:
     void applyTheme();
@@ -48,6 +56,10 @@ private:
     QLabel* m_type;
     QLabel* m_measured;
     QLabel* m_estimate;
+    QLabel* m_cutLabel;
+    wb::ContextCut m_cut;
+    int m_shifts = 0, m_trims = 0;
+    qint64 m_droppedTotal = 0;
     QElapsedTimer m_clock;
     int m_nLayer = 0;
     int m_nHeadKv = 0;

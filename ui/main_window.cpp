@@ -36,6 +36,7 @@
 #include "help_dialogs.h"
 #include "kv_cache_panel.h"
 #include "load_options_menu.h"
+#include "context_policy_menu.h"
 #include "logit_lens_panel.h"
 #include "prompt_view.h"
 #include "message_edit.h"
@@ -87,6 +88,7 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
     m_heads = new HeadGridPanel(this);
 
     m_loadOptions = new LoadOptionsMenu(m_controller, this);
+    m_contextPolicy = new ContextPolicyMenu(m_controller, this);
 
     createActions();
     createDocks();
@@ -95,6 +97,16 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
     // GUI-thread wiring (same thread, direct); the worker's connections live in ChatController.
     connect(m_controller, &ChatController::loadStarted, this, &MainWindow::handleLoadStarted);
     connect(m_controller, &ChatController::modelLoaded, m_loadOptions, &LoadOptionsMenu::handleModelLoaded);
+    connect(m_controller, &ChatController::modelLoaded, m_contextPolicy, &ContextPolicyMenu::handleModelLoaded);
+    connect(m_contextPolicy, &ContextPolicyMenu::message, this, [this](const QString& m) { statusBar()->showMessage(m, 10000); });
+    // The engine's cut of a full context: drawn by the KV panel, said once in the status bar.
+    connect(m_controller, &ChatController::contextCut, m_kv, &KvCachePanel::handleCut);
+    connect(m_controller, &ChatController::currentConversationChanged, m_kv, &KvCachePanel::clearCut);
+    connect(m_controller, &ChatController::contextCut, this, [this](const wb::ContextCut& cut) {
+        statusBar()->showMessage(cut.how == wb::ContextPolicy::SHIFT ? tr("context shifted: dropped %1 tokens").arg(cut.dropped)
+                                                                     : tr("old turns trimmed: dropped %1 tokens").arg(cut.dropped),
+                                 8000);
+    });
     connect(m_controller, &ChatController::modelLoaded, this, &MainWindow::handleModelLoaded);
     connect(m_controller, &ChatController::loadFailed, this, &MainWindow::handleLoadFailed);
     connect(m_controller, &ChatController::loadCanceled, this, &MainWindow::handleLoadFinished);
@@ -185,6 +197,7 @@ void MainWindow::createActions() {
     model->addMenu(context);
     model->addMenu(m_loadOptions->threadsMenu());
     model->addMenu(m_loadOptions->kvCacheMenu());
+    model->addMenu(m_contextPolicy->menu());
 
     QMenu* chat = menuBar()->addMenu(tr("&Chat"));
     QAction* newChat = chat->addAction(tr("&New chat"), m_controller, &ChatController::newChat);
@@ -456,6 +469,7 @@ void MainWindow::handlePrefillProgress(int done, int total) {
 
 void MainWindow::start() {
     if (!m_loadOptions->savedProblem().isEmpty()) showError(tr("A saved setting was not used"), m_loadOptions->savedProblem());
+    if (!m_contextPolicy->savedProblem().isEmpty()) showError(tr("A saved setting was not used"), m_contextPolicy->savedProblem());
     QSettings settings;
     const QString last = settings.value(QStringLiteral("lastModel")).toString();
     const QString fallback = QString::fromStdString(wb::default_model_path());

@@ -21,6 +21,7 @@ class ConversationStore;
 class HeadGridPanel;
 class KvCachePanel;
 class LoadOptionsMenu;
+class ContextPolicyMenu;
 class LogitLensPanel;
 class ModelInfoPanel;
 class PromptView;
@@ -67,6 +68,7 @@ public:
     QLabel* memoryLabel() const { return m_memoryLabel; }
     QProgressBar* prefillBar() const { return m_prefillBar; }
     LoadOptionsMenu* loadOptions() const { return m_loadOptions; }
+    ContextPolicyMenu* contextPolicyMenu() const { return m_contextPolicy; }
     QActionGroup* themeGroup() const { return m_themeGroup; }
     QAction* resetLayoutAction() const { return m_resetLayoutAction; }
     QList<QDockWidget*> docks() const { return m_docks; }
@@ -158,6 +160,7 @@ private:
     QMenu* m_recentMenu = nullptr;
     QMenu* m_viewMenu = nullptr;
     LoadOptionsMenu* m_loadOptions = nullptr;
+    ContextPolicyMenu* m_contextPolicy = nullptr;
     QActionGroup* m_themeGroup = nullptr;
     QAction* m_resetLayoutAction = nullptr;
     QToolBar* m_toolBar = nullptr;

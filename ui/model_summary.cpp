@@ -80,6 +80,7 @@ ModelSummary ModelSummary::fromModel(const wb::Model& model, const QString& path
     s.headDim = c.head_dim;
     s.kvBytesPerToken = quint64(c.n_layer) * quint64(c.n_head_kv) *
                         quint64(wb::kv_type_row_bytes(typeK, c.head_dim) + wb::kv_type_row_bytes(typeV, c.head_dim));
+    s.kvTypeK = typeK;
     s.kvTypes = typeK == typeV ? QString::fromLatin1(wb::kv_type_name(typeK))
                                : QStringLiteral("K %1, V %2").arg(QString::fromLatin1(wb::kv_type_name(typeK)),
                                                                   QString::fromLatin1(wb::kv_type_name(typeV)));

@@ -33,6 +33,7 @@ struct ModelSummary {
     quint64 weightBytes = 0;
     quint64 kvBytesPerToken = 0;    // layers x kv_heads x (bytes of a head's K row + V row) in the cache's types
     QString kvTypes;                // "f16", or "K q8_0, V f16" when they differ
+    wb::KvType kvTypeK = wb::KvType::F16;  // the keys' type (a context shift needs f16 keys)
     int contextSize = 0;            // the session's n_ctx
     int contextTrain = 0;           // the model's training context (the largest n_ctx it accepts); 0 = unknown
     int nLayer = 0;

@@ -59,6 +59,10 @@ void WorkerObserver::on_attention(const wb::AttentionEvent& event) {
     if (m_attentionClock.elapsed() >= kMinIntervalMs) flushAttention();
 }
 
+void WorkerObserver::on_context_cut(const wb::ContextCut& cut) {
+    Q_EMIT m_worker.contextCut(m_requestId, cut);
+}
+
 void WorkerObserver::on_kv_cache(const wb::KvStats& stats) {
     m_pendingKv = stats;
     m_hasKv = true;

@@ -31,6 +31,8 @@ public:
     void on_token(const wb::TokenEvent& event) override;
     void on_attention(const wb::AttentionEvent& event) override;
     void on_kv_cache(const wb::KvStats& stats) override;
+    // A context shift: sent at once (InferenceWorker::contextCut), with the cache's statistics after it.
+    void on_context_cut(const wb::ContextCut& cut) override;
     void on_timing(const wb::Timings& timings) override;
     // One signal per prefill batch (a long prompt has few): drives the progress bar.
     void on_prefill_progress(int32_t done, int32_t total) override;

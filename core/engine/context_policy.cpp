@@ -26,6 +26,22 @@ ContextPolicy parse_context_policy(const std::string& s) {
     throw Error("unknown context policy '" + s + "' (stop, shift or trim)");
 }
 
+void check_context_policy(ContextPolicy p, KvType type_k) {
+    if (p == ContextPolicy::SHIFT && type_k != KvType::F16)
+        throw Error(std::string("a context shift needs an f16 key cache: re-rotating ") + kv_type_name(type_k) +
+                    " keys is not implemented (choose f16 keys, or trim or stop)");
+}
+
+ContextCut trim_cut(const std::vector<int32_t>& whole, const std::vector<int32_t>& trimmed) {
+    ContextCut cut;
+    cut.how = ContextPolicy::TRIM;
+    size_t common = 0;
+    while (common < whole.size() && common < trimmed.size() && whole[common] == trimmed[common]) ++common;
+    cut.position = int32_t(common);
+    cut.dropped = std::max(0, int32_t(whole.size()) - int32_t(trimmed.size()));
+    return cut;
+}
+
 int32_t shift_keep(int32_t n_keep, int32_t n_ctx) { return std::clamp(n_keep, 0, std::max(0, n_ctx - 4)); }
 
 int32_t shift_discard(int32_t n_past, int32_t n_keep) { return std::max(0, (n_past - n_keep) / 2); }

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "chat/chat_template.h"
+#include "kv/kv_types.h"
 #include "model/model_config.h"
 
 namespace wb {
@@ -24,6 +25,25 @@ enum class ContextPolicy {
 const char* context_policy_name(ContextPolicy p);  // "stop", "shift", "trim"
 // wb::Error "unknown context policy 'x' (stop, shift or trim)" otherwise.
 ContextPolicy parse_context_policy(const std::string& s);
+
+// wb::Error when a cache with keys of type_k cannot carry the policy out: a shift re-rotates the
+// stored keys, which is implemented for f16 keys only (a quantized K is stored rotated, in blocks).
+// Session::set_context_policy checks it; the app asks it before it offers Shift.
+void check_context_policy(ContextPolicy p, KvType type_k);
+
+// One cut of a full context, as the engine carried it out: the tokens [position, position + dropped)
+// of the conversation are no longer in the context, and what followed them now starts at `position`.
+// A shift keeps the first `position` tokens (n_keep) and drops the oldest half of the rest without
+// recomputing; a trim drops whole old turns after the system prompt and recomputes what follows.
+struct ContextCut {
+    ContextPolicy how = ContextPolicy::STOP;  // SHIFT or TRIM
+    int32_t position = 0;
+    int32_t dropped = 0;
+};
+
+// The cut between a chat's whole prompt and the trimmed one (trim_turns' messages encoded): they
+// agree up to `position` (the system prompt), and the trimmed one is `dropped` tokens shorter.
+ContextCut trim_cut(const std::vector<int32_t>& whole, const std::vector<int32_t>& trimmed);
 
 // How a session handles a full context. Only SHIFT changes what the session does (it shifts instead of
 // ending the reply); TRIM is carried out by the chat before it calls generate() (trim_turns), so the

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "engine/context_policy.h"
 #include "kv/kv_cache.h"
 #include "sampling/sampler.h"
 
@@ -107,6 +108,8 @@ public:
     virtual void on_token(const TokenEvent& /*event*/) {}
     virtual void on_attention(const AttentionEvent& /*event*/) {}
     virtual void on_kv_cache(const KvStats& /*stats*/) {}
+    // A context shift happened (ContextPolicy::SHIFT), right after the cache was cut.
+    virtual void on_context_cut(const ContextCut& /*cut*/) {}
     // During the prompt's prefill, after each batch: tokens evaluated so far of total.
     virtual void on_prefill_progress(int32_t /*done*/, int32_t /*total*/) {}
     // After the prefill, after each decode step (running totals), and once at the end.

@@ -86,6 +86,7 @@ int32_t Session::drop_after(int32_t n) {
 }
 
 void Session::set_context_policy(const ContextPolicyOptions& options) {
+    check_context_policy(options.policy, kv_->config().type_k);
     policy_ = options;
     keep_now_ = std::max(0, options.n_keep);
     const bool shift = policy_.policy == ContextPolicy::SHIFT;
@@ -135,6 +136,9 @@ void Session::shift_context() {
     dropped_ += discard;
     ++shifts_now_;
     dropped_now_ += discard;
+    const ContextCut cut{ContextPolicy::SHIFT, keep, discard};
+    cuts_now_.push_back(cut);
+    if (observer_) observer_->on_context_cut(cut);
 }
 
 const std::vector<float>& Session::append(const int32_t* tokens, int32_t n) {
@@ -239,6 +243,14 @@ std::vector<float> Session::evaluate(const std::vector<int32_t>& tokens) {
 GenerateResult Session::generate(const std::vector<int32_t>& prompt, const LiveSamplingParams& live,
                                  Observer* observer) {
     GenerateResult result;
+    // The observer hears of the shifts of this call only (every return path forgets it).
+    struct ObserverScope {
+        Observer*& slot;
+        ~ObserverScope() { slot = nullptr; }
+    } observer_scope{observer_};
+    observer_ = observer;
+    shifts_now_ = dropped_now_ = 0;  // an early error reports none of an earlier call's
+    cuts_now_.clear();
     stop_requested_.store(false);
     const auto stopping = [&] { return stop_requested_.load() || (observer && observer->stop_requested()); };
     const auto t_start = Clock::now();
@@ -265,6 +277,7 @@ GenerateResult Session::generate(const std::vector<int32_t>& prompt, const LiveS
         // the shift may reach back into them (so they must not be released meanwhile).
         keep_now_ = policy_.n_keep < 0 ? int32_t(prompt.size()) : policy_.n_keep;
         shifts_now_ = dropped_now_ = 0;
+        cuts_now_.clear();
         kv_->pin_prefix(shift ? shift_keep(dropped_ > 0 ? shift_keep_ : keep_now_, n_ctx_) : 0);
 
         const CaptureSpec spec = observer ? observer->capture() : CaptureSpec{};
@@ -386,6 +399,7 @@ GenerateResult Session::generate(const std::vector<int32_t>& prompt, const LiveS
     }
     result.context_shifts = shifts_now_;
     result.tokens_dropped = dropped_now_;
+    result.cuts = cuts_now_;
     if (observer) observer->on_timing(result.timings);
     return result;
 }

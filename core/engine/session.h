@@ -59,6 +59,7 @@ struct GenerateResult {
     uint64_t seed = 0;            // seed the sampler used
     int32_t context_shifts = 0;   // context shifts during this call (ContextPolicy::SHIFT)
     int32_t tokens_dropped = 0;   // tokens those shifts dropped
+    std::vector<ContextCut> cuts; // each of those shifts: where and how many (cache positions)
 };
 
 class Session {
@@ -96,6 +97,7 @@ public:
 
     // What a full context does from the next generate() on (the default: STOP).
     // n_keep = -1 keeps each generate()'s whole prompt; append() then keeps none.
+    // wb::Error, with the policy unchanged, when this cache cannot carry it out (check_context_policy).
     void set_context_policy(const ContextPolicyOptions& options);
     const ContextPolicyOptions& context_policy() const { return policy_; }
 
@@ -150,6 +152,8 @@ private:
     int32_t shift_keep_ = 0;           // the kept tokens of the shifts behind the cache, when dropped_ > 0
     int32_t dropped_ = 0;              // history tokens [shift_keep_, shift_keep_ + dropped_) not cached
     int32_t shifts_now_ = 0, dropped_now_ = 0;  // this generate()'s shifts (GenerateResult)
+    std::vector<ContextCut> cuts_now_;          // ... and each one's cut
+    Observer* observer_ = nullptr;              // of the generate() under way (on_context_cut)
     std::vector<float> last_logits_;   // the last row read whole
     std::vector<int32_t> top_ids_;     // the best few logits of the last row, when only they are read
     std::vector<float> top_logits_;

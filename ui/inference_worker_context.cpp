@@ -1,0 +1,119 @@
+// InferenceWorker's side of a full context: one generation of a reply with the policy in force, the
+// trimming of old turns (TRIM) and the prompt that has to fit the context under each policy.
+#include <QMutexLocker>
+
+#include "context_budget.h"
+#include "engine/context_policy.h"
+#include "engine/stop_strings.h"
+#include "inference_worker.h"
+#include "prompt_record.h"
+#include "worker_observer.h"
+
+namespace {
+
+size_t systemCount(const ChatMessages& messages) {
+    size_t head = 0;
+    while (head < messages.size() && messages[head].role == "system") ++head;
+    return head;
+}
+
+}  // namespace
+
+void InferenceWorker::setContextPolicy(wb::ContextPolicy policy) {
+    QMutexLocker lock(&m_paramsMutex);
+    m_policy = policy;
+}
+
+wb::ContextPolicy InferenceWorker::contextPolicy() const {
+    QMutexLocker lock(&m_paramsMutex);
+    return m_policy;
+}
+
+ChatMessages InferenceWorker::mustFit(const ChatMessages& messages, wb::ContextPolicy policy) const {
+    if (policy == wb::ContextPolicy::STOP) return messages;
+    const size_t head = systemCount(messages);
+    size_t last = messages.size();
+    while (last > head && messages[last - 1].role != "user") --last;
+    ChatMessages out(messages.begin(), messages.begin() + long(head));
+    out.insert(out.end(), messages.begin() + long(last > head ? last - 1 : head), messages.end());
+    return out;
+}
+
+ChatMessages InferenceWorker::trimmed(quint64 requestId, const ChatMessages& messages, int forced, bool force,
+                                      GenerationSummary& summary) {
+    const size_t head = systemCount(messages);
+    // An edit before the first message still sent (or another conversation) starts the count over.
+    if (head + m_trimFrom >= messages.size()) m_trimFrom = 0;
+    ChatMessages sent(messages.begin(), messages.begin() + long(head));
+    sent.insert(sent.end(), messages.begin() + long(head + m_trimFrom), messages.end());
+    const auto count = [&](const ChatMessages& x) { return int32_t(buildPrompt(x).ids.size()) + forced; };
+    const int n_ctx = m_session->n_ctx();
+    if (!force && context_budget::fits(count(sent), n_ctx)) return sent;
+    // Down to half the context (the CLI's rule), so the next turns do not trim and recompute at once.
+    int32_t dropped = 0;
+    ChatMessages out = wb::trim_turns(sent, count, n_ctx / 2, &dropped);
+    if (dropped == 0) return sent;
+    m_trimFrom += size_t(dropped);
+    const wb::ContextCut cut = wb::trim_cut(buildPrompt(sent).ids, buildPrompt(out).ids);
+    summary.cuts.push_back(cut);
+    Q_EMIT contextCut(requestId, cut);
+    return out;
+}
+
+bool InferenceWorker::generateOnce(quint64 requestId, const ChatMessages& all, const std::vector<int32_t>& forced,
+                                   bool forceTrim, GenerationSummary& summary, wb::GenerateResult* r) {
+    const wb::Model& m = *m_model;
+    const wb::ContextPolicy policy = summary.policy;
+    const ChatMessages messages =
+        policy == wb::ContextPolicy::TRIM ? trimmed(requestId, all, int(forced.size()), forceTrim, summary) : all;
+    const wb::ChatPrompt prompt = buildPrompt(messages);
+    std::vector<int32_t> ids = prompt.ids;
+    ids.insert(ids.end(), forced.begin(), forced.end());
+    // The forced start of the reply, decoded as the stream decodes it.
+    std::string forcedText;
+    wb::StreamDecoder decoder(m.tokenizer());
+    for (int32_t id : forced) forcedText += decoder.push(id);
+    forcedText += decoder.flush();
+    // The chat panel's rule (context_budget.h): a prompt that leaves the reply no room is refused
+    // before any of it is evaluated, and the controller takes the message back out of the history.
+    // Under SHIFT only the system prompt and the last turn have to fit (the rest can be shifted out);
+    // a continued reply (forced) is the engine's to cut.
+    const int mustFitTokens = policy == wb::ContextPolicy::SHIFT ? int(buildPrompt(mustFit(messages, policy)).ids.size())
+                                                                 : int(ids.size());
+    if (forced.empty() && !context_budget::fits(mustFitTokens, m_session->n_ctx())) {
+        summary.reason = wb::StopReason::ERROR;
+        summary.promptTooLong = true;
+        summary.promptTokens = mustFitTokens;
+        summary.contextSize = m_session->n_ctx();
+        summary.error = context_budget::refusal(summary.promptTokens, summary.contextSize);
+        return false;
+    }
+    PromptInfo info = recordPrompt(prompt, ids, m.tokenizer());
+    info.requestId = requestId;
+    info.chatTemplate = m_templateInfo;
+    // The same prefix rule as Session::generate: the last prompt token is always evaluated again.
+    const auto& cached = m_session->history();
+    size_t common = 0;
+    while (common < cached.size() && common < ids.size() && cached[common] == ids[common]) ++common;
+    info.reused = ids.empty() ? 0 : int(std::min(common, ids.size() - 1));
+    Q_EMIT promptReady(info);
+
+    InspectionRequest inspect;
+    inspect.headStats = headStatsWanted();
+    inspect.tokenizer = &m.tokenizer();
+    // As the CLI's --head-stats: a model with sliding-window layers measures its global layers'
+    // locality against the same window.
+    const wb::ModelConfig& config = m.config();
+    if (std::find(config.layer_is_swa.begin(), config.layer_is_swa.end(), true) != config.layer_is_swa.end())
+        inspect.modelWindow = config.sliding_window;
+    WorkerObserver observer(*this, requestId, captureSpec(), inspect);
+    *r = m_session->generate(ids, m_live, &observer);
+    observer.flush();
+    summary.text = QString::fromStdString(forcedText + r->text);
+    summary.reason = r->reason;
+    summary.error = QString::fromStdString(r->error);
+    summary.timings = r->timings;
+    summary.seed = r->seed;
+    summary.cuts.insert(summary.cuts.end(), r->cuts.begin(), r->cuts.end());
+    return true;
+}
