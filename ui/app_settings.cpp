@@ -24,6 +24,7 @@ const QString kSystemPrompt = QStringLiteral("chat/systemPrompt");
 const QString kColourTokens = QStringLiteral("chat/colourTokens");
 const QString kCaptureAll = QStringLiteral("capture/allLayers");
 const QString kAttentionLayer = QStringLiteral("capture/layer");
+const QString kCaptureBudget = QStringLiteral("capture/budgetMiB");
 
 void set(const QString& key, const QVariant& value) {
     QSettings().setValue(key, value);
@@ -72,6 +73,8 @@ bool AppSettings::colourTokens() { return get(kColourTokens, false).toBool(); }
 void AppSettings::setColourTokens(bool on) { set(kColourTokens, on); }
 bool AppSettings::captureAllLayers() { return get(kCaptureAll, false).toBool(); }
 void AppSettings::setCaptureAllLayers(bool on) { set(kCaptureAll, on); }
+int AppSettings::captureBudgetMiB() { return get(kCaptureBudget, 256).toInt(); }
+void AppSettings::setCaptureBudgetMiB(int mib) { set(kCaptureBudget, mib); }
 int AppSettings::attentionLayer() { return get(kAttentionLayer, 0).toInt(); }
 void AppSettings::setAttentionLayer(int layer) { set(kAttentionLayer, layer); }
 

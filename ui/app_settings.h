@@ -51,6 +51,9 @@ public:
     // Attention capture: every layer, or only the one shown (and which one).
     static bool captureAllLayers();
     static void setCaptureAllLayers(bool on);
+    // The most memory captured attention may take, in MiB (AttentionStore drops the oldest rows past it).
+    static int captureBudgetMiB();
+    static void setCaptureBudgetMiB(int mib);
     static int attentionLayer();
     static void setAttentionLayer(int layer);
 

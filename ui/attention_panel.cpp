@@ -7,12 +7,15 @@
 #include <QHBoxLayout>
 #include <QHelpEvent>
 #include <QLabel>
+#include <QActionGroup>
+#include <QMenu>
 #include <QMessageBox>
 #include <QPushButton>
 #include <QSaveFile>
 #include <QSpinBox>
 #include <QTextStream>
 #include <QTimer>
+#include <QToolButton>
 #include <QToolTip>
 #include <QVBoxLayout>
 #include <cmath>
@@ -36,6 +39,24 @@ QCPColorGradient attentionGradient() {
     // Drawn light grey in a light theme and dark grey in a dark one.
     g.setNanColor(Theme::color(Theme::Role::MaskedCell));
     return g;
+}
+
+// One colour for every out-of-window cell; other cells are NaN and transparent, so the map shows through.
+QCPColorGradient windowGradient() {
+    QCPColorGradient g;
+    const QColor c = Theme::color(Theme::Role::OutOfWindowCell);
+    g.setColorStops({{0.0, c}, {1.0, c}});
+    g.setNanHandling(QCPColorGradient::nhNanColor);
+    g.setNanColor(Qt::transparent);
+    return g;
+}
+
+QString mibText(qint64 bytes) {
+    return QString::number(double(bytes) / double(1 << 20), 'f', bytes < (qint64(10) << 20) ? 1 : 0);
+}
+
+QString budgetText(int mib) {
+    return mib >= 1024 && mib % 1024 == 0 ? QObject::tr("%1 GiB").arg(mib / 1024) : QObject::tr("%1 MiB").arg(mib);
 }
 
 QString csvField(QString s) {
@@ -73,6 +94,14 @@ AttentionPanel::AttentionPanel(AttentionStore* store, QWidget* parent) : QWidget
     actions->addStretch(1);
     for (QWidget* w : std::initializer_list<QWidget*>{fit, png, csv}) actions->addWidget(w);
 
+    // The budget beside the selectors (that row has room; the second row sets the dock's minimum width).
+    buildBudgetMenu();
+    selectors->addWidget(m_budgetButton);
+    m_memoryLabel = new QLabel(this);
+    m_memoryLabel->setAccessibleName(tr("Captured attention memory"));
+    m_memoryLabel->setToolTip(tr("Memory the captured attention rows take, of the budget"));
+    m_memoryLabel->setForegroundRole(QPalette::PlaceholderText);
+
     m_note = new QLabel(this);
     m_note->setWordWrap(true);
     m_note->setForegroundRole(QPalette::PlaceholderText);
@@ -91,7 +120,10 @@ AttentionPanel::AttentionPanel(AttentionStore* store, QWidget* parent) : QWidget
     layout->setContentsMargins(4, 4, 4, 4);
     layout->addLayout(selectors);
     layout->addLayout(actions);
-    layout->addWidget(m_note);
+    auto* noteRow = new QHBoxLayout;
+    noteRow->addWidget(m_note, 1);
+    noteRow->addWidget(m_memoryLabel, 0, Qt::AlignTop);
+    layout->addLayout(noteRow);
     layout->addWidget(m_plot, 1);
 
     connect(m_modeBox, &QComboBox::currentIndexChanged, this, [this] {
@@ -120,12 +152,57 @@ AttentionPanel::AttentionPanel(AttentionStore* store, QWidget* parent) : QWidget
     connect(m_store, &AttentionStore::tokensChanged, this, &AttentionPanel::scheduleRefresh);
     connect(m_store, &AttentionStore::cutChanged, this, &AttentionPanel::scheduleRefresh);
     connect(m_store, &AttentionStore::cleared, this, &AttentionPanel::handleModelShape);
+    connect(m_store, &AttentionStore::memoryChanged, this, &AttentionPanel::updateMemoryLabel);
     connect(ThemeNotifier::instance(), &ThemeNotifier::themeChanged, this, &AttentionPanel::applyTheme);
     handleModelShape();
+    updateMemoryLabel();
+}
+
+QList<int> AttentionPanel::budgetChoicesMiB() {
+    return {64, 256, 1024, 4096, 16384};
+}
+
+void AttentionPanel::buildBudgetMenu() {
+    m_budgetButton = new QToolButton(this);
+    m_budgetButton->setPopupMode(QToolButton::InstantPopup);
+    m_budgetButton->setAccessibleName(tr("Capture memory budget"));
+    m_budgetButton->setToolTip(tr("The most memory captured attention may take; past it the oldest rows are dropped."));
+    m_budgetMenu = new QMenu(tr("Capture budget"), this);
+    m_budgetGroup = new QActionGroup(this);
+    for (int mib : budgetChoicesMiB()) {
+        QAction* a = m_budgetMenu->addAction(mib == AttentionStore::kDefaultBudget >> 20 ? tr("%1 (default)").arg(budgetText(mib)) : budgetText(mib));
+        a->setCheckable(true);
+        a->setData(mib);
+        m_budgetGroup->addAction(a);
+    }
+    m_budgetButton->setMenu(m_budgetMenu);
+    connect(m_budgetGroup, &QActionGroup::triggered, this, [this](QAction* a) {
+        setCaptureBudgetMiB(a->data().toInt());
+        Q_EMIT captureBudgetChanged(a->data().toInt());
+    });
+    setCaptureBudgetMiB(int(AttentionStore::kDefaultBudget >> 20));
+}
+
+int AttentionPanel::captureBudgetMiB() const {
+    return int(m_store->budgetBytes() >> 20);
+}
+
+void AttentionPanel::setCaptureBudgetMiB(int mib) {
+    if (mib <= 0) mib = int(AttentionStore::kDefaultBudget >> 20);
+    for (QAction* a : m_budgetGroup->actions()) a->setChecked(a->data().toInt() == mib);
+    m_budgetButton->setText(tr("≤ %1").arg(budgetText(mib)));
+    m_store->setBudgetBytes(qint64(mib) << 20);
+}
+
+void AttentionPanel::updateMemoryLabel() {
+    m_memoryLabel->setText(tr("%1 MiB of %2").arg(mibText(m_store->bytesUsed()), budgetText(captureBudgetMiB())));
+    if (m_store->droppedBelow() != m_shownDropped) scheduleRefresh();  // the map and note show the dropped rows
 }
 
 void AttentionPanel::applyTheme() {
     if (m_scale) m_scale->setGradient(attentionGradient());
+    for (QCPColorMap* m : m_gridWindowMaps) m->setGradient(windowGradient());
+    if (m_windowMap) m_windowMap->setGradient(windowGradient());
     Theme::stylePlot(m_plot);
 }
 
@@ -170,6 +247,7 @@ void AttentionPanel::buildSingleLayout() {
     m_plot->clearPlottables();
     m_plot->plotLayout()->clear();
     m_gridMaps.clear();
+    m_gridWindowMaps.clear();
     m_gridRects.clear();
     auto* rect = new QCPAxisRect(m_plot);
     m_plot->plotLayout()->addElement(0, 0, rect);
@@ -196,6 +274,7 @@ void AttentionPanel::buildSingleLayout() {
     // The scale imposes its gradient on the maps linked to it: set it on the scale after linking.
     m_map->setColorScale(m_scale);
     m_scale->setGradient(attentionGradient());
+    m_windowMap = addWindowOverlay(x, y);
     m_layoutIsGrid = false;
     Theme::stylePlot(m_plot);
 }
@@ -206,7 +285,9 @@ void AttentionPanel::buildGridLayout() {
     m_plot->clearPlottables();
     m_plot->plotLayout()->clear();
     m_map = nullptr;
+    m_windowMap = nullptr;
     m_gridMaps.clear();
+    m_gridWindowMaps.clear();
     m_gridRects.clear();
     const int heads = std::max(1, m_store->headCount());
     const int cols = int(std::ceil(std::sqrt(double(heads))));
@@ -233,6 +314,7 @@ void AttentionPanel::buildGridLayout() {
         map->setColorScale(m_scale);
         m_gridRects.append(rect);
         m_gridMaps.append(map);
+        m_gridWindowMaps.append(addWindowOverlay(x, y));
     }
     m_scale->setGradient(attentionGradient());
     m_layoutIsGrid = true;
@@ -247,6 +329,40 @@ double AttentionPanel::valueAt(int query, int key, int head) const {
     }
     const std::vector<float>* r = m_store->row(layer(), head < 0 ? this->head() : head, query);
     return r && key < int(r->size()) ? double((*r)[size_t(key)]) : kNaN;
+}
+
+QCPColorMap* AttentionPanel::windowMap(int gridHead) const {
+    if (gridHead < 0) return m_windowMap;
+    return gridHead < m_gridWindowMaps.size() ? m_gridWindowMaps[gridHead] : nullptr;
+}
+
+bool AttentionPanel::outsideWindow(int query, int key) const {
+    const int w = m_store->window(layer());
+    return w > 0 && key >= 0 && key <= query && query - key >= w;
+}
+
+QCPColorMap* AttentionPanel::addWindowOverlay(QCPAxis* x, QCPAxis* y) {
+    // Added after the attention map, so drawn above it; not linked to the colour scale.
+    auto* overlay = new QCPColorMap(x, y);
+    overlay->setInterpolate(false);
+    overlay->setGradient(windowGradient());
+    overlay->setDataRange(QCPRange(0.0, 1.0));
+    return overlay;
+}
+
+void AttentionPanel::fillWindowOverlay(QCPColorMap* map) const {
+    const int n = std::max(1, m_store->tokenCount());
+    const int w = m_store->window(layer());
+    map->setVisible(w > 0);
+    QCPColorMapData* data = map->data();
+    if (w <= 0) {
+        data->setSize(1, 1);
+        return;
+    }
+    data->setSize(n, n);
+    data->setRange(QCPRange(0, n - 1), QCPRange(0, n - 1));
+    for (int q = 0; q < n; ++q)
+        for (int k = 0; k < n; ++k) data->setCell(k, q, outsideWindow(q, k) ? 1.0 : kNaN);
 }
 
 void AttentionPanel::fillMap(QCPColorMap* map, int head) const {
@@ -299,6 +415,7 @@ void AttentionPanel::refreshNow() {
         double top = 0.0;
         for (int h = 0; h < m_gridMaps.size(); ++h) {
             fillMap(m_gridMaps[h], h);
+            fillWindowOverlay(m_gridWindowMaps[h]);
             top = std::max(top, m_gridMaps[h]->dataRange().upper);
         }
         // One colour scale for all heads, so the heads can be compared.
@@ -309,6 +426,7 @@ void AttentionPanel::refreshNow() {
         }
     } else {
         fillMap(m_map, mode() == Mode::MeanOverHeads ? -1 : head());
+        fillWindowOverlay(m_windowMap);
         // Follow the growing conversation unless the user zoomed in.
         QCPAxis* x = m_map->keyAxis();
         QCPAxis* y = m_map->valueAxis();
@@ -320,11 +438,21 @@ void AttentionPanel::refreshNow() {
         updateTicks();
     }
     m_shownTokens = n;
+    m_shownDropped = m_store->droppedBelow();
     if (m_store->rowCount(layer()) == 0)
         m_note->setText(n == 0 ? tr("Attention appears here while the model answers.")
                                : tr("No attention captured for layer %1 yet; it is captured from the next reply.").arg(layer()));
-    else
-        m_note->setText(tr("Layer %1 · %2 tokens · wheel zooms, drag pans, hover for values").arg(layer()).arg(n));
+    else {
+        QString note = m_store->window(layer()) > 0
+                           ? tr("Layer %1 · %2 tokens · sliding window of %3 keys (outside it shaded)")
+                                 .arg(layer())
+                                 .arg(n)
+                                 .arg(m_store->window(layer()))
+                           : tr("Layer %1 · %2 tokens · wheel zooms, drag pans, hover for values").arg(layer()).arg(n);
+        if (m_store->droppedBelow() > 0)
+            note += tr(" · rows before %1 dropped (memory budget)").arg(m_store->droppedBelow());
+        m_note->setText(note);
+    }
     drawCut();
     m_plot->replot(QCustomPlot::rpQueuedReplot);
 }
@@ -399,7 +527,11 @@ QString AttentionPanel::describeCell(int query, int key, int gridHead) const {
         .arg(m_store->tokenLabel(query))
         .arg(key)
         .arg(m_store->tokenLabel(key))
-        .arg(std::isnan(v) ? (key > query ? tr("masked (future)") : tr("not captured")) : QString::number(v, 'f', 4));
+        .arg(outsideWindow(query, key) ? tr("outside the sliding window of %1 keys (masked)").arg(m_store->window(layer()))
+             : std::isnan(v)           ? (key > query                         ? tr("masked (future)")
+                                          : query < m_store->droppedBelow() ? tr("dropped (capture memory budget)")
+                                                                             : tr("not captured"))
+                                       : QString::number(v, 'f', 4));
 }
 
 bool AttentionPanel::eventFilter(QObject* watched, QEvent* event) {

@@ -3,20 +3,26 @@
 // across), for one head, the mean over heads, or a grid of all heads. Token text labels both axes and
 // thins out as you zoom out; wheel zooms, drag pans; hovering a cell names the query token, the key
 // token and the probability. The map grows one row per generated token. Export as PNG or CSV.
-// Colours (the masked cells, axes, text) follow the theme.
+// Colours (the masked cells, axes, text) follow the theme. A sliding-window layer draws the keys outside
+// its window (the window the engine recorded with the rows) in their own colour, not as zero attention.
+// The capture's memory budget is chosen in the panel's Budget menu; the memory the rows take is shown.
 #include <QVector>
 #include <QWidget>
 
 class AttentionStore;
 class QCPAxisRect;
+class QCPAxis;
 class QCPColorMap;
 class QCPColorScale;
 class QCPItemStraightLine;
 class QCheckBox;
 class QComboBox;
 class QCustomPlot;
+class QActionGroup;
 class QLabel;
+class QMenu;
 class QSpinBox;
+class QToolButton;
 
 class AttentionPanel : public QWidget {
     Q_OBJECT
@@ -35,6 +41,18 @@ public:
     bool captureAllLayers() const;
     void setCaptureAllLayers(bool on);
     QCheckBox* captureAllLayersBox() const { return m_allLayersBox; }
+    // The memory budget of the captured rows (AttentionStore::setBudgetBytes), in MiB.
+    static QList<int> budgetChoicesMiB();
+    int captureBudgetMiB() const;
+    void setCaptureBudgetMiB(int mib);
+    QMenu* budgetMenu() const { return m_budgetMenu; }
+    QActionGroup* budgetGroup() const { return m_budgetGroup; }
+    // "12.3 MiB of 256 MiB captured", and the rows the budget dropped.
+    QLabel* memoryLabel() const { return m_memoryLabel; }
+    // The out-of-window overlay of the map (single / mean mode, or grid head h).
+    QCPColorMap* windowMap(int gridHead = -1) const;
+    // Whether (query, key) lies outside the layer's sliding window (keys the window masked).
+    bool outsideWindow(int query, int key) const;
 
     QCustomPlot* plot() const { return m_plot; }
     // The map of single-head / mean mode, or of head h in grid mode.
@@ -64,6 +82,7 @@ public Q_SLOTS:
 Q_SIGNALS:
     // Layers the engine should capture: empty = all layers.
     void captureLayersChanged(const QVector<int>& layers);
+    void captureBudgetChanged(int mib);
     void selectionChanged(int layer, int head);
 
 protected:
@@ -73,6 +92,10 @@ private:
     void buildSingleLayout();
     void buildGridLayout();
     void fillMap(QCPColorMap* map, int head) const;
+    QCPColorMap* addWindowOverlay(QCPAxis* x, QCPAxis* y);
+    void fillWindowOverlay(QCPColorMap* map) const;
+    void buildBudgetMenu();
+    void updateMemoryLabel();
     void updateTicks();
     void emitCapture();
     void applyTheme();
@@ -87,13 +110,20 @@ private:
     QSpinBox* m_headBox;
     QCheckBox* m_allLayersBox;
     QLabel* m_note;
+    QLabel* m_memoryLabel;
+    QToolButton* m_budgetButton = nullptr;
+    QMenu* m_budgetMenu = nullptr;
+    QActionGroup* m_budgetGroup = nullptr;
     QCustomPlot* m_plot;
     QCPColorScale* m_scale = nullptr;
     QCPColorMap* m_map = nullptr;           // single / mean mode
+    QCPColorMap* m_windowMap = nullptr;     // its out-of-window overlay
     QVector<QCPColorMap*> m_gridMaps;        // grid mode, one per head
+    QVector<QCPColorMap*> m_gridWindowMaps;
     QVector<QCPAxisRect*> m_gridRects;
     QCPItemStraightLine* m_cutLine = nullptr;  // single / mean mode, while the store has a cut
     bool m_refreshPending = false;
     bool m_layoutIsGrid = false;
     int m_shownTokens = -1;                  // token count the axes were last fitted to
+    int m_shownDropped = 0;                  // AttentionStore::droppedBelow() of the last refresh
 };

@@ -3,6 +3,22 @@
 #include <algorithm>
 #include <set>
 
+#ifdef __GLIBC__
+#include <malloc.h>
+#endif
+
+namespace {
+
+// What one row costs beyond its probabilities: the deque slot holding it and the allocator's header.
+constexpr qint64 kSlotBytes = qint64(sizeof(std::vector<float>));
+constexpr qint64 kAllocHeader = 16;
+
+qint64 rowBytes(const std::vector<float>& row) {
+    return row.capacity() == 0 ? 0 : qint64(row.capacity() * sizeof(float)) + kAllocHeader;
+}
+
+}  // namespace
+
 AttentionStore::AttentionStore(QObject* parent) : QObject(parent) {}
 
 void AttentionStore::setModelShape(int nLayer, int nHead) {
@@ -24,17 +40,18 @@ QString AttentionStore::tokenLabel(int position) const {
 const std::vector<float>* AttentionStore::row(int layer, int head, int query) const {
     auto it = m_rows.find(layer);
     if (it == m_rows.end() || head < 0 || head >= int(it->second.size())) return nullptr;
-    const auto& rows = it->second[size_t(head)];
-    if (query < 0 || query >= int(rows.size()) || rows[size_t(query)].empty()) return nullptr;
-    return &rows[size_t(query)];
+    const HeadRows& rows = it->second[size_t(head)];
+    const int i = query - m_droppedBelow;
+    if (i < 0 || i >= int(rows.size()) || rows[size_t(i)].empty()) return nullptr;
+    return &rows[size_t(i)];
 }
 
 int AttentionStore::rowCount(int layer) const {
     auto it = m_rows.find(layer);
     if (it == m_rows.end()) return 0;
     size_t n = 0;
-    for (const auto& head : it->second) n = std::max(n, head.size());
-    return int(n);
+    for (const HeadRows& head : it->second) n = std::max(n, head.size());
+    return n == 0 ? 0 : m_droppedBelow + int(n);
 }
 
 std::vector<float> AttentionStore::meanRow(int layer, int query) const {
@@ -51,10 +68,16 @@ std::vector<float> AttentionStore::meanRow(int layer, int query) const {
     return sum;
 }
 
+int AttentionStore::window(int layer) const {
+    auto it = m_windows.find(layer);
+    return it == m_windows.end() ? 0 : it->second;
+}
+
 void AttentionStore::handlePrompt(const PromptInfo& info) {
     truncate(info.reused);
     m_tokens = info.pieces;
     Q_EMIT tokensChanged();
+    Q_EMIT memoryChanged();
 }
 
 void AttentionStore::handleToken(int position, const QString& piece) {
@@ -72,31 +95,83 @@ void AttentionStore::addEvents(const std::vector<wb::AttentionEvent>& events) {
     for (const wb::AttentionEvent& e : events) {
         if (e.layer < 0 || e.n_queries <= 0 || e.n_keys <= 0) continue;
         auto& layer = m_rows[e.layer];
+        m_windows[e.layer] = e.window;
         const int nHead = std::max(e.n_head, m_nHead);
         if (int(layer.size()) < nHead) layer.resize(size_t(nHead));
         for (size_t hi = 0; hi < e.heads.size(); ++hi) {
             const int head = e.heads[hi];
             if (head < 0 || head >= int(layer.size())) continue;
-            auto& rows = layer[size_t(head)];
+            HeadRows& rows = layer[size_t(head)];
             for (int q = 0; q < e.n_queries; ++q) {
                 const int pos = e.query_pos0 + q;
+                const int i = pos - m_droppedBelow;
+                if (i < 0) continue;  // below what the budget already dropped
                 // Keys after the query are masked (0) by causality: keep only 0 .. pos.
                 const int nk = std::min(e.n_keys, pos + 1);
-                if (int(rows.size()) <= pos) rows.resize(size_t(pos) + 1);
+                if (int(rows.size()) <= i) {
+                    m_bytes += kSlotBytes * qint64(size_t(i) + 1 - rows.size());
+                    rows.resize(size_t(i) + 1);
+                }
                 const float* src = &e.probs[(hi * size_t(e.n_queries) + size_t(q)) * size_t(e.n_keys)];
-                rows[size_t(pos)].assign(src, src + nk);
+                std::vector<float>& row = rows[size_t(i)];
+                m_bytes -= rowBytes(row);
+                row = std::vector<float>(src, src + nk);  // exactly nk floats: the accounting is the allocation
+                m_bytes += rowBytes(row);
             }
         }
         touched.insert(e.layer);
+        // Per event, not per batch: a batch of every layer's prefill may be far larger than the budget.
+        enforceBudget();
     }
     for (int layer : touched) Q_EMIT rowsChanged(layer);
+    if (!touched.empty()) Q_EMIT memoryChanged();
+}
+
+void AttentionStore::dropOldestRows() {
+    for (auto& [layer, heads] : m_rows)
+        for (HeadRows& rows : heads) {
+            if (rows.empty()) continue;
+            m_bytes -= rowBytes(rows.front()) + kSlotBytes;
+            rows.pop_front();
+        }
+    ++m_droppedBelow;
+}
+
+bool AttentionStore::enforceBudget() {
+    bool dropped = false;
+    while (m_bytes > m_budget && m_bytes > 0) {
+        dropOldestRows();
+        dropped = true;
+    }
+    return dropped;
+}
+
+void AttentionStore::setBudgetBytes(qint64 bytes) {
+    m_budget = std::max<qint64>(0, bytes);
+    if (enforceBudget()) {
+        for (const auto& [layer, heads] : m_rows) Q_EMIT rowsChanged(layer);
+    }
+    Q_EMIT memoryChanged();
 }
 
 void AttentionStore::truncate(int positions) {
-    for (auto& [layer, heads] : m_rows)
-        for (auto& rows : heads)
-            if (int(rows.size()) > positions) rows.resize(size_t(std::max(positions, 0)));
-    if (m_tokens.size() > positions) m_tokens = m_tokens.mid(0, std::max(positions, 0));
+    positions = std::max(positions, 0);
+    if (positions <= m_droppedBelow) {
+        // Every stored row is stale; the new context's rows start at `positions`.
+        for (auto& [layer, heads] : m_rows)
+            for (HeadRows& rows : heads) HeadRows().swap(rows);
+        m_bytes = 0;
+        m_droppedBelow = positions;
+    } else {
+        const size_t keep = size_t(positions - m_droppedBelow);
+        for (auto& [layer, heads] : m_rows)
+            for (HeadRows& rows : heads)
+                while (rows.size() > keep) {
+                    m_bytes -= rowBytes(rows.back()) + kSlotBytes;
+                    rows.pop_back();
+                }
+    }
+    if (m_tokens.size() > positions) m_tokens = m_tokens.mid(0, positions);
 }
 
 void AttentionStore::setCut(const wb::ContextCut& cut) {
@@ -107,6 +182,15 @@ void AttentionStore::setCut(const wb::ContextCut& cut) {
 void AttentionStore::clear() {
     m_cut = {};
     m_rows.clear();
+    m_windows.clear();
     m_tokens.clear();
+    m_bytes = 0;
+    m_droppedBelow = 0;
+    // Thousands of small rows freed in the middle of the heap stay with the allocator (resident)
+    // unless it is asked to hand free pages back: New chat should return the memory to the system.
+#ifdef __GLIBC__
+    malloc_trim(0);
+#endif
     Q_EMIT cleared();
+    Q_EMIT memoryChanged();
 }

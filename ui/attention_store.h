@@ -2,6 +2,11 @@
 // AttentionStore: the attention rows captured so far in this conversation, by layer, head and query
 // position, and the text of every position (the axis labels). Lives on the GUI thread; the attention
 // panel and the token inspector draw from it. Only the layers the capture spec asked for have rows.
+// The rows live within a memory budget: past it the oldest query rows (every layer and head at the
+// lowest positions) are dropped, so "capture all layers" over a long reply stays bounded; clear()
+// gives the memory back to the system, not only to the allocator.
+#include <cstdint>
+#include <deque>
 #include <map>
 #include <vector>
 
@@ -36,6 +41,15 @@ public:
     const wb::ContextCut& cut() const { return m_cut; }
     // Mean over the heads that have the row; empty when none has it.
     std::vector<float> meanRow(int layer, int query) const;
+    // The layer's sliding window as the engine recorded it with its rows (0: none, attends to all keys).
+    int window(int layer) const;
+
+    // Bytes the captured rows take (their probabilities) and the most they may take.
+    qint64 bytesUsed() const { return m_bytes; }
+    qint64 budgetBytes() const { return m_budget; }
+    // Rows of query positions below this were dropped to stay within the budget (0: none dropped).
+    int droppedBelow() const { return m_droppedBelow; }
+    static constexpr qint64 kDefaultBudget = qint64(256) << 20;
 
 public Q_SLOTS:
     // A new generation: the context is now info.ids; rows past the reused prefix are stale.
@@ -46,20 +60,34 @@ public Q_SLOTS:
     // The engine cut the context (InferenceWorker::contextCut).
     void setCut(const wb::ContextCut& cut);
     void clear();
+    // A smaller budget drops old rows at once.
+    void setBudgetBytes(qint64 bytes);
 
 Q_SIGNALS:
     void tokensChanged();
     void rowsChanged(int layer);
     void cleared();
     void cutChanged();
+    // bytesUsed() or droppedBelow() changed.
+    void memoryChanged();
 
 private:
     void truncate(int positions);
+    // Drops the oldest rows until the rows fit the budget; true when any went.
+    bool enforceBudget();
+    // Every layer's and head's row at position m_droppedBelow goes.
+    void dropOldestRows();
 
     int m_nLayer = 0;
     int m_nHead = 0;
     QStringList m_tokens;
     wb::ContextCut m_cut;
-    // m_rows[layer][head][query] = probabilities over keys 0 .. query (empty: not captured).
-    std::map<int, std::vector<std::vector<std::vector<float>>>> m_rows;
+    // m_rows[layer][head][query - m_droppedBelow] = probabilities over keys 0 .. query (empty: not
+    // captured). A deque: the budget drops rows at the front, one position at a time.
+    using HeadRows = std::deque<std::vector<float>>;
+    std::map<int, std::vector<HeadRows>> m_rows;
+    std::map<int, int> m_windows;  // layer -> AttentionEvent::window of its latest rows
+    qint64 m_bytes = 0;
+    qint64 m_budget = kDefaultBudget;
+    int m_droppedBelow = 0;
 };

@@ -419,6 +419,7 @@ void MainWindow::restoreSettings() {
     m_chat->systemPromptEdit()->setPlainText(AppSettings::systemPrompt());
     m_chat->colorByProbabilityBox()->setChecked(AppSettings::colourTokens());
     m_attention->setCaptureAllLayers(AppSettings::captureAllLayers());
+    m_attention->setCaptureBudgetMiB(AppSettings::captureBudgetMiB());
 }
 
 void MainWindow::persistSettings() {
@@ -431,6 +432,7 @@ void MainWindow::persistSettings() {
             [this] { AppSettings::setSystemPrompt(m_chat->systemPromptEdit()->toPlainText()); });
     connect(m_chat->colorByProbabilityBox(), &QCheckBox::toggled, this, [](bool on) { AppSettings::setColourTokens(on); });
     connect(m_attention->captureAllLayersBox(), &QCheckBox::toggled, this, [](bool on) { AppSettings::setCaptureAllLayers(on); });
+    connect(m_attention, &AttentionPanel::captureBudgetChanged, this, [](int mib) { AppSettings::setCaptureBudgetMiB(mib); });
     connect(m_attention, &AttentionPanel::selectionChanged, this, [this](int layer, int) {
         // Before the first model the range is 0..0: that clamped value is not the user's choice.
         if (m_attentionLayerRestored) AppSettings::setAttentionLayer(layer);

@@ -44,6 +44,7 @@ Pair rolePair(Theme::Role role) {
     case R::PromptControl: return {QColor(0xF6, 0xD5, 0x8E), QColor(0x7A, 0x55, 0x10)};
     case R::PromptControlText: return {QColor(0x5A, 0x36, 0x00), QColor(0xFF, 0xE7, 0xB0)};
     case R::PromptInput: return {QColor(0x0B, 0x5C, 0xAD), QColor(0x8C, 0xC4, 0xFF)};
+    case R::OutOfWindowCell: return {QColor(170, 200, 228), QColor(40, 62, 92)};
     }
     return {Qt::gray, Qt::gray};
 }

@@ -61,6 +61,7 @@ public:
         PromptControl,   // a control / special token's box in the Prompt view
         PromptControlText,
         PromptInput,     // text that came from the user's input (not the template) in the Prompt view
+    OutOfWindowCell, // attention map: keys outside a sliding-window layer's window
     };
 
     // Sets the style and palette: System restores what the platform gave at start-up, Light and Dark

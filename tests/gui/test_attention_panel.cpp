@@ -1,7 +1,11 @@
 // Attention panel: given attention events, the colour map holds the probabilities at the right
 // cells (query rows, key columns) in each mode, the axes carry the token text, the map grows a row per
-// generated token, hovering names query, key and probability, and PNG/CSV export write the values.
+// generated token, hovering names query, key and probability, and PNG/CSV export write the values; a
+// sliding-window layer shades the keys outside the window the engine recorded; the memory budget drops
+// the oldest rows and the panel shows the memory the rows take.
+#include <QActionGroup>
 #include <QCheckBox>
+#include <QLabel>
 #include <QSignalSpy>
 #include <QTemporaryDir>
 #include <QtTest>
@@ -148,6 +152,85 @@ private Q_SLOTS:
         QCheckBox* all = panel.findChild<QCheckBox*>();
         all->setChecked(true);
         QVERIFY(spy.last().at(0).value<QVector<int>>().isEmpty());
+    }
+
+    // The window comes with the rows (AttentionEvent::window); the overlay covers exactly the keys the
+    // window masked (query - key >= window), in single-head and grid mode, and the hover says so.
+    void slidingWindowLayerShadesOutOfWindowKeys() {
+        AttentionStore store;
+        AttentionPanel panel(&store);
+        store.setModelShape(4, 3);
+        store.handlePrompt(prompt({"a", "b", "c", "d", "e", "f"}));
+        wb::AttentionEvent e = wb_gui_test::attentionEvent(1, 3, 0, 6, [](int, int q, int k) { return q - k < 2 ? 0.5f : 0.0f; });
+        e.window = 2;
+        store.addEvents({e});
+        store.addEvents({wb_gui_test::attentionEvent(3, 3, 0, 6, value)});  // a global layer: no window
+        QCOMPARE(store.window(1), 2);
+        QCOMPARE(store.window(3), 0);
+        panel.setLayer(1);
+        for (AttentionPanel::Mode mode : {AttentionPanel::Mode::SingleHead, AttentionPanel::Mode::AllHeads}) {
+            panel.setMode(mode);
+            panel.refreshNow();
+            QCPColorMap* overlay = panel.windowMap(mode == AttentionPanel::Mode::AllHeads ? 2 : -1);
+            QVERIFY(overlay && overlay->visible());
+            for (int q = 0; q < 6; ++q)
+                for (int k = 0; k < 6; ++k) {
+                    const bool outside = k <= q && q - k >= 2;
+                    QCOMPARE(!std::isnan(overlay->data()->cell(k, q)), outside);
+                }
+        }
+        panel.setMode(AttentionPanel::Mode::SingleHead);
+        panel.refreshNow();
+        QVERIFY(panel.describeCell(5, 1).contains("outside the sliding window of 2 keys"));
+        QVERIFY(panel.describeCell(5, 4).contains("p = 0.5000"));
+        panel.setLayer(3);
+        panel.refreshNow();
+        QVERIFY(!panel.windowMap()->visible());
+    }
+
+    // Past the budget the oldest rows go (every layer and head at the lowest positions) and the
+    // accounting never exceeds it; a smaller budget from the menu drops rows at once; the label shows it.
+    void budgetDropsTheOldestRows() {
+        AttentionStore store;
+        AttentionPanel panel(&store);
+        store.setModelShape(2, 3);
+        QStringList pieces;
+        for (int i = 0; i < 64; ++i) pieces << QString::number(i);
+        store.handlePrompt(prompt(pieces));
+        store.addEvents({wb_gui_test::attentionEvent(0, 3, 0, 64, value), wb_gui_test::attentionEvent(1, 3, 0, 64, value)});
+        const qint64 all = store.bytesUsed();
+        // 2 layers x 3 heads x (1 + ... + 64) floats and more (slots, allocation headers).
+        QVERIFY(all >= qint64(2 * 3 * (64 * 65 / 2) * sizeof(float)));
+        QCOMPARE(store.droppedBelow(), 0);
+        QVERIFY(panel.memoryLabel()->text().contains("of 256 MiB"));
+
+        store.setBudgetBytes(all / 2);
+        QVERIFY(store.bytesUsed() <= all / 2);
+        const int dropped = store.droppedBelow();
+        QVERIFY(dropped > 0);
+        QVERIFY(store.row(0, 0, dropped - 1) == nullptr);
+        QVERIFY(store.row(1, 2, dropped - 1) == nullptr);
+        QCOMPARE(store.row(0, 1, 63)->at(5), value(1, 63, 5));  // the newest rows are intact
+        QCOMPARE(store.row(1, 0, dropped)->size(), size_t(dropped + 1));
+        // A generated token's rows still fit: older ones make room.
+        store.addEvents({wb_gui_test::attentionEvent(0, 3, 64, 1, value), wb_gui_test::attentionEvent(1, 3, 64, 1, value)});
+        QVERIFY(store.bytesUsed() <= all / 2);
+        QVERIFY(store.row(1, 1, 64) != nullptr);
+        QVERIFY(store.droppedBelow() > dropped);
+        panel.refreshNow();
+        QVERIFY(panel.describeCell(1, 0).contains("dropped (capture memory budget)"));
+
+        QSignalSpy budget(&panel, &AttentionPanel::captureBudgetChanged);
+        QAction* smallest = panel.budgetGroup()->actions().first();
+        QCOMPARE(smallest->data().toInt(), 64);
+        smallest->trigger();
+        QCOMPARE(budget.count(), 1);
+        QCOMPARE(budget.at(0).at(0).toInt(), 64);
+        QCOMPARE(store.budgetBytes(), qint64(64) << 20);
+        QVERIFY(panel.memoryLabel()->text().contains("of 64 MiB"));
+        store.clear();
+        QCOMPARE(store.bytesUsed(), qint64(0));
+        QCOMPARE(store.droppedBelow(), 0);
     }
 
     void exportsPngAndCsv() {
