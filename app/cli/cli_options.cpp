@@ -190,6 +190,10 @@ CliOptions parse_cli(int argc, char** argv) {
     }
     if ((o.command == "tokenize" || o.command == "generate") && !o.prompt_given)
         throw Error(o.command + " needs a prompt: -p TEXT");
+    // Accepted by the shared sampler flags, but only generate and chat draw replies under it (serve
+    // would silently constrain every request, bench and perplexity would ignore it).
+    if (!o.grammar_flag.empty() && o.command != "generate" && o.command != "chat")
+        throw Error(o.grammar_flag + " is for generate and chat; " + o.command + " does not take a grammar");
     if (!o.chat_template_file.empty() && !o.chat_format.empty())
         throw Error("--chat-template and --chat-format exclude each other");
     if (o.command == "template" && o.messages_file.empty())

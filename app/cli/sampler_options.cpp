@@ -69,11 +69,14 @@ std::string read_text_file(const std::string& flag, const std::string& path) {
     return text.str();
 }
 
-// A JSON document given inline starts with '{' (or is true / false); anything else names a file.
+// A JSON document given inline starts with '{' (or is exactly true / false); anything else names a
+// file, "true.json" included.
 std::string schema_text(const std::string& v) {
     const size_t first = v.find_first_not_of(" \t\r\n");
-    if (first != std::string::npos && (v[first] == '{' || v.compare(first, 4, "true") == 0 || v.compare(first, 5, "false") == 0))
-        return v;
+    const size_t last = v.find_last_not_of(" \t\r\n");
+    if (first == std::string::npos) return read_text_file("--json-schema", v);
+    const std::string trimmed = v.substr(first, last - first + 1);
+    if (trimmed[0] == '{' || trimmed == "true" || trimmed == "false") return v;
     return read_text_file("--json-schema", v);
 }
 

@@ -163,7 +163,9 @@ void SamplerChain::reset() {
 void SamplerChain::set_params(const SamplingParams& params) {
     validate(params);
     check_dry_vocab(params, vocab_.get());
-    const bool grammar_changed = params.grammar != (grammar_ ? grammar_->source() : std::string());
+    // Against the text last set, not the grammar in use: after a change mid-reply the old grammar
+    // runs until the reply ends, and the new text must not be parsed again with every token.
+    const bool grammar_changed = params.grammar != params_.grammar;
     std::unique_ptr<GrammarConstraint> new_grammar;
     // Parsed now even when it waits for the next reply, so a malformed grammar is refused at once.
     if (grammar_changed && !params.grammar.empty()) new_grammar = std::make_unique<GrammarConstraint>(params.grammar, vocab_);

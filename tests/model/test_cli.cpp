@@ -144,6 +144,12 @@ private Q_SLOTS:
                                             << "--json-schema: JSON Schema at #: the keyword 'pattern' is not supported";
         QTest::newRow("schema not json") << QStringList{"generate", "-p", "x", "--json-schema", "{\"type\": }"}
                                          << "--json-schema: the JSON Schema is not valid JSON";
+        QTest::newRow("schema file named true") << QStringList{"generate", "-p", "x", "--json-schema", "true.json"}
+                                                << "--json-schema: cannot read 'true.json'";
+        QTest::newRow("grammar for serve") << QStringList{"serve", "--grammar", "root ::= \"a\""}
+                                           << "--grammar is for generate and chat; serve does not take a grammar";
+        QTest::newRow("schema for bench") << QStringList{"bench", "--json-schema", "{}"}
+                                          << "--json-schema is for generate and chat; bench does not take a grammar";
         QTest::newRow("grammar and schema") << QStringList{"generate", "-p", "x", "--grammar", "root ::= \"a\"",
                                                            "--json-schema", "{}"}
                                             << "--json-schema and --grammar were both given";

@@ -150,6 +150,11 @@ private Q_SLOTS:
                                                  << "is left-recursive (a -> c -> a";
         QTest::newRow("top-level newline ends the rule") << "root ::= \"a\"\n  | \"b\"" << "grammar line 2, column 3: expected a rule name, found '|' (a rule goes on over a new line only inside parentheses)";
         QTest::newRow("column counts characters") << "root ::= \"\u00e9\u00e9\" @" << "grammar line 1, column 15: unexpected '@'";
+        // Hostile sizes are refused while parsing, not after exhausting memory or the stack.
+        QTest::newRow("nested 300 deep") << QString("root ::= ") + QString(300, '(') + "\"a\"" + QString(300, ')')
+                                         << "parentheses nested more than 256 deep";
+        QTest::newRow("repetition of repetition") << "root ::= \"a\"{10000}{10000}"
+                                                  << "expands to more than 1000000 elements";
     }
     void malformedGrammarsSayWhere() {
         QFETCH(QString, grammar);
@@ -158,12 +163,39 @@ private Q_SLOTS:
         QVERIFY2(got.contains(message), qPrintable("got: " + got));
     }
 
+    // A long chain of optional rules neither overflows the stack (left-recursion check, expansion)
+    // nor hangs: one level works, three nested levels are a clear error.
+    void longOptionalChainsAreHandled() {
+        GrammarMatcher m(std::make_shared<const Grammar>(parse_gbnf("root ::= (\"a\"?){0,10000} \"b\"")));
+        QVERIFY(m.allows("b"));
+        QVERIFY(!m.allows("c"));
+        // After an "a" each of the 10^4 ways on opens up to 10^4 more: refused, not computed.
+        QVERIFY_THROWS_EXCEPTION(wb::Error, m.allows("ab"));
+        bool refused = false;
+        try {
+            GrammarMatcher three(std::make_shared<const Grammar>(parse_gbnf("root ::= (((\"a\"?){0,100}){0,100}){0,100}")));
+        } catch (const wb::Error& e) {
+            refused = QString(e.what()).contains("too ambiguous");
+        }
+        QVERIFY(refused);
+    }
+
+    // Bytes that decode to a grammar's character only in a non-UTF-8 form (overlong, surrogate,
+    // beyond U+10FFFF) are refused whole, as byte by byte through the trie.
+    void invalidUtf8NeverMatches() {
+        GrammarMatcher m(std::make_shared<const Grammar>(parse_gbnf("root ::= [^a] \"!\"")));
+        for (const char* bad : {"\xC0\xA2", "\xC1\xBB", "\xE0\x80\xA2", "\xED\xA0\x80", "\xF4\x90\x80\x80"})
+            QVERIFY2(!m.allows(bad), qPrintable(QByteArray(bad).toHex()));
+        QVERIFY(m.allows("\xC3\xA9!"));
+    }
+
     // The trie must allow exactly the pieces that checking each one alone allows, in every state
     // along a text (including states inside a UTF-8 character).
     void trieAgreesWithEachPieceAlone() {
         std::vector<std::string> pieces = {"{", "{\"", "\"", "\":", ":", " ", "  ", "1", "12", "123", "a", "ab",
                                            "abc", "}", "\"}", ",", ", \"", "true", "tr", "x", "\u00e9", "\xC3",
-                                           "\xA9", "é!", "", "\n", "\"a", "a\"", "\xE4\xB8", "\xAD"};
+                                           "\xA9", "é!", "", "\n", "\"a", "a\"", "\xE4\xB8", "\xAD",
+                                           "\xC0\xA2", "\xC1\xBB"};
         VocabTrie trie(pieces);
         GrammarMatcher m(std::make_shared<const Grammar>(parse_gbnf(kJsonish)));
         for (const std::string& step : {"", "{", "\"", "ab", "\":", " ", "12", ",", " \"", "x\":", "\"", "\xC3"}) {

@@ -67,6 +67,16 @@ private Q_SLOTS:
         QTest::newRow("bare object") << "{\"type\":\"object\"}" << "{\"k\":[1]}" << true;
         QTest::newRow("bare object not array") << "{\"type\":\"object\"}" << "[1]" << false;
         QTest::newRow("maxLength") << "{\"type\":\"string\",\"maxLength\":3}" << "\"abcd\"" << false;
+        // A property named like a generated member rule ("m1") is still its own member.
+        const char* m1 = "{\"type\":\"object\",\"properties\":{\"a\":{\"type\":\"string\"},\"m1\":{\"enum\":[\"x\"]}}}";
+        QTest::newRow("property m1") << m1 << "{\"a\":\"q\",\"m1\":\"x\"}" << true;
+        QTest::newRow("property m1 without key") << m1 << "{\"a\":\"q\"\"x\"}" << false;
+        QTest::newRow("maxItems without items") << "{\"type\":\"array\",\"maxItems\":2}" << "[1,\"a\",3]" << false;
+        QTest::newRow("maxItems without items ok") << "{\"type\":\"array\",\"maxItems\":2}" << "[1,\"a\"]" << true;
+        QTest::newRow("closed object without properties") << "{\"type\":\"object\",\"additionalProperties\":false}"
+                                                          << "{\"a\":1}" << false;
+        QTest::newRow("closed empty object") << "{\"type\":\"object\",\"additionalProperties\":false}" << "{}" << true;
+        QTest::newRow("enum with a type label") << "{\"type\":\"string\",\"enum\":[\"a\",\"b\"]}" << "\"b\"" << true;
     }
     void documentsMatchTheirSchema() {
         QFETCH(QString, schema);
@@ -89,6 +99,16 @@ private Q_SLOTS:
                                           << "required names '\"b\"'";
         QTest::newRow("not json") << "{\"type\":" << "the JSON Schema is not valid JSON";
         QTest::newRow("unknown type") << "{\"type\":\"date\"}" << "unknown type 'date'";
+        // A constraint beside a keyword that decides the value alone would be dropped: refused.
+        QTest::newRow("required beside oneOf")
+            << "{\"properties\":{\"a\":{}},\"required\":[\"a\"],\"oneOf\":[{\"type\":\"object\"}]}"
+            << "'properties' beside 'oneOf' is not supported";
+        QTest::newRow("type beside $ref") << "{\"$defs\":{\"x\":{}},\"type\":\"string\",\"$ref\":\"#/$defs/x\"}"
+                                         << "'type' beside '$ref' is not supported";
+        QTest::newRow("maxLength beside enum") << "{\"enum\":[\"a\"],\"maxLength\":3}" << "'maxLength' beside 'enum'";
+        std::string deep = "true";
+        for (int i = 0; i < 100; ++i) deep = "{\"items\":" + deep + "}";
+        QTest::newRow("nested 100 deep") << QString::fromStdString(deep) << "nested more than 64 levels deep";
     }
     void unsupportedSchemasAreNamed() {
         QFETCH(QString, schema);

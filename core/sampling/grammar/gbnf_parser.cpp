@@ -1,7 +1,7 @@
 // GBNF text -> Grammar. A recursive-descent parser over the bytes of the text; rules are collected as
 // lists of alternatives first (a group met inside an alternative becomes a rule of its own before the
 // alternative ends) and laid out flat at the end, when every reference can be checked.
-#include <functional>
+#include <algorithm>
 #include <map>
 
 #include "sampling/grammar/gbnf.h"
@@ -47,12 +47,21 @@ GrammarElem ref_elem(int32_t rule) {
 
 // Repetition counts beyond this are almost certainly a typo and would make a huge grammar.
 constexpr int kMaxRepeat = 10000;
+// Limits that keep a hostile grammar from exhausting memory or the stack while it is parsed: a
+// person's grammar stays far below each.
+constexpr size_t kMaxText = 4u << 20;             // bytes of GBNF text
+constexpr size_t kMaxElements = 1000000;          // elements after repetitions are expanded
+constexpr size_t kMaxRules = 100000;              // rules, generated ones included
+constexpr int kMaxNesting = 256;                  // parentheses inside parentheses
 
 class GbnfParser {
 public:
     explicit GbnfParser(const std::string& text) : s_(text) {}
 
     Grammar parse() {
+        if (s_.size() > kMaxText)
+            throw Error("grammar: the text is " + std::to_string(s_.size()) + " bytes, over the limit of " +
+                        std::to_string(kMaxText));
         skip_space(true);
         while (pos_ < s_.size()) {
             parse_rule();
@@ -104,6 +113,8 @@ private:
     int32_t rule_index(const std::string& name, size_t used_at) {
         auto it = index_.find(name);
         if (it != index_.end()) return it->second;
+        if (rules_.size() >= kMaxRules)
+            fail(used_at, "the grammar has more than " + std::to_string(kMaxRules) + " rules (repetitions included)");
         const int32_t id = static_cast<int32_t>(rules_.size());
         rules_.push_back(DraftRule{name, {}, false, used_at});
         index_[name] = id;
@@ -176,10 +187,13 @@ private:
                 seq.push_back(ref_elem(rule_index(parse_name(), at)));
             } else if (c == '(') {
                 const size_t open = pos_++;
+                if (++nesting_ > kMaxNesting)
+                    fail(open, "parentheses nested more than " + std::to_string(kMaxNesting) + " deep");
                 skip_space(true);
                 std::vector<Sequence> alts = parse_alternatives(rule, true);
                 if (peek() != ')') fail(open, "unbalanced parentheses: this '(' has no matching ')'");
                 ++pos_;
+                --nesting_;
                 seq.push_back(ref_elem(generated_rule(rule, std::move(alts))));
             } else if (c == '*' || c == '+' || c == '?' || c == '{') {
                 if (last_item == std::string::npos) fail(pos_, std::string("'") + c + "' has nothing to repeat");
@@ -307,6 +321,12 @@ private:
             if (max >= 0 && max < min) fail(at, "bad repetition: the maximum is below the minimum");
         }
         const Sequence item(seq.begin() + static_cast<std::ptrdiff_t>(from), seq.end());
+        // Repetitions of repetitions multiply ("a"{10000}{10000} is 10^8 elements).
+        const size_t copies = size_t(max < 0 ? min + 1 : max);
+        if (item.size() * copies > kMaxElements - std::min(elements_, kMaxElements))
+            fail(at, "the grammar expands to more than " + std::to_string(kMaxElements) +
+                         " elements (nested repetitions multiply)");
+        elements_ += item.size() * copies;
         seq.resize(from);
         for (int i = 0; i < min; ++i) seq.insert(seq.end(), item.begin(), item.end());
         if (max < 0) {
@@ -336,6 +356,8 @@ private:
     std::vector<DraftRule> rules_;
     std::map<std::string, int32_t> index_;
     std::map<std::string, int> generated_;
+    int nesting_ = 0;
+    size_t elements_ = 0;
 };
 
 // Rules that can match the empty string (a fixpoint over the alternatives).
@@ -370,31 +392,41 @@ void refuse_left_recursion(const std::vector<DraftRule>& rules) {
                 first[r].push_back(e.rule);
                 if (!nullable[static_cast<size_t>(e.rule)]) break;
             }
+    // Depth-first over the "first" edges with an explicit stack (a chain of 10^5 rules must not
+    // exhaust the call stack); a rule met again while it is on the path closes a cycle.
     std::vector<int> state(rules.size(), 0);  // 0 unvisited, 1 on the path, 2 done
-    std::vector<int32_t> path;
-    std::function<void(int32_t)> visit = [&](int32_t r) {
-        state[static_cast<size_t>(r)] = 1;
-        path.push_back(r);
-        for (int32_t next : first[static_cast<size_t>(r)]) {
+    std::vector<std::pair<int32_t, size_t>> path;  // rule, next edge to follow
+    for (size_t start = 0; start < rules.size(); ++start) {
+        if (state[start] != 0) continue;
+        state[start] = 1;
+        path.push_back({static_cast<int32_t>(start), 0});
+        while (!path.empty()) {
+            auto& [r, edge] = path.back();
+            const std::vector<int32_t>& edges = first[static_cast<size_t>(r)];
+            if (edge == edges.size()) {
+                state[static_cast<size_t>(r)] = 2;
+                path.pop_back();
+                continue;
+            }
+            const int32_t next = edges[edge++];
             if (state[static_cast<size_t>(next)] == 1) {
                 std::string cycle;
                 bool on = false;
-                for (int32_t p : path) {
-                    on = on || p == next;
-                    if (on) cycle += rules[static_cast<size_t>(p)].name + " -> ";
+                for (const auto& step : path) {
+                    on = on || step.first == next;
+                    if (on) cycle += rules[static_cast<size_t>(step.first)].name + " -> ";
                 }
                 throw Error("grammar: rule '" + rules[static_cast<size_t>(next)].name +
                             "' is left-recursive (" + cycle + rules[static_cast<size_t>(next)].name +
                             " without consuming a character); write it with repetition instead, e.g. "
                             "list ::= item (\",\" item)*");
             }
-            if (state[static_cast<size_t>(next)] == 0) visit(next);
+            if (state[static_cast<size_t>(next)] == 0) {
+                state[static_cast<size_t>(next)] = 1;
+                path.push_back({next, 0});
+            }
         }
-        path.pop_back();
-        state[static_cast<size_t>(r)] = 2;
-    };
-    for (size_t r = 0; r < rules.size(); ++r)
-        if (state[r] == 0) visit(static_cast<int32_t>(r));
+    }
 }
 
 Grammar GbnfParser::finish() {
@@ -453,6 +485,11 @@ Utf8Partial decode_utf8(const std::string& bytes, Utf8Partial st, std::vector<ui
             if ((b & 0xC0) != 0x80) return Utf8Partial{0, -1, 0};
             st.value = (st.value << 6) | (b & 0x3Fu);
             if (--st.remain == 0) {
+                // Not UTF-8: an overlong form ("\xC1\xBB" for '{'), a surrogate, or beyond U+10FFFF.
+                static constexpr uint32_t kFirstOfLength[5] = {0, 0, 0x80, 0x800, 0x10000};
+                if (st.value < kFirstOfLength[st.length] || (st.value >= 0xD800 && st.value <= 0xDFFF) ||
+                    st.value > 0x10FFFF)
+                    return Utf8Partial{0, -1, 0};
                 out.push_back(st.value);
                 st.value = 0;
             }

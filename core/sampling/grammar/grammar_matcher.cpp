@@ -1,6 +1,7 @@
 #include "sampling/grammar/grammar_matcher.h"
 
 #include <algorithm>
+#include <string>
 
 #include "util/error.h"
 
@@ -22,37 +23,56 @@ void GrammarMatcher::reset() {
     normalise(state_.stacks);
 }
 
+// More ways to go on than this at one character is no grammar a person wrote ((("a"?){0,9999}){0,9999}
+// would be 10^8): an error rather than a hang.
+constexpr size_t kMaxStacks = size_t(1) << 16;
+
+[[noreturn]] static void too_ambiguous() {
+    throw Error("the grammar is too ambiguous: more than " + std::to_string(kMaxStacks) +
+                " ways to continue at one character (nested optional repetitions multiply)");
+}
+
 // Pops finished alternatives and replaces a rule reference on top by each of the rule's
 // alternatives, until every stack has a character element on top (or is empty: a finished parse).
-// Terminates because the parser refuses left recursion.
-void GrammarMatcher::expand(Stack stack, std::vector<Stack>& out) const {
+// Terminates because the parser refuses left recursion; a work list, not recursion, so a long chain
+// of optional rules cannot exhaust the call stack.
+void GrammarMatcher::expand(Stack start, std::vector<Stack>& out) const {
     const std::vector<GrammarElem>& elems = grammar_->elems;
-    for (;;) {
-        if (stack.empty()) {
-            out.push_back(std::move(stack));
-            return;
-        }
-        const int32_t top = stack.back();
-        const GrammarElem& e = elems[static_cast<size_t>(top)];
-        if (e.kind == GRAMMAR_END) {
+    std::vector<Stack> todo;
+    todo.push_back(std::move(start));
+    size_t made = 0;
+    while (!todo.empty()) {
+        Stack stack = std::move(todo.back());
+        todo.pop_back();
+        for (;;) {
+            if (stack.empty()) {
+                out.push_back(std::move(stack));
+                break;
+            }
+            const int32_t top = stack.back();
+            const GrammarElem& e = elems[static_cast<size_t>(top)];
+            if (e.kind == GRAMMAR_END) {
+                stack.pop_back();
+                continue;
+            }
+            if (e.kind != GRAMMAR_RULE_REF) {
+                out.push_back(std::move(stack));
+                break;
+            }
             stack.pop_back();
-            continue;
+            // A reference that ends its alternative leaves nothing to come back to: not pushing it keeps
+            // stacks of right-recursive rules (x ::= "a" x | ...) from growing with the text.
+            if (elems[static_cast<size_t>(top) + 1].kind != GRAMMAR_END) stack.push_back(top + 1);
+            const std::vector<int32_t>& alts = grammar_->rules[static_cast<size_t>(e.rule)].alts;
+            for (size_t i = 0; i + 1 < alts.size(); ++i) {
+                Stack branch = stack;
+                branch.push_back(alts[i]);
+                todo.push_back(std::move(branch));
+                if (++made > kMaxStacks) too_ambiguous();
+            }
+            stack.push_back(alts.back());
         }
-        if (e.kind != GRAMMAR_RULE_REF) {
-            out.push_back(std::move(stack));
-            return;
-        }
-        stack.pop_back();
-        // A reference that ends its alternative leaves nothing to come back to: not pushing it keeps
-        // stacks of right-recursive rules (x ::= "a" x | ...) from growing with the text.
-        if (elems[static_cast<size_t>(top) + 1].kind != GRAMMAR_END) stack.push_back(top + 1);
-        const std::vector<int32_t>& alts = grammar_->rules[static_cast<size_t>(e.rule)].alts;
-        for (size_t i = 0; i + 1 < alts.size(); ++i) {
-            Stack branch = stack;
-            branch.push_back(alts[i]);
-            expand(std::move(branch), out);
-        }
-        stack.push_back(alts.back());
+        if (out.size() > kMaxStacks) too_ambiguous();
     }
 }
 

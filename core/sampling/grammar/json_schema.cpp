@@ -7,6 +7,7 @@
 #include <map>
 #include <nlohmann/json.hpp>
 #include <set>
+#include <tuple>
 
 #include "util/error.h"
 
@@ -18,10 +19,10 @@ using json = nlohmann::ordered_json;
 
 // The building blocks, by rule name.
 const std::map<std::string, std::string> kPrimitives = {
-    {"ws", "( \" \" | \"\\n\" [ \\t]{0,20} )?"},
+    {"ws", "[ \\t\\n]{0,8}"},
     {"json-char", "[^\"\\\\\\x00-\\x1F] | \"\\\\\" ( [\"\\\\/bfnrt] | \"u\" [0-9a-fA-F]{4} )"},
     {"json-string", "\"\\\"\" json-char* \"\\\"\" ws"},
-    {"json-int", "\"-\"? ( \"0\" | [1-9] [0-9]{0,15} )"},
+    {"json-int", "\"-\"? ( [1-9] [0-9]{0,18} | \"0\" )"},
     {"json-integer", "json-int ws"},
     {"json-number", "json-int ( \".\" [0-9]+ )? ( [eE] [-+]? [0-9]+ )? ws"},
     {"json-boolean", "( \"true\" | \"false\" ) ws"},
@@ -100,8 +101,35 @@ private:
         return name;
     }
 
+    // $ref, const, enum and the combinators decide the value alone: a constraint beside them would
+    // be dropped without a word, so it is refused (a "type" beside const or enum is only a label).
+    static void refuse_ignored_siblings(const json& s, const std::string& where) {
+        static const char* kDeciding[] = {"$ref", "const", "enum", "anyOf", "oneOf", "allOf"};
+        static const char* kConstraints[] = {"type", "properties", "required", "additionalProperties", "items",
+                                             "minItems", "maxItems", "minLength", "maxLength"};
+        for (const char* d : kDeciding) {
+            if (!s.contains(d)) continue;
+            const bool label_ok = std::string(d) == "const" || std::string(d) == "enum";
+            for (const char* c : kConstraints)
+                if (s.contains(c) && !(label_ok && std::string(c) == "type"))
+                    fail(where, std::string("'") + c + "' beside '" + d + "' is not supported (move it into " +
+                                    (label_ok ? "the values" : "each alternative") + ")");
+            for (const char* other : kDeciding)
+                if (other != d && s.contains(other))
+                    fail(where, std::string("'") + d + "' and '" + other + "' together are not supported");
+            return;
+        }
+    }
+
     // A rule for the schema s; returns its name (the name may be a shared primitive).
     std::string visit(const json& s, const std::string& want, const std::string& where) {
+        // Nesting as deep as this is no schema a person wrote; it would only exhaust the stack.
+        struct Depth {
+            int& d;
+            explicit Depth(int& d_) : d(d_) { ++d; }
+            ~Depth() { --d; }
+        } depth(depth_);
+        if (depth_ > 64) fail(where, "the schema is nested more than 64 levels deep");
         if (s.is_boolean()) {
             if (!s.get<bool>()) fail(where, "the schema false allows no value");
             return primitive("json-value");
@@ -116,6 +144,7 @@ private:
                             "additionalProperties: false, items, minItems, maxItems, minLength, maxLength, enum, "
                             "const, anyOf, oneOf, $ref)");
         }
+        refuse_ignored_siblings(s, where);
         if (s.contains("$ref")) return reference(s["$ref"], where);
         if (s.contains("const")) return literal_rule({s["const"]}, want);
         if (s.contains("enum")) {
@@ -134,8 +163,11 @@ private:
             return define(want, join(alts, " | "));
         }
         if (!s.contains("type")) {
-            if (s.contains("properties")) return object_rule(s, want, where);
-            if (s.contains("items")) return array_rule(s, want, where);
+            for (const char* k : {"properties", "required", "additionalProperties"})
+                if (s.contains(k)) return object_rule(s, want, where);
+            for (const char* k : {"items", "minItems", "maxItems"})
+                if (s.contains(k)) return array_rule(s, want, where);
+            if (s.contains("minLength") || s.contains("maxLength")) return string_rule(s, want, where);
             return primitive("json-value");
         }
         const json& type = s["type"];
@@ -159,8 +191,13 @@ private:
         if (t == "integer") return primitive("json-integer");
         if (t == "boolean") return primitive("json-boolean");
         if (t == "null") return primitive("json-null");
-        if (t == "object") return s.contains("properties") ? object_rule(s, want, where) : primitive("json-object");
-        if (t == "array") return s.contains("items") ? array_rule(s, want, where) : primitive("json-array");
+        if (t == "object")
+            return s.contains("properties") || s.contains("required") || s.contains("additionalProperties")
+                       ? object_rule(s, want, where)
+                       : primitive("json-object");
+        if (t == "array")
+            return s.contains("items") || s.contains("minItems") || s.contains("maxItems") ? array_rule(s, want, where)
+                                                                                          : primitive("json-array");
         fail(where, "unknown type '" + t + "'");
     }
 
@@ -207,7 +244,8 @@ private:
     std::string array_rule(const json& s, const std::string& want, const std::string& where) {
         const int lo = std::max(count(s, "minItems", where), 0), hi = count(s, "maxItems", where);
         if (hi >= 0 && hi < lo) fail(where, "maxItems is below minItems");
-        const std::string item = visit(s["items"], want + "-item", where + "/items");
+        const std::string item =
+            s.contains("items") ? visit(s["items"], want + "-item", where + "/items") : primitive("json-value");
         primitive("ws");
         std::string body;
         if (hi == 0) {
@@ -222,7 +260,8 @@ private:
     std::string object_rule(const json& s, const std::string& want, const std::string& where) {
         if (s.contains("additionalProperties") && s["additionalProperties"] != json(false))
             fail(where, "additionalProperties other than false is not supported (the object has exactly its properties)");
-        const json& props = s["properties"];
+        static const json kNoProperties = json::object();
+        const json& props = s.contains("properties") ? s["properties"] : kNoProperties;
         if (!props.is_object()) fail(where, "properties must be an object");
         std::set<std::string> required;
         if (s.contains("required")) {
@@ -251,9 +290,11 @@ private:
     std::string members(const std::string& obj, const std::vector<std::string>& kv, const std::vector<bool>& must,
                         size_t i, bool first) {
         if (i == kv.size()) return "";
-        const std::string name = obj + "-m" + std::to_string(i) + (first ? "-first" : "");
-        if (rules_.count(name)) return name;
-        rules_[name] = "";
+        // Memoised by position, named like no other rule (a property may be called "m1").
+        const auto key = std::make_tuple(obj, i, first);
+        if (auto known = members_.find(key); known != members_.end()) return known->second;
+        const std::string name = unique_name(obj + "-m" + std::to_string(i) + (first ? "-first" : ""));
+        members_[key] = name;
         const std::string rest = members(obj, kv, must, i + 1, false);
         const std::string take = std::string(first ? "" : "\",\" ws ") + kv[i] + (rest.empty() ? "" : " " + rest);
         std::string body = take;
@@ -293,6 +334,8 @@ private:
     const json& root_;
     std::map<std::string, std::string> rules_;
     std::map<std::string, std::string> refs_;
+    std::map<std::tuple<std::string, size_t, bool>, std::string> members_;
+    int depth_ = 0;
 };
 
 }  // namespace
