@@ -101,7 +101,8 @@ void GenerationQueue::shutdown() {
     cv_.notify_all();
     for (auto& job : dropped) {
         GenerateResult r;
-        r.reason = StopReason::STOPPED;
+        r.reason = StopReason::ERROR;  // never started: its client gets an error, not an empty reply
+        r.error = "the server is shutting down";
         job->finish(r);
     }
 }

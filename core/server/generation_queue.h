@@ -78,7 +78,8 @@ public:
     // after shutdown().
     bool submit(std::shared_ptr<Job> job);
     // Cancels what runs (it stops after its current token or prompt batch) and finishes what waits
-    // as STOPPED, so the HTTP threads waiting on them return at once; later submits are refused.
+    // as ERROR ("shutting down"), so the HTTP threads waiting on them return at once; later submits
+    // are refused.
     void shutdown();
     bool stopping() const;
 

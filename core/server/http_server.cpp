@@ -226,11 +226,13 @@ void HttpServer::handle_completion(const std::string& body, Endpoint endpoint, h
             throw ApiError(404, "the model '" + r.model + "' does not exist; this server serves '" + options_.model_id + "'",
                            "invalid_request_error", "model", "model_not_found");
         std::shared_ptr<Job> job = make_job(r);
-        if (queue_->stopping())
-            throw ApiError(503, "the server is shutting down", "server_error", {}, "shutting_down");
-        if (!queue_->submit(job))
+        const ApiError stopping(503, "the server is shutting down", "server_error", {}, "shutting_down");
+        if (queue_->stopping()) throw stopping;
+        if (!queue_->submit(job)) {
+            if (queue_->stopping()) throw stopping;  // it began between the check and the submit
             throw ApiError(429, "the queue is full (" + std::to_string(queue_->capacity()) +
                                     " requests waiting); retry later", "rate_limit_error", {}, "queue_full");
+        }
         const ResponseMeta meta{endpoint, new_id(endpoint), unix_now(), options_.model_id};
         res.set_header("Cache-Control", "no-cache");
         const bool usage = r.include_usage;
@@ -246,7 +248,8 @@ void HttpServer::handle_completion(const std::string& body, Endpoint endpoint, h
             // "charset" keeps httplib from compressing it: a compressor would hold back the keep-alive spaces.
             res.set_chunked_content_provider(
                 "application/json; charset=utf-8",
-                [job, meta](size_t, httplib::DataSink& sink) { return respond_whole(*job, meta, sink); }, release);
+                [this, job, meta](size_t, httplib::DataSink& sink) { return respond_whole(*job, meta, sink); },
+                release);
     } catch (const ApiError& e) {
         send_error(res, e);
     }
@@ -256,7 +259,14 @@ void HttpServer::handle_completion(const std::string& body, Endpoint endpoint, h
 // goes out every half second (JSON allows whitespace before the value): a write that fails means the
 // client has gone, and the job is cancelled as a streamed one would be. The status is 200 by then, so
 // a generation that fails (a backend error) answers with OpenAI's error object in a 200 body.
-bool HttpServer::respond_whole(Job& job, const ResponseMeta& meta, httplib::DataSink& sink) {
+std::string HttpServer::failure_of(const GenerateResult& g) const {
+    if (g.reason == StopReason::ERROR) return g.error;
+    if (g.reason == StopReason::STOPPED && queue_->stopping())
+        return "the server shut down before the reply was complete";
+    return {};
+}
+
+bool HttpServer::respond_whole(Job& job, const ResponseMeta& meta, httplib::DataSink& sink) const {
     std::vector<StreamToken> tokens;
     while (!job.wait(tokens, milliseconds(500)))
         if (!write(sink, " ")) {
@@ -265,8 +275,8 @@ bool HttpServer::respond_whole(Job& job, const ResponseMeta& meta, httplib::Data
         }
     const GenerateResult& g = job.result();
     std::string body;
-    if (g.reason == StopReason::ERROR) {
-        body = error_json(ApiError(500, g.error, "server_error"));
+    if (const std::string failure = failure_of(g); !failure.empty()) {
+        body = error_json(ApiError(500, failure, "server_error"));
     } else {
         std::vector<TokenLogprob> lps;
         for (StreamToken& t : tokens) lps.push_back(std::move(t.logprob));
@@ -315,8 +325,8 @@ bool HttpServer::stream(Job& job, const ResponseMeta& meta, bool include_usage, 
         }
     }
     const GenerateResult& g = job.result();
-    if (g.reason == StopReason::ERROR) {
-        if (!write(sink, sse_event(error_json(ApiError(500, g.error, "server_error"))))) return gone();
+    if (const std::string failure = failure_of(g); !failure.empty()) {
+        if (!write(sink, sse_event(error_json(ApiError(500, failure, "server_error"))))) return gone();
     } else {
         // Text held back at the end (a partial stop string that never completed, an unfinished character).
         ChunkContent last;

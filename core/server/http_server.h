@@ -48,7 +48,9 @@ public:
 private:
     void routes();
     void handle_completion(const std::string& body, Endpoint endpoint, httplib::Response& res);
-    static bool respond_whole(Job& job, const ResponseMeta& meta, httplib::DataSink& sink);
+    bool respond_whole(Job& job, const ResponseMeta& meta, httplib::DataSink& sink) const;
+    // The error a finished job answers with: its own, or, for a reply the shutdown cut short, that.
+    std::string failure_of(const GenerateResult& g) const;
     bool stream(Job& job, const ResponseMeta& meta, bool include_usage, httplib::DataSink& sink);
     std::shared_ptr<Job> make_job(const CompletionRequest& r) const;
 

@@ -313,8 +313,8 @@ private slots:
     }
 
     // A chat prompt is encoded in pieces (template text with specials, the user's text without).
-    // Cut between a special token's line break and the message, the pieces must give the ids of the
-    // whole text: on Phi-3 the whitespace a special token eats runs on into the user's piece.
+    // Cut after a special token's line break and before the next marker, the pieces must give the
+    // ids of the whole text: on Phi-3 the whitespace a special token eats runs on into the user's piece.
     void pieces_give_the_ids_of_the_whole_text() {
         Vocab* v = nullptr;
         current(v);
@@ -323,9 +323,12 @@ private slots:
         for (const Case& c : v->cases) {
             const size_t nl = c.text.find(">\n");
             if (nl == std::string::npos) continue;
+            // The user's text runs to the next marker and is not parsed for specials, as in a prompt.
+            const size_t next = std::min(c.text.find("<|", nl + 2), c.text.size());
             const std::string_view whole(c.text);
             const std::vector<wb::Tokenizer::Piece> pieces = {{whole.substr(0, nl + 2), true},
-                                                              {whole.substr(nl + 2), true}};
+                                                              {whole.substr(nl + 2, next - nl - 2), false},
+                                                              {whole.substr(next), true}};
             ++checked;
             const Ids got = v->tok->encode_pieces(pieces, false);
             if (got == c.ids_special) continue;

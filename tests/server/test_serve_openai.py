@@ -332,6 +332,7 @@ def main():
     def sigterm_ends_running_generations():
         # SIGTERM cancels the running reply (and what waits) instead of waiting for it to complete:
         # a 448-token reply stopped after its first tokens has far fewer, and the server exits 0.
+        # Neither the cut reply nor the one still waiting may look like a complete one.
         own = Server("--parallel", "1", "--queue", "4")
         stream = chat(own.client(), own.model, stream=True, max_tokens=CTX - 64, extra_body={"ignore_eos": True})
         it = iter(stream)
@@ -339,17 +340,35 @@ def main():
         for _ in range(3):
             next(it)
             n += 1
+        waiting = {}
+
+        def queued():
+            body = json.dumps({"messages": [{"role": "user", "content": PROMPT}], "max_tokens": 4}).encode()
+            waiting["reply"] = own.raw("POST", "/v1/chat/completions", body)
+        waiter = threading.Thread(target=queued)
+        waiter.start()
+        t0 = time.time()
+        while own.metric("whitebox_queue_waiting") < 1:
+            assert time.time() - t0 < 10, "the second request did not wait in the queue"
+            time.sleep(0.05)
         t0 = time.time()
         own.proc.terminate()
         rc = own.proc.wait(timeout=60)
         elapsed = time.time() - t0
+        finished, error = False, ""
         try:
-            for _ in it:
+            for chunk in it:
                 n += 1
-        except Exception:  # noqa: BLE001 - the connection may end without a last event; the count is what matters
-            pass
+                finished = finished or any(c.finish_reason for c in chunk.choices)
+        except Exception as e:  # noqa: BLE001 - an error event (or a closed connection) ends the stream
+            error = str(e)
+        waiter.join(timeout=30)
         assert rc == 0, f"serve exited with {rc}: {''.join(own.log)}"
         assert n < 100, f"the reply ran on for {n} chunks ({elapsed:.1f} s) after SIGTERM"
+        assert not finished, f"the cut reply ended with a finish_reason, as if complete ({error})"
+        status, reply = waiting["reply"]
+        assert isinstance(reply, dict) and "shutting down" in reply.get("error", {}).get("message", ""), \
+            f"the queued request got {status}: {reply}"
 
     def refuses_open_host_without_key():
         # A name that starts like a loopback address may resolve anywhere: only addresses count.
