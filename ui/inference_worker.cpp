@@ -180,9 +180,10 @@ void InferenceWorker::continueChat(quint64 requestId, const ChatMessages& messag
         // so far become the next round's given start. A round that adds nothing (no turn was left to
         // drop) ends it with context_full.
         bool forceTrim = policy >= 0 && summary.policy == wb::ContextPolicy::TRIM;
+        const size_t given = reply.size();
         for (;;) {
             wb::GenerateResult r;
-            if (!generateOnce(requestId, messages, reply, forceTrim, summary, &r)) break;
+            if (!generateOnce(requestId, messages, reply, forceTrim, summary, &r, int32_t(reply.size() - given))) break;
             if (summary.policy != wb::ContextPolicy::TRIM || r.reason != wb::StopReason::CONTEXT_FULL || r.tokens.empty()) break;
             reply.insert(reply.end(), r.tokens.begin(), r.tokens.end());
             forceTrim = true;

@@ -112,8 +112,10 @@ private:
     void useTemplate(wb::ChatTemplate t, const ChatTemplateSetting& setting);
     // One generation of the reply after `forced` (inference_worker_context.cpp); false when the prompt
     // was refused (summary says why). *r is the engine's result.
+    // made: reply tokens this request already produced in earlier rounds (they count against
+    // max_tokens). False when the round did not run (refused, or nothing left to do).
     bool generateOnce(quint64 requestId, const ChatMessages& messages, const std::vector<int32_t>& forced, bool forceTrim,
-                      GenerationSummary& summary, wb::GenerateResult* r);
+                      GenerationSummary& summary, wb::GenerateResult* r, int32_t made = 0);
     // The messages a request sends under TRIM: the system messages and those from m_trimFrom on,
     // minus the fewest old turns more when they and a reply do not fit (or when `force`); a cut is
     // sent (contextCut) and added to the summary.

@@ -61,7 +61,7 @@ ChatMessages InferenceWorker::trimmed(quint64 requestId, const ChatMessages& mes
 }
 
 bool InferenceWorker::generateOnce(quint64 requestId, const ChatMessages& all, const std::vector<int32_t>& forced,
-                                   bool forceTrim, GenerationSummary& summary, wb::GenerateResult* r) {
+                                   bool forceTrim, GenerationSummary& summary, wb::GenerateResult* r, int32_t made) {
     const wb::Model& m = *m_model;
     const wb::ContextPolicy policy = summary.policy;
     const ChatMessages messages =
@@ -80,6 +80,17 @@ bool InferenceWorker::generateOnce(quint64 requestId, const ChatMessages& all, c
     // a continued reply (forced) is the engine's to cut.
     const int mustFitTokens = policy == wb::ContextPolicy::SHIFT ? int(buildPrompt(mustFit(messages, policy)).ids.size())
                                                                  : int(ids.size());
+    // A continued reply that no longer fits (no old turn was left to drop) ends as full, as the
+    // round before it did; the earlier rounds' tokens use up max_tokens.
+    wb::SamplingParams round = m_live.get();
+    round.max_tokens -= made;
+    const bool full = policy != wb::ContextPolicy::SHIFT && int(ids.size()) >= m_session->n_ctx();
+    if (!forced.empty() && (full || round.max_tokens <= 0)) {
+        summary.text = QString::fromStdString(forcedText);
+        summary.reason = full ? wb::StopReason::CONTEXT_FULL : wb::StopReason::MAX_TOKENS;
+        summary.error.clear();
+        return false;
+    }
     if (forced.empty() && !context_budget::fits(mustFitTokens, m_session->n_ctx())) {
         summary.reason = wb::StopReason::ERROR;
         summary.promptTooLong = true;
@@ -107,7 +118,10 @@ bool InferenceWorker::generateOnce(quint64 requestId, const ChatMessages& all, c
     if (std::find(config.layer_is_swa.begin(), config.layer_is_swa.end(), true) != config.layer_is_swa.end())
         inspect.modelWindow = config.sliding_window;
     WorkerObserver observer(*this, requestId, captureSpec(), inspect);
-    *r = m_session->generate(ids, m_live, &observer);
+    // Later rounds run on a copy that holds what is left of max_tokens (a change made meanwhile in the
+    // Sampling panel reaches the next round, not this one); the first round is live as always.
+    const wb::LiveSamplingParams remaining(round);
+    *r = m_session->generate(ids, made > 0 ? remaining : m_live, &observer);
     observer.flush();
     summary.text = QString::fromStdString(forcedText + r->text);
     summary.reason = r->reason;

@@ -146,6 +146,30 @@ private Q_SLOTS:
         checkPanelsShow(w, wb::ContextPolicy::TRIM);
     }
 
+    // Under Trim, a reply continued after old turns are dropped keeps to max_tokens over all its
+    // rounds, and one that fills the context with no turn left to drop ends as full, not as an error.
+    void trimContinuesWithinMaxTokensAndEndsFull() {
+        Window w;
+        load(w, wb::ContextPolicy::TRIM, 48);
+        send(w, turnText(0));
+        send(w, turnText(1));
+        setMaxTokens(w, 150);  // the third reply fills the context, is trimmed and continued
+        QSignalSpy cuts(&w.controller, &ChatController::contextCut);
+        send(w, turnText(2));
+        {
+            const auto& m = w.controller.conversation().messages;
+            QVERIFY(cuts.count() >= 1);
+            QCOMPARE(m.last().stopReason, QString("max_tokens"));
+            QCOMPARE(m.last().tokens.size(), qsizetype(150));
+        }
+        Window fresh;
+        load(fresh, wb::ContextPolicy::TRIM, 2000);
+        send(fresh, turnText(0));  // one turn and a reply longer than the context: nothing to drop
+        const auto& m = fresh.controller.conversation().messages;
+        QCOMPARE(m.last().stopReason, QString("context_full"));
+        QVERIFY(m.last().tokens.size() > 100);
+    }
+
     void stopOffersShiftAndTrim() {
         Window w;
         load(w, wb::ContextPolicy::STOP, 48);
