@@ -177,7 +177,6 @@ private:
         const int a = k + 2;
         if (a > m_text.size()) return -1;
         const int stop = m_destStop[std::min<int>(a, int(m_text.size()))];
-        *href = m_text.mid(a, stop - a);
         int j = stop;
         while (at(j) == QLatin1Char(' ') && j < m_text.size()) ++j;
         if (at(j) == QLatin1Char('"')) {
@@ -187,6 +186,9 @@ private:
             while (at(j) == QLatin1Char(' ') && j < m_text.size()) ++j;
         }
         if (j >= m_text.size() || m_text[j] != QLatin1Char(')')) return -1;
+        // Copied only for a real link: "[a](" repeated has no ')' and a destination running to the end
+        // of the text, and copying it for every opener was quadratic.
+        *href = m_text.mid(a, stop - a);
         return j + 1;
     }
 
