@@ -19,7 +19,7 @@ using json = nlohmann::ordered_json;
 
 // The building blocks, by rule name.
 const std::map<std::string, std::string> kPrimitives = {
-    {"ws", "[ \\t\\n]{0,24}"},
+    {"ws", "[ \\t\\n]{0,8}"},
     {"json-char", "[^\"\\\\\\x00-\\x1F] | \"\\\\\" ( [\"\\\\/bfnrt] | \"u\" [0-9a-fA-F]{4} )"},
     {"json-string", "\"\\\"\" json-char* \"\\\"\" ws"},
     {"json-int", "\"-\"? ( [1-9] [0-9]{0,18} | \"0\" )"},
