@@ -9,8 +9,10 @@
 #         generation and stop on SmolLM2, the hooks, the tokenizer on the real vocabularies);
 #   tsan  ThreadSanitizer, gcc, in build-tsan/: the thread pool, the session's stop and live-parameter
 #         paths, and the inference worker on its own thread (test_worker_threads: no widgets).
-# Each phase (build, ctest, each function list) prints its wall and CPU seconds; a failure names the
-# tree and phase, every test still runs, and the exit status is 1.
+# Each phase (build, the self-check, ctest, each function list) prints its wall and CPU seconds; a
+# failure names the tree, the phase and (for ctest) the tests that failed, every test still runs, and
+# the exit status is 1. The self-check (tests/tools/sanitizer_canary.cpp) first proves that a
+# sanitizer finding does fail the pass and is named.
 # Needs the fetched models (scripts/fetch-models.sh --all). Run by scripts/test.sh after ctest.
 #   scripts/test-sanitizers.sh [asan|tsan]...   (default: both)
 set -euo pipefail
@@ -25,7 +27,7 @@ source "$root/scripts/sanitizer-trees.sh"
 # tokenizers) with their fuzz replays. The other unit tests (quant kernels, samplers, KV cache, ...)
 # run in the ctest pass only: their ASan build would take CI past its time budget on the 2-core
 # machine (docs/benchmarks.md).
-asan_unit=(test_gguf test_tokenizer test_jinja test_jinja_templates test_markdown test_server_api
+asan_unit=(sanitizer_canary test_gguf test_tokenizer test_jinja test_jinja_templates test_markdown test_server_api
   fuzz_gguf_replay fuzz_jinja_replay fuzz_conversation_replay fuzz_server_request_replay)
 # With a model: the tokenizers on the real vocabularies, the fuzz tokenizer replay, and of the session
 # tests the functions that generate a few tokens, stop and reuse the cache (the whole of test_session
@@ -35,11 +37,24 @@ asan_functions=("test_session prefixReuseGivesTheSameAnswer stopFromAnotherThrea
     liveParametersApplyToTheNextToken tokenEventsCarryTextAndProbability overLongPromptIsAnError
     tokenOutsideTheVocabularyIsAnError"
   "test_hooks")
-tsan_tests=(test_thread_pool)
+tsan_tests=(sanitizer_canary test_thread_pool)
 # Under TSan a model runs ~30x slower, so of the model tests only the functions whose threads meet:
 # stop from another thread, live parameters, the worker's stop and queue paths on its own thread.
 tsan_functions=("test_session stopFromAnotherThread liveParametersApplyToTheNextToken"
   "test_worker_threads stopFromTheGuiThreadEndsTheReply liveParametersApplyToTheRunningReply stopOfAQueuedRequestSkipsItsPrefill")
+
+# The self-check of the failure path, first in each pass: tests/tools/sanitizer_canary commits each
+# deliberate bug (KIND) in turn, run as the pass runs its tests; the phase must fail, the output must
+# hold the sanitizer's report (TEXT) and the FAILED line must name the tree and the test. A tree built
+# without the sanitizer, or run-time options that let a report through (no halt_on_error, leaks off),
+# fail the pass here instead of passing it silently. The same canary runs clean in the pass's ctest
+# list (no report on a correct program); WB_SANITIZER_CANARY=KIND in the environment makes that run
+# commit the bug too, which shows a whole pass turning red (docs/benchmarks.md).
+asan_canaries=("heap-overflow:ERROR: AddressSanitizer: heap-buffer-overflow"
+  "use-after-free:ERROR: AddressSanitizer: heap-use-after-free"
+  "leak:ERROR: LeakSanitizer: detected memory leaks"
+  "signed-overflow:runtime error: signed integer overflow")
+tsan_canaries=("data-race:WARNING: ThreadSanitizer: data race")
 
 # cpu_now: sets CPU_NOW to the user + system CPU seconds of every finished child of this shell so
 # far (bash's `times`, run in this shell: in a $(...) subshell it would count the subshell's children).
@@ -53,16 +68,18 @@ cpu_now() {
 
 # phase TREE NAME COMMAND...: runs the command, prints its wall and CPU seconds (docs/benchmarks.md
 # records them); on failure it names the tree and the phase that failed, and returns its status.
+# A command may set failed_detail (ctest_tests: the tests that failed) for the FAILED line.
 phase() {
   local tree="$1" name="$2" start=$SECONDS cpu0 rc=0
   shift 2
+  failed_detail=""
   cpu_now
   cpu0=$CPU_NOW
   "$@" || rc=$?
   cpu_now
   echo "sanitizers: $tree $name: $((SECONDS - start)) s wall, $((CPU_NOW - cpu0)) CPU-s"
   if [ $rc -ne 0 ]; then
-    echo "sanitizers: FAILED in the $tree tree ($(basename "$(tree_dir "$tree")")/): $name (exit $rc)" >&2
+    echo "sanitizers: FAILED in the $tree tree ($(basename "$(tree_dir "$tree")")/): $name${failed_detail:+: $failed_detail} (exit $rc)" >&2
     failed=1
   fi
   return $rc
@@ -70,15 +87,42 @@ phase() {
 
 tree_dir() { if [ "$1" = asan ]; then echo "$WB_ASAN_TREE"; else echo "$WB_TSAN_TREE"; fi; }
 
-# ctest_tests DIR TESTS...: the named ctest tests of the build directory.
+# ctest_tests DIR TESTS...: the named ctest tests of the build directory; on failure failed_detail
+# names the tests that failed (ctest's own list of them).
 ctest_tests() {
-  local build="$1"
+  local build="$1" rc=0
   shift
   local regex
   regex="^($(IFS='|'; echo "$*"))\$"
+  rm -f "$build/Testing/Temporary/LastTestsFailed.log"
   # Qt Test's 300 s watchdog per function is too short for the Jinja limit tests under ASan on a loaded
   # machine (seen: test_jinja's nested loops, 313 s at a load average of 15); ctest's own limit stays.
-  (cd "$build" && QTEST_FUNCTION_TIMEOUT=1500000 ctest --output-on-failure --timeout 1500 -R "$regex")
+  (cd "$build" && QTEST_FUNCTION_TIMEOUT=1500000 ctest --output-on-failure --timeout 1500 -R "$regex") || rc=$?
+  if [ $rc -ne 0 ] && [ -f "$build/Testing/Temporary/LastTestsFailed.log" ]; then
+    failed_detail="$(cut -d: -f2- "$build/Testing/Temporary/LastTestsFailed.log" | paste -sd ' ')"
+  fi
+  return $rc
+}
+
+# self_check TREE: each of the tree's canaries must fail its phase with the sanitizer's report and a
+# FAILED line naming the tree and the test (the phase runs in a subshell: its failure is not the pass's).
+self_check() {
+  local tree="$1" dir entry kind report out rc bad=0
+  local -n canaries="${tree}_canaries"
+  dir="$(tree_dir "$tree")"
+  for entry in "${canaries[@]}"; do
+    kind="${entry%%:*}" report="${entry#*:}" rc=0
+    out="$(export WB_SANITIZER_CANARY="$kind"; phase "$tree" ctest ctest_tests "$dir" sanitizer_canary 2>&1)" || rc=$?
+    if [ $rc -ne 0 ] && grep -qF "$report" <<< "$out" &&
+       grep -qF "FAILED in the $tree tree ($(basename "$dir")/): ctest: sanitizer_canary (exit" <<< "$out"; then
+      echo "sanitizers: self-check: the deliberate $kind failed its phase with the report, named $(basename "$dir")/ and sanitizer_canary"
+    else
+      echo "sanitizers: self-check: the deliberate $kind was not caught and named in the $tree tree (exit $rc); its output:" >&2
+      sed 's/^/    /' <<< "$out" >&2
+      bad=1
+    fi
+  done
+  return $bad
 }
 
 # function_tests DIR LINE: LINE is a test executable and the test functions to run (several lines
@@ -108,6 +152,7 @@ run_tree() {
   # Every test runs even after one failed (the end of the log lists all that failed); a tree that
   # does not build runs nothing.
   phase "$tree" build build_tree "$tree" "${executables[@]}" || return 0
+  phase "$tree" self-check self_check "$tree" || true
   phase "$tree" ctest ctest_tests "$dir" "${tests[@]}" || true
   for line in "${functions[@]}"; do phase "$tree" "${line%% *}" function_tests "$dir" "$line" || true; done
 }
