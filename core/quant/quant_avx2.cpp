@@ -821,7 +821,7 @@ WB_INLINE void block_ternary(const BW& w, const BlockQ8_K& x, Acc& acc) {
 void add_iq_tq_kernels(KernelTable& t) {
     t.dot[slot(GgmlType::IQ4_NL)] = dot_iq4_nl_row;
     t.dot_in(DotOrder::kLlamafile, GgmlType::IQ4_NL) = dot_blocks<BlockIQ4_NL, BlockQ8_0, block_iq4_nl>;
-    t.tile_in(DotOrder::kLlamafile, GgmlType::IQ4_NL) = dot_tile<BlockIQ4_NL, BlockQ8_0, block_iq4_nl>;
+    t.tile_in(DotOrder::kLlamafile, GgmlType::IQ4_NL) = dot_tile32<BlockIQ4_NL, BlockQ8_0, block_values, true>;
     for (DotOrder o : {DotOrder::kGemv, DotOrder::kGemm}) {
         t.dot_in(o, GgmlType::Q4_0) = dot_block_sums<BlockQ4_0>;
         t.tile_in(o, GgmlType::Q4_0) = dot_block_sums_tile<BlockQ4_0>;
@@ -830,7 +830,7 @@ void add_iq_tq_kernels(KernelTable& t) {
     }
     t.dot[slot(GgmlType::IQ4_XS)] = dot_blocks<BlockIQ4_XS, BlockQ8_K, block_iq4_xs>;
     t.dot_in(DotOrder::kTiled, GgmlType::IQ4_XS) = dot_k_tiled<BlockIQ4_XS, iq4_xs_ints, false>;
-    t.tile_in(DotOrder::kTiled, GgmlType::IQ4_XS) = dot_k_tiled_tile<BlockIQ4_XS, iq4_xs_ints, false>;
+    // its tile: dot_iq_tile (quant_avx2_iq.cpp)
     t.dot[slot(GgmlType::TQ1_0)] = dot_blocks<BlockTQ1_0, BlockQ8_K, block_ternary<BlockTQ1_0, tq1_0_lanes>>;
     t.dot[slot(GgmlType::TQ2_0)] = dot_blocks<BlockTQ2_0, BlockQ8_K, block_ternary<BlockTQ2_0, tq2_0_lanes>>;
 }

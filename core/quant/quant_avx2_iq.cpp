@@ -8,6 +8,9 @@
 // _mm256_madd_epi16 by the odd scales of the run's two halves into the block's 8 int32 lanes.
 // IQ1 grid values are -1, 0, 1 and take the sign trick instead; their 1/8 shifts are a second set
 // of lanes, of the scaled activations with the shift's sign.
+//
+// The tiles of the tiled order (dot_iq_tile, also IQ4_XS's) unpack each run once for the tile's 8
+// tokens; see there.
 #include <immintrin.h>
 
 #include <cmath>
@@ -57,83 +60,91 @@ WB_INLINE __m256i grid4(uint64_t e0, uint64_t e1, uint64_t e2, uint64_t e3) {
     return _mm256_set_epi64x(int64_t(e3), int64_t(e2), int64_t(e1), int64_t(e0));
 }
 
-// A run: magnitudes (u8) times the activations with the signs applied, times the half scales.
-WB_INLINE __m256i signed_run(__m256i mags, uint32_t sign_bits, const int8_t* y, int s_lo, int s_hi) {
-    const __m256i neg = bits_to_bytes(sign_bits);
-    const __m256i ys = _mm256_sub_epi8(_mm256_xor_si256(load32(y), neg), neg);
-    return _mm256_madd_epi16(_mm256_maddubs_epi16(mags, ys), scale_pair(s_lo, s_hi));
+// A run of 32 weights as the activations meet it: the magnitudes (u8), a byte per element whose sign
+// moves onto the activation (_mm256_sign_epi8: +1 or -1, never 0 where a magnitude is not), and the
+// madd multipliers of its two halves. Unpacked once, a run serves every token of a tile.
+struct Run {
+    __m256i mags, sgn, scales;
+};
+
+// A run times the activations y: 8 int32 lanes, lane l holding elements 4l..4l+3 (no saturation:
+// magnitudes <= 127, |y| <= 127, pair sums within int16).
+WB_INLINE __m256i run_lanes(const Run& r, const int8_t* y) {
+    return _mm256_madd_epi16(_mm256_maddubs_epi16(r.mags, _mm256_sign_epi8(load32(y), r.sgn)), r.scales);
 }
+
+// Sign bits (bit i: element i negative) as +1 / -1 bytes.
+WB_INLINE __m256i signs_pm1(uint32_t bits) { return _mm256_or_si256(bits_to_bytes(bits), _mm256_set1_epi8(1)); }
 
 WB_INLINE uint32_t sign_word(uint32_t aux) {
     return uint32_t(iq_sign_byte(aux)) | uint32_t(iq_sign_byte(aux >> 7)) << 8 | uint32_t(iq_sign_byte(aux >> 14)) << 16 |
            uint32_t(iq_sign_byte(aux >> 21)) << 24;
 }
 
-WB_INLINE __m256i grid_lanes(const BlockIQ2_XXS& w, const BlockQ8_K& x) {
-    const auto* q = reinterpret_cast<const uint8_t*>(w.qs);
-    __m256i sumi = _mm256_setzero_si256();
-    for (int g = 0; g < 8; ++g) {
-        const uint8_t* idx = q + 8 * g;
-        const uint32_t aux = iq_le32(idx + 4);
-        const int m = int(2 * (aux >> 28) + 1);
-        const __m256i mags = grid4(kIq2xxsGrid[idx[0]], kIq2xxsGrid[idx[1]], kIq2xxsGrid[idx[2]], kIq2xxsGrid[idx[3]]);
-        sumi = _mm256_add_epi32(sumi, signed_run(mags, sign_word(aux), x.qs + 32 * g, m, m));
-    }
-    return sumi;
+WB_INLINE Run grid_run(const BlockIQ2_XXS& w, int g) {
+    const uint8_t* idx = reinterpret_cast<const uint8_t*>(w.qs) + 8 * g;
+    const uint32_t aux = iq_le32(idx + 4);
+    const int m = int(2 * (aux >> 28) + 1);
+    return {grid4(kIq2xxsGrid[idx[0]], kIq2xxsGrid[idx[1]], kIq2xxsGrid[idx[2]], kIq2xxsGrid[idx[3]]),
+            signs_pm1(sign_word(aux)), scale_pair(m, m)};
 }
 
-WB_INLINE __m256i grid_lanes(const BlockIQ2_XS& w, const BlockQ8_K& x) {
-    __m256i sumi = _mm256_setzero_si256();
-    for (int g = 0; g < 8; ++g) {
-        const uint16_t* q = w.qs + 4 * g;
-        const __m256i mags = grid4(kIq2xsGrid[q[0] & 511], kIq2xsGrid[q[1] & 511], kIq2xsGrid[q[2] & 511],
-                                   kIq2xsGrid[q[3] & 511]);
-        const uint32_t signs = uint32_t(iq_sign_byte(q[0] >> 9)) | uint32_t(iq_sign_byte(q[1] >> 9)) << 8 |
-                               uint32_t(iq_sign_byte(q[2] >> 9)) << 16 | uint32_t(iq_sign_byte(q[3] >> 9)) << 24;
-        const int lo = 2 * (w.scales[g] & 0xF) + 1, hi = 2 * (w.scales[g] >> 4) + 1;
-        sumi = _mm256_add_epi32(sumi, signed_run(mags, signs, x.qs + 32 * g, lo, hi));
-    }
-    return sumi;
+WB_INLINE Run grid_run(const BlockIQ2_XS& w, int g) {
+    const uint16_t* q = w.qs + 4 * g;
+    const uint32_t signs = uint32_t(iq_sign_byte(q[0] >> 9)) | uint32_t(iq_sign_byte(q[1] >> 9)) << 8 |
+                           uint32_t(iq_sign_byte(q[2] >> 9)) << 16 | uint32_t(iq_sign_byte(q[3] >> 9)) << 24;
+    return {grid4(kIq2xsGrid[q[0] & 511], kIq2xsGrid[q[1] & 511], kIq2xsGrid[q[2] & 511], kIq2xsGrid[q[3] & 511]),
+            signs_pm1(signs), scale_pair(2 * (w.scales[g] & 0xF) + 1, 2 * (w.scales[g] >> 4) + 1)};
 }
 
-WB_INLINE __m256i grid_lanes(const BlockIQ2_S& w, const BlockQ8_K& x) {
-    __m256i sumi = _mm256_setzero_si256();
-    for (int g = 0; g < 8; ++g) {
-        const uint8_t* q = w.qs + 4 * g;
-        const int h = w.qh[g];
-        const __m256i mags = grid4(kIq2sGrid[q[0] | (h & 3) << 8], kIq2sGrid[q[1] | (h >> 2 & 3) << 8],
-                                   kIq2sGrid[q[2] | (h >> 4 & 3) << 8], kIq2sGrid[q[3] | (h >> 6 & 3) << 8]);
-        const int lo = 2 * (w.scales[g] & 0xF) + 1, hi = 2 * (w.scales[g] >> 4) + 1;
-        sumi = _mm256_add_epi32(sumi, signed_run(mags, iq_le32(w.qs + 32 + 4 * g), x.qs + 32 * g, lo, hi));
-    }
-    return sumi;
+WB_INLINE Run grid_run(const BlockIQ2_S& w, int g) {
+    const uint8_t* q = w.qs + 4 * g;
+    const int h = w.qh[g];
+    return {grid4(kIq2sGrid[q[0] | (h & 3) << 8], kIq2sGrid[q[1] | (h >> 2 & 3) << 8], kIq2sGrid[q[2] | (h >> 4 & 3) << 8],
+                  kIq2sGrid[q[3] | (h >> 6 & 3) << 8]),
+            signs_pm1(iq_le32(w.qs + 32 + 4 * g)), scale_pair(2 * (w.scales[g] & 0xF) + 1, 2 * (w.scales[g] >> 4) + 1)};
 }
 
-WB_INLINE __m256i grid_lanes(const BlockIQ3_XXS& w, const BlockQ8_K& x) {
-    __m256i sumi = _mm256_setzero_si256();
-    for (int g = 0; g < 8; ++g) {
-        const uint8_t* q = w.qs + 8 * g;
-        const uint32_t aux = iq_le32(w.qs + 64 + 4 * g);
-        const int m = int(2 * (aux >> 28) + 1);
-        const __m256i mags = _mm256_set_epi32(int(kIq3xxsGrid[q[7]]), int(kIq3xxsGrid[q[6]]), int(kIq3xxsGrid[q[5]]),
-                                              int(kIq3xxsGrid[q[4]]), int(kIq3xxsGrid[q[3]]), int(kIq3xxsGrid[q[2]]),
-                                              int(kIq3xxsGrid[q[1]]), int(kIq3xxsGrid[q[0]]));
-        sumi = _mm256_add_epi32(sumi, signed_run(mags, sign_word(aux), x.qs + 32 * g, m, m));
-    }
-    return sumi;
+WB_INLINE Run grid_run(const BlockIQ3_XXS& w, int g) {
+    const uint8_t* q = w.qs + 8 * g;
+    const uint32_t aux = iq_le32(w.qs + 64 + 4 * g);
+    const int m = int(2 * (aux >> 28) + 1);
+    const __m256i mags = _mm256_set_epi32(int(kIq3xxsGrid[q[7]]), int(kIq3xxsGrid[q[6]]), int(kIq3xxsGrid[q[5]]),
+                                          int(kIq3xxsGrid[q[4]]), int(kIq3xxsGrid[q[3]]), int(kIq3xxsGrid[q[2]]),
+                                          int(kIq3xxsGrid[q[1]]), int(kIq3xxsGrid[q[0]]));
+    return {mags, signs_pm1(sign_word(aux)), scale_pair(m, m)};
 }
 
-WB_INLINE __m256i grid_lanes(const BlockIQ3_S& w, const BlockQ8_K& x) {
+WB_INLINE Run grid_run(const BlockIQ3_S& w, int g) {
+    const uint8_t* q = w.qs + 8 * g;
+    const int h = w.qh[g];
+    int e[8];
+    for (int i = 0; i < 8; ++i) e[i] = int(kIq3sGrid[q[i] | ((h >> i) & 1) << 8]);
+    const int m = 2 * ((w.scales[g / 2] >> (4 * (g % 2))) & 0xF) + 1;
+    return {_mm256_set_epi32(e[7], e[6], e[5], e[4], e[3], e[2], e[1], e[0]), signs_pm1(iq_le32(w.signs + 4 * g)),
+            scale_pair(m, m)};
+}
+
+// kvalues_iq4nl as a byte shuffle table in both 128-bit lanes.
+WB_INLINE __m256i iq4_nl_table() {
+    alignas(16) int8_t v[16];
+    for (int i = 0; i < 16; ++i) v[i] = int8_t(iq4nl_value(i));
+    return _mm256_broadcastsi128_si256(_mm_load_si128(reinterpret_cast<const __m128i*>(v)));
+}
+
+// IQ4_XS group g: the signed values (|value| <= 127) take the sign trick, the group scale both halves.
+WB_INLINE Run grid_run(const BlockIQ4_XS& w, int g) {
+    const __m128i packed = _mm_loadu_si128(reinterpret_cast<const __m128i*>(w.qs + 16 * g));
+    const __m256i codes = _mm256_and_si256(_mm256_set_m128i(_mm_srli_epi16(packed, 4), packed), _mm256_set1_epi8(0x0F));
+    const __m256i values = _mm256_shuffle_epi8(iq4_nl_table(), codes);
+    return {_mm256_sign_epi8(values, values), values, _mm256_set1_epi16(short(iq4xs_scale(w, g)))};
+}
+
+// The row dot's lanes of the IQ2/IQ3 types: scale * value * y summed over the block's runs.
+template <class B>
+WB_INLINE __m256i grid_lanes(const B& w, const BlockQ8_K& x) {
     __m256i sumi = _mm256_setzero_si256();
-    for (int g = 0; g < 8; ++g) {
-        const uint8_t* q = w.qs + 8 * g;
-        const int h = w.qh[g];
-        int e[8];
-        for (int i = 0; i < 8; ++i) e[i] = int(kIq3sGrid[q[i] | ((h >> i) & 1) << 8]);
-        const __m256i mags = _mm256_set_epi32(e[7], e[6], e[5], e[4], e[3], e[2], e[1], e[0]);
-        const int m = 2 * ((w.scales[g / 2] >> (4 * (g % 2))) & 0xF) + 1;
-        sumi = _mm256_add_epi32(sumi, signed_run(mags, iq_le32(w.signs + 4 * g), x.qs + 32 * g, m, m));
-    }
+    for (int g = 0; g < 8; ++g) sumi = _mm256_add_epi32(sumi, run_lanes(grid_run(w, g), x.qs + 32 * g));
     return sumi;
 }
 
@@ -240,10 +251,75 @@ float dot_iq_tiled(int64_t n, const void* w, const void* x) {
     return acc;
 }
 
+// ---- Tiles of the tiled order ----
+//
+// One weight row against 8 tokens (vec_dot_tile), where the per-token path unpacks every run again for
+// each token (for the grid types, 4-8 table look-ups a run) and folds each block in with scalar
+// operations. Here each run is unpacked once and met by the 8 tokens' activations; only a block's
+// exact integer sum enters the tiled order, so the 8 sums are reduced together (hsum_i32_x8) and
+// token c's float operations, r = f_w * float(sum) then acc = fma(r, d_x, acc) (dot_iq_tiled, and
+// quant_avx2.cpp's dot_k_tiled for IQ4_XS), run in lane c of one vector multiply and one vector FMA.
+
+// IQ1 in the tiled order: 8 * grid value + shift sign (-9..9, never 0) as one signed byte, so a run is
+// one product like the others and its integer sum is 8 * grid + shift, what tiled_sum computes.
+template <class B>
+WB_INLINE Run tiled_run(const B& w, int g) {
+    if constexpr (kIqIsIq1<B>) {
+        const Iq1Run r = iq1_run(w, g);
+        const __m256i v8 = _mm256_add_epi8(_mm256_sign_epi8(_mm256_set1_epi8(8), r.values), r.shifts);
+        return {_mm256_sign_epi8(v8, v8), v8, scale_pair(r.s_lo, r.s_hi)};
+    } else {
+        return grid_run(w, g);
+    }
+}
+
+// f_w of the tiled order: d_w times the factor left out of the integer scales (none for IQ4_XS).
+template <class B>
+WB_INLINE float tiled_factor(const B& w) {
+    if constexpr (std::is_same_v<B, BlockIQ4_XS>)
+        return fp16(w.d);
+    else
+        return block_d(w) * (kIqIsIq1<B> ? 0.125f : kRowFactor<B>);
+}
+
+// Eight vectors of int32 lanes -> one vector whose lane c is the sum of v[c]'s lanes (exact).
+WB_INLINE __m256i hsum_i32_x8(const __m256i (&v)[8]) {
+    const __m256i a = _mm256_hadd_epi32(_mm256_hadd_epi32(v[0], v[1]), _mm256_hadd_epi32(v[2], v[3]));
+    const __m256i b = _mm256_hadd_epi32(_mm256_hadd_epi32(v[4], v[5]), _mm256_hadd_epi32(v[6], v[7]));
+    return _mm256_add_epi32(_mm256_permute2x128_si256(a, b, 0x20), _mm256_permute2x128_si256(a, b, 0x31));
+}
+
+static_assert(kDotTileRows == 1 && kDotTileCols == 8, "one weight row, the tile's 8 tokens in the lanes of a vector");
+template <class B>
+void dot_iq_tile(int64_t n, const void* w, size_t, const void* x, size_t x_stride, float* out, int64_t out_stride) {
+    const auto* bw = static_cast<const B*>(w);
+    const BlockQ8_K* bx[kDotTileCols];
+    for (int c = 0; c < kDotTileCols; ++c)
+        bx[c] = reinterpret_cast<const BlockQ8_K*>(static_cast<const uint8_t*>(x) + size_t(c) * x_stride);
+    __m256 acc = _mm256_setzero_ps();
+    for (int64_t i = 0; i < n / kQKK; ++i) {
+        __m256i lanes[kDotTileCols];
+        for (__m256i& l : lanes) l = _mm256_setzero_si256();
+        for (int g = 0; g < 8; ++g) {
+            const Run r = tiled_run(bw[i], g);
+#pragma GCC unroll 8
+            for (int c = 0; c < kDotTileCols; ++c) lanes[c] = _mm256_add_epi32(lanes[c], run_lanes(r, bx[c][i].qs + 32 * g));
+        }
+        const __m256 dx = _mm256_setr_ps(bx[0][i].d, bx[1][i].d, bx[2][i].d, bx[3][i].d, bx[4][i].d, bx[5][i].d,
+                                         bx[6][i].d, bx[7][i].d);
+        const __m256 r = _mm256_mul_ps(_mm256_set1_ps(tiled_factor(bw[i])), _mm256_cvtepi32_ps(hsum_i32_x8(lanes)));
+        acc = _mm256_fmadd_ps(r, dx, acc);
+    }
+    alignas(32) float res[kDotTileCols];
+    _mm256_store_ps(res, acc);
+    for (int c = 0; c < kDotTileCols; ++c) out[c * out_stride] = res[c];
+}
+
 template <class B>
 void add_iq_type(KernelTable& t, GgmlType type) {
     t.dot[slot(type)] = dot_iq_row<B>;
     t.dot_in(DotOrder::kTiled, type) = dot_iq_tiled<B>;
+    t.tile_in(DotOrder::kTiled, type) = dot_iq_tile<B>;
 }
 
 }  // namespace
@@ -256,6 +332,8 @@ void add_iq_grid_avx2_kernels(KernelTable& t) {
     add_iq_type<BlockIQ3_S>(t, GgmlType::IQ3_S);
     add_iq_type<BlockIQ1_S>(t, GgmlType::IQ1_S);
     add_iq_type<BlockIQ1_M>(t, GgmlType::IQ1_M);
+    // IQ4_XS's row dots are quant_avx2.cpp's; its tile is this file's.
+    t.tile_in(DotOrder::kTiled, GgmlType::IQ4_XS) = dot_iq_tile<BlockIQ4_XS>;
 }
 
 }  // namespace wb

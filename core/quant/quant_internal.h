@@ -65,7 +65,8 @@ float sum_lanes32(const float* l);
 
 // Portable kernels for every supported weight type.
 KernelTable scalar_kernels();
-// The grid IQ types (IQ1_S .. IQ3_S; quant_scalar_iq.cpp, quant_avx2_iq.cpp), added to a family's table.
+// The grid IQ types (IQ1_S .. IQ3_S; quant_scalar_iq.cpp, quant_avx2_iq.cpp), added to a family's table;
+// the AVX2 family's also brings the tiled-order tiles of these types and of IQ4_XS.
 void add_iq_grid_scalar_kernels(KernelTable& t);
 #if defined(WB_QUANT_AVX2)
 void add_iq_grid_avx2_kernels(KernelTable& t);

@@ -6,6 +6,7 @@
 #include <QCryptographicHash>
 #include <QtTest>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <memory>
@@ -229,6 +230,8 @@ private Q_SLOTS:
     void vec_dot_matches_exact_double_math();
     void dots_follow_llama_cpp_orders_bit_for_bit_data();
     void dots_follow_llama_cpp_orders_bit_for_bit();
+    void tiles_follow_the_tiled_order_bit_for_bit_data();
+    void tiles_follow_the_tiled_order_bit_for_bit();
     void types_are_supported_with_q8_k_activations();
 };
 
@@ -370,6 +373,46 @@ void TestQuantIq::dots_follow_llama_cpp_orders_bit_for_bit() {
                      qPrintable(QString("%1 row %2: %3, llama.cpp's order gives %4")
                                     .arg(wb::quant_kernel_name()).arg(r).arg(double(got[size_t(r)]), 0, 'g', 9)
                                     .arg(double(want[size_t(r)]), 0, 'g', 9)));
+    }
+}
+
+void TestQuantIq::tiles_follow_the_tiled_order_bit_for_bit_data() { add_type_rows(); }
+
+// The prefill tile (one weight row x kDotTileCols tokens, vec_dot_tile) in the tiled order gives each
+// token, bit for bit, llama.cpp's tiled order recomputed from the elements and what the per-token
+// kernel gives, in both families; the AVX2 family has a tile kernel of its own for every type (the
+// backend takes it for each group of 8 prompt tokens).
+void TestQuantIq::tiles_follow_the_tiled_order_bit_for_bit() {
+    QFETCH(uint32_t, type);
+    const auto t = GgmlType(type);
+    const auto o = wb::DotOrder::kTiled;
+    const int64_t n = 1792;
+    std::mt19937 rng(type * 977u + 3);
+    const std::vector<uint8_t> w = random_row(rng, t, n);
+    const size_t x_stride = wb::activation_row_bytes(t, n) + 8;  // rows with a gap, as a strided view has
+    std::vector<uint8_t> xq(x_stride * wb::kDotTileCols);
+    for (int c = 0; c < wb::kDotTileCols; ++c) {
+        const std::vector<uint8_t> a = random_activations(rng, t, n);
+        std::copy(a.begin(), a.end(), xq.begin() + long(x_stride * size_t(c)));
+    }
+    QCOMPARE(wb::has_dot_tile(t, o), std::string(wb::quant_kernel_name()) == "avx2");
+    for (bool scalar : {false, true}) {
+        std::unique_ptr<ScalarKernels> force;
+        if (scalar) force = std::make_unique<ScalarKernels>();
+        const int64_t out_stride = 3;
+        std::vector<float> out(size_t(out_stride * wb::kDotTileCols), -1.0f);
+        wb::vec_dot_tile(t, n, w.data(), w.size(), xq.data(), x_stride, out.data(), out_stride, o);
+        for (int c = 0; c < wb::kDotTileCols; ++c) {
+            const uint8_t* x = xq.data() + x_stride * size_t(c);
+            const float want = order_reference(t, o, w.data(), reinterpret_cast<const wb::BlockQ8_K*>(x), n);
+            float row = 0.0f;
+            wb::vec_dot_rows(t, n, w.data(), 0, 1, x, &row, o);
+            const float got = out[size_t(c * out_stride)];
+            QVERIFY2(std::memcmp(&got, &want, 4) == 0 && std::memcmp(&row, &want, 4) == 0,
+                     qPrintable(QString("%1 token %2: tile %3, per-token kernel %4, llama.cpp's order gives %5")
+                                    .arg(wb::quant_kernel_name()).arg(c).arg(double(got), 0, 'g', 9)
+                                    .arg(double(row), 0, 'g', 9).arg(double(want), 0, 'g', 9)));
+        }
     }
 }
 
