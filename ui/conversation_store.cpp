@@ -31,30 +31,33 @@ QLockFile* instanceLock(const QString& path) {
 }
 }  // namespace
 
-ConversationStore::ConversationStore(const QString& directory, QObject* parent) : QObject(parent), m_directory(directory) {
+ConversationStore::ConversationStore(const QString& directory, QObject* parent, const QString& instance)
+    : QObject(parent), m_directory(directory) {
     QDir().mkpath(m_directory);
     m_indexTimer.setSingleShot(true);
     m_indexTimer.setInterval(kIndexDelayMs);
     connect(&m_indexTimer, &QTimer::timeout, this, [this] { writeIndex(); });
-    claimTrash();
+    claimTrash(instance);
     rescan();
 }
 
 ConversationStore::~ConversationStore() {
     if (m_indexTimer.isActive()) writeIndex();
-    // What this instance deleted is gone for good: Undo lasts as long as the program runs.
+    // What this instance deleted is gone for good: Undo lasts as long as the program runs. Without
+    // the lock, a folder of this name is another instance's.
+    if (!m_trashLock) return;
     QDir(trashDir()).removeRecursively();
-    if (m_trashLock) m_trashLock->unlock();
+    m_trashLock->unlock();
 }
 
-void ConversationStore::claimTrash() {
+void ConversationStore::claimTrash(const QString& instance) {
     const QDir trash(QDir(m_directory).filePath(kTrash));
     QDir().mkpath(trash.path());
-    m_instance = QUuid::createUuid().toString(QUuid::Id128).left(12);
+    m_instance = instance.isEmpty() ? QUuid::createUuid().toString(QUuid::Id128).left(12) : instance;
     m_trashLock.reset(instanceLock(trash.filePath(m_instance + kLockSuffix)));
     if (!m_trashLock->tryLock(0)) m_trashLock.reset();
-    // Deleted files of the old layout (directly in .trash, from before instances had folders).
-    for (const QFileInfo& f : trash.entryInfoList({QStringLiteral("*") + kSuffix}, QDir::Files)) QFile::remove(f.filePath());
+    // Only folders and their locks are looked at: files directly in .trash (an older version's
+    // deleted conversations) stay.
     QStringList others = trash.entryList(QDir::Dirs | QDir::NoDotAndDotDot);
     for (const QString& lockName : trash.entryList({QStringLiteral("*") + kLockSuffix}, QDir::Files))
         others << lockName.chopped(kLockSuffix.size());
@@ -250,20 +253,42 @@ bool ConversationStore::remove(const QString& id, QString* error) {
         if (error) *error = tr("There is no saved conversation %1.").arg(id);
         return false;
     }
-    QDir().mkpath(trashDir());
-    QFile::remove(trashPath(id));
-    if (!QFile::rename(pathOf(id), trashPath(id))) {
-        if (error) *error = tr("Cannot move %1 to %2.").arg(pathOf(id), trashPath(id));
-        return false;
+    Removed removed;
+    if (m_trashLock) {
+        QDir().mkpath(trashDir());
+        QFile::remove(trashPath(id));
+        if (!QFile::rename(pathOf(id), trashPath(id))) {
+            if (error) *error = tr("Cannot move %1 to %2.").arg(pathOf(id), trashPath(id));
+            return false;
+        }
+    } else {
+        // No folder of our own that another instance would leave alone: Undo gets the bytes.
+        QFile file(pathOf(id));
+        if (!file.open(QIODevice::ReadOnly)) {
+            if (error) *error = tr("Cannot read %1: %2").arg(pathOf(id), file.errorString());
+            return false;
+        }
+        removed.bytes = file.readAll();
+        if (file.error() != QFileDevice::NoError) {
+            if (error) *error = tr("Cannot read %1: %2").arg(pathOf(id), file.errorString());
+            return false;
+        }
+        file.close();
+        if (!file.remove()) {
+            if (error) *error = tr("Cannot delete %1: %2").arg(pathOf(id), file.errorString());
+            return false;
+        }
+        removed.inMemory = true;
     }
-    m_removed.append(m_list.takeAt(i));
+    removed.info = m_list.takeAt(i);
+    m_removed.append(removed);
     indexChanged();
     Q_EMIT changed();
     return true;
 }
 
 QString ConversationStore::lastRemovedTitle() const {
-    return m_removed.isEmpty() ? QString() : m_removed.last().title;
+    return m_removed.isEmpty() ? QString() : m_removed.last().info.title;
 }
 
 QString ConversationStore::undoRemove(QString* error) {
@@ -271,12 +296,24 @@ QString ConversationStore::undoRemove(QString* error) {
         if (error) *error = tr("Nothing was deleted.");
         return {};
     }
-    const ConversationInfo info = m_removed.last();
-    if (QFileInfo::exists(pathOf(info.id)) || !QFile::rename(trashPath(info.id), pathOf(info.id))) {
+    const Removed& removed = m_removed.last();
+    ConversationInfo info = removed.info;
+    if (QFileInfo::exists(pathOf(info.id))) {
+        if (error) *error = tr("Cannot bring %1 back: a file of that name exists.").arg(pathOf(info.id));
+        return {};
+    }
+    if (removed.inMemory) {
+        QSaveFile file(pathOf(info.id));
+        if (!file.open(QIODevice::WriteOnly) || file.write(removed.bytes) != removed.bytes.size() || !file.commit()) {
+            if (error) *error = tr("Cannot write %1: %2").arg(pathOf(info.id), file.errorString());
+            return {};
+        }
+    } else if (!QFile::rename(trashPath(info.id), pathOf(info.id))) {
         if (error) *error = tr("Cannot move %1 back to %2.").arg(trashPath(info.id), pathOf(info.id));
         return {};
     }
     m_removed.removeLast();
+    stampFile(info);  // a file written again has a new date: the index must not call it changed
     upsert(info);
     indexChanged();
     Q_EMIT changed();

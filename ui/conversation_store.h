@@ -13,7 +13,11 @@
 // A deleted file is moved to this instance's own folder under .trash for as long as the program
 // runs, and Undo moves it back. Each instance holds a lock file beside its folder; at start-up only
 // the folders of instances that no longer run are emptied (a second window leaves the first one's
-// undo alone).
+// undo alone). An instance that could not take its lock (a full disk, a read-only .trash) owns no
+// folder there, since any other instance may empty an unlocked one: it keeps what it deletes in
+// memory for Undo instead, and never empties a folder of its own name. Files directly in .trash were
+// deleted by an older version (one folder for every instance); they are left where they are, as
+// that version's Undo may still want them.
 #include <memory>
 #include <optional>
 
@@ -44,7 +48,10 @@ class ConversationStore : public QObject {
     Q_OBJECT
 
 public:
-    explicit ConversationStore(const QString& directory = defaultDirectory(), QObject* parent = nullptr);
+    // instance: the name of this instance's undo folder; empty, a fresh random one (a test passes the
+    // name another instance holds, to see what happens when the lock cannot be taken).
+    explicit ConversationStore(const QString& directory = defaultDirectory(), QObject* parent = nullptr,
+                               const QString& instance = {});
     ~ConversationStore() override;
 
     static QString defaultDirectory();
@@ -70,6 +77,8 @@ public:
     bool rename(const QString& id, const QString& title, QString* error);
     bool remove(const QString& id, QString* error);
     bool canUndoRemove() const { return !m_removed.isEmpty(); }
+    // Whether this instance holds the lock of its undo folder (else Undo keeps deleted files in memory).
+    bool hasUndoFolder() const { return m_trashLock != nullptr; }
     // Title of the conversation Undo would bring back.
     QString lastRemovedTitle() const;
     // Brings the last deleted conversation back; its id, or empty (and the error).
@@ -86,7 +95,7 @@ private:
     QString trashDir() const;
     QString trashPath(const QString& id) const;
     // Takes this instance's trash folder and empties those of instances that no longer run.
-    void claimTrash();
+    void claimTrash(const QString& instance);
     QVector<ConversationInfo> readIndex() const;
     void upsert(const ConversationInfo& info);
     static ConversationInfo infoOf(const QString& id, const Conversation& c);
@@ -98,7 +107,12 @@ private:
     std::unique_ptr<QLockFile> m_trashLock;
     QVector<ConversationInfo> m_list;
     QStringList m_unreadable;
-    QVector<ConversationInfo> m_removed;  // the undo stack, last deleted last
+    struct Removed {
+        ConversationInfo info;
+        bool inMemory = false;  // the file's bytes are here, not in the undo folder (no lock of our own)
+        QByteArray bytes;
+    };
+    QVector<Removed> m_removed;  // the undo stack, last deleted last
     QTimer m_indexTimer;
     int m_parsedAtScan = 0;
 };

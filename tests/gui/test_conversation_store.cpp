@@ -2,8 +2,12 @@
 // parses only files the index does not know or that changed (500 conversations); the search finds
 // words in every branch, not only the one on screen; a second instance (in this process or another
 // one) leaves the first one's undo folder alone, and the folder of an instance that was killed is
-// emptied; a title being typed in the sidebar survives an autosave that refreshes the list.
+// emptied; an instance that cannot take its undo folder's lock keeps its deleted files out of every
+// other instance's reach (in memory) and leaves the folder of its name alone; files an older version
+// left directly in .trash are kept; a title being typed in the sidebar survives an autosave that
+// refreshes the list.
 #include <QDirIterator>
+#include <memory>
 #include <QElapsedTimer>
 #include <QLineEdit>
 #include <QListWidget>
@@ -46,6 +50,11 @@ QStringList ids(const QVector<ConversationInfo>& list) {
     QStringList out;
     for (const ConversationInfo& i : list) out << i.id;
     return out;
+}
+
+QByteArray contentsOf(const QString& path) {
+    QFile f(path);
+    return f.open(QIODevice::ReadOnly) ? f.readAll() : QByteArray();
 }
 
 QString findUnder(const QString& dir, const QString& name) {
@@ -188,6 +197,63 @@ private Q_SLOTS:
         QVERIFY(!QFileInfo::exists(QFileInfo(deleted).path()));
         // Left: this instance's own lock file.
         QCOMPARE(QDir(QDir(dir.path()).filePath(".trash")).entryList(QDir::AllEntries | QDir::NoDotAndDotDot).size(), 1);
+    }
+
+    // The lock of an instance's undo folder can fail (a full disk, a read-only .trash; here: its name
+    // is one another instance holds). Such an instance has no folder another one leaves alone.
+    void anInstanceWithoutItsLockKeepsUndoOutOfOthersReach() {
+        QTemporaryDir dir;
+        auto first = std::make_unique<ConversationStore>(dir.path(), nullptr, "shared");
+        QVERIFY(first->hasUndoFolder());
+        QVERIFY(first->save("firsts", typical(1), nullptr));
+        QVERIFY(first->remove("firsts", nullptr));
+        {
+            ConversationStore second(dir.path(), nullptr, "shared");
+            QVERIFY(!second.hasUndoFolder());
+        }  // its end must not empty the folder of its name: that is first's
+        QString error;
+        QCOMPARE(first->undoRemove(&error), QString("firsts"));
+        QVERIFY2(QFileInfo::exists(first->pathOf("firsts")), qPrintable(error));
+
+        ConversationStore second(dir.path(), nullptr, "shared");
+        QVERIFY(!second.hasUndoFolder());
+        const Conversation mine = typical(2);
+        QVERIFY(second.save("seconds", mine, nullptr));
+        const QByteArray bytes = contentsOf(second.pathOf("seconds"));
+        QVERIFY(second.remove("seconds", nullptr));
+        QVERIFY(!QFileInfo::exists(second.pathOf("seconds")));
+        QVERIFY(second.canUndoRemove());
+        first.reset();                                // empties the folder "shared" on its way out
+        { ConversationStore third(dir.path()); }      // and a new instance empties unlocked folders
+        QCOMPARE(second.undoRemove(&error), QString("seconds"));
+        QCOMPARE(contentsOf(second.pathOf("seconds")), bytes);
+        QCOMPARE(second.conversations().size(), 2);
+        QVERIFY(second.indexOf("seconds") >= 0);
+        // The index knows the file as it is now: the next start parses nothing.
+        QVERIFY(second.writeIndex());
+        ConversationStore again(dir.path());
+        QCOMPARE(again.parsedAtScan(), 0);
+        QCOMPARE(again.load("seconds", nullptr)->messages.size(), mine.messages.size());
+    }
+
+    // Before undo folders per instance, deleted files sat directly in .trash (that version's Undo
+    // moved them back): they are neither deleted nor listed.
+    void filesAnOlderVersionDeletedAreKept() {
+        QTemporaryDir dir;
+        const QString old = QDir(dir.path()).filePath(".trash/older.json");
+        QVERIFY(QDir().mkpath(QFileInfo(old).path()));
+        QVERIFY(typical(1).save(old, nullptr));
+        const QByteArray bytes = contentsOf(old);
+        QVERIFY(!bytes.isEmpty());
+        {
+            ConversationStore store(dir.path());
+            QCOMPARE(store.conversations().size(), 0);
+            QVERIFY(store.save("new", typical(2), nullptr));
+            QVERIFY(store.remove("new", nullptr));
+        }
+        ConversationStore next(dir.path());
+        QCOMPARE(contentsOf(old), bytes);
+        QCOMPARE(next.conversations().size(), 0);
     }
 
     void aTitleBeingTypedSurvivesAnAutosave() {
