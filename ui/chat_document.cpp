@@ -135,6 +135,16 @@ void ChatDocument::setRawText(const Conversation& conversation, int index, bool 
     rebuild(conversation);
 }
 
+void ChatDocument::finishLastMessage(const Conversation& conversation) {
+    const int index = int(conversation.messages.size()) - 1;
+    if (index >= 0 && index + 1 == m_messageStarts.size() && !m_raw.contains(index) && m_body.messageIndex() == index &&
+        conversation.messages[index].role != QLatin1String("user")) {
+        m_body.update(conversation.messages[index].content, conversation.messages[index].tokens);
+        return;
+    }
+    refreshLastMessage(conversation);
+}
+
 void ChatDocument::refreshLastMessage(const Conversation& conversation) {
     if (m_messageStarts.isEmpty() || conversation.messages.isEmpty()) return;
     QTextCursor c(m_document);

@@ -26,6 +26,10 @@ public:
     void appendToken(const Conversation& conversation, int messageIndex, int tokenIndex);
     // Re-renders the last message (its final text may differ from the streamed pieces).
     void refreshLastMessage(const Conversation& conversation);
+    // The last reply ended: a reply streamed as Markdown takes its final text as one more update
+    // (nothing is written again when it is what streamed, only the end when text was held back); a
+    // raw one, or any other case, is re-rendered. A long reply is never laid out twice for its end.
+    void finishLastMessage(const Conversation& conversation);
 
     // Shows reply `index` as its raw text (true) or as Markdown; re-renders the conversation.
     void setRawText(const Conversation& conversation, int index, bool raw);

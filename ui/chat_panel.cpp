@@ -212,7 +212,7 @@ void ChatPanel::handleTokenAppended(int messageIndex, int tokenIndex) {
 
 void ChatPanel::handleMessageFinished(int) {
     const bool follow = isFollowing();
-    m_document->refreshLastMessage(m_controller->conversation());
+    m_document->finishLastMessage(m_controller->conversation());
     scrollToEndIfFollowing(follow);
 }
 

@@ -114,6 +114,8 @@ int MarkdownBody::tokenAt(int offset) const {
 
 void MarkdownBody::update(const QString& text, const QVector<TokenRecord>& tokens) {
     if (!m_document) return;
+    // The same text from the same tokens (a reply's end that released nothing): already shown.
+    if (text == m_text && tokens.size() == m_tokenStarts.size() && !text.isEmpty()) return;
     m_tokens = &tokens;
     const int oldCovered = m_covered;
     extendTokens(tokens);

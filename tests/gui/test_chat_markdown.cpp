@@ -2,7 +2,8 @@
 // and code become formatted blocks, markup is not shown, every rendered character is the anchor of
 // the token it came from (a click opens that token) and takes its probability colour, Copy copies
 // exactly the code, a reply can be shown as raw text, a reply streamed token by token ends up as the
-// full render, and streaming 2,000 tokens stays linear.
+// full render, streaming 2,000 tokens stays linear, and the end of a 20,000-token reply does not lay
+// the reply out again.
 #include <QApplication>
 #include <QClipboard>
 #include <QAbstractTextDocumentLayout>
@@ -345,6 +346,86 @@ private Q_SLOTS:
         ChatDocument(&fullDoc).rebuild(c);
         QCOMPARE(doc.toPlainText(), fullDoc.toPlainText());
         QVERIFY2(ms < 8000, qPrintable(QString("%1 ms").arg(ms)));
+    }
+
+    // A 20,000-token reply (80,000 characters of headings, prose, lists, code and tables) on screen:
+    // the first 19,700 tokens are rendered at once (as when a conversation opens), the last 300
+    // stream in. Its end (messageFinished) used to re-render the whole reply, about a second of the
+    // GUI thread for this size on a loaded 2-core machine: now the end changes nothing when the final
+    // text is what streamed, and only the last block when the engine released held-back text at the
+    // end. The result is the full render either way. The times are printed, not asserted.
+    void theEndOfALongReplyIsNotLaidOutAgain() {
+        QString text;
+        for (int i = 0; text.size() < 80000; ++i) {
+            text += QString("## Part %1\nSome *prose* with `code` and **bold** words, number %1.\n\n- item %1\n- item b\n\n").arg(i);
+            if (i % 4 == 0) text += "```cpp\n" + QString("int x = %1; // line\n").arg(i).repeated(12) + "```\n\n";
+            if (i % 5 == 0) text += "| a | b |\n|---|---|\n| 1 | 2 |\n\n";
+        }
+        // It ends in a paragraph of a few hundred characters: the open tail a streamed token rewrites.
+        text.truncate(text.lastIndexOf("## Part", 79700));
+        for (text += "A last paragraph"; text.size() < 80000;) text += " and more words";
+        text.truncate(80000);
+        QVector<TokenRecord> tokens;
+        for (int i = 0; i * 4 < text.size(); ++i) {
+            TokenRecord t;
+            t.id = i;
+            t.piece = text.mid(i * 4, 4);
+            t.p = 0.5f;
+            tokens.append(t);
+        }
+        QCOMPARE(tokens.size(), 20000);
+        constexpr int kStreamed = 300;
+        Conversation c;
+        c.messages.append({"user", "go", {}, {}});
+        c.messages.append({"assistant", {}, {}, {}});
+        for (int t = 0; t < tokens.size() - kStreamed; ++t) {
+            c.messages[1].tokens.append(tokens[t]);
+            c.messages[1].content += tokens[t].piece;
+        }
+        QTextBrowser view;
+        view.resize(700, 600);
+        view.show();
+        QVERIFY(QTest::qWaitForWindowExposed(&view));
+        ChatDocument writer(view.document());
+        const auto toEnd = [&view] {
+            view.verticalScrollBar()->setValue(view.verticalScrollBar()->maximum());  // lays the reply out
+            QApplication::processEvents();
+        };
+        QElapsedTimer timer;
+        timer.start();
+        writer.rebuild(c);
+        toEnd();
+        const qint64 renderMs = timer.restart();
+        for (int t = int(tokens.size()) - kStreamed; t < tokens.size(); ++t) {
+            c.messages[1].tokens.append(tokens[t]);
+            c.messages[1].content += tokens[t].piece;
+            writer.appendToken(c, 1, t);
+            toEnd();
+        }
+        const qint64 streamMs = timer.restart();
+        qint64 changed = 0;
+        connect(view.document(), &QTextDocument::contentsChange, this, [&changed](int, int removed, int added) { changed += removed + added; });
+
+        writer.finishLastMessage(c);
+        toEnd();
+        const qint64 sameMs = timer.restart();
+        const qint64 changedSame = changed;
+        // The engine held " (the end)." back for a possible stop string and released it at the end.
+        c.messages[1].content += " (the end).";
+        changed = 0;
+        writer.finishLastMessage(c);
+        toEnd();
+        const qint64 releasedMs = timer.restart();
+        qInfo("19,700 tokens rendered and laid out in %lld ms; the last %d streamed in %lld ms (%.2f ms a token); "
+              "the end %lld ms (%lld characters changed); the end with released text %lld ms (%lld characters changed)",
+              renderMs, kStreamed, streamMs, double(streamMs) / kStreamed, sameMs, changedSame, releasedMs, changed);
+        QCOMPARE(changedSame, 0);
+        QVERIFY2(changed > 0 && changed < 2000, qPrintable(QString("%1 characters changed").arg(changed)));
+        QTextDocument fullDoc;
+        ChatDocument(&fullDoc).rebuild(c);
+        QCOMPARE(view.document()->toPlainText(), fullDoc.toPlainText());
+        QVERIFY(view.document()->toPlainText().endsWith("(the end)."));
+        QCOMPARE(view.document()->toHtml(), fullDoc.toHtml());
     }
 
     // A table wider than the chat (ten columns, long words, a long unbroken link) is fitted to the
