@@ -36,6 +36,11 @@ QString HelpDialogs::shortcutsHtml(const QMenuBar* menuBar) {
         if (a->menu()) collect(a->menu(), a->text().remove(QLatin1Char('&')), &rows);
     QString html = QStringLiteral("<table>");
     for (const auto& [key, what] : rows) html += row(key, what);
+    // Keys that belong to a panel, not to a menu (the conversations sidebar's, conversation_list.cpp).
+    html += row(QKeySequence(Qt::Key_F2).toString(QKeySequence::NativeText), QObject::tr("Conversations › Rename"));
+    html += row(QKeySequence(QKeySequence::Delete).toString(QKeySequence::NativeText), QObject::tr("Conversations › Delete"));
+    html += row(QKeySequence(QKeySequence::Undo).toString(QKeySequence::NativeText), QObject::tr("Conversations › Undo delete"));
+    html += row(QObject::tr("Double-click"), QObject::tr("Token inspector › a candidate: Continue with this token"));
     html += row(QObject::tr("Enter"), QObject::tr("Message box › Send"));
     html += row(QObject::tr("Shift+Enter"), QObject::tr("Message box › New line"));
     html += row(QObject::tr("Tab / Shift+Tab"), QObject::tr("Next / previous control"));

@@ -1,8 +1,10 @@
 // The main window's layout, theme and keyboard without a model: it fits a 1280x720 screen with every
-// panel present and nothing overlapping; it opens at a size that fits the screen; Reset layout brings
-// the default back; the layout is kept per screen geometry; the theme changes the palette and the
-// colours the panels draw with; every control has an accessible name; Ctrl+1..6 move the focus
-// between panels; Help lists the shortcuts and names the version, commit and licences.
+// panel present and nothing overlapping, also with each panel in turn as the shown tab of its group
+// (whole, beside the chat, given the room it asks for); it opens at a size that fits the screen;
+// Reset layout brings the default back; the layout is kept per screen geometry; the theme changes the
+// palette and the colours the panels draw with; every control has an accessible name; Ctrl+1..9 and
+// Ctrl+0 move the focus between panels; Help lists the shortcuts (the sidebar's keys too) and names
+// the version, commit and licences.
 #include <QAccessible>
 #include <QActionGroup>
 #include <QAbstractSpinBox>
@@ -109,6 +111,32 @@ private Q_SLOTS:
                 QVERIFY2(!shown[i].second.intersects(shown[j].second), qPrintable(shown[i].first + " overlaps " + shown[j].first));
         // The inspector panels are one tab group.
         QCOMPARE(w.tabifiedDockWidgets(w.dock("attentionDock")).size(), 6);
+    }
+
+    // Each panel in turn as the raised tab of its group: raising a panel that needs more room than the
+    // others must not push the window past 1280x720 or squeeze the panel below its own minimum.
+    void everyPanelFitsWhenItIsTheShownTab() {
+        MainWindow w;
+        w.show();
+        QVERIFY(QTest::qWaitForWindowExposed(&w));
+        w.resize(1280, 720);
+        QTRY_COMPARE(w.size(), QSize(1280, 720));
+        for (QDockWidget* d : w.docks()) {
+            const QString name = d->objectName();
+            d->raise();
+            QApplication::processEvents();
+            QCOMPARE(w.size(), QSize(1280, 720));
+            QVERIFY2(d->isVisible() && !d->visibleRegion().isEmpty(), qPrintable(name + " is not shown"));
+            const QRect r = rectIn(d, &w), chat = rectIn(w.centralWidget(), &w);
+            QVERIFY2(w.rect().contains(r), qPrintable(QString("%1 at %2,%3 %4x%5").arg(name).arg(r.x()).arg(r.y()).arg(r.width()).arg(r.height())));
+            QVERIFY2(!r.intersects(chat), qPrintable(name + " overlaps the chat"));
+            const QWidget* panel = d->widget();
+            const QSize need = panel->minimumSizeHint().expandedTo(panel->minimumSize());
+            QVERIFY2(panel->width() >= need.width() && panel->height() >= need.height(),
+                     qPrintable(QString("%1 is %2x%3, it needs %4x%5").arg(name).arg(panel->width()).arg(panel->height()).arg(need.width()).arg(need.height())));
+            for (const QWidget* c : std::initializer_list<const QWidget*>{w.chatPanel()->input(), w.chatPanel()->sendButton(), w.statusBar()})
+                QVERIFY2(w.rect().contains(rectIn(c, &w)) && c->isVisible(), qPrintable(QString("with %1 shown, %2 is off the window").arg(name, c->metaObject()->className())));
+        }
     }
 
     void opensAtASizeThatFitsTheScreen_data() {
@@ -254,8 +282,8 @@ private Q_SLOTS:
         QVERIFY(QTest::qWaitForWindowActive(&w));
         const QList<QPair<Qt::Key, QString>> keys = {
             {Qt::Key_2, "samplingDock"}, {Qt::Key_3, "attentionDock"}, {Qt::Key_4, "tokenInspectorDock"},
-            {Qt::Key_5, "kvCacheDock"},  {Qt::Key_6, "modelInfoDock"}, {Qt::Key_9, "logitLensDock"},
-            {Qt::Key_0, "headStatsDock"},
+            {Qt::Key_5, "kvCacheDock"},  {Qt::Key_6, "modelInfoDock"}, {Qt::Key_7, "conversationsDock"},
+            {Qt::Key_8, "promptDock"},   {Qt::Key_9, "logitLensDock"}, {Qt::Key_0, "headStatsDock"},
         };
         for (const auto& [key, dockName] : keys) {
             QTest::keyClick(&w, key, Qt::ControlModifier);
@@ -271,7 +299,9 @@ private Q_SLOTS:
         MainWindow w;
         const QString shortcuts = HelpDialogs::shortcutsHtml(w.menuBar());
         for (const QString& s : {QString("Ctrl+R"), QString("Regenerate"), QString("Ctrl+2"), QString("Sampling"), QString("Ctrl+1"),
-                                 QString("Message box"), QString("Esc"), QString("Shift+Enter")})
+                                 QString("Message box"), QString("Esc"), QString("Shift+Enter"), QString("F2"),
+                                 QString("Conversations › Rename"), QString("Del"), QString("Conversations › Delete"),
+                                 QString("Ctrl+Z"), QString("Undo delete"), QString("Continue with this token")})
             QVERIFY2(shortcuts.contains(s), qPrintable(s));
         const QString about = HelpDialogs::aboutHtml("CPU (2 threads)");
         for (const QString& s : {QString(WB_VERSION), QString(WB_GIT_COMMIT), QString(qVersion()), QString("CPU (2 threads)"),
