@@ -22,6 +22,7 @@ const QString kSamplingPreset = QStringLiteral("sampling/preset");
 const QString kSamplingLogitBias = QStringLiteral("sampling/logitBias");
 const QString kSystemPrompt = QStringLiteral("chat/systemPrompt");
 const QString kColourTokens = QStringLiteral("chat/colourTokens");
+const QString kMessageDraft = QStringLiteral("chat/draft");
 const QString kCaptureAll = QStringLiteral("capture/allLayers");
 const QString kAttentionLayer = QStringLiteral("capture/layer");
 const QString kCaptureBudget = QStringLiteral("capture/budgetMiB");
@@ -68,6 +69,8 @@ void AppSettings::setSamplingLogitBias(const QString& text) { set(kSamplingLogit
 QString AppSettings::samplingPreset() { return get(kSamplingPreset, QStringLiteral("Balanced")).toString(); }
 void AppSettings::setSamplingPreset(const QString& name) { set(kSamplingPreset, name); }
 QString AppSettings::systemPrompt() { return get(kSystemPrompt).toString(); }
+QString AppSettings::messageDraft() { return get(kMessageDraft).toString(); }
+void AppSettings::setMessageDraft(const QString& text) { set(kMessageDraft, text); }
 void AppSettings::setSystemPrompt(const QString& prompt) { set(kSystemPrompt, prompt); }
 bool AppSettings::colourTokens() { return get(kColourTokens, false).toBool(); }
 void AppSettings::setColourTokens(bool on) { set(kColourTokens, on); }

@@ -45,6 +45,9 @@ public:
 
     static QString systemPrompt();
     static void setSystemPrompt(const QString& prompt);
+    // What is in the message box and not sent yet.
+    static QString messageDraft();
+    static void setMessageDraft(const QString& text);
     static bool colourTokens();
     static void setColourTokens(bool on);
 

@@ -21,6 +21,7 @@
 #include <QSettings>
 #include <QStatusBar>
 #include <QStyle>
+#include <QTextDocument>
 #include <QTimer>
 #include <QToolBar>
 #include <QToolButton>
@@ -56,6 +57,8 @@ constexpr int kTopCandidates = 20;
 constexpr int kMaxDefaultWidth = 1600;
 constexpr int kMaxDefaultHeight = 1000;
 constexpr int kFrameAllowance = 48;
+// The message being typed is written once typing pauses (every key would rewrite the settings file).
+constexpr int kDraftSaveDelayMs = 500;
 
 }  // namespace
 
@@ -417,6 +420,7 @@ void MainWindow::restoreSettings() {
         return m_controller->worker()->encodeText(text, ids, error);
     });
     m_chat->systemPromptEdit()->setPlainText(AppSettings::systemPrompt());
+    m_chat->input()->setPlainText(AppSettings::messageDraft());
     m_chat->colorByProbabilityBox()->setChecked(AppSettings::colourTokens());
     m_attention->setCaptureAllLayers(AppSettings::captureAllLayers());
     m_attention->setCaptureBudgetMiB(AppSettings::captureBudgetMiB());
@@ -431,6 +435,17 @@ void MainWindow::persistSettings() {
     connect(m_chat->systemPromptEdit(), &QPlainTextEdit::textChanged, this,
             [this] { AppSettings::setSystemPrompt(m_chat->systemPromptEdit()->toPlainText()); });
     connect(m_chat->colorByProbabilityBox(), &QCheckBox::toggled, this, [](bool on) { AppSettings::setColourTokens(on); });
+    // Nothing the user wrote is lost: a message typed and not sent is there after a restart.
+    auto* draftTimer = new QTimer(this);
+    draftTimer->setSingleShot(true);
+    draftTimer->setInterval(kDraftSaveDelayMs);
+    connect(draftTimer, &QTimer::timeout, this, [this] { AppSettings::setMessageDraft(m_chat->input()->toPlainText()); });
+    connect(m_chat->input(), &QPlainTextEdit::textChanged, this, [this, draftTimer] {
+        // Emptied (sent) at once: a crash right after a send must not bring the sent text back.
+        if (!m_chat->input()->document()->isEmpty()) return draftTimer->start();
+        draftTimer->stop();
+        AppSettings::setMessageDraft(QString());
+    });
     connect(m_attention->captureAllLayersBox(), &QCheckBox::toggled, this, [](bool on) { AppSettings::setCaptureAllLayers(on); });
     connect(m_attention, &AttentionPanel::captureBudgetChanged, this, [](int mib) { AppSettings::setCaptureBudgetMiB(mib); });
     connect(m_attention, &AttentionPanel::selectionChanged, this, [this](int layer, int) {
@@ -562,6 +577,7 @@ void MainWindow::closeEvent(QCloseEvent* event) {
     QString error;
     if (!m_controller->saveNow(&error)) statusBar()->showMessage(tr("The conversation could not be saved: %1").arg(error));
     AppSettings::setWindowLayout(layoutKey(), saveGeometry(), saveState());
+    AppSettings::setMessageDraft(m_chat->input()->toPlainText());
     QMainWindow::closeEvent(event);
 }
 

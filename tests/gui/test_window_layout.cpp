@@ -3,7 +3,7 @@
 // (whole, beside the chat, given the room it asks for); it opens at a size that fits the screen;
 // Reset layout brings the default back; the layout is kept per screen geometry; the theme changes the
 // palette and the colours the panels draw with; every control has an accessible name; Ctrl+1..9 and
-// Ctrl+0 move the focus between panels; Help lists the shortcuts (the sidebar's keys too) and names
+// Ctrl+0 move the focus between panels; a message typed and not sent survives a restart; Help lists the shortcuts (the sidebar's keys too) and names
 // the version, commit and licences.
 #include <QAccessible>
 #include <QActionGroup>
@@ -293,6 +293,27 @@ private Q_SLOTS:
         }
         QTest::keyClick(&w, Qt::Key_1, Qt::ControlModifier);
         QCOMPARE(QApplication::focusWidget(), static_cast<QWidget*>(w.chatPanel()->input()));
+    }
+
+    // Nothing the user wrote is lost: a message typed and not sent is in the box after a restart, also
+    // when the program ended without closing the window (written a moment after typing stops).
+    void anUnsentMessageSurvivesARestart() {
+        {
+            MainWindow w;
+            w.show();
+            QVERIFY(QTest::qWaitForWindowExposed(&w));
+            QTest::keyClicks(w.chatPanel()->input(), "half a thought");
+            QTRY_COMPARE(AppSettings::messageDraft(), QString("half a thought"));
+        }
+        {
+            MainWindow again;
+            QCOMPARE(again.chatPanel()->input()->toPlainText(), QString("half a thought"));
+            again.show();
+            again.chatPanel()->input()->setPlainText("two\nlines");
+            again.close();  // at once, not after the pause
+        }
+        MainWindow third;
+        QCOMPARE(third.chatPanel()->input()->toPlainText(), QString("two\nlines"));
     }
 
     void helpListsShortcutsAndNamesVersionAndLicences() {
