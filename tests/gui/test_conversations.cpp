@@ -224,7 +224,11 @@ private Q_SLOTS:
     void destroyedWhileStreamingSavesTheEnd() {
         auto* w = new MainWindow;
         QVERIFY(startAndWait(*w));
-        w->controller()->setSamplingParams(quick(40));
+        // A reply that cannot end on its own before the window goes, however slow the GUI thread is
+        // on a loaded machine (with 40 tokens the worker sometimes finished it first: "eos").
+        wb::SamplingParams params = quick(400);
+        params.ignore_eos = true;
+        w->controller()->setSamplingParams(params);
         QSignalSpy tokens(w->controller(), &ChatController::tokenAppended);
         QVERIFY(w->controller()->sendMessage("Count from 1 to 50."));
         QVERIFY(tokens.wait(kTimeoutMs));
