@@ -1,5 +1,6 @@
 // Public quant API: argument checks and the choice of kernel family. The kernels themselves live in
-// quant_scalar.cpp (portable) and quant_avx2.cpp (x86-64 with AVX2/FMA/F16C).
+// quant_scalar.cpp (portable), quant_avx2*.cpp (x86-64 with AVX2/FMA/F16C) and quant_avx512_iq.cpp
+// (the avx512 family: AVX2's with a few kernels replaced, on CPUs with AVX-512 F/BW/VL/VNNI).
 #include "quant/quant.h"
 
 #include <atomic>
@@ -20,6 +21,7 @@ namespace wb {
 namespace {
 
 std::atomic<bool> g_force_scalar{false};
+std::atomic<bool> g_force_avx2{false};
 
 const KernelTable& scalar_table() {
     static const KernelTable table = scalar_kernels();
@@ -32,22 +34,39 @@ bool cpu_has_f16c() {
     unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
     return __get_cpuid(1, &eax, &ebx, &ecx, &edx) && (ecx & bit_F16C) != 0;
 }
+
+bool cpu_has_avx2() {
+    __builtin_cpu_init();
+    return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && cpu_has_f16c();
+}
 #endif
 
 // Decided once: the CPU does not change under a running process.
-const KernelTable& best_table() {
+const KernelTable& avx2_table() {
     static const KernelTable table = [] {
 #if defined(WB_QUANT_AVX2)
-        __builtin_cpu_init();
-        if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && cpu_has_f16c()) return avx2_kernels();
+        if (cpu_has_avx2()) return avx2_kernels();
 #endif
         return scalar_kernels();
     }();
     return table;
 }
 
+const KernelTable& best_table() {
+    static const KernelTable table = [] {
+#if defined(WB_QUANT_AVX2)
+        if (cpu_has_avx2() && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+            __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512vnni"))
+            return avx512_kernels();
+#endif
+        return avx2_table();
+    }();
+    return table;
+}
+
 const KernelTable& kernels() {
-    return g_force_scalar.load(std::memory_order_relaxed) ? scalar_table() : best_table();
+    if (g_force_scalar.load(std::memory_order_relaxed)) return scalar_table();
+    return g_force_avx2.load(std::memory_order_relaxed) ? avx2_table() : best_table();
 }
 
 [[noreturn]] void throw_unsupported(const char* op, GgmlType t) {
@@ -348,5 +367,7 @@ float sum_f16_dot_lanes(F16DotOrder order, const float* lanes) {
 const char* quant_kernel_name() { return kernels().name; }
 
 void quant_force_scalar(bool on) { g_force_scalar.store(on, std::memory_order_relaxed); }
+
+void quant_force_avx2(bool on) { g_force_avx2.store(on, std::memory_order_relaxed); }
 
 }  // namespace wb

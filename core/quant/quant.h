@@ -142,7 +142,7 @@ void fma_f16_keys(int64_t n, const uint16_t* v, int64_t v_stride, int64_t n_keys
 // Sums the lanes of a kLanes8/kStep32 dot (lanes[f16_dot_lanes(order)]) in that order's tree.
 float sum_f16_dot_lanes(F16DotOrder order, const float* lanes);
 
-// Name of the kernel family in use ("avx2" or "scalar"), for bench output.
+// Name of the kernel family in use ("avx512", "avx2" or "scalar"), for bench output.
 const char* quant_kernel_name();
 
 }  // namespace wb

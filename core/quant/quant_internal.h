@@ -80,6 +80,9 @@ void add_float_avx2_kernels(KernelTable& t);
 // The scalar table with the entries quant_avx2.cpp provides replaced; only valid to use on a CPU with
 // AVX2, FMA and F16C.
 KernelTable avx2_kernels();
+// The AVX2 table with the kernels of quant_avx512_iq.cpp put in; only valid on a CPU with AVX-512 F, BW,
+// VL and VNNI too.
+KernelTable avx512_kernels();
 #endif
 
 // Activation quantizers, the scalar family's (the AVX2 family's give identical blocks, so AVX2 and scalar
@@ -97,5 +100,8 @@ void quantize_row_q5_1(const float* x, void* dst, int64_t n);
 // Tests: true makes every dot go through the scalar family, so both families can be compared on one
 // machine. Thread-safe, takes effect on the next call.
 void quant_force_scalar(bool on);
+// Tests: true makes the dots go through the AVX2 family where the best one is wider (avx512), so both
+// are checked on a CPU that has both; quant_force_scalar wins over it.
+void quant_force_avx2(bool on);
 
 }  // namespace wb

@@ -411,6 +411,15 @@ struct ScalarKernels {
     ~ScalarKernels() { wb::quant_force_scalar(false); }
 };
 
+// The AVX2 family where the best one is wider (avx512 is AVX2's with some kernels replaced).
+struct Avx2Kernels {
+    Avx2Kernels() { wb::quant_force_avx2(true); }
+    ~Avx2Kernels() { wb::quant_force_avx2(false); }
+};
+
+// A SIMD family (avx2, or avx512 on top of it) rather than the scalar one.
+bool simd_kernels() { return std::string(wb::quant_kernel_name()) != "scalar"; }
+
 // Largest round-trip error allowed per element, as a fraction of the block's largest |x|.
 double round_trip_bound(GgmlType t) {
     switch (t) {
@@ -980,7 +989,7 @@ void TestQuant::vec_dot_tile_equals_vec_dot_per_pair() {
     std::vector<uint8_t> xq(x_stride * wb::kDotTileCols);
     for (int c = 0; c < wb::kDotTileCols; ++c)
         wb::quantize_activations(t, random_floats(rng, n, -2.0f, 2.0f).data(), xq.data() + size_t(c) * x_stride, n);
-    const bool avx2 = std::string(wb::quant_kernel_name()) == "avx2";
+    const bool avx2 = simd_kernels();
     const bool q32 = t == GgmlType::Q4_0 || t == GgmlType::Q4_1 || t == GgmlType::Q5_0 || t == GgmlType::Q5_1 || t == GgmlType::Q8_0;
     const bool k_quant = t == GgmlType::Q2_K || t == GgmlType::Q3_K || t == GgmlType::Q4_K || t == GgmlType::Q5_K || t == GgmlType::Q6_K;
     const bool repacked_32 = (t == GgmlType::Q4_0 || t == GgmlType::IQ4_NL) &&
@@ -991,9 +1000,12 @@ void TestQuant::vec_dot_tile_equals_vec_dot_per_pair() {
                                       ((t == GgmlType::IQ4_NL || t == GgmlType::F32 || t == GgmlType::F16 || t == GgmlType::BF16) &&
                                        o == wb::DotOrder::kLlamafile));
     QCOMPARE(wb::has_dot_tile(t, o), expect_tile);
-    for (bool scalar : {false, true}) {
+    // the best family, AVX2 under it (the same where there is no wider one), scalar
+    for (int family : {0, 1, 2}) {
         std::unique_ptr<ScalarKernels> force;
-        if (scalar) force = std::make_unique<ScalarKernels>();
+        std::unique_ptr<Avx2Kernels> force_avx2;
+        if (family == 1) force_avx2 = std::make_unique<Avx2Kernels>();
+        if (family == 2) force = std::make_unique<ScalarKernels>();
         const int64_t out_stride = wb::kDotTileRows + 3;
         std::vector<float> out(size_t(out_stride * wb::kDotTileCols), -1.0f);
         wb::vec_dot_tile(t, n, w.data(), w_stride, xq.data(), x_stride, out.data(), out_stride, o);
@@ -1033,7 +1045,7 @@ void TestQuant::k_quant_dots_follow_llama_cpp_orders() {
     QFETCH(int, order);
     const auto t = GgmlType(type);
     const auto o = wb::DotOrder(order);
-    const bool avx2 = std::strcmp(wb::quant_kernel_name(), "avx2") == 0;
+    const bool avx2 = simd_kernels();
     if (!avx2 && o != wb::DotOrder::kTiled) QSKIP("only the AVX2 family implements this order");
 
     const int64_t n = 2048;  // 8 blocks
@@ -1067,7 +1079,11 @@ void TestQuant::k_quant_dots_follow_llama_cpp_orders() {
                                             .arg(double(want[size_t(r)]), 0, 'g', 9).arg(e, 8, 16, QChar('0'))));
         }
     };
-    if (avx2) check("avx2");
+    if (avx2) {
+        check(wb::quant_kernel_name());
+        Avx2Kernels force;
+        check(wb::quant_kernel_name());
+    }
     if (o == wb::DotOrder::kTiled) {
         ScalarKernels force;
         check("scalar");
@@ -1506,9 +1522,15 @@ void TestQuant::partial_block_row_throws() {
 
 void TestQuant::forcing_scalar_switches_kernel_name() {
     const QString best = wb::quant_kernel_name();
-    QVERIFY(best == "avx2" || best == "scalar");
+    QVERIFY(best == "avx512" || best == "avx2" || best == "scalar");
     {
         ScalarKernels force;
+        QCOMPARE(QString(wb::quant_kernel_name()), QString("scalar"));
+    }
+    {
+        Avx2Kernels force;  // the AVX2 family under a wider one, nothing else
+        QCOMPARE(QString(wb::quant_kernel_name()), best == "scalar" ? best : QString("avx2"));
+        ScalarKernels force_scalar;  // which wins over it
         QCOMPARE(QString(wb::quant_kernel_name()), QString("scalar"));
     }
     QCOMPARE(QString(wb::quant_kernel_name()), best);
