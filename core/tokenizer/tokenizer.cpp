@@ -270,7 +270,9 @@ std::vector<Tokenizer::Fragment> Tokenizer::split_special(std::string_view text,
                 if (strip & LSTRIP)
                     while (!left.empty() && is_ascii_space(left.back())) left.remove_suffix(1);
                 if (!left.empty()) next.push_back({-1, left});
-                next.push_back({id, special});
+                // The token's own bytes in the text, not the vocabulary's copy: encode_pieces measures
+                // the whitespace after it from where it ends in the text.
+                next.push_back({id, rest.substr(at, special.size())});
                 rest.remove_prefix(at + special.size());
                 if (strip & RSTRIP)
                     while (!rest.empty() && is_ascii_space(rest.front())) rest.remove_prefix(1);

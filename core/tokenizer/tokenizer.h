@@ -93,7 +93,7 @@ public:
 
 protected:
     // A piece of the input: raw text for the model-specific algorithm, or a special token (id >= 0)
-    // that was cut out of the text.
+    // that was cut out of the text. Either way `text` views the input's bytes.
     struct Fragment {
         int32_t id = -1;
         std::string_view text;
