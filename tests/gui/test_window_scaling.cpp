@@ -3,8 +3,9 @@
 // WB_SCREEN pixels (tests/gui/screens/*.json): 1280x720 and 1536x864 logical. The window's minimum
 // size fits the screen's logical size, the window opens inside the screen, and the chat, the message
 // box, Send, the status bar and every panel's dock are inside it and visible, with each panel in turn
-// as the shown tab of its group. (Below the 1280x720 floor, a 1366x768 screen at 150 %, 911x512
-// logical, does not fit: the minimum is about 1230x597; it would need a layout with one dock column.)
+// as the shown tab of its group. (Below the 1280x720 floor, a 1366x768 screen at 125 % or 150 %,
+// 1093x614 or 911x512 logical, does not fit: the minimum is 1230x597; it would need a layout with one
+// dock column.)
 #include <QApplication>
 #include <QDockWidget>
 #include <QPushButton>
