@@ -244,10 +244,13 @@ void CpuBackend::matmul_rows(const MatmulJob& job, int64_t n_tok, int64_t r0, in
     const int64_t nr_tiles = nr / kDotTileRows * kDotTileRows;
     int64_t t = 0;
     for (; t + kDotTileCols <= n_tok && job.group_tiled[size_t(t / kDotTileCols)]; t += kDotTileCols) {
-        const auto tile = job.kernels(t).tile;
-        for (int64_t r = 0; r < nr_tiles; r += kDotTileRows)
-            tile(n_in, wdata + size_t(r) * w_row, w_row, act + size_t(t) * act_row, act_row, out + t * out_cols + r,
-                 out_cols);
+        const DotKernels& k = job.kernels(t);
+        if (k.tile_rows)
+            k.tile_rows(n_in, wdata, w_row, nr_tiles, act + size_t(t) * act_row, act_row, out + t * out_cols, out_cols);
+        else
+            for (int64_t r = 0; r < nr_tiles; r += kDotTileRows)
+                k.tile(n_in, wdata + size_t(r) * w_row, w_row, act + size_t(t) * act_row, act_row, out + t * out_cols + r,
+                       out_cols);
         if (nr_tiles < nr)
             for (int64_t c = t; c < t + kDotTileCols; ++c) rows(c, nr_tiles);
     }

@@ -73,7 +73,7 @@ private:
     // Rows [r0, r0 + nr) of a job's output for every token.
     void matmul_rows(const MatmulJob& job, int64_t n_tok, int64_t r0, int64_t nr) const;
 
-    // Attention (backend_cpu_attention.cpp): a task per (token, head) for batches; a three-phase
+    // Attention (backend_cpu_attention.cpp): a task per (block of 4 tokens, kv head) for batches; a three-phase
     // schedule of the same arithmetic for one token.
     void attention_rows(const Tensor& q, const KvCache& kv, int32_t il, int32_t pos0, const AttentionParams& p,
                         Tensor& out);

@@ -8,7 +8,7 @@
 // reproduced (F16DotOrder in quant/quant.h).
 //
 // Two schedules of that same arithmetic:
-//  - attention_rows: a task per (token, kv head), for batches (prefill), where there are plenty;
+//  - attention_rows: a task per (block of 4 tokens, kv head), for batches (prefill), where there are plenty;
 //  - attention_decode: one token has only n_head_kv such tasks, too few and too uneven to keep the
 //    threads busy, so it runs in three phases split by key runs and by output dims instead.
 // Both convert each f16 K/V row once for all query heads of its group (grouped-query attention).
@@ -103,6 +103,22 @@ void scale_round_f16(float* x, int32_t n, float scale) {
     }
 }
 
+// One (row, head) of a batched attention task: row holds the scores of keys [first, last], of which
+// the query at pos sees [first_key(pos), pos]. Those become the softmax's probabilities rounded to
+// f16 (captured first where the head is captured), the others 0.
+void softmax_of_row(const AttentionParams& p, float* row, int32_t first, int32_t last, int32_t pos, float score_scale,
+                    int32_t slot, int64_t q_row, int64_t n_rows, int64_t max_keys) {
+    const int32_t row_first = first_key(p, pos);
+    float* s = row + (row_first - first);
+    soft_cap_scores(s, pos - row_first + 1, p.softcap);
+    for (int32_t j = 0; j <= pos - row_first; ++j) s[j] *= score_scale;
+    const float inv = softmax_in_place(s, row_first, pos);
+    if (slot >= 0) capture_row(p.capture_probs + (int64_t(slot) * n_rows + q_row) * max_keys, max_keys, s, row_first, pos, inv);
+    scale_round_f16(s, pos - row_first + 1, inv);
+    std::fill(row, s, 0.0f);
+    std::fill(row + (pos - first + 1), row + (last - first + 1), 0.0f);
+}
+
 // Keys of one position run along a KV block: [j, j + n) with n up to the end of j's block or to last.
 int32_t run_in_block(const KvCache& kv, int32_t j, int32_t last) {
     const int32_t bt = kv.config().block_tokens;
@@ -130,70 +146,80 @@ void CpuBackend::attention_rows(const Tensor& q, const KvCache& kv, int32_t il, 
     const F16DotOrder out_order = hd % 4 == 0 ? F16DotOrder::kLanes8 : F16DotOrder::kStep32;
     const int64_t n_lanes = f16_dot_lanes(out_order);
     const int64_t row_halves = int64_t(kv.k_row_bytes() / sizeof(uint16_t));  // one position's K (or V), all kv heads
-    // per thread: the group's scores, then probabilities [group][max_keys]; their value lanes
-    // [group][n_lanes][hd]; the group's queries rounded to f16 (as floats) [group][hd]; a lane gather
-    // row [n_lanes] and a scaled query [hd]. And the f16 query [hd].
-    const size_t buf_floats = size_t(group * (max_keys + n_lanes * hd + hd) + n_lanes + hd);
+    // A task takes up to kRows consecutive query rows: their heads of the group (gr of them) share
+    // every K and V row, converted from f16 once for all of them.
+    constexpr int32_t kRows = 4;
+    const int32_t gr = group * kRows;
+    // per thread: the heads' scores, then probabilities [gr][max_keys]; their value lanes
+    // [gr][n_lanes][hd]; the queries rounded to f16 (as floats) [gr][hd]; a lane gather row [n_lanes]
+    // and a scaled query [hd]. And the f16 query [hd].
+    const size_t buf_floats = size_t(gr * (max_keys + n_lanes * hd + hd) + n_lanes + hd);
     for (auto& b : thread_buf_)
         if (b.size() < buf_floats) b.resize(buf_floats);
     for (auto& b : thread_f16_)
         if (b.size() < size_t(hd)) b.resize(size_t(hd));
     const float score_scale = p.scale_q ? 1.0f : p.scale;
+    const int64_t n_blocks = (q.n_rows + kRows - 1) / kRows;
 
-    // A task per (query row, kv head): the query heads of the group share every K and V row, which is
-    // converted from f16 once for all of them (dot_f16_keys / fma_f16_keys, as in decode). Each
-    // (head, key) product and each output lane still sees the operations of one head at a time.
-    pool_.parallel_for(q.n_rows * p.n_head_kv, [&](int64_t task, int thread) {
-        const int64_t r = task / p.n_head_kv;
+    // A task per (block of query rows, kv head). The keys [first, last] of the block are those of its
+    // first row's window up to its last row; each (row, head) gets its scores over all of them, then
+    // its softmax over the keys it sees (the rest of its row set to 0). Each (head, key) product and
+    // each output lane sees exactly the operations of one head of one row at a time; a key a row does
+    // not see adds fma(0, v, lane), which leaves a finite lane unchanged (lanes start at +0 and never
+    // become -0). Only an infinite V would differ (NaN), as in the reference, whose product runs over
+    // the whole cache, masked keys included.
+    pool_.parallel_for(n_blocks * p.n_head_kv, [&](int64_t task, int thread) {
+        const int64_t r0 = task / p.n_head_kv * kRows;
+        const int32_t nr = int32_t(std::min<int64_t>(kRows, q.n_rows - r0));
         const int32_t kvh = int32_t(task % p.n_head_kv);
-        const int32_t pos = pos0 + int32_t(r);
-        const int32_t first = first_key(p, pos);
+        const int32_t g = group * nr;  // heads of the task, row by row: head i of row rr is rr * group + i
+        const int32_t first = first_key(p, pos0 + int32_t(r0));
+        const int32_t last = pos0 + int32_t(r0) + nr - 1;
         float* scores = thread_buf_[size_t(thread)].data();
-        float* lanes = scores + group * max_keys;
-        float* qf = lanes + group * n_lanes * hd;
-        float* gather = qf + group * hd;
+        float* lanes = scores + gr * max_keys;
+        float* qf = lanes + gr * n_lanes * hd;
+        float* gather = qf + gr * hd;
         uint16_t* q16 = thread_f16_[size_t(thread)].data();
-        for (int32_t i = 0; i < group; ++i) {
-            round_query(p, q.data + r * q.n_cols + int64_t(kvh * group + i) * hd, gather + n_lanes, q16, hd);
-            for (int64_t d = 0; d < hd; ++d) qf[i * hd + d] = fp16_to_f32(q16[d]);
-        }
+        for (int32_t rr = 0; rr < nr; ++rr)
+            for (int32_t i = 0; i < group; ++i) {
+                round_query(p, q.data + (r0 + rr) * q.n_cols + int64_t(kvh * group + i) * hd, gather + n_lanes, q16, hd);
+                for (int64_t d = 0; d < hd; ++d) qf[(rr * group + i) * hd + d] = fp16_to_f32(q16[d]);
+            }
 
-        // scores_j = scale * q.k_j over the visible keys, then a numerically stable softmax per head;
-        // the probabilities are left rounded to f16, the precision they weight V with.
-        for (int32_t j = first; j <= pos;) {
-            const int32_t run = run_in_block(kv, j, pos);
+        // scores_j = scale * q.k_j, then a numerically stable softmax per (row, head) over the keys
+        // that row sees; the probabilities are left rounded to f16, the precision they weight V with.
+        for (int32_t j = first; j <= last;) {
+            const int32_t run = run_in_block(kv, j, last);
             const auto* k = static_cast<const uint16_t*>(kv.k_row(il, j)) + int64_t(kvh) * hd;
-            dot_f16_keys(kq_order, hd, k, row_halves, run, qf, hd, group, scores + (j - first), max_keys);
+            dot_f16_keys(kq_order, hd, k, row_halves, run, qf, hd, g, scores + (j - first), max_keys);
             j += run;
         }
-        for (int32_t i = 0; i < group; ++i) {
-            float* s = scores + i * max_keys;
-            soft_cap_scores(s, pos - first + 1, p.softcap);
-            for (int32_t j = 0; j <= pos - first; ++j) s[j] *= score_scale;
-            const float inv = softmax_in_place(s, first, pos);
-            if (const int32_t slot = capture_slot(p, kvh * group + i); slot >= 0)
-                capture_row(p.capture_probs + (int64_t(slot) * q.n_rows + r) * max_keys, max_keys, s, first, pos, inv);
-            scale_round_f16(s, pos - first + 1, inv);
-        }
+        for (int32_t rr = 0; rr < nr; ++rr)
+            for (int32_t i = 0; i < group; ++i) {
+                const int64_t capture_row_index = r0 + rr;  // in capture_probs' [slot][query row] layout
+                softmax_of_row(p, scores + (rr * group + i) * max_keys, first, last, pos0 + int32_t(r0) + rr, score_scale,
+                               capture_slot(p, kvh * group + i), capture_row_index, q.n_rows, max_keys);
+            }
 
         // out[d] = sum_j p_j v_j[d]. Key j goes to lane j % n_lanes of every output dim (the lanes the
         // reference's dot over the cache gives it); each lane row is one fused multiply-add per key.
-        std::fill(lanes, lanes + group * n_lanes * hd, 0.0f);
-        for (int32_t j = first; j <= pos;) {
-            const int32_t run = run_in_block(kv, j, pos);
+        std::fill(lanes, lanes + g * n_lanes * hd, 0.0f);
+        for (int32_t j = first; j <= last;) {
+            const int32_t run = run_in_block(kv, j, last);
             const auto* v = static_cast<const uint16_t*>(kv.v_row(il, j)) + int64_t(kvh) * hd;
-            fma_f16_keys(hd, v, row_halves, run, j % n_lanes, int(n_lanes), scores + (j - first), max_keys, group, lanes,
+            fma_f16_keys(hd, v, row_halves, run, j % n_lanes, int(n_lanes), scores + (j - first), max_keys, g, lanes,
                          n_lanes * hd);
             j += run;
         }
-        for (int32_t i = 0; i < group; ++i) {
-            float* o = out.data + r * out.n_cols + int64_t(kvh * group + i) * hd;
-            const float* li = lanes + int64_t(i) * n_lanes * hd;
-            for (int64_t d = 0; d < hd; ++d) {
-                for (int64_t l = 0; l < n_lanes; ++l) gather[l] = li[l * hd + d];
-                o[d] = sum_f16_dot_lanes(out_order, gather);
+        for (int32_t rr = 0; rr < nr; ++rr)
+            for (int32_t i = 0; i < group; ++i) {
+                float* o = out.data + (r0 + rr) * out.n_cols + int64_t(kvh * group + i) * hd;
+                const float* li = lanes + int64_t(rr * group + i) * n_lanes * hd;
+                for (int64_t d = 0; d < hd; ++d) {
+                    for (int64_t l = 0; l < n_lanes; ++l) gather[l] = li[l * hd + d];
+                    o[d] = sum_f16_dot_lanes(out_order, gather);
+                }
             }
-        }
     });
 }
 

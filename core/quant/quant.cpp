@@ -45,7 +45,7 @@ bool cpu_has_avx2() {
 const KernelTable& avx2_table() {
     static const KernelTable table = [] {
 #if defined(WB_QUANT_AVX2)
-        if (cpu_has_avx2()) return avx2_kernels();
+        if (cpu_has_avx2()) return avx2_kernels(false);  // the plain AVX2 family: quant_force_avx2's
 #endif
         return scalar_kernels();
     }();
@@ -58,8 +58,9 @@ const KernelTable& best_table() {
         if (cpu_has_avx2() && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
             __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512vnni"))
             return avx512_kernels();
+        if (cpu_has_avx2()) return avx2_kernels(true);  // with the AVX-VNNI tiles where the CPU has AVX-VNNI
 #endif
-        return avx2_table();
+        return scalar_kernels();
     }();
     return table;
 }
@@ -308,6 +309,8 @@ DotKernels dot_kernels(GgmlType weight_type, int64_t n, DotOrder order) {
     k.row = order_kernel(weight_type, order);
     check_length("dot_kernels", weight_type, n);
     k.tile = tile_kernel(weight_type, order);
+    if (k.tile && has_slot(weight_type) && k.tile == kernels().dot_tile[slot(weight_type)])
+        k.tile_rows = kernels().dot_tile_rows[slot(weight_type)];  // the multi-row form of that same tile
     return k;
 }
 
@@ -369,5 +372,7 @@ const char* quant_kernel_name() { return kernels().name; }
 void quant_force_scalar(bool on) { g_force_scalar.store(on, std::memory_order_relaxed); }
 
 void quant_force_avx2(bool on) { g_force_avx2.store(on, std::memory_order_relaxed); }
+
+bool quant_uses_vnni() { return kernels().vnni; }
 
 }  // namespace wb

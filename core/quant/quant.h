@@ -90,6 +90,11 @@ struct DotKernels {
     // tile kernel (has_dot_tile false)
     void (*tile)(int64_t n, const void* w, size_t w_stride, const void* x, size_t x_stride, float* out,
                  int64_t out_stride) = nullptr;
+    // The tile for n_rows weight rows w_stride apart (out[c * out_stride + r], r < n_rows): exactly the
+    // outputs of n_rows calls of tile, with the work on the activations shared; nullptr where the family
+    // has no such kernel (then a loop over tile).
+    void (*tile_rows)(int64_t n, const void* w, size_t w_stride, int64_t n_rows, const void* x, size_t x_stride,
+                      float* out, int64_t out_stride) = nullptr;
 };
 DotKernels dot_kernels(GgmlType weight_type, int64_t n, DotOrder order = DotOrder::kRow);
 

@@ -14,6 +14,9 @@ using VecDotFn = float (*)(int64_t n, const void* w_row, const void* x_prepared)
 // A kDotTileRows x kDotTileCols tile of row dots (vec_dot_tile in quant.h).
 using DotTileFn = void (*)(int64_t n, const void* w, size_t w_stride, const void* x, size_t x_stride, float* out,
                            int64_t out_stride);
+// The tile over n_rows weight rows w_stride apart at once (DotKernels::tile_rows in quant.h).
+using DotTileRowsFn = void (*)(int64_t n, const void* w, size_t w_stride, int64_t n_rows, const void* x, size_t x_stride,
+                               float* out, int64_t out_stride);
 using F16ToF32Fn = void (*)(const uint16_t* x, float* y, int64_t n);
 using F32ToF16Fn = void (*)(const float* x, uint16_t* y, int64_t n);
 using F16DotFn = float (*)(int64_t n, const uint16_t* x, const uint16_t* y);
@@ -33,6 +36,7 @@ constexpr int kDotOrders = 5;  // the DotOrder values (quant.h)
 // rows on every token.
 struct KernelTable {
     const char* name = nullptr;
+    bool vnni = false;  // some tiles take AVX-VNNI (quant_avx2.cpp); outputs are the same either way
     VecDotFn dot[kKernelSlots] = {};  // DotOrder::kRow, indexed by slot(weight type); nullptr = no kernel
     F16ToF32Fn f16_to_f32 = nullptr;
     F32ToF16Fn f32_to_f16 = nullptr;
@@ -42,6 +46,7 @@ struct KernelTable {
     F16DotFn dot_f16_step32 = nullptr;
     F16FmaRowFn fma_f16_row = nullptr;
     DotTileFn dot_tile[kKernelSlots] = {};  // tiles of dot (vec_dot_tile); nullptr = a loop over dot
+    DotTileRowsFn dot_tile_rows[kKernelSlots] = {};  // dot_tile over several rows; nullptr = a loop over it
     F16DotKeysFn dot_f16_keys = nullptr;  // the decode attention's runs of keys (quant.h)
     F16FmaKeysFn fma_f16_keys = nullptr;
     // The other orders, [int(order)][slot]: a type's kernel in llama.cpp's float order of that path
@@ -78,8 +83,9 @@ void add_float_avx2_kernels(KernelTable& t);
 
 #if defined(WB_QUANT_AVX2)
 // The scalar table with the entries quant_avx2.cpp provides replaced; only valid to use on a CPU with
-// AVX2, FMA and F16C.
-KernelTable avx2_kernels();
+// AVX2, FMA and F16C. With allow_vnni, the tiles that have an AVX-VNNI form take it where the CPU has
+// AVX-VNNI (CPUID; none of them needs AVX-512).
+KernelTable avx2_kernels(bool allow_vnni = true);
 // The AVX2 table with the kernels of quant_avx512_iq.cpp put in; only valid on a CPU with AVX-512 F, BW,
 // VL and VNNI too.
 KernelTable avx512_kernels();
@@ -100,8 +106,10 @@ void quantize_row_q5_1(const float* x, void* dst, int64_t n);
 // Tests: true makes every dot go through the scalar family, so both families can be compared on one
 // machine. Thread-safe, takes effect on the next call.
 void quant_force_scalar(bool on);
-// Tests: true makes the dots go through the AVX2 family where the best one is wider (avx512), so both
-// are checked on a CPU that has both; quant_force_scalar wins over it.
+// Tests: true makes the dots go through the plain AVX2 family (no AVX-512 kernels, no AVX-VNNI tiles)
+// where the best one is wider, so both are checked on a CPU that has both; quant_force_scalar wins over it.
 void quant_force_avx2(bool on);
+// Whether the kernels in use include AVX-VNNI tiles.
+bool quant_uses_vnni();
 
 }  // namespace wb

@@ -2,9 +2,11 @@
 // Rows sum to 1, are zero above the causal diagonal and outside a sliding window, equal an independent
 // softmax(q.k * scale) over the same (f16) q and K, and only the requested heads are written; and they
 // are the weights the output was made with: P.V recomputed from the capture equals the attention output.
+// And a batch's rows do not depend on how the batch is cut into blocks (bit for bit).
 #include <QtTest>
 
 #include <cmath>
+#include <cstring>
 #include <random>
 
 #include "engine/backend_cpu.h"
@@ -161,6 +163,52 @@ private Q_SLOTS:
         }
         qInfo("largest |out - P.V| %.2e", worst);
         for (Tensor* t : {&q, &k, &v, &out}) f.be.free(*t);
+    }
+
+    // A batch's rows are computed in blocks that share each K and V row (a key one row of the block does
+    // not see weighs 0 there): every row's output and captured probabilities must be bit-identical
+    // however the batch is cut (one batch of 23 rows, or batches of 2 and 3 rows at rising positions),
+    // with and without a sliding window.
+    void batchedRowsDoNotDependOnTheirBlock_data() {
+        QTest::addColumn<int>("window");
+        QTest::newRow("full") << 0;
+        QTest::newRow("window 5") << 5;
+    }
+    void batchedRowsDoNotDependOnTheirBlock() {
+        QFETCH(int, window);
+        Fixture f(64);
+        const int32_t n = 23, width = Fixture::kHeads * Fixture::kDim;
+        Tensor q = f.random(n, width);
+        Tensor k = f.random(n, Fixture::kKvHeads * Fixture::kDim);
+        Tensor v = f.random(n, Fixture::kKvHeads * Fixture::kDim);
+        Tensor whole = f.be.alloc(n, width), parts = f.be.alloc(n, width);
+        f.kv.reserve(n);
+        f.be.kv_store(f.kv, 0, k, v, 0);
+        f.kv.set_n_tokens(n);
+        const std::vector<int32_t> heads{2};
+        AttentionParams p{Fixture::kHeads, Fixture::kKvHeads, Fixture::kDim, 0.25f, window};
+        p.capture_heads = heads.data();
+        p.n_capture_heads = 1;
+        std::vector<float> whole_probs(size_t(n) * size_t(n));
+        p.capture_probs = whole_probs.data();
+        f.be.attention(q, f.kv, 0, 0, p, whole);
+        int32_t pos0 = 0;
+        for (int32_t m : {2, 3, 2, 3, 2, 3, 2, 3, 3}) {  // 23 rows; never 1 (a single row takes the decode schedule)
+            std::vector<float> probs(size_t(m) * size_t(pos0 + m));
+            p.capture_probs = probs.data();
+            Tensor part_q = q.rows(pos0, m), part_out = parts.rows(pos0, m);
+            f.be.attention(part_q, f.kv, 0, pos0, p, part_out);
+            for (int32_t r = 0; r < m; ++r)
+                QVERIFY2(std::memcmp(probs.data() + size_t(r) * size_t(pos0 + m), whole_probs.data() + size_t(pos0 + r) * size_t(n),
+                                     sizeof(float) * size_t(pos0 + m)) == 0,
+                         qPrintable(QString("captured row %1").arg(pos0 + r)));
+            pos0 += m;
+        }
+        QCOMPARE(pos0, n);
+        for (int32_t r = 0; r < n; ++r)
+            QVERIFY2(std::memcmp(whole.data + r * width, parts.data + r * width, sizeof(float) * size_t(width)) == 0,
+                     qPrintable(QString("output row %1").arg(r)));
+        for (Tensor* t : {&q, &k, &v, &whole, &parts}) f.be.free(*t);
     }
 
     // A decode step (one query row at the end) captures the same row as a prefill of the whole text.

@@ -1,0 +1,190 @@
+// The prefill tiles of the 32-element types and Q6_K, bit for bit against the row dots: every tile output
+// must be the float the row dot gives for its (weight row, token) pair, in each form the kernels come
+// in (AVX2, AVX2 with AVX-VNNI where the CPU has it, scalar), on random blocks and on activations that
+// quantize to the extreme codes (+-127) and sit in the hundreds, where any change of rounding shows.
+#include <QtTest>
+
+#include <cstring>
+#include <memory>
+#include <random>
+#include <string>
+#include <vector>
+
+#if defined(__x86_64__) || defined(__i386__)
+#include <cpuid.h>
+#endif
+
+#include "quant/quant.h"
+#include "quant/quant_blocks.h"
+#include "quant/quant_internal.h"
+#include "util/fp16.h"
+
+using wb::GgmlType;
+
+namespace {
+
+// AVX-VNNI as CPUID reports it (leaf 7, sub-leaf 1, EAX bit 4), read here independently of the kernels.
+bool cpu_reports_avx_vnni() {
+#if defined(__x86_64__) || defined(__i386__)
+    unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+    return __get_cpuid_count(7, 1, &eax, &ebx, &ecx, &edx) && (eax & (1u << 4)) != 0;
+#else
+    return false;
+#endif
+}
+
+// The x86 families ("avx512" is the AVX2 table with some AVX-512 kernels added; both hold these tiles).
+bool avx2_family() {
+    const std::string name = wb::quant_kernel_name();
+    return name == "avx2" || name == "avx512";
+}
+
+// The kernel forms a test runs through; each guard restores the default on exit.
+enum class Form { kBest, kPlainAvx2, kScalar };  // kPlainAvx2: quant_force_avx2, no AVX-VNNI tiles
+
+struct FormGuard {
+    explicit FormGuard(Form f) {
+        wb::quant_force_avx2(f == Form::kPlainAvx2);
+        wb::quant_force_scalar(f == Form::kScalar);
+    }
+    ~FormGuard() {
+        wb::quant_force_avx2(false);
+        wb::quant_force_scalar(false);
+    }
+};
+
+const char* form_name(Form f) { return f == Form::kBest ? "best" : f == Form::kPlainAvx2 ? "plain avx2" : "scalar"; }
+
+template <class Block>
+void randomize_blocks(std::mt19937& rng, uint8_t* row, int64_t n_blocks) {
+    std::uniform_real_distribution<float> scale(-0.05f, 0.05f);
+    for (int64_t i = 0; i < n_blocks; ++i) {
+        Block b;
+        auto* raw = reinterpret_cast<uint8_t*>(&b);
+        for (size_t k = 0; k < sizeof b; ++k) raw[k] = uint8_t(rng());  // every code, Q8_0's -128 included
+        b.d = wb::f32_to_fp16(scale(rng));
+        if constexpr (requires { b.m; }) b.m = wb::f32_to_fp16(scale(rng));
+        std::memcpy(row + size_t(i) * sizeof b, &b, sizeof b);
+    }
+}
+
+std::vector<uint8_t> random_row(std::mt19937& rng, GgmlType t, int64_t n) {
+    std::vector<uint8_t> row(wb::ggml_row_bytes(t, n));
+    switch (t) {
+        case GgmlType::Q4_0: randomize_blocks<wb::BlockQ4_0>(rng, row.data(), n / wb::kQK); break;
+        case GgmlType::Q4_1: randomize_blocks<wb::BlockQ4_1>(rng, row.data(), n / wb::kQK); break;
+        case GgmlType::Q5_0: randomize_blocks<wb::BlockQ5_0>(rng, row.data(), n / wb::kQK); break;
+        case GgmlType::Q5_1: randomize_blocks<wb::BlockQ5_1>(rng, row.data(), n / wb::kQK); break;
+        case GgmlType::Q8_0: randomize_blocks<wb::BlockQ8_0>(rng, row.data(), n / wb::kQK); break;
+        case GgmlType::Q6_K: randomize_blocks<wb::BlockQ6_K>(rng, row.data(), n / wb::kQKK); break;
+        default: break;
+    }
+    return row;
+}
+
+// Token c's activations: uniform in [-2, 2] for even c; for odd c values in the hundreds with every
+// 5th element at the row's extreme (so blocks quantize to +-127 codes), as large-activation models have.
+std::vector<float> token_row(std::mt19937& rng, int c, int64_t n) {
+    std::uniform_real_distribution<float> u(-2.0f, 2.0f);
+    std::vector<float> x(static_cast<size_t>(n));
+    for (int64_t i = 0; i < n; ++i) {
+        x[size_t(i)] = u(rng);
+        if (c % 2 == 1) x[size_t(i)] *= i % 5 == 0 ? 400.0f : 150.0f;
+    }
+    return x;
+}
+
+}  // namespace
+
+class TestQuantTiles : public QObject {
+    Q_OBJECT
+
+private slots:
+    void vnni_tiles_are_in_use_exactly_where_the_cpu_has_avx_vnni();
+    void tile_equals_row_dot_bit_for_bit_data();
+    void tile_equals_row_dot_bit_for_bit();
+};
+
+// On an x86 machine with AVX2 the best family takes the AVX-VNNI tiles if and only if CPUID reports
+// AVX-VNNI, and quant_force_avx2 gives the plain AVX2 family without them; so the comparisons below run
+// both forms wherever the CPU has AVX-VNNI.
+void TestQuantTiles::vnni_tiles_are_in_use_exactly_where_the_cpu_has_avx_vnni() {
+    if (!avx2_family()) QSKIP("the AVX2 kernel family is not in use on this CPU (no AVX2/FMA/F16C)");
+    QCOMPARE(wb::quant_uses_vnni(), cpu_reports_avx_vnni());
+    {
+        FormGuard off(Form::kPlainAvx2);
+        QVERIFY(!wb::quant_uses_vnni());
+        QCOMPARE(std::string(wb::quant_kernel_name()), std::string("avx2"));
+    }
+    QCOMPARE(wb::quant_uses_vnni(), cpu_reports_avx_vnni());
+    qInfo("AVX-VNNI tiles %s on this CPU", cpu_reports_avx_vnni() ? "in use" : "not available (AVX2 tiles only)");
+}
+
+void TestQuantTiles::tile_equals_row_dot_bit_for_bit_data() {
+    QTest::addColumn<uint32_t>("type");
+    QTest::addColumn<int>("n");
+    QTest::addColumn<int>("order");
+    const int row = int(wb::DotOrder::kRow);
+    for (GgmlType t : {GgmlType::Q4_0, GgmlType::Q4_1, GgmlType::Q5_0, GgmlType::Q5_1, GgmlType::Q8_0})
+        for (int n : {32, 640, 2048}) QTest::addRow("%s/%d/row", wb::ggml_type_name(t).c_str(), n) << uint32_t(t) << n << row;
+    for (int n : {256, 2048})
+        QTest::addRow("Q6_K/%d/tiled", n) << uint32_t(GgmlType::Q6_K) << n << int(wb::DotOrder::kTiled);
+}
+
+// Four weight rows against the tile's 8 tokens: every output equals the row dot of its pair in the
+// same order, compared with memcmp (QCOMPARE's float compare is fuzzy), in every form, through the
+// one-row tile and the multi-row one; on AVX2 the tile kernels exist (so the tiles, not loops over the
+// row dot, are what is compared).
+void TestQuantTiles::tile_equals_row_dot_bit_for_bit() {
+    QFETCH(uint32_t, type);
+    QFETCH(int, n);
+    QFETCH(int, order);
+    const auto t = GgmlType(type);
+    const auto o = wb::DotOrder(order);
+    std::mt19937 rng(uint32_t(11 + n + 37 * type));
+    constexpr int kRows = 4;
+    const size_t w_stride = wb::ggml_row_bytes(t, n) + 16;  // rows with a gap, as a strided view has
+    std::vector<uint8_t> w(w_stride * kRows);
+    for (int r = 0; r < kRows; ++r) {
+        const std::vector<uint8_t> row = random_row(rng, t, n);
+        std::copy(row.begin(), row.end(), w.begin() + long(size_t(r) * w_stride));
+    }
+    const size_t x_stride = wb::activation_row_bytes(t, n) + 8;
+    std::vector<uint8_t> xq(x_stride * wb::kDotTileCols);
+    for (int c = 0; c < wb::kDotTileCols; ++c)
+        wb::quantize_activations(t, token_row(rng, c, n).data(), xq.data() + size_t(c) * x_stride, n);
+
+    std::vector<Form> forms = {Form::kScalar};
+    if (avx2_family()) forms = {Form::kBest, Form::kPlainAvx2, Form::kScalar};
+    for (Form f : forms) {
+        FormGuard guard(f);
+        if (f != Form::kScalar) QVERIFY2(wb::has_dot_tile(t, o), form_name(f));
+        // The multi-row form (DotKernels::tile_rows) where the family has one: on AVX2 for the
+        // 32-element types; all kRows rows in one call.
+        const wb::DotKernels k = wb::dot_kernels(t, n, o);
+        const bool q32 = o == wb::DotOrder::kRow;
+        if (f != Form::kScalar) QCOMPARE(k.tile_rows != nullptr, q32);
+        std::vector<float> rows_out(size_t(kRows * wb::kDotTileCols), -1.0f);
+        if (k.tile_rows) k.tile_rows(n, w.data(), w_stride, kRows, xq.data(), x_stride, rows_out.data(), kRows);
+        for (int r = 0; r < kRows; ++r) {
+            const uint8_t* wr = w.data() + size_t(r) * w_stride;
+            std::vector<float> tile(size_t(wb::kDotTileCols), -1.0f);
+            wb::vec_dot_tile(t, n, wr, w_stride, xq.data(), x_stride, tile.data(), 1, o);
+            for (int c = 0; c < wb::kDotTileCols; ++c) {
+                float want = 0.0f;
+                wb::vec_dot_rows(t, n, wr, w_stride, 1, xq.data() + size_t(c) * x_stride, &want, o);
+                for (bool multi : {false, true}) {
+                    if (multi && !k.tile_rows) continue;
+                    const float got = multi ? rows_out[size_t(c * kRows + r)] : tile[size_t(c)];
+                    QVERIFY2(std::memcmp(&got, &want, sizeof got) == 0,
+                             qPrintable(QString("%1 (vnni %2, %3), row %4, token %5: tile %6, row dot %7")
+                                            .arg(form_name(f)).arg(wb::quant_uses_vnni()).arg(multi ? "tile_rows" : "tile")
+                                            .arg(r).arg(c).arg(double(got), 0, 'g', 9).arg(double(want), 0, 'g', 9)));
+                }
+            }
+        }
+    }
+}
+
+QTEST_GUILESS_MAIN(TestQuantTiles)
+#include "test_quant_tiles.moc"
