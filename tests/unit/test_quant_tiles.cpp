@@ -126,7 +126,8 @@ void TestQuantTiles::tile_equals_row_dot_bit_for_bit_data() {
     QTest::addColumn<int>("order");
     const int row = int(wb::DotOrder::kRow);
     for (GgmlType t : {GgmlType::Q4_0, GgmlType::Q4_1, GgmlType::Q5_0, GgmlType::Q5_1, GgmlType::Q8_0})
-        for (int n : {32, 640, 2048}) QTest::addRow("%s/%d/row", wb::ggml_type_name(t).c_str(), n) << uint32_t(t) << n << row;
+        for (int n : {32, 640, 2048, 4608})  // 4608: more blocks than the multi-row tile keeps on its stack
+            QTest::addRow("%s/%d/row", wb::ggml_type_name(t).c_str(), n) << uint32_t(t) << n << row;
     for (int n : {256, 2048})
         QTest::addRow("Q6_K/%d/tiled", n) << uint32_t(GgmlType::Q6_K) << n << int(wb::DotOrder::kTiled);
 }
