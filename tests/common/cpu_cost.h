@@ -15,6 +15,21 @@
 
 namespace wb_test {
 
+// How many times slower than a plain Release build this test binary runs: a sanitizer's constant factor
+// (ASan + UBSan about 2-5x, TSan 5-15x; 10 covers both). An absolute CPU ceiling times this factor holds
+// in every CI pass while still catching a path that became tens of times dearer.
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+constexpr double kBuildSlowdown = 10.0;
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer) || __has_feature(undefined_behavior_sanitizer)
+constexpr double kBuildSlowdown = 10.0;
+#else
+constexpr double kBuildSlowdown = 1.0;
+#endif
+#else
+constexpr double kBuildSlowdown = 1.0;
+#endif
+
 // CPU seconds used by the calling thread so far.
 inline double thread_cpu_seconds() {
     timespec ts{};

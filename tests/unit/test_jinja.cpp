@@ -609,7 +609,7 @@ std::string limit_error(const QString& source, const RenderLimits& limits, doubl
 }  // namespace
 
 // Each hostile template ends with its limit's error, under the shipped limits and under a quarter of
-// each, and where the work is counted steps it grows at most in proportion to the limits: CPU time per
+// each, within a CPU-time ceiling, and where the work is counted steps it grows at most in proportion to the limits: CPU time per
 // unit of limit at most twice that at a quarter (tests/common/cpu_cost.h), so no path does more than a
 // bounded amount of work per counted step. Measured on the thread's CPU time instead of a wall-clock bound, which failed under
 // ASan on a loaded machine (the nested loops took 313 s there) and says nothing about growth.
@@ -631,6 +631,13 @@ void TestJinja::hostile_templates_stop_at_limits() {
     QVERIFY2(QString::fromStdString(quarter_error).contains(message), quarter_error.empty() ? "rendered" : quarter_error.c_str());
     const std::string full_error = limit_error(source, shipped, &full_s);
     QVERIFY2(QString::fromStdString(full_error).contains(message), full_error.empty() ? "rendered" : full_error.c_str());
+    // And an absolute ceiling: the GUI's worker waits this long for a hostile template. Every row takes
+    // well under 2 s of CPU at the shipped limits in a Release build (the whole function, 5.2 s wall on
+    // the development VM), so a step made tens of times dearer, or a limit raised tenfold, fails here
+    // even where the growth check below does not apply.
+    const double ceiling_s = 10.0 * wb_test::kBuildSlowdown;
+    QVERIFY2(full_s <= ceiling_s, qPrintable(QString("the shipped limits took %1 s of CPU (at most %2 s)")
+                                                 .arg(full_s, 0, 'f', 2).arg(ceiling_s, 0, 'f', 0)));
     if (!steps) return;
     limit_error(source, quarter, &again_s);
     quarter_s = std::min(quarter_s, again_s);

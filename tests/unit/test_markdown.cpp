@@ -276,6 +276,11 @@ private Q_SLOTS:
         QVERIFY(blocks >= 1);
         const double large_s = wb_test::min_cpu_seconds_of(2, parse_of(large));
         QVERIFY(blocks >= 1);
+        // An absolute ceiling as well: a linear parser made tens of times slower passes the growth check.
+        // The largest input (200k characters) parses in milliseconds in a Release build.
+        const double ceiling_s = 1.0 * wb_test::kBuildSlowdown;
+        QVERIFY2(large_s <= ceiling_s, qPrintable(QString("%1 characters took %2 s of CPU (at most %3 s)")
+                                                      .arg(large.size()).arg(large_s, 0, 'f', 3).arg(ceiling_s, 0, 'f', 0)));
         const double growth = wb_test::cost_growth(small_s, double(small.size()), large_s, double(large.size()));
         QVERIFY2(growth <= 3.5, qPrintable(QString("cost per character grew %1x from %2 to %3 characters (%4 ms, %5 ms CPU)")
                                                .arg(growth, 0, 'f', 2).arg(small.size()).arg(large.size())
