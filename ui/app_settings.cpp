@@ -22,7 +22,7 @@ const QString kSamplingPreset = QStringLiteral("sampling/preset");
 const QString kSamplingLogitBias = QStringLiteral("sampling/logitBias");
 const QString kSystemPrompt = QStringLiteral("chat/systemPrompt");
 const QString kColourTokens = QStringLiteral("chat/colourTokens");
-const QString kMessageDraft = QStringLiteral("chat/draft");
+const QString kDrafts = QStringLiteral("chat/drafts");
 const QString kCaptureAll = QStringLiteral("capture/allLayers");
 const QString kAttentionLayer = QStringLiteral("capture/layer");
 const QString kCaptureBudget = QStringLiteral("capture/budgetMiB");
@@ -69,8 +69,19 @@ void AppSettings::setSamplingLogitBias(const QString& text) { set(kSamplingLogit
 QString AppSettings::samplingPreset() { return get(kSamplingPreset, QStringLiteral("Balanced")).toString(); }
 void AppSettings::setSamplingPreset(const QString& name) { set(kSamplingPreset, name); }
 QString AppSettings::systemPrompt() { return get(kSystemPrompt).toString(); }
-QString AppSettings::messageDraft() { return get(kMessageDraft).toString(); }
-void AppSettings::setMessageDraft(const QString& text) { set(kMessageDraft, text); }
+QStringList AppSettings::draftOwners() {
+    QSettings s;
+    s.beginGroup(kDrafts);
+    return s.childKeys();
+}
+QString AppSettings::messageDraft(const QString& owner) { return get(kDrafts + '/' + owner).toString(); }
+void AppSettings::setMessageDraft(const QString& owner, const QString& text) {
+    if (text.isEmpty()) {
+        QSettings().remove(kDrafts + '/' + owner);
+        return;
+    }
+    set(kDrafts + '/' + owner, text);
+}
 void AppSettings::setSystemPrompt(const QString& prompt) { set(kSystemPrompt, prompt); }
 bool AppSettings::colourTokens() { return get(kColourTokens, false).toBool(); }
 void AppSettings::setColourTokens(bool on) { set(kColourTokens, on); }

@@ -6,6 +6,7 @@
 #include <QByteArray>
 #include <QRect>
 #include <QString>
+#include <QStringList>
 
 #include "sampling/sampling_params.h"
 
@@ -45,9 +46,11 @@ public:
 
     static QString systemPrompt();
     static void setSystemPrompt(const QString& prompt);
-    // What is in the message box and not sent yet.
-    static QString messageDraft();
-    static void setMessageDraft(const QString& text);
+    // The message typed and not sent, one per running window: `owner` is its conversation store's
+    // instance name (new each run), so two windows never overwrite each other's draft. Empty removes.
+    static QStringList draftOwners();
+    static QString messageDraft(const QString& owner);
+    static void setMessageDraft(const QString& owner, const QString& text);
     static bool colourTokens();
     static void setColourTokens(bool on);
 

@@ -420,10 +420,28 @@ void MainWindow::restoreSettings() {
         return m_controller->worker()->encodeText(text, ids, error);
     });
     m_chat->systemPromptEdit()->setPlainText(AppSettings::systemPrompt());
-    m_chat->input()->setPlainText(AppSettings::messageDraft());
+    m_chat->input()->setPlainText(adoptDrafts());
     m_chat->colorByProbabilityBox()->setChecked(AppSettings::colourTokens());
     m_attention->setCaptureAllLayers(AppSettings::captureAllLayers());
     m_attention->setCaptureBudgetMiB(AppSettings::captureBudgetMiB());
+}
+
+QString MainWindow::adoptDrafts() {
+    // The drafts of windows that have quit, joined: two windows closed with unsent text both come back.
+    // A running window's draft stays its own. A message that was being edited comes back as a new one
+    // (its conversation is not reopened at start).
+    QStringList texts, adopted;
+    for (const QString& owner : AppSettings::draftOwners()) {
+        if (m_store->instanceRunning(owner)) continue;
+        const QString text = AppSettings::messageDraft(owner);
+        if (!text.isEmpty()) texts << text;
+        adopted << owner;
+    }
+    const QString joined = texts.join(QStringLiteral("\n\n"));
+    // Ours written before theirs are removed: a crash in between keeps the text twice, never loses it.
+    AppSettings::setMessageDraft(m_store->instanceName(), joined);
+    for (const QString& owner : adopted) AppSettings::setMessageDraft(owner, QString());
+    return joined;
 }
 
 void MainWindow::persistSettings() {
@@ -439,12 +457,13 @@ void MainWindow::persistSettings() {
     auto* draftTimer = new QTimer(this);
     draftTimer->setSingleShot(true);
     draftTimer->setInterval(kDraftSaveDelayMs);
-    connect(draftTimer, &QTimer::timeout, this, [this] { AppSettings::setMessageDraft(m_chat->input()->toPlainText()); });
+    connect(draftTimer, &QTimer::timeout, this,
+            [this] { AppSettings::setMessageDraft(m_store->instanceName(), m_chat->input()->toPlainText()); });
     connect(m_chat->input(), &QPlainTextEdit::textChanged, this, [this, draftTimer] {
         // Emptied (sent) at once: a crash right after a send must not bring the sent text back.
         if (!m_chat->input()->document()->isEmpty()) return draftTimer->start();
         draftTimer->stop();
-        AppSettings::setMessageDraft(QString());
+        AppSettings::setMessageDraft(m_store->instanceName(), QString());
     });
     connect(m_attention->captureAllLayersBox(), &QCheckBox::toggled, this, [](bool on) { AppSettings::setCaptureAllLayers(on); });
     connect(m_attention, &AttentionPanel::captureBudgetChanged, this, [](int mib) { AppSettings::setCaptureBudgetMiB(mib); });
@@ -577,7 +596,7 @@ void MainWindow::closeEvent(QCloseEvent* event) {
     QString error;
     if (!m_controller->saveNow(&error)) statusBar()->showMessage(tr("The conversation could not be saved: %1").arg(error));
     AppSettings::setWindowLayout(layoutKey(), saveGeometry(), saveState());
-    AppSettings::setMessageDraft(m_chat->input()->toPlainText());
+    AppSettings::setMessageDraft(m_store->instanceName(), m_chat->input()->toPlainText());
     QMainWindow::closeEvent(event);
 }
 

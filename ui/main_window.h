@@ -132,6 +132,8 @@ private:
     void placeDocks();
     void createStatusBar();
     void restoreSettings();
+    // The unsent messages of windows that have quit, taken over as this window's draft (AppSettings).
+    QString adoptDrafts();
     void persistSettings();
     void restoreLayout();
     void updateBackendLabel();

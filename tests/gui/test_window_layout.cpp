@@ -68,6 +68,13 @@ QColor firstCharForeground(const QTextDocument* doc, const QString& text) {
     return {};
 }
 
+// The drafts saved, whichever window owns each.
+QStringList draftsWritten() {
+    QStringList texts;
+    for (const QString& owner : AppSettings::draftOwners()) texts << AppSettings::messageDraft(owner);
+    return texts;
+}
+
 }  // namespace
 
 class TestWindowLayout : public QObject {
@@ -303,7 +310,7 @@ private Q_SLOTS:
             w.show();
             QVERIFY(QTest::qWaitForWindowExposed(&w));
             QTest::keyClicks(w.chatPanel()->input(), "half a thought");
-            QTRY_COMPARE(AppSettings::messageDraft(), QString("half a thought"));
+            QTRY_COMPARE(draftsWritten(), QStringList{"half a thought"});
         }
         {
             MainWindow again;
@@ -314,6 +321,31 @@ private Q_SLOTS:
         }
         MainWindow third;
         QCOMPARE(third.chatPanel()->input()->toPlainText(), QString("two\nlines"));
+        // Sending empties the box and the saved draft at once (a crash right after must not bring it back).
+        third.chatPanel()->input()->clear();
+        QCOMPARE(draftsWritten(), QStringList{});
+    }
+
+    // Two windows open at once keep a draft each: the second does not start with the first one's, and
+    // whichever closes last does not overwrite the other's (one shared key lost the first window's text).
+    void twoWindowsKeepTheirOwnDrafts() {
+        {
+            auto a = std::make_unique<MainWindow>();
+            QTest::keyClicks(a->chatPanel()->input(), "from A");
+            QTRY_COMPARE(draftsWritten(), QStringList{"from A"});
+            auto b = std::make_unique<MainWindow>();
+            QCOMPARE(b->chatPanel()->input()->toPlainText(), QString());
+            QTest::keyClicks(b->chatPanel()->input(), "from B");
+            QTRY_COMPARE(draftsWritten().size(), 2);
+            a->close();
+            a.reset();
+            b->close();
+        }
+        MainWindow next;
+        const QString text = next.chatPanel()->input()->toPlainText();
+        QVERIFY2(text.contains("from A") && text.contains("from B"), qPrintable(text));
+        QCOMPARE(draftsWritten(), QStringList{text});  // taken over: one draft, this window's
+        next.chatPanel()->input()->clear();
     }
 
     void helpListsShortcutsAndNamesVersionAndLicences() {
