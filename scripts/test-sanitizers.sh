@@ -24,10 +24,14 @@ passes=("$@")
 source "$root/scripts/sanitizer-trees.sh"
 
 # The parsers of hostile input (GGUF, Jinja templates, Markdown, server requests, conversation files,
-# tokenizers) with their fuzz replays. The other unit tests (quant kernels, samplers, KV cache, ...)
-# run in the ctest pass only: their ASan build would take CI past its time budget on the 2-core
-# machine (docs/benchmarks.md).
+# tokenizers) with their fuzz replays, and the SIMD code that reads through raw pointers with the most
+# index arithmetic: the tiles of every kernel form (test_quant_tiles: VNNI, AVX2, scalar, one and many
+# rows) and the batched prefill attention (test_attention_capture); their libraries are already built
+# for test_session. The other unit tests (the rest of the quant kernels, samplers, KV cache, ...) run in
+# the ctest pass only: their ASan build would take CI past its time budget on the 2-core machine
+# (docs/benchmarks.md).
 asan_unit=(sanitizer_canary test_gguf test_tokenizer test_jinja test_jinja_templates test_markdown test_server_api
+  test_quant_tiles test_attention_capture
   fuzz_gguf_replay fuzz_jinja_replay fuzz_conversation_replay fuzz_server_request_replay)
 # With a model: the tokenizers on the real vocabularies, the fuzz tokenizer replay, and of the session
 # tests the functions that generate a few tokens, stop and reuse the cache (the whole of test_session
