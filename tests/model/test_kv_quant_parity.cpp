@@ -1,5 +1,5 @@
-// A quantized KV cache against llama.cpp with the same cache types: SmolLM2-135M (Q4_1) with K/V
-// q8_0/q8_0, q4_0/q4_0 and f16/q8_0. Reference data in
+// A quantized KV cache against llama.cpp with the same cache types: SmolLM2-135M (Q4_1) and Gemma 3
+// 270M (Q4_K_M: sliding-window layers) with K/V q8_0/q8_0, q4_0/q4_0 and f16/q8_0. Reference data in
 // tests/reference/<model>/kv_quant.json, made by tests/reference/make_kv_quant_reference.py with
 // llama-cpp-python (type_k / type_v, flash attention on, as llama.cpp needs for a quantized V) on the
 // same files. Per configuration:
@@ -27,9 +27,9 @@ struct ModelCase {
     const char* reference;  // directory under tests/reference
 };
 
-// Gemma 3's reference (make_kv_quant_reference.py --profile gemma3) is not committed yet: it joins here.
 const ModelCase kModels[] = {
     {"SmolLM2-135M-Instruct.Q4_1.gguf", "smollm2-135m-instruct-q4_1"},
+    {"gemma-3-270m-Q4_K_M.gguf", "gemma-3-270m-q4_k_m"},
 };
 constexpr int kModelCount = int(sizeof(kModels) / sizeof(kModels[0]));
 
