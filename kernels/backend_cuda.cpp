@@ -192,6 +192,7 @@ Tensor CudaBackend::alloc(int64_t n_rows, int64_t n_cols) {
     if (err != cudaSuccess)
         throw Error("out of GPU memory allocating " + mib(bytes) + " of activations on " + device_name_ + " (" +
                     cudaGetErrorString(err) + ")");
+    tensor_bytes_ += bytes;
     return {static_cast<float*>(p), n_rows, n_cols};
 }
 
@@ -204,6 +205,7 @@ void CudaBackend::free(Tensor& t) {
     invalidate_graph();
     drop_mirrors();
     cudaStreamSynchronize(stream_);
+    if (t.data) tensor_bytes_ -= std::max<size_t>(size_t(t.n_rows * t.n_cols) * sizeof(float), 256);
     cudaFree(t.data);
     t = {};
 }

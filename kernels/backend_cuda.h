@@ -36,6 +36,7 @@ public:
     void release_weights(ModelWeights& weights) override;
     Tensor alloc(int64_t n_rows, int64_t n_cols) override;
     void free(Tensor& t) override;
+    uint64_t tensor_bytes() const override { return tensor_bytes_; }
 
     void embed(const Weight& table, const int32_t* ids, int32_t n, float scale, Tensor& out) override;
     void rms_norm(const Tensor& x, const Weight& gain, float eps, int64_t group, Tensor& out) override;
@@ -66,6 +67,8 @@ public:
     void decode_step_end(bool completed) override;
 
 private:
+    // Device bytes alloc() holds (the memory ledger's scratch); alloc and free run on the session's thread.
+    uint64_t tensor_bytes_ = 0;
     CudaBackend(int device, const cudaDeviceProp& props);
 
     // Device copy of the layer's block table of a cache, updated from KvCache::blocks() when it

@@ -8,7 +8,8 @@
 # prefill and warm-up cancel out. Single-threaded so no spinning thread-pool worker is counted.
 #
 #   scripts/bench-hooks.sh [BUILD_DIR]     (default build/; about 15 minutes on 2 cores)
-# Environment: MODEL (default: the default model), PROMPT (8), N1 (8), N2 (24).
+# Environment: MODEL (default: the default model), PROMPT (8), N1 (8), N2 (24), MODES (the --capture
+# modes, none first: none empty attention candidates layers).
 set -euo pipefail
 build=${1:-build}
 cli=$build/app/whitebox-cli
@@ -29,7 +30,7 @@ ir() {  # ir MODE N: total instructions of one bench run
 echo "| observer (--capture) | decode instructions per token | vs none |"
 echo "|---|---|---|"
 base=""
-for mode in none empty attention candidates; do
+for mode in ${MODES:-none empty attention candidates layers}; do
     a=$(ir "$mode" "$n1")
     b=$(ir "$mode" "$n2")
     per=$(((b - a) / (n2 - n1)))

@@ -61,6 +61,7 @@ void ChatController::connectWorker() {
     connect(m_worker, &InferenceWorker::kvStatsChanged, this, &ChatController::kvStatsChanged, q);
     connect(m_worker, &InferenceWorker::contextCut, this, &ChatController::handleContextCut, q);
     connect(m_worker, &InferenceWorker::timingsChanged, this, &ChatController::handleTimings, q);
+    connect(m_worker, &InferenceWorker::timingsRecorded, this, &ChatController::handleTimingRecord, q);
     connect(m_worker, &InferenceWorker::prefillProgress, this, &ChatController::handlePrefillProgress, q);
     connect(m_worker, &InferenceWorker::generationFinished, this, &ChatController::handleGenerationFinished, q);
     connect(this, &ChatController::countRequested, m_worker, &InferenceWorker::countPrompt, q);
@@ -312,6 +313,10 @@ void ChatController::setHeadStatsWanted(bool on) {
     m_worker->setHeadStatsWanted(on);
 }
 
+void ChatController::setTimingsWanted(bool on) {
+    m_worker->setTimingsWanted(on);
+}
+
 quint64 ChatController::countPrompt(const QString& draft, int editIndex) {
     ChatMessages messages = m_conversation.toEngineMessages();
     // Editing message editIndex: the prompt keeps what came before it (and the system prompt).
@@ -421,6 +426,10 @@ void ChatController::handleContextCut(quint64 requestId, const wb::ContextCut& c
 
 void ChatController::handleTimings(quint64 requestId, const wb::Timings& timings) {
     if (isShown(requestId)) Q_EMIT timingsChanged(timings);
+}
+
+void ChatController::handleTimingRecord(quint64 requestId, const TimingRecordPtr& record) {
+    if (isShown(requestId) && record) Q_EMIT timingsRecorded(record);
 }
 
 void ChatController::handleGenerationFinished(const GenerationSummary& summary) {

@@ -97,6 +97,7 @@ public Q_SLOTS:
     void setSamplingParams(const wb::SamplingParams& params);
     void setCaptureSpec(const wb::CaptureSpec& spec);
     void setHeadStatsWanted(bool on);
+    void setTimingsWanted(bool on);
     // Asks the worker for the length of the prompt the next send would build with `draft` (editing
     // message editIndex when >= 0); promptCounted answers with the returned id. Cheap, but it waits
     // behind a running reply on the worker thread.
@@ -133,6 +134,8 @@ Q_SIGNALS:
     // A reply ended because the context is full (under Stop): the chat offers shift or trim.
     void contextFull(int messageIndex);
     void timingsChanged(const wb::Timings& timings);
+    // Everything the worker recorded of the reply on screen's timing (while the Timings panel is shown).
+    void timingsRecorded(const TimingRecordPtr& record);
     // Prompt tokens evaluated so far of total, after each prefill batch (Stop cancels the prefill).
     void prefillProgress(int done, int total);
     void generationFinished(const GenerationSummary& summary);
@@ -167,6 +170,7 @@ private Q_SLOTS:
     void handleAttention(quint64 requestId, const AttentionBatch& batch);
     void handleInspection(quint64 requestId, const TokenInspectionPtr& inspection);
     void handleTimings(quint64 requestId, const wb::Timings& timings);
+    void handleTimingRecord(quint64 requestId, const TimingRecordPtr& record);
     void handlePrefillProgress(quint64 requestId, int done, int total);
     void handleContextCut(quint64 requestId, const wb::ContextCut& cut);
     void handleGenerationFinished(const GenerationSummary& summary);

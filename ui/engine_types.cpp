@@ -12,6 +12,7 @@ void registerEngineTypes() {
     qRegisterMetaType<wb::SamplingParams>("wb::SamplingParams");
     qRegisterMetaType<AttentionBatch>("AttentionBatch");
     qRegisterMetaType<TokenInspectionPtr>("TokenInspectionPtr");
+    qRegisterMetaType<TimingRecordPtr>("TimingRecordPtr");
     qRegisterMetaType<ChatMessages>("ChatMessages");
     qRegisterMetaType<PromptInfo>("PromptInfo");
     qRegisterMetaType<ChatTemplateInfo>("ChatTemplateInfo");

@@ -64,6 +64,21 @@ struct TokenInspection {
 };
 using TokenInspectionPtr = std::shared_ptr<const TokenInspection>;
 
+// What the Timings panel shows of one generation, recorded on the worker thread while the panel is
+// shown (WorkerObserver): the engine's running totals and one value per token, which the coalesced
+// timingsChanged signal cannot carry (it drops the values between two of its signals). Shared and
+// immutable: a queued copy is a pointer copy.
+struct TimingRecord {
+    wb::Timings totals;            // the engine's last report (Timings; layer_ms when per-layer timing was asked)
+    // [i - 1] for token i >= 1 of the reply: milliseconds from token i - 1's event to token i's, as the
+    // worker saw them (the forward pass, the sampling and the inspection's capture together).
+    std::vector<double> tokenMs;
+    // [k]: decode step k's forward pass (Timings::last_token_ms), the step that takes token k in and
+    // gives the logits of token k + 1 (or of the end of the reply).
+    std::vector<double> stepMs;
+};
+using TimingRecordPtr = std::shared_ptr<const TimingRecord>;
+
 // How one generation ended.
 struct GenerationSummary {
     quint64 requestId = 0;
@@ -88,6 +103,7 @@ Q_DECLARE_METATYPE(wb::Timings)
 Q_DECLARE_METATYPE(wb::SamplingParams)
 Q_DECLARE_METATYPE(AttentionBatch)
 Q_DECLARE_METATYPE(TokenInspectionPtr)
+Q_DECLARE_METATYPE(TimingRecordPtr)
 Q_DECLARE_METATYPE(ChatMessages)
 Q_DECLARE_METATYPE(PromptInfo)
 Q_DECLARE_METATYPE(ChatTemplateInfo)

@@ -94,6 +94,16 @@ bool InferenceWorker::headStatsWanted() const {
     return m_headStats;
 }
 
+void InferenceWorker::setTimingsWanted(bool on) {
+    QMutexLocker lock(&m_paramsMutex);
+    m_timings = on;
+}
+
+bool InferenceWorker::timingsWanted() const {
+    QMutexLocker lock(&m_paramsMutex);
+    return m_timings;
+}
+
 bool InferenceWorker::encodeText(const QString& text, std::vector<int32_t>* ids, QString* error) const {
     // The lock keeps the model from being swapped meanwhile; the tokenizer is safe to share (its
     // cache has its own lock), so a generation on the worker thread goes on.
@@ -130,7 +140,11 @@ void InferenceWorker::loadModel(const QString& path, const QString& backend, int
             Q_EMIT loadCanceled(path);
             return;
         }
-        ModelSummary summary = ModelSummary::fromModel(*model, path, session->n_ctx(), options.kv_type_k, options.kv_type_v);
+        // The session clamps its batch to the context (Session::Session).
+        const int batch = std::clamp(options.n_batch, 1, session->n_ctx());
+        ModelSummary summary = ModelSummary::fromModel(*model, path, session->n_ctx(), options.kv_type_k, options.kv_type_v, batch);
+        // Only the new session has used this backend yet: what it holds is that session's scratch.
+        summary.scratchMeasured = choice.backend->tensor_bytes();
         summary.backendName = QString::fromStdString(choice.backend->name());
         summary.backendDescription = QString::fromStdString(choice.backend->description());
         summary.backendNote = QString::fromStdString(choice.note);

@@ -48,6 +48,10 @@ public:
     // bias by text. False with *error when no model is loaded.
     bool encodeText(const QString& text, std::vector<int32_t>* ids, QString* error) const;
     bool headStatsWanted() const;
+    // Every token's and decode step's time (the Timings panel, timingsRecorded); read at the start of
+    // each generation. Off, only the coalesced totals (timingsChanged) are sent.
+    void setTimingsWanted(bool on);
+    bool timingsWanted() const;
     // What a full context does in the next generations (stop, shift or trim; read at the start of
     // each one). The caller has checked it against the loaded cache (wb::check_context_policy).
     void setContextPolicy(wb::ContextPolicy policy);
@@ -96,6 +100,8 @@ Q_SIGNALS:
     // The engine cut the full context (a shift during the generation, a trim before its prefill).
     void contextCut(quint64 requestId, const wb::ContextCut& cut);
     void timingsChanged(quint64 requestId, const wb::Timings& timings);
+    // With timingsChanged, when setTimingsWanted is on: everything recorded of the generation so far.
+    void timingsRecorded(quint64 requestId, const TimingRecordPtr& record);
     void prefillProgress(quint64 requestId, int done, int total);
     void generationFinished(const GenerationSummary& summary);
     void promptCounted(quint64 countId, int tokens, int contextSize, const QString& error);
@@ -140,6 +146,7 @@ private:
     wb::LiveSamplingParams m_live;
     wb::CaptureSpec m_capture;
     bool m_headStats = false;
+    bool m_timings = false;
     wb::ContextPolicy m_policy = wb::ContextPolicy::STOP;
     // TRIM: messages after the system ones that no request of this conversation sends any more.
     size_t m_trimFrom = 0;

@@ -111,6 +111,7 @@ bool InferenceWorker::generateOnce(quint64 requestId, const ChatMessages& all, c
 
     InspectionRequest inspect;
     inspect.headStats = headStatsWanted();
+    inspect.timings = timingsWanted();
     inspect.tokenizer = &m.tokenizer();
     // As the CLI's --head-stats: a model with sliding-window layers measures its global layers'
     // locality against the same window.

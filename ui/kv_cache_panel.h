@@ -1,19 +1,24 @@
 #pragma once
-// KV-cache panel: per layer, bytes used beside bytes reserved (whole blocks); the total over time;
-// a context fill gauge; the element type; and the formula estimate
-// 2 x layers x kv_heads x head_dim x tokens x bytes per element beside the measured figure.
+// KV-cache panel: per layer, bytes used (global and sliding-window layers apart) beside bytes reserved
+// (whole blocks); the total over time; a context fill gauge; the element type; which layers are local;
+// the predicted bytes (layers x kv heads x bytes of a head's K and V row x tokens, a local layer's
+// tokens at most its window) beside the measured figure; what left the window, what the last prompt
+// reused from the turn before, and the context's cuts, each as the engine reported it.
 #include <QElapsedTimer>
 #include <QWidget>
 
 #include "engine/context_policy.h"
 #include "kv/kv_cache.h"
+#include "model_summary.h"
 
 class QCPBars;
 class QCPGraph;
 class QCustomPlot;
 class QLabel;
 class QProgressBar;
-struct ModelSummary;
+namespace wb {
+struct Timings;
+}
 
 class KvCachePanel : public QWidget {
     Q_OBJECT
@@ -21,13 +26,18 @@ class KvCachePanel : public QWidget {
 public:
     explicit KvCachePanel(QWidget* parent = nullptr);
 
+    // Used bytes of the global layers (all layers of a model without a window) and of the local ones.
     QCPBars* usedBars() const { return m_used; }
+    QCPBars* localUsedBars() const { return m_usedLocal; }
     QCPBars* reservedBars() const { return m_reserved; }
     QCPGraph* totalUsedGraph() const { return m_totalUsed; }
     QProgressBar* fillGauge() const { return m_gauge; }
     QString typeText() const;
     QString estimateText() const;
     QString measuredText() const;
+    QString layersText() const;
+    QString evictionText() const;
+    QString reuseText() const;
     // The engine's last cut of the context, as reported (handleCut): "none" before one.
     QString cutText() const;
     const wb::ContextCut& lastCut() const { return m_cut; }
@@ -43,12 +53,18 @@ public Q_SLOTS:
     void handleCut(const wb::ContextCut& cut);
     // A new conversation: no cut to show.
     void clearCut();
+    // The prompt's reuse of the cache (Timings::n_reused beside n_prefill).
+    void handleTimings(const wb::Timings& timings);
 
 private:
     void applyTheme();
+    void showLayers(const wb::KvStats& stats);
+    void showPrediction(const wb::KvStats& stats);
+    void showEvictions(const wb::KvStats& stats);
     QCustomPlot* m_layerPlot;
     QCustomPlot* m_timePlot;
     QCPBars* m_used;
+    QCPBars* m_usedLocal;
     QCPBars* m_reserved;
     QCPGraph* m_totalUsed;
     QCPGraph* m_totalReserved;
@@ -57,11 +73,12 @@ private:
     QLabel* m_measured;
     QLabel* m_estimate;
     QLabel* m_cutLabel;
+    QLabel* m_layers;
+    QLabel* m_evicted;
+    QLabel* m_reuse;
     wb::ContextCut m_cut;
     int m_shifts = 0, m_trims = 0;
     qint64 m_droppedTotal = 0;
     QElapsedTimer m_clock;
-    int m_nLayer = 0;
-    int m_nHeadKv = 0;
-    int m_headDim = 0;
+    ModelSummary m_model;  // the shape of the loaded model (layers, heads, which layers are local)
 };

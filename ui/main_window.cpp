@@ -29,6 +29,7 @@
 
 #include "app_settings.h"
 #include "attention_panel.h"
+#include "attention_store.h"
 #include "chat_controller.h"
 #include "chat_panel.h"
 #include "conversation_list.h"
@@ -46,6 +47,7 @@
 #include "models_dialog.h"
 #include "sampler_chain_controls.h"
 #include "sampling_panel.h"
+#include "timings_panel.h"
 #include "token_inspector.h"
 
 namespace {
@@ -89,6 +91,7 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
     m_prompt = new PromptView(m_controller, this);
     m_lens = new LogitLensPanel(this);
     m_heads = new HeadGridPanel(this);
+    m_timings = new TimingsPanel(this);
 
     m_loadOptions = new LoadOptionsMenu(m_controller, this);
     m_contextPolicy = new ContextPolicyMenu(m_controller, this);
@@ -128,6 +131,11 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
     connect(m_controller, &ChatController::prefillProgress, this, &MainWindow::handlePrefillProgress);
     connect(m_controller, &ChatController::kvStatsChanged, this, &MainWindow::handleKvStats);
     connect(m_controller, &ChatController::kvStatsChanged, m_kv, &KvCachePanel::handleStats);
+    connect(m_controller, &ChatController::kvStatsChanged, m_info, &ModelInfoPanel::setKvStats);
+    connect(m_controller, &ChatController::timingsChanged, m_kv, &KvCachePanel::handleTimings);
+    connect(m_controller->attentionStore(), &AttentionStore::memoryChanged, m_info, [this] {
+        m_info->setAttentionMemory(m_controller->attentionStore()->bytesUsed(), m_controller->attentionStore()->budgetBytes());
+    });
     connect(m_controller, &ChatController::generatingChanged, this, &MainWindow::handleGeneratingChanged);
     connect(m_controller, &ChatController::tokenEvent, m_sampling, &SamplingPanel::handleTokenEvent);
     connect(m_controller, &ChatController::samplingParamsRestored, m_sampling, &SamplingPanel::setParams);
@@ -136,6 +144,9 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
     connect(m_controller, &ChatController::conversationReset, m_inspector, &TokenInspector::clear);
     connect(m_controller, &ChatController::conversationReset, m_lens, &LogitLensPanel::clear);
     connect(m_controller, &ChatController::conversationReset, m_heads, &HeadGridPanel::clear);
+    connect(m_controller, &ChatController::conversationReset, m_timings, &TimingsPanel::clear);
+    connect(m_controller, &ChatController::timingsRecorded, m_timings, &TimingsPanel::setRecord);
+    connect(m_timings, &TimingsPanel::layerTimingToggled, this, &MainWindow::applyCaptureSpec);
     connect(m_controller, &ChatController::tokenInspected, this, &MainWindow::showInspection);
     connect(m_heads, &HeadGridPanel::headActivated, this, [this](int layer, int head) {
         m_attention->setLayer(layer);
@@ -270,6 +281,8 @@ void MainWindow::createViewMenu() {
         go->addAction(panels[i].first, this, [this, dockName] { focusPanel(dockName); })
             ->setShortcut(QKeySequence(Qt::CTRL | Qt::Key(i < 8 ? Qt::Key_2 + i : Qt::Key_0)));  // Ctrl+2 .. Ctrl+9, Ctrl+0
     }
+    go->addAction(tr("Timings"), this, [this] { focusPanel(QStringLiteral("timingsDock")); })
+        ->setShortcut(QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_T));
 }
 
 void MainWindow::createHelpMenu() {
@@ -341,6 +354,11 @@ void MainWindow::createDocks() {
             applyCaptureSpec();
         });
     }
+    QDockWidget* timings = addPanel(m_timings, tr("Timings"), QStringLiteral("timingsDock"), Qt::LeftDockWidgetArea);
+    connect(timings, &QDockWidget::visibilityChanged, this, [this](bool visible) {
+        m_timingsShown = visible;
+        applyCaptureSpec();
+    });
     createViewMenu();
     placeDocks();
 }
@@ -366,6 +384,7 @@ void MainWindow::placeDocks() {
     tabifyDockWidget(info, dock(QStringLiteral("promptDock")));
     tabifyDockWidget(dock(QStringLiteral("promptDock")), dock(QStringLiteral("logitLensDock")));
     tabifyDockWidget(dock(QStringLiteral("logitLensDock")), dock(QStringLiteral("headStatsDock")));
+    tabifyDockWidget(dock(QStringLiteral("headStatsDock")), dock(QStringLiteral("timingsDock")));
     for (QDockWidget* d : m_docks) d->show();
     attention->raise();
     // While the docks move, the layout passes through arrangements taller than the final one, and a
@@ -626,6 +645,7 @@ void MainWindow::handleModelLoaded(const ModelSummary& s) {
     handleLoadFinished();
     setWindowTitle(QStringLiteral("WhiteBox — %1").arg(s.name));
     m_info->setModel(s);
+    m_info->setAttentionMemory(m_controller->attentionStore()->bytesUsed(), m_controller->attentionStore()->budgetBytes());
     m_kv->setModel(s);
     m_attention->handleModelShape();
     // Another vocabulary: the logit bias's text keys name other ids.
@@ -711,7 +731,10 @@ void MainWindow::updateCaptureSpec(const QVector<int>& layers) {
 
 void MainWindow::applyCaptureSpec() {
     m_controller->setHeadStatsWanted(m_recordInspection || m_headsShown);
+    const bool timings = m_recordInspection || m_timingsShown;
+    m_controller->setTimingsWanted(timings);
     wb::CaptureSpec spec;
+    spec.layer_timing = timings && m_timings->layerTimingWanted();
     spec.logit_lens = m_recordInspection || m_lensShown ? LogitLensPanel::kTop : 0;
     spec.layers.assign(m_captureLayers.begin(), m_captureLayers.end());
     spec.prefill_attention = true;

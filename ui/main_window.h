@@ -34,6 +34,7 @@ class QProgressBar;
 class QProgressDialog;
 class QToolBar;
 class SamplingPanel;
+class TimingsPanel;
 class TokenInspector;
 
 class MainWindow : public QMainWindow {
@@ -57,6 +58,7 @@ public:
     PromptView* promptView() const { return m_prompt; }
     LogitLensPanel* logitLensPanel() const { return m_lens; }
     HeadGridPanel* headGridPanel() const { return m_heads; }
+    TimingsPanel* timingsPanel() const { return m_timings; }
     ConversationList* conversationList() const { return m_conversations; }
     ConversationStore* conversationStore() const { return m_store; }
     // Created the first time it is opened.
@@ -118,8 +120,8 @@ private Q_SLOTS:
     void handleEscape();
     void updateMemory();
     void updateCaptureSpec(const QVector<int>& layers);
-    // The capture the panels shown now ask for: the attention panel's layers, and the logit lens and
-    // head statistics only while their panel is visible (nothing shown costs nothing).
+    // The capture the panels shown now ask for: the attention panel's layers, and the logit lens, head
+    // statistics and timings only while their panel is visible (nothing shown costs nothing).
     void applyCaptureSpec();
     // A token's lens / head statistics arrived: the two views follow the newest token of the reply.
     void showInspection(int messageIndex, int tokenIndex);
@@ -153,10 +155,12 @@ private:
     PromptView* m_prompt;
     LogitLensPanel* m_lens;
     HeadGridPanel* m_heads;
+    TimingsPanel* m_timings;
     QVector<int> m_captureLayers;  // the attention panel's choice (empty: all)
     bool m_recordInspection = false;
     bool m_lensShown = false;   // the docks' last visibilityChanged
     bool m_headsShown = false;
+    bool m_timingsShown = false;
     ModelsDialog* m_modelsDialog = nullptr;
     QList<QDockWidget*> m_docks;
     QMenu* m_recentMenu = nullptr;

@@ -7,6 +7,8 @@
 #include <QTableWidget>
 #include <QVBoxLayout>
 
+#include <utility>
+
 #include "engine_types.h"
 #include "theme.h"
 
@@ -60,7 +62,10 @@ ModelInfoPanel::ModelInfoPanel(QWidget* parent) : QWidget(parent) {
     m_architecture = makeTable({tr("hyperparameter"), tr("value")}, this);
     m_metadata = makeTable({tr("key"), tr("value")}, this);
     m_tensors = makeTable({tr("tensor"), tr("type"), tr("shape"), tr("bytes")}, this);
+    m_ledger = makeTable({tr("component"), tr("predicted"), tr("measured"), tr("how")}, this);
+    m_ledger->setAccessibleName(tr("Memory ledger: predicted and measured bytes by component"));
     m_tabs->addTab(summary, tr("Summary"));
+    m_tabs->addTab(m_ledger, tr("Memory"));
     m_tabs->addTab(m_architecture, tr("Architecture"));
     m_tabs->addTab(m_metadata, tr("Metadata"));
     m_tabs->addTab(m_tensors, tr("Tensors"));
@@ -90,11 +95,14 @@ void ModelInfoPanel::setModel(const ModelSummary& s) {
     QStringList types;
     for (const auto& [type, count] : s.tensorTypes) types << QStringLiteral("%1 × %2").arg(type).arg(count);
     m_types->setText(types.join(QStringLiteral(", ")));
-    m_memory->setText(tr("weights %1 · KV cache %2 per token, %3 at the %4-token context (%5)")
+    // The context's figure counts the sliding window: a local layer never holds more than its window.
+    m_memory->setText(tr("weights %1 · KV cache %2 per token, %3 at the %4-token context (%5%6); the Memory tab has the ledger")
                           .arg(formatBytes(double(s.weightBytes)), formatBytes(double(s.kvBytesPerToken)),
-                               formatBytes(double(s.kvBytesPerToken) * s.contextSize))
+                               formatBytes(double(s.predictedKvBytes(s.contextSize, s.kvTypeK, s.kvTypeV))))
                           .arg(s.contextSize)
-                          .arg(s.kvTypes.isEmpty() ? QStringLiteral("f16") : s.kvTypes));
+                          .arg(s.kvTypes.isEmpty() ? QStringLiteral("f16") : s.kvTypes)
+                          .arg(s.localLayerCount() > 0 ? tr(", %1 local layers keep %2 positions").arg(s.localLayerCount()).arg(s.slidingWindow)
+                                                       : QString()));
     m_warnings->setText(s.warnings);
     m_warnings->setVisible(!s.warnings.isEmpty());
 
@@ -107,7 +115,83 @@ void ModelInfoPanel::setModel(const ModelSummary& s) {
         const TensorRow& t = s.tensors[i];
         setRow(m_tensors, i, {t.name, t.type, t.shape, QString::number(t.bytes)});
     }
+    m_summary = s;
+    m_hasModel = true;
+    m_hasKv = false;
+    fillLedger();
     for (QTableWidget* t : {m_architecture, m_metadata, m_tensors}) t->resizeColumnsToContents();
+}
+
+void ModelInfoPanel::setKvStats(const wb::KvStats& stats) {
+    m_kv = stats;
+    m_hasKv = true;
+    if (m_hasModel) fillLedger();
+}
+
+void ModelInfoPanel::setAttentionMemory(qint64 used, qint64 budget) {
+    m_attentionUsed = used;
+    m_attentionBudget = budget;
+    if (m_hasModel) fillLedger();
+}
+
+qint64 ModelInfoPanel::ledgerBytes(const QString& key, int column) const {
+    for (int r = 0; r < m_ledger->rowCount(); ++r) {
+        if (m_ledger->item(r, ComponentColumn)->data(KeyRole).toString() != key) continue;
+        const QTableWidgetItem* item = m_ledger->item(r, column);
+        return item && item->data(BytesRole).isValid() ? item->data(BytesRole).toLongLong() : -1;
+    }
+    return -1;
+}
+
+void ModelInfoPanel::fillLedger() {
+    const ModelSummary& s = m_summary;
+    m_ledger->setRowCount(0);
+    auto add = [this](const QString& key, const QString& component, qint64 predicted, qint64 measured, const QString& how) {
+        const int r = m_ledger->rowCount();
+        m_ledger->insertRow(r);
+        auto* name = new QTableWidgetItem(component);
+        name->setData(KeyRole, key);
+        m_ledger->setItem(r, ComponentColumn, name);
+        for (const auto& [column, bytes] : {std::pair{int(PredictedColumn), predicted}, std::pair{int(MeasuredColumn), measured}}) {
+            auto* item = new QTableWidgetItem(bytes >= 0 ? formatBytes(double(bytes)) : QStringLiteral("—"));
+            if (bytes >= 0) {
+                item->setData(BytesRole, bytes);
+                item->setToolTip(tr("%1 bytes").arg(bytes));
+            }
+            item->setTextAlignment(Qt::AlignRight | Qt::AlignVCenter);
+            m_ledger->setItem(r, column, item);
+        }
+        m_ledger->setItem(r, NoteColumn, new QTableWidgetItem(how));
+    };
+    const bool cpu = s.backendName == QLatin1String("cpu");
+    const QString weightsHow = cpu ? tr("read in place from the file mapping (pages the system loads as they are used)")
+                                   : tr("copied to the device (not counted here)");
+    for (const auto& [type, bytes] : s.weightBytesByType) {
+        int count = 0;
+        for (const auto& [t, n] : s.tensorTypes)
+            if (t == type) count = n;
+        add(QStringLiteral("weights:") + type, tr("weights, %1 (%2 tensors)").arg(type).arg(count), qint64(bytes), -1, weightsHow);
+    }
+    add(QStringLiteral("weights"), tr("weights, all types"), qint64(s.weightBytes), -1, tr("the file's tensor data"));
+    const int local = s.localLayerCount();
+    const QString layers = local > 0 ? tr("%1 global layers, %2 local ones hold at most %3 positions").arg(s.nLayer - local).arg(local).arg(s.slidingWindow)
+                                     : tr("%1 layers, each holds every position").arg(s.nLayer);
+    add(QStringLiteral("kv_full"), tr("KV cache at the full context (%1 tokens)").arg(s.contextSize),
+        qint64(s.predictedKvBytes(s.contextSize, s.kvTypeK, s.kvTypeV)), -1,
+        tr("%1; %2").arg(layers, s.kvTypes.isEmpty() ? QStringLiteral("f16") : s.kvTypes));
+    if (m_hasKv)
+        add(QStringLiteral("kv_now"), tr("KV cache now (%1 tokens)").arg(m_kv.n_tokens),
+            qint64(s.predictedKvBytes(m_kv.n_tokens, m_kv.type_k, m_kv.type_v)), qint64(m_kv.bytes_used),
+            tr("measured: the cache's own count; %1 reserved in whole blocks of %2 tokens")
+                .arg(formatBytes(double(m_kv.bytes_reserved)))
+                .arg(m_kv.block_tokens));
+    add(QStringLiteral("scratch"), tr("scratch activations"), s.scratchPredicted > 0 ? qint64(s.scratchPredicted) : -1,
+        s.scratchMeasured > 0 ? qint64(s.scratchMeasured) : -1,
+        s.scratchMeasured > 0 ? tr("batches of %1 tokens; measured: what the backend's allocator holds").arg(s.batchTokens)
+                              : tr("batches of %1 tokens; this backend does not count its allocations").arg(s.batchTokens));
+    add(QStringLiteral("attention"), tr("captured attention"), m_attentionBudget, m_attentionUsed,
+        tr("the Attention panel's store: predicted is its budget, measured what it holds"));
+    m_ledger->resizeColumnsToContents();
 }
 
 void ModelInfoPanel::setFileHash(const QString& path, const QString& sha256) {

@@ -1,5 +1,7 @@
 #include "model_summary.h"
 
+#include <algorithm>
+
 #include <QFileInfo>
 #include <QMap>
 
@@ -37,7 +39,7 @@ QString valueSummary(const wb::GgufValue& v) {
 }  // namespace
 
 ModelSummary ModelSummary::fromModel(const wb::Model& model, const QString& path, int contextSize, wb::KvType typeK,
-                                     wb::KvType typeV) {
+                                     wb::KvType typeV, int batchTokens) {
     ModelSummary s;
     const wb::GgufFile& f = model.file();
     const wb::ModelConfig& c = model.config();
@@ -64,6 +66,7 @@ ModelSummary ModelSummary::fromModel(const wb::Model& model, const QString& path
     arch("tied output", c.tied_output ? QStringLiteral("yes") : QStringLiteral("no"));
     arch("tokenizer", QString::fromStdString(model.tokenizer().model_name() + " / " + model.tokenizer().pre_name()));
     QMap<QString, int> types;
+    QMap<QString, quint64> typeBytes;
     for (const auto& t : f.tensors()) {
         QStringList dims;
         for (uint32_t d = 0; d < t.n_dims; ++d) dims << QString::number(t.ne[d]);
@@ -72,15 +75,24 @@ ModelSummary ModelSummary::fromModel(const wb::Model& model, const QString& path
                           t.n_bytes});
         s.weightBytes += t.n_bytes;
         types[type] += 1;
+        typeBytes[type] += t.n_bytes;
     }
     for (auto it = types.cbegin(); it != types.cend(); ++it) s.tensorTypes.append({it.key(), it.value()});
+    for (auto it = typeBytes.cbegin(); it != typeBytes.cend(); ++it) s.weightBytesByType.append({it.key(), it.value()});
     s.nLayer = c.n_layer;
     s.nHead = c.n_head;
     s.nHeadKv = c.n_head_kv;
     s.headDim = c.head_dim;
+    // As the cache reads them (KvCacheConfig): without a window no layer is local.
+    for (int32_t il = 0; il < c.n_layer; ++il)
+        s.layerIsLocal.append(c.sliding_window > 0 && size_t(il) < c.layer_is_swa.size() && c.layer_is_swa[size_t(il)]);
+    s.slidingWindow = c.sliding_window;
+    s.batchTokens = batchTokens;
+    s.scratchPredicted = batchTokens > 0 ? predictedScratchBytes(c, batchTokens) : 0;
     s.kvBytesPerToken = quint64(c.n_layer) * quint64(c.n_head_kv) *
                         quint64(wb::kv_type_row_bytes(typeK, c.head_dim) + wb::kv_type_row_bytes(typeV, c.head_dim));
     s.kvTypeK = typeK;
+    s.kvTypeV = typeV;
     s.kvTypes = typeK == typeV ? QString::fromLatin1(wb::kv_type_name(typeK))
                                : QStringLiteral("K %1, V %2").arg(QString::fromLatin1(wb::kv_type_name(typeK)),
                                                                   QString::fromLatin1(wb::kv_type_name(typeV)));
@@ -93,4 +105,23 @@ ModelSummary ModelSummary::fromModel(const wb::Model& model, const QString& path
     s.warnings = warnings.join(QLatin1Char('\n'));
     if (s.name.isEmpty()) s.name = QFileInfo(path).fileName();
     return s;
+}
+
+quint64 ModelSummary::predictedKvBytes(int tokens, wb::KvType typeK, wb::KvType typeV, QVector<quint64>* perLayer) const {
+    const quint64 position = quint64(nHeadKv) * quint64(wb::kv_type_row_bytes(typeK, headDim) + wb::kv_type_row_bytes(typeV, headDim));
+    quint64 total = 0;
+    if (perLayer) perLayer->clear();
+    for (int il = 0; il < nLayer; ++il) {
+        const bool local = il < layerIsLocal.size() && layerIsLocal[il];
+        const quint64 bytes = quint64(local ? std::min(tokens, slidingWindow) : tokens) * position;
+        total += bytes;
+        if (perLayer) perLayer->append(bytes);
+    }
+    return total;
+}
+
+quint64 ModelSummary::predictedScratchBytes(const wb::ModelConfig& c, int batch) {
+    const quint64 widths = 3 * quint64(c.n_embd) + 2 * quint64(c.q_dim()) + 2 * quint64(c.kv_dim()) + quint64(c.v_dim()) +
+                           2 * quint64(c.n_ff) + quint64(c.n_vocab);
+    return quint64(batch) * widths * sizeof(float);
 }

@@ -11,6 +11,7 @@
 namespace wb {
 class Model;
 class Backend;
+struct ModelConfig;
 }
 
 struct TensorRow {
@@ -30,25 +31,47 @@ struct ModelSummary {
     QVector<QPair<QString, QString>> architecture; // hyperparameter name, value
     QVector<TensorRow> tensors;
     QVector<QPair<QString, int>> tensorTypes;      // type name, tensor count
-    quint64 weightBytes = 0;
+    QVector<QPair<QString, quint64>> weightBytesByType;  // type name, bytes of its tensors in the file
+    quint64 weightBytes = 0;                       // every tensor's bytes in the file
     quint64 kvBytesPerToken = 0;    // layers x kv_heads x (bytes of a head's K row + V row) in the cache's types
     QString kvTypes;                // "f16", or "K q8_0, V f16" when they differ
     wb::KvType kvTypeK = wb::KvType::F16;  // the keys' type (a context shift needs f16 keys)
+    wb::KvType kvTypeV = wb::KvType::F16;
     int contextSize = 0;            // the session's n_ctx
     int contextTrain = 0;           // the model's training context (the largest n_ctx it accepts); 0 = unknown
     int nLayer = 0;
     int nHead = 0;
     int nHeadKv = 0;
     int headDim = 0;
+    // Per layer: a sliding-window (local) layer, whose cache keeps only the last slidingWindow positions.
+    QVector<bool> layerIsLocal;
+    int slidingWindow = 0;
+    // Scratch activations: the session's buffers for batches of batchTokens prompt tokens, as the
+    // formula predicts them and as the backend's allocator counted them after the load (0: not counted).
+    int batchTokens = 0;
+    quint64 scratchPredicted = 0;
+    quint64 scratchMeasured = 0;
     QString chatTemplate;           // template family
     QString warnings;               // chat template / tokenizer compromises, one per line
     QString backendName;            // "cpu", "cuda"
     QString backendDescription;
     QString backendNote;            // why the GPU is not used (empty when it is, or when CPU was asked for)
 
-    // Fills everything except the backend fields.
+    // Fills everything except the backend fields and the measured scratch.
     static ModelSummary fromModel(const wb::Model& model, const QString& path, int contextSize,
-                                  wb::KvType typeK = wb::KvType::F16, wb::KvType typeV = wb::KvType::F16);
+                                  wb::KvType typeK = wb::KvType::F16, wb::KvType typeV = wb::KvType::F16,
+                                  int batchTokens = 0);
+
+    // The KV cache's bytes in use at `tokens` positions with these element types, sliding window
+    // counted: a global layer holds every position, a local one at most the window's (the textbook
+    // 2 x layers x kv heads x head dim x tokens x bytes holds for global layers only). perLayer: each
+    // layer's share.
+    quint64 predictedKvBytes(int tokens, wb::KvType typeK, wb::KvType typeV, QVector<quint64>* perLayer = nullptr) const;
+    int localLayerCount() const { return int(layerIsLocal.count(true)); }
+    // The session's scratch activations (model/forward.h's ForwardBuffers) for batches of `batch` tokens,
+    // 4-byte floats: x, its norm, q, k (twice: rotated and raw), v, the attention's output, the
+    // projection, the feed-forward's gate and up, and the logits.
+    static quint64 predictedScratchBytes(const wb::ModelConfig& c, int batch);
 };
 
 Q_DECLARE_METATYPE(ModelSummary)

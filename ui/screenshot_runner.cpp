@@ -1,21 +1,26 @@
 #include "screenshot_runner.h"
 
 #include <QApplication>
+#include <QCheckBox>
 #include <QDir>
 #include <QDockWidget>
 #include <QListWidget>
 #include <QPixmap>
 #include <QScrollArea>
+#include <QTabWidget>
+#include <QTableWidget>
 #include <QTimer>
 
 #include "chat_controller.h"
 #include "chat_panel.h"
 #include "main_window.h"
 #include "model_cache.h"
+#include "model_info_panel.h"
 #include "models_dialog.h"
 #include "param_control.h"
 #include "sampler_chain_controls.h"
 #include "sampling_panel.h"
+#include "timings_panel.h"
 
 namespace {
 // Tokens into the reply when the "while generating" picture is taken.
@@ -31,6 +36,8 @@ ScreenshotRunner::ScreenshotRunner(MainWindow* window, const QString& directory,
     // The logit lens and head statistics pictures need their data, though those panels are tabs behind
     // the attention panel while the reply is generated.
     window->setRecordInspection(true);
+    // The Timings picture with its per-layer bars.
+    window->timingsPanel()->layerTimingBox()->setChecked(true);
     connect(c, &ChatController::modelLoaded, this, [this] {
         QTimer::singleShot(500, this, [this] { m_window->controller()->sendMessage(m_prompt); });
     });
@@ -72,6 +79,7 @@ void ScreenshotRunner::grabAll() {
         {QStringLiteral("promptDock"), QStringLiteral("prompt.png")},
         {QStringLiteral("logitLensDock"), QStringLiteral("logit-lens.png")},
         {QStringLiteral("headStatsDock"), QStringLiteral("head-stats.png")},
+        {QStringLiteral("timingsDock"), QStringLiteral("timings.png")},
     };
     for (const auto& [dockName, file] : docks) {
         QDockWidget* d = m_window->dock(dockName);
@@ -79,6 +87,16 @@ void ScreenshotRunner::grabAll() {
         d->raise();
         QApplication::processEvents();
         save(d, file);
+    }
+    // Model info's memory ledger.
+    if (QDockWidget* info = m_window->dock(QStringLiteral("modelInfoDock"))) {
+        info->raise();
+        QTabWidget* tabs = m_window->modelInfoPanel()->tabs();
+        const int was = tabs->currentIndex();
+        tabs->setCurrentWidget(m_window->modelInfoPanel()->ledgerTable());
+        QApplication::processEvents();
+        save(info, QStringLiteral("model-memory.png"));
+        tabs->setCurrentIndex(was);
     }
     // The samplers below the classic knobs (DRY ... the order), scrolled into view.
     SamplingPanel* sampling = m_window->samplingPanel();

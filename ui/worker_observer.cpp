@@ -24,6 +24,13 @@ void WorkerObserver::on_token(const wb::TokenEvent& event) {
     // Attention rows of earlier steps go out before the token that follows them, so a view that
     // grows one row per token never sees a token without its row when both are due.
     flushAttention();
+    if (m_inspect.timings) {
+        // The interval ends here, before this token's own signals cost anything: a view of the
+        // reply's pace, the sampling and the capture included.
+        if (m_hasToken) m_record.tokenMs.push_back(double(m_tokenClock.nsecsElapsed()) / 1e6);
+        m_tokenClock.start();
+        m_hasToken = true;
+    }
     Q_EMIT m_worker.tokenGenerated(m_requestId, event);
     if (event.lens.empty() && !m_inspect.headStats) return;
     auto inspection = std::make_shared<TokenInspection>();
@@ -80,11 +87,21 @@ void WorkerObserver::on_prefill_progress(int32_t done, int32_t total) {
 void WorkerObserver::on_timing(const wb::Timings& timings) {
     m_pendingTimings = timings;
     m_hasTimings = true;
+    // The engine reports once after each decode step (n_decode counts them), and again with the same
+    // count after the prefill and at the end.
+    if (m_inspect.timings && size_t(timings.n_decode) > m_record.stepMs.size()) m_record.stepMs.push_back(timings.last_token_ms);
     if (m_timingClock.elapsed() >= kMinIntervalMs) {
-        Q_EMIT m_worker.timingsChanged(m_requestId, m_pendingTimings);
-        m_hasTimings = false;
+        emitTimings();
         m_timingClock.restart();
     }
+}
+
+void WorkerObserver::emitTimings() {
+    Q_EMIT m_worker.timingsChanged(m_requestId, m_pendingTimings);
+    m_hasTimings = false;
+    if (!m_inspect.timings) return;
+    m_record.totals = m_pendingTimings;
+    Q_EMIT m_worker.timingsRecorded(m_requestId, std::make_shared<const TimingRecord>(m_record));
 }
 
 void WorkerObserver::flushAttention() {
@@ -98,6 +115,6 @@ void WorkerObserver::flushAttention() {
 void WorkerObserver::flush() {
     flushAttention();
     if (m_hasKv) Q_EMIT m_worker.kvStatsChanged(m_pendingKv);
-    if (m_hasTimings) Q_EMIT m_worker.timingsChanged(m_requestId, m_pendingTimings);
-    m_hasKv = m_hasTimings = false;
+    if (m_hasTimings) emitTimings();
+    m_hasKv = false;
 }

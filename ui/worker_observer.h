@@ -18,6 +18,7 @@ struct InspectionRequest {
     bool headStats = false;              // every layer's and head's attention statistics per token
     int32_t modelWindow = 0;             // head_stats' window for layers without their own (0: none)
     const wb::Tokenizer* tokenizer = nullptr;  // names the logit lens's tokens
+    bool timings = false;                // every token's and decode step's time (the Timings panel)
 };
 
 class WorkerObserver : public wb::Observer {
@@ -48,6 +49,7 @@ public:
 
 private:
     void flushAttention();
+    void emitTimings();
 
     InferenceWorker& m_worker;
     quint64 m_requestId;
@@ -65,4 +67,9 @@ private:
     QElapsedTimer m_attentionClock;
     QElapsedTimer m_kvClock;
     QElapsedTimer m_timingClock;
+    // InspectionRequest::timings: what the Timings panel is sent (TimingRecord), and the time of the
+    // last token's event.
+    TimingRecord m_record;
+    QElapsedTimer m_tokenClock;
+    bool m_hasToken = false;
 };

@@ -82,7 +82,7 @@ template: the model's own tokenizer.chat_template (Jinja, rendered as Hugging Fa
           --chat-template FILE   a Jinja template file instead
           --chat-format NAME     a built-in format instead: chatml, llama2, llama3, gemma, mistral
           (a file without a template uses the built-in format of its family and says so)
-  bench    [-m MODEL] [-p 512] [-n 128] [-d 0] [-r 3] [--capture none|empty|attention|candidates] [--json]
+  bench    [-m MODEL] [-p 512] [-n 128] [-d 0] [-r 3] [--capture none|empty|attention|candidates|layers] [--json]
            prefill -p tokens and decode -n tokens with -d tokens already in the context (llama-bench's
            -p/-n/-d; -p 0: decode only); --json gives every repetition
   perplexity [-m MODEL] -f TEXT_FILE [--ctx 512] [--json [--top K]] [--save-logits FILE] [--kl-base FILE]
@@ -176,8 +176,8 @@ CliOptions parse_cli(int argc, char** argv) {
         else if (a == "--capture") {
             o.bench_capture = next();
             if (o.bench_capture != "none" && o.bench_capture != "empty" && o.bench_capture != "attention" &&
-                o.bench_capture != "candidates")
-                throw Error("--capture expects none, empty, attention or candidates, got '" + o.bench_capture + "'");
+                o.bench_capture != "candidates" && o.bench_capture != "layers")
+                throw Error("--capture expects none, empty, attention, candidates or layers, got '" + o.bench_capture + "'");
         }
         else if (a == "--host" && o.command == "serve") o.host = next();
         else if (a == "--port" && o.command == "serve") o.port = to_int(a, next(), 0, 65535);

@@ -30,7 +30,8 @@ Stat stat_of(const std::vector<double>& xs) {
 }
 
 // The observer attached during bench --capture: nothing ("empty"), every decode attention row of every
-// layer ("attention"), or the top-40 candidates of every token ("candidates").
+// layer ("attention"), the top-40 candidates of every token ("candidates"), or every layer's forward
+// time ("layers", the Timings panel's per-layer bars).
 class BenchObserver : public Observer {
 public:
     explicit BenchObserver(std::string what) : what_(std::move(what)) {}
@@ -38,6 +39,7 @@ public:
         CaptureSpec spec;
         spec.decode_attention = what_ == "attention";
         spec.top_candidates = what_ == "candidates" ? 40 : 0;
+        spec.layer_timing = what_ == "layers";
         return spec;
     }
     void on_attention(const AttentionEvent& e) override { sink_ += e.probs.empty() ? 0.0f : e.probs[0]; }

@@ -102,6 +102,9 @@ public:
 
     virtual Tensor alloc(int64_t n_rows, int64_t n_cols) = 0;
     virtual void free(Tensor& t) = 0;
+    // Bytes the tensors alloc() handed out and free() has not taken back hold now (the sessions'
+    // scratch activations; the memory ledger's measured figure). 0: this backend does not count them.
+    virtual uint64_t tensor_bytes() const { return 0; }
 
     // out[i] = table row ids[i] (dequantized) * scale. ids are host memory.
     virtual void embed(const Weight& table, const int32_t* ids, int32_t n, float scale, Tensor& out) = 0;

@@ -125,14 +125,21 @@ void CpuBackend::prepare_weights(ModelWeights&) {
     // The weights are used in place from the read-only file mapping: nothing to copy.
 }
 
-Tensor CpuBackend::alloc(int64_t n_rows, int64_t n_cols) {
+size_t CpuBackend::alloc_bytes(int64_t n_rows, int64_t n_cols) {
     const size_t bytes = (size_t(n_rows * n_cols) * sizeof(float) + kAlign - 1) / kAlign * kAlign;
-    void* p = std::aligned_alloc(kAlign, std::max<size_t>(bytes, kAlign));
+    return std::max<size_t>(bytes, kAlign);
+}
+
+Tensor CpuBackend::alloc(int64_t n_rows, int64_t n_cols) {
+    const size_t bytes = alloc_bytes(n_rows, n_cols);
+    void* p = std::aligned_alloc(kAlign, bytes);
     if (!p) throw Error("out of memory allocating " + std::to_string(bytes) + " bytes of activations");
+    tensor_bytes_ += bytes;
     return {static_cast<float*>(p), n_rows, n_cols};
 }
 
 void CpuBackend::free(Tensor& t) {
+    if (t.data) tensor_bytes_ -= alloc_bytes(t.n_rows, t.n_cols);
     std::free(t.data);
     t = {};
 }

@@ -2,6 +2,7 @@
 // The CPU backend: the reference the tests trust and the fallback without a usable GPU.
 // Matmuls quantize the activations once (llama.cpp's scheme) and split the weight rows over a thread
 // pool; attention splits its work over the same pool (backend_cpu_attention.cpp).
+#include <atomic>
 #include <memory>
 #include <vector>
 
@@ -23,6 +24,7 @@ public:
     void prepare_weights(ModelWeights& weights) override;
     Tensor alloc(int64_t n_rows, int64_t n_cols) override;
     void free(Tensor& t) override;
+    uint64_t tensor_bytes() const override { return tensor_bytes_.load(); }
 
     void embed(const Weight& table, const int32_t* ids, int32_t n, float scale, Tensor& out) override;
     void rms_norm(const Tensor& x, const Weight& gain, float eps, int64_t group, Tensor& out) override;
@@ -47,6 +49,10 @@ public:
     void kv_free(void* p) override;
 
 private:
+    // What alloc() holds, rounded as it allocates (kAlign).
+    static size_t alloc_bytes(int64_t n_rows, int64_t n_cols);
+    std::atomic<uint64_t> tensor_bytes_{0};
+
     // One weight's part of a matmul: its activations (converted to the weight's dot type) and, per
     // group of kDotTileCols tokens, whether the group goes through a tile kernel.
     // The kernels are resolved once per matmul: the order changes at most once over a batch (Q4_K:

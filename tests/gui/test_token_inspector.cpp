@@ -116,6 +116,9 @@ private Q_SLOTS:
         s.tensorTypes = {{"q4_1", 1}};
         s.weightBytes = 1000;
         s.kvBytesPerToken = 2048;
+        s.nLayer = 1;  // 4 kv heads x (256 B of K + 256 B of V) = 2048 B per position
+        s.nHeadKv = 4;
+        s.headDim = 128;
         s.contextSize = 1024;
         panel.setModel(s);
         QCOMPARE(panel.metadataTable()->rowCount(), 2);

@@ -39,7 +39,7 @@
 namespace {
 
 const QStringList kDocks = {"samplingDock", "attentionDock", "tokenInspectorDock", "kvCacheDock", "modelInfoDock", "conversationsDock",
-                            "promptDock", "logitLensDock", "headStatsDock"};
+                            "promptDock", "logitLensDock", "headStatsDock", "timingsDock"};
 
 QRect rectIn(const QWidget* w, const QWidget* window) {
     return QRect(w->mapTo(window, QPoint(0, 0)), w->size());

@@ -1,0 +1,182 @@
+// The memory ledger (issue #16 item 5) with the real SmolLM2 and Gemma 3 files: the KV bytes the
+// summary predicts (sliding window counted) equal what the cache measures after a prompt longer than
+// Gemma's window, layer by layer and for quantized caches too; the global layers reserve whole blocks
+// of what they hold; the weights' total equals the file's tensor data (the gaps between tensors are
+// the file's alignment padding and nothing more); the scratch the formula predicts is what the CPU
+// backend's allocator holds. Model info's ledger and the KV panel show those figures.
+#include <algorithm>
+
+#include <QtTest>
+
+#include <qcustomplot.h>
+
+#include "engine/backend.h"
+#include "engine/model.h"
+#include "engine/session.h"
+#include "engine_types.h"
+#include "gui_test_support.h"
+#include "gguf/gguf_file.h"
+#include "kv_cache_panel.h"
+#include "model/model_paths.h"
+#include "model_info_panel.h"
+#include "model_summary.h"
+
+namespace {
+
+constexpr int kContext = 1024;
+
+struct Loaded {
+    std::unique_ptr<wb::Model> model;
+    wb::BackendChoice backend;
+    std::unique_ptr<wb::Session> session;
+    ModelSummary summary;
+};
+
+Loaded load(const char* file, wb::KvType k, wb::KvType v) {
+    Loaded l;
+    const std::string path = wb::models_dir() + "/" + file;
+    l.model = wb::Model::load(path);
+    l.backend = wb::create_backend(wb::BackendKind::CPU, 2, k, v);
+    wb::SessionOptions o;
+    o.n_ctx = kContext;
+    o.kv_type_k = k;
+    o.kv_type_v = v;
+    l.session = std::make_unique<wb::Session>(*l.model, *l.backend.backend, o);
+    l.summary = ModelSummary::fromModel(*l.model, QString::fromStdString(path), l.session->n_ctx(), k, v, std::min(o.n_batch, kContext));
+    l.summary.backendName = QStringLiteral("cpu");
+    l.summary.scratchMeasured = l.backend.backend->tensor_bytes();
+    return l;
+}
+
+// A prompt of about `tokens` tokens, one token generated after it.
+void run(Loaded& l, int tokens) {
+    std::string text;
+    std::vector<int32_t> ids;
+    while (int(ids.size()) < tokens) {
+        text += "The quick brown fox jumps over the lazy dog while the river runs on. ";
+        ids = l.model->tokenizer().encode(text, true, false);
+    }
+    wb::SamplingParams p;
+    p.temperature = 0.0f;
+    p.max_tokens = 1;
+    const wb::GenerateResult r = l.session->generate(ids, wb::LiveSamplingParams(p));
+    QVERIFY2(r.reason != wb::StopReason::ERROR, r.error.c_str());
+}
+
+}  // namespace
+
+class TestMemoryLedger : public QObject {
+    Q_OBJECT
+
+    // The prediction against the cache's measurement after a prompt of `tokens`.
+    void verifyKv(const char* file, wb::KvType k, wb::KvType v, int tokens, bool expectLocal) {
+        Loaded l = load(file, k, v);
+        const ModelSummary& s = l.summary;
+        QCOMPARE(s.localLayerCount() > 0, expectLocal);
+        run(l, tokens);
+        const wb::KvStats st = l.session->kv_stats();
+        QVERIFY(st.n_tokens >= tokens);
+        QVector<quint64> perLayer;
+        const quint64 predicted = s.predictedKvBytes(st.n_tokens, k, v, &perLayer);
+        QCOMPARE(predicted, quint64(st.bytes_used));
+        QCOMPARE(perLayer.size(), int(st.layers.size()));
+        const quint64 position = quint64(s.nHeadKv) * quint64(wb::kv_type_row_bytes(k, s.headDim) + wb::kv_type_row_bytes(v, s.headDim));
+        const quint64 blocks = quint64((st.n_tokens + st.block_tokens - 1) / st.block_tokens);
+        for (int il = 0; il < perLayer.size(); ++il) {
+            const wb::KvLayerStats& m = st.layers[size_t(il)];
+            QCOMPARE(perLayer[il], quint64(m.bytes_used));
+            QCOMPARE(s.layerIsLocal[il], m.sliding_window);
+            // A global layer holds the blocks of every position, no more.
+            if (!m.sliding_window) QCOMPARE(quint64(m.bytes_reserved), blocks * quint64(st.block_tokens) * position);
+        }
+        if (expectLocal) {
+            // The window matters here: the textbook product over all layers is more than the cache holds.
+            QVERIFY(st.n_tokens > s.slidingWindow);
+            QVERIFY(predicted < quint64(s.nLayer) * position * quint64(st.n_tokens));
+        }
+
+        // Model info's ledger and the KV panel show the same numbers.
+        ModelInfoPanel info;
+        info.setModel(s);
+        info.setKvStats(st);
+        QCOMPARE(info.ledgerBytes("kv_now", ModelInfoPanel::PredictedColumn), qint64(st.bytes_used));
+        QCOMPARE(info.ledgerBytes("kv_now", ModelInfoPanel::MeasuredColumn), qint64(st.bytes_used));
+        QCOMPARE(info.ledgerBytes("kv_full", ModelInfoPanel::PredictedColumn), qint64(s.predictedKvBytes(kContext, k, v)));
+        KvCachePanel kv;
+        kv.setModel(s);
+        kv.handleStats(st);
+        QVERIFY2(kv.estimateText().endsWith(formatBytes(double(st.bytes_used))), qPrintable(kv.estimateText()));
+        QVERIFY2(kv.measuredText().startsWith(formatBytes(double(st.bytes_used)) + " used"), qPrintable(kv.measuredText()));
+        if (expectLocal) {
+            QVERIFY2(kv.layersText().contains(QString("%1 local").arg(s.localLayerCount())), qPrintable(kv.layersText()));
+            QVERIFY2(kv.evictionText().startsWith(QString::number(st.n_tokens - s.slidingWindow) + " oldest positions"),
+                     qPrintable(kv.evictionText()));
+            QCOMPARE(kv.localUsedBars()->data()->size(), s.localLayerCount());
+            QCOMPARE(kv.usedBars()->data()->size(), s.nLayer - s.localLayerCount());
+        } else {
+            QVERIFY2(kv.layersText().startsWith(QString("%1 global").arg(s.nLayer)), qPrintable(kv.layersText()));
+            QCOMPARE(kv.localUsedBars()->data()->size(), 0);
+        }
+    }
+
+    void verifyWeightsAndScratch(const char* file) {
+        Loaded l = load(file, wb::KvType::F16, wb::KvType::F16);
+        const ModelSummary& s = l.summary;
+        const wb::GgufFile& f = l.model->file();
+        // The file's layout: tensors back to back in the data section, each gap the padding to the
+        // file's alignment; the tensor bytes are the data section without that padding.
+        std::vector<wb::GgufTensor> t = f.tensors();
+        std::sort(t.begin(), t.end(), [](const wb::GgufTensor& a, const wb::GgufTensor& b) { return a.offset < b.offset; });
+        quint64 padding = 0;
+        for (size_t i = 0; i + 1 < t.size(); ++i) {
+            QVERIFY(t[i + 1].offset >= t[i].offset + t[i].n_bytes);
+            const quint64 gap = t[i + 1].offset - (t[i].offset + t[i].n_bytes);
+            QVERIFY2(gap < f.alignment(), t[i].name.c_str());
+            padding += gap;
+        }
+        const quint64 end = t.back().offset + t.back().n_bytes;
+        QVERIFY(f.data_offset() + end <= f.file_size());
+        QCOMPARE(s.weightBytes, end - padding);
+        quint64 byType = 0;
+        for (const auto& [type, bytes] : s.weightBytesByType) byType += bytes;
+        QCOMPARE(byType, s.weightBytes);
+        ModelInfoPanel info;
+        info.setModel(s);
+        QCOMPARE(info.ledgerBytes("weights", ModelInfoPanel::PredictedColumn), qint64(s.weightBytes));
+        for (const auto& [type, bytes] : s.weightBytesByType)
+            QCOMPARE(info.ledgerBytes("weights:" + type, ModelInfoPanel::PredictedColumn), qint64(bytes));
+
+        // Scratch: the allocator rounds each of the 11 buffers up to 64 bytes.
+        QVERIFY(s.scratchPredicted > 0);
+        QVERIFY(s.scratchMeasured >= s.scratchPredicted);
+        QVERIFY(s.scratchMeasured - s.scratchPredicted < 11 * 64);
+        QCOMPARE(info.ledgerBytes("scratch", ModelInfoPanel::MeasuredColumn), qint64(s.scratchMeasured));
+        // A generation without the logit lens allocates nothing that outlives it.
+        run(l, 40);
+        QCOMPARE(quint64(l.backend.backend->tensor_bytes()), s.scratchMeasured);
+    }
+
+private Q_SLOTS:
+    void initTestCase() {
+        wb_gui_test::isolateSettings("test_memory_ledger");
+        for (const char* f : {"SmolLM2-135M-Instruct.Q4_1.gguf", "gemma-3-270m-Q4_K_M.gguf"})
+            if (!QFileInfo::exists(QString::fromStdString(wb::models_dir() + "/" + f)))
+                QFAIL(qPrintable(QString("%1 missing: run scripts/fetch-models.sh").arg(f)));
+    }
+
+    void smolLm2KvPredictedEqualsMeasured() {
+        verifyKv("SmolLM2-135M-Instruct.Q4_1.gguf", wb::KvType::F16, wb::KvType::F16, 300, false);
+    }
+    void smolLm2QuantizedKvPredictedEqualsMeasured() {
+        verifyKv("SmolLM2-135M-Instruct.Q4_1.gguf", wb::KvType::Q8_0, wb::KvType::Q4_0, 300, false);
+    }
+    // 600 positions: past the 512-position window of Gemma 3's local layers.
+    void gemma3KvPredictedEqualsMeasuredWithTheWindow() {
+        verifyKv("gemma-3-270m-Q4_K_M.gguf", wb::KvType::F16, wb::KvType::F16, 600, true);
+    }
+    void smolLm2WeightsAndScratch() { verifyWeightsAndScratch("SmolLM2-135M-Instruct.Q4_1.gguf"); }
+    void gemma3WeightsAndScratch() { verifyWeightsAndScratch("gemma-3-270m-Q4_K_M.gguf"); }
+};
+
+QTEST_MAIN(TestMemoryLedger)
+#include "test_memory_ledger.moc"
