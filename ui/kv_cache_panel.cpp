@@ -81,7 +81,7 @@ KvCachePanel::KvCachePanel(QWidget* parent) : QWidget(parent) {
         l->setFocusPolicy(Qt::StrongFocus);
     }
 
-    auto* form = new QFormLayout;
+    auto* form = m_form = new QFormLayout;
     form->addRow(tr("Context fill"), m_gauge);
     form->addRow(tr("Element type"), m_type);
     form->addRow(tr("Layers"), m_layers);
@@ -220,6 +220,9 @@ void KvCachePanel::showLayers(const wb::KvStats& stats) {
         (stats.layers[i].sliding_window ? local : global) << QString::number(i);
         if (stats.layers[i].sliding_window) window = stats.layers[i].window;
     }
+    // Without local layers the two rows say nothing a 768-pixel screen can spare the plots' room for.
+    m_form->setRowVisible(m_layers, !local.isEmpty());
+    m_form->setRowVisible(m_evicted, !local.isEmpty());
     if (local.isEmpty()) {
         m_layers->setText(tr("%1 global (every layer keeps every position)").arg(global.size()));
         return;

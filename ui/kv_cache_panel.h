@@ -14,6 +14,7 @@
 class QCPBars;
 class QCPGraph;
 class QCustomPlot;
+class QFormLayout;
 class QLabel;
 class QProgressBar;
 namespace wb {
@@ -74,6 +75,7 @@ private:
     QLabel* m_estimate;
     QLabel* m_cutLabel;
     QLabel* m_layers;
+    QFormLayout* m_form;
     QLabel* m_evicted;
     QLabel* m_reuse;
     wb::ContextCut m_cut;

@@ -117,7 +117,7 @@ private Q_SLOTS:
             for (int j = i + 1; j < 4; ++j)
                 QVERIFY2(!shown[i].second.intersects(shown[j].second), qPrintable(shown[i].first + " overlaps " + shown[j].first));
         // The inspector panels are one tab group.
-        QCOMPARE(w.tabifiedDockWidgets(w.dock("attentionDock")).size(), 6);
+        QCOMPARE(w.tabifiedDockWidgets(w.dock("attentionDock")).size(), 7);
     }
 
     // Each panel in turn as the raised tab of its group: raising a panel that needs more room than the
@@ -185,7 +185,7 @@ private Q_SLOTS:
         QApplication::processEvents();
         verifyAllPanelsPresent(w);
         for (QDockWidget* d : w.docks()) QCOMPARE(w.dockWidgetArea(d), areas[d->objectName()]);
-        QCOMPARE(w.tabifiedDockWidgets(w.dock("attentionDock")).size(), 6);
+        QCOMPARE(w.tabifiedDockWidgets(w.dock("attentionDock")).size(), 7);
         QVERIFY(w.dock("attentionDock")->isVisible());  // the group shows the Attention tab
     }
 
