@@ -23,6 +23,8 @@ const QString kSamplingLogitBias = QStringLiteral("sampling/logitBias");
 const QString kSystemPrompt = QStringLiteral("chat/systemPrompt");
 const QString kColourTokens = QStringLiteral("chat/colourTokens");
 const QString kDrafts = QStringLiteral("chat/drafts");
+// The single draft key of the version before drafts had owners.
+const QString kLegacyDraft = QStringLiteral("chat/draft");
 const QString kCaptureAll = QStringLiteral("capture/allLayers");
 const QString kAttentionLayer = QStringLiteral("capture/layer");
 const QString kCaptureBudget = QStringLiteral("capture/budgetMiB");
@@ -74,6 +76,8 @@ QStringList AppSettings::draftOwners() {
     s.beginGroup(kDrafts);
     return s.childKeys();
 }
+QString AppSettings::legacyMessageDraft() { return get(kLegacyDraft).toString(); }
+void AppSettings::clearLegacyMessageDraft() { QSettings().remove(kLegacyDraft); }
 QString AppSettings::messageDraft(const QString& owner) { return get(kDrafts + '/' + owner).toString(); }
 void AppSettings::setMessageDraft(const QString& owner, const QString& text) {
     if (text.isEmpty()) {

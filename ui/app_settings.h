@@ -46,11 +46,14 @@ public:
 
     static QString systemPrompt();
     static void setSystemPrompt(const QString& prompt);
-    // The message typed and not sent, one per running window: `owner` is its conversation store's
-    // instance name (new each run), so two windows never overwrite each other's draft. Empty removes.
+    // The message typed and not sent, one per running window (`owner`: its MessageDrafts name, new each
+    // run), so two windows never overwrite each other's draft. Empty removes.
     static QStringList draftOwners();
     static QString messageDraft(const QString& owner);
     static void setMessageDraft(const QString& owner, const QString& text);
+    // The one draft an older version kept (taken over by MessageDrafts::adopt).
+    static QString legacyMessageDraft();
+    static void clearLegacyMessageDraft();
     static bool colourTokens();
     static void setColourTokens(bool on);
 

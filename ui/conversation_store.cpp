@@ -72,16 +72,6 @@ void ConversationStore::claimTrash(const QString& instance) {
     }
 }
 
-bool ConversationStore::instanceRunning(const QString& name) const {
-    if (name == m_instance) return true;
-    const QString path = QDir(QDir(m_directory).filePath(kTrash)).filePath(name + kLockSuffix);
-    if (!QFileInfo::exists(path)) return false;
-    std::unique_ptr<QLockFile> lock(instanceLock(path));
-    if (!lock->tryLock(0)) return true;
-    lock->unlock();
-    return false;
-}
-
 QString ConversationStore::defaultDirectory() {
     const QString overridden = qEnvironmentVariable("WHITEBOX_DATA_DIR");
     const QString base = overridden.isEmpty() ? QStandardPaths::writableLocation(QStandardPaths::AppDataLocation) : overridden;

@@ -77,11 +77,6 @@ public:
     bool rename(const QString& id, const QString& title, QString* error);
     bool remove(const QString& id, QString* error);
     bool canUndoRemove() const { return !m_removed.isEmpty(); }
-    // This instance's name (its undo folder's), new each run unless the constructor was given one.
-    QString instanceName() const { return m_instance; }
-    // Whether the instance called `name` is running: this one, or another whose undo-folder lock is
-    // held (by a live process; a lock whose process has gone is taken, and removed, here).
-    bool instanceRunning(const QString& name) const;
     // Whether this instance holds the lock of its undo folder (else Undo keeps deleted files in memory).
     bool hasUndoFolder() const { return m_trashLock != nullptr; }
     // Title of the conversation Undo would bring back.

@@ -146,6 +146,10 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
     connect(m_controller, &ChatController::conversationReset, m_heads, &HeadGridPanel::clear);
     connect(m_controller, &ChatController::conversationReset, m_timings, &TimingsPanel::clear);
     connect(m_controller, &ChatController::timingsRecorded, m_timings, &TimingsPanel::setRecord);
+    // A reply made while the panel was hidden is not recorded: the panel must not go on showing the one before.
+    connect(m_controller, &ChatController::generatingChanged, m_timings, [this](bool on) {
+        if (on) m_timings->clear();
+    });
     connect(m_timings, &TimingsPanel::layerTimingToggled, this, &MainWindow::applyCaptureSpec);
     connect(m_controller, &ChatController::tokenInspected, this, &MainWindow::showInspection);
     connect(m_heads, &HeadGridPanel::headActivated, this, [this](int layer, int head) {
@@ -439,28 +443,10 @@ void MainWindow::restoreSettings() {
         return m_controller->worker()->encodeText(text, ids, error);
     });
     m_chat->systemPromptEdit()->setPlainText(AppSettings::systemPrompt());
-    m_chat->input()->setPlainText(adoptDrafts());
+    m_chat->input()->setPlainText(m_drafts->adopt());
     m_chat->colorByProbabilityBox()->setChecked(AppSettings::colourTokens());
     m_attention->setCaptureAllLayers(AppSettings::captureAllLayers());
     m_attention->setCaptureBudgetMiB(AppSettings::captureBudgetMiB());
-}
-
-QString MainWindow::adoptDrafts() {
-    // The drafts of windows that have quit, joined: two windows closed with unsent text both come back.
-    // A running window's draft stays its own. A message that was being edited comes back as a new one
-    // (its conversation is not reopened at start).
-    QStringList texts, adopted;
-    for (const QString& owner : AppSettings::draftOwners()) {
-        if (m_store->instanceRunning(owner)) continue;
-        const QString text = AppSettings::messageDraft(owner);
-        if (!text.isEmpty()) texts << text;
-        adopted << owner;
-    }
-    const QString joined = texts.join(QStringLiteral("\n\n"));
-    // Ours written before theirs are removed: a crash in between keeps the text twice, never loses it.
-    AppSettings::setMessageDraft(m_store->instanceName(), joined);
-    for (const QString& owner : adopted) AppSettings::setMessageDraft(owner, QString());
-    return joined;
 }
 
 void MainWindow::persistSettings() {
@@ -477,12 +463,12 @@ void MainWindow::persistSettings() {
     draftTimer->setSingleShot(true);
     draftTimer->setInterval(kDraftSaveDelayMs);
     connect(draftTimer, &QTimer::timeout, this,
-            [this] { AppSettings::setMessageDraft(m_store->instanceName(), m_chat->input()->toPlainText()); });
+            [this] { m_drafts->save(m_chat->input()->toPlainText()); });
     connect(m_chat->input(), &QPlainTextEdit::textChanged, this, [this, draftTimer] {
         // Emptied (sent) at once: a crash right after a send must not bring the sent text back.
         if (!m_chat->input()->document()->isEmpty()) return draftTimer->start();
         draftTimer->stop();
-        AppSettings::setMessageDraft(m_store->instanceName(), QString());
+        m_drafts->save(QString());
     });
     connect(m_attention->captureAllLayersBox(), &QCheckBox::toggled, this, [](bool on) { AppSettings::setCaptureAllLayers(on); });
     connect(m_attention, &AttentionPanel::captureBudgetChanged, this, [](int mib) { AppSettings::setCaptureBudgetMiB(mib); });
@@ -615,7 +601,7 @@ void MainWindow::closeEvent(QCloseEvent* event) {
     QString error;
     if (!m_controller->saveNow(&error)) statusBar()->showMessage(tr("The conversation could not be saved: %1").arg(error));
     AppSettings::setWindowLayout(layoutKey(), saveGeometry(), saveState());
-    AppSettings::setMessageDraft(m_store->instanceName(), m_chat->input()->toPlainText());
+    m_drafts->save(m_chat->input()->toPlainText());
     QMainWindow::closeEvent(event);
 }
 

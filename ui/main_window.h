@@ -9,7 +9,10 @@
 // start and written as they change.
 #include <QMainWindow>
 
+#include <memory>
+
 #include "engine_types.h"
+#include "message_drafts.h"
 #include "model_summary.h"
 #include "theme.h"
 
@@ -134,8 +137,6 @@ private:
     void placeDocks();
     void createStatusBar();
     void restoreSettings();
-    // The unsent messages of windows that have quit, taken over as this window's draft (AppSettings).
-    QString adoptDrafts();
     void persistSettings();
     void restoreLayout();
     void updateBackendLabel();
@@ -145,6 +146,7 @@ private:
 
     ChatController* m_controller;
     ConversationStore* m_store;
+    std::unique_ptr<MessageDrafts> m_drafts = std::make_unique<MessageDrafts>();  // the unsent message
     ConversationList* m_conversations;
     ChatPanel* m_chat;
     SamplingPanel* m_sampling;

@@ -38,10 +38,10 @@ class TestTimingsPanel : public QObject {
     QList<wb::Timings> m_reports;   // the coalesced timingsChanged of the last reply
     QList<TimingRecordPtr> m_records;
 
-    // A reply in the window after a new chat; what it sent is kept.
-    bool reply(const QString& message) {
+    // A reply in the window after a new chat (or, not fresh, in the same chat); what it sent is kept.
+    bool reply(const QString& message, bool fresh = true) {
         ChatController* c = m_window->controller();
-        c->newChat();
+        if (fresh) c->newChat();
         QSignalSpy finished(c, &ChatController::generationFinished);
         QSignalSpy reports(c, &ChatController::timingsChanged);
         QSignalSpy records(c, &ChatController::timingsRecorded);
@@ -160,6 +160,21 @@ private Q_SLOTS:
         m_window->controller()->newChat();
         QVERIFY(!m_window->timingsPanel()->hasRecord());
         QCOMPARE(m_window->timingsPanel()->stepGraph()->data()->size(), 0);
+    }
+
+    // A reply made while the panel is hidden is not recorded, and the panel shown again does not go on
+    // showing the reply before it as if it were the one on screen.
+    void aReplyWhileHiddenLeavesNoStaleRecord() {
+        show("timingsDock");
+        QVERIFY(reply("Name a fruit."));
+        QVERIFY(m_window->timingsPanel()->hasRecord());
+        show("attentionDock");
+        QTRY_VERIFY(!m_window->controller()->worker()->timingsWanted());
+        QVERIFY(reply("And a vegetable?", false));
+        QVERIFY(m_records.isEmpty());
+        show("timingsDock");
+        QVERIFY(!m_window->timingsPanel()->hasRecord());
+        QCOMPARE(m_window->timingsPanel()->tokenGraph()->data()->size(), 0);
     }
 
     void layerTimesOnDemand() {

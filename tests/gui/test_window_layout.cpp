@@ -326,6 +326,17 @@ private Q_SLOTS:
         QCOMPARE(draftsWritten(), QStringList{});
     }
 
+    // The one draft an older version kept under a single key is taken over, not lost on the upgrade.
+    void anOlderVersionsDraftIsTakenOver() {
+        QSettings().setValue("chat/draft", "from the old version");
+        MainWindow w;
+        QCOMPARE(w.chatPanel()->input()->toPlainText(), QString("from the old version"));
+        QVERIFY(!QSettings().contains("chat/draft"));
+        QCOMPARE(draftsWritten(), QStringList{"from the old version"});
+        w.chatPanel()->input()->clear();
+        QCOMPARE(draftsWritten(), QStringList{});
+    }
+
     // Two windows open at once keep a draft each: the second does not start with the first one's, and
     // whichever closes last does not overwrite the other's (one shared key lost the first window's text).
     void twoWindowsKeepTheirOwnDrafts() {
