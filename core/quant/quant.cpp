@@ -18,6 +18,9 @@
 
 namespace wb {
 
+VecDotFn& KernelTable::dot_in(DotOrder o, GgmlType t) { return dot_ordered[int(o)][slot(t)]; }
+DotTileFn& KernelTable::tile_in(DotOrder o, GgmlType t) { return dot_tile_ordered[int(o)][slot(t)]; }
+
 namespace {
 
 std::atomic<bool> g_force_scalar{false};

@@ -14,10 +14,10 @@
 #include <cstddef>
 #include <cstring>
 #include <type_traits>
-#include <vector>
 
 #include "quant/quant_blocks.h"
 #include "quant/quant_internal.h"
+#include "quant/quant_isa_local.h"
 
 namespace wb {
 
@@ -265,12 +265,8 @@ void dot_tile32_rows(int64_t n, const void* w, size_t w_stride, int64_t n_rows, 
     for (int c = 0; c < kDotTileCols; ++c)
         bx[c] = reinterpret_cast<const BX*>(static_cast<const uint8_t*>(x) + size_t(c) * x_stride);
     alignas(32) float stack[(kOffset ? 2 : 1) * kDotTileCols * kStackBlocks];
-    std::vector<float> heap;
-    float* dx = stack;
-    if (nb > kStackBlocks) {
-        heap.resize(size_t((kOffset ? 2 : 1) * kDotTileCols * nb));
-        dx = heap.data();
-    }
+    thread_local FloatBuffer heap;  // longer rows: grown once per thread, not allocated per call
+    float* dx = nb > kStackBlocks ? heap.get(size_t((kOffset ? 2 : 1) * kDotTileCols * nb)) : stack;
     float* sx = dx + kDotTileCols * nb;
     for (int64_t i = 0; i < nb; ++i) {
         _mm256_storeu_ps(dx + 8 * i, tile_halves(bx, i, offsetof(BX, d)));
@@ -465,8 +461,8 @@ float dot_q4_k_gemv(int64_t n, const void* w, const void* x) {
     float acc = 0.0f, acc_min = 0.0f;
     for (int64_t i = 0; i < nb; ++i) {
         const KInts k = q4_k_ints(bw[i], bx[i]);
-        acc = std::fma(float(k.sum), fp16(bw[i].d) * bx[i].d, acc);
-        acc_min = std::fma(float(k.min), fp16(bw[i].dmin) * bx[i].d, acc_min);
+        acc = fma_f(float(k.sum), fp16(bw[i].d) * bx[i].d, acc);
+        acc_min = fma_f(float(k.min), fp16(bw[i].dmin) * bx[i].d, acc_min);
     }
     return acc - acc_min;
 }
@@ -497,8 +493,8 @@ float dot_q4_k_gemm(int64_t n, const void* w, const void* x) {
                                           scaled_run(hi, xb.qs + 64 * c + 32, _mm256_set1_epi16(short(sc[2 * c + 1])))));
             const int imin = mn[2 * c] * (xb.bsums[4 * c] + xb.bsums[4 * c + 1]) +
                              mn[2 * c + 1] * (xb.bsums[4 * c + 2] + xb.bsums[4 * c + 3]);
-            acc = std::fma(float(isum), d, acc);
-            acc_min = std::fma(float(imin), dmin, acc_min);
+            acc = fma_f(float(isum), d, acc);
+            acc_min = fma_f(float(imin), dmin, acc_min);
         }
     }
     return acc - acc_min;
@@ -528,7 +524,7 @@ WB_INLINE __m256i q5_k_lanes(const BlockQ5_K& w, const BlockQ8_K& x, const int* 
 WB_INLINE void block_q5_k(const BlockQ5_K& w, const BlockQ8_K& x, Acc& acc) {
     int sc[8], mn[8];
     for (int j = 0; j < 8; ++j) k4_scale_min(j, w.scales, sc[j], mn[j]);
-    acc.extra = std::fma(-(fp16(w.dmin) * x.d), float(k4_min_term(mn, x.bsums)), acc.extra);
+    acc.extra = fma_f(-(fp16(w.dmin) * x.d), float(k4_min_term(mn, x.bsums)), acc.extra);
     acc.v = _mm256_fmadd_ps(_mm256_set1_ps(fp16(w.d) * x.d), _mm256_cvtepi32_ps(q5_k_lanes(w, x, sc)), acc.v);
 }
 
@@ -592,8 +588,8 @@ float dot_k_tiled(int64_t n, const void* w, const void* x) {
     for (int64_t i = 0; i < nb; ++i) {
         const KInts k = Ints(bw[i], bx[i]);
         float r = fp16(bw[i].d) * float(k.sum);
-        if constexpr (kHasMin) r = std::fma(-fp16(bw[i].dmin), float(k.min), r);
-        acc = std::fma(r, bx[i].d, acc);
+        if constexpr (kHasMin) r = fma_f(-fp16(bw[i].dmin), float(k.min), r);
+        acc = fma_f(r, bx[i].d, acc);
     }
     return acc;
 }
@@ -623,8 +619,8 @@ void dot_k_tiled_tile(int64_t n, const void* w, size_t, const void* x, size_t x_
         for (int c = 0; c < kDotTileCols; ++c) {
             const KInts k = Ints(bw[i], bx[c][i]);
             float r = d * float(k.sum);
-            if constexpr (kHasMin) r = std::fma(-dmin, float(k.min), r);
-            acc[c] = std::fma(r, bx[c][i].d, acc[c]);
+            if constexpr (kHasMin) r = fma_f(-dmin, float(k.min), r);
+            acc[c] = fma_f(r, bx[c][i].d, acc[c]);
         }
     }
     for (int c = 0; c < kDotTileCols; ++c) out[c * out_stride] = acc[c];
@@ -819,7 +815,7 @@ float dot_block_sums(int64_t n, const void* w, const void* x) {
     float acc = 0.0f;
     for (int64_t i = 0; i < n / kQK; ++i) {
         const int s = hsum_i32(dot_i8_i8(block_values(bw[i]), load32(bx[i].qs)));
-        acc = std::fma(float(s), fp16(bw[i].d) * fp16(bx[i].d), acc);
+        acc = fma_f(float(s), fp16(bw[i].d) * fp16(bx[i].d), acc);
     }
     return acc;
 }
@@ -840,7 +836,7 @@ void dot_block_sums_tile(int64_t n, const void* w, size_t, const void* x, size_t
 #pragma GCC unroll 8
         for (int c = 0; c < kDotTileCols; ++c) {
             const int s = hsum_i32(dot_i8_i8(q, load32(bx[c][i].qs)));
-            acc[c] = std::fma(float(s), dw * fp16(bx[c][i].d), acc[c]);
+            acc[c] = fma_f(float(s), dw * fp16(bx[c][i].d), acc[c]);
         }
     }
     for (int c = 0; c < kDotTileCols; ++c) out[c * out_stride] = acc[c];
@@ -919,11 +915,14 @@ WB_INLINE void block_ternary(const BW& w, const BlockQ8_K& x, Acc& acc) {
     acc.v = _mm256_fmadd_ps(_mm256_cvtepi32_ps(Lanes(w, x)), _mm256_set1_ps(x.d * fp16(w.d)), acc.v);
 }
 
+// The two tiled paths of llama.cpp's matmul (a plain array: no std::initializer_list in this file).
+constexpr DotOrder kTiledPaths[] = {DotOrder::kGemv, DotOrder::kGemm};
+
 void add_iq_tq_kernels(KernelTable& t) {
     t.dot[slot(GgmlType::IQ4_NL)] = dot_iq4_nl_row;
     t.dot_in(DotOrder::kLlamafile, GgmlType::IQ4_NL) = dot_blocks<BlockIQ4_NL, BlockQ8_0, block_iq4_nl>;
     t.tile_in(DotOrder::kLlamafile, GgmlType::IQ4_NL) = dot_tile32<BlockIQ4_NL, BlockQ8_0, block_values, true, false>;
-    for (DotOrder o : {DotOrder::kGemv, DotOrder::kGemm}) {
+    for (const DotOrder o : kTiledPaths) {
         t.dot_in(o, GgmlType::Q4_0) = dot_block_sums<BlockQ4_0>;
         t.tile_in(o, GgmlType::Q4_0) = dot_block_sums_tile<BlockQ4_0>;
         t.dot_in(o, GgmlType::IQ4_NL) = dot_block_sums<BlockIQ4_NL>;
@@ -1000,7 +999,7 @@ void fma_f16_row_avx2(float a, const uint16_t* x, float* y, int64_t n) {
     const __m256 av = _mm256_set1_ps(a);
     int64_t i = 0;
     for (; i + 8 <= n; i += 8) _mm256_storeu_ps(y + i, _mm256_fmadd_ps(av, load8(x + i), _mm256_loadu_ps(y + i)));
-    for (; i < n; ++i) y[i] = std::fma(a, fp16(x[i]), y[i]);
+    for (; i < n; ++i) y[i] = fma_f(a, fp16(x[i]), y[i]);
 }
 
 // Decode attention's runs of keys (quant.h). The key row is converted once into kf and then dotted
@@ -1125,7 +1124,7 @@ void fma_f16_keys_in_registers(int64_t n, const uint16_t* v, int64_t v_stride, i
     constexpr int64_t kChunk = 256;  // keys converted at a time (8 KiB of floats)
     alignas(32) float vf[kChunk][8];
     for (int64_t c0 = 0; c0 < n_keys; c0 += kChunk) {
-        const int64_t nk = std::min(kChunk, n_keys - c0);
+        const int64_t nk = min_of(kChunk, n_keys - c0);
         const int64_t l0 = lane0 + c0;
         for (int64_t d = 0; d < n; d += 8) {
             for (int64_t j = 0; j < nk; ++j) _mm256_store_ps(vf[j], load8(v + (c0 + j) * v_stride + d));
@@ -1176,7 +1175,7 @@ void fma_f16_keys_avx2(int64_t n, const uint16_t* v, int64_t v_stride, int64_t n
         for (; d < n; ++d)
             for (int i = 0; i < g; ++i) {
                 float* y = lane + i * lanes_stride + d;
-                *y = std::fma(p[i * p_stride + j], fp16(vj[d]), *y);
+                *y = fma_f(p[i * p_stride + j], fp16(vj[d]), *y);
             }
     }
 }

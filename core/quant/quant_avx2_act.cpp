@@ -11,6 +11,7 @@
 
 #include "quant/quant_blocks.h"
 #include "quant/quant_internal.h"
+#include "quant/quant_isa_local.h"
 #include "util/fp16.h"
 
 namespace wb {
@@ -92,7 +93,7 @@ void quantize_q8_k_avx2(const float* x, void* dst, int64_t n) {
         const float amax = amax_of(xb, kQKK);
         float max = 0.0f;
         for (int j = 0; j < kQKK && amax > 0.0f; ++j)
-            if (std::fabs(xb[j]) == amax) {
+            if (abs_f(xb[j]) == amax) {
                 max = xb[j];
                 break;
             }

@@ -12,6 +12,7 @@
 #include <cstdint>
 
 #include "quant/quant_internal.h"
+#include "quant/quant_isa_local.h"
 #include "util/fp16.h"
 
 namespace wb {
@@ -61,7 +62,7 @@ float dot_f32_row(int64_t n, const void* w, const void* x) {
     const int64_t rounded = whole + rest / 8 * 8 + (rest % 8 >= 4 ? 4 : 0);
     int64_t i = whole;
     for (; i < rounded; ++i) sum += a[i] * b[i];
-    for (; i < n; ++i) sum = std::fma(a[i], b[i], sum);
+    for (; i < n; ++i) sum = fma_f(a[i], b[i], sum);
     return sum;
 }
 

@@ -18,6 +18,7 @@
 
 #include "quant/quant_blocks_iq.h"
 #include "quant/quant_internal.h"
+#include "quant/quant_isa_local.h"
 
 namespace wb {
 
@@ -215,7 +216,7 @@ float dot_iq_row(int64_t n, const void* w, const void* x) {
             iq1_lanes(bw[i], bx[i], grid, shift);
             acc = _mm256_fmadd_ps(_mm256_set1_ps(d), _mm256_cvtepi32_ps(grid), acc);
             if constexpr (std::is_same_v<B, BlockIQ1_S>)
-                accum1 = std::fma(d, float(hsum_i32(shift)), accum1);
+                accum1 = fma_f(d, float(hsum_i32(shift)), accum1);
             else
                 acc_shift = _mm256_fmadd_ps(_mm256_set1_ps(d), _mm256_cvtepi32_ps(shift), acc_shift);
         } else {
@@ -246,7 +247,7 @@ float dot_iq_tiled(int64_t n, const void* w, const void* x) {
     float acc = 0.0f;
     for (int64_t i = 0; i < n / kQKK; ++i) {
         const float r = block_d(bw[i]) * (kIqIsIq1<B> ? 0.125f : kRowFactor<B>) * float(tiled_sum(bw[i], bx[i]));
-        acc = std::fma(r, bx[i].d, acc);
+        acc = fma_f(r, bx[i].d, acc);
     }
     return acc;
 }

@@ -19,6 +19,7 @@
 
 #include "quant/quant_blocks.h"
 #include "quant/quant_internal.h"
+#include "quant/quant_isa_local.h"
 
 namespace wb {
 

@@ -29,7 +29,8 @@ using F16FmaKeysFn = void (*)(int64_t n, const uint16_t* v, int64_t v_stride, in
 
 // Slots cover every raw GgmlType value up to TQ2_0 (35), the highest one with kernels.
 constexpr int kKernelSlots = 36;
-constexpr int slot(GgmlType t) { return int(t); }
+// static: internal to each object, for the reason of util/hd.h's WB_HD.
+static constexpr int slot(GgmlType t) { return int(t); }
 constexpr int kDotOrders = 5;  // the DotOrder values (quant.h)
 
 // One kernel family. F16 row conversion is here too because attention converts its F16 KV cache
@@ -60,8 +61,10 @@ struct KernelTable {
     RowQuantFn quantize_q8_1 = nullptr;
     RowQuantFn quantize_q8_k = nullptr;
 
-    VecDotFn& dot_in(DotOrder o, GgmlType t) { return dot_ordered[int(o)][slot(t)]; }
-    DotTileFn& tile_in(DotOrder o, GgmlType t) { return dot_tile_ordered[int(o)][slot(t)]; }
+    // Out of line (quant.cpp): an inline member would be a weak symbol that the ISA-specific files
+    // compile too (util/hd.h says why that must not happen); they are only called to build tables.
+    VecDotFn& dot_in(DotOrder o, GgmlType t);
+    DotTileFn& tile_in(DotOrder o, GgmlType t);
 };
 
 // The lane-sum trees of the two F16DotOrder orders (shared by both families).
