@@ -125,6 +125,104 @@ int32_t run_in_block(const KvCache& kv, int32_t j, int32_t last) {
     return std::min(last - j + 1, bt - j % bt);
 }
 
+// Rows of attention_rows' tasks: up to kRowsPerTask consecutive query rows, whose heads of a group
+// share every K and V row, converted from f16 once for all of them.
+constexpr int32_t kRowsPerTask = 4;
+
+// What all the tasks of one attention_rows call share.
+struct RowsJob {
+    const Tensor& q;
+    const KvCache& kv;
+    int32_t il, pos0;
+    const AttentionParams& p;
+    Tensor& out;
+    int32_t group;
+    int64_t hd, max_keys;
+    F16DotOrder kq_order, out_order;
+    int64_t n_lanes, row_halves;  // lanes of the output dot; one position's K (or V), all kv heads, in halves
+    float score_scale;
+};
+
+// The rows of a task (query rows r0 .. r0 + nr - 1) that see key j: those whose window
+// [first_key(pos), pos] holds it, consecutive since both ends grow with pos: [*lo, *hi). Returns the
+// last key from j on that the same rows see.
+int32_t rows_seeing(const AttentionParams& p, int32_t pos_r0, int32_t nr, int32_t j, int32_t* lo, int32_t* hi) {
+    int32_t a = 0;
+    while (a < nr && pos_r0 + a < j) ++a;
+    int32_t b = a;
+    while (b < nr && first_key(p, pos_r0 + b) <= j) ++b;
+    int32_t end = pos_r0 + nr - 1;
+    if (a < nr) end = std::min(end, pos_r0 + a);                   // row a sees no key after its own
+    if (b < nr) end = std::min(end, first_key(p, pos_r0 + b) - 1);  // row b starts seeing there
+    *lo = a;
+    *hi = b;
+    return end;
+}
+
+// One task of attention_rows: query rows [r0, r0 + nr) and kv head kvh. The keys [first, last] of the
+// block are those of its first row's window up to its last row; each (row, head) gets its scores over
+// all of them, then its softmax over the keys it sees (the rest of its row set to 0). V is weighted
+// only over the rows that see each key, so a key a row does not see leaves that row's lanes exactly
+// as they are (even where V is infinite: 0 * inf would be NaN) and each row's output does not depend
+// on how the batch is cut into blocks. Each (head, key) product and each output lane sees exactly the
+// operations of one head of one row at a time.
+void attention_rows_task(const RowsJob& job, int64_t r0, int32_t nr, int32_t kvh, float* scores, uint16_t* q16) {
+    const AttentionParams& p = job.p;
+    const int32_t group = job.group;
+    const int64_t hd = job.hd, max_keys = job.max_keys, n_lanes = job.n_lanes;
+    const int32_t gr = group * kRowsPerTask;
+    const int32_t g = group * nr;  // heads of the task, row by row: head i of row rr is rr * group + i
+    const int32_t pos_r0 = job.pos0 + int32_t(r0);
+    const int32_t first = first_key(p, pos_r0);
+    const int32_t last = pos_r0 + nr - 1;
+    float* lanes = scores + gr * max_keys;
+    float* qf = lanes + gr * n_lanes * hd;
+    float* gather = qf + gr * hd;
+    for (int32_t rr = 0; rr < nr; ++rr)
+        for (int32_t i = 0; i < group; ++i) {
+            round_query(p, job.q.data + (r0 + rr) * job.q.n_cols + int64_t(kvh * group + i) * hd, gather + n_lanes, q16, hd);
+            for (int64_t d = 0; d < hd; ++d) qf[(rr * group + i) * hd + d] = fp16_to_f32(q16[d]);
+        }
+
+    // scores_j = scale * q.k_j, then a numerically stable softmax per (row, head) over the keys
+    // that row sees; the probabilities are left rounded to f16, the precision they weight V with.
+    for (int32_t j = first; j <= last;) {
+        const int32_t run = run_in_block(job.kv, j, last);
+        const auto* k = static_cast<const uint16_t*>(job.kv.k_row(job.il, j)) + int64_t(kvh) * hd;
+        dot_f16_keys(job.kq_order, hd, k, job.row_halves, run, qf, hd, g, scores + (j - first), max_keys);
+        j += run;
+    }
+    for (int32_t rr = 0; rr < nr; ++rr)
+        for (int32_t i = 0; i < group; ++i) {
+            const int64_t capture_row_index = r0 + rr;  // in capture_probs' [slot][query row] layout
+            softmax_of_row(p, scores + (rr * group + i) * max_keys, first, last, pos_r0 + rr, job.score_scale,
+                           capture_slot(p, kvh * group + i), capture_row_index, job.q.n_rows, max_keys);
+        }
+
+    // out[d] = sum_j p_j v_j[d]. Key j goes to lane j % n_lanes of every output dim (the lanes the
+    // reference's dot over the cache gives it); each lane row is one fused multiply-add per key.
+    std::fill(lanes, lanes + g * n_lanes * hd, 0.0f);
+    for (int32_t j = first; j <= last;) {
+        int32_t lo = 0, hi = 0;
+        const int32_t seen_to = rows_seeing(p, pos_r0, nr, j, &lo, &hi);
+        const int32_t run = std::min(run_in_block(job.kv, j, last), seen_to - j + 1);
+        const auto* v = static_cast<const uint16_t*>(job.kv.v_row(job.il, j)) + int64_t(kvh) * hd;
+        if (hi > lo)
+            fma_f16_keys(hd, v, job.row_halves, run, j % n_lanes, int(n_lanes), scores + lo * group * max_keys + (j - first),
+                         max_keys, (hi - lo) * group, lanes + lo * group * n_lanes * hd, n_lanes * hd);
+        j += run;
+    }
+    for (int32_t rr = 0; rr < nr; ++rr)
+        for (int32_t i = 0; i < group; ++i) {
+            float* o = job.out.data + (r0 + rr) * job.out.n_cols + int64_t(kvh * group + i) * hd;
+            const float* li = lanes + int64_t(rr * group + i) * n_lanes * hd;
+            for (int64_t d = 0; d < hd; ++d) {
+                for (int64_t l = 0; l < n_lanes; ++l) gather[l] = li[l * hd + d];
+                o[d] = sum_f16_dot_lanes(job.out_order, gather);
+            }
+        }
+}
+
 }  // namespace
 
 void CpuBackend::attention(const Tensor& q, const KvCache& kv, int32_t il, int32_t pos0, const AttentionParams& p,
@@ -141,85 +239,26 @@ void CpuBackend::attention_rows(const Tensor& q, const KvCache& kv, int32_t il, 
                                 Tensor& out) {
     const int32_t group = p.n_head / p.n_head_kv;
     const int64_t hd = p.head_dim;
-    const int64_t max_keys = pos0 + q.n_rows;
-    const F16DotOrder kq_order = hd % 8 == 0 ? F16DotOrder::kLanes8 : F16DotOrder::kStep32;
     const F16DotOrder out_order = hd % 4 == 0 ? F16DotOrder::kLanes8 : F16DotOrder::kStep32;
-    const int64_t n_lanes = f16_dot_lanes(out_order);
-    const int64_t row_halves = int64_t(kv.k_row_bytes() / sizeof(uint16_t));  // one position's K (or V), all kv heads
-    // A task takes up to kRows consecutive query rows: their heads of the group (gr of them) share
-    // every K and V row, converted from f16 once for all of them.
-    constexpr int32_t kRows = 4;
-    const int32_t gr = group * kRows;
+    const RowsJob job{q, kv, il, pos0, p, out, group, hd, pos0 + q.n_rows,
+                      hd % 8 == 0 ? F16DotOrder::kLanes8 : F16DotOrder::kStep32, out_order, f16_dot_lanes(out_order),
+                      int64_t(kv.k_row_bytes() / sizeof(uint16_t)), p.scale_q ? 1.0f : p.scale};
     // per thread: the heads' scores, then probabilities [gr][max_keys]; their value lanes
     // [gr][n_lanes][hd]; the queries rounded to f16 (as floats) [gr][hd]; a lane gather row [n_lanes]
     // and a scaled query [hd]. And the f16 query [hd].
-    const size_t buf_floats = size_t(gr * (max_keys + n_lanes * hd + hd) + n_lanes + hd);
+    const int32_t gr = group * kRowsPerTask;
+    const size_t buf_floats = size_t(gr * (job.max_keys + job.n_lanes * hd + hd) + job.n_lanes + hd);
     for (auto& b : thread_buf_)
         if (b.size() < buf_floats) b.resize(buf_floats);
     for (auto& b : thread_f16_)
         if (b.size() < size_t(hd)) b.resize(size_t(hd));
-    const float score_scale = p.scale_q ? 1.0f : p.scale;
-    const int64_t n_blocks = (q.n_rows + kRows - 1) / kRows;
-
-    // A task per (block of query rows, kv head). The keys [first, last] of the block are those of its
-    // first row's window up to its last row; each (row, head) gets its scores over all of them, then
-    // its softmax over the keys it sees (the rest of its row set to 0). Each (head, key) product and
-    // each output lane sees exactly the operations of one head of one row at a time; a key a row does
-    // not see adds fma(0, v, lane), which leaves a finite lane unchanged (lanes start at +0 and never
-    // become -0). Only an infinite V would differ (NaN), as in the reference, whose product runs over
-    // the whole cache, masked keys included.
+    const int64_t n_blocks = (q.n_rows + kRowsPerTask - 1) / kRowsPerTask;
+    // A task per (block of query rows, kv head): attention_rows_task.
     pool_.parallel_for(n_blocks * p.n_head_kv, [&](int64_t task, int thread) {
-        const int64_t r0 = task / p.n_head_kv * kRows;
-        const int32_t nr = int32_t(std::min<int64_t>(kRows, q.n_rows - r0));
-        const int32_t kvh = int32_t(task % p.n_head_kv);
-        const int32_t g = group * nr;  // heads of the task, row by row: head i of row rr is rr * group + i
-        const int32_t first = first_key(p, pos0 + int32_t(r0));
-        const int32_t last = pos0 + int32_t(r0) + nr - 1;
-        float* scores = thread_buf_[size_t(thread)].data();
-        float* lanes = scores + gr * max_keys;
-        float* qf = lanes + gr * n_lanes * hd;
-        float* gather = qf + gr * hd;
-        uint16_t* q16 = thread_f16_[size_t(thread)].data();
-        for (int32_t rr = 0; rr < nr; ++rr)
-            for (int32_t i = 0; i < group; ++i) {
-                round_query(p, q.data + (r0 + rr) * q.n_cols + int64_t(kvh * group + i) * hd, gather + n_lanes, q16, hd);
-                for (int64_t d = 0; d < hd; ++d) qf[(rr * group + i) * hd + d] = fp16_to_f32(q16[d]);
-            }
-
-        // scores_j = scale * q.k_j, then a numerically stable softmax per (row, head) over the keys
-        // that row sees; the probabilities are left rounded to f16, the precision they weight V with.
-        for (int32_t j = first; j <= last;) {
-            const int32_t run = run_in_block(kv, j, last);
-            const auto* k = static_cast<const uint16_t*>(kv.k_row(il, j)) + int64_t(kvh) * hd;
-            dot_f16_keys(kq_order, hd, k, row_halves, run, qf, hd, g, scores + (j - first), max_keys);
-            j += run;
-        }
-        for (int32_t rr = 0; rr < nr; ++rr)
-            for (int32_t i = 0; i < group; ++i) {
-                const int64_t capture_row_index = r0 + rr;  // in capture_probs' [slot][query row] layout
-                softmax_of_row(p, scores + (rr * group + i) * max_keys, first, last, pos0 + int32_t(r0) + rr, score_scale,
-                               capture_slot(p, kvh * group + i), capture_row_index, q.n_rows, max_keys);
-            }
-
-        // out[d] = sum_j p_j v_j[d]. Key j goes to lane j % n_lanes of every output dim (the lanes the
-        // reference's dot over the cache gives it); each lane row is one fused multiply-add per key.
-        std::fill(lanes, lanes + g * n_lanes * hd, 0.0f);
-        for (int32_t j = first; j <= last;) {
-            const int32_t run = run_in_block(kv, j, last);
-            const auto* v = static_cast<const uint16_t*>(kv.v_row(il, j)) + int64_t(kvh) * hd;
-            fma_f16_keys(hd, v, row_halves, run, j % n_lanes, int(n_lanes), scores + (j - first), max_keys, g, lanes,
-                         n_lanes * hd);
-            j += run;
-        }
-        for (int32_t rr = 0; rr < nr; ++rr)
-            for (int32_t i = 0; i < group; ++i) {
-                float* o = out.data + (r0 + rr) * out.n_cols + int64_t(kvh * group + i) * hd;
-                const float* li = lanes + int64_t(rr * group + i) * n_lanes * hd;
-                for (int64_t d = 0; d < hd; ++d) {
-                    for (int64_t l = 0; l < n_lanes; ++l) gather[l] = li[l * hd + d];
-                    o[d] = sum_f16_dot_lanes(out_order, gather);
-                }
-            }
+        const int64_t r0 = task / p.n_head_kv * kRowsPerTask;
+        attention_rows_task(job, r0, int32_t(std::min<int64_t>(kRowsPerTask, q.n_rows - r0)),
+                            int32_t(task % p.n_head_kv), thread_buf_[size_t(thread)].data(),
+                            thread_f16_[size_t(thread)].data());
     });
 }
 

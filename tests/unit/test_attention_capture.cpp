@@ -169,18 +169,26 @@ private Q_SLOTS:
     // not see weighs 0 there): every row's output and captured probabilities must be bit-identical
     // however the batch is cut (one batch of 23 rows, or batches of 2 and 3 rows at rising positions),
     // with and without a sliding window.
+    // inf_key >= 0: one V value of that key is infinite (an f16 overflow). A row that does not see
+    // the key must not get it as 0 * inf = NaN from a block that holds both.
     void batchedRowsDoNotDependOnTheirBlock_data() {
         QTest::addColumn<int>("window");
-        QTest::newRow("full") << 0;
-        QTest::newRow("window 5") << 5;
+        QTest::addColumn<int>("inf_key");
+        QTest::newRow("full") << 0 << -1;
+        QTest::newRow("window 5") << 5 << -1;
+        QTest::newRow("full, inf V at key 10") << 0 << 10;     // rows 8, 9 share key 10's block, not its view
+        QTest::newRow("window 5, inf V at key 10") << 5 << 10;  // row 15 too (its window starts at 11)
     }
     void batchedRowsDoNotDependOnTheirBlock() {
         QFETCH(int, window);
+        QFETCH(int, inf_key);
         Fixture f(64);
         const int32_t n = 23, width = Fixture::kHeads * Fixture::kDim;
         Tensor q = f.random(n, width);
         Tensor k = f.random(n, Fixture::kKvHeads * Fixture::kDim);
         Tensor v = f.random(n, Fixture::kKvHeads * Fixture::kDim);
+        constexpr int32_t kInfDim = 3;  // of kv head 0, which query heads 0 and 1 read
+        if (inf_key >= 0) v.data[int64_t(inf_key) * v.n_cols + kInfDim] = INFINITY;
         Tensor whole = f.be.alloc(n, width), parts = f.be.alloc(n, width);
         f.kv.reserve(n);
         f.be.kv_store(f.kv, 0, k, v, 0);
@@ -208,6 +216,13 @@ private Q_SLOTS:
         for (int32_t r = 0; r < n; ++r)
             QVERIFY2(std::memcmp(whole.data + r * width, parts.data + r * width, sizeof(float) * size_t(width)) == 0,
                      qPrintable(QString("output row %1").arg(r)));
+        // The infinite value reached exactly the rows that see its key.
+        for (int32_t r = 0; inf_key >= 0 && r < n; ++r) {
+            const bool sees = r >= inf_key && (window == 0 || r - window < inf_key);
+            bool finite = true;
+            for (int32_t c = 0; c < width; ++c) finite = finite && std::isfinite(whole.data[r * width + c]);
+            QVERIFY2(finite != sees, qPrintable(QString("row %1 %2 key %3").arg(r).arg(sees ? "sees" : "does not see").arg(inf_key)));
+        }
         for (Tensor* t : {&q, &k, &v, &whole, &parts}) f.be.free(*t);
     }
 
