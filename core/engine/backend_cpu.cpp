@@ -118,7 +118,8 @@ CpuBackend::CpuBackend(int n_threads) : pool_(n_threads) {
 CpuBackend::~CpuBackend() = default;
 
 std::string CpuBackend::description() const {
-    return "CPU, " + std::to_string(pool_.size()) + " threads, " + quant_kernel_name() + " kernels";
+    return "CPU, " + std::to_string(pool_.size()) + " threads, " + quant_kernel_name() +
+           (quant_uses_vnni() ? "+vnni" : "") + " kernels";
 }
 
 void CpuBackend::prepare_weights(ModelWeights&) {

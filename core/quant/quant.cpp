@@ -167,12 +167,14 @@ RowFromFloatFn quantizer(GgmlType t) {
     }
 }
 
-VecDotFn dot_kernel(GgmlType t) {
+VecDotFn dot_kernel_in(const KernelTable& k, GgmlType t) {
     const uint32_t id = uint32_t(t);
-    const VecDotFn fn = id < uint32_t(kKernelSlots) ? kernels().dot[id] : nullptr;
+    const VecDotFn fn = id < uint32_t(kKernelSlots) ? k.dot[id] : nullptr;
     if (!fn) throw_unsupported("vec_dot", t);
     return fn;
 }
+
+VecDotFn dot_kernel(GgmlType t) { return dot_kernel_in(kernels(), t); }
 
 }  // namespace
 
@@ -279,21 +281,22 @@ namespace {
 
 bool has_slot(GgmlType t) { return uint32_t(t) < uint32_t(kKernelSlots); }
 
-// The row kernel of an order (see DotOrder): the order's own kernel where the family has one.
-VecDotFn order_kernel(GgmlType weight_type, DotOrder order) {
+// The row kernel of an order (see DotOrder) in family k: the order's own kernel where k has one.
+VecDotFn order_kernel(const KernelTable& k, GgmlType weight_type, DotOrder order) {
     if (order != DotOrder::kRow && has_slot(weight_type))
-        if (const VecDotFn fn = kernels().dot_ordered[int(order)][slot(weight_type)]) return fn;
-    return dot_kernel(weight_type);
+        if (const VecDotFn fn = k.dot_ordered[int(order)][slot(weight_type)]) return fn;
+    return dot_kernel_in(k, weight_type);
 }
+VecDotFn order_kernel(GgmlType weight_type, DotOrder order) { return order_kernel(kernels(), weight_type, order); }
 
-// The tile kernel of an order, nullptr where the family has none.
-DotTileFn tile_kernel(GgmlType weight_type, DotOrder order) {
+// The tile kernel of an order in family k, nullptr where k has none.
+DotTileFn tile_kernel(const KernelTable& k, GgmlType weight_type, DotOrder order) {
     if (!has_slot(weight_type)) return nullptr;
-    const KernelTable& k = kernels();
     const int s = slot(weight_type);
     if (order != DotOrder::kRow && k.dot_ordered[int(order)][s]) return k.dot_tile_ordered[int(order)][s];
     return k.dot_tile[s];
 }
+DotTileFn tile_kernel(GgmlType weight_type, DotOrder order) { return tile_kernel(kernels(), weight_type, order); }
 
 }  // namespace
 
@@ -308,12 +311,13 @@ void vec_dot_rows(GgmlType weight_type, int64_t n, const void* w, size_t w_row_s
 bool has_dot_tile(GgmlType weight_type, DotOrder order) { return tile_kernel(weight_type, order) != nullptr; }
 
 DotKernels dot_kernels(GgmlType weight_type, int64_t n, DotOrder order) {
+    const KernelTable& table = kernels();  // one family for all three, even if a test switches it meanwhile
     DotKernels k;
-    k.row = order_kernel(weight_type, order);
+    k.row = order_kernel(table, weight_type, order);
     check_length("dot_kernels", weight_type, n);
-    k.tile = tile_kernel(weight_type, order);
-    if (k.tile && has_slot(weight_type) && k.tile == kernels().dot_tile[slot(weight_type)])
-        k.tile_rows = kernels().dot_tile_rows[slot(weight_type)];  // the multi-row form of that same tile
+    k.tile = tile_kernel(table, weight_type, order);
+    if (k.tile && has_slot(weight_type) && k.tile == table.dot_tile[slot(weight_type)])
+        k.tile_rows = table.dot_tile_rows[slot(weight_type)];  // the multi-row form of that same tile
     return k;
 }
 

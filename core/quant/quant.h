@@ -149,5 +149,7 @@ float sum_f16_dot_lanes(F16DotOrder order, const float* lanes);
 
 // Name of the kernel family in use ("avx512", "avx2" or "scalar"), for bench output.
 const char* quant_kernel_name();
+// Whether the kernels in use include AVX-VNNI tiles (same results), for bench output ("+vnni").
+bool quant_uses_vnni();
 
 }  // namespace wb

@@ -112,7 +112,5 @@ void quant_force_scalar(bool on);
 // Tests: true makes the dots go through the plain AVX2 family (no AVX-512 kernels, no AVX-VNNI tiles)
 // where the best one is wider, so both are checked on a CPU that has both; quant_force_scalar wins over it.
 void quant_force_avx2(bool on);
-// Whether the kernels in use include AVX-VNNI tiles.
-bool quant_uses_vnni();
 
 }  // namespace wb
