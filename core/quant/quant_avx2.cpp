@@ -17,6 +17,7 @@
 
 #include "quant/quant_blocks.h"
 #include "quant/quant_internal.h"
+#include "quant/quant_avx2_common.h"
 #include "quant/quant_isa_local.h"
 
 namespace wb {
@@ -26,17 +27,6 @@ namespace {
 // The per-block functions are passed to dot_blocks as template arguments; GCC does not always inline
 // those, and a call per block (with the accumulators spilled around it) costs more than the block.
 #define WB_INLINE [[gnu::always_inline]] inline
-
-WB_INLINE float fp16(uint16_t h) { return _cvtsh_ss(h); }
-
-WB_INLINE float hsum(__m256 v) {
-    __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
-    s = _mm_add_ps(s, _mm_movehl_ps(s, s));
-    s = _mm_add_ss(s, _mm_movehdup_ps(s));
-    return _mm_cvtss_f32(s);
-}
-
-WB_INLINE __m256i load32(const void* p) { return _mm256_loadu_si256(static_cast<const __m256i*>(p)); }
 
 // 16 bytes of packed nibbles -> 32 values in element order (low nibbles are elements 0..15).
 WB_INLINE __m256i unpack_nibbles(const uint8_t* qs) {
@@ -143,27 +133,6 @@ float dot_blocks(int64_t n, const void* w, const void* x) {
     Acc acc;
     for (int64_t i = 0; i < nb; ++i) Block(bw[i], bx[i], acc);
     return hsum(acc.v) + acc.extra;
-}
-
-// A tile of dot_blocks: an accumulator per (weight row, activation row), each fed exactly the blocks
-// and operations dot_blocks feeds its one accumulator, so every output is bit-identical to it. The
-// loops are fully unrolled over the tile, so the compiler unpacks each weight block once for all
-// activation rows and loads each activation block once for all weight rows.
-template <class BW, class BX, void (*Block)(const BW&, const BX&, Acc&)>
-void dot_tile(int64_t n, const void* w, size_t w_stride, const void* x, size_t x_stride, float* out, int64_t out_stride) {
-    const int64_t nb = n / kQK;
-    const BW* bw[kDotTileRows];
-    const BX* bx[kDotTileCols];
-    for (int r = 0; r < kDotTileRows; ++r) bw[r] = reinterpret_cast<const BW*>(static_cast<const uint8_t*>(w) + size_t(r) * w_stride);
-    for (int c = 0; c < kDotTileCols; ++c) bx[c] = reinterpret_cast<const BX*>(static_cast<const uint8_t*>(x) + size_t(c) * x_stride);
-    Acc acc[kDotTileRows][kDotTileCols];
-    for (int64_t i = 0; i < nb; ++i)
-#pragma GCC unroll 8
-        for (int r = 0; r < kDotTileRows; ++r)
-#pragma GCC unroll 8
-            for (int c = 0; c < kDotTileCols; ++c) Block(bw[r][i], bx[c][i], acc[r][c]);
-    for (int r = 0; r < kDotTileRows; ++r)
-        for (int c = 0; c < kDotTileCols; ++c) out[c * out_stride + r] = hsum(acc[r][c].v) + acc[r][c].extra;
 }
 
 // The 32-element types' weight codes for dot_tile32: signed (value = d * code) for Q4_0, Q5_0 and
@@ -313,13 +282,6 @@ WB_INLINE int weighted_bsums(const int8_t* v, const int16_t* bsums) {
     __m128i s = _mm_add_epi32(_mm256_castsi256_si128(prod), _mm256_extracti128_si256(prod, 1));
     s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0x4E));
     s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0xB1));
-    return _mm_cvtsi128_si32(s);
-}
-
-WB_INLINE int hsum_i32(__m256i v) {
-    __m128i s = _mm_add_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
-    s = _mm_add_epi32(s, _mm_unpackhi_epi64(s, s));
-    s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 1));
     return _mm_cvtsi128_si32(s);
 }
 
@@ -626,16 +588,6 @@ void dot_k_tiled_tile(int64_t n, const void* w, size_t, const void* x, size_t x_
     for (int c = 0; c < kDotTileCols; ++c) out[c * out_stride] = acc[c];
 }
 
-// Eight vectors of int32 partial sums -> one vector whose lane c is the sum of v[c]'s eight lanes
-// (three levels of pairwise adds instead of a horizontal sum per vector). Integer sums are exact, so
-// each lane is the integer hsum_i32(v[c]) gives.
-WB_INLINE __m256i hsum_i32_x8(const __m256i (&v)[8]) {
-    const __m256i a = _mm256_hadd_epi32(_mm256_hadd_epi32(v[0], v[1]), _mm256_hadd_epi32(v[2], v[3]));
-    const __m256i b = _mm256_hadd_epi32(_mm256_hadd_epi32(v[4], v[5]), _mm256_hadd_epi32(v[6], v[7]));
-    // a holds [v0 v1 v2 v3] summed within each 128-bit half, b the same for v4..v7
-    return _mm256_add_epi32(_mm256_permute2x128_si256(a, b, 0x20), _mm256_permute2x128_si256(a, b, 0x31));
-}
-
 // The Q4_K minimum terms of one block for the tile's 8 tokens, as 4 vectors (one per 64-value chunk)
 // with token c in lane c: chunk ch of token c is mn[2ch] * P[2ch] + mn[2ch+1] * P[2ch+1], P the
 // pair sums of that token's bsums: the integers dot_q4_k_gemm computes, transposed.
@@ -674,8 +626,7 @@ void dot_q4_k_gemm_tile(int64_t n, const void* w, size_t, const void* x, size_t 
         const BlockQ4_K& wb = bw[i];
         int sc[8], mn[8];
         for (int j = 0; j < 8; ++j) k4_scale_min(j, wb.scales, sc[j], mn[j]);
-        const __m256 dx = _mm256_setr_ps(bx[0][i].d, bx[1][i].d, bx[2][i].d, bx[3][i].d, bx[4][i].d, bx[5][i].d,
-                                         bx[6][i].d, bx[7][i].d);
+        const __m256 dx = tile_row_scales(bx, i);
         const __m256 d = _mm256_mul_ps(_mm256_set1_ps(fp16(wb.d)), dx);
         const __m256 dmin = _mm256_mul_ps(_mm256_set1_ps(fp16(wb.dmin)), dx);
         __m256i mins[4];
@@ -699,9 +650,7 @@ void dot_q4_k_gemm_tile(int64_t n, const void* w, size_t, const void* x, size_t 
             acc_min = _mm256_fmadd_ps(_mm256_cvtepi32_ps(mins[ch]), dmin, acc_min);
         }
     }
-    alignas(32) float res[kDotTileCols];
-    _mm256_store_ps(res, _mm256_sub_ps(acc, acc_min));
-    for (int c = 0; c < kDotTileCols; ++c) out[c * out_stride] = res[c];
+    store_tile_lanes(_mm256_sub_ps(acc, acc_min), out, out_stride);
 }
 
 // Q6_K's tiled order (dot_k_tiled<BlockQ6_K, q6_k_ints>) for a tile of 8 tokens in the lanes of one
@@ -744,14 +693,11 @@ void dot_q6_k_tiled_tile(int64_t n, const void* w, size_t, const void* x, size_t
                     part[c] = add_madd_x<kVnni>(part[c], _mm256_maddubs_epi16(q, load32(bx[c][i].qs + 128 * h + 32 * t)), s);
             }
         }
-        const __m256 dx = _mm256_setr_ps(bx[0][i].d, bx[1][i].d, bx[2][i].d, bx[3][i].d, bx[4][i].d, bx[5][i].d,
-                                         bx[6][i].d, bx[7][i].d);
+        const __m256 dx = tile_row_scales(bx, i);
         const __m256 r = _mm256_mul_ps(_mm256_set1_ps(fp16(wb.d)), _mm256_cvtepi32_ps(hsum_i32_x8(part)));
         acc = _mm256_fmadd_ps(r, dx, acc);
     }
-    alignas(32) float res[kDotTileCols];
-    _mm256_store_ps(res, acc);
-    for (int c = 0; c < kDotTileCols; ++c) out[c * out_stride] = res[c];
+    store_tile_lanes(acc, out, out_stride);
 }
 
 // ---- IQ4_NL, IQ4_XS, TQ1_0, TQ2_0, and the repacked order of Q4_0 ----
@@ -766,13 +712,6 @@ void dot_q6_k_tiled_tile(int64_t n, const void* w, size_t, const void* x, size_t
 //  - IQ4_XS: as the K-quants, 8 lanes with the group scales inside (row) and the tiled order;
 //  - TQ1_0/TQ2_0: lanes of the codes 0..2 times the activations minus the activation sums, one FMA
 //    per block by d_x*d_w.
-
-// kvalues_iq4nl as a byte shuffle table.
-WB_INLINE __m128i iq4_nl_table() {
-    alignas(16) int8_t v[16];
-    for (int i = 0; i < 16; ++i) v[i] = int8_t(iq4nl_value(i));
-    return _mm_load_si128(reinterpret_cast<const __m128i*>(v));
-}
 
 // 16 bytes of packed codes -> the 32 values they index, in element order.
 WB_INLINE __m256i iq4_nl_values(const uint8_t* qs) {
@@ -1202,21 +1141,27 @@ bool cpu_has_avx_vnni() {
     return __get_cpuid_count(7, 1, &eax, &ebx, &ecx, &edx) && (eax & (1u << 4)) != 0;
 }
 
+// The 32-element types' tiles, in their AVX-VNNI form where kVnni (same outputs, fewer instructions).
+template <bool kVnni>
+void add_tile32_kernels(KernelTable& t) {
+    t.dot_tile[slot(GgmlType::Q4_0)] = dot_tile32<BlockQ4_0, BlockQ8_0, q4_0_codes, true, kVnni>;
+    t.dot_tile_rows[slot(GgmlType::Q4_0)] = dot_tile32_rows<BlockQ4_0, BlockQ8_0, q4_0_codes, true, kVnni>;
+    t.dot_tile[slot(GgmlType::Q4_1)] = dot_tile32<BlockQ4_1, BlockQ8_1, q4_1_codes, false, kVnni>;
+    t.dot_tile_rows[slot(GgmlType::Q4_1)] = dot_tile32_rows<BlockQ4_1, BlockQ8_1, q4_1_codes, false, kVnni>;
+    t.dot_tile[slot(GgmlType::Q5_0)] = dot_tile32<BlockQ5_0, BlockQ8_0, q5_0_codes, true, kVnni>;
+    t.dot_tile_rows[slot(GgmlType::Q5_0)] = dot_tile32_rows<BlockQ5_0, BlockQ8_0, q5_0_codes, true, kVnni>;
+    t.dot_tile[slot(GgmlType::Q5_1)] = dot_tile32<BlockQ5_1, BlockQ8_1, q5_1_codes, false, kVnni>;
+    t.dot_tile_rows[slot(GgmlType::Q5_1)] = dot_tile32_rows<BlockQ5_1, BlockQ8_1, q5_1_codes, false, kVnni>;
+    t.dot_tile[slot(GgmlType::Q8_0)] = dot_tile32<BlockQ8_0, BlockQ8_0, q8_0_codes, true, kVnni>;
+    t.dot_tile_rows[slot(GgmlType::Q8_0)] = dot_tile32_rows<BlockQ8_0, BlockQ8_0, q8_0_codes, true, kVnni>;
+}
+
 // The tiles in their AVX-VNNI form (same outputs, fewer instructions).
 void add_vnni_tiles(KernelTable& t) {
     t.vnni = true;
     t.tile_in(DotOrder::kTiled, GgmlType::Q6_K) = dot_q6_k_tiled_tile<true>;
     t.tile_in(DotOrder::kGemm, GgmlType::Q4_K) = dot_q4_k_gemm_tile<true>;
-    t.dot_tile[slot(GgmlType::Q4_0)] = dot_tile32<BlockQ4_0, BlockQ8_0, q4_0_codes, true, true>;
-    t.dot_tile_rows[slot(GgmlType::Q4_0)] = dot_tile32_rows<BlockQ4_0, BlockQ8_0, q4_0_codes, true, true>;
-    t.dot_tile[slot(GgmlType::Q4_1)] = dot_tile32<BlockQ4_1, BlockQ8_1, q4_1_codes, false, true>;
-    t.dot_tile_rows[slot(GgmlType::Q4_1)] = dot_tile32_rows<BlockQ4_1, BlockQ8_1, q4_1_codes, false, true>;
-    t.dot_tile[slot(GgmlType::Q5_0)] = dot_tile32<BlockQ5_0, BlockQ8_0, q5_0_codes, true, true>;
-    t.dot_tile_rows[slot(GgmlType::Q5_0)] = dot_tile32_rows<BlockQ5_0, BlockQ8_0, q5_0_codes, true, true>;
-    t.dot_tile[slot(GgmlType::Q5_1)] = dot_tile32<BlockQ5_1, BlockQ8_1, q5_1_codes, false, true>;
-    t.dot_tile_rows[slot(GgmlType::Q5_1)] = dot_tile32_rows<BlockQ5_1, BlockQ8_1, q5_1_codes, false, true>;
-    t.dot_tile[slot(GgmlType::Q8_0)] = dot_tile32<BlockQ8_0, BlockQ8_0, q8_0_codes, true, true>;
-    t.dot_tile_rows[slot(GgmlType::Q8_0)] = dot_tile32_rows<BlockQ8_0, BlockQ8_0, q8_0_codes, true, true>;
+    add_tile32_kernels<true>(t);
 }
 
 }  // namespace
@@ -1232,16 +1177,7 @@ KernelTable avx2_kernels(bool allow_vnni) {
     t.dot[slot(GgmlType::Q5_0)] = dot_blocks<BlockQ5_0, BlockQ8_0, block_q5_0>;
     t.dot[slot(GgmlType::Q5_1)] = dot_blocks<BlockQ5_1, BlockQ8_1, block_q5_1>;
     t.dot[slot(GgmlType::Q8_0)] = dot_blocks<BlockQ8_0, BlockQ8_0, block_q8_0>;
-    t.dot_tile[slot(GgmlType::Q4_0)] = dot_tile32<BlockQ4_0, BlockQ8_0, q4_0_codes, true, false>;
-    t.dot_tile_rows[slot(GgmlType::Q4_0)] = dot_tile32_rows<BlockQ4_0, BlockQ8_0, q4_0_codes, true, false>;
-    t.dot_tile[slot(GgmlType::Q4_1)] = dot_tile32<BlockQ4_1, BlockQ8_1, q4_1_codes, false, false>;
-    t.dot_tile_rows[slot(GgmlType::Q4_1)] = dot_tile32_rows<BlockQ4_1, BlockQ8_1, q4_1_codes, false, false>;
-    t.dot_tile[slot(GgmlType::Q5_0)] = dot_tile32<BlockQ5_0, BlockQ8_0, q5_0_codes, true, false>;
-    t.dot_tile_rows[slot(GgmlType::Q5_0)] = dot_tile32_rows<BlockQ5_0, BlockQ8_0, q5_0_codes, true, false>;
-    t.dot_tile[slot(GgmlType::Q5_1)] = dot_tile32<BlockQ5_1, BlockQ8_1, q5_1_codes, false, false>;
-    t.dot_tile_rows[slot(GgmlType::Q5_1)] = dot_tile32_rows<BlockQ5_1, BlockQ8_1, q5_1_codes, false, false>;
-    t.dot_tile[slot(GgmlType::Q8_0)] = dot_tile32<BlockQ8_0, BlockQ8_0, q8_0_codes, true, false>;
-    t.dot_tile_rows[slot(GgmlType::Q8_0)] = dot_tile32_rows<BlockQ8_0, BlockQ8_0, q8_0_codes, true, false>;
+    add_tile32_kernels<false>(t);
     t.dot[slot(GgmlType::Q2_K)] = dot_blocks<BlockQ2_K, BlockQ8_K, block_q2_k>;
     t.dot[slot(GgmlType::Q3_K)] = dot_blocks<BlockQ3_K, BlockQ8_K, block_q3_k>;
     t.dot[slot(GgmlType::Q4_K)] = dot_q4_k_row;

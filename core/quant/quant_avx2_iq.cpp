@@ -18,6 +18,7 @@
 
 #include "quant/quant_blocks_iq.h"
 #include "quant/quant_internal.h"
+#include "quant/quant_avx2_common.h"
 #include "quant/quant_isa_local.h"
 
 namespace wb {
@@ -25,25 +26,6 @@ namespace wb {
 namespace {
 
 #define WB_INLINE [[gnu::always_inline]] inline
-
-WB_INLINE float fp16(uint16_t h) { return _cvtsh_ss(h); }
-
-WB_INLINE __m256i load32(const void* p) { return _mm256_loadu_si256(static_cast<const __m256i*>(p)); }
-
-// ((v0+v4)+(v2+v6)) + ((v1+v5)+(v3+v7)), llama.cpp's hsum_float_8.
-WB_INLINE float hsum(__m256 v) {
-    __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
-    s = _mm_add_ps(s, _mm_movehl_ps(s, s));
-    s = _mm_add_ss(s, _mm_movehdup_ps(s));
-    return _mm_cvtss_f32(s);
-}
-
-WB_INLINE int hsum_i32(__m256i v) {
-    __m128i s = _mm_add_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
-    s = _mm_add_epi32(s, _mm_unpackhi_epi64(s, s));
-    s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 1));
-    return _mm_cvtsi128_si32(s);
-}
 
 // 32 bits -> 32 bytes, 0xFF where bit i (element i of the run) is set.
 WB_INLINE __m256i bits_to_bytes(uint32_t bits) {
@@ -126,18 +108,11 @@ WB_INLINE Run grid_run(const BlockIQ3_S& w, int g) {
             scale_pair(m, m)};
 }
 
-// kvalues_iq4nl as a byte shuffle table in both 128-bit lanes.
-WB_INLINE __m256i iq4_nl_table() {
-    alignas(16) int8_t v[16];
-    for (int i = 0; i < 16; ++i) v[i] = int8_t(iq4nl_value(i));
-    return _mm256_broadcastsi128_si256(_mm_load_si128(reinterpret_cast<const __m128i*>(v)));
-}
-
 // IQ4_XS group g: the signed values (|value| <= 127) take the sign trick, the group scale both halves.
 WB_INLINE Run grid_run(const BlockIQ4_XS& w, int g) {
     const __m128i packed = _mm_loadu_si128(reinterpret_cast<const __m128i*>(w.qs + 16 * g));
     const __m256i codes = _mm256_and_si256(_mm256_set_m128i(_mm_srli_epi16(packed, 4), packed), _mm256_set1_epi8(0x0F));
-    const __m256i values = _mm256_shuffle_epi8(iq4_nl_table(), codes);
+    const __m256i values = _mm256_shuffle_epi8(_mm256_broadcastsi128_si256(iq4_nl_table()), codes);
     return {_mm256_sign_epi8(values, values), values, _mm256_set1_epi16(short(iq4xs_scale(w, g)))};
 }
 
@@ -283,13 +258,6 @@ WB_INLINE float tiled_factor(const B& w) {
         return block_d(w) * (kIqIsIq1<B> ? 0.125f : kRowFactor<B>);
 }
 
-// Eight vectors of int32 lanes -> one vector whose lane c is the sum of v[c]'s lanes (exact).
-WB_INLINE __m256i hsum_i32_x8(const __m256i (&v)[8]) {
-    const __m256i a = _mm256_hadd_epi32(_mm256_hadd_epi32(v[0], v[1]), _mm256_hadd_epi32(v[2], v[3]));
-    const __m256i b = _mm256_hadd_epi32(_mm256_hadd_epi32(v[4], v[5]), _mm256_hadd_epi32(v[6], v[7]));
-    return _mm256_add_epi32(_mm256_permute2x128_si256(a, b, 0x20), _mm256_permute2x128_si256(a, b, 0x31));
-}
-
 static_assert(kDotTileRows == 1 && kDotTileCols == 8, "one weight row, the tile's 8 tokens in the lanes of a vector");
 template <class B>
 void dot_iq_tile(int64_t n, const void* w, size_t, const void* x, size_t x_stride, float* out, int64_t out_stride) {
@@ -306,14 +274,11 @@ void dot_iq_tile(int64_t n, const void* w, size_t, const void* x, size_t x_strid
 #pragma GCC unroll 8
             for (int c = 0; c < kDotTileCols; ++c) lanes[c] = _mm256_add_epi32(lanes[c], run_lanes(r, bx[c][i].qs + 32 * g));
         }
-        const __m256 dx = _mm256_setr_ps(bx[0][i].d, bx[1][i].d, bx[2][i].d, bx[3][i].d, bx[4][i].d, bx[5][i].d,
-                                         bx[6][i].d, bx[7][i].d);
+        const __m256 dx = tile_row_scales(bx, i);
         const __m256 r = _mm256_mul_ps(_mm256_set1_ps(tiled_factor(bw[i])), _mm256_cvtepi32_ps(hsum_i32_x8(lanes)));
         acc = _mm256_fmadd_ps(r, dx, acc);
     }
-    alignas(32) float res[kDotTileCols];
-    _mm256_store_ps(res, acc);
-    for (int c = 0; c < kDotTileCols; ++c) out[c * out_stride] = res[c];
+    store_tile_lanes(acc, out, out_stride);
 }
 
 template <class B>

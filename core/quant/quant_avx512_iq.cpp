@@ -10,13 +10,7 @@
 // group scales and adds them to the token's lanes in one instruction (no saturation in 32 bits).
 #include <immintrin.h>
 
-// GCC 12's AVX-512 intrinsics start some results from _mm512_undefined_*, which its -Wall then reports
-// as used uninitialized wherever they are inlined (broadcast, permute, insert, extract): false alarms.
-#if defined(__GNUC__) && !defined(__clang__)
-#pragma GCC diagnostic ignored "-Wuninitialized"
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-#endif
-
+#include "quant/quant_avx2_common.h"
 #include "quant/quant_blocks.h"
 #include "quant/quant_internal.h"
 #include "quant/quant_isa_local.h"
@@ -25,13 +19,20 @@ namespace wb {
 
 namespace {
 
+// GCC 12's AVX-512 intrinsics start some results from _mm512_undefined_*, which its -Wall then reports
+// as used uninitialized wherever they are inlined (broadcast, permute, insert, extract): false alarms,
+// silenced for this file's kernel only (down to the pop below).
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
+
 #define WB_INLINE [[gnu::always_inline]] inline
 
 // kvalues_iq4nl as a byte shuffle table in all four 128-bit lanes.
 WB_INLINE __m512i iq4_nl_table512() {
-    alignas(16) int8_t v[16];
-    for (int i = 0; i < 16; ++i) v[i] = int8_t(iq4nl_value(i));
-    return _mm512_broadcast_i32x4(_mm_load_si128(reinterpret_cast<const __m128i*>(v)));
+    return _mm512_broadcast_i32x4(iq4_nl_table());
 }
 
 // Groups 2p and 2p+1 of a block: the values in element order (128-bit lanes: group 2p's low nibbles,
@@ -53,13 +54,6 @@ WB_INLINE Pair iq4_xs_pair(const BlockIQ4_XS& w, int p, __m512i table) {
     const __m512i scales = _mm512_inserti64x4(_mm512_set1_epi16(short(iq4xs_scale(w, 2 * p))),
                                               _mm256_set1_epi16(short(iq4xs_scale(w, 2 * p + 1))), 1);
     return {_mm512_abs_epi8(values), _mm512_movepi8_mask(values), scales};
-}
-
-// Eight vectors of int32 lanes -> one vector whose lane c is the sum of v[c]'s lanes (exact).
-WB_INLINE __m256i hsum_i32_x8(const __m256i (&v)[8]) {
-    const __m256i a = _mm256_hadd_epi32(_mm256_hadd_epi32(v[0], v[1]), _mm256_hadd_epi32(v[2], v[3]));
-    const __m256i b = _mm256_hadd_epi32(_mm256_hadd_epi32(v[4], v[5]), _mm256_hadd_epi32(v[6], v[7]));
-    return _mm256_add_epi32(_mm256_permute2x128_si256(a, b, 0x20), _mm256_permute2x128_si256(a, b, 0x31));
 }
 
 static_assert(kDotTileRows == 1 && kDotTileCols == 8, "one weight row, the tile's 8 tokens in the lanes of a vector");
@@ -87,15 +81,16 @@ void dot_iq4_xs_tile(int64_t n, const void* w, size_t, const void* x, size_t x_s
         __m256i half[kDotTileCols];
         for (int c = 0; c < kDotTileCols; ++c)
             half[c] = _mm256_add_epi32(_mm512_castsi512_si256(lanes[c]), _mm512_extracti64x4_epi64(lanes[c], 1));
-        const __m256 dx = _mm256_setr_ps(bx[0][i].d, bx[1][i].d, bx[2][i].d, bx[3][i].d, bx[4][i].d, bx[5][i].d,
-                                         bx[6][i].d, bx[7][i].d);
+        const __m256 dx = tile_row_scales(bx, i);
         const __m256 r = _mm256_mul_ps(_mm256_set1_ps(_cvtsh_ss(bw[i].d)), _mm256_cvtepi32_ps(hsum_i32_x8(half)));
         acc = _mm256_fmadd_ps(r, dx, acc);
     }
-    alignas(32) float res[kDotTileCols];
-    _mm256_store_ps(res, acc);
-    for (int c = 0; c < kDotTileCols; ++c) out[c * out_stride] = res[c];
+    store_tile_lanes(acc, out, out_stride);
 }
+
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic pop
+#endif
 
 }  // namespace
 

@@ -1,0 +1,67 @@
+#pragma once
+// AVX2 pieces shared by the files built with AVX2 flags (quant_avx2.cpp, quant_avx2_iq.cpp,
+// quant_avx512_iq.cpp), with internal linkage (the unnamed namespace) for the reason
+// quant_isa_local.h gives: each object keeps its own copy, compiled with its own flags.
+#include <immintrin.h>
+
+#include <cstdint>
+
+#include "quant/quant_blocks.h"
+#include "quant/quant_internal.h"
+
+namespace wb {
+namespace {
+
+// An fp16 scale as a float (F16C).
+[[gnu::always_inline]] inline float fp16(uint16_t h) { return _cvtsh_ss(h); }
+
+// 32 bytes, unaligned.
+[[gnu::always_inline]] inline __m256i load32(const void* p) { return _mm256_loadu_si256(static_cast<const __m256i*>(p)); }
+
+// ((v0+v4)+(v2+v6)) + ((v1+v5)+(v3+v7)), llama.cpp's hsum_float_8.
+[[gnu::always_inline]] inline float hsum(__m256 v) {
+    __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+    s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+    s = _mm_add_ss(s, _mm_movehdup_ps(s));
+    return _mm_cvtss_f32(s);
+}
+
+// A vector's 8 int32 lanes summed (exact).
+[[gnu::always_inline]] inline int hsum_i32(__m256i v) {
+    __m128i s = _mm_add_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
+    s = _mm_add_epi32(s, _mm_unpackhi_epi64(s, s));
+    s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 1));
+    return _mm_cvtsi128_si32(s);
+}
+
+// Eight vectors of int32 lanes -> one vector whose lane c is the sum of v[c]'s lanes (exact).
+[[gnu::always_inline]] inline __m256i hsum_i32_x8(const __m256i (&v)[8]) {
+    const __m256i a = _mm256_hadd_epi32(_mm256_hadd_epi32(v[0], v[1]), _mm256_hadd_epi32(v[2], v[3]));
+    const __m256i b = _mm256_hadd_epi32(_mm256_hadd_epi32(v[4], v[5]), _mm256_hadd_epi32(v[6], v[7]));
+    return _mm256_add_epi32(_mm256_permute2x128_si256(a, b, 0x20), _mm256_permute2x128_si256(a, b, 0x31));
+}
+
+// kvalues_iq4nl as a byte shuffle table (one 128-bit lane; the files broadcast it to their widths).
+[[gnu::always_inline]] inline __m128i iq4_nl_table() {
+    alignas(16) int8_t v[16];
+    for (int i = 0; i < 16; ++i) v[i] = int8_t(iq4nl_value(i));
+    return _mm_load_si128(reinterpret_cast<const __m128i*>(v));
+}
+
+// The float scales d of block i of a tile's 8 activation rows (bx[c]), token c in lane c.
+template <class Rows>
+[[gnu::always_inline]] inline __m256 tile_row_scales(const Rows& bx, int64_t i) {
+    static_assert(kDotTileCols == 8, "the tile's 8 tokens in the lanes of a vector");
+    return _mm256_setr_ps(bx[0][i].d, bx[1][i].d, bx[2][i].d, bx[3][i].d, bx[4][i].d, bx[5][i].d, bx[6][i].d,
+                          bx[7][i].d);
+}
+
+// Lane c of v to out[c * out_stride]: a tile's 8 outputs of one weight row.
+[[gnu::always_inline]] inline void store_tile_lanes(__m256 v, float* out, int64_t out_stride) {
+    alignas(32) float res[kDotTileCols];
+    _mm256_store_ps(res, v);
+    for (int c = 0; c < kDotTileCols; ++c) out[c * out_stride] = res[c];
+}
+
+}  // namespace
+}  // namespace wb
