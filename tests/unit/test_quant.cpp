@@ -760,7 +760,6 @@ private Q_SLOTS:
     void unsupported_type_throws_naming_it_data();
     void unsupported_type_throws_naming_it();
     void partial_block_row_throws();
-    void forcing_scalar_switches_kernel_name();
 };
 
 void TestQuant::initTestCase() { qInfo("best kernel family on this CPU: %s", wb::quant_kernel_name()); }
@@ -1518,22 +1517,6 @@ void TestQuant::partial_block_row_throws() {
     QVERIFY_THROWS_EXCEPTION(wb::Error, wb::vec_dot(GgmlType::Q4_K, 576, buf.data(), buf.data()));
     QVERIFY_THROWS_EXCEPTION(wb::Error, wb::quantize_activations(GgmlType::Q6_K, f.data(), buf.data(), 288));
     QVERIFY_THROWS_EXCEPTION(wb::Error, wb::quantize_row(GgmlType::Q2_K, f.data(), buf.data(), 256));  // no quantizer
-}
-
-void TestQuant::forcing_scalar_switches_kernel_name() {
-    const QString best = wb::quant_kernel_name();
-    QVERIFY(best == "avx512" || best == "avx2" || best == "scalar");
-    {
-        ScalarKernels force;
-        QCOMPARE(QString(wb::quant_kernel_name()), QString("scalar"));
-    }
-    {
-        Avx2Kernels force;  // the AVX2 family under a wider one, nothing else
-        QCOMPARE(QString(wb::quant_kernel_name()), best == "scalar" ? best : QString("avx2"));
-        ScalarKernels force_scalar;  // which wins over it
-        QCOMPARE(QString(wb::quant_kernel_name()), QString("scalar"));
-    }
-    QCOMPARE(QString(wb::quant_kernel_name()), best);
 }
 
 QTEST_GUILESS_MAIN(TestQuant)

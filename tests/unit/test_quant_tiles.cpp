@@ -2,6 +2,7 @@
 // must be the float the row dot gives for its (weight row, token) pair, in each form the kernels come
 // in (AVX2, AVX2 with AVX-VNNI where the CPU has it, scalar), on random blocks and on activations that
 // quantize to the extreme codes (+-127) and sit in the hundreds, where any change of rounding shows.
+// And the switches between those forms.
 #include <QtTest>
 
 #include <cstring>
@@ -100,10 +101,29 @@ class TestQuantTiles : public QObject {
     Q_OBJECT
 
 private slots:
+    void forcing_switches_the_kernel_family();
     void vnni_tiles_are_in_use_exactly_where_the_cpu_has_avx_vnni();
     void tile_equals_row_dot_bit_for_bit_data();
     void tile_equals_row_dot_bit_for_bit();
 };
+
+// quant_force_scalar and quant_force_avx2 switch the family in use (the forms the tests run through),
+// scalar winning over AVX2, and switching them off restores the best one.
+void TestQuantTiles::forcing_switches_the_kernel_family() {
+    const std::string best = wb::quant_kernel_name();
+    const FormGuard restore(Form::kBest);  // both switches off again however this ends
+    QVERIFY(best == "avx512" || best == "avx2" || best == "scalar");
+    wb::quant_force_scalar(true);
+    QCOMPARE(std::string(wb::quant_kernel_name()), std::string("scalar"));
+    wb::quant_force_scalar(false);
+    wb::quant_force_avx2(true);  // the AVX2 family under a wider one, nothing else
+    QCOMPARE(std::string(wb::quant_kernel_name()), best == "scalar" ? best : std::string("avx2"));
+    wb::quant_force_scalar(true);  // which wins over it
+    QCOMPARE(std::string(wb::quant_kernel_name()), std::string("scalar"));
+    wb::quant_force_scalar(false);
+    wb::quant_force_avx2(false);
+    QCOMPARE(std::string(wb::quant_kernel_name()), best);
+}
 
 // On an x86 machine with AVX2 the best family takes the AVX-VNNI tiles if and only if CPUID reports
 // AVX-VNNI, and quant_force_avx2 gives the plain AVX2 family without them; so the comparisons below run
