@@ -37,8 +37,10 @@ bool MessageDrafts::ownsLock() const { return m_lock != nullptr; }
 
 QString MessageDrafts::adopt() {
     // One window adopts at a time: two starting together would both take the same quit window's text.
+    // Bounded: a window hung while adopting must not keep this one from starting (at worst a text is
+    // taken over twice, never lost).
     const std::unique_ptr<QLockFile> adopting = lockOf(QStringLiteral(".adopting"));
-    adopting->lock();
+    adopting->tryLock(2000);
     QStringList texts;
     const QString legacy = AppSettings::legacyMessageDraft();
     if (!legacy.isEmpty()) texts << legacy;
