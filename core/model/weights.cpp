@@ -167,6 +167,11 @@ ModelWeights bind_weights(const GgufFile& f, const ModelConfig& c) {
         w.rope_factors_long = bind(f, "rope_factors_long.weight", c.n_rot / 2, 1, false);
         w.rope_factors_short = bind(f, "rope_factors_short.weight", c.n_rot / 2, 1, false);
     }
+    // Every layer has tensors of its own: a block count the file cannot hold is refused before the
+    // layer table is sized by it (a hostile count of 2^30 asked for hundreds of GiB here).
+    if (size_t(c.n_layer) > f.tensors().size())
+        throw Error("model metadata: block_count " + std::to_string(c.n_layer) + " but the file has only " +
+                    std::to_string(f.tensors().size()) + " tensors");
     w.layers.resize(size_t(c.n_layer));
     for (int il = 0; il < c.n_layer; ++il) {
         LayerWeights& l = w.layers[size_t(il)];
