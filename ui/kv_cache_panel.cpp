@@ -39,14 +39,7 @@ KvCachePanel::KvCachePanel(QWidget* parent) : QWidget(parent) {
     m_usedLocal->setWidth(0.5);
     m_layerPlot->xAxis->setLabel(tr("layer"));
     m_layerPlot->yAxis->setLabel(tr("MiB"));
-    m_layerPlot->legend->setVisible(true);
-    m_layerPlot->legend->setFont(legendFont);
-    // Below the axes in one row: inside, it covered the bars of the first layers.
-    auto* legendRow = new QCPLayoutGrid;
-    m_layerPlot->plotLayout()->addElement(1, 0, legendRow);
-    legendRow->addElement(0, 0, m_layerPlot->legend);
-    m_layerPlot->legend->setFillOrder(QCPLegend::foColumnsFirst);
-    m_layerPlot->plotLayout()->setRowStretchFactor(1, 0.001);
+    Theme::legendBelow(m_layerPlot, legendFont);
 
     m_timePlot = new QCustomPlot(this);
     m_timePlot->setMinimumHeight(line * 6);

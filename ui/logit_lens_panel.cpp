@@ -44,16 +44,9 @@ LogitLensPanel::LogitLensPanel(QWidget* parent) : QWidget(parent) {
     m_plot->yAxis->setRange(0, 1);
     m_plot->yAxis2->setVisible(true);
     m_plot->yAxis2->setLabel(tr("entropy"));
-    m_plot->legend->setVisible(true);
     QFont small = font();
     small.setPointSizeF(std::max(6.0, small.pointSizeF() * 0.85));
-    m_plot->legend->setFont(small);
-    // Below the axes in one row: inside, it would cover points of either curve somewhere.
-    auto* legendRow = new QCPLayoutGrid;
-    m_plot->plotLayout()->addElement(1, 0, legendRow);
-    legendRow->addElement(0, 0, m_plot->legend);
-    m_plot->legend->setFillOrder(QCPLegend::foColumnsFirst);
-    m_plot->plotLayout()->setRowStretchFactor(1, 0.001);
+    Theme::legendBelow(m_plot, small);
 
     auto* split = new QSplitter(Qt::Vertical, this);
     split->addWidget(m_table);

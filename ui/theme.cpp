@@ -170,6 +170,16 @@ void Theme::styleAxis(QCPAxis* axis) {
     axis->grid()->setZeroLinePen(Qt::NoPen);
 }
 
+void Theme::legendBelow(QCustomPlot* plot, const QFont& font) {
+    plot->legend->setVisible(true);
+    plot->legend->setFont(font);
+    auto* legendRow = new QCPLayoutGrid;
+    plot->plotLayout()->addElement(1, 0, legendRow);
+    legendRow->addElement(0, 0, plot->legend);
+    plot->legend->setFillOrder(QCPLegend::foColumnsFirst);
+    plot->plotLayout()->setRowStretchFactor(1, 0.001);
+}
+
 void Theme::stylePlot(QCustomPlot* plot) {
     const QPalette pal = QApplication::palette();
     plot->setBackground(pal.brush(QPalette::Base));

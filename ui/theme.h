@@ -80,6 +80,9 @@ public:
     // Axes, tick labels, grid, legend and background of a plot from the palette.
     static void stylePlot(QCustomPlot* plot);
     static void styleAxis(QCPAxis* axis);
+    // Shows the plot's legend in `font` below the axes, in one row: inside the axis rect it covers
+    // points or bars somewhere.
+    static void legendBelow(QCustomPlot* plot, const QFont& font);
     // A label's text in a role colour (re-applied on themeChanged by the caller).
     static void setTextColor(QLabel* label, Role role);
 };

@@ -30,14 +30,7 @@ TimingsPanel::TimingsPanel(QWidget* parent) : QWidget(parent) {
     m_stepGraph->setName(tr("its forward pass"));
     m_latencyPlot->xAxis->setLabel(tr("token of the reply"));
     m_latencyPlot->yAxis->setLabel(tr("ms"));
-    m_latencyPlot->legend->setVisible(true);
-    m_latencyPlot->legend->setFont(small);
-    // Below the axes in one row, as in the logit lens: inside it would cover points.
-    auto* legendRow = new QCPLayoutGrid;
-    m_latencyPlot->plotLayout()->addElement(1, 0, legendRow);
-    legendRow->addElement(0, 0, m_latencyPlot->legend);
-    m_latencyPlot->legend->setFillOrder(QCPLegend::foColumnsFirst);
-    m_latencyPlot->plotLayout()->setRowStretchFactor(1, 0.001);
+    Theme::legendBelow(m_latencyPlot, small);
 
     m_layerBox = new QCheckBox(tr("Time each layer"), this);
     m_layerBox->setToolTip(tr("From the next reply on, the engine times every layer's forward pass (on a GPU "
