@@ -3,7 +3,10 @@
 #include <cmath>
 #include <limits>
 #include <nlohmann/json.hpp>
+#include <optional>
 
+#include "sampling/grammar/gbnf.h"
+#include "sampling/grammar/json_schema.h"
 #include "sampling/sampler.h"
 #include "util/error.h"
 
@@ -215,10 +218,78 @@ void parse_output_options(const Fields& f, const json& body, CompletionRequest& 
     }
     if (const json* tools = f.get("tools"); tools && !(tools->is_array() && tools->empty()))
         throw bad("tools", "tools are not supported by this server");
-    if (const json* rf = f.get("response_format");
-        rf && !(rf->is_object() && rf->value("type", json()) == "text"))
-        throw bad("response_format", "only response_format {\"type\": \"text\"} is supported");
     (void)body;
+}
+
+// One of the fields that constrain the reply to a grammar, as the request gave it.
+struct Constraint {
+    std::string field;    // the field at fault in an error: "grammar", "response_format.json_schema.schema", ...
+    const json* value;    // GBNF text (grammar) or a JSON Schema (the others)
+    bool is_schema;
+};
+
+// response_format: OpenAI's {"type": "text"} (no constraint), {"type": "json_object"} (any JSON
+// object; llama-server also takes a "schema" beside it) and {"type": "json_schema", "json_schema":
+// {"name", "schema", "strict"}}. A generic object is the schema {"type": "object"}.
+std::optional<Constraint> response_format_constraint(const Fields& f) {
+    static const json kAnyObject = {{"type", "object"}};
+    const json* rf = f.get("response_format");
+    if (!rf) return std::nullopt;
+    if (!rf->is_object() || !rf->contains("type") || !(*rf)["type"].is_string())
+        throw bad("response_format", "'response_format' must be an object with a string 'type'");
+    const std::string type = (*rf)["type"].get<std::string>();
+    if (type == "text") return std::nullopt;
+    if (type == "json_object") {
+        const auto schema = rf->find("schema");
+        if (schema == rf->end() || schema->is_null()) return Constraint{"response_format", &kAnyObject, true};
+        return Constraint{"response_format.schema", &*schema, true};
+    }
+    if (type != "json_schema")
+        throw bad("response_format.type", "'response_format.type' must be \"text\", \"json_object\" or \"json_schema\", "
+                                          "got \"" + type + "\"");
+    const auto wrapper = rf->find("json_schema");
+    if (wrapper == rf->end() || !wrapper->is_object())
+        throw bad("response_format.json_schema", "'response_format.json_schema' must be an object holding the schema "
+                                                 "in 'schema'");
+    // name and strict are checked for their types only: the grammar holds the reply to the schema
+    // whether or not strict is set.
+    if (const auto name = wrapper->find("name"); name != wrapper->end() && !name->is_string())
+        throw bad("response_format.json_schema.name", "'response_format.json_schema.name' must be a string");
+    if (const auto strict = wrapper->find("strict"); strict != wrapper->end() && !strict->is_null() && !strict->is_boolean())
+        throw bad("response_format.json_schema.strict", "'response_format.json_schema.strict' must be a boolean");
+    const auto schema = wrapper->find("schema");
+    if (schema == wrapper->end() || schema->is_null())
+        throw bad("response_format.json_schema.schema", "'response_format.json_schema.schema' is required");
+    return Constraint{"response_format.json_schema.schema", &*schema, true};
+}
+
+// The reply's grammar from response_format or llama-server's grammar (GBNF text) / json_schema (a
+// schema object), compiled and parsed here: a malformed one is a 400 naming its field (with the
+// line and column of GBNF, the place in the schema), never an error of a worker mid-request.
+void parse_constraint(const Fields& f, SamplingParams& s) {
+    std::vector<Constraint> given;
+    if (std::optional<Constraint> c = response_format_constraint(f)) given.push_back(*c);
+    // An empty grammar is no grammar, as in llama-server.
+    if (const json* g = f.get("grammar"); g && !(g->is_string() && g->get<std::string>().empty()))
+        given.push_back({"grammar", g, false});
+    if (const json* js = f.get("json_schema")) given.push_back({"json_schema", js, true});
+    if (given.empty()) return;
+    if (given.size() > 1) {
+        const std::string first = given[0].field.substr(0, given[0].field.find('.'));
+        const std::string second = given[1].field.substr(0, given[1].field.find('.'));
+        throw bad(second, "'" + first + "' and '" + second + "' were both given; the reply can follow only one");
+    }
+    const Constraint& c = given[0];
+    if (c.is_schema && !c.value->is_object())
+        throw bad(c.field, "'" + c.field + "' must be a JSON Schema object");
+    if (!c.is_schema && !c.value->is_string()) throw bad(c.field, "'" + c.field + "' must be a string of GBNF rules");
+    try {
+        std::string gbnf = c.is_schema ? json_schema_to_gbnf(c.value->dump()) : c.value->get<std::string>();
+        parse_gbnf(gbnf);
+        s.grammar = std::move(gbnf);
+    } catch (const Error& e) {
+        throw bad(c.field, "'" + c.field + "': " + e.what());
+    }
 }
 
 // The nesting depth of a JSON text (brackets outside strings), stopping once it passes `limit`.
@@ -270,6 +341,7 @@ CompletionRequest parse_completion_request(const std::string& body, Endpoint end
     else r.prompt = parse_prompt(j);
     parse_sampling(f, r.sampling);
     parse_output_options(f, j, r);
+    parse_constraint(f, r.sampling);
     return r;
 }
 

@@ -2,7 +2,9 @@
 // The body of POST /v1/chat/completions and /v1/completions parsed and checked, before any model is
 // involved: types and ranges of every field the server reads (OpenAI's names, and llama-server's for
 // the samplers OpenAI lacks). Unknown fields are ignored, as OpenAI clients send many; a known field
-// of the wrong type or out of range is an ApiError (400) naming it. Kept apart from HTTP and from the
+// of the wrong type or out of range is an ApiError (400) naming it. A grammar the reply must follow
+// (response_format json_object / json_schema, llama-server's grammar and json_schema) is compiled
+// to GBNF into sampling.grammar here, so a malformed one is refused before any worker sees it. Kept apart from HTTP and from the
 // engine so it can be unit-tested and fuzzed on its own.
 #include <cstdint>
 #include <string>

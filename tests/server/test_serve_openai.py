@@ -101,6 +101,48 @@ def generate_json(*args):
     return json.loads(out.stdout)
 
 
+# The reply schema of the structured-output checks: every string bounded, so a reply fits max_tokens.
+PET_SCHEMA = {
+    "type": "object",
+    "properties": {
+        "name": {"type": "string", "minLength": 1, "maxLength": 16},
+        "color": {"enum": ["red", "green", "blue"]},
+        "friendly": {"type": "boolean"},
+        "tags": {"type": "array", "items": {"type": "string", "maxLength": 10}, "maxItems": 3},
+    },
+    "required": ["name", "color", "friendly"],
+    "additionalProperties": False,
+}
+
+
+def schema_problem(schema, doc, at="#"):
+    """What makes doc invalid against a schema of the keywords PET_SCHEMA uses ("" when valid): a
+    validator of its own, independent of the server's schema -> grammar conversion."""
+    if "enum" in schema:
+        return "" if doc in schema["enum"] else f"{at}: {doc!r} is not one of {schema['enum']}"
+    kind = schema.get("type")
+    if kind == "string":
+        if not isinstance(doc, str):
+            return f"{at}: not a string"
+        if not schema.get("minLength", 0) <= len(doc) <= schema.get("maxLength", len(doc)):
+            return f"{at}: length {len(doc)} out of bounds"
+    elif kind == "boolean" and not isinstance(doc, bool):
+        return f"{at}: not a boolean"
+    elif kind == "array":
+        if not isinstance(doc, list) or len(doc) > schema.get("maxItems", len(doc)):
+            return f"{at}: not an array of at most {schema.get('maxItems')} items"
+        return next((p for i, v in enumerate(doc) if (p := schema_problem(schema["items"], v, f"{at}/{i}"))), "")
+    elif kind == "object":
+        if not isinstance(doc, dict):
+            return f"{at}: not an object"
+        missing = [k for k in schema.get("required", []) if k not in doc]
+        extra = [k for k in doc if k not in schema["properties"]]
+        if missing or extra:
+            return f"{at}: missing {missing}, unexpected {extra}"
+        return next((p for k, v in doc.items() if (p := schema_problem(schema["properties"][k], v, f"{at}/{k}"))), "")
+    return ""
+
+
 FAILED = []
 
 
@@ -382,6 +424,50 @@ def main():
             assert out.returncode == 1 and flags[0] in out.stderr and out.stderr.count("\n") == 1, \
                 out.stderr
 
+    def structured_output():
+        # Each way of asking for a schema gives replies that parse and validate, ending where the
+        # grammar is complete (finish reason stop, not length).
+        fmt = {"type": "json_schema", "json_schema": {"name": "pet", "strict": True, "schema": PET_SCHEMA}}
+        prompts = ["Describe a pet as JSON.", "Invent a cat.", "Tell me about a dog named Rex.", "A parrot, please."]
+        for i, prompt in enumerate(prompts):
+            r = chat(client, srv.model, messages=[{"role": "user", "content": prompt}], response_format=fmt,
+                     max_tokens=160, seed=i)
+            text = r.choices[0].message.content
+            problem = schema_problem(PET_SCHEMA, json.loads(text))
+            assert not problem and r.choices[0].finish_reason == "stop", (prompt, text, problem)
+        text, _, finish = streamed_text(chat(client, srv.model, stream=True, max_tokens=160,
+                                             extra_body={"json_schema": PET_SCHEMA}))
+        assert not schema_problem(PET_SCHEMA, json.loads(text)) and finish == "stop", (text, finish)
+        r = chat(client, srv.model, messages=[{"role": "user", "content": "Give me a JSON object with a name and an age."}],
+                 response_format={"type": "json_object"}, max_tokens=200, temperature=0)
+        doc = json.loads(r.choices[0].message.content)
+        assert isinstance(doc, dict) and r.choices[0].finish_reason == "stop", r.choices[0]
+        r = client.completions.create(model=srv.model, prompt="Is the sky blue? Answer:", max_tokens=4,
+                                      extra_body={"grammar": 'root ::= " " ("yes" | "no")'})
+        assert r.choices[0].text in (" yes", " no"), r.choices[0].text
+
+    def malformed_constraints_never_reach_a_session():
+        before = srv.metric("whitebox_generations_total")
+        good = {"model": srv.model, "messages": [{"role": "user", "content": "hi"}], "max_tokens": 4}
+        cases = [
+            ("an undefined rule", dict(good, grammar='root ::= "a" item'), "grammar", "line 1, column"),
+            ("an unsupported keyword", dict(good, json_schema={"type": "string", "format": "date"}), "json_schema",
+             "format"),
+            ("grammar and json_schema", dict(good, grammar='root ::= "a"', json_schema={}), "json_schema", "only one"),
+            ("response_format and grammar", dict(good, grammar='root ::= "a"', response_format={"type": "json_object"}),
+             "grammar", "only one"),
+            ("json_schema without a schema", dict(good, response_format={"type": "json_schema", "json_schema": {}}),
+             "response_format.json_schema.schema", "required"),
+        ]
+        for name, body, param, part in cases:
+            got, reply = srv.raw("POST", "/v1/chat/completions", json.dumps(body).encode())
+            assert got == 400 and reply["error"]["param"] == param and part in reply["error"]["message"] and \
+                reply["error"]["type"] == "invalid_request_error", f"{name}: {got} {reply}"
+        got, reply = srv.raw("POST", "/v1/completions", json.dumps({"prompt": "x", "grammar": "root ::= (\"a\""}))
+        assert got == 400 and reply["error"]["param"] == "grammar" and "column" in reply["error"]["message"], reply
+        assert srv.metric("whitebox_generations_total") == before, "a refused request was handed to a session"
+        srv.alive()
+
     try:
         check("models list", models_list)
         check("chat completion: text, usage and logprobs equal generate --json", chat_matches_generate)
@@ -395,6 +481,9 @@ def main():
         check("429 when full, a disconnect (streamed or not) frees the session, API key", queue_full_and_disconnect)
         check("a non-loopback host needs --api-key", refuses_open_host_without_key)
         check("SIGTERM cancels the running generation", sigterm_ends_running_generations)
+        check("structured output: JSON Schema, json_object and GBNF replies follow them", structured_output)
+        check("a malformed grammar or schema is a 400 and never reaches a session",
+              malformed_constraints_never_reach_a_session)
         check("the server is still up", srv.alive)
     finally:
         srv.stop()

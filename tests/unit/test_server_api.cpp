@@ -5,9 +5,13 @@
 #include <cmath>
 #include <cstdio>
 #include <functional>
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <tuple>
 
+#include "sampling/grammar/gbnf.h"
+#include "sampling/grammar/grammar_matcher.h"
 #include "server/api_request.h"
 #include "server/api_response.h"
 #include "server/loopback.h"
@@ -125,7 +129,7 @@ void bad_requests_are_400() {
         {"logit_bias", "{\"1\": true}"}, {"logit_bias", "{\"99999999999\": 1}"}, {"mirostat", "3"},
         {"samplers", "[\"nope\"]"}, {"dry_sequence_breakers", "{}"}, {"stream", "\"yes\""}, {"stream_options", "1"},
         {"logprobs", "1"}, {"top_logprobs", "21"}, {"top_logprobs", "-1"}, {"n", "2"}, {"model", "5"},
-        {"tools", "[{\"type\": \"function\"}]"}, {"response_format", "{\"type\": \"json_object\"}"}};
+        {"tools", "[{\"type\": \"function\"}]"}};
     for (const auto& [name, value] : fields)
         expect_400(name + " = " + value, "{" + kMsg + ", \"" + name + "\": " + value + "}", name);
     // A million nested objects would overflow the stack when the value is copied: refused unparsed.
@@ -140,6 +144,91 @@ void bad_requests_are_400() {
     expect_400("no prompt", "{}", "prompt", Endpoint::COMPLETION);
     expect_400("a prompt of token ids", R"({"prompt": [1, 2]})", "prompt", Endpoint::COMPLETION);
     expect_400("completions logprobs over 20", R"({"prompt": "x", "logprobs": 21})", "logprobs", Endpoint::COMPLETION);
+}
+
+// Whether the whole text matches a grammar (the request's compiled one).
+bool grammar_matches(const std::string& gbnf, const std::string& text) {
+    GrammarMatcher m(std::make_shared<Grammar>(parse_gbnf(gbnf)));
+    if (!m.allows(text)) return false;
+    m.accept(text);
+    return m.complete();
+}
+
+const std::string kSchema = R"({"type": "object", "properties": {"ok": {"type": "boolean"}}, "required": ["ok"]})";
+
+// Each way of asking for a grammar lands in sampling.grammar as GBNF that holds the reply to it.
+void constraints_are_compiled() {
+    const std::string text = chat("{" + kMsg + R"(, "response_format": {"type": "text"}})").sampling.grammar;
+    report(text.empty() && chat("{" + kMsg + "}").sampling.grammar.empty() &&
+               chat("{" + kMsg + R"(, "grammar": ""})").sampling.grammar.empty(),
+           "response_format text, no field, or an empty grammar: no grammar");
+    const std::string object = chat("{" + kMsg + R"(, "response_format": {"type": "json_object"}})").sampling.grammar;
+    report(grammar_matches(object, R"({"a": [1, "x", null], "b": {"c": true}})") && grammar_matches(object, "{}") &&
+               !grammar_matches(object, "[1]") && !grammar_matches(object, "\"x\"") && !grammar_matches(object, "{\"a\":}"),
+           "json_object: any JSON object, nothing else");
+    const std::vector<std::pair<std::string, std::string>> forms = {
+        {"response_format json_schema", R"("response_format": {"type": "json_schema", "json_schema": {"name": "r",
+            "strict": true, "schema": )" + kSchema + "}}"},
+        {"response_format json_object with llama-server's schema", R"("response_format": {"type": "json_object",
+            "schema": )" + kSchema + "}"},
+        {"llama-server's json_schema", R"("json_schema": )" + kSchema},
+        {"llama-server's grammar (GBNF)", R"("grammar": "root ::= \"{\\\"ok\\\": \" (\"true\" | \"false\") \"}\""
+            )"}};
+    for (const auto& [what, field] : forms) {
+        const std::string g = chat("{" + kMsg + ", " + field + "}").sampling.grammar;
+        report(grammar_matches(g, R"({"ok": true})") && !grammar_matches(g, R"({"ok": 1})") && !grammar_matches(g, "{}"),
+               what + ": {\"ok\": true} and nothing like {\"ok\": 1}");
+    }
+    const CompletionRequest c =
+        parse_completion_request(R"({"prompt": "x", "grammar": "root ::= \"yes\" | \"no\""})", Endpoint::COMPLETION);
+    report(grammar_matches(c.sampling.grammar, "no") && !grammar_matches(c.sampling.grammar, "maybe"),
+           "completions take a grammar too");
+}
+
+// A malformed grammar or schema, or two at once, is a 400 naming the field, with where it went wrong.
+void bad_constraints_are_400() {
+    const std::vector<std::tuple<std::string, std::string, std::string, std::string>> cases = {
+        // what, fields, param, a part of the message
+        {"grammar and json_schema", R"("grammar": "root ::= \"a\"", "json_schema": {})", "json_schema", "both"},
+        {"response_format and grammar", R"("response_format": {"type": "json_object"}, "grammar": "root ::= \"a\"")",
+         "grammar", "'response_format' and 'grammar'"},
+        {"response_format and json_schema", R"("response_format": {"type": "json_schema", "json_schema": {"schema": {}}},
+            "json_schema": {})", "json_schema", "only one"},
+        {"an undefined rule", R"("grammar": "root ::= item\nitem ::= \"a\" other")", "grammar", "line 2, column"},
+        {"an unclosed quote", R"("grammar": "root ::= \"abc")", "grammar", "line 1, column"},
+        {"no root rule", R"("grammar": "item ::= \"a\"")", "grammar", "root"},
+        {"left recursion", R"("grammar": "root ::= root \"a\" | \"b\"")", "grammar", "root"},
+        {"a grammar of the wrong type", R"("grammar": 5)", "grammar", "string"},
+        {"json_schema not an object", R"("json_schema": "{}")", "json_schema", "object"},
+        {"an unsupported schema keyword", R"("json_schema": {"type": "string", "pattern": "^a"})", "json_schema",
+         "pattern"},
+        {"a bad $ref", R"("json_schema": {"$ref": "#/$defs/missing"})", "json_schema", "missing"},
+        {"response_format not an object", R"("response_format": "json")", "response_format", "object"},
+        {"response_format of another type", R"("response_format": {"type": "xml"})", "response_format.type", "xml"},
+        {"json_schema without its wrapper", R"("response_format": {"type": "json_schema", "schema": {}})",
+         "response_format.json_schema", "'schema'"},
+        {"json_schema without a schema", R"("response_format": {"type": "json_schema", "json_schema": {"name": "x"}})",
+         "response_format.json_schema.schema", "required"},
+        {"a schema name not a string", R"("response_format": {"type": "json_schema", "json_schema": {"name": 1,
+            "schema": {}}})", "response_format.json_schema.name", "string"},
+        {"strict not a boolean", R"("response_format": {"type": "json_schema", "json_schema": {"strict": "yes",
+            "schema": {}}})", "response_format.json_schema.strict", "boolean"},
+        {"a bad schema in response_format", R"("response_format": {"type": "json_schema", "json_schema": {"schema":
+            {"type": "object", "properties": {"a": {"minimum": 3}}}}})", "response_format.json_schema.schema",
+         "minimum"},
+        {"a bad schema beside json_object", R"("response_format": {"type": "json_object", "schema": {"type": "date"}})",
+         "response_format.schema", "date"},
+    };
+    for (const auto& [what, fields, param, part] : cases) {
+        const ApiError err = error_of("{" + kMsg + ", " + fields + "}");
+        report(err.status == 400 && err.param == param && err.message.find(part) != std::string::npos,
+               what + " -> 400 on '" + param + "' saying '" + part + "' (got " + std::to_string(err.status) + " '" +
+                   err.param + "': " + err.message + ")");
+    }
+    const ApiError completion = error_of(R"({"prompt": "x", "grammar": "root ::= (\"a\""})", Endpoint::COMPLETION);
+    report(completion.status == 400 && completion.param == "grammar" &&
+               completion.message.find("line 1, column") != std::string::npos,
+           "completions: an unbalanced parenthesis -> 400 with its line and column (" + completion.message + ")");
 }
 
 void responses_have_openai_shapes() {
@@ -242,6 +331,8 @@ int main() {
     kv_budget();
     fields_are_read();
     bad_requests_are_400();
+    constraints_are_compiled();
+    bad_constraints_are_400();
     responses_have_openai_shapes();
     std::printf("%s: %d failure(s)\n", g_failures ? "FAILED" : "passed", g_failures);
     return g_failures ? 1 : 0;
