@@ -95,4 +95,6 @@ std::string format_number(double value) {
     return buf;
 }
 
+std::string reached(double mass) { return std::isnan(mass) ? std::string() : ": reached " + format_number(mass); }
+
 }  // namespace wb

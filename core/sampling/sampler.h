@@ -4,6 +4,7 @@
 // token inspector shows).
 #include <cstdint>
 #include <functional>
+#include <limits>
 #include <memory>
 #include <random>
 #include <string>
@@ -39,6 +40,21 @@ struct SamplerStageTrace {
     size_t n_after = 0;
     std::vector<Candidate> top_after;   // the best candidates after the stage, p renormalised
     std::string detail;                 // the stage's parameters and what it did, e.g. "p >= 0.05 x p_max"
+    // The threshold the stage applied, as it applied it (NaN: the stage has none, was off or did not
+    // act): top_k the k it kept, top_p and typical_p the probability mass their survivors reached,
+    // min_p and top_n_sigma the logit cut-off (kept: logit >= threshold), xtc the probability threshold
+    // when it triggered, mirostat the k it kept, mirostat_v2 mu (bits of surprise).
+    double threshold = std::numeric_limits<double>::quiet_NaN();
+    // min_p and top_n_sigma: their logit cut-off as a probability in the distribution the stage saw
+    // (the softmax over the candidates it was given, after every earlier stage changed their logits);
+    // a candidate stayed iff its p there >= p_cutoff. NaN for the other stages.
+    double p_cutoff = std::numeric_limits<double>::quiet_NaN();
+};
+
+// What a stage's last apply() cut at, for the trace (SamplerStageTrace::threshold).
+struct StageThreshold {
+    double value = std::numeric_limits<double>::quiet_NaN();
+    bool logit = false;  // value is a logit cut-off; the chain adds it as a probability (p_cutoff)
 };
 
 // What DRY needs from the model to turn its sequence breakers (strings) into tokens, as llama.cpp
@@ -74,6 +90,8 @@ public:
     virtual void reset() {}
     // For the trace: the parameters and what the last apply() did ("" = nothing to add).
     virtual std::string describe() const { return {}; }
+    // For the trace: the threshold the last apply() used (none by default).
+    virtual StageThreshold threshold() const { return {}; }
 };
 
 // Penalties need the recent history; the chain hands it over by accept(), so a chain must see every

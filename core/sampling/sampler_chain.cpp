@@ -82,32 +82,40 @@ static bool dry_on(const SamplingParams& p) {
 static bool xtc_on(const SamplingParams& p) { return p.xtc_probability > 0.0f && p.xtc_threshold <= 0.5f; }
 static bool top_n_sigma_on(const SamplingParams& p) { return p.top_n_sigma > 0.0f; }
 
-// The k most likely candidates with p renormalised over all survivors, without touching the set:
-// tracing must not change what is sampled.
-static std::vector<Candidate> top_candidates(const CandidateSet& cands, size_t k) {
-    const auto& data = cands.data;
-    std::vector<Candidate> top = best_candidates(data, k);
-    if (top.empty()) {
-        return top;
+// The softmax of a candidate set, as compute_probs takes it (float terms, double sum), so the trace's
+// p of the final stage is the p the draw used.
+struct SoftmaxScale {
+    float max_logit = -std::numeric_limits<float>::infinity();
+    double inv_sum = 0.0;
+    size_t n = 0;
+
+    float p_of(float logit) const {
+        if (max_logit == -std::numeric_limits<float>::infinity()) return 1.0f / static_cast<float>(n);
+        return static_cast<float>(std::exp(logit - max_logit) * inv_sum);
     }
-    const float max_logit = top.front().logit;
-    if (max_logit == -std::numeric_limits<float>::infinity()) {
-        for (Candidate& c : top) {
-            c.p = 1.0f / static_cast<float>(data.size());
-        }
-        return top;
-    }
-    // compute_probs' arithmetic (float terms, double sum), so the trace's p of the final stage is the
-    // p the draw used.
+};
+
+static SoftmaxScale softmax_scale(const CandidateSet& cands) {
+    SoftmaxScale scale;
+    scale.n = cands.data.size();
+    for (const Candidate& c : cands.data) scale.max_logit = std::max(scale.max_logit, c.logit);
+    if (scale.max_logit == -std::numeric_limits<float>::infinity()) return scale;
     double sum = 0.0;
-    for (const Candidate& c : data) {
-        sum += std::exp(c.logit - max_logit);
-    }
-    const double inv = 1.0 / sum;
-    for (Candidate& c : top) {
-        c.p = static_cast<float>(std::exp(c.logit - max_logit) * inv);
-    }
+    for (const Candidate& c : cands.data) sum += std::exp(c.logit - scale.max_logit);
+    scale.inv_sum = 1.0 / sum;
+    return scale;
+}
+
+// The k most likely candidates with p renormalised over all survivors (scale is the set's), without
+// touching the set: tracing must not change what is sampled.
+static std::vector<Candidate> top_candidates(const CandidateSet& cands, size_t k, const SoftmaxScale& scale) {
+    std::vector<Candidate> top = best_candidates(cands.data, k);
+    for (Candidate& c : top) c.p = scale.p_of(c.logit);
     return top;
+}
+
+static std::vector<Candidate> top_candidates(const CandidateSet& cands, size_t k) {
+    return top_candidates(cands, k, softmax_scale(cands));
 }
 
 static void check_dry_vocab(const SamplingParams& p, const SamplerVocab* vocab) {
@@ -200,13 +208,23 @@ void SamplerChain::run_stages(std::vector<SamplerStageTrace>* trace, size_t trac
         apply(scratch_);
         return;
     }
+    // Each stage's input is the previous stage's output, so one softmax per stage serves both the
+    // survivors' p and the next stage's cut-off as a probability.
+    SoftmaxScale seen = softmax_scale(scratch_);
     for (const auto& stage : stages_) {
         SamplerStageTrace entry;
         entry.stage = stage->name();
         entry.n_before = scratch_.data.size();
         stage->apply(scratch_);
         entry.n_after = scratch_.data.size();
-        entry.top_after = top_candidates(scratch_, trace_top);
+        const StageThreshold threshold = stage->threshold();
+        entry.threshold = threshold.value;
+        // A logit cut-off in the distribution the stage saw: the same float arithmetic as the p of its
+        // candidates, so a survivor's p there is never below it.
+        if (threshold.logit && std::isfinite(threshold.value) && seen.max_logit != -std::numeric_limits<float>::infinity())
+            entry.p_cutoff = seen.p_of(static_cast<float>(threshold.value));
+        seen = softmax_scale(scratch_);
+        entry.top_after = top_candidates(scratch_, trace_top, seen);
         entry.detail = stage->describe();
         trace->push_back(std::move(entry));
     }

@@ -7,6 +7,7 @@ namespace wb {
 
 void TopNSigmaSampler::apply(CandidateSet& cands) {
     auto& data = cands.data;
+    cutoff_ = kNoThreshold;
     if (n_ <= 0.0f || data.size() <= 1) {
         return;
     }
@@ -34,14 +35,15 @@ void TopNSigmaSampler::apply(CandidateSet& cands) {
         }
     }
     const float sigma = std::sqrt(acc / static_cast<float>(n_finite));
-    cutoff_ = max_logit - n_ * sigma;
-    const float cutoff = cutoff_;
+    const float cutoff = max_logit - n_ * sigma;
+    cutoff_ = cutoff;
     // The best logit always passes, so at least one candidate stays; erase_if keeps the order.
     std::erase_if(data, [cutoff](const Candidate& c) { return c.logit < cutoff; });
 }
 
 std::string TopNSigmaSampler::describe() const {
     if (n_ <= 0.0f) return "n = " + format_number(n_) + " (off)";
+    if (std::isnan(cutoff_)) return "n = " + format_number(n_) + ": fewer than two finite logits, nothing cut";
     return "logit >= max - " + format_number(n_) + " sigma = " + format_number(cutoff_);
 }
 

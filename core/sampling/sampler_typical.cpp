@@ -9,6 +9,7 @@ namespace wb {
 // As llama.cpp's typical sampler, except that the mass test is cum >= typical_p (llama.cpp: >), the
 // same rule as top_p; the two differ only when the mass lands exactly on the threshold.
 void TypicalSampler::apply(CandidateSet& cands) {
+    mass_reached_ = kNoThreshold;
     if (p_ >= 1.0f || cands.data.size() <= 1) {
         return;
     }
@@ -39,9 +40,12 @@ void TypicalSampler::apply(CandidateSet& cands) {
     bool sorted = false;
     const size_t keep = sort_until_mass(scored, sorted, p_, more_typical, [](const Scored& s) { return s.c.p; });
     cands.data.resize(keep);
+    double mass = 0.0;  // in sort_until_mass's order and arithmetic
     for (size_t i = 0; i < keep; ++i) {
         cands.data[i] = scored[i].c;
+        mass += scored[i].c.p;
     }
+    mass_reached_ = mass;
     cands.sorted = false;
 }
 

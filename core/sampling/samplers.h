@@ -6,6 +6,7 @@
 // result never depends on how an earlier stage happened to permute the set.
 #include <algorithm>
 #include <cstdint>
+#include <limits>
 #include <random>
 #include <string>
 #include <unordered_map>
@@ -66,6 +67,11 @@ size_t sort_until_mass(std::vector<T>& items, bool& sorted, double mass, Less le
 // With p valid: sort_until_mass on the candidates in likelihood order; returns a length >= 1.
 size_t sorted_prefix_reaching(CandidateSet& cands, double mass);
 
+constexpr double kNoThreshold = std::numeric_limits<double>::quiet_NaN();
+
+// ": reached 0.953" for a mass stage's detail; "" when it did not act (NaN).
+std::string reached(double mass);
+
 // Repetition, frequency and presence penalties over the last last_n accepted tokens of history
 // (-1 = all, 0 = off). history belongs to the chain and outlives the stage.
 class PenaltiesSampler : public Sampler {
@@ -95,6 +101,7 @@ public:
     const char* name() const override { return "top_k"; }
     void apply(CandidateSet& cands) override;
     std::string describe() const override { return "k = " + format_number(k_) + (k_ <= 0 ? " (off)" : ""); }
+    StageThreshold threshold() const override { return {k_ > 0 ? double(k_) : kNoThreshold}; }
 
 private:
     int32_t k_;
@@ -107,10 +114,14 @@ public:
     explicit TypicalSampler(float typical_p) : p_(typical_p) {}
     const char* name() const override { return "typical_p"; }
     void apply(CandidateSet& cands) override;
-    std::string describe() const override { return "mass " + format_number(p_) + (p_ >= 1.0f ? " (off)" : ""); }
+    std::string describe() const override {
+        return "mass " + format_number(p_) + (p_ >= 1.0f ? " (off)" : "") + reached(mass_reached_);
+    }
+    StageThreshold threshold() const override { return {mass_reached_}; }
 
 private:
     float p_;
+    double mass_reached_ = kNoThreshold;  // of the last apply's survivors (NaN: it kept all untouched)
 };
 
 // Nucleus: the smallest most-likely prefix with cumulative p >= top_p. top_p >= 1 keeps all.
@@ -119,10 +130,14 @@ public:
     explicit TopPSampler(float top_p) : p_(top_p) {}
     const char* name() const override { return "top_p"; }
     void apply(CandidateSet& cands) override;
-    std::string describe() const override { return "cumulative p >= " + format_number(p_) + (p_ >= 1.0f ? " (off)" : ""); }
+    std::string describe() const override {
+        return "cumulative p >= " + format_number(p_) + (p_ >= 1.0f ? " (off)" : "") + reached(mass_reached_);
+    }
+    StageThreshold threshold() const override { return {mass_reached_}; }
 
 private:
     float p_;
+    double mass_reached_ = kNoThreshold;  // of the last apply's survivors (NaN: it kept all untouched)
 };
 
 // Drops tokens with p < min_p * p_max. min_p <= 0 keeps all.
@@ -132,9 +147,11 @@ public:
     const char* name() const override { return "min_p"; }
     void apply(CandidateSet& cands) override;
     std::string describe() const override { return "p >= " + format_number(p_) + " x p_max" + (p_ <= 0.0f ? " (off)" : ""); }
+    StageThreshold threshold() const override { return {min_logit_, true}; }
 
 private:
     float p_;
+    double min_logit_ = kNoThreshold;  // the last apply's logit cut-off (NaN: off)
 };
 
 // logit /= temperature (temperature > 0; the chain uses GreedySampler otherwise).
@@ -172,6 +189,9 @@ public:
     const char* name() const override { return "xtc"; }
     void apply(CandidateSet& cands) override;
     std::string describe() const override;
+    StageThreshold threshold() const override {
+        return {last_chance_ >= 0.0 && last_chance_ <= probability_ ? double(threshold_) : kNoThreshold};
+    }
 
 private:
     float probability_;
@@ -189,10 +209,11 @@ public:
     const char* name() const override { return "top_n_sigma"; }
     void apply(CandidateSet& cands) override;
     std::string describe() const override;
+    StageThreshold threshold() const override { return {cutoff_, true}; }
 
 private:
     float n_;
-    float cutoff_ = 0.0f;
+    double cutoff_ = kNoThreshold;  // the last apply's logit cut-off (NaN: it measured nothing)
 };
 
 // Mirostat 1.0: estimates the Zipf exponent s from the best m tokens, keeps the k tokens that make
@@ -205,6 +226,7 @@ public:
     const char* name() const override { return "mirostat"; }
     void apply(CandidateSet& cands) override;
     std::string describe() const override;
+    StageThreshold threshold() const override { return {double(k_)}; }
     // The deterministic half of apply() (no draw, mu unchanged): softmax, keep k, renormalise.
     // n_vocab is the vocabulary size in the formula for k. Returns k.
     int32_t truncate(CandidateSet& cands, int32_t n_vocab) const;
@@ -227,6 +249,7 @@ public:
     const char* name() const override { return "mirostat_v2"; }
     void apply(CandidateSet& cands) override;
     std::string describe() const override;
+    StageThreshold threshold() const override { return {double(mu_before_)}; }
     void truncate(CandidateSet& cands) const;  // the deterministic half, as MirostatSampler's
 
 private:

@@ -287,6 +287,101 @@ private Q_SLOTS:
         QVERIFY2(QString::fromStdString(trace[1].detail).contains("<= mu 10,"), trace[1].detail.c_str());
     }
 
+    // The trace records the cut-off each stage applied in the distribution it saw, after a logit bias
+    // or a penalty changed the logits: not min_p x the best raw p, not top-p over the raw p.
+    void trace_records_cut_offs_where_the_logits_changed_data() {
+        QTest::addColumn<QString>("change");
+        QTest::addColumn<QString>("stage");
+        QTest::addColumn<double>("threshold");  // SamplerStageTrace::threshold
+        QTest::addColumn<double>("p_cutoff");   // NaN: none
+        QTest::addColumn<int>("n_after");
+        const double none = std::numeric_limits<double>::quiet_NaN();
+        // Raw {.4 .3 .2 .1}; bias log 4 on token 3 -> {.4 .3 .2 .4} / 1.3. min_p 0.6 cuts at 0.6 x 4/13
+        // (raw: 0.6 x 0.4 = 0.24); the logit cut-off is log(0.4 x 0.6). Token 2 (2/13) goes.
+        QTest::newRow("bias, min_p") << "bias" << "min_p" << std::log(0.24) << 0.6 * 4.0 / 13.0 << 3;
+        // Token 0 banned -> {.3 .2 .1} / .6 = {.5 .333 .167}: top_p 0.8 keeps two with mass 5/6 (raw:
+        // three, 0.4 + 0.3 + 0.2).
+        QTest::newRow("ban, top_p") << "ban" << "top_p" << 5.0 / 6.0 << none << 2;
+        // Raw {.5 .3 .15 .05}; presence log 2 on token 0 -> {.25 .3 .15 .05} / .75; top_p 0.7 keeps
+        // tokens 1 and 0 with mass .55 / .75 = 11/15; min_p 0.5 then sees {.3 .25} / .55 and cuts at
+        // 0.5 x 3/5.5 (raw: 0.5 x 0.5 = 0.25).
+        QTest::newRow("presence, top_p") << "presence" << "top_p" << 11.0 / 15.0 << none << 2;
+        QTest::newRow("presence, min_p") << "presence" << "min_p" << std::log(0.15) << 0.5 * 3.0 / 5.5 << 2;
+    }
+
+    void trace_records_cut_offs_where_the_logits_changed() {
+        QFETCH(QString, change);
+        QFETCH(QString, stage);
+        QFETCH(double, threshold);
+        QFETCH(double, p_cutoff);
+        QFETCH(int, n_after);
+        SamplingParams p = plain(1);
+        std::vector<float> logits = log_probs({0.4, 0.3, 0.2, 0.1});
+        if (change == "bias") {
+            p.logit_bias = {{3, std::log(4.0f)}};
+            p.min_p = 0.6f;
+            p.samplers = {"min_p"};
+        } else if (change == "ban") {
+            p.logit_bias = {{0, -std::numeric_limits<float>::infinity()}};
+            p.top_p = 0.8f;
+            p.samplers = {"top_p"};
+        } else {
+            logits = log_probs({0.5, 0.3, 0.15, 0.05});
+            p.presence_penalty = std::log(2.0f);
+            p.top_p = 0.7f;
+            p.min_p = 0.5f;
+            p.samplers = {"penalties", "top_p", "min_p"};
+        }
+        SamplerChain chain(p);
+        chain.accept(0);
+        std::vector<SamplerStageTrace> trace;
+        chain.sample(logits.data(), 4, &trace, 4);
+        const SamplerStageTrace* entry = nullptr;
+        for (const SamplerStageTrace& t : trace)
+            if (QString::fromStdString(t.stage) == stage) entry = &t;
+        QVERIFY(entry);
+        QCOMPARE(int(entry->n_after), n_after);
+        QVERIFY2(std::fabs(entry->threshold - threshold) < 1e-6, qPrintable(QString::number(entry->threshold, 'g', 9)));
+        if (std::isnan(p_cutoff)) {
+            QVERIFY(std::isnan(entry->p_cutoff));
+        } else {
+            QVERIFY2(std::fabs(entry->p_cutoff - p_cutoff) < 1e-6, qPrintable(QString::number(entry->p_cutoff, 'g', 9)));
+        }
+    }
+
+    // Every stage with a threshold records the one it applied; an off stage, or one that did not act,
+    // records none.
+    void trace_records_each_stages_threshold() {
+        SamplingParams p = plain(3);
+        p.top_k = 3;
+        p.typical_p = 0.99f;
+        p.top_n_sigma = 3.0f;
+        p.xtc_probability = 1.0f;
+        p.xtc_threshold = 0.1f;
+        SamplerChain chain(p);
+        const auto logits = log_probs({0.05, 0.3, 0.25, 0.2, 0.2});
+        std::vector<SamplerStageTrace> trace;
+        chain.sample(logits.data(), 5, &trace, 5);
+        auto entry = [&](const char* stage) {
+            for (const auto& t : trace)
+                if (t.stage == stage) return t;
+            return SamplerStageTrace{};
+        };
+        QCOMPARE(entry("top_k").threshold, 3.0);
+        QVERIFY(entry("typical_p").threshold >= 0.99 && entry("typical_p").threshold <= 1.0 + 1e-6);
+        QVERIFY2(entry("typical_p").detail.find(": reached ") != std::string::npos, entry("typical_p").detail.c_str());
+        QCOMPARE(float(entry("xtc").threshold), 0.1f);
+        // mean and stddev of the logits; the cut-off's p in the (raw) distribution top-nσ saw.
+        const SamplerStageTrace sigma = entry("top_n_sigma");
+        QVERIFY(std::isfinite(sigma.threshold) && sigma.threshold < std::log(0.05));
+        QVERIFY2(std::fabs(sigma.p_cutoff - std::exp(sigma.threshold)) < 1e-6, qPrintable(QString::number(sigma.p_cutoff)));
+        QVERIFY(std::isnan(entry("top_p").threshold));  // off
+        QCOMPARE(entry("top_p").detail, std::string("cumulative p >= 1 (off)"));
+        QVERIFY(std::isnan(entry("min_p").threshold));  // off
+        QVERIFY(std::isnan(entry("min_p").p_cutoff));
+        QVERIFY(std::isnan(entry("temperature").threshold));  // has none
+    }
+
     void new_stages_are_validated() {
         auto rejects = [](auto edit, const char* name) {
             SamplingParams p;
