@@ -1,0 +1,302 @@
+#include "remote/openai_client.h"
+
+#include <httplib.h>
+#include <netdb.h>
+
+#include <algorithm>
+#include <cctype>
+#include <chrono>
+#include <exception>
+#include <nlohmann/json.hpp>
+
+#include "remote/openai_format.h"
+#include "remote/sse_parser.h"
+
+namespace wb::remote {
+
+using nlohmann::json;
+using Clock = std::chrono::steady_clock;
+
+namespace {
+
+// An error body is read only so far: enough for any message, bounded against a hostile server.
+constexpr size_t kMaxErrorBody = 64 * 1024;
+
+[[noreturn]] void bad_url(const std::string& url, const std::string& why) {
+    throw RemoteError(RemoteErrorKind::BAD_URL, "the remote URL '" + url + "' " + why +
+                                                    " (expected http://HOST[:PORT][/PATH] or https://...)");
+}
+
+std::string seconds(int32_t ms) {
+    return ms % 1000 == 0 ? std::to_string(ms / 1000) + " s" : std::to_string(ms) + " ms";
+}
+
+bool host_resolves(const std::string& host) {
+    std::string name = host;
+    if (name.size() > 2 && name.front() == '[' && name.back() == ']') name = name.substr(1, name.size() - 2);
+    addrinfo* found = nullptr;
+    const int rc = getaddrinfo(name.c_str(), nullptr, nullptr, &found);
+    if (found) freeaddrinfo(found);
+    return rc == 0;
+}
+
+json sampling_json(const RemoteSampling& s) {
+    json j = json::object();
+    const auto put = [&j](const char* key, const auto& v) {
+        if (v) j[key] = *v;
+    };
+    put("temperature", s.temperature);
+    put("top_p", s.top_p);
+    put("min_p", s.min_p);
+    put("typical_p", s.typical_p);
+    put("frequency_penalty", s.frequency_penalty);
+    put("presence_penalty", s.presence_penalty);
+    put("repeat_penalty", s.repeat_penalty);
+    put("top_k", s.top_k);
+    put("repeat_last_n", s.repeat_last_n);
+    put("seed", s.seed);
+    if (!s.stop.empty()) j["stop"] = s.stop;
+    return j;
+}
+
+json request_json(const RemoteRequest& r, const std::string& model) {
+    json j = sampling_json(r.sampling);
+    if (!model.empty()) j["model"] = model;
+    if (r.prompt) {
+        j["prompt"] = *r.prompt;
+        if (r.top_logprobs >= 0) j["logprobs"] = r.top_logprobs;  // the legacy field is the count
+    } else {
+        json messages = json::array();
+        for (const ChatMessage& m : r.messages) messages.push_back({{"role", m.role}, {"content", m.content}});
+        j["messages"] = messages;
+        if (r.top_logprobs >= 0) {
+            j["logprobs"] = true;
+            j["top_logprobs"] = r.top_logprobs;
+        }
+    }
+    if (r.max_tokens > 0) j["max_tokens"] = r.max_tokens;
+    j["stream"] = true;
+    j["stream_options"] = {{"include_usage", true}};
+    return j;
+}
+
+// The state of one streamed reply while httplib delivers its bytes.
+struct StreamState {
+    int status = 0;
+    std::string content_type;
+    std::string error_body;  // a non-2xx (or not event-stream) body, up to kMaxErrorBody
+    SseParser parser;
+    bool chat = true;
+    bool done = false;      // "data: [DONE]" arrived
+    bool cancelled = false;
+    Clock::time_point last_bytes = Clock::now();
+    std::exception_ptr failure;  // thrown while handling bytes; rethrown after httplib returns
+    RemoteResult result;
+};
+
+bool is_event_stream(const std::string& content_type) {
+    std::string t = content_type.substr(0, content_type.find(';'));
+    std::transform(t.begin(), t.end(), t.begin(), [](unsigned char c) { return char(std::tolower(c)); });
+    return t == "text/event-stream";
+}
+
+void on_event(StreamState& st, const SseEvent& ev, const OpenAiClient::DeltaFn& on_delta) {
+    if (st.done) return;  // anything after [DONE] is not part of the reply
+    if (ev.data == "[DONE]") {
+        st.done = true;
+        return;
+    }
+    StreamChunk c = parse_stream_chunk(ev.data, st.chat);
+    if (!c.model.empty()) st.result.model = c.model;
+    if (c.finish_reason) st.result.finish_reason = *c.finish_reason;
+    if (c.prompt_tokens) st.result.prompt_tokens = c.prompt_tokens;
+    if (c.completion_tokens) st.result.completion_tokens = c.completion_tokens;
+    st.result.text += c.delta.text;
+    if (!c.delta.text.empty() || !c.delta.tokens.empty()) on_delta(c.delta);
+}
+
+// httplib's content receiver: false ends the transfer (cancelled, or an error to rethrow).
+bool receive(StreamState& st, const char* data, size_t n, const OpenAiClient::DeltaFn& on_delta,
+             const std::atomic<bool>* cancel) {
+    st.last_bytes = Clock::now();
+    const auto cancelled = [&] { return cancel && cancel->load(std::memory_order_relaxed); };
+    if (cancelled()) {
+        st.cancelled = true;
+        return false;
+    }
+    if (st.status < 200 || st.status >= 300 || !is_event_stream(st.content_type)) {
+        st.error_body.append(data, std::min(n, kMaxErrorBody - std::min(kMaxErrorBody, st.error_body.size())));
+        return st.error_body.size() < kMaxErrorBody;
+    }
+    try {
+        st.parser.feed(std::string_view(data, n), [&](const SseEvent& ev) {
+            if (st.cancelled) return;
+            on_event(st, ev, on_delta);
+            if (cancelled()) st.cancelled = true;
+        });
+    } catch (const SseError& e) {
+        st.failure = std::make_exception_ptr(RemoteError(RemoteErrorKind::MALFORMED, e.what()));
+        return false;
+    } catch (...) {
+        st.failure = std::current_exception();
+        return false;
+    }
+    return !st.cancelled;
+}
+
+}  // namespace
+
+OpenAiClient::OpenAiClient(RemoteOptions options) : options_(std::move(options)) {
+    const std::string& url = options_.base_url;
+    const size_t scheme_end = url.find("://");
+    if (scheme_end == std::string::npos) bad_url(url, "has no scheme");
+    std::string scheme = url.substr(0, scheme_end);
+    std::transform(scheme.begin(), scheme.end(), scheme.begin(), [](unsigned char c) { return char(std::tolower(c)); });
+    if (scheme != "http" && scheme != "https") bad_url(url, "is not http or https");
+    const size_t path_start = url.find('/', scheme_end + 3);
+    const std::string authority = url.substr(scheme_end + 3, path_start - (scheme_end + 3));
+    if (authority.empty()) bad_url(url, "has no host");
+    if (authority.find('@') != std::string::npos) bad_url(url, "carries credentials; give the key with --api-key");
+    if (std::any_of(url.begin(), url.end(), [](unsigned char c) { return c <= ' ' || c == 0x7f; }))
+        bad_url(url, "contains spaces or control characters");
+    const size_t bracket = authority.rfind(']');
+    const size_t colon = authority.rfind(':');
+    host_ = colon != std::string::npos && (bracket == std::string::npos || colon > bracket) ? authority.substr(0, colon)
+                                                                                          : authority;
+    if (host_.empty()) bad_url(url, "has no host");
+    if (host_.size() != authority.size()) {
+        const std::string port = authority.substr(host_.size() + 1);
+        if (port.empty() || port.size() > 5 || !std::all_of(port.begin(), port.end(), ::isdigit) ||
+            std::stoi(port) == 0 || std::stoi(port) > 65535)
+            bad_url(url, "has an invalid port '" + port + "'");
+    }
+    origin_ = scheme + "://" + authority;
+    prefix_ = path_start == std::string::npos ? std::string() : url.substr(path_start);
+    while (!prefix_.empty() && prefix_.back() == '/') prefix_.pop_back();
+    if (prefix_.find_first_of("?#") != std::string::npos) bad_url(url, "has a query or fragment");
+    // Servers are given as "http://host:8080" as often as ".../v1"; both mean the same API.
+    if (prefix_.size() < 3 || prefix_.compare(prefix_.size() - 3, 3, "/v1") != 0) prefix_ += "/v1";
+    if (options_.connect_timeout_ms <= 0 || options_.read_timeout_ms <= 0)
+        throw RemoteError(RemoteErrorKind::BAD_URL, "the remote timeouts must be positive");
+}
+
+namespace {
+
+httplib::Client make_client(const std::string& origin, const RemoteOptions& o) {
+    httplib::Client c(origin);
+    const auto ms = [](int32_t v) { return std::chrono::milliseconds(v); };
+    c.set_connection_timeout(ms(o.connect_timeout_ms));
+    c.set_read_timeout(ms(o.read_timeout_ms));
+    c.set_write_timeout(ms(o.read_timeout_ms));
+    httplib::Headers headers;
+    if (!o.api_key.empty()) headers.emplace("Authorization", "Bearer " + o.api_key);
+    c.set_default_headers(headers);
+    return c;
+}
+
+// The error for a request httplib could not complete. waited: how long no bytes had come when it
+// gave up, which tells a read timeout from a connection that broke.
+[[noreturn]] void transport_error(httplib::Error e, const std::string& where, const std::string& host,
+                                  const RemoteOptions& o, Clock::duration waited) {
+    using httplib::Error;
+    switch (e) {
+    case Error::Connection:
+        if (!host_resolves(host))
+            throw RemoteError(RemoteErrorKind::CONNECTION, "cannot connect to " + where + ": the host '" + host +
+                                                               "' is unknown");
+        throw RemoteError(RemoteErrorKind::CONNECTION, "cannot connect to " + where + ": connection refused (is the "
+                                                           "server running, and on this port?)");
+    case Error::ConnectionTimeout:
+        throw RemoteError(RemoteErrorKind::TIMEOUT, "cannot connect to " + where + ": no answer within " +
+                                                        seconds(o.connect_timeout_ms));
+    case Error::Read:
+        if (waited + std::chrono::milliseconds(100) >= std::chrono::milliseconds(o.read_timeout_ms))
+            throw RemoteError(RemoteErrorKind::TIMEOUT, where + " sent nothing for " + seconds(o.read_timeout_ms) +
+                                                            " (the read timeout); the request was abandoned");
+        throw RemoteError(RemoteErrorKind::CONNECTION, "the connection to " + where + " broke while reading its answer");
+    case Error::Write:
+        throw RemoteError(RemoteErrorKind::CONNECTION, "the connection to " + where + " broke while sending the request");
+    case Error::SSLConnection:
+    case Error::SSLLoadingCerts:
+    case Error::SSLServerVerification:
+        throw RemoteError(RemoteErrorKind::CONNECTION, "TLS with " + where + " failed (" + httplib::to_string(e) +
+                                                           "): check the https URL and the server's certificate");
+    default:
+        throw RemoteError(RemoteErrorKind::CONNECTION, "the request to " + where + " failed (" + httplib::to_string(e) +
+                                                           ")");
+    }
+}
+
+[[noreturn]] void status_error(int status, const std::string& body, const std::string& where) {
+    throw RemoteError(RemoteErrorKind::HTTP_STATUS,
+                      where + " answered HTTP " + std::to_string(status) + ": " + error_message_of(body), status);
+}
+
+}  // namespace
+
+std::vector<std::string> OpenAiClient::models() const {
+    httplib::Client c = make_client(origin_, options_);
+    const std::string where = endpoint() + "/models";
+    const Clock::time_point start = Clock::now();
+    const httplib::Result res = c.Get(prefix_ + "/models");
+    if (!res) transport_error(res.error(), where, host_, options_, Clock::now() - start);
+    if (res->status < 200 || res->status >= 300) status_error(res->status, res->body, where);
+    return parse_models(res->body);
+}
+
+std::string OpenAiClient::model_for_request() const {
+    if (!options_.model.empty()) return options_.model;
+    const std::vector<std::string> ids = models();
+    if (ids.empty())
+        throw RemoteError(RemoteErrorKind::MALFORMED, endpoint() + "/models lists no model; name one (--remote-model)");
+    return ids.front();
+}
+
+RemoteResult OpenAiClient::complete(const RemoteRequest& request, const DeltaFn& on_delta,
+                                    const std::atomic<bool>* cancel) const {
+    const bool chat = !request.prompt;
+    if (chat && request.messages.empty())
+        throw RemoteError(RemoteErrorKind::MALFORMED, "a chat request needs at least one message");
+    const std::string where = endpoint() + (chat ? "/chat/completions" : "/completions");
+    StreamState st;
+    st.chat = chat;
+
+    httplib::Request req;
+    req.method = "POST";
+    req.path = prefix_ + (chat ? "/chat/completions" : "/completions");
+    req.body = request_json(request, model_for_request()).dump(-1, ' ', false, json::error_handler_t::replace);
+    req.headers.emplace("Content-Type", "application/json");
+    req.headers.emplace("Accept", "text/event-stream");
+    req.response_handler = [&st](const httplib::Response& r) {
+        st.status = r.status;
+        st.content_type = r.get_header_value("Content-Type");
+        return true;
+    };
+    req.content_receiver = [&](const char* data, size_t n, uint64_t, uint64_t) {
+        return receive(st, data, n, on_delta, cancel);
+    };
+    httplib::Client c = make_client(origin_, options_);
+    st.last_bytes = Clock::now();
+    const httplib::Result res = c.send(req);
+    if (st.failure) std::rethrow_exception(st.failure);
+    if (st.cancelled) {
+        st.result.cancelled = true;
+        st.result.finish_reason.clear();
+        return st.result;
+    }
+    if (!res && !(res.error() == httplib::Error::Canceled && st.status != 0))
+        transport_error(res.error(), where, host_, options_, Clock::now() - st.last_bytes);
+    if (st.status < 200 || st.status >= 300) status_error(st.status, st.error_body, where);
+    if (!is_event_stream(st.content_type))
+        throw RemoteError(RemoteErrorKind::MALFORMED, where + " answered with '" + st.content_type +
+                                                          "' instead of a stream of events (text/event-stream): " +
+                                                          excerpt(st.error_body));
+    if (!st.done)
+        throw RemoteError(RemoteErrorKind::TRUNCATED,
+                          where + " ended the stream before 'data: [DONE]' (" + std::to_string(st.result.text.size()) +
+                              " bytes of the reply had arrived" + (st.parser.in_event() ? ", the last event cut off" : "") +
+                              ")");
+    return st.result;
+}
+
+}  // namespace wb::remote

@@ -1,0 +1,122 @@
+#pragma once
+// A client of an OpenAI-compatible server (WhiteBox's own `serve`, llama.cpp's server, vLLM, Ollama,
+// LM Studio, ...): the models it lists, and replies streamed from /v1/chat/completions or
+// /v1/completions token by token, with the logprobs the server reports. cpp-httplib underneath.
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "chat/chat_template.h"
+#include "util/error.h"
+
+namespace wb::remote {
+
+struct RemoteOptions {
+    std::string base_url;            // http(s)://host[:port][/path]; "/v1" is added unless the path ends in it
+    std::string api_key;             // sent as "Authorization: Bearer KEY" when not empty
+    std::string model;               // the "model" of requests; empty: the first one GET /v1/models lists
+    int32_t connect_timeout_ms = 10000;
+    int32_t read_timeout_ms = 60000;  // the longest wait for the next bytes of a reply
+};
+
+// What went wrong, for callers that react differently (the messages say it for people).
+enum class RemoteErrorKind {
+    BAD_URL,      // the base URL cannot be used
+    CONNECTION,   // nothing answered at the address (refused, unknown host, TLS failure)
+    TIMEOUT,      // connecting, or the next bytes of a reply, took longer than the timeout
+    HTTP_STATUS,  // the server answered 4xx / 5xx (status()), or reported an error inside the stream
+    MALFORMED,    // the server's answer is not what the API defines (not JSON, fields missing)
+    TRUNCATED,    // the stream ended before "data: [DONE]"
+};
+
+class RemoteError : public Error {
+public:
+    RemoteError(RemoteErrorKind kind, const std::string& message, int status = 0)
+        : Error(message), kind_(kind), status_(status) {}
+    RemoteErrorKind kind() const { return kind_; }
+    int status() const { return status_; }  // the HTTP status of HTTP_STATUS errors (0 for one inside a stream)
+
+private:
+    RemoteErrorKind kind_;
+    int status_;
+};
+
+// Sampling settings sent with a request; those not set are left to the server's defaults. The
+// names are OpenAI's where it has them and llama.cpp server's otherwise (which vLLM and WhiteBox's
+// server take as well; OpenAI itself refuses the extensions).
+struct RemoteSampling {
+    std::optional<float> temperature, top_p, min_p, typical_p;
+    std::optional<float> frequency_penalty, presence_penalty, repeat_penalty;
+    std::optional<int32_t> top_k, repeat_last_n;
+    std::optional<uint64_t> seed;
+    std::vector<std::string> stop;
+};
+
+struct RemoteRequest {
+    std::vector<ChatMessage> messages;  // POST /v1/chat/completions ...
+    std::optional<std::string> prompt;  // ... unless set: POST /v1/completions with this text as it is
+    RemoteSampling sampling;
+    int32_t max_tokens = 0;             // 0: not sent (the server's limit)
+    int32_t top_logprobs = -1;          // >= 0: ask for logprobs with this many alternatives per token
+};
+
+// A token as the server reports it in logprobs: its exact bytes (which may be part of a UTF-8
+// character) and natural-log probability; a probability the server rounded to 0 is -inf.
+struct RemoteCandidate {
+    std::string token;
+    float logprob = 0.0f;
+};
+struct RemoteTokenLogprob {
+    std::string token;
+    float logprob = 0.0f;
+    std::vector<RemoteCandidate> top;  // the alternatives, most likely first, as sent
+};
+
+// One streamed chunk: the text it adds (may be empty) and the tokens it reports logprobs for.
+struct StreamDelta {
+    std::string text;
+    std::vector<RemoteTokenLogprob> tokens;
+};
+
+struct RemoteResult {
+    std::string text;                  // the whole reply as streamed
+    std::string finish_reason;         // "stop", "length", ... as the server said; empty when cancelled
+    std::string model;                 // the model the chunks name
+    std::optional<int32_t> prompt_tokens, completion_tokens;  // when the server reports usage
+    bool cancelled = false;            // the cancel flag ended the stream
+};
+
+class OpenAiClient {
+public:
+    // RemoteError (BAD_URL) when the URL is not http(s)://host[:port][/path].
+    explicit OpenAiClient(RemoteOptions options);
+
+    // GET /v1/models: the ids the server lists. RemoteError on any failure.
+    std::vector<std::string> models() const;
+
+    // Streams one reply (stream=true), calling on_delta for every chunk that carries text or logprobs.
+    // *cancel, when given, is read between chunks: once true the connection is closed and the result
+    // says cancelled. RemoteError on any failure; an exception thrown by on_delta ends the stream and
+    // propagates.
+    using DeltaFn = std::function<void(const StreamDelta&)>;
+    RemoteResult complete(const RemoteRequest& request, const DeltaFn& on_delta,
+                          const std::atomic<bool>* cancel = nullptr) const;
+
+    // "http://host:port/v1": where requests go, for messages.
+    std::string endpoint() const { return origin_ + prefix_; }
+    const RemoteOptions& options() const { return options_; }
+
+private:
+    // The model a request names: the option, else the first one the server lists.
+    std::string model_for_request() const;
+
+    RemoteOptions options_;
+    std::string origin_;  // scheme://host[:port]
+    std::string host_;    // the host alone, for telling an unknown host from a refused connection
+    std::string prefix_;  // the path before /chat/completions, ending in /v1
+};
+
+}  // namespace wb::remote

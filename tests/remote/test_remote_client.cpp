@@ -1,0 +1,300 @@
+// The remote client (core/remote/openai_client) against small fake servers on loopback: each way a
+// server can fail (nothing listening, too slow, 4xx / 5xx, malformed or cut-off streams, an error
+// mid-stream, an event over the size limit) is a RemoteError of its kind with the server's words,
+// and a good stream arrives whole, with the key, the model and the request fields the server needs.
+// Plain executable (label unit): PASS/FAIL lines, exit status 1 on any failure.
+#include <httplib.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <functional>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <thread>
+
+#include "remote/openai_client.h"
+
+using namespace wb;
+using namespace wb::remote;
+using nlohmann::json;
+using Clock = std::chrono::steady_clock;
+
+namespace {
+
+int g_failures = 0;
+
+void report(bool ok, const std::string& what) {
+    std::printf("%s %s\n", ok ? "PASS" : "FAIL", what.c_str());
+    if (!ok) ++g_failures;
+}
+
+// An httplib server on a free loopback port, serving on its own thread until destroyed.
+struct FakeServer {
+    httplib::Server http;
+    int port = 0;
+    std::thread thread;
+
+    void start() {
+        port = http.bind_to_any_port("127.0.0.1");
+        thread = std::thread([this] { http.listen_after_bind(); });
+        // stop() before the loop runs would not end it: the destructor would wait for ever.
+        while (!http.is_running()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+    ~FakeServer() {
+        http.stop();
+        if (thread.joinable()) thread.join();
+    }
+    std::string url(const std::string& path = "") const { return "http://127.0.0.1:" + std::to_string(port) + path; }
+};
+
+std::string chunk(const std::string& text) {
+    return "data: " + json{{"model", "fake"}, {"choices", json::array({{{"index", 0}, {"delta", {{"content", text}}}}})}}.dump() +
+           "\n\n";
+}
+
+const std::string kStream = "data: {\"choices\":[{\"delta\":{\"role\":\"assistant\",\"content\":\"\"}}]}\n\n" +
+                            chunk("Hel") + chunk("lo") +
+                            "data: {\"choices\":[{\"delta\":{},\"finish_reason\":\"stop\"}]}\n\n"
+                            "data: {\"choices\":[],\"usage\":{\"prompt_tokens\":4,\"completion_tokens\":2}}\n\n"
+                            "data: [DONE]\n\n";
+
+RemoteOptions options_for(const FakeServer& s, const std::string& path = "") {
+    RemoteOptions o;
+    o.base_url = s.url(path);
+    o.model = "fake";
+    return o;
+}
+
+RemoteRequest hello() {
+    RemoteRequest r;
+    r.messages = {{"user", "hi"}};
+    return r;
+}
+
+// Runs f; the RemoteError it throws (kind BAD_URL and message "none" when it throws none).
+RemoteError error_of(const std::function<void()>& f) {
+    try {
+        f();
+    } catch (const RemoteError& e) {
+        return e;
+    }
+    return RemoteError(RemoteErrorKind::BAD_URL, "none");
+}
+
+bool has(const RemoteError& e, const std::string& part) { return std::string(e.what()).find(part) != std::string::npos; }
+
+void expect(const std::string& what, const RemoteError& e, RemoteErrorKind kind, const std::string& part) {
+    report(e.kind() == kind && has(e, part), what + ": " + e.what());
+}
+
+void good_stream() {
+    FakeServer s;
+    json seen;
+    std::string auth, path;
+    s.http.Post("/v1/chat/completions", [&](const httplib::Request& req, httplib::Response& res) {
+        seen = json::parse(req.body);
+        auth = req.get_header_value("Authorization");
+        path = req.path;
+        res.set_content(kStream, "text/event-stream");
+    });
+    s.start();
+    RemoteOptions o = options_for(s, "/v1/");
+    o.api_key = "secret";
+    RemoteRequest r = hello();
+    r.sampling.temperature = 0.0f;
+    r.sampling.top_k = 5;
+    r.sampling.stop = {"\n"};
+    r.max_tokens = 9;
+    r.top_logprobs = 3;
+    std::string streamed;
+    const RemoteResult res = OpenAiClient(o).complete(r, [&](const StreamDelta& d) { streamed += d.text + "|"; });
+    report(res.text == "Hello" && streamed == "Hel|lo|", "the deltas in order and the whole text (" + streamed + ")");
+    report(res.finish_reason == "stop" && res.model == "fake" && res.prompt_tokens == 4 && res.completion_tokens == 2,
+           "finish reason, model and usage from the chunks");
+    report(auth == "Bearer secret" && path == "/v1/chat/completions", "the key as a bearer token, '/v1/' not doubled");
+    report(seen.value("stream", false) && seen["model"] == "fake" && seen["temperature"] == 0.0 && seen["top_k"] == 5 &&
+               seen["max_tokens"] == 9 && seen["stop"] == json::array({"\n"}) && seen["logprobs"] == true &&
+               seen["top_logprobs"] == 3 && !seen.contains("top_p") && !seen.contains("seed"),
+           "the request carries stream, the set fields and no others: " + seen.dump());
+}
+
+void base_urls() {
+    FakeServer s;
+    std::string paths, models;
+    s.http.Post(R"(.*/chat/completions)", [&](const httplib::Request& req, httplib::Response& res) {
+        paths += req.path + " ";
+        models += json::parse(req.body).value("model", "(none)") + " ";
+        res.set_content(kStream, "text/event-stream");
+    });
+    s.http.Get("/v1/models", [](const httplib::Request&, httplib::Response& res) {
+        res.set_content(R"({"object":"list","data":[{"id":"listed-first"},{"id":"second"}]})", "application/json");
+    });
+    s.start();
+    for (const std::string base : {"", "/", "/v1", "/api/v1"}) OpenAiClient(options_for(s, base)).complete(hello(), [](auto&) {});
+    report(paths == "/v1/chat/completions /v1/chat/completions /v1/chat/completions /api/v1/chat/completions ",
+           "a base URL with or without /v1 reaches .../v1/chat/completions, a path before it is kept (" + paths + ")");
+    RemoteOptions o = options_for(s);
+    o.model.clear();
+    models.clear();
+    OpenAiClient(o).complete(hello(), [](auto&) {});
+    report(models == "listed-first ", "without a model the first one listed is sent (" + models + ")");
+    report(OpenAiClient(options_for(s)).models() == std::vector<std::string>{"listed-first", "second"},
+           "models() lists the ids");
+}
+
+void bad_urls() {
+    for (const char* url : {"127.0.0.1:8080", "ftp://host", "http://", "http://host:99999", "http://user:pw@host",
+                                   "http://host/v1?x=1", "http://ho st"}) {
+        RemoteOptions o;
+        o.base_url = url;
+        const RemoteError e = error_of([&] { OpenAiClient{o}; });
+        report(e.kind() == RemoteErrorKind::BAD_URL && has(e, url), "bad URL '" + std::string(url) + "': " + e.what());
+    }
+}
+
+void nothing_listening() {
+    int port = 0;
+    {
+        FakeServer s;
+        s.start();
+        port = s.port;
+    }  // the port is free again: nothing listens there now
+    RemoteOptions o;
+    o.base_url = "http://127.0.0.1:" + std::to_string(port);
+    o.model = "m";
+    expect("a port nobody listens on", error_of([&] { OpenAiClient(o).complete(hello(), [](auto&) {}); }),
+           RemoteErrorKind::CONNECTION, "connection refused");
+    o.base_url = "http://no-such-host.invalid:8080";
+    expect("an unknown host", error_of([&] { OpenAiClient(o).models(); }), RemoteErrorKind::CONNECTION,
+           "'no-such-host.invalid' is unknown");
+}
+
+void too_slow() {
+    FakeServer s;
+    s.http.Post("/v1/chat/completions", [](const httplib::Request&, httplib::Response& res) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+        res.set_content(kStream, "text/event-stream");
+    });
+    s.start();
+    RemoteOptions o = options_for(s);
+    o.read_timeout_ms = 400;
+    const auto t0 = Clock::now();
+    const RemoteError e = error_of([&] { OpenAiClient(o).complete(hello(), [](auto&) {}); });
+    const double s_taken = std::chrono::duration<double>(Clock::now() - t0).count();
+    report(e.kind() == RemoteErrorKind::TIMEOUT && has(e, "400 ms") && s_taken < 1.4,
+           "a server silent past the read timeout (" + std::to_string(s_taken) + " s): " + e.what());
+}
+
+void http_errors() {
+    FakeServer s;
+    s.http.Post("/v1/chat/completions", [](const httplib::Request& req, httplib::Response& res) {
+        const std::string model = json::parse(req.body).value("model", "");
+        if (model == "missing") {
+            res.status = 404;
+            res.set_content(R"({"error":{"message":"The model 'missing' does not exist","type":"invalid_request_error"}})",
+                            "application/json");
+        } else if (model == "broken") {
+            res.status = 502;
+            res.set_content("upstream went away", "text/plain");
+        } else {
+            res.status = 401;
+            res.set_content(R"({"error":"invalid API key"})", "application/json");
+        }
+    });
+    s.http.Get("/v1/models", [](const httplib::Request&, httplib::Response& res) {
+        res.status = 500;
+        res.set_content(R"({"detail":"models are loading"})", "application/json");
+    });
+    s.start();
+    RemoteOptions o = options_for(s);
+    o.model = "missing";
+    RemoteError e = error_of([&] { OpenAiClient(o).complete(hello(), [](auto&) {}); });
+    report(e.kind() == RemoteErrorKind::HTTP_STATUS && e.status() == 404 && has(e, "HTTP 404") &&
+               has(e, "The model 'missing' does not exist"),
+           std::string("a 404 with OpenAI's error body: ") + e.what());
+    o.model = "broken";
+    e = error_of([&] { OpenAiClient(o).complete(hello(), [](auto&) {}); });
+    report(e.status() == 502 && has(e, "upstream went away"), std::string("a 502 with a text body: ") + e.what());
+    o.model = "other";
+    e = error_of([&] { OpenAiClient(o).complete(hello(), [](auto&) {}); });
+    report(e.status() == 401 && has(e, "invalid API key"), std::string("a 401 with an error string: ") + e.what());
+    o.model.clear();
+    e = error_of([&] { OpenAiClient(o).complete(hello(), [](auto&) {}); });
+    report(e.status() == 500 && has(e, "models are loading"),
+           std::string("the model lookup's error when no model is named: ") + e.what());
+}
+
+// A server answering every chat request with this body (and content type).
+void stream_fails(const std::string& what, const std::string& body, RemoteErrorKind kind, const std::string& part,
+                  const std::string& type = "text/event-stream") {
+    FakeServer s;
+    s.http.Post("/v1/chat/completions", [&](const httplib::Request&, httplib::Response& res) { res.set_content(body, type); });
+    s.start();
+    std::string text;
+    const RemoteError e =
+        error_of([&] { OpenAiClient(options_for(s)).complete(hello(), [&](const StreamDelta& d) { text += d.text; }); });
+    expect(what, e, kind, part);
+}
+
+void broken_streams() {
+    stream_fails("an event that is not JSON", chunk("a") + "data: {\"choices\": [\n\n", RemoteErrorKind::MALFORMED,
+                 "not JSON");
+    stream_fails("a stream without [DONE]", chunk("a") + chunk("b"), RemoteErrorKind::TRUNCATED, "before 'data: [DONE]'");
+    stream_fails("a stream cut inside an event", chunk("a") + "data: {\"choi", RemoteErrorKind::TRUNCATED,
+                 "the last event cut off");
+    stream_fails("an error event mid-stream", chunk("a") + "data: {\"error\":{\"message\":\"out of memory\"}}\n\n",
+                 RemoteErrorKind::HTTP_STATUS, "out of memory");
+    stream_fails("JSON instead of a stream", R"({"choices":[{"message":{"content":"hi"}}]})", RemoteErrorKind::MALFORMED,
+                 "instead of a stream of events", "application/json");
+    stream_fails("an event over 8 MiB", "data: " + std::string(9u << 20, 'x'), RemoteErrorKind::MALFORMED,
+                 "without an end");
+}
+
+void cancel_between_chunks() {
+    FakeServer s;
+    std::atomic<bool> client_gone{false};
+    s.http.Post("/v1/chat/completions", [&](const httplib::Request&, httplib::Response& res) {
+        res.set_chunked_content_provider("text/event-stream", [&](size_t, httplib::DataSink& sink) {
+            for (int i = 0; i < 100; ++i) {
+                const std::string c = chunk(std::string(1, 't').append(std::to_string(i)).append(" "));
+                if (!sink.write(c.data(), c.size())) {
+                    client_gone = true;
+                    return false;
+                }
+                std::this_thread::sleep_for(std::chrono::milliseconds(50));
+            }
+            sink.done();
+            return true;
+        });
+    });
+    s.start();
+    std::atomic<bool> cancel{false};
+    int deltas = 0;
+    const auto t0 = Clock::now();
+    const RemoteResult r = OpenAiClient(options_for(s)).complete(hello(), [&](const StreamDelta&) {
+        if (++deltas == 3) cancel = true;
+    }, &cancel);
+    const double taken = std::chrono::duration<double>(Clock::now() - t0).count();
+    report(r.cancelled && deltas == 3 && r.text == "t0 t1 t2 " && taken < 2.0,
+           "cancel after 3 deltas ends the stream there (" + std::to_string(deltas) + " deltas, " +
+               std::to_string(taken) + " s, '" + r.text + "')");
+    const auto deadline = Clock::now() + std::chrono::seconds(5);
+    while (!client_gone && Clock::now() < deadline) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    report(client_gone, "the server sees the connection closed");
+}
+
+}  // namespace
+
+int main() {
+    good_stream();
+    base_urls();
+    bad_urls();
+    nothing_listening();
+    too_slow();
+    http_errors();
+    broken_streams();
+    cancel_between_chunks();
+    std::printf("%s\n", g_failures == 0 ? "all passed" : (std::to_string(g_failures) + " failed").c_str());
+    return g_failures == 0 ? 0 : 1;
+}
