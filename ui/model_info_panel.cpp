@@ -1,5 +1,6 @@
 #include "model_info_panel.h"
 
+#include <QEvent>
 #include <QFormLayout>
 #include <QHeaderView>
 #include <QLabel>
@@ -69,6 +70,7 @@ ModelInfoPanel::ModelInfoPanel(QWidget* parent) : QWidget(parent) {
     m_tabs->addTab(m_architecture, tr("Architecture"));
     m_tabs->addTab(m_metadata, tr("Metadata"));
     m_tabs->addTab(m_tensors, tr("Tensors"));
+    m_ledger->installEventFilter(this);
     auto* layout = new QVBoxLayout(this);
     layout->setContentsMargins(4, 4, 4, 4);
     layout->addWidget(m_tabs);
@@ -118,20 +120,21 @@ void ModelInfoPanel::setModel(const ModelSummary& s) {
     m_summary = s;
     m_hasModel = true;
     m_hasKv = false;
-    fillLedger();
+    m_ledgerStale = true;  // other rows: rebuilt now if shown, else when shown
+    updateLedger();
     for (QTableWidget* t : {m_architecture, m_metadata, m_tensors}) t->resizeColumnsToContents();
 }
 
 void ModelInfoPanel::setKvStats(const wb::KvStats& stats) {
     m_kv = stats;
     m_hasKv = true;
-    if (m_hasModel) fillLedger();
+    updateLedger();
 }
 
 void ModelInfoPanel::setAttentionMemory(qint64 used, qint64 budget) {
     m_attentionUsed = used;
     m_attentionBudget = budget;
-    if (m_hasModel) fillLedger();
+    updateLedger();
 }
 
 qint64 ModelInfoPanel::ledgerBytes(const QString& key, int column) const {
@@ -143,26 +146,26 @@ qint64 ModelInfoPanel::ledgerBytes(const QString& key, int column) const {
     return -1;
 }
 
-void ModelInfoPanel::fillLedger() {
+bool ModelInfoPanel::eventFilter(QObject* watched, QEvent* event) {
+    if (watched == m_ledger && event->type() == QEvent::Show && m_ledgerStale) fillLedger(ledgerRows());
+    return QWidget::eventFilter(watched, event);
+}
+
+void ModelInfoPanel::updateLedger() {
+    if (!m_hasModel) return;
+    // Hidden (another tab, a closed or covered dock): nothing on screen to change; the show rebuilds it.
+    if (!m_ledger->isVisible()) {
+        m_ledgerStale = true;
+        return;
+    }
+    const QVector<LedgerRow> rows = ledgerRows();
+    if (m_ledgerStale) fillLedger(rows);
+    else refreshLedger(rows);
+}
+
+QVector<ModelInfoPanel::LedgerRow> ModelInfoPanel::ledgerRows() const {
     const ModelSummary& s = m_summary;
-    m_ledger->setRowCount(0);
-    auto add = [this](const QString& key, const QString& component, qint64 predicted, qint64 measured, const QString& how) {
-        const int r = m_ledger->rowCount();
-        m_ledger->insertRow(r);
-        auto* name = new QTableWidgetItem(component);
-        name->setData(KeyRole, key);
-        m_ledger->setItem(r, ComponentColumn, name);
-        for (const auto& [column, bytes] : {std::pair{int(PredictedColumn), predicted}, std::pair{int(MeasuredColumn), measured}}) {
-            auto* item = new QTableWidgetItem(bytes >= 0 ? formatBytes(double(bytes)) : QStringLiteral("—"));
-            if (bytes >= 0) {
-                item->setData(BytesRole, bytes);
-                item->setToolTip(tr("%1 bytes").arg(bytes));
-            }
-            item->setTextAlignment(Qt::AlignRight | Qt::AlignVCenter);
-            m_ledger->setItem(r, column, item);
-        }
-        m_ledger->setItem(r, NoteColumn, new QTableWidgetItem(how));
-    };
+    QVector<LedgerRow> rows;
     const bool cpu = s.backendName == QLatin1String("cpu");
     const QString weightsHow = cpu ? tr("read in place from the file mapping (pages the system loads as they are used)")
                                    : tr("copied to the device (not counted here)");
@@ -170,28 +173,76 @@ void ModelInfoPanel::fillLedger() {
         int count = 0;
         for (const auto& [t, n] : s.tensorTypes)
             if (t == type) count = n;
-        add(QStringLiteral("weights:") + type, tr("weights, %1 (%2 tensors)").arg(type).arg(count), qint64(bytes), -1, weightsHow);
+        rows.append({QStringLiteral("weights:") + type, tr("weights, %1 (%2 tensors)").arg(type).arg(count), qint64(bytes), -1, weightsHow});
     }
-    add(QStringLiteral("weights"), tr("weights, all types"), qint64(s.weightBytes), -1, tr("the file's tensor data"));
+    rows.append({QStringLiteral("weights"), tr("weights, all types"), qint64(s.weightBytes), -1, tr("the file's tensor data")});
     const int local = s.localLayerCount();
     const QString layers = local > 0 ? tr("%1 global layers, %2 local ones hold at most %3 positions").arg(s.nLayer - local).arg(local).arg(s.slidingWindow)
                                      : tr("%1 layers, each holds every position").arg(s.nLayer);
-    add(QStringLiteral("kv_full"), tr("KV cache at the full context (%1 tokens)").arg(s.contextSize),
-        qint64(s.predictedKvBytes(s.contextSize, s.kvTypeK, s.kvTypeV)), -1,
-        tr("%1; %2").arg(layers, s.kvTypes.isEmpty() ? QStringLiteral("f16") : s.kvTypes));
+    rows.append({QStringLiteral("kv_full"), tr("KV cache at the full context (%1 tokens)").arg(s.contextSize),
+                 qint64(s.predictedKvBytes(s.contextSize, s.kvTypeK, s.kvTypeV)), -1,
+                 tr("%1; %2").arg(layers, s.kvTypes.isEmpty() ? QStringLiteral("f16") : s.kvTypes)});
     if (m_hasKv)
-        add(QStringLiteral("kv_now"), tr("KV cache now (%1 tokens)").arg(m_kv.n_tokens),
-            qint64(s.predictedKvBytes(m_kv.n_tokens, m_kv.type_k, m_kv.type_v)), qint64(m_kv.bytes_used),
-            tr("measured: the cache's own count; %1 reserved in whole blocks of %2 tokens")
-                .arg(formatBytes(double(m_kv.bytes_reserved)))
-                .arg(m_kv.block_tokens));
-    add(QStringLiteral("scratch"), tr("scratch activations"), s.scratchPredicted > 0 ? qint64(s.scratchPredicted) : -1,
-        s.scratchMeasured > 0 ? qint64(s.scratchMeasured) : -1,
-        s.scratchMeasured > 0 ? tr("batches of %1 tokens; measured: what the backend's allocator holds").arg(s.batchTokens)
-                              : tr("batches of %1 tokens; this backend does not count its allocations").arg(s.batchTokens));
-    add(QStringLiteral("attention"), tr("captured attention"), m_attentionBudget, m_attentionUsed,
-        tr("the Attention panel's store: predicted is its budget, measured what it holds"));
+        rows.append({QStringLiteral("kv_now"), tr("KV cache now (%1 tokens)").arg(m_kv.n_tokens),
+                     qint64(s.predictedKvBytes(m_kv.n_tokens, m_kv.type_k, m_kv.type_v)), qint64(m_kv.bytes_used),
+                     tr("measured: the cache's own count; %1 reserved in whole blocks of %2 tokens")
+                         .arg(formatBytes(double(m_kv.bytes_reserved)))
+                         .arg(m_kv.block_tokens)});
+    rows.append({QStringLiteral("scratch"), tr("scratch activations"), s.scratchPredicted > 0 ? qint64(s.scratchPredicted) : -1,
+                 s.scratchMeasured > 0 ? qint64(s.scratchMeasured) : -1,
+                 s.scratchMeasured > 0 ? tr("batches of %1 tokens; measured: what the backend's allocator holds").arg(s.batchTokens)
+                                       : tr("batches of %1 tokens; this backend does not count its allocations").arg(s.batchTokens)});
+    rows.append({QStringLiteral("attention"), tr("captured attention"), m_attentionBudget, m_attentionUsed,
+                 tr("the Attention panel's store: predicted is its budget, measured what it holds")});
+    return rows;
+}
+
+void ModelInfoPanel::fillLedger(const QVector<LedgerRow>& rows) {
+    m_ledger->setRowCount(0);
+    m_ledger->setRowCount(int(rows.size()));
+    for (int r = 0; r < rows.size(); ++r) setLedgerRow(r, rows[r]);
     m_ledger->resizeColumnsToContents();
+    m_ledgerStale = false;
+    ++m_ledgerRebuilds;
+}
+
+void ModelInfoPanel::refreshLedger(const QVector<LedgerRow>& rows) {
+    bool sameRows = m_ledger->rowCount() == rows.size();
+    for (int r = 0; sameRows && r < rows.size(); ++r)
+        sameRows = m_ledger->item(r, ComponentColumn)->data(KeyRole).toString() == rows[r].key;
+    if (!sameRows) {
+        fillLedger(rows);
+        return;
+    }
+    QVector<bool> changed(m_ledger->columnCount(), false);
+    for (int r = 0; r < rows.size(); ++r) setLedgerRow(r, rows[r], &changed);
+    // Only a column with a changed text is measured again, and widened when that text no longer fits
+    // (QTableView hides the measure that QAbstractItemView makes public).
+    const QAbstractItemView* view = m_ledger;
+    for (int c = 0; c < changed.size(); ++c)
+        if (changed[c] && view->sizeHintForColumn(c) > m_ledger->columnWidth(c)) m_ledger->resizeColumnToContents(c);
+}
+
+void ModelInfoPanel::setLedgerRow(int row, const LedgerRow& values, QVector<bool>* changed) {
+    // QTableWidgetItem ignores a value equal to the one it holds: unchanged cells are not repainted.
+    auto cell = [this, row, changed](int column, const QString& text) {
+        QTableWidgetItem* item = m_ledger->item(row, column);
+        if (!item) {
+            item = new QTableWidgetItem;
+            m_ledger->setItem(row, column, item);
+        }
+        if (changed && item->text() != text) (*changed)[column] = true;
+        item->setText(text);
+        return item;
+    };
+    cell(ComponentColumn, values.component)->setData(KeyRole, values.key);
+    for (const auto& [column, bytes] : {std::pair{int(PredictedColumn), values.predicted}, std::pair{int(MeasuredColumn), values.measured}}) {
+        QTableWidgetItem* item = cell(column, bytes >= 0 ? formatBytes(double(bytes)) : QStringLiteral("—"));
+        item->setData(BytesRole, bytes >= 0 ? QVariant(bytes) : QVariant());
+        item->setToolTip(bytes >= 0 ? tr("%1 bytes").arg(bytes) : QString());
+        item->setTextAlignment(Qt::AlignRight | Qt::AlignVCenter);
+    }
+    cell(NoteColumn, values.how);
 }
 
 void ModelInfoPanel::setFileHash(const QString& path, const QString& sha256) {

@@ -2,7 +2,11 @@
 // Model info: what the file is (name, path, size, SHA-256 once the worker has hashed it), what it
 // contains (metadata, architecture, tensors with their types) and what it costs: the memory ledger,
 // predicted beside measured for each component (weights by type, the KV cache with its sliding window,
-// the scratch activations, the captured attention).
+// the scratch activations, the captured attention). The ledger follows the engine while a reply
+// streams (KV statistics at ~30 Hz, the attention store per token), so it is only brought up to date
+// while it is on screen: a hidden ledger is rebuilt when it is shown, a visible one changes the cells
+// whose values changed and rebuilds its rows only when the rows themselves change.
+#include <QVector>
 #include <QWidget>
 
 #include "kv/kv_cache.h"
@@ -31,8 +35,11 @@ public:
     static constexpr int BytesRole = Qt::UserRole + 1;
     QTableWidget* ledgerTable() const { return m_ledger; }
     QTabWidget* tabs() const { return m_tabs; }
-    // The bytes in a ledger row's column; -1 when the row or its value is missing.
+    // The bytes in a ledger row's column as the table shows them (up to date while it is visible);
+    // -1 when the row or its value is missing.
     qint64 ledgerBytes(const QString& key, int column) const;
+    // How often the ledger's rows were built from scratch (for tests: streamed updates must not).
+    int ledgerRebuilds() const { return m_ledgerRebuilds; }
 
 public Q_SLOTS:
     void setModel(const ModelSummary& summary);
@@ -42,15 +49,33 @@ public Q_SLOTS:
     // The captured attention's store: bytes held and its budget.
     void setAttentionMemory(qint64 used, qint64 budget);
 
+protected:
+    bool eventFilter(QObject* watched, QEvent* event) override;
+
 private:
+    // One ledger row as it is shown: bytes < 0 means no value.
+    struct LedgerRow {
+        QString key, component;
+        qint64 predicted = -1, measured = -1;
+        QString how;
+    };
     void applyTheme();
-    void fillLedger();
+    QVector<LedgerRow> ledgerRows() const;
+    // Brings the ledger up to date, or marks it stale while it is hidden.
+    void updateLedger();
+    void fillLedger(const QVector<LedgerRow>& rows);
+    // Same keys in the same order: only the cells whose text or bytes changed are set.
+    void refreshLedger(const QVector<LedgerRow>& rows);
+    // Sets the row's cells; a column whose text changed is marked in `changed` when given.
+    void setLedgerRow(int row, const LedgerRow& values, QVector<bool>* changed = nullptr);
     QString m_path;
     ModelSummary m_summary;
     bool m_hasModel = false;
     wb::KvStats m_kv;
     bool m_hasKv = false;
     qint64 m_attentionUsed = 0, m_attentionBudget = 0;
+    bool m_ledgerStale = false;
+    int m_ledgerRebuilds = 0;
     QTabWidget* m_tabs;
     QLabel* m_name;
     QLabel* m_file;

@@ -3,9 +3,12 @@
 // Gemma's window, layer by layer and for quantized caches too; the global layers reserve whole blocks
 // of what they hold; the weights' total equals the file's tensor data (the gaps between tensors are
 // the file's alignment padding and nothing more); the scratch the formula predicts is what the CPU
-// backend's allocator holds. Model info's ledger and the KV panel show those figures.
+// backend's allocator holds. Model info's ledger and the KV panel show those figures; the ledger
+// follows a streamed reply without rebuilding its rows, and not at all while it is hidden.
 #include <algorithm>
 
+#include <QTabWidget>
+#include <QTableWidget>
 #include <QtTest>
 
 #include <qcustomplot.h>
@@ -24,6 +27,7 @@
 namespace {
 
 constexpr int kContext = 1024;
+constexpr qint64 kAttentionBudget = qint64(256) << 20;
 
 struct Loaded {
     std::unique_ptr<wb::Model> model;
@@ -63,6 +67,13 @@ void run(Loaded& l, int tokens) {
     QVERIFY2(r.reason != wb::StopReason::ERROR, r.error.c_str());
 }
 
+// The ledger on screen: the panel shown with its Memory tab current (a hidden ledger is not kept up to date).
+bool showLedger(ModelInfoPanel& info) {
+    info.show();
+    info.tabs()->setCurrentWidget(info.ledgerTable());
+    return info.ledgerTable()->isVisible();
+}
+
 }  // namespace
 
 class TestMemoryLedger : public QObject {
@@ -97,6 +108,7 @@ class TestMemoryLedger : public QObject {
 
         // Model info's ledger and the KV panel show the same numbers.
         ModelInfoPanel info;
+        QVERIFY(showLedger(info));
         info.setModel(s);
         info.setKvStats(st);
         QCOMPARE(info.ledgerBytes("kv_now", ModelInfoPanel::PredictedColumn), qint64(st.bytes_used));
@@ -141,6 +153,7 @@ class TestMemoryLedger : public QObject {
         for (const auto& [type, bytes] : s.weightBytesByType) byType += bytes;
         QCOMPARE(byType, s.weightBytes);
         ModelInfoPanel info;
+        QVERIFY(showLedger(info));
         info.setModel(s);
         QCOMPARE(info.ledgerBytes("weights", ModelInfoPanel::PredictedColumn), qint64(s.weightBytes));
         for (const auto& [type, bytes] : s.weightBytesByType)
@@ -174,6 +187,71 @@ private Q_SLOTS:
     void gemma3KvPredictedEqualsMeasuredWithTheWindow() {
         verifyKv("gemma-3-270m-Q4_K_M.gguf", wb::KvType::F16, wb::KvType::F16, 600, true);
     }
+    // A reply streams KV statistics (~30 Hz) and the attention store's size (per token) into the
+    // ledger. Hidden, it is not rebuilt at all; shown, it is rebuilt once with the latest values;
+    // visible, the updates change its cells and never rebuild its rows; new rows (another model, the
+    // first KV figure) do rebuild it.
+    void streamedUpdatesRebuildNoRows() {
+        Loaded l = load("SmolLM2-135M-Instruct.Q4_1.gguf", wb::KvType::F16, wb::KvType::F16);
+        run(l, 40);
+        const wb::KvStats base = l.session->kv_stats();
+        ModelInfoPanel info;
+        info.setModel(l.summary);
+        wb::KvStats last = base;
+        qint64 attention = 0;
+        auto stream = [&](int tokens) {
+            for (int i = 0; i < tokens; ++i) {
+                ++last.n_tokens;
+                last.bytes_used += 100000;
+                attention += 300000;
+                info.setKvStats(last);
+                info.setAttentionMemory(attention, kAttentionBudget);
+            }
+        };
+        auto showsLast = [&] {
+            return info.ledgerBytes("kv_now", ModelInfoPanel::MeasuredColumn) == qint64(last.bytes_used) &&
+                   info.ledgerBytes("attention", ModelInfoPanel::MeasuredColumn) == attention &&
+                   info.ledgerBytes("attention", ModelInfoPanel::PredictedColumn) == kAttentionBudget;
+        };
+        stream(100);
+        QCOMPARE(info.ledgerRebuilds(), 0);
+        QVERIFY(showLedger(info));
+        QCOMPARE(info.ledgerRebuilds(), 1);
+        QVERIFY(showsLast());
+
+        stream(100);
+        QCOMPARE(info.ledgerRebuilds(), 1);
+        QVERIFY(showsLast());
+        const QTableWidget* t = info.ledgerTable();
+        bool kvRow = false;
+        for (int r = 0; r < t->rowCount(); ++r) {
+            if (t->item(r, ModelInfoPanel::ComponentColumn)->data(ModelInfoPanel::KeyRole).toString() != "kv_now") continue;
+            kvRow = true;
+            QVERIFY2(t->item(r, ModelInfoPanel::ComponentColumn)->text().contains(QString("(%1 tokens)").arg(last.n_tokens)),
+                     qPrintable(t->item(r, ModelInfoPanel::ComponentColumn)->text()));
+            QCOMPARE(t->item(r, ModelInfoPanel::MeasuredColumn)->text(), formatBytes(double(last.bytes_used)));
+            // Widened when its text outgrew it, never left cut.
+            const QAbstractItemView* view = t;
+            QVERIFY(t->columnWidth(ModelInfoPanel::ComponentColumn) >= view->sizeHintForColumn(ModelInfoPanel::ComponentColumn));
+        }
+        QVERIFY(kvRow);
+
+        info.tabs()->setCurrentIndex(0);  // the Summary tab: the ledger is hidden again
+        QVERIFY(!info.ledgerTable()->isVisible());
+        stream(50);
+        QCOMPARE(info.ledgerRebuilds(), 1);
+        QVERIFY(showLedger(info));
+        QCOMPARE(info.ledgerRebuilds(), 2);
+        QVERIFY(showsLast());
+
+        info.setModel(l.summary);  // a model loaded: its rows, no KV figure yet
+        QCOMPARE(info.ledgerRebuilds(), 3);
+        QCOMPARE(info.ledgerBytes("kv_now", ModelInfoPanel::MeasuredColumn), qint64(-1));
+        info.setKvStats(base);
+        QCOMPARE(info.ledgerRebuilds(), 4);
+        QCOMPARE(info.ledgerBytes("kv_now", ModelInfoPanel::MeasuredColumn), qint64(base.bytes_used));
+    }
+
     void smolLm2WeightsAndScratch() { verifyWeightsAndScratch("SmolLM2-135M-Instruct.Q4_1.gguf"); }
     void gemma3WeightsAndScratch() { verifyWeightsAndScratch("gemma-3-270m-Q4_K_M.gguf"); }
 };
