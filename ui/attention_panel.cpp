@@ -67,6 +67,9 @@ QString csvField(QString s) {
 }  // namespace
 
 AttentionPanel::AttentionPanel(AttentionStore* store, QWidget* parent) : QWidget(parent), m_store(store) {
+    m_refreshTimer = new QTimer(this);
+    m_refreshTimer->setSingleShot(true);
+    connect(m_refreshTimer, &QTimer::timeout, this, &AttentionPanel::refreshNow);
     m_modeBox = new QComboBox(this);
     m_modeBox->addItems({tr("Single head"), tr("Mean over heads"), tr("All heads (grid)")});
     m_layerBox = new QSpinBox(this);
@@ -394,13 +397,34 @@ void AttentionPanel::fillMap(QCPColorMap* map, int head) const {
 }
 
 void AttentionPanel::scheduleRefresh() {
-    if (m_refreshPending) return;
-    m_refreshPending = true;
-    QTimer::singleShot(0, this, &AttentionPanel::refreshNow);
+    if (!isVisible()) {
+        m_staleWhileHidden = true;
+        return;
+    }
+    if (m_refreshTimer->isActive()) return;
+    const qint64 since = m_sinceRefresh.isValid() ? m_sinceRefresh.elapsed() : qint64(m_minRefreshMs);
+    m_refreshTimer->start(int(std::max<qint64>(0, m_minRefreshMs - since)));
+}
+
+void AttentionPanel::setMinRefreshInterval(int ms) {
+    m_minRefreshMs = std::max(0, ms);
+    if (!m_refreshTimer->isActive()) return;
+    m_refreshTimer->stop();
+    scheduleRefresh();
+}
+
+void AttentionPanel::showEvent(QShowEvent* event) {
+    QWidget::showEvent(event);
+    if (!m_staleWhileHidden) return;
+    m_staleWhileHidden = false;
+    scheduleRefresh();
 }
 
 void AttentionPanel::refreshNow() {
-    m_refreshPending = false;
+    m_refreshTimer->stop();
+    m_staleWhileHidden = false;
+    m_sinceRefresh.start();
+    ++m_refreshCount;
     const bool grid = mode() == Mode::AllHeads;
     if (!m_map && m_gridMaps.isEmpty()) buildSingleLayout();
     if (grid != m_layoutIsGrid || (grid && m_gridMaps.size() != std::max(1, m_store->headCount()))) {

@@ -6,6 +6,7 @@
 // Colours (the masked cells, axes, text) follow the theme. A sliding-window layer draws the keys outside
 // its window (the window the engine recorded with the rows) in their own colour, not as zero attention.
 // The capture's memory budget is chosen in the panel's Budget menu; the memory the rows take is shown.
+#include <QElapsedTimer>
 #include <QVector>
 #include <QWidget>
 
@@ -22,6 +23,7 @@ class QActionGroup;
 class QLabel;
 class QMenu;
 class QSpinBox;
+class QTimer;
 class QToolButton;
 
 class AttentionPanel : public QWidget {
@@ -73,8 +75,18 @@ public:
     bool exportPng(const QString& path) const;
     bool exportCsv(const QString& path, QString* error) const;
 
+    // How often the map was rebuilt (for tests: streamed tokens must not rebuild it each).
+    int refreshCount() const { return m_refreshCount; }
+    // The least time between two scheduled refreshes (kMinRefreshMs unless a test changes it); a
+    // refresh waiting for it is rescheduled.
+    void setMinRefreshInterval(int ms);
+    static constexpr int kMinRefreshMs = 100;
+
 public Q_SLOTS:
-    // Rebuilds the map from the store (coalesced: several requests in one event-loop pass redraw once).
+    // Rebuilds the map from the store, coalesced: requests while one is pending redraw once, a
+    // scheduled refresh waits until kMinRefreshMs after the last one, and a hidden panel waits for
+    // its show. A refresh rewrites all n x n cells of n tokens: one per streamed token would cost the
+    // GUI thread more per token the longer the conversation (the largest cost while a reply streams).
     void scheduleRefresh();
     void refreshNow();
     void handleModelShape();
@@ -87,6 +99,7 @@ Q_SIGNALS:
 
 protected:
     bool eventFilter(QObject* watched, QEvent* event) override;
+    void showEvent(QShowEvent* event) override;
 
 private:
     void buildSingleLayout();
@@ -122,7 +135,11 @@ private:
     QVector<QCPColorMap*> m_gridWindowMaps;
     QVector<QCPAxisRect*> m_gridRects;
     QCPItemStraightLine* m_cutLine = nullptr;  // single / mean mode, while the store has a cut
-    bool m_refreshPending = false;
+    QTimer* m_refreshTimer;                  // the pending scheduled refresh
+    QElapsedTimer m_sinceRefresh;            // since the last refresh (invalid: none yet)
+    int m_minRefreshMs = kMinRefreshMs;
+    bool m_staleWhileHidden = false;         // a refresh was asked for while the panel was hidden
+    int m_refreshCount = 0;
     bool m_layoutIsGrid = false;
     int m_shownTokens = -1;                  // token count the axes were last fitted to
     int m_shownDropped = 0;                  // AttentionStore::droppedBelow() of the last refresh

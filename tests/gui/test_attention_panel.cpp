@@ -233,6 +233,40 @@ private Q_SLOTS:
         QCOMPARE(store.droppedBelow(), 0);
     }
 
+    // A streamed reply changes the store once per token. Hidden, the panel rebuilds nothing until it
+    // is shown; shown, tokens that come within the refresh interval are drawn by one refresh, and
+    // that refresh shows the last of them.
+    void streamedTokensRefreshTheMapOnceAnInterval() {
+        AttentionStore store;
+        AttentionPanel panel(&store);
+        feedPrefill(store);
+        panel.setLayer(2);
+        const int atStart = panel.refreshCount();
+        for (int t = 3; t < 23; ++t) {
+            store.handleToken(t, QString("t%1").arg(t));
+            store.addEvents({wb_gui_test::attentionEvent(2, 3, t, 1, value)});
+            QCoreApplication::processEvents();
+        }
+        QCOMPARE(panel.refreshCount(), atStart);
+        panel.show();
+        QTRY_COMPARE(panel.refreshCount(), atStart + 1);
+        QCOMPARE(panel.colorMap()->data()->keySize(), 23);
+
+        panel.setMinRefreshInterval(3600 * 1000);  // every token below falls inside the interval
+        for (int t = 23; t < 43; ++t) {
+            store.handleToken(t, QString("t%1").arg(t));
+            store.addEvents({wb_gui_test::attentionEvent(2, 3, t, 1, value)});
+            QCoreApplication::processEvents();
+        }
+        QCOMPARE(panel.refreshCount(), atStart + 1);
+        QCOMPARE(panel.colorMap()->data()->keySize(), 23);
+        panel.setMinRefreshInterval(0);  // the waiting refresh comes now, with the last token's row
+        QTRY_COMPARE(panel.refreshCount(), atStart + 2);
+        QCPColorMapData* d = panel.colorMap()->data();
+        QCOMPARE(d->keySize(), 43);
+        QCOMPARE(d->cell(40, 42), double(value(panel.head(), 42, 40)));
+    }
+
     void exportsPngAndCsv() {
         AttentionStore store;
         AttentionPanel panel(&store);
