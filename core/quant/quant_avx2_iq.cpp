@@ -9,8 +9,8 @@
 // IQ1 grid values are -1, 0, 1 and take the sign trick instead; their 1/8 shifts are a second set
 // of lanes, of the scaled activations with the shift's sign.
 //
-// The tiles of the tiled order (dot_iq_tile, and dot_iq4xs_tile for IQ4_XS) unpack each run once for
-// the tile's 8 tokens; see there.
+// The tiles of the tiled order (dot_iq_tile, also IQ4_XS's) unpack each run once for the tile's 8
+// tokens; see there.
 #include <immintrin.h>
 
 #include <cmath>
@@ -228,11 +228,42 @@ float dot_iq_tiled(int64_t n, const void* w, const void* x) {
 // token c's float operations, r = f_w * float(sum) then acc = fma(r, d_x, acc) (dot_iq_tiled, and
 // quant_avx2.cpp's dot_k_tiled for IQ4_XS), run in lane c of one vector multiply and one vector FMA.
 
-// IQ1 in the tiled order: 8 * grid value + shift sign (-9..9, never 0) as one signed byte, so a run is
-// one product like the others and its integer sum is 8 * grid + shift, what tiled_sum computes.
+// What a tile decodes once per weight block, before its runs: nothing for the grid types (each run's
+// scale bits sit beside its grid indices), IQ4_XS's 8 group scales in one vector (a scalar decode per
+// run was a fifth of the tile's loop), each as a pair of equal int16 for _mm256_madd_epi16.
 template <class B>
-WB_INLINE Run tiled_run(const B& w, int g) {
-    if constexpr (kIqIsIq1<B>) {
+struct BlockScales {
+    explicit BlockScales(const B&) {}
+};
+
+template <>
+struct BlockScales<BlockIQ4_XS> {
+    alignas(32) int32_t pairs[8];
+    explicit BlockScales(const BlockIQ4_XS& w) {
+        // Group g: nibble g of scales_l (bits 4g..4g+3 of the little-endian word) and bits 2g, 2g+1 of
+        // scales_h, minus 32: iq4xs_scale's reading, for the 8 groups at once.
+        const __m256i g = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+        const __m256i lo = _mm256_and_si256(
+            _mm256_srlv_epi32(_mm256_set1_epi32(int(iq_le32(w.scales_l))), _mm256_slli_epi32(g, 2)), _mm256_set1_epi32(0xF));
+        const __m256i hi =
+            _mm256_and_si256(_mm256_srlv_epi32(_mm256_set1_epi32(w.scales_h), _mm256_add_epi32(g, g)), _mm256_set1_epi32(3));
+        const __m256i s = _mm256_sub_epi32(_mm256_or_si256(lo, _mm256_slli_epi32(hi, 4)), _mm256_set1_epi32(32));
+        _mm256_store_si256(reinterpret_cast<__m256i*>(pairs),
+                           _mm256_or_si256(_mm256_and_si256(s, _mm256_set1_epi32(0xFFFF)), _mm256_slli_epi32(s, 16)));
+    }
+};
+
+// A run of the tiled order. IQ1: 8 * grid value + shift sign (-9..9, never 0) as one signed byte, so a
+// run is one product like the others and its integer sum is 8 * grid + shift, what tiled_sum
+// computes. IQ4_XS: the signed values (|value| <= 127) take the sign trick, the group scale both halves.
+template <class B>
+WB_INLINE Run tiled_run(const B& w, const BlockScales<B>& scales, int g) {
+    if constexpr (std::is_same_v<B, BlockIQ4_XS>) {
+        const __m128i packed = _mm_loadu_si128(reinterpret_cast<const __m128i*>(w.qs + 16 * g));
+        const __m256i codes = _mm256_and_si256(_mm256_set_m128i(_mm_srli_epi16(packed, 4), packed), _mm256_set1_epi8(0x0F));
+        const __m256i values = _mm256_shuffle_epi8(_mm256_broadcastsi128_si256(iq4_nl_table()), codes);
+        return {_mm256_sign_epi8(values, values), values, _mm256_set1_epi32(scales.pairs[g])};
+    } else if constexpr (kIqIsIq1<B>) {
         const Iq1Run r = iq1_run(w, g);
         const __m256i v8 = _mm256_add_epi8(_mm256_sign_epi8(_mm256_set1_epi8(8), r.values), r.shifts);
         return {_mm256_sign_epi8(v8, v8), v8, scale_pair(r.s_lo, r.s_hi)};
@@ -241,10 +272,13 @@ WB_INLINE Run tiled_run(const B& w, int g) {
     }
 }
 
-// f_w of the tiled order: d_w times the factor left out of the integer scales.
+// f_w of the tiled order: d_w times the factor left out of the integer scales (none for IQ4_XS).
 template <class B>
 WB_INLINE float tiled_factor(const B& w) {
-    return block_d(w) * (kIqIsIq1<B> ? 0.125f : kRowFactor<B>);
+    if constexpr (std::is_same_v<B, BlockIQ4_XS>)
+        return fp16(w.d);
+    else
+        return block_d(w) * (kIqIsIq1<B> ? 0.125f : kRowFactor<B>);
 }
 
 static_assert(kDotTileRows == 1 && kDotTileCols == 8, "one weight row, the tile's 8 tokens in the lanes of a vector");
@@ -256,59 +290,16 @@ void dot_iq_tile(int64_t n, const void* w, size_t, const void* x, size_t x_strid
         bx[c] = reinterpret_cast<const BlockQ8_K*>(static_cast<const uint8_t*>(x) + size_t(c) * x_stride);
     __m256 acc = _mm256_setzero_ps();
     for (int64_t i = 0; i < n / kQKK; ++i) {
+        const BlockScales<B> scales(bw[i]);
         __m256i lanes[kDotTileCols];
         for (__m256i& l : lanes) l = _mm256_setzero_si256();
         for (int g = 0; g < 8; ++g) {
-            const Run r = tiled_run(bw[i], g);
+            const Run r = tiled_run(bw[i], scales, g);
 #pragma GCC unroll 8
             for (int c = 0; c < kDotTileCols; ++c) lanes[c] = _mm256_add_epi32(lanes[c], run_lanes(r, bx[c][i].qs + 32 * g));
         }
         const __m256 dx = tile_row_scales(bx, i);
         const __m256 r = _mm256_mul_ps(_mm256_set1_ps(tiled_factor(bw[i])), _mm256_cvtepi32_ps(hsum_i32_x8(lanes)));
-        acc = _mm256_fmadd_ps(r, dx, acc);
-    }
-    store_tile_lanes(acc, out, out_stride);
-}
-
-// IQ4_XS's tile: the generic one above, with the block's 8 group scales decoded together before its
-// runs (one vector for the 8 groups instead of a scalar decode per run, which was a fifth of the loop)
-// and each stored as a pair of equal int16 for _mm256_madd_epi16. The integer sums, and so the
-// outputs, are the generic tile's.
-WB_INLINE __m256i iq4xs_scale_pairs(const BlockIQ4_XS& w) {
-    // Group g: nibble g of scales_l (bits 4g..4g+3 of the little-endian word), bits 2g, 2g+1 of
-    // scales_h; as iq4xs_scale reads them.
-    const __m256i g = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
-    const __m256i lo = _mm256_and_si256(_mm256_srlv_epi32(_mm256_set1_epi32(int(iq_le32(w.scales_l))), _mm256_slli_epi32(g, 2)),
-                                        _mm256_set1_epi32(0xF));
-    const __m256i hi = _mm256_and_si256(_mm256_srlv_epi32(_mm256_set1_epi32(w.scales_h), _mm256_add_epi32(g, g)),
-                                        _mm256_set1_epi32(3));
-    const __m256i s = _mm256_sub_epi32(_mm256_or_si256(lo, _mm256_slli_epi32(hi, 4)), _mm256_set1_epi32(32));
-    return _mm256_or_si256(_mm256_and_si256(s, _mm256_set1_epi32(0xFFFF)), _mm256_slli_epi32(s, 16));
-}
-
-void dot_iq4xs_tile(int64_t n, const void* w, size_t, const void* x, size_t x_stride, float* out, int64_t out_stride) {
-    const auto* bw = static_cast<const BlockIQ4_XS*>(w);
-    const BlockQ8_K* bx[kDotTileCols];
-    for (int c = 0; c < kDotTileCols; ++c)
-        bx[c] = reinterpret_cast<const BlockQ8_K*>(static_cast<const uint8_t*>(x) + size_t(c) * x_stride);
-    const __m256i table = _mm256_broadcastsi128_si256(iq4_nl_table());
-    const __m256i low4 = _mm256_set1_epi8(0x0F);
-    __m256 acc = _mm256_setzero_ps();
-    for (int64_t i = 0; i < n / kQKK; ++i) {
-        alignas(32) int32_t scales[8];
-        _mm256_store_si256(reinterpret_cast<__m256i*>(scales), iq4xs_scale_pairs(bw[i]));
-        __m256i lanes[kDotTileCols];
-        for (__m256i& l : lanes) l = _mm256_setzero_si256();
-        for (int g = 0; g < 8; ++g) {
-            const __m128i packed = _mm_loadu_si128(reinterpret_cast<const __m128i*>(bw[i].qs + 16 * g));
-            const __m256i codes = _mm256_and_si256(_mm256_set_m128i(_mm_srli_epi16(packed, 4), packed), low4);
-            const __m256i values = _mm256_shuffle_epi8(table, codes);
-            const Run r{_mm256_sign_epi8(values, values), values, _mm256_set1_epi32(scales[g])};
-#pragma GCC unroll 8
-            for (int c = 0; c < kDotTileCols; ++c) lanes[c] = _mm256_add_epi32(lanes[c], run_lanes(r, bx[c][i].qs + 32 * g));
-        }
-        const __m256 dx = tile_row_scales(bx, i);
-        const __m256 r = _mm256_mul_ps(_mm256_set1_ps(fp16(bw[i].d)), _mm256_cvtepi32_ps(hsum_i32_x8(lanes)));
         acc = _mm256_fmadd_ps(r, dx, acc);
     }
     store_tile_lanes(acc, out, out_stride);
@@ -332,7 +323,7 @@ void add_iq_grid_avx2_kernels(KernelTable& t) {
     add_iq_type<BlockIQ1_S>(t, GgmlType::IQ1_S);
     add_iq_type<BlockIQ1_M>(t, GgmlType::IQ1_M);
     // IQ4_XS's row dots are quant_avx2.cpp's; its tile is this file's.
-    t.tile_in(DotOrder::kTiled, GgmlType::IQ4_XS) = dot_iq4xs_tile;
+    t.tile_in(DotOrder::kTiled, GgmlType::IQ4_XS) = dot_iq_tile<BlockIQ4_XS>;
 }
 
 }  // namespace wb

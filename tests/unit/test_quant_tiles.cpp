@@ -1,4 +1,4 @@
-// The prefill tiles of the 32-element types and Q6_K, bit for bit against the row dots: every tile output
+// The prefill tiles of the 32-element types, Q6_K and IQ4_XS, bit for bit against the row dots: every tile output
 // must be the float the row dot gives for its (weight row, token) pair, in each form the kernels come
 // in (AVX2, AVX2 with AVX-VNNI where the CPU has it, scalar), on random blocks and on activations that
 // quantize to the extreme codes (+-127) and sit in the hundreds, where any change of rounding shows.
@@ -105,6 +105,7 @@ private slots:
     void vnni_tiles_are_in_use_exactly_where_the_cpu_has_avx_vnni();
     void tile_equals_row_dot_bit_for_bit_data();
     void tile_equals_row_dot_bit_for_bit();
+    void iq4_xs_tile_reads_every_scale_in_every_group();
 };
 
 // quant_force_scalar and quant_force_avx2 switch the family in use (the forms the tests run through),
@@ -205,6 +206,50 @@ void TestQuantTiles::tile_equals_row_dot_bit_for_bit() {
             }
         }
     }
+}
+
+// IQ4_XS's tile decodes a block's 8 six-bit group scales at once (split over scales_l and scales_h);
+// 64 one-block rows give every scale value (0..63) in every group position, and each row's 8 tile
+// outputs must be the scalar family's row dot in the tiled order (which reads the scales one at a
+// time, iq4xs_scale) bit for bit: one block per row, so a misread scale cannot hide among others.
+void TestQuantTiles::iq4_xs_tile_reads_every_scale_in_every_group() {
+    if (!avx2_family()) QSKIP("the AVX2 kernel family is not in use on this CPU (no AVX2/FMA/F16C)");
+    constexpr int kRows = 64, n = wb::kQKK;
+    std::mt19937 rng(2026);
+    std::vector<wb::BlockIQ4_XS> w(kRows);
+    for (int r = 0; r < kRows; ++r) {
+        wb::BlockIQ4_XS& b = w[size_t(r)];
+        for (auto& q : b.qs) q = uint8_t(rng());
+        b.d = wb::f32_to_fp16(0.01f);
+        b.scales_h = 0;
+        for (auto& l : b.scales_l) l = 0;
+        for (int g = 0; g < 8; ++g) {
+            const int ls = (r + 11 * g) % 64;  // over the rows, each group position takes all 64 values
+            b.scales_l[g / 2] |= uint8_t((ls & 0xF) << (4 * (g % 2)));
+            b.scales_h |= uint16_t((ls >> 4) << (2 * g));
+            QCOMPARE(wb::iq4xs_scale(b, g), ls - 32);
+        }
+    }
+    const size_t x_stride = wb::activation_row_bytes(GgmlType::IQ4_XS, n);
+    std::vector<uint8_t> xq(x_stride * wb::kDotTileCols);
+    for (int c = 0; c < wb::kDotTileCols; ++c)
+        wb::quantize_activations(GgmlType::IQ4_XS, token_row(rng, c, n).data(), xq.data() + size_t(c) * x_stride, n);
+    std::vector<float> tiles(size_t(kRows * wb::kDotTileCols));
+    QVERIFY(wb::has_dot_tile(GgmlType::IQ4_XS, wb::DotOrder::kTiled));
+    for (int r = 0; r < kRows; ++r)
+        wb::vec_dot_tile(GgmlType::IQ4_XS, n, &w[size_t(r)], sizeof(wb::BlockIQ4_XS), xq.data(), x_stride,
+                         tiles.data() + r, kRows, wb::DotOrder::kTiled);
+    const FormGuard scalar(Form::kScalar);
+    for (int r = 0; r < kRows; ++r)
+        for (int c = 0; c < wb::kDotTileCols; ++c) {
+            float want = 0.0f;
+            wb::vec_dot_rows(GgmlType::IQ4_XS, n, &w[size_t(r)], sizeof(wb::BlockIQ4_XS), 1,
+                             xq.data() + size_t(c) * x_stride, &want, wb::DotOrder::kTiled);
+            const float got = tiles[size_t(c * kRows + r)];
+            QVERIFY2(std::memcmp(&got, &want, sizeof got) == 0,
+                     qPrintable(QString("row %1 (scales %2..), token %3: tile %4, scalar row dot %5")
+                                    .arg(r).arg(r).arg(c).arg(double(got), 0, 'g', 9).arg(double(want), 0, 'g', 9)));
+        }
 }
 
 QTEST_GUILESS_MAIN(TestQuantTiles)
