@@ -156,7 +156,10 @@ OpenAiClient::OpenAiClient(RemoteOptions options) : options_(std::move(options))
     const size_t path_start = url.find('/', scheme_end + 3);
     const std::string authority = url.substr(scheme_end + 3, path_start - (scheme_end + 3));
     if (authority.empty()) bad_url(url, "has no host");
-    if (authority.find('@') != std::string::npos) bad_url(url, "carries credentials; give the key with --api-key");
+    // Not echoed: the URL holds a password.
+    if (authority.find('@') != std::string::npos)
+        throw RemoteError(RemoteErrorKind::BAD_URL, "the remote URL carries a user name or password; give the "
+                                                    "server's key with --api-key instead");
     if (std::any_of(url.begin(), url.end(), [](unsigned char c) { return c <= ' ' || c == 0x7f; }))
         bad_url(url, "contains spaces or control characters");
     const size_t bracket = authority.rfind(']');

@@ -4,11 +4,22 @@
 #include <cmath>
 #include <nlohmann/json.hpp>
 
+#include "util/json_depth.h"
+
 namespace wb::remote {
 
 using nlohmann::json;
 
 namespace {
+
+// Far deeper than any chunk, error or models list; a server nesting more is refused (util/json_depth.h).
+constexpr int kMaxDepth = 64;
+
+// The text parsed, or a discarded value when it is not JSON or nests deeper than kMaxDepth.
+json parse_bounded(const std::string& text) {
+    if (json_nested_deeper_than(text, kMaxDepth)) return json(json::value_t::discarded);
+    return json::parse(text, nullptr, false);
+}
 
 [[noreturn]] void malformed(const std::string& what, const std::string& data) {
     throw RemoteError(RemoteErrorKind::MALFORMED, "the server sent " + what + ": " + excerpt(data));
@@ -93,6 +104,8 @@ std::string excerpt(const std::string& text, size_t max_bytes) {
 }
 
 StreamChunk parse_stream_chunk(const std::string& data, bool chat) {
+    if (json_nested_deeper_than(data, kMaxDepth))
+        malformed("an event nested deeper than " + std::to_string(kMaxDepth) + " levels", data);
     const json j = json::parse(data, nullptr, false);
     if (j.is_discarded()) malformed("an event that is not JSON", data);
     if (!j.is_object()) malformed("an event that is not a JSON object", data);
@@ -116,7 +129,7 @@ StreamChunk parse_stream_chunk(const std::string& data, bool chat) {
 }
 
 std::string error_message_of(const std::string& body) {
-    const json j = json::parse(body, nullptr, false);
+    const json j = parse_bounded(body);
     if (j.is_object()) {
         for (const char* key : {"error", "detail", "message"}) {
             const auto it = j.find(key);
@@ -131,7 +144,7 @@ std::string error_message_of(const std::string& body) {
 }
 
 std::vector<std::string> parse_models(const std::string& body) {
-    const json j = json::parse(body, nullptr, false);
+    const json j = parse_bounded(body);
     const auto data = j.is_object() ? j.find("data") : j.end();
     if (!j.is_object() || data == j.end() || !data->is_array())
         malformed("a models list without a 'data' array", body);

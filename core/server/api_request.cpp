@@ -9,6 +9,7 @@
 #include "sampling/grammar/json_schema.h"
 #include "sampling/sampler.h"
 #include "util/error.h"
+#include "util/json_depth.h"
 
 namespace wb::server {
 
@@ -292,32 +293,10 @@ void parse_constraint(const Fields& f, SamplingParams& s) {
     }
 }
 
-// The nesting depth of a JSON text (brackets outside strings), stopping once it passes `limit`.
-// nlohmann-json parses any depth, but copying or comparing a value recurses: a body of a million
-// nested objects would overflow the stack, so such a body is refused before it is parsed.
-bool nested_deeper_than(const std::string& text, int limit) {
-    int depth = 0;
-    bool in_string = false, escaped = false;
-    for (const char c : text) {
-        if (in_string) {
-            if (escaped) escaped = false;
-            else if (c == '\\') escaped = true;
-            else if (c == '"') in_string = false;
-        } else if (c == '"') {
-            in_string = true;
-        } else if (c == '[' || c == '{') {
-            if (++depth > limit) return true;
-        } else if (c == ']' || c == '}') {
-            --depth;
-        }
-    }
-    return false;
-}
-
 }  // namespace
 
 CompletionRequest parse_completion_request(const std::string& body, Endpoint endpoint, const SamplingParams& defaults) {
-    if (nested_deeper_than(body, kMaxJsonDepth))
+    if (json_nested_deeper_than(body, kMaxJsonDepth))
         throw ApiError(400, "the request body nests deeper than " + std::to_string(kMaxJsonDepth) + " levels",
                        "invalid_request_error", {}, "invalid_json");
     json j;

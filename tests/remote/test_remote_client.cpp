@@ -144,13 +144,21 @@ void base_urls() {
 }
 
 void bad_urls() {
-    for (const char* url : {"127.0.0.1:8080", "ftp://host", "http://", "http://host:99999", "http://user:pw@host",
-                                   "http://host/v1?x=1", "http://ho st"}) {
+    for (const char* url : {"127.0.0.1:8080", "ftp://host", "http://", "http://host:99999", "http://host/v1?x=1",
+                            "http://ho st"}) {
         RemoteOptions o;
         o.base_url = url;
         const RemoteError e = error_of([&] { OpenAiClient{o}; });
         report(e.kind() == RemoteErrorKind::BAD_URL && has(e, url), "bad URL '" + std::string(url) + "': " + e.what());
     }
+}
+
+void credentials_in_url() {
+    RemoteOptions o;
+    o.base_url = "http://user:s3cret@host:8080";
+    const RemoteError e = error_of([&] { OpenAiClient{o}; });
+    report(e.kind() == RemoteErrorKind::BAD_URL && has(e, "--api-key") && !has(e, "s3cret"),
+           std::string("a URL with a password is refused without echoing it: ") + e.what());
 }
 
 void nothing_listening() {
@@ -290,6 +298,7 @@ int main() {
     good_stream();
     base_urls();
     bad_urls();
+    credentials_in_url();
     nothing_listening();
     too_slow();
     http_errors();

@@ -169,6 +169,26 @@ void bad_chunks() {
            std::string("an error object in the stream: ") + e.what());
 }
 
+// A hostile server's deeply nested JSON (an event may be 8 MiB: millions of levels) is read without
+// recursing into it: a stack overflow would crash the client instead of giving an error.
+void deep_nesting() {
+    const size_t depth = 3u << 20;
+    const std::string deep = std::string(depth, '[') + std::string(depth, ']');
+    const RemoteError e = error_of("{\"error\":" + deep + "}", true);
+    report(e.kind() == RemoteErrorKind::MALFORMED && std::string(e.what()).find("deeper than 64") != std::string::npos,
+           "an event nested 3 Mi deep is malformed, before it is parsed");
+    report(!error_message_of("{\"detail\":" + deep + "}").empty(), "an error body nested 3 Mi deep gives a message");
+    bool refused = false;
+    try {
+        parse_models("{\"data\":" + deep + "}");
+    } catch (const RemoteError& m) {
+        refused = m.kind() == RemoteErrorKind::MALFORMED;
+    }
+    report(refused, "a models list nested 3 Mi deep is malformed");
+    const RemoteError ok = error_of(R"({"choices":[{"delta":{"content":"[[[[{{{{"}}]})", true);
+    report(ok.kind() == RemoteErrorKind::BAD_URL, "brackets inside strings do not count as nesting");
+}
+
 void error_bodies() {
     report(error_message_of(R"({"error":{"message":"bad key","type":"x"}})") == "bad key", "OpenAI's error body");
     report(error_message_of(R"({"error":"Model not found"})") == "Model not found", "an error string");
@@ -196,6 +216,7 @@ int main() {
     completion_chunks();
     bad_chunks();
     error_bodies();
+    deep_nesting();
     std::printf("%s\n", g_failures == 0 ? "all passed" : (std::to_string(g_failures) + " failed").c_str());
     return g_failures == 0 ? 0 : 1;
 }
