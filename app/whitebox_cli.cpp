@@ -22,6 +22,11 @@ int main(int argc, char** argv) {
     }
     try {
         const CliOptions o = parse_cli(argc, argv);
+#ifdef WB_HAVE_SERVER
+        if (!o.remote.empty()) return o.command == "chat" ? cmd_chat_remote(o) : cmd_generate_remote(o);
+#else
+        if (!o.remote.empty()) throw wb::Error("this whitebox-cli was built without HTTP (WB_SERVER=OFF): no --remote");
+#endif
         if (o.command == "info") return cmd_info(o);
         if (o.command == "tokenize") return cmd_tokenize(o);
         if (o.command == "generate") return cmd_generate(o);

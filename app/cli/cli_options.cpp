@@ -72,6 +72,11 @@ commands:
            [--logit-lens K] [--head-stats]]
            [--dump-attention FILE [--layers L,...] [--heads H,...]]
   chat     [-m MODEL] [template] [--system TEXT] [sampling]   interactive terminal chat (/reset, /exit)
+           generate and chat: --remote URL [--api-key KEY] [--remote-model NAME]: the model of an
+           OpenAI-compatible server (WhiteBox serve, llama.cpp's server, vLLM, Ollama, ...) streamed here;
+           URL with or without /v1; generate --chat or chat use /v1/chat/completions, generate alone
+           /v1/completions; -n and the sampling flags given (--temp --top-k --top-p --min-p --typical-p
+           --repeat-penalty --repeat-last-n --frequency-penalty --presence-penalty --seed --stop) are sent
            generate and chat: --context-policy stop|shift|trim (a full context: end the reply (default);
            drop the oldest half after --keep N tokens and go on (llama.cpp's context shift); chat: drop
            whole old turns and recompute) --keep N (-1: the whole prompt; default: the system prompt)
@@ -120,6 +125,7 @@ CliOptions parse_cli(int argc, char** argv) {
                     "' (expected info, tokenize, generate, chat, template, bench, perplexity or serve)");
     for (int i = 2; i < argc; ++i) {
         const std::string a = argv[i];
+        o.flags.push_back(a);
         auto next = [&]() -> std::string {
             if (i + 1 >= argc) throw Error(a + " needs a value");
             return argv[++i];
@@ -181,13 +187,21 @@ CliOptions parse_cli(int argc, char** argv) {
         }
         else if (a == "--host" && o.command == "serve") o.host = next();
         else if (a == "--port" && o.command == "serve") o.port = to_int(a, next(), 0, 65535);
-        else if (a == "--api-key" && o.command == "serve") o.api_key = next();
+        else if (a == "--api-key" && (o.command == "serve" || o.command == "generate" || o.command == "chat"))
+            o.api_key = next();
+        else if (a == "--remote" && (o.command == "generate" || o.command == "chat")) {
+            o.remote = next();
+            if (o.remote.empty()) throw Error("--remote expects the server's URL, got ''");
+        }
+        else if (a == "--remote-model" && (o.command == "generate" || o.command == "chat")) o.remote_model = next();
         else if (a == "--parallel" && o.command == "serve") o.parallel = to_int(a, next(), 1, 64);
         else if (a == "--queue" && o.command == "serve") o.queue = to_int(a, next(), 0, 4096);
         else if (a == "--max-body" && o.command == "serve") o.max_body_kib = to_int(a, next(), 1, 1 << 20);
         else if (parse_sampler_flag(a, next, o)) {}
         else throw Error("unknown option '" + a + "' for " + o.command + " (try --help)");
     }
+    if (o.remote.empty() && o.command != "serve" && (!o.api_key.empty() || !o.remote_model.empty()))
+        throw Error(std::string(o.api_key.empty() ? "--remote-model" : "--api-key") + " needs --remote URL");
     if ((o.command == "tokenize" || o.command == "generate") && !o.prompt_given)
         throw Error(o.command + " needs a prompt: -p TEXT");
     // Accepted by the shared sampler flags, but only generate and chat draw replies under it (serve

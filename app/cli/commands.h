@@ -14,6 +14,9 @@ int cmd_template(const CliOptions& o);
 int cmd_bench(const CliOptions& o);
 int cmd_perplexity(const CliOptions& o);
 int cmd_serve(const CliOptions& o);
+// generate / chat --remote URL (cmd_remote.cpp, built with WB_SERVER).
+int cmd_generate_remote(const CliOptions& o);
+int cmd_chat_remote(const CliOptions& o);
 
 // --chat-template / --chat-format as a load option (reads the template file; wb::Error if unreadable).
 ChatTemplateChoice chat_template_choice(const CliOptions& o);

@@ -1,0 +1,143 @@
+// whitebox-cli generate / chat --remote URL: the reply comes from an OpenAI-compatible server
+// (core/remote/) instead of the local engine, streamed to the terminal as it arrives.
+#include <algorithm>
+#include <cstdio>
+#include <iostream>
+#include <iterator>
+
+#include "cli/commands.h"
+#include "remote/openai_client.h"
+#include "util/error.h"
+
+namespace wb::cli {
+
+namespace {
+
+// The flags that mean something to a remote server: the text, the length and the sampling
+// settings it takes by name. Every other flag describes the local engine (the model file, backend,
+// cache, inspection output) and would be silently ignored, so it is refused.
+constexpr const char* kRemoteFlags[] = {
+    "--remote", "--remote-model", "--api-key", "-p", "--prompt", "-n", "--n-predict", "--chat", "--system",
+    "--temp", "--top-k", "--top-p", "--min-p", "--typical-p", "--repeat-penalty", "--repeat-last-n",
+    "--frequency-penalty", "--presence-penalty", "--seed", "--stop"};
+
+bool given(const CliOptions& o, const char* flag) {
+    return std::find(o.flags.begin(), o.flags.end(), flag) != o.flags.end();
+}
+
+void check_remote_flags(const CliOptions& o) {
+    for (const std::string& f : o.flags)
+        if (std::none_of(std::begin(kRemoteFlags), std::end(kRemoteFlags), [&](const char* r) { return f == r; }))
+            throw Error(f + " does not apply to --remote: the server runs its own model and engine (with --remote, "
+                            "-n, --chat, --system, --stop and the sampling flags --temp --top-k --top-p --min-p "
+                            "--typical-p --repeat-penalty --repeat-last-n --frequency-penalty --presence-penalty "
+                            "--seed are sent)");
+}
+
+remote::RemoteSampling remote_sampling(const CliOptions& o) {
+    const SamplingParams& s = o.sampling;
+    remote::RemoteSampling r;
+    if (given(o, "--temp")) r.temperature = s.temperature;
+    if (given(o, "--top-k")) r.top_k = s.top_k;
+    if (given(o, "--top-p")) r.top_p = s.top_p;
+    if (given(o, "--min-p")) r.min_p = s.min_p;
+    if (given(o, "--typical-p")) r.typical_p = s.typical_p;
+    if (given(o, "--repeat-penalty")) r.repeat_penalty = s.repeat_penalty;
+    if (given(o, "--repeat-last-n")) r.repeat_last_n = s.repeat_last_n;
+    if (given(o, "--frequency-penalty")) r.frequency_penalty = s.frequency_penalty;
+    if (given(o, "--presence-penalty")) r.presence_penalty = s.presence_penalty;
+    if (given(o, "--seed")) r.seed = s.seed;
+    r.stop = s.stop;
+    return r;
+}
+
+remote::OpenAiClient remote_client(const CliOptions& o) {
+    check_remote_flags(o);
+    remote::RemoteOptions ro;
+    ro.base_url = o.remote;
+    ro.api_key = o.api_key;
+    ro.model = o.remote_model;
+    return remote::OpenAiClient(ro);
+}
+
+remote::RemoteRequest remote_request(const CliOptions& o) {
+    remote::RemoteRequest r;
+    r.sampling = remote_sampling(o);
+    r.max_tokens = o.n_predict;
+    return r;
+}
+
+// Streams one reply to stdout; the error, when there is one, after the text that had arrived.
+remote::RemoteResult stream_reply(const remote::OpenAiClient& client, const remote::RemoteRequest& r) {
+    bool printed = false;
+    try {
+        return client.complete(r, [&](const remote::StreamDelta& d) {
+            std::fwrite(d.text.data(), 1, d.text.size(), stdout);
+            std::fflush(stdout);
+            printed = printed || !d.text.empty();
+        });
+    } catch (const Error&) {
+        if (printed) std::printf("\n");
+        std::fflush(stdout);
+        throw;
+    }
+}
+
+std::string count_or_unknown(const std::optional<int32_t>& n) { return n ? std::to_string(*n) : "?"; }
+
+}  // namespace
+
+int cmd_generate_remote(const CliOptions& o) {
+    const remote::OpenAiClient client = remote_client(o);
+    remote::RemoteRequest r = remote_request(o);
+    if (o.chat) {
+        if (o.system_given) r.messages.push_back({"system", o.system});
+        r.messages.push_back({"user", o.prompt});
+    } else {
+        if (o.system_given) throw Error("--system needs --chat (a plain completion has no system turn)");
+        r.prompt = o.prompt;
+    }
+    const remote::RemoteResult res = stream_reply(client, r);
+    std::printf("\n");
+    std::fprintf(stderr, "[remote %s, model %s] %s prompt tokens, %s generated, finish: %s\n", client.endpoint().c_str(),
+                 res.model.empty() ? "?" : res.model.c_str(), count_or_unknown(res.prompt_tokens).c_str(),
+                 count_or_unknown(res.completion_tokens).c_str(),
+                 res.finish_reason.empty() ? "?" : res.finish_reason.c_str());
+    return 0;
+}
+
+int cmd_chat_remote(const CliOptions& o) {
+    const remote::OpenAiClient client = remote_client(o);
+    const remote::RemoteRequest base = remote_request(o);
+    std::fprintf(stderr, "WhiteBox chat with %s. /reset starts over, /exit or Ctrl-D quits.\n", client.endpoint().c_str());
+    std::vector<ChatMessage> messages;
+    if (o.system_given) messages.push_back({"system", o.system});
+    std::string line;
+    for (;;) {
+        std::printf("\n> ");
+        std::fflush(stdout);
+        if (!std::getline(std::cin, line) || line == "/exit") break;
+        if (line == "/reset") {
+            messages.resize(o.system_given ? 1 : 0);
+            std::printf("(conversation cleared)\n");
+            continue;
+        }
+        if (line.empty()) continue;
+        messages.push_back({"user", line});
+        remote::RemoteRequest r = base;
+        r.messages = messages;
+        try {
+            const remote::RemoteResult res = stream_reply(client, r);
+            std::printf("\n");
+            messages.push_back({"assistant", res.text});
+        } catch (const remote::RemoteError& e) {
+            // The conversation goes on without the turn that failed (the server may come back).
+            std::fprintf(stderr, "error: %s\n", e.what());
+            messages.pop_back();
+        }
+    }
+    std::printf("\n");
+    return 0;
+}
+
+}  // namespace wb::cli

@@ -1,0 +1,270 @@
+// The remote client against WhiteBox's own server (core/server, in this process on a free port) on
+// SmolLM2, and whitebox-cli generate --remote against it: a streamed reply equals the server's
+// non-streamed one for the same greedy or seeded settings, logprobs arrive per token, the server's
+// 4xx message comes through, a cancelled stream frees the server's session, and the CLI prints the
+// streamed text or one line of error.
+// Plain executable (label model): PASS/FAIL lines, exit status 1 on any failure.
+#include <arpa/inet.h>
+#include <httplib.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <string>
+#include <thread>
+
+#include "engine/model.h"
+#include "remote/openai_client.h"
+#include "server/http_server.h"
+#include "test_paths.h"
+
+using namespace wb;
+using namespace wb::remote;
+using nlohmann::json;
+using Clock = std::chrono::steady_clock;
+
+namespace {
+
+int g_failures = 0;
+
+void report(bool ok, const std::string& what) {
+    std::printf("%s %s\n", ok ? "PASS" : "FAIL", what.c_str());
+    std::fflush(stdout);
+    if (!ok) ++g_failures;
+}
+
+const char* kModelId = "smollm2";
+
+// `serve` in this process: the default model behind an HttpServer on a free loopback port.
+struct LiveServer {
+    std::unique_ptr<Model> model;
+    std::unique_ptr<server::HttpServer> http;
+    std::thread thread;
+    int port = 0;
+
+    LiveServer() {
+        model = Model::load(wb_test::default_model());
+        server::ServerOptions so;
+        so.port = 0;
+        so.model_id = kModelId;
+        so.queue.session.n_ctx = 512;
+        http = std::make_unique<server::HttpServer>(*model, so);
+        port = http->bind();
+        thread = std::thread([this] { http->run(); });
+        // stop() before the loop runs would not end it: wait until it answers.
+        httplib::Client c("127.0.0.1", port);
+        while (!c.Get("/health")) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    ~LiveServer() {
+        http->stop();
+        thread.join();
+    }
+    std::string url() const { return "http://127.0.0.1:" + std::to_string(port); }
+
+    // The body of a non-streamed request (the reference a stream is compared with).
+    json whole(const std::string& path, json body) const {
+        body["stream"] = false;
+        httplib::Client c("127.0.0.1", port);
+        c.set_read_timeout(std::chrono::seconds(120));
+        const httplib::Result r = c.Post(path, body.dump(), "application/json");
+        if (!r || r->status != 200) return json();
+        return json::parse(r->body, nullptr, false);
+    }
+};
+
+RemoteOptions options(const LiveServer& s) {
+    RemoteOptions o;
+    o.base_url = s.url();
+    return o;
+}
+
+struct Streamed {
+    RemoteResult result;
+    std::vector<RemoteTokenLogprob> tokens;
+    int deltas = 0;
+};
+
+Streamed stream(const LiveServer& s, const RemoteRequest& r, RemoteOptions o = {}) {
+    if (o.base_url.empty()) o = options(s);
+    Streamed out;
+    out.result = OpenAiClient(o).complete(r, [&](const StreamDelta& d) {
+        ++out.deltas;
+        out.tokens.insert(out.tokens.end(), d.tokens.begin(), d.tokens.end());
+    });
+    return out;
+}
+
+const std::string kQuestion = "Name a color.";
+
+void chat_stream_matches_whole(const LiveServer& s) {
+    RemoteRequest r;
+    r.messages = {{"user", kQuestion}};
+    r.sampling.temperature = 0.0f;
+    r.max_tokens = 24;
+    r.top_logprobs = 3;
+    const Streamed st = stream(s, r);
+    const json whole = s.whole("/v1/chat/completions", {{"messages", {{{"role", "user"}, {"content", kQuestion}}}},
+                                                        {"temperature", 0}, {"max_tokens", 24}});
+    const std::string expected = whole.is_object() ? whole["choices"][0]["message"]["content"].get<std::string>() : "";
+    report(!expected.empty() && st.result.text == expected,
+           "greedy chat: streamed '" + st.result.text + "' equals the whole reply '" + expected + "'");
+    report(whole.is_object() && st.result.finish_reason == whole["choices"][0]["finish_reason"] &&
+               st.result.prompt_tokens == whole["usage"]["prompt_tokens"].get<int>() &&
+               st.result.completion_tokens == whole["usage"]["completion_tokens"].get<int>(),
+           "greedy chat: the same finish reason and usage (" + st.result.finish_reason + ", " +
+               std::to_string(st.result.prompt_tokens.value_or(-1)) + " + " +
+               std::to_string(st.result.completion_tokens.value_or(-1)) + ")");
+    bool shaped = !st.tokens.empty() && int(st.tokens.size()) == st.result.completion_tokens.value_or(-1);
+    for (const RemoteTokenLogprob& t : st.tokens)
+        shaped = shaped && t.top.size() == 3 && t.top[0].token == t.token && t.top[0].logprob == t.logprob &&
+                 t.top[1].logprob <= t.top[0].logprob && t.logprob <= 0.0f;
+    report(shaped, "logprobs: one entry per generated token (" + std::to_string(st.tokens.size()) +
+                       "), 3 alternatives, the greedy token the most likely of them");
+    report(st.result.model == kModelId, "the chunks name the served model (" + st.result.model + ")");
+}
+
+void seeded_and_completion_match_whole(const LiveServer& s) {
+    RemoteRequest r;
+    r.messages = {{"user", "Write a word."}};
+    r.sampling.temperature = 1.0f;
+    r.sampling.seed = 1234;
+    r.max_tokens = 16;
+    const Streamed st = stream(s, r);
+    const json whole = s.whole("/v1/chat/completions", {{"messages", {{{"role", "user"}, {"content", "Write a word."}}}},
+                                                        {"temperature", 1.0}, {"seed", 1234}, {"max_tokens", 16}});
+    const std::string expected = whole.is_object() ? whole["choices"][0]["message"]["content"].get<std::string>() : "";
+    report(!expected.empty() && st.result.text == expected,
+           "seeded chat: streamed '" + st.result.text + "' equals the whole reply '" + expected + "'");
+    RemoteRequest c;
+    c.prompt = "The three primary colors are";
+    c.sampling.temperature = 0.0f;
+    c.max_tokens = 16;
+    c.top_logprobs = 2;
+    const Streamed cs = stream(s, c);
+    const json cw = s.whole("/v1/completions", {{"prompt", *c.prompt}, {"temperature", 0}, {"max_tokens", 16}});
+    const std::string cexp = cw.is_object() ? cw["choices"][0]["text"].get<std::string>() : "";
+    report(!cexp.empty() && cs.result.text == cexp,
+           "greedy completion: streamed '" + cs.result.text + "' equals the whole reply '" + cexp + "'");
+    bool shaped = !cs.tokens.empty();
+    for (const RemoteTokenLogprob& t : cs.tokens) shaped = shaped && t.top.size() == 2 && t.top[0].token == t.token;
+    report(shaped, "completion logprobs in the legacy shape: 2 alternatives, the greedy token first");
+}
+
+void server_errors(const LiveServer& s) {
+    report(OpenAiClient(options(s)).models() == std::vector<std::string>{kModelId}, "models() lists the served model");
+    RemoteOptions o = options(s);
+    o.model = "no-such-model";
+    RemoteRequest r;
+    r.messages = {{"user", "hi"}};
+    std::string what;
+    int status = 0;
+    try {
+        stream(s, r, o);
+    } catch (const RemoteError& e) {
+        what = e.what();
+        status = e.kind() == RemoteErrorKind::HTTP_STATUS ? e.status() : -1;
+    }
+    report(status == 404 && what.find("the model 'no-such-model' does not exist") != std::string::npos,
+           "an unknown model: HTTP 404 with the server's message: " + what);
+}
+
+void cancel_frees_the_session(const LiveServer& s) {
+    RemoteRequest r;
+    r.prompt = "1, 2, 3, 4, 5,";
+    r.sampling.temperature = 0.0f;
+    r.max_tokens = 300;
+    std::atomic<bool> cancel{false};
+    int deltas = 0;
+    const RemoteResult res = OpenAiClient(options(s)).complete(r, [&](const StreamDelta&) {
+        if (++deltas == 3) cancel = true;
+    }, &cancel);
+    report(res.cancelled && deltas == 3, "cancel after 3 deltas: cancelled, no more deltas (" + std::to_string(deltas) + ")");
+    const auto deadline = Clock::now() + std::chrono::seconds(10);
+    while (s.http->queue().busy() > 0 && Clock::now() < deadline) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    report(s.http->queue().busy() == 0, "the server ends the generation of the cancelled stream");
+}
+
+struct CliRun {
+    int code = -1;
+    std::string out, err;
+};
+
+// whitebox-cli with these arguments (already quoted for the shell).
+CliRun run_cli(const std::string& args) {
+    const std::string err_path = "/tmp/test_remote_serve." + std::to_string(getpid()) + ".err";
+    CliRun run;
+    FILE* p = popen((std::string(WB_CLI_PATH) + " " + args + " 2>" + err_path).c_str(), "r");
+    char buf[4096];
+    for (size_t n; p && (n = fread(buf, 1, sizeof buf, p)) > 0;) run.out.append(buf, n);
+    const int status = p ? pclose(p) : -1;
+    run.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+    std::ifstream in(err_path);
+    std::stringstream ss;
+    ss << in.rdbuf();
+    run.err = ss.str();
+    std::remove(err_path.c_str());
+    return run;
+}
+
+// A loopback port nothing listens on: bound for a moment to find it, closed without listen().
+int unused_port() {
+    const int fd = socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t len = sizeof a;
+    const bool ok = bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0 &&
+                    getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) == 0;
+    close(fd);
+    return ok ? ntohs(a.sin_port) : 1;
+}
+
+int line_count(const std::string& s) { return int(std::count(s.begin(), s.end(), '\n')); }
+
+void cli_remote(const LiveServer& s) {
+    RemoteRequest r;
+    r.messages = {{"user", kQuestion}};
+    r.sampling.temperature = 0.0f;
+    r.max_tokens = 24;
+    const std::string text = stream(s, r).result.text;
+    CliRun run = run_cli("generate --remote " + s.url() + " --chat -p '" + kQuestion + "' --temp 0 -n 24");
+    report(run.code == 0 && run.out == text + "\n" && run.err.find("finish: ") != std::string::npos,
+           "generate --remote --chat prints the streamed reply (exit " + std::to_string(run.code) + ", '" + run.out +
+               "', " + run.err + ")");
+    run = run_cli("generate --remote " + s.url() + " --remote-model nope -p hi");
+    report(run.code == 1 && line_count(run.err) == 1 && run.err.find("does not exist") != std::string::npos,
+           "generate --remote with an unknown model: exit 1, the server's message in one line: " + run.err);
+    run = run_cli("generate --remote " + s.url() + " --backend cpu -p hi");
+    report(run.code == 1 && line_count(run.err) == 1 && run.err.find("--backend does not apply to --remote") != std::string::npos,
+           "a local-engine flag with --remote: exit 1, one line: " + run.err);
+    run = run_cli("generate --remote http://127.0.0.1:" + std::to_string(unused_port()) + " -p hi");
+    report(run.code == 1 && line_count(run.err) == 1 && run.err.find("connection refused") != std::string::npos,
+           "generate --remote to a port nobody listens on: exit 1, one line: " + run.err);
+}
+
+}  // namespace
+
+int main() {
+    std::unique_ptr<LiveServer> s;
+    try {
+        s = std::make_unique<LiveServer>();
+    } catch (const std::exception& e) {
+        std::printf("FAIL the server on %s did not start: %s\n", wb_test::default_model().c_str(), e.what());
+        return 1;
+    }
+    chat_stream_matches_whole(*s);
+    seeded_and_completion_match_whole(*s);
+    server_errors(*s);
+    cancel_frees_the_session(*s);
+    cli_remote(*s);
+    std::printf("%s\n", g_failures == 0 ? "all passed" : (std::to_string(g_failures) + " failed").c_str());
+    return g_failures == 0 ? 0 : 1;
+}
