@@ -1,8 +1,8 @@
 // The remote client against WhiteBox's own server (core/server, in this process on a free port) on
-// SmolLM2, and whitebox-cli generate --remote against it: a streamed reply equals the server's
+// SmolLM2, and whitebox-cli generate and chat --remote against it: a streamed reply equals the server's
 // non-streamed one for the same greedy or seeded settings, logprobs arrive per token, the server's
 // 4xx message comes through, a cancelled stream frees the server's session, and the CLI prints the
-// streamed text or one line of error.
+// streamed text or one line of error, and chat goes on past a refused turn.
 // Plain executable (label model): PASS/FAIL lines, exit status 1 on any failure.
 #include <arpa/inet.h>
 #include <httplib.h>
@@ -197,11 +197,13 @@ struct CliRun {
     std::string out, err;
 };
 
-// whitebox-cli with these arguments (already quoted for the shell).
-CliRun run_cli(const std::string& args) {
-    const std::string err_path = "/tmp/test_remote_serve." + std::to_string(getpid()) + ".err";
+// whitebox-cli with these arguments (already quoted for the shell) and this text on stdin.
+CliRun run_cli(const std::string& args, const std::string& input = "") {
+    const std::string base = "/tmp/test_remote_serve." + std::to_string(getpid());
+    const std::string err_path = base + ".err", in_path = base + ".in";
+    std::ofstream(in_path) << input;
     CliRun run;
-    FILE* p = popen((std::string(WB_CLI_PATH) + " " + args + " 2>" + err_path).c_str(), "r");
+    FILE* p = popen((std::string(WB_CLI_PATH) + " " + args + " <" + in_path + " 2>" + err_path).c_str(), "r");
     char buf[4096];
     for (size_t n; p && (n = fread(buf, 1, sizeof buf, p)) > 0;) run.out.append(buf, n);
     const int status = p ? pclose(p) : -1;
@@ -211,6 +213,7 @@ CliRun run_cli(const std::string& args) {
     ss << in.rdbuf();
     run.err = ss.str();
     std::remove(err_path.c_str());
+    std::remove(in_path.c_str());
     return run;
 }
 
@@ -250,6 +253,28 @@ void cli_remote(const LiveServer& s) {
            "generate --remote to a port nobody listens on: exit 1, one line: " + run.err);
 }
 
+size_t occurrences(const std::string& s, const std::string& part) {
+    size_t n = 0;
+    for (size_t at = s.find(part); at != std::string::npos; at = s.find(part, at + part.size())) ++n;
+    return n;
+}
+
+// chat --remote: each turn's reply streamed, /reset starting over (the same greedy reply again), and
+// a turn the server refuses reported on stderr while the chat goes on.
+void chat_remote(const LiveServer& s) {
+    RemoteRequest r;
+    r.messages = {{"user", kQuestion}};
+    r.sampling.temperature = 0.0f;
+    r.max_tokens = 24;
+    const std::string text = stream(s, r).result.text;
+    CliRun run = run_cli("chat --remote " + s.url() + " --temp 0 -n 24", kQuestion + "\n/reset\n" + kQuestion + "\n");
+    report(run.code == 0 && occurrences(run.out, text) == 2 && run.out.find("(conversation cleared)") != std::string::npos,
+           "chat --remote: the greedy reply before and after /reset (exit " + std::to_string(run.code) + "): " + run.out);
+    run = run_cli("chat --remote " + s.url() + " --remote-model nope -n 4", "hi\nhello\n");
+    report(run.code == 0 && occurrences(run.err, "does not exist") == 2,
+           "chat --remote: each refused turn is an error line and the chat goes on: " + run.err);
+}
+
 }  // namespace
 
 int main() {
@@ -265,6 +290,7 @@ int main() {
     server_errors(*s);
     cancel_frees_the_session(*s);
     cli_remote(*s);
+    chat_remote(*s);
     std::printf("%s\n", g_failures == 0 ? "all passed" : (std::to_string(g_failures) + " failed").c_str());
     return g_failures == 0 ? 0 : 1;
 }
