@@ -6,8 +6,11 @@
 #include <algorithm>
 #include <cctype>
 #include <chrono>
+#include <condition_variable>
 #include <exception>
+#include <mutex>
 #include <nlohmann/json.hpp>
+#include <thread>
 
 #include "remote/openai_format.h"
 #include "remote/sse_parser.h"
@@ -235,6 +238,28 @@ httplib::Client make_client(const std::string& origin, const RemoteOptions& o) {
                       where + " answered HTTP " + std::to_string(status) + ": " + error_message_of(body), status);
 }
 
+// Sends the request; a set cancel flag also ends a wait in which no bytes come (a server queueing
+// the request or reading a long prompt may be silent for a long time): a watcher shuts the socket.
+httplib::Result send_cancellable(httplib::Client& c, const httplib::Request& req, const std::atomic<bool>* cancel) {
+    if (!cancel) return c.send(req);
+    std::mutex m;
+    std::condition_variable cv;
+    bool finished = false;
+    std::thread watcher([&] {
+        std::unique_lock<std::mutex> lock(m);
+        while (!finished && !cancel->load()) cv.wait_for(lock, std::chrono::milliseconds(50));
+        if (!finished) c.stop();  // httplib's stop() is made for another thread: it shuts the socket down
+    });
+    httplib::Result res = c.send(req);
+    {
+        std::lock_guard<std::mutex> lock(m);
+        finished = true;
+    }
+    cv.notify_one();
+    watcher.join();
+    return res;
+}
+
 }  // namespace
 
 std::vector<std::string> OpenAiClient::models() const {
@@ -280,8 +305,9 @@ RemoteResult OpenAiClient::complete(const RemoteRequest& request, const DeltaFn&
     };
     httplib::Client c = make_client(origin_, options_);
     st.last_bytes = Clock::now();
-    const httplib::Result res = c.send(req);
+    const httplib::Result res = send_cancellable(c, req, cancel);
     if (st.failure) std::rethrow_exception(st.failure);
+    if (cancel && cancel->load()) st.cancelled = true;
     if (st.cancelled) {
         st.result.cancelled = true;
         st.result.finish_reason.clear();

@@ -98,8 +98,8 @@ public:
     std::vector<std::string> models() const;
 
     // Streams one reply (stream=true), calling on_delta for every chunk that carries text or logprobs.
-    // *cancel, when given, is read between chunks: once true the connection is closed and the result
-    // says cancelled. RemoteError on any failure; an exception thrown by on_delta ends the stream and
+    // *cancel, when given, is read after each event and, while no bytes come, every 50 ms: once true
+    // the connection is closed (the server sees its client leave) and the result says cancelled. RemoteError on any failure; an exception thrown by on_delta ends the stream and
     // propagates.
     using DeltaFn = std::function<void(const StreamDelta&)>;
     RemoteResult complete(const RemoteRequest& request, const DeltaFn& on_delta,

@@ -292,6 +292,33 @@ void cancel_between_chunks() {
     report(client_gone, "the server sees the connection closed");
 }
 
+// A server silent for 3 s (a long queue, a long prompt): a cancel set meanwhile ends the request at once.
+void cancel_while_silent() {
+    FakeServer s;
+    s.http.Post("/v1/chat/completions", [](const httplib::Request&, httplib::Response& res) {
+        std::this_thread::sleep_for(std::chrono::seconds(3));
+        res.set_content(kStream, "text/event-stream");
+    });
+    s.start();
+    std::atomic<bool> cancel{false};
+    std::thread canceller([&] {
+        std::this_thread::sleep_for(std::chrono::milliseconds(200));
+        cancel = true;
+    });
+    const auto t0 = Clock::now();
+    RemoteResult r;
+    std::string error;
+    try {
+        r = OpenAiClient(options_for(s)).complete(hello(), [](const StreamDelta&) {}, &cancel);
+    } catch (const RemoteError& e) {
+        error = e.what();
+    }
+    const double taken = std::chrono::duration<double>(Clock::now() - t0).count();
+    canceller.join();
+    report(error.empty() && r.cancelled && r.text.empty() && taken < 1.0,
+           "cancel while the server is silent ends the wait (" + std::to_string(taken) + " s) " + error);
+}
+
 }  // namespace
 
 int main() {
@@ -304,6 +331,7 @@ int main() {
     http_errors();
     broken_streams();
     cancel_between_chunks();
+    cancel_while_silent();
     std::printf("%s\n", g_failures == 0 ? "all passed" : (std::to_string(g_failures) + " failed").c_str());
     return g_failures == 0 ? 0 : 1;
 }
