@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 
 #include "sampling/sampler.h"
 #include "util/error.h"
@@ -18,6 +19,12 @@ namespace {
 constexpr int kFormatVersion = 2;
 // The longest title made from the first message.
 constexpr int kTitleChars = 60;
+
+// JSON has no NaN: a stage without that threshold is null (and files from before it was kept lack it).
+QJsonValue thresholdToJson(double value) { return std::isfinite(value) ? QJsonValue(value) : QJsonValue(); }
+double thresholdFromJson(const QJsonValue& v) {
+    return v.isDouble() ? v.toDouble() : std::numeric_limits<double>::quiet_NaN();
+}
 
 QJsonObject tokenToJson(const TokenRecord& t) {
     QJsonObject o{{QStringLiteral("id"), t.id}, {QStringLiteral("piece"), t.piece}, {QStringLiteral("p"), double(t.p)},
@@ -33,14 +40,16 @@ QJsonObject tokenToJson(const TokenRecord& t) {
         o.insert(QStringLiteral("candidates"), cands);
     }
     if (!t.trace.empty()) {
-        // [stage, kept before, kept after, detail, [[id, logit, p], ...]] each: the sampler trace the
-        // inspector's stage table shows, so a reopened reply explains its draws as it did live.
+        // [stage, kept before, kept after, detail, [[id, logit, p], ...], threshold, p cut-off] each: the
+        // sampler trace the inspector's stage table shows, so a reopened reply explains its draws as it
+        // did live (a threshold the stage did not have is null).
         QJsonArray stages;
         for (const wb::SamplerStageTrace& st : t.trace) {
             QJsonArray top;
             for (const wb::Candidate& c : st.top_after) top.append(QJsonArray{c.id, double(c.logit), double(c.p)});
             stages.append(QJsonArray{QString::fromStdString(st.stage), qint64(st.n_before), qint64(st.n_after),
-                                     QString::fromStdString(st.detail), top});
+                                     QString::fromStdString(st.detail), top, thresholdToJson(st.threshold),
+                                     thresholdToJson(st.p_cutoff)});
         }
         o.insert(QStringLiteral("trace"), stages);
     }
@@ -76,6 +85,8 @@ TokenRecord tokenFromJson(const QJsonObject& o) {
             const QJsonArray ca = c.toArray();
             st.top_after.push_back({int32_t(ca.at(0).toInt()), float(ca.at(1).toDouble()), float(ca.at(2).toDouble())});
         }
+        st.threshold = thresholdFromJson(a.at(5));
+        st.p_cutoff = thresholdFromJson(a.at(6));
         t.trace.push_back(std::move(st));
     }
     return t;

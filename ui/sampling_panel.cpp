@@ -186,7 +186,6 @@ void SamplingPanel::readControls() {
     p.stop = parseStops(m_stop->text());
     m_chain->read(p);
     m_params = p;
-    m_plot->setParams(p);
     updateModified();
     Q_EMIT paramsChanged(p);
 }
@@ -212,7 +211,6 @@ void SamplingPanel::setParams(const wb::SamplingParams& p) {
     m_chain->fill(p);
     m_filling = false;
     m_params = p;
-    m_plot->setParams(p);
     updateModified();
 }
 
@@ -276,5 +274,5 @@ void SamplingPanel::refreshPresets(const QString& select) {
 void SamplingPanel::handleTokenEvent(const wb::TokenEvent& event) {
     if (event.candidates.empty()) return;
     m_plotNote->setText(tr("Token %1: top candidates before and after sampling").arg(event.index));
-    m_plot->setCandidates(event, m_params);
+    m_plot->setCandidates(event);
 }

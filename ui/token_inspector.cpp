@@ -1,5 +1,7 @@
 #include "token_inspector.h"
 
+#include <cmath>
+
 #include <QHash>
 #include <QHBoxLayout>
 #include <QHeaderView>
@@ -172,7 +174,9 @@ void TokenInspector::setToken(const TokenRecord& token) {
             best << QStringLiteral("%1 %2").arg(text.value(id, QStringLiteral("#%1").arg(id))).arg(double(s.top_after[i].p), 0, 'f', 3);
         }
         // The stage's own account of what it did (its threshold, what it found), as the engine wrote it.
-        const QString detail = QString::fromStdString(s.detail);
+        QString detail = QString::fromStdString(s.detail);
+        // Where the stage compared logits (min-p, top-nσ), the probability it cut at in what it saw.
+        if (std::isfinite(s.p_cutoff)) detail += tr(" · cut-off p = %1").arg(s.p_cutoff, 0, 'g', 3);
         auto* item = new QTreeWidgetItem({QString::fromStdString(s.stage), QStringLiteral("%1 → %2").arg(s.n_before).arg(s.n_after),
                                           detail, best.join(QStringLiteral(", "))});
         item->setToolTip(2, detail);

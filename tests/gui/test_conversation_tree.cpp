@@ -30,7 +30,7 @@ ChatEntry reply(const QString& text) {
     t.entropy = 1.25f;
     t.candidates = {{42, text.toStdString(), 0.5f, 0.6f}, {43, "other", 0.25f, 0.4f}};
     t.trace = {{"top_k", 49152, 40, {{42, 3.5f, 0.75f}, {43, 2.25f, 0.25f}}, "k = 40"},
-               {"min_p", 40, 1, {{42, 3.5f, 1.0f}}, "p >= 0.05 x p_max"}};
+               {"min_p", 40, 1, {{42, 3.5f, 1.0f}}, "p >= 0.05 x p_max", 0.5, 0.0375}};
     e.tokens.append(t);
     return e;
 }
@@ -199,6 +199,10 @@ private Q_SLOTS:
         QCOMPARE(t.trace[1].n_before, size_t(40));
         QCOMPARE(t.trace[1].n_after, size_t(1));
         QCOMPARE(QString::fromStdString(t.trace[1].detail), QString("p >= 0.05 x p_max"));
+        // The cut-offs the stages applied, and none (NaN, null in the file) for top-k's p cut-off.
+        QCOMPARE(t.trace[1].threshold, 0.5);
+        QCOMPARE(t.trace[1].p_cutoff, 0.0375);
+        QVERIFY(std::isnan(t.trace[0].p_cutoff));
         QCOMPARE(t.trace[0].n_before, size_t(49152));
         QCOMPARE(t.trace[0].top_after.size(), size_t(2));
         QCOMPARE(t.trace[0].top_after[1].id, 43);

@@ -20,6 +20,7 @@
 #include "inference_worker.h"
 #include <QListWidget>
 #include <QPushButton>
+#include "sampling/sampler.h"
 #include "sampling_presets.h"
 #include "seed_edit.h"
 
@@ -244,7 +245,8 @@ private Q_SLOTS:
         QVERIFY(panel.isModified());
     }
 
-    // Bar heights are the raw and final probabilities; the tick labels are the pieces, the drawn one marked.
+    // Bar heights are the raw and final probabilities; the tick labels are the pieces, the drawn one
+    // marked. Without a sampler trace no cut-off is drawn (none is guessed from the settings).
     void chartShowsCandidates() {
         SamplingPanel panel;
         wb::SamplingParams p;
@@ -261,26 +263,117 @@ private Q_SLOTS:
         QCOMPARE(plot->finalBars()->data()->at(2)->value, 0.0);
         QCOMPARE(plot->tickLabel(0), QString("t0"));
         QVERIFY(plot->tickLabel(1).endsWith("t1") && plot->tickLabel(1).startsWith("▶"));
-        // 0.5 + 0.25 < 0.8 <= 0.5 + 0.25 + 0.15: top-p keeps three.
-        QCOMPARE(plot->topPCount(), 3);
-        QCOMPARE(plot->minPThreshold(), 0.25 * 0.5);
+        QCOMPARE(plot->topPCount(), -1);
+        QVERIFY(plot->minPThreshold() < 0.0);
+        QVERIFY(!plot->minPSeen()->visible());
+        QVERIFY2(plot->note().contains("no sampler trace"), qPrintable(plot->note()));
     }
 
-    void chartUsesTheTraceForTopP() {
-        CandidatePlot plot;
-        wb::TokenEvent e = wb_gui_test::tokenEvent({0.4f, 0.3f, 0.2f, 0.1f}, {0.5f, 0.5f, 0.0f, 0.0f});
-        wb::SamplerStageTrace stage;
-        stage.stage = "top_p";
-        stage.n_before = 40;
-        stage.n_after = 2;
-        e.trace.push_back(stage);
+    // The chart draws the cut-offs the sampler recorded. A logit bias of log 4 on token 3 turns the raw
+    // {.4 .3 .2 .1} into {.4 .3 .2 .4} / 1.3: top-p 0.8 keeps tokens 0, 3, 1 (not the first three
+    // bars, so no top-p line), and min-p 0.6 then cuts at 0.6 x 4/11 in what it saw: not at
+    // min_p x the best raw p (0.24), the number the chart used to compute itself.
+    void chartDrawsTheRecordedMinPCutOff() {
         wb::SamplingParams p;
-        p.top_p = 0.9f;
-        plot.setCandidates(e, p);
-        QCOMPARE(plot.topPCount(), 2);
-        p.top_p = 1.0f;  // off: no line
-        plot.setParams(p);
+        p.temperature = 1.0f;
+        p.top_k = 0;
+        p.top_p = 0.8f;
+        p.min_p = 0.6f;
+        p.seed = 1;
+        p.samplers = {"top_p", "min_p"};
+        p.logit_bias = {{3, std::log(4.0f)}};
+        const wb::TokenEvent e = sampledEvent({0.4, 0.3, 0.2, 0.1}, p);
+        CandidatePlot plot;
+        plot.setCandidates(e);
+        const wb::SamplerStageTrace& minP = e.trace.at(2);
+        QCOMPARE(QString::fromStdString(minP.stage), QString("min_p"));
+        QCOMPARE(plot.minPThreshold(), minP.p_cutoff);
+        QVERIFY(std::fabs(plot.minPThreshold() - 0.6 * 4.0 / 11.0) < 1e-6);
+        // The ticks are the candidates' p as min-p saw them (top-p's survivors); token 2 had gone.
+        QCPGraphDataContainer& seen = *plot.minPSeen()->data();
+        QCOMPARE(seen.size(), 3);
+        QCOMPARE(seen.at(0)->key, 1.0);
+        QVERIFY(std::fabs(seen.at(0)->value - 4.0 / 11.0) < 1e-6);
+        QCOMPARE(seen.at(1)->key, 2.0);
+        QVERIFY(std::fabs(seen.at(1)->value - 3.0 / 11.0) < 1e-6);
+        QCOMPARE(seen.at(2)->key, 4.0);
         QCOMPARE(plot.topPCount(), -1);
+        QVERIFY2(plot.note().contains("top-p kept 3") && plot.note().contains("not the first bars"), qPrintable(plot.note()));
+    }
+
+    // Where top-p's survivors are the first bars, the line sits after them and names the mass reached.
+    void chartDrawsTheRecordedTopPCut() {
+        wb::SamplingParams p;
+        p.temperature = 1.0f;
+        p.top_k = 0;
+        p.top_p = 0.7f;
+        p.min_p = 0.0f;
+        p.seed = 1;
+        p.samplers = {"top_p"};
+        CandidatePlot plot;
+        plot.setCandidates(sampledEvent({0.5, 0.3, 0.15, 0.05}, p));
+        QCOMPARE(plot.topPCount(), 2);
+        QVERIFY(plot.minPThreshold() < 0.0);  // min-p is not in the chain
+        QVERIFY(plot.note().isEmpty());
+    }
+
+    // A greedy reply records no cut-off stage: the chart says so instead of drawing the settings'.
+    void greedyDrawsNoCutOffs() {
+        wb::SamplingParams p;
+        p.temperature = 0.0f;
+        CandidatePlot plot;
+        plot.setCandidates(sampledEvent({0.5, 0.3, 0.15, 0.05}, p));
+        QCOMPARE(plot.topPCount(), -1);
+        QVERIFY(plot.minPThreshold() < 0.0);
+        QVERIFY2(plot.note().contains("greedy"), qPrintable(plot.note()));
+    }
+
+    // A drawn token beyond the bars is named, with its probability, in the chart's corner note.
+    void drawnTokenOutsideTheBarsIsNamed() {
+        std::vector<float> raw, fin;
+        for (int i = 0; i < CandidatePlot::kMaxShown + 2; ++i) {
+            raw.push_back(0.05f);
+            fin.push_back(0.05f);
+        }
+        wb::TokenEvent e = wb_gui_test::tokenEvent(raw, fin, CandidatePlot::kMaxShown + 1);
+        e.p_raw = 0.05f;
+        e.trace.push_back({"dist", 14, 14, {}, {}});
+        CandidatePlot plot;
+        plot.setCandidates(e);
+        QCOMPARE(plot.rawBars()->data()->size(), CandidatePlot::kMaxShown);
+        const QString note = plot.note();
+        QVERIFY2(note.contains("drawn: t13") && note.contains("p = 0.05") && note.contains("raw rank 14"), qPrintable(note));
+        e.candidates.pop_back();  // not among the candidates at all
+        e.candidates.pop_back();
+        plot.setCandidates(e);
+        QVERIFY2(plot.note().contains("drawn: t13") && plot.note().contains("not among the top 12"), qPrintable(plot.note()));
+        e.id = 100;  // among the bars: the tick label marks it, no note
+        plot.setCandidates(e);
+        QVERIFY2(plot.note().isEmpty(), qPrintable(plot.note()));
+    }
+
+private:
+    // A token event as the session builds it: one draw of a real chain over the given probabilities
+    // (ids 0.., most likely first), its trace and its final distribution.
+    static wb::TokenEvent sampledEvent(const std::vector<double>& probs, const wb::SamplingParams& params) {
+        wb::SamplerChain chain(params);
+        std::vector<float> logits;
+        for (double q : probs) logits.push_back(float(std::log(q)));
+        wb::TokenEvent e;
+        e.id = chain.sample(logits.data(), int32_t(logits.size()), &e.trace, 20);
+        // (QString: GCC 12 warns falsely on "t" + std::to_string() inlined here.)
+        const auto piece = [](int id) { return QStringLiteral("t%1").arg(id).toStdString(); };
+        e.piece = piece(e.id);
+        const wb::CandidateSet& final = chain.last_candidates();
+        e.p = final.data[size_t(final.selected)].p;
+        e.p_raw = float(probs[size_t(e.id)]);
+        for (size_t i = 0; i < probs.size(); ++i) {
+            wb::TokenCandidate c{int32_t(i), piece(int(i)), float(probs[i]), 0.0f};
+            for (const wb::Candidate& f : final.data)
+                if (f.id == c.id) c.p_final = f.p;
+            e.candidates.push_back(c);
+        }
+        return e;
     }
 };
 

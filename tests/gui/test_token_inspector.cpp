@@ -56,8 +56,9 @@ private Q_SLOTS:
         QCOMPARE(bars->data()->at(2)->value, 22.0);
     }
 
-    // Each stage's own account (SamplerStageTrace::detail) is a column of the stage table, and the best
-    // tokens after a stage are named by their text where the candidates have it.
+    // Each stage's own account (SamplerStageTrace::detail, and the p cut-off it recorded) is a column of
+    // the stage table, and the best tokens after a stage are named by their text where the candidates
+    // have it.
     void stageTableShowsDetailAndTokenText() {
         AttentionStore store;
         TokenInspector inspector(&store);
@@ -69,12 +70,13 @@ private Q_SLOTS:
         s.stage = "min_p";
         s.n_before = 40;
         s.n_after = 2;
-        s.detail = "p >= 0.05 x p_max = 0.030";
+        s.detail = "p >= 0.05 x p_max";
+        s.p_cutoff = 0.0301;  // as the chain recorded it
         s.top_after = {{101, 1.0f, 0.7f}, {777, 0.5f, 0.3f}};
         t.trace = {s};
         inspector.setToken(t);
         QTreeWidgetItem* row = inspector.traceTree()->topLevelItem(0);
-        QCOMPARE(row->text(2), QString("p >= 0.05 x p_max = 0.030"));
+        QCOMPARE(row->text(2), QString("p >= 0.05 x p_max · cut-off p = 0.0301"));
         QCOMPARE(row->text(3), QString("'t1' 0.700, #777 0.300"));
     }
 
