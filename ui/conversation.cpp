@@ -9,6 +9,7 @@
 #include <cmath>
 #include <limits>
 
+#include "sampling/grammar/gbnf.h"
 #include "sampling/sampler.h"
 #include "util/error.h"
 
@@ -308,6 +309,7 @@ QJsonObject samplingToJson(const wb::SamplingParams& p) {
         {QStringLiteral("dry_allowed_length"), p.dry_allowed_length},
         {QStringLiteral("dry_penalty_last_n"), p.dry_penalty_last_n},
         {QStringLiteral("dry_sequence_breakers"), breakers},
+        {QStringLiteral("grammar"), QString::fromStdString(p.grammar)},
     };
 }
 
@@ -359,6 +361,13 @@ wb::SamplingParams samplingFromJson(const QJsonObject& o) {
         p.dry_sequence_breakers.clear();
         for (const auto& s : o.value(QStringLiteral("dry_sequence_breakers")).toArray())
             p.dry_sequence_breakers.push_back(s.toString().toStdString());
+    }
+    // A grammar that does not parse (a file edited by hand) would stop every reply: none instead.
+    try {
+        p.grammar = o.value(QStringLiteral("grammar")).toString().toStdString();
+        if (!p.grammar.empty()) wb::parse_gbnf(p.grammar);
+    } catch (const wb::Error&) {
+        p.grammar.clear();
     }
     return p;
 }

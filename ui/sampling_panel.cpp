@@ -13,6 +13,7 @@
 #include <QVBoxLayout>
 
 #include "candidate_plot.h"
+#include "grammar_controls.h"
 #include "param_control.h"
 #include "sampler_chain_controls.h"
 #include "sampling_presets.h"
@@ -100,6 +101,8 @@ SamplingPanel::SamplingPanel(QWidget* parent) : QWidget(parent) {
         return addControl(name, label, lo, hi, step, decimals, tip);
     });
     connect(m_chain, &SamplerChainControls::changed, this, [this] { readControls(); });
+    m_grammar = new GrammarControls(this, m_form);
+    connect(m_grammar, &GrammarControls::changed, this, [this] { readControls(); });
 
     m_knobArea = new QScrollArea(this);
     m_knobArea->setWidget(knobs);
@@ -185,6 +188,7 @@ void SamplingPanel::readControls() {
     p.seed = m_randomSeed->isChecked() ? wb::SamplingParams::kRandomSeed : m_seed->value();
     p.stop = parseStops(m_stop->text());
     m_chain->read(p);
+    m_grammar->read(p);
     m_params = p;
     updateModified();
     Q_EMIT paramsChanged(p);
@@ -209,6 +213,7 @@ void SamplingPanel::setParams(const wb::SamplingParams& p) {
     if (!random) m_seed->setValue(p.seed);
     m_stop->setText(formatStops(p.stop));
     m_chain->fill(p);
+    m_grammar->fill(p);
     m_filling = false;
     m_params = p;
     updateModified();
@@ -233,7 +238,9 @@ void SamplingPanel::updateModified() {
 void SamplingPanel::applyPreset(const QString& name) {
     wb::SamplingParams p;
     if (!SamplingPresets::find(name, &p)) return;
-    // A preset sets the sampling knobs; the seed, the reply length, stop strings and logit bias are the user's.
+    // A preset sets the sampling knobs; the seed, the reply length, stop strings and logit bias are the
+    // user's, and so is the grammar unless the preset has one of its own (a user preset saved with it).
+    if (p.grammar.empty()) p.grammar = m_params.grammar;
     p.seed = m_params.seed;
     p.logit_bias = m_params.logit_bias;
     p.max_tokens = m_params.max_tokens;

@@ -1,7 +1,7 @@
 #pragma once
 // Sampling panel: every SamplingParams knob (slider + spin box), the seed (fixed or random, 64-bit),
 // max tokens and stop strings; DRY, XTC, top-nσ, Mirostat, logit bias and the order of the chain
-// (sampler_chain_controls.h); presets, with the preset the values came from and "modified" once a
+// (sampler_chain_controls.h); a grammar or JSON Schema for the reply (grammar_controls.h); presets, with the preset the values came from and "modified" once a
 // knob differs from it; and the chart of the latest token's candidates before and after sampling.
 // Every change is emitted at once: the controller hands it to the running generation, so it applies
 // to the very next token. The knobs scroll when the dock is short, so the panel never forces the
@@ -12,6 +12,7 @@
 #include "sampling/sampling_params.h"
 
 class CandidatePlot;
+class GrammarControls;
 class ParamControl;
 class QCheckBox;
 class QComboBox;
@@ -39,6 +40,8 @@ public:
     QScrollArea* knobArea() const { return m_knobArea; }
     // DRY, XTC, top-nσ, Mirostat, logit bias and the sampler order (their numeric knobs are control()s too).
     SamplerChainControls* chainControls() const { return m_chain; }
+    // The "Constrain output" group: a GBNF grammar or a JSON Schema the reply must follow.
+    GrammarControls* grammarControls() const { return m_grammar; }
     // The preset the values started from, and whether a knob differs from it now.
     QString presetName() const { return m_presetName; }
     bool isModified() const;
@@ -78,6 +81,7 @@ private:
     QScrollArea* m_knobArea;
     QString m_presetName;
     SamplerChainControls* m_chain;
+    GrammarControls* m_grammar;
     QLabel* m_plotNote;
     CandidatePlot* m_plot;
     bool m_filling = false;

@@ -1,18 +1,25 @@
 #include "screenshot_runner.h"
 
+#include <functional>
+
 #include <QApplication>
 #include <QCheckBox>
+#include <QComboBox>
 #include <QDir>
 #include <QDockWidget>
+#include <QLabel>
 #include <QListWidget>
+#include <QPlainTextEdit>
 #include <QPixmap>
 #include <QScrollArea>
+#include <QScrollBar>
 #include <QTabWidget>
 #include <QTableWidget>
 #include <QTimer>
 
 #include "chat_controller.h"
 #include "chat_panel.h"
+#include "grammar_controls.h"
 #include "main_window.h"
 #include "model_cache.h"
 #include "model_info_panel.h"
@@ -103,8 +110,33 @@ void ScreenshotRunner::grabAll() {
     sampling->knobArea()->ensureWidgetVisible(sampling->chainControls()->orderList());
     QApplication::processEvents();
     save(m_window->dock(QStringLiteral("samplingDock")), QStringLiteral("sampling-samplers.png"));
-    sampling->knobArea()->ensureWidgetVisible(sampling->control(QStringLiteral("temperature")));
-    grabModelsDialog();
+    grabGrammarEditor(sampling);
+}
+
+// The "Constrain output" group with a JSON Schema example, then with a text that does not compile,
+// each grabbed once the form has laid the editor out (it was hidden); None again afterwards, so the
+// run leaves no grammar in the settings. Then the Models dialog.
+void ScreenshotRunner::grabGrammarEditor(SamplingPanel* sampling) {
+    GrammarControls* grammar = sampling->grammarControls();
+    const auto grabLater = [this, sampling](const QString& file, std::function<void()> next) {
+        QTimer::singleShot(300, this, [this, sampling, file, next] {
+            // The group is the last of the form: scrolled to the end, the editor and its error show whole.
+            QScrollBar* bar = sampling->knobArea()->verticalScrollBar();
+            bar->setValue(bar->maximum());
+            QApplication::processEvents();
+            save(m_window->dock(QStringLiteral("samplingDock")), file);
+            next();
+        });
+    };
+    grammar->loadExample(grammar->exampleBox()->findText(GrammarControls::tr("JSON object (name, age)")));
+    grabLater(QStringLiteral("sampling-grammar.png"), [this, sampling, grammar, grabLater] {
+        grammar->setSource(GrammarControls::Mode::GBNF, QStringLiteral("root ::= answer\nanswer ::= (\"yes\" | \"no\""));
+        grabLater(QStringLiteral("sampling-grammar-error.png"), [this, sampling, grammar] {
+            grammar->setSource(GrammarControls::Mode::NONE, QString());
+            sampling->knobArea()->ensureWidgetVisible(sampling->control(QStringLiteral("temperature")));
+            grabModelsDialog();
+        });
+    });
 }
 
 void ScreenshotRunner::grabModelsDialog() {

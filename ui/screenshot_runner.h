@@ -7,6 +7,7 @@
 #include <QString>
 
 class MainWindow;
+class SamplingPanel;
 
 class ScreenshotRunner : public QObject {
     Q_OBJECT
@@ -16,6 +17,7 @@ public:
 
 private:
     void grabAll();
+    void grabGrammarEditor(SamplingPanel* sampling);
     void grabModelsDialog();
     void save(QWidget* widget, const QString& name);
 

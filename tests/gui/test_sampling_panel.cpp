@@ -6,6 +6,7 @@
 #include <QComboBox>
 #include <QDoubleSpinBox>
 #include <QLineEdit>
+#include <QPlainTextEdit>
 #include <QSignalSpy>
 #include <QSlider>
 #include <QLabel>
@@ -13,6 +14,8 @@
 
 #include "candidate_plot.h"
 #include "chat_controller.h"
+#include "conversation.h"
+#include "grammar_controls.h"
 #include "gui_test_support.h"
 #include "param_control.h"
 #include "sampler_chain_controls.h"
@@ -20,9 +23,23 @@
 #include "inference_worker.h"
 #include <QListWidget>
 #include <QPushButton>
+#include "sampling/grammar/gbnf.h"
+#include "sampling/grammar/grammar_matcher.h"
 #include "sampling/sampler.h"
 #include "sampling_presets.h"
 #include "seed_edit.h"
+
+namespace {
+
+// Whether the whole text matches a GBNF grammar.
+bool grammarMatches(const std::string& gbnf, const std::string& text) {
+    wb::GrammarMatcher m(std::make_shared<wb::Grammar>(wb::parse_gbnf(gbnf)));
+    if (!m.allows(text)) return false;
+    m.accept(text);
+    return m.complete();
+}
+
+}  // namespace
 
 class TestSamplingPanel : public QObject {
     Q_OBJECT
@@ -137,6 +154,90 @@ private Q_SLOTS:
         QCOMPARE(chain->orderList()->item(0)->text(), QString("temperature"));
         QCOMPARE(chain->orderList()->item(2)->checkState(), Qt::Unchecked);
         QCOMPARE(chain->order(), q.samplers);
+    }
+
+    // The "Constrain output" group: a GBNF grammar typed key by key, or a JSON Schema from an example,
+    // reaches the worker's live parameters as GBNF; a text that does not compile is shown with its
+    // line and column (or the schema keyword) and never applied.
+    void grammarReachesLiveParams() {
+        ChatController controller;
+        SamplingPanel panel;
+        connect(&panel, &SamplingPanel::paramsChanged, &controller, &ChatController::setSamplingParams);
+        GrammarControls* g = panel.grammarControls();
+        auto live = [&controller] { return controller.worker()->samplingParams().grammar; };
+        QVERIFY(g->editor()->isHidden());
+        QVERIFY(live().empty());
+
+        g->modeBox()->setCurrentIndex(g->modeBox()->findData(int(GrammarControls::Mode::GBNF)));
+        QVERIFY(!g->editor()->isHidden());
+        QVERIFY(live().empty());  // nothing typed yet: no grammar, no error
+        QVERIFY(g->errorLabel()->isHidden());
+        const std::string yesNo = R"(root ::= "yes" | "no")";
+        QTest::keyClicks(g->editor(), QString::fromStdString(yesNo));
+        QCOMPARE(live(), yesNo);
+        QVERIFY(g->errorLabel()->isHidden());
+
+        QSignalSpy changed(&panel, &SamplingPanel::paramsChanged);
+        g->editor()->setPlainText(R"(root ::= ("yes" | "no")");
+        QVERIFY(!g->errorLabel()->isHidden());
+        QVERIFY2(g->errorLabel()->text().contains("line 1, column 10"), qPrintable(g->errorLabel()->text()));
+        QCOMPARE(live(), yesNo);
+        QCOMPARE(changed.count(), 0);
+
+        g->loadExample(g->exampleBox()->findText("List of strings"));
+        QCOMPARE(g->mode(), GrammarControls::Mode::JSON_SCHEMA);
+        QVERIFY(g->errorLabel()->isHidden());
+        QVERIFY(grammarMatches(live(), R"(["a", "b c"])") && grammarMatches(live(), "[]"));
+        QVERIFY(!grammarMatches(live(), "{}") && !grammarMatches(live(), "[1]"));
+        const std::string list = live();
+        g->editor()->setPlainText(R"({"type": "string", "format": "date"})");
+        QVERIFY2(g->errorLabel()->text().contains("'format'"), qPrintable(g->errorLabel()->text()));
+        QCOMPARE(live(), list);
+
+        g->modeBox()->setCurrentIndex(g->modeBox()->findData(int(GrammarControls::Mode::NONE)));
+        QVERIFY(live().empty());
+        QVERIFY(g->editor()->isHidden() && g->errorLabel()->isHidden());
+    }
+
+    // Every ready example compiles, and they give what their titles promise.
+    void grammarExamplesCompile() {
+        SamplingPanel panel;
+        GrammarControls* g = panel.grammarControls();
+        QCOMPARE(g->exampleBox()->count(), 5);  // the title and four examples
+        for (int i = 1; i < g->exampleBox()->count(); ++i) {
+            g->loadExample(i);
+            QVERIFY2(g->errorLabel()->isHidden() && !panel.params().grammar.empty(),
+                     qPrintable(g->exampleBox()->itemText(i) + ": " + g->errorLabel()->text()));
+        }
+        const auto example = [&](const char* title) {
+            g->loadExample(g->exampleBox()->findText(title));
+            return panel.params().grammar;
+        };
+        QVERIFY(grammarMatches(example("Yes or no"), "Yes.") && !grammarMatches(example("Yes or no"), "Maybe."));
+        QVERIFY(grammarMatches(example("Any JSON object"), R"({"x": [1, {"y": null}]})"));
+        const std::string person = example("JSON object (name, age)");
+        QVERIFY(grammarMatches(person, R"({"name": "Ada", "age": 36})") && !grammarMatches(person, R"({"name": "Ada"})"));
+    }
+
+    // A grammar set from outside (a loaded conversation) is shown as GBNF without a change signal; a
+    // preset keeps the user's grammar; conversations and presets keep it, and drop one that does not parse.
+    void grammarIsFilledKeptAndSaved() {
+        SamplingPanel panel;
+        GrammarControls* g = panel.grammarControls();
+        QSignalSpy changed(&panel, &SamplingPanel::paramsChanged);
+        wb::SamplingParams q;
+        q.grammar = R"(root ::= [a-z]+)";
+        panel.setParams(q);
+        QCOMPARE(changed.count(), 0);
+        QCOMPARE(g->mode(), GrammarControls::Mode::GBNF);
+        QCOMPARE(g->editor()->toPlainText(), QString::fromStdString(q.grammar));
+        panel.applyPreset("Precise");
+        QCOMPARE(panel.params().grammar, q.grammar);
+        QCOMPARE(panel.params().temperature, 0.2f);
+        QCOMPARE(wb::SamplingParams(samplingFromJson(samplingToJson(q))).grammar, q.grammar);
+        QJsonObject broken = samplingToJson(q);
+        broken["grammar"] = "root ::= (";
+        QVERIFY(samplingFromJson(broken).grammar.empty());
     }
 
     void sliderAndSpinBoxStayInStep() {

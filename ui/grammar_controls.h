@@ -1,0 +1,61 @@
+#pragma once
+// The Sampling panel's "Constrain output" group: a mode (None, GBNF, JSON Schema), the text of the
+// grammar or schema, and ready examples. The text is compiled as it is typed (a schema to GBNF, then
+// parsed as the engine will), so an error is shown under the editor with its line and column (or its
+// place in the schema) before any generation starts. Only a text that compiles is applied: while it
+// does not, the last one that did stays in force, as with the logit bias. The GBNF in force is what
+// read() puts into SamplingParams::grammar; the engine applies a changed grammar from the next reply.
+#include <string>
+
+#include <QObject>
+#include <QString>
+
+#include "sampling/sampling_params.h"
+
+class QComboBox;
+class QFormLayout;
+class QLabel;
+class QPlainTextEdit;
+class QWidget;
+
+class GrammarControls : public QObject {
+    Q_OBJECT
+
+public:
+    enum class Mode { NONE, GBNF, JSON_SCHEMA };
+
+    // Adds its rows to `form` (owned by `parent`).
+    GrammarControls(QWidget* parent, QFormLayout* form);
+
+    // Writes the grammar in force into p.
+    void read(wb::SamplingParams& p) const;
+    // Shows p's grammar without emitting changed. A grammar other than the one in force (a loaded
+    // conversation, a preset) is shown as its GBNF; the same one keeps the text it was compiled from.
+    void fill(const wb::SamplingParams& p);
+    // Chooses a mode and text as the user would (emits changed when the text compiles).
+    void setSource(Mode mode, const QString& text);
+    // Loads example `index` of exampleBox() (1 .. its count - 1; 0 is the box's title).
+    void loadExample(int index);
+
+    Mode mode() const;
+    QComboBox* modeBox() const { return m_mode; }
+    QComboBox* exampleBox() const { return m_examples; }
+    QPlainTextEdit* editor() const { return m_editor; }
+    QLabel* errorLabel() const { return m_error; }
+    // The GBNF in force ("" = none).
+    const std::string& grammar() const { return m_grammar; }
+
+Q_SIGNALS:
+    void changed();
+
+private:
+    void compile();
+    void updateVisibility();
+
+    QComboBox* m_mode;
+    QComboBox* m_examples;
+    QPlainTextEdit* m_editor;
+    QLabel* m_error;
+    std::string m_grammar;  // the last text that compiled, as GBNF
+    bool m_filling = false;
+};
