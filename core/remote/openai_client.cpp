@@ -11,6 +11,7 @@
 #include <mutex>
 #include <nlohmann/json.hpp>
 #include <thread>
+#include <utility>
 
 #include "remote/openai_format.h"
 #include "remote/sse_parser.h"
@@ -105,6 +106,9 @@ bool is_event_stream(const std::string& content_type) {
 
 void on_event(StreamState& st, const SseEvent& ev, const OpenAiClient::DeltaFn& on_delta) {
     if (st.done) return;  // anything after [DONE] is not part of the reply
+    if (ev.error)
+        throw RemoteError(RemoteErrorKind::HTTP_STATUS, "the server reported an error during the reply: " +
+                                                            error_message_of(*ev.error));
     if (ev.data == "[DONE]") {
         st.done = true;
         return;
@@ -144,7 +148,9 @@ bool receive(StreamState& st, const char* data, size_t n, const OpenAiClient::De
         st.failure = std::current_exception();
         return false;
     }
-    return !st.cancelled;
+    // Stopping at [DONE] matters: a server or proxy that leaves the response open after it would
+    // otherwise turn a complete reply into a read timeout.
+    return !st.cancelled && !st.done;
 }
 
 }  // namespace
@@ -172,7 +178,9 @@ OpenAiClient::OpenAiClient(RemoteOptions options) : options_(std::move(options))
     if (host_.empty()) bad_url(url, "has no host");
     if (host_.size() != authority.size()) {
         const std::string port = authority.substr(host_.size() + 1);
-        if (port.empty() || port.size() > 5 || !std::all_of(port.begin(), port.end(), ::isdigit) ||
+        // unsigned char: isdigit of a negative char (a byte >= 0x80) is undefined.
+        const auto digit = [](unsigned char c) { return std::isdigit(c) != 0; };
+        if (port.empty() || port.size() > 5 || !std::all_of(port.begin(), port.end(), digit) ||
             std::stoi(port) == 0 || std::stoi(port) > 65535)
             bad_url(url, "has an invalid port '" + port + "'");
     }
@@ -182,8 +190,11 @@ OpenAiClient::OpenAiClient(RemoteOptions options) : options_(std::move(options))
     if (prefix_.find_first_of("?#") != std::string::npos) bad_url(url, "has a query or fragment");
     // Servers are given as "http://host:8080" as often as ".../v1"; both mean the same API.
     if (prefix_.size() < 3 || prefix_.compare(prefix_.size() - 3, 3, "/v1") != 0) prefix_ += "/v1";
-    if (options_.connect_timeout_ms <= 0 || options_.read_timeout_ms <= 0)
-        throw RemoteError(RemoteErrorKind::BAD_URL, "the remote timeouts must be positive");
+    for (const auto& [name, ms] : {std::pair{"connect", options_.connect_timeout_ms},
+                                   std::pair{"read", options_.read_timeout_ms}})
+        if (ms <= 0)
+            throw RemoteError(RemoteErrorKind::BAD_OPTION, std::string("the remote ") + name + " timeout is " +
+                                                               std::to_string(ms) + " ms; it must be positive");
 }
 
 namespace {
@@ -274,10 +285,13 @@ std::vector<std::string> OpenAiClient::models() const {
 
 std::string OpenAiClient::model_for_request() const {
     if (!options_.model.empty()) return options_.model;
+    std::lock_guard<std::mutex> lock(listed_mutex_);
+    if (!listed_model_.empty()) return listed_model_;
     const std::vector<std::string> ids = models();
     if (ids.empty())
         throw RemoteError(RemoteErrorKind::MALFORMED, endpoint() + "/models lists no model; name one (--remote-model)");
-    return ids.front();
+    listed_model_ = ids.front();
+    return listed_model_;
 }
 
 RemoteResult OpenAiClient::complete(const RemoteRequest& request, const DeltaFn& on_delta,

@@ -5,6 +5,7 @@
 #include <atomic>
 #include <cstdint>
 #include <functional>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <vector>
@@ -25,6 +26,7 @@ struct RemoteOptions {
 // What went wrong, for callers that react differently (the messages say it for people).
 enum class RemoteErrorKind {
     BAD_URL,      // the base URL cannot be used
+    BAD_OPTION,   // another client option cannot be used (a timeout that is not positive)
     CONNECTION,   // nothing answered at the address (refused, unknown host, TLS failure)
     TIMEOUT,      // connecting, or the next bytes of a reply, took longer than the timeout
     HTTP_STATUS,  // the server answered 4xx / 5xx (status()), or reported an error inside the stream
@@ -64,7 +66,8 @@ struct RemoteRequest {
 };
 
 // A token as the server reports it in logprobs: its exact bytes (which may be part of a UTF-8
-// character) and natural-log probability; a probability the server rounded to 0 is -inf.
+// character) and natural-log probability; a probability the server rounded to 0 is -inf, and a token
+// the server gave no probability (a null in the legacy completions shape) has NaN.
 struct RemoteCandidate {
     std::string token;
     float logprob = 0.0f;
@@ -91,7 +94,8 @@ struct RemoteResult {
 
 class OpenAiClient {
 public:
-    // RemoteError (BAD_URL) when the URL is not http(s)://host[:port][/path].
+    // RemoteError BAD_URL when the URL is not http(s)://host[:port][/path], BAD_OPTION when a timeout
+    // is not positive.
     explicit OpenAiClient(RemoteOptions options);
 
     // GET /v1/models: the ids the server lists. RemoteError on any failure.
@@ -110,13 +114,16 @@ public:
     const RemoteOptions& options() const { return options_; }
 
 private:
-    // The model a request names: the option, else the first one the server lists.
+    // The model a request names: the option, else the first one the server lists, asked once per
+    // client (a chat's turns would otherwise each wait for a GET /v1/models first).
     std::string model_for_request() const;
 
     RemoteOptions options_;
     std::string origin_;  // scheme://host[:port]
     std::string host_;    // the host alone, for telling an unknown host from a refused connection
     std::string prefix_;  // the path before /chat/completions, ending in /v1
+    mutable std::mutex listed_mutex_;   // complete() may run on several threads at once
+    mutable std::string listed_model_;  // the first model GET /v1/models listed; empty until asked
 };
 
 }  // namespace wb::remote

@@ -66,7 +66,8 @@ std::vector<RemoteTokenLogprob> text_logprobs(const json& lp) {
                                                       "differ in length");
     const json* tops = lp.contains("top_logprobs") && lp["top_logprobs"].is_array() ? &lp["top_logprobs"] : nullptr;
     for (size_t i = 0; i < tokens.size(); ++i) {
-        RemoteTokenLogprob tok{tokens[i].get<std::string>(), lps[i].is_null() ? 0.0f : logprob_of(lps[i]), {}};
+        // null (a server echoing the prompt gives its first token none) is no probability: NaN, not 0 (p = 1).
+        RemoteTokenLogprob tok{tokens[i].get<std::string>(), lps[i].is_null() ? NAN : logprob_of(lps[i]), {}};
         if (tops && i < tops->size() && (*tops)[i].is_object())
             for (const auto& [text, v] : (*tops)[i].items()) tok.top.push_back({text, logprob_of(v)});
         std::stable_sort(tok.top.begin(), tok.top.end(),

@@ -63,14 +63,20 @@ void SseParser::end_line(const EventFn& on_event) {
             event_.event = value;
         } else if (field == "id") {
             event_.id = value;
+        } else if (field == "error") {
+            if (event_.error)
+                event_.error->push_back('\n');
+            else
+                event_.error.emplace();
+            event_.error->append(value);
         }
-        // "retry" and unknown fields are ignored, as the format says.
+        // "retry" and other unknown fields are ignored, as the format says.
     }
     line_.clear();
 }
 
 void SseParser::dispatch(const EventFn& on_event) {
-    const bool send = has_data_;
+    const bool send = has_data_ || event_.error;
     SseEvent done = std::move(event_);
     event_ = SseEvent{};
     has_data_ = false;

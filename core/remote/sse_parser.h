@@ -4,6 +4,7 @@
 // a line end, inside a UTF-8 character) and complete events come out.
 #include <cstddef>
 #include <functional>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -21,6 +22,10 @@ struct SseEvent {
     std::string event;  // the "event:" field; empty means "message"
     std::string data;   // the "data:" lines joined by '\n'
     std::string id;     // the "id:" field
+    // The "error:" field, which the format does not define: llama.cpp's server sends a failure during a
+    // reply as "error: {...}" in place of data, so it is kept (lines joined by '\n') and an event with
+    // it is dispatched even without data.
+    std::optional<std::string> error{};
 };
 
 class SseParser {
@@ -49,7 +54,7 @@ private:
     bool after_cr_ = false;     // the last byte was CR: an LF right after it ends nothing more
     bool at_start_ = true;      // nothing read yet (a UTF-8 byte order mark is skipped there)
     size_t event_bytes_ = 0;    // bytes of the event under way in completed lines
-    bool has_data_ = false;     // a data field was seen (an event with none is not dispatched)
+    bool has_data_ = false;     // a data field was seen (an event with neither it nor an error is not dispatched)
     SseEvent event_;
 };
 

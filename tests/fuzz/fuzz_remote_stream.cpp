@@ -52,7 +52,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     if (whole_ok) {
         require(whole.size() == split.size());
         for (size_t i = 0; i < whole.size(); ++i)
-            require(whole[i].data == split[i].data && whole[i].event == split[i].event && whole[i].id == split[i].id);
+            require(whole[i].data == split[i].data && whole[i].event == split[i].event && whole[i].id == split[i].id &&
+                    whole[i].error == split[i].error);
     }
     for (const wb::remote::SseEvent& e : whole) {
         read_chunk(e.data, true);

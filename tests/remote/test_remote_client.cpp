@@ -7,11 +7,13 @@
 
 #include <atomic>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <functional>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "remote/openai_client.h"
 
@@ -145,12 +147,84 @@ void base_urls() {
 
 void bad_urls() {
     for (const char* url : {"127.0.0.1:8080", "ftp://host", "http://", "http://host:99999", "http://host/v1?x=1",
-                            "http://ho st"}) {
+                            "http://ho st", "http://host:8\xC3\xA9"}) {
         RemoteOptions o;
         o.base_url = url;
         const RemoteError e = error_of([&] { OpenAiClient{o}; });
         report(e.kind() == RemoteErrorKind::BAD_URL && has(e, url), "bad URL '" + std::string(url) + "': " + e.what());
     }
+}
+
+void bad_timeouts() {
+    RemoteOptions o;
+    o.base_url = "http://127.0.0.1:8080";
+    o.connect_timeout_ms = 0;
+    expect("a connect timeout of 0", error_of([&] { OpenAiClient{o}; }), RemoteErrorKind::BAD_OPTION,
+           "connect timeout is 0 ms");
+    o.connect_timeout_ms = 1000;
+    o.read_timeout_ms = -5;
+    expect("a negative read timeout", error_of([&] { OpenAiClient{o}; }), RemoteErrorKind::BAD_OPTION,
+           "read timeout is -5 ms");
+}
+
+// Without a model named, the client asks GET /v1/models once, not before every request (a chat's turns).
+void models_asked_once() {
+    FakeServer s;
+    std::atomic<int> lists{0};
+    std::string models;
+    s.http.Post("/v1/chat/completions", [&](const httplib::Request& req, httplib::Response& res) {
+        models += json::parse(req.body).value("model", "(none)") + " ";
+        res.set_content(kStream, "text/event-stream");
+    });
+    s.http.Get("/v1/models", [&](const httplib::Request&, httplib::Response& res) {
+        ++lists;
+        res.set_content(R"({"object":"list","data":[{"id":"listed-first"}]})", "application/json");
+    });
+    s.start();
+    RemoteOptions o = options_for(s);
+    o.model.clear();
+    const OpenAiClient client(o);
+    for (int turn = 0; turn < 3; ++turn) client.complete(hello(), [](auto&) {});
+    report(lists == 1 && models == "listed-first listed-first listed-first ",
+           "three requests without a model: " + std::to_string(lists.load()) + " GET /v1/models, models sent: " + models);
+}
+
+// POST /v1/completions end to end: the request in the legacy shape (prompt, logprobs as a count) and
+// its chunks' text, finish reason and parallel-array logprobs, a null one included.
+void completions_stream() {
+    FakeServer s;
+    json seen;
+    std::string path;
+    s.http.Post("/v1/completions", [&](const httplib::Request& req, httplib::Response& res) {
+        seen = json::parse(req.body);
+        path = req.path;
+        res.set_content(
+            R"(data: {"model":"fake","choices":[{"index":0,"text":" blue","logprobs":{"tokens":[" blue"],)"
+            R"("token_logprobs":[-0.25],"top_logprobs":[{" grey":-2.0," blue":-0.25}]},"finish_reason":null}]})"
+            "\n\n"
+            R"(data: {"choices":[{"index":0,"text":".","logprobs":{"tokens":["."],"token_logprobs":[null],)"
+            R"("top_logprobs":[null]},"finish_reason":"length"}]})"
+            "\n\n"
+            R"(data: {"choices":[],"usage":{"prompt_tokens":3,"completion_tokens":2}})"
+            "\n\ndata: [DONE]\n\n",
+            "text/event-stream");
+    });
+    s.start();
+    RemoteRequest r;
+    r.prompt = "The sky is";
+    r.top_logprobs = 2;
+    std::vector<RemoteTokenLogprob> tokens;
+    const RemoteResult res = OpenAiClient(options_for(s)).complete(r, [&](const StreamDelta& d) {
+        tokens.insert(tokens.end(), d.tokens.begin(), d.tokens.end());
+    });
+    report(path == "/v1/completions" && seen["prompt"] == "The sky is" && seen["logprobs"] == 2 &&
+               !seen.contains("messages") && !seen.contains("top_logprobs") && seen.value("stream", false),
+           "a prompt goes to /v1/completions with logprobs as a count: " + seen.dump());
+    report(res.text == " blue." && res.finish_reason == "length" && res.prompt_tokens == 3 && res.completion_tokens == 2,
+           "the completion's text, finish reason and usage ('" + res.text + "')");
+    report(tokens.size() == 2 && tokens[0].token == " blue" && tokens[0].logprob == -0.25f && tokens[0].top.size() == 2 &&
+               tokens[0].top[0].token == " blue" && tokens[1].token == "." && std::isnan(tokens[1].logprob),
+           "its logprobs per token, most likely first, a null one NaN");
 }
 
 void credentials_in_url() {
@@ -253,10 +327,44 @@ void broken_streams() {
                  "the last event cut off");
     stream_fails("an error event mid-stream", chunk("a") + "data: {\"error\":{\"message\":\"out of memory\"}}\n\n",
                  RemoteErrorKind::HTTP_STATUS, "out of memory");
+    stream_fails("llama.cpp's error field mid-stream",
+                 chunk("a") + "error: {\"code\":500,\"message\":\"the context is full\",\"type\":\"server_error\"}\n\n",
+                 RemoteErrorKind::HTTP_STATUS, "the context is full");
     stream_fails("JSON instead of a stream", R"({"choices":[{"message":{"content":"hi"}}]})", RemoteErrorKind::MALFORMED,
                  "instead of a stream of events", "application/json");
     stream_fails("an event over 8 MiB", "data: " + std::string(9u << 20, 'x'), RemoteErrorKind::MALFORMED,
                  "without an end");
+}
+
+// A server (or proxy) that sends [DONE] and leaves the response open: the reply is complete there,
+// not a read timeout.
+void done_then_held_open() {
+    FakeServer s;
+    std::atomic<bool> release{false};
+    s.http.Post("/v1/chat/completions", [&](const httplib::Request&, httplib::Response& res) {
+        res.set_chunked_content_provider("text/event-stream", [&](size_t, httplib::DataSink& sink) {
+            if (!sink.write(kStream.data(), kStream.size())) return false;
+            const auto until = Clock::now() + std::chrono::seconds(5);
+            while (!release && Clock::now() < until) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+            sink.done();
+            return true;
+        });
+    });
+    s.start();
+    RemoteOptions o = options_for(s);
+    o.read_timeout_ms = 500;
+    RemoteResult r;
+    std::string error;
+    const auto t0 = Clock::now();
+    try {
+        r = OpenAiClient(o).complete(hello(), [](const StreamDelta&) {});
+    } catch (const RemoteError& e) {
+        error = e.what();
+    }
+    const double taken = std::chrono::duration<double>(Clock::now() - t0).count();
+    release = true;
+    report(error.empty() && r.text == "Hello" && r.finish_reason == "stop" && taken < 0.4,
+           "[DONE] on a response left open ends the reply (" + std::to_string(taken) + " s) " + error);
 }
 
 void cancel_between_chunks() {
@@ -326,10 +434,14 @@ int main() {
     base_urls();
     bad_urls();
     credentials_in_url();
+    bad_timeouts();
+    models_asked_once();
+    completions_stream();
     nothing_listening();
     too_slow();
     http_errors();
     broken_streams();
+    done_then_held_open();
     cancel_between_chunks();
     cancel_while_silent();
     std::printf("%s\n", g_failures == 0 ? "all passed" : (std::to_string(g_failures) + " failed").c_str());

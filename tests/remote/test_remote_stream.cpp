@@ -24,7 +24,8 @@ void report(bool ok, const std::string& what) {
 
 std::string show(const std::vector<SseEvent>& evs) {
     std::string s;
-    for (const SseEvent& e : evs) s += "[" + e.event + "|" + e.id + "|" + e.data + "]";
+    for (const SseEvent& e : evs)
+        s += "[" + e.event + "|" + e.id + "|" + e.data + (e.error ? "|error:" + *e.error : "") + "]";
     return s;
 }
 
@@ -69,6 +70,9 @@ void events_at_every_cut() {
     splits_give("a field name alone is an empty value", "data\n\ndata:\n\n", {{"", "", ""}, {"", "", ""}});
     splits_give("an event without data is not dispatched", "event: ping\n\nretry: 10\n\ndata: [DONE]\n\n",
                 {{"", "[DONE]", ""}});
+    splits_give("llama.cpp's error field is kept, without data too",
+                "error: {\"message\":\"oom\"}\n\ndata: a\nerror: x\nerror: y\n\n",
+                {{"", "", "", "{\"message\":\"oom\"}"}, {"", "a", "", "x\ny"}});
     splits_give("a byte order mark at the start is skipped", "\xEF\xBB\xBF" "data: b\n\n", {{"", "b", ""}});
     splits_give("UTF-8 split anywhere stays intact", "data: caf\xC3\xA9 \xE2\x82\xAC\n\n",
                 {{"", "caf\xC3\xA9 \xE2\x82\xAC", ""}});
@@ -152,6 +156,11 @@ void completion_chunks() {
     report(c.delta.tokens.size() == 1 && c.delta.tokens[0].top.size() == 3 && c.delta.tokens[0].top[0].token == " blue" &&
                c.delta.tokens[0].top[2].token == " green",
            "completions top_logprobs sorted most likely first (JSON objects keep no order)");
+    const StreamChunk n = parse_stream_chunk(R"({"choices":[{"text":"Hi there","logprobs":{"tokens":["Hi"," there"],
+        "token_logprobs":[null,-0.5],"top_logprobs":[null,{" there":-0.5}]}}]})", false);
+    report(n.delta.tokens.size() == 2 && std::isnan(n.delta.tokens[0].logprob) && n.delta.tokens[1].logprob == -0.5f &&
+               n.delta.tokens[0].top.empty(),
+           "a null token logprob is NaN (no probability), not 0 (p = 1)");
 }
 
 void bad_chunks() {
