@@ -85,6 +85,7 @@ CandidatePlot::CandidatePlot(QWidget* parent) : QCustomPlot(parent) {
     legend->setVisible(true);
     legend->setFont(QFont(font().family(), 8));
     legend->setFillOrder(QCPLayoutGrid::foColumnsFirst);
+    legend->setWrap(2);  // two per row: three entries in one row cut their names in a narrow dock
     axisRect()->insetLayout()->take(legend);
     axisRect()->insetLayout()->simplify();
     plotLayout()->addElement(1, 0, legend);
@@ -179,7 +180,10 @@ void CandidatePlot::markTopP(const wb::SamplerStageTrace* stage, int shown) {
     m_topPLine->point1->setCoords(x, 0);
     m_topPLine->point2->setCoords(x, 1);
     m_topPText->position->setCoords(x, yAxis->range().upper);
-    m_topPText->setText(tr(" top-p: mass %1").arg(stage->threshold, 0, 'g', 3));
+    // The label goes on the side of the line with room for it (a line near the right edge clips it).
+    const bool rightHalf = x > (xAxis->range().lower + xAxis->range().upper) / 2;
+    m_topPText->setPositionAlignment((rightHalf ? Qt::AlignRight : Qt::AlignLeft) | Qt::AlignTop);
+    m_topPText->setText(tr(" top-p: mass %1 ").arg(stage->threshold, 0, 'g', 3));
 }
 
 // The min-p line is drawn in the distribution min-p saw, not over the raw bars: its recorded cut-off
