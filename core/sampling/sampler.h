@@ -40,14 +40,16 @@ struct SamplerStageTrace {
     size_t n_after = 0;
     std::vector<Candidate> top_after;   // the best candidates after the stage, p renormalised
     std::string detail;                 // the stage's parameters and what it did, e.g. "p >= 0.05 x p_max"
-    // The threshold the stage applied, as it applied it (NaN: the stage has none, was off or did not
-    // act): top_k the k it kept, top_p and typical_p the probability mass their survivors reached,
-    // min_p and top_n_sigma the logit cut-off (kept: logit >= threshold), xtc the probability threshold
-    // when it triggered, mirostat the k it kept, mirostat_v2 mu (bits of surprise).
+    // The threshold the stage applied, as it applied it, even where it cut nothing (NaN: the stage has
+    // none or was off, or XTC did not trigger): top_k its k (which may exceed the candidates it was
+    // given; n_after says how many it kept), top_p and typical_p the probability mass their survivors
+    // reached, min_p and top_n_sigma the logit cut-off (kept: logit >= threshold), xtc the probability
+    // threshold, mirostat the k it kept, mirostat_v2 mu (bits of surprise).
     double threshold = std::numeric_limits<double>::quiet_NaN();
     // min_p and top_n_sigma: their logit cut-off as a probability in the distribution the stage saw
     // (the softmax over the candidates it was given, after every earlier stage changed their logits);
-    // a candidate stayed iff its p there >= p_cutoff. NaN for the other stages.
+    // every candidate it kept has p >= p_cutoff there (the cut itself is on logits, so a dropped one can
+    // round to the same p). NaN for the other stages.
     double p_cutoff = std::numeric_limits<double>::quiet_NaN();
 };
 

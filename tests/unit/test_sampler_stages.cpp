@@ -349,8 +349,9 @@ private Q_SLOTS:
         }
     }
 
-    // Every stage with a threshold records the one it applied; an off stage, or one that did not act,
-    // records none.
+    // Every stage with a threshold records the one it applied; an off stage records none. Typical-p
+    // by hand: top-k leaves p = 0.4, 1/3, 4/15 (entropy 1.0852 nats); by |-ln p - H| the order is 1/3,
+    // 0.4, 4/15, cumulative 1/3, 11/15, 1, so 0.99 needs all three and the mass reached is 1.
     void trace_records_each_stages_threshold() {
         SamplingParams p = plain(3);
         p.top_k = 3;
@@ -368,7 +369,8 @@ private Q_SLOTS:
             return SamplerStageTrace{};
         };
         QCOMPARE(entry("top_k").threshold, 3.0);
-        QVERIFY(entry("typical_p").threshold >= 0.99 && entry("typical_p").threshold <= 1.0 + 1e-6);
+        QVERIFY2(std::fabs(entry("typical_p").threshold - 1.0) < 1e-6, qPrintable(QString::number(entry("typical_p").threshold, 'g', 9)));
+        QCOMPARE(int(entry("typical_p").n_after), 3);
         QVERIFY2(entry("typical_p").detail.find(": reached ") != std::string::npos, entry("typical_p").detail.c_str());
         QCOMPARE(float(entry("xtc").threshold), 0.1f);
         // mean and stddev of the logits; the cut-off's p in the (raw) distribution top-nσ saw.
