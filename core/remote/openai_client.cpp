@@ -251,6 +251,9 @@ httplib::Client make_client(const std::string& origin, const RemoteOptions& o) {
 
 // Sends the request; a set cancel flag also ends a wait in which no bytes come (a server queueing
 // the request or reading a long prompt may be silent for a long time): a watcher shuts the socket.
+// httplib's stop() (made for another thread) only shuts a socket that is open, so once the flag is
+// set the watcher repeats it every 50 ms until send() returns: a flag set while the connection was
+// still being opened is not lost.
 httplib::Result send_cancellable(httplib::Client& c, const httplib::Request& req, const std::atomic<bool>* cancel) {
     if (!cancel) return c.send(req);
     std::mutex m;
@@ -258,8 +261,10 @@ httplib::Result send_cancellable(httplib::Client& c, const httplib::Request& req
     bool finished = false;
     std::thread watcher([&] {
         std::unique_lock<std::mutex> lock(m);
-        while (!finished && !cancel->load()) cv.wait_for(lock, std::chrono::milliseconds(50));
-        if (!finished) c.stop();  // httplib's stop() is made for another thread: it shuts the socket down
+        while (!finished) {
+            if (cancel->load()) c.stop();
+            cv.wait_for(lock, std::chrono::milliseconds(50));
+        }
     });
     httplib::Result res = c.send(req);
     {
@@ -273,24 +278,35 @@ httplib::Result send_cancellable(httplib::Client& c, const httplib::Request& req
 
 }  // namespace
 
-std::vector<std::string> OpenAiClient::models() const {
+std::vector<std::string> OpenAiClient::models() const { return list_models(nullptr); }
+
+std::vector<std::string> OpenAiClient::list_models(const std::atomic<bool>* cancel) const {
     httplib::Client c = make_client(origin_, options_);
     const std::string where = endpoint() + "/models";
+    httplib::Request req;
+    req.method = "GET";
+    req.path = prefix_ + "/models";
     const Clock::time_point start = Clock::now();
-    const httplib::Result res = c.Get(prefix_ + "/models");
+    const httplib::Result res = send_cancellable(c, req, cancel);
+    if (cancel && cancel->load()) return {};
     if (!res) transport_error(res.error(), where, host_, options_, Clock::now() - start);
     if (res->status < 200 || res->status >= 300) status_error(res->status, res->body, where);
     return parse_models(res->body);
 }
 
-std::string OpenAiClient::model_for_request() const {
+std::string OpenAiClient::model_for_request(const std::atomic<bool>* cancel) const {
     if (!options_.model.empty()) return options_.model;
-    std::lock_guard<std::mutex> lock(listed_mutex_);
-    if (!listed_model_.empty()) return listed_model_;
-    const std::vector<std::string> ids = models();
+    {
+        std::lock_guard<std::mutex> lock(listed_mutex_);
+        if (!listed_model_.empty()) return listed_model_;
+    }
+    // Two threads may both ask before either has stored the answer; the first answer stays.
+    const std::vector<std::string> ids = list_models(cancel);
+    if (cancel && cancel->load()) return {};
     if (ids.empty())
         throw RemoteError(RemoteErrorKind::MALFORMED, endpoint() + "/models lists no model; name one (--remote-model)");
-    listed_model_ = ids.front();
+    std::lock_guard<std::mutex> lock(listed_mutex_);
+    if (listed_model_.empty()) listed_model_ = ids.front();
     return listed_model_;
 }
 
@@ -302,11 +318,19 @@ RemoteResult OpenAiClient::complete(const RemoteRequest& request, const DeltaFn&
     const std::string where = endpoint() + (chat ? "/chat/completions" : "/completions");
     StreamState st;
     st.chat = chat;
+    const auto cancelled_result = [&st] {
+        st.result.cancelled = true;
+        st.result.finish_reason.clear();
+        return st.result;
+    };
+    if (cancel && cancel->load()) return cancelled_result();  // nothing sent
+    const std::string model = model_for_request(cancel);
+    if (cancel && cancel->load()) return cancelled_result();
 
     httplib::Request req;
     req.method = "POST";
     req.path = prefix_ + (chat ? "/chat/completions" : "/completions");
-    req.body = request_json(request, model_for_request()).dump(-1, ' ', false, json::error_handler_t::replace);
+    req.body = request_json(request, model).dump(-1, ' ', false, json::error_handler_t::replace);
     req.headers.emplace("Content-Type", "application/json");
     req.headers.emplace("Accept", "text/event-stream");
     req.response_handler = [&st](const httplib::Response& r) {
@@ -322,11 +346,7 @@ RemoteResult OpenAiClient::complete(const RemoteRequest& request, const DeltaFn&
     const httplib::Result res = send_cancellable(c, req, cancel);
     if (st.failure) std::rethrow_exception(st.failure);
     if (cancel && cancel->load()) st.cancelled = true;
-    if (st.cancelled) {
-        st.result.cancelled = true;
-        st.result.finish_reason.clear();
-        return st.result;
-    }
+    if (st.cancelled) return cancelled_result();
     if (!res && !(res.error() == httplib::Error::Canceled && st.status != 0))
         transport_error(res.error(), where, host_, options_, Clock::now() - st.last_bytes);
     if (st.status < 200 || st.status >= 300) status_error(st.status, st.error_body, where);

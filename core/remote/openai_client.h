@@ -102,9 +102,10 @@ public:
     std::vector<std::string> models() const;
 
     // Streams one reply (stream=true), calling on_delta for every chunk that carries text or logprobs.
-    // *cancel, when given, is read after each event and, while no bytes come, every 50 ms: once true
-    // the connection is closed (the server sees its client leave) and the result says cancelled. RemoteError on any failure; an exception thrown by on_delta ends the stream and
-    // propagates.
+    // *cancel, when given, is read before anything is sent, after each event and, while no bytes come
+    // (the model lookup included), every 50 ms: once true the connection is closed (the server sees its
+    // client leave) and the result says cancelled. RemoteError on any failure; an exception thrown by
+    // on_delta ends the stream and propagates.
     using DeltaFn = std::function<void(const StreamDelta&)>;
     RemoteResult complete(const RemoteRequest& request, const DeltaFn& on_delta,
                           const std::atomic<bool>* cancel = nullptr) const;
@@ -116,7 +117,9 @@ public:
 private:
     // The model a request names: the option, else the first one the server lists, asked once per
     // client (a chat's turns would otherwise each wait for a GET /v1/models first).
-    std::string model_for_request() const;
+    // Empty when *cancel was set meanwhile. The lock is not held while the server is asked.
+    std::string model_for_request(const std::atomic<bool>* cancel) const;
+    std::vector<std::string> list_models(const std::atomic<bool>* cancel) const;
 
     RemoteOptions options_;
     std::string origin_;  // scheme://host[:port]

@@ -5,6 +5,7 @@
 // RemoteError with a message; nothing else may be thrown. A limit of 4 KiB per event keeps inputs small.
 #include <cstdint>
 #include <cstdlib>
+#include <cmath>
 #include <string>
 #include <vector>
 
@@ -32,7 +33,9 @@ bool events_of(const std::vector<std::string_view>& pieces, std::vector<wb::remo
 void read_chunk(const std::string& data, bool chat) {
     try {
         const wb::remote::StreamChunk c = wb::remote::parse_stream_chunk(data, chat);
-        for (const wb::remote::RemoteTokenLogprob& t : c.delta.tokens) require(!(t.logprob > 0.0f && t.logprob < 0.0f));
+        // A log-probability at or below -9999 (OpenAI's stand-in for -inf) is -inf, never kept finite.
+        for (const wb::remote::RemoteTokenLogprob& t : c.delta.tokens)
+            require(!(std::isfinite(t.logprob) && t.logprob <= -9999.0f));
     } catch (const wb::remote::RemoteError& e) {
         require(std::string(e.what()).size() > 10);
     }

@@ -194,7 +194,9 @@ void deep_nesting() {
         refused = m.kind() == RemoteErrorKind::MALFORMED;
     }
     report(refused, "a models list nested 3 Mi deep is malformed");
-    const RemoteError ok = error_of(R"({"choices":[{"delta":{"content":"[[[[{{{{"}}]})", true);
+    // 70 brackets inside a string: past the 64-level limit if strings were counted.
+    const RemoteError ok = error_of(R"({"choices":[{"delta":{"content":")" + std::string(35, '[') + std::string(35, '{') +
+                                        R"("}}]})", true);
     report(ok.kind() == RemoteErrorKind::BAD_URL, "brackets inside strings do not count as nesting");
 }
 
