@@ -244,7 +244,7 @@ QStringList CandidatePlot::notes(int shown) const {
     if (shown == 0) return lines;
     if (m_event.trace.empty()) {
         lines << tr("no sampler trace recorded: no cut-offs drawn");
-    } else if (m_event.trace.back().stage == "greedy") {
+    } else if (findStage(m_event.trace, "greedy").stage) {  // not always the last entry (a grammar follows it)
         lines << tr("greedy: the most likely token was taken, no cut-offs");
     }
     const wb::SamplerStageTrace* topP = findStage(m_event.trace, "top_p").stage;
