@@ -63,6 +63,11 @@ private:
         const uint8_t* act = nullptr;
         size_t act_row = 0;
         std::vector<char> group_tiled;
+        // The activations of the first packed_groups groups of kDotTileCols tokens packed for the
+        // first order's tile_packed, packed_bytes a group (none: packed_groups 0).
+        const uint8_t* packed = nullptr;
+        size_t packed_bytes = 0;
+        int64_t packed_groups = 0;
         DotKernels first, rest;
         int64_t split = 0;
         int64_t rows_per_task = 16;
@@ -72,6 +77,8 @@ private:
     // Fills jobs[i] for weights[i] -> outs[i], converting x once per dot type (at most kMaxJobs).
     static constexpr int kMaxJobs = 3;
     void plan_matmuls(const Tensor& x, const Weight* const* weights, Tensor* const* outs, int n, MatmulJob* jobs);
+    // Packs jobs[i]'s activations for its tile_packed where it has one (plan_matmuls' last step).
+    void pack_activations(int i, int64_t n_tok, MatmulJob* jobs);
     // matmul and matmul_shared. Not virtual, and matmul_shared / matmul_glu do not call matmul: a
     // subclass that overrides matmul to change its arithmetic must override those two as well (as
     // tests/gpu/gpu_reference_backend.h does, with the Backend defaults).
@@ -91,6 +98,7 @@ private:
 
     ThreadPool pool_;
     std::vector<uint8_t> act_buf_[kMaxJobs];         // activations converted to the weights' dot types
+    std::vector<uint8_t> packed_buf_[kMaxJobs];      // and packed for a tile (MatmulJob::packed)
     std::vector<std::vector<float>> thread_buf_;     // per-thread scratch (attention scores, lanes)
     std::vector<std::vector<uint16_t>> thread_f16_;  // per-thread scratch (attention's f16 query head)
     std::vector<float> decode_buf_;                  // decode attention: rounded queries, scores

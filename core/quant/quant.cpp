@@ -20,6 +20,7 @@ namespace wb {
 
 VecDotFn& KernelTable::dot_in(DotOrder o, GgmlType t) { return dot_ordered[int(o)][slot(t)]; }
 DotTileFn& KernelTable::tile_in(DotOrder o, GgmlType t) { return dot_tile_ordered[int(o)][slot(t)]; }
+PackedTile& KernelTable::packed_in(DotOrder o, GgmlType t) { return packed_tile[int(o)][slot(t)]; }
 
 namespace {
 
@@ -298,6 +299,14 @@ DotTileFn tile_kernel(const KernelTable& k, GgmlType weight_type, DotOrder order
 }
 DotTileFn tile_kernel(GgmlType weight_type, DotOrder order) { return tile_kernel(kernels(), weight_type, order); }
 
+// The tile over packed activations of the order whose tile tile_kernel gives; empty where none.
+PackedTile packed_tile_kernel(const KernelTable& k, GgmlType weight_type, DotOrder order) {
+    if (!has_slot(weight_type)) return {};
+    const int s = slot(weight_type);
+    const bool own = order != DotOrder::kRow && k.dot_ordered[int(order)][s];
+    return k.packed_tile[own ? int(order) : int(DotOrder::kRow)][s];
+}
+
 }  // namespace
 
 void vec_dot_rows(GgmlType weight_type, int64_t n, const void* w, size_t w_row_stride, int64_t n_rows,
@@ -318,6 +327,12 @@ DotKernels dot_kernels(GgmlType weight_type, int64_t n, DotOrder order) {
     k.tile = tile_kernel(table, weight_type, order);
     if (k.tile && has_slot(weight_type) && k.tile == table.dot_tile[slot(weight_type)])
         k.tile_rows = table.dot_tile_rows[slot(weight_type)];  // the multi-row form of that same tile
+    const PackedTile packed = packed_tile_kernel(table, weight_type, order);
+    if (k.tile && packed.tile) {
+        k.packed_x_bytes = packed.bytes;
+        k.pack_x = packed.pack;
+        k.tile_packed = packed.tile;
+    }
     return k;
 }
 

@@ -95,6 +95,14 @@ struct DotKernels {
     // has no such kernel (then a loop over tile).
     void (*tile_rows)(int64_t n, const void* w, size_t w_stride, int64_t n_rows, const void* x, size_t x_stride,
                       float* out, int64_t out_stride) = nullptr;
+    // Where the family has one, the tile over the tile's kDotTileCols activation rows packed for it:
+    // pack_x(n, x, x_stride, packed) writes packed_x_bytes(n) bytes (4-byte aligned), once per group of
+    // tokens and matmul; then tile_packed(n, w, packed, out, out_stride) gives exactly the outputs of
+    // tile(n, w, ., x, x_stride, out, out_stride), faster (the packing, done once, interleaves the
+    // tokens so one vector serves several; quant_avx2_packed.cpp). All three nullptr where none.
+    size_t (*packed_x_bytes)(int64_t n) = nullptr;
+    void (*pack_x)(int64_t n, const void* x, size_t x_stride, void* packed) = nullptr;
+    void (*tile_packed)(int64_t n, const void* w, const void* packed, float* out, int64_t out_stride) = nullptr;
 };
 DotKernels dot_kernels(GgmlType weight_type, int64_t n, DotOrder order = DotOrder::kRow);
 

@@ -556,8 +556,8 @@ float dot_k_tiled(int64_t n, const void* w, const void* x) {
     return acc;
 }
 
-// Tiles of the two orders above (vec_dot_tile): per output the operations of dot_k_tiled /
-// dot_q4_k_gemm in their order; the weight block's unpacking is shared by the tile's tokens.
+// Tiles of dot_k_tiled's order (vec_dot_tile): per output its operations in its order; the weight
+// block's unpacking is shared by the tile's tokens.
 static_assert(kDotTileRows == 1, "the K-quant tiles are written for one weight row");
 
 // The tile's kDotTileCols activation rows, x_stride bytes apart.
@@ -588,71 +588,9 @@ void dot_k_tiled_tile(int64_t n, const void* w, size_t, const void* x, size_t x_
     for (int c = 0; c < kDotTileCols; ++c) out[c * out_stride] = acc[c];
 }
 
-// The Q4_K minimum terms of one block for the tile's 8 tokens, as 4 vectors (one per 64-value chunk)
-// with token c in lane c: chunk ch of token c is mn[2ch] * P[2ch] + mn[2ch+1] * P[2ch+1], P the
-// pair sums of that token's bsums: the integers dot_q4_k_gemm computes, transposed.
-WB_INLINE void q4_k_min_terms_x8(__m128i mins, const BlockQ8_K* const (&bx)[kDotTileCols], int64_t i, __m256i (&m)[4]) {
-    __m128i per_token[kDotTileCols];
-    for (int c = 0; c < kDotTileCols; ++c) {
-        const __m256i bs = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(bx[c][i].bsums));
-        const __m128i pairs = _mm_hadd_epi16(_mm256_castsi256_si128(bs), _mm256_extracti128_si256(bs, 1));
-        per_token[c] = _mm_madd_epi16(mins, pairs);  // the 4 chunks' terms of token c
-    }
-    // 4x4 transposes of int32, tokens 0-3 in the low halves and 4-7 in the high halves
-    __m256i t[4];
-    for (int k = 0; k < 4; ++k) t[k] = _mm256_set_m128i(per_token[k + 4], per_token[k]);
-    const __m256i u0 = _mm256_unpacklo_epi32(t[0], t[1]), u1 = _mm256_unpacklo_epi32(t[2], t[3]);
-    const __m256i u2 = _mm256_unpackhi_epi32(t[0], t[1]), u3 = _mm256_unpackhi_epi32(t[2], t[3]);
-    m[0] = _mm256_unpacklo_epi64(u0, u1);
-    m[1] = _mm256_unpackhi_epi64(u0, u1);
-    m[2] = _mm256_unpacklo_epi64(u2, u3);
-    m[3] = _mm256_unpackhi_epi64(u2, u3);
-}
+// dot_q4_k_gemm's tile is quant_avx2_packed.cpp's: over activations packed for it.
 
-// dot_q4_k_gemm for a tile of 8 tokens, the tokens in the 8 lanes of the float accumulators: every
-// lane gets exactly the fused multiply-adds of dot_q4_k_gemm (the same exact integer sums, scales and
-// order), but the integer sums of 8 tokens are reduced together (hsum_i32_x8) and folded in with one
-// vector FMA instead of 8 scalar ones.
 static_assert(kDotTileCols == 8, "the tile's tokens are the 8 lanes of a vector");
-template <bool kVnni>
-void dot_q4_k_gemm_tile(int64_t n, const void* w, size_t, const void* x, size_t x_stride, float* out, int64_t out_stride) {
-    const auto* bw = static_cast<const BlockQ4_K*>(w);
-    const BlockQ8_K* bx[kDotTileCols];
-    tile_activation_rows(x, x_stride, bx);
-    const int64_t nb = n / kQKK;
-    const __m256i m4 = _mm256_set1_epi8(0x0F);
-    __m256 acc = _mm256_setzero_ps(), acc_min = _mm256_setzero_ps();
-    for (int64_t i = 0; i < nb; ++i) {
-        const BlockQ4_K& wb = bw[i];
-        int sc[8], mn[8];
-        for (int j = 0; j < 8; ++j) k4_scale_min(j, wb.scales, sc[j], mn[j]);
-        const __m256 dx = tile_row_scales(bx, i);
-        const __m256 d = _mm256_mul_ps(_mm256_set1_ps(fp16(wb.d)), dx);
-        const __m256 dmin = _mm256_mul_ps(_mm256_set1_ps(fp16(wb.dmin)), dx);
-        __m256i mins[4];
-        q4_k_min_terms_x8(_mm_setr_epi16(short(mn[0]), short(mn[1]), short(mn[2]), short(mn[3]), short(mn[4]),
-                                         short(mn[5]), short(mn[6]), short(mn[7])),
-                          bx, i, mins);
-        for (int ch = 0; ch < 4; ++ch) {
-            const __m256i raw = load32(wb.qs + 32 * ch);
-            const __m256i lo = _mm256_and_si256(raw, m4);
-            const __m256i hi = _mm256_and_si256(_mm256_srli_epi16(raw, 4), m4);
-            const __m256i s_lo = _mm256_set1_epi16(short(sc[2 * ch])), s_hi = _mm256_set1_epi16(short(sc[2 * ch + 1]));
-            __m256i part[kDotTileCols];
-#pragma GCC unroll 8
-            for (int c = 0; c < kDotTileCols; ++c) {
-                const int8_t* y = bx[c][i].qs + 64 * ch;
-                // scaled_run(lo, y, s_lo) + scaled_run(hi, y + 32, s_hi)
-                const __m256i first = add_madd_x<kVnni>(_mm256_setzero_si256(), _mm256_maddubs_epi16(lo, load32(y)), s_lo);
-                part[c] = add_madd_x<kVnni>(first, _mm256_maddubs_epi16(hi, load32(y + 32)), s_hi);
-            }
-            acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(hsum_i32_x8(part)), d, acc);
-            acc_min = _mm256_fmadd_ps(_mm256_cvtepi32_ps(mins[ch]), dmin, acc_min);
-        }
-    }
-    store_tile_lanes(_mm256_sub_ps(acc, acc_min), out, out_stride);
-}
-
 // Q6_K's tiled order (dot_k_tiled<BlockQ6_K, q6_k_ints>) for a tile of 8 tokens in the lanes of one
 // float accumulator. Per block, token c's exact integer sum (q6_k_ints: the scaled products of the
 // unsigned codes less 32 times the scaled activation sums) is built in 8 int32 lanes, the -32 offset
@@ -1160,7 +1098,6 @@ void add_tile32_kernels(KernelTable& t) {
 void add_vnni_tiles(KernelTable& t) {
     t.vnni = true;
     t.tile_in(DotOrder::kTiled, GgmlType::Q6_K) = dot_q6_k_tiled_tile<true>;
-    t.tile_in(DotOrder::kGemm, GgmlType::Q4_K) = dot_q4_k_gemm_tile<true>;
     add_tile32_kernels<true>(t);
 }
 
@@ -1195,11 +1132,11 @@ KernelTable avx2_kernels(bool allow_vnni) {
     t.tile_in(DotOrder::kTiled, GgmlType::Q4_K) = dot_k_tiled_tile<BlockQ4_K, q4_k_ints, true>;
     t.tile_in(DotOrder::kTiled, GgmlType::Q5_K) = dot_k_tiled_tile<BlockQ5_K, q5_k_ints, true>;
     t.tile_in(DotOrder::kTiled, GgmlType::Q6_K) = dot_q6_k_tiled_tile<false>;
-    t.tile_in(DotOrder::kGemm, GgmlType::Q4_K) = dot_q4_k_gemm_tile<false>;
     add_iq_tq_kernels(t);
     add_iq_grid_avx2_kernels(t);
     add_activation_avx2_kernels(t);
     add_float_avx2_kernels(t);
+    add_packed_avx2_kernels(t);
     t.f16_to_f32 = f16_to_f32_row;
     t.dot_f16_lanes8 = dot_f16_lanes8;
     t.dot_f16_step32 = dot_f16_step32;

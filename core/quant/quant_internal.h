@@ -17,6 +17,12 @@ using DotTileFn = void (*)(int64_t n, const void* w, size_t w_stride, const void
 // The tile over n_rows weight rows w_stride apart at once (DotKernels::tile_rows in quant.h).
 using DotTileRowsFn = void (*)(int64_t n, const void* w, size_t w_stride, int64_t n_rows, const void* x, size_t x_stride,
                                float* out, int64_t out_stride);
+// A tile over activations packed for it, and its packing (DotKernels::tile_packed in quant.h).
+struct PackedTile {
+    size_t (*bytes)(int64_t n) = nullptr;
+    void (*pack)(int64_t n, const void* x, size_t x_stride, void* packed) = nullptr;
+    void (*tile)(int64_t n, const void* w, const void* packed, float* out, int64_t out_stride) = nullptr;
+};
 using F16ToF32Fn = void (*)(const uint16_t* x, float* y, int64_t n);
 using F32ToF16Fn = void (*)(const float* x, uint16_t* y, int64_t n);
 using F16DotFn = float (*)(int64_t n, const uint16_t* x, const uint16_t* y);
@@ -55,6 +61,8 @@ struct KernelTable {
     // (nullptr with a kernel = a loop over the kernel). Row kRow is unused.
     VecDotFn dot_ordered[kDotOrders][kKernelSlots] = {};
     DotTileFn dot_tile_ordered[kDotOrders][kKernelSlots] = {};
+    // Tiles over packed activations, [int(order)][slot] (any order, kRow included); empty = none.
+    PackedTile packed_tile[kDotOrders][kKernelSlots] = {};
 
     // The activation quantizers (bit-identical in both families; quantize_row_q8_* below).
     RowQuantFn quantize_q8_0 = nullptr;
@@ -65,6 +73,7 @@ struct KernelTable {
     // compile too (util/hd.h says why that must not happen); they are only called to build tables.
     VecDotFn& dot_in(DotOrder o, GgmlType t);
     DotTileFn& tile_in(DotOrder o, GgmlType t);
+    PackedTile& packed_in(DotOrder o, GgmlType t);
 };
 
 // The lane-sum trees of the two F16DotOrder orders (shared by both families).
@@ -82,6 +91,8 @@ void add_iq_grid_avx2_kernels(KernelTable& t);
 void add_activation_avx2_kernels(KernelTable& t);
 // F32 and BF16 weights (quant_avx2_float.cpp).
 void add_float_avx2_kernels(KernelTable& t);
+// The tiles over packed activations (quant_avx2_packed.cpp), and the in-place tiles built on them.
+void add_packed_avx2_kernels(KernelTable& t);
 #endif
 
 #if defined(WB_QUANT_AVX2)

@@ -78,6 +78,7 @@ std::vector<uint8_t> random_row(std::mt19937& rng, GgmlType t, int64_t n) {
         case GgmlType::Q5_1: randomize_blocks<wb::BlockQ5_1>(rng, row.data(), n / wb::kQK); break;
         case GgmlType::Q8_0: randomize_blocks<wb::BlockQ8_0>(rng, row.data(), n / wb::kQK); break;
         case GgmlType::Q6_K: randomize_blocks<wb::BlockQ6_K>(rng, row.data(), n / wb::kQKK); break;
+        case GgmlType::Q4_K: randomize_blocks<wb::BlockQ4_K>(rng, row.data(), n / wb::kQKK); break;
         default: break;
     }
     return row;
@@ -106,6 +107,8 @@ private slots:
     void tile_equals_row_dot_bit_for_bit_data();
     void tile_equals_row_dot_bit_for_bit();
     void iq4_xs_tile_reads_every_scale_in_every_group();
+    void packed_q4_k_tile_equals_row_dot_bit_for_bit_data();
+    void packed_q4_k_tile_equals_row_dot_bit_for_bit();
 };
 
 // quant_force_scalar and quant_force_avx2 switch the family in use (the forms the tests run through),
@@ -249,6 +252,60 @@ void TestQuantTiles::iq4_xs_tile_reads_every_scale_in_every_group() {
             QVERIFY2(std::memcmp(&got, &want, sizeof got) == 0,
                      qPrintable(QString("row %1 (scales %2..), token %3: tile %4, scalar row dot %5")
                                     .arg(r).arg(r).arg(c).arg(double(got), 0, 'g', 9).arg(double(want), 0, 'g', 9)));
+        }
+}
+
+void TestQuantTiles::packed_q4_k_tile_equals_row_dot_bit_for_bit_data() {
+    QTest::addColumn<int>("n");
+    QTest::addColumn<bool>("extreme");
+    for (int n : {256, 2048, 8192}) QTest::addRow("%d", n) << n << false;
+    QTest::addRow("256 extreme") << 256 << true;
+}
+
+// Q4_K's gemm-order tile over packed activations (DotKernels::pack_x / tile_packed, what the CPU
+// backend uses for prefill): 16 rows of random blocks (every scale and minimum byte pattern) against 8
+// tokens of mixed magnitudes, each output equal to the row dot in that order, bit for bit. "extreme":
+// every code 15 and every activation code +-127, the largest 16-bit partial sums the packed tile adds
+// before scaling (an overflow there would change them).
+void TestQuantTiles::packed_q4_k_tile_equals_row_dot_bit_for_bit() {
+    if (!avx2_family()) QSKIP("the AVX2 kernel family is not in use on this CPU (no AVX2/FMA/F16C)");
+    QFETCH(int, n);
+    QFETCH(bool, extreme);
+    const GgmlType t = GgmlType::Q4_K;
+    const wb::DotOrder o = wb::DotOrder::kGemm;
+    std::mt19937 rng(uint32_t(5 + n));
+    constexpr int kRows = 16;
+    const size_t w_stride = wb::ggml_row_bytes(t, n);
+    std::vector<uint8_t> w(w_stride * kRows);
+    for (int r = 0; r < kRows; ++r) {
+        std::vector<uint8_t> row = random_row(rng, t, n);
+        if (extreme)
+            for (int64_t b = 0; b < n / wb::kQKK; ++b)
+                std::memset(row.data() + size_t(b) * sizeof(wb::BlockQ4_K) + offsetof(wb::BlockQ4_K, qs), 0xFF, wb::kQKK / 2);
+        std::copy(row.begin(), row.end(), w.begin() + long(size_t(r) * w_stride));
+    }
+    const size_t x_stride = wb::activation_row_bytes(t, n);
+    std::vector<uint8_t> xq(x_stride * wb::kDotTileCols);
+    for (int c = 0; c < wb::kDotTileCols; ++c) {
+        std::vector<float> x = token_row(rng, c, n);
+        if (extreme)
+            for (float& v : x) v = c % 2 ? -1.0f : 1.0f;  // every code +127, resp. -127
+        wb::quantize_activations(t, x.data(), xq.data() + size_t(c) * x_stride, n);
+    }
+    const wb::DotKernels k = wb::dot_kernels(t, n, o);
+    QVERIFY(k.pack_x && k.tile_packed && k.packed_x_bytes);
+    std::vector<uint8_t> packed(k.packed_x_bytes(n));
+    k.pack_x(n, xq.data(), x_stride, packed.data());
+    std::vector<float> out(size_t(kRows * wb::kDotTileCols), -1.0f);
+    for (int r = 0; r < kRows; ++r) k.tile_packed(n, w.data() + size_t(r) * w_stride, packed.data(), out.data() + r, kRows);
+    for (int r = 0; r < kRows; ++r)
+        for (int c = 0; c < wb::kDotTileCols; ++c) {
+            float want = 0.0f;
+            wb::vec_dot_rows(t, n, w.data() + size_t(r) * w_stride, w_stride, 1, xq.data() + size_t(c) * x_stride, &want, o);
+            const float got = out[size_t(c * kRows + r)];
+            QVERIFY2(std::memcmp(&got, &want, sizeof got) == 0,
+                     qPrintable(QString("row %1, token %2: packed tile %3, row dot %4")
+                                    .arg(r).arg(c).arg(double(got), 0, 'g', 9).arg(double(want), 0, 'g', 9)));
         }
 }
 
