@@ -274,10 +274,13 @@ void CpuBackend::matmul_rows(const MatmulJob& job, int64_t n_tok, int64_t r0, in
     float* out = job.out->data + r0;
     const int64_t out_cols = job.out->n_cols;
     const auto rows = [&](int64_t t, int64_t r_begin) {
-        const auto row = job.kernels(t).row;
+        const DotKernels& k = job.kernels(t);
         const uint8_t* x = act + size_t(t) * act_row;
         float* o = out + t * out_cols;
-        for (int64_t r = r_begin; r < nr; ++r) o[r] = row(n_in, wdata + size_t(r) * w_row, x);
+        int64_t r = r_begin;
+        if (k.rows8)
+            for (; r + 8 <= nr; r += 8) k.rows8(n_in, wdata + size_t(r) * w_row, w_row, x, o + r);
+        for (; r < nr; ++r) o[r] = k.row(n_in, wdata + size_t(r) * w_row, x);
     };
     const int64_t nr_tiles = nr / kDotTileRows * kDotTileRows;
     int64_t t = 0;

@@ -21,6 +21,7 @@ namespace wb {
 VecDotFn& KernelTable::dot_in(DotOrder o, GgmlType t) { return dot_ordered[int(o)][slot(t)]; }
 DotTileFn& KernelTable::tile_in(DotOrder o, GgmlType t) { return dot_tile_ordered[int(o)][slot(t)]; }
 PackedTile& KernelTable::packed_in(DotOrder o, GgmlType t) { return packed_tile[int(o)][slot(t)]; }
+DotRows8Fn& KernelTable::rows8_in(DotOrder o, GgmlType t) { return dot_rows8[int(o)][slot(t)]; }
 
 namespace {
 
@@ -299,12 +300,17 @@ DotTileFn tile_kernel(const KernelTable& k, GgmlType weight_type, DotOrder order
 }
 DotTileFn tile_kernel(GgmlType weight_type, DotOrder order) { return tile_kernel(kernels(), weight_type, order); }
 
+// The order whose kernels serve `order` in family k: itself where k has a kernel of its own for it,
+// else kRow (see order_kernel).
+int served_order(const KernelTable& k, GgmlType weight_type, DotOrder order) {
+    const bool own = order != DotOrder::kRow && k.dot_ordered[int(order)][slot(weight_type)];
+    return own ? int(order) : int(DotOrder::kRow);
+}
+
 // The tile over packed activations of the order whose tile tile_kernel gives; empty where none.
 PackedTile packed_tile_kernel(const KernelTable& k, GgmlType weight_type, DotOrder order) {
     if (!has_slot(weight_type)) return {};
-    const int s = slot(weight_type);
-    const bool own = order != DotOrder::kRow && k.dot_ordered[int(order)][s];
-    return k.packed_tile[own ? int(order) : int(DotOrder::kRow)][s];
+    return k.packed_tile[served_order(k, weight_type, order)][slot(weight_type)];
 }
 
 }  // namespace
@@ -327,6 +333,7 @@ DotKernels dot_kernels(GgmlType weight_type, int64_t n, DotOrder order) {
     k.tile = tile_kernel(table, weight_type, order);
     if (k.tile && has_slot(weight_type) && k.tile == table.dot_tile[slot(weight_type)])
         k.tile_rows = table.dot_tile_rows[slot(weight_type)];  // the multi-row form of that same tile
+    if (has_slot(weight_type)) k.rows8 = table.dot_rows8[served_order(table, weight_type, order)][slot(weight_type)];
     const PackedTile packed = packed_tile_kernel(table, weight_type, order);
     if (k.tile && packed.tile) {
         k.packed_x_bytes = packed.bytes;

@@ -86,6 +86,10 @@ void vec_dot_tile(GgmlType weight_type, int64_t n, const void* w, size_t w_row_s
 // Same results as those two functions; throws as they do.
 struct DotKernels {
     float (*row)(int64_t n, const void* w_row, const void* x_prepared) = nullptr;
+    // Where the family has one, row over 8 weight rows w_stride apart at once: out[r] = row(n, w + r *
+    // w_stride, x) for r < 8, bit for bit, faster (a decode matmul is one token against every row);
+    // nullptr where none.
+    void (*rows8)(int64_t n, const void* w, size_t w_stride, const void* x_prepared, float* out) = nullptr;
     // out[c * out_stride + r] for the kDotTileRows x kDotTileCols tile; nullptr where the family has no
     // tile kernel (has_dot_tile false)
     void (*tile)(int64_t n, const void* w, size_t w_stride, const void* x, size_t x_stride, float* out,

@@ -1137,6 +1137,7 @@ KernelTable avx2_kernels(bool allow_vnni) {
     add_activation_avx2_kernels(t);
     add_float_avx2_kernels(t);
     add_packed_avx2_kernels(t);
+    add_rows_avx2_kernels(t);
     t.f16_to_f32 = f16_to_f32_row;
     t.dot_f16_lanes8 = dot_f16_lanes8;
     t.dot_f16_step32 = dot_f16_step32;

@@ -5,6 +5,7 @@
 #include <immintrin.h>
 
 #include <cstdint>
+#include <cstring>
 
 #include "quant/quant_blocks.h"
 #include "quant/quant_internal.h"
@@ -39,6 +40,18 @@ namespace {
     const __m256i a = _mm256_hadd_epi32(_mm256_hadd_epi32(v[0], v[1]), _mm256_hadd_epi32(v[2], v[3]));
     const __m256i b = _mm256_hadd_epi32(_mm256_hadd_epi32(v[4], v[5]), _mm256_hadd_epi32(v[6], v[7]));
     return _mm256_add_epi32(_mm256_permute2x128_si256(a, b, 0x20), _mm256_permute2x128_si256(a, b, 0x31));
+}
+
+// A Q4_K / Q5_K block's 8 scales (bytes 0-7) and 8 minimums (bytes 8-15), 6 bits each, in both 128-bit halves:
+// k4_scale_min's reading of the 12 scale bytes, four values at a time.
+[[gnu::always_inline]] inline __m256i q4_k_scales_mins(const uint8_t* scales) {
+    uint32_t w[3];
+    std::memcpy(w, scales, sizeof w);
+    constexpr uint32_t k6 = 0x3F3F3F3F, k4 = 0x0F0F0F0F, k2 = 0x03030303;
+    const uint32_t sc_lo = w[0] & k6, mn_lo = w[1] & k6;               // j < 4: the low 6 bits
+    const uint32_t sc_hi = (w[2] & k4) | ((w[0] >> 6) & k2) << 4;      // j >= 4: a nibble of bytes 8-11,
+    const uint32_t mn_hi = ((w[2] >> 4) & k4) | ((w[1] >> 6) & k2) << 4;  // the top 2 bits of bytes j-4, j
+    return _mm256_broadcastsi128_si256(_mm_setr_epi32(int(sc_lo), int(sc_hi), int(mn_lo), int(mn_hi)));
 }
 
 // kvalues_iq4nl as a byte shuffle table (one 128-bit lane; the files broadcast it to their widths).

@@ -67,18 +67,6 @@ void pack_q8_k_x8(int64_t n, const void* x, size_t x_stride, void* packed) {
     }
 }
 
-// A block's 8 scales (bytes 0-7) and 8 minimums (bytes 8-15), 6 bits each, in both 128-bit halves:
-// k4_scale_min's reading of the 12 scale bytes, four values at a time.
-WB_INLINE __m256i q4_k_scales_mins(const uint8_t* scales) {
-    uint32_t w[3];
-    std::memcpy(w, scales, sizeof w);
-    constexpr uint32_t k6 = 0x3F3F3F3F, k4 = 0x0F0F0F0F, k2 = 0x03030303;
-    const uint32_t sc_lo = w[0] & k6, mn_lo = w[1] & k6;               // j < 4: the low 6 bits
-    const uint32_t sc_hi = (w[2] & k4) | ((w[0] >> 6) & k2) << 4;      // j >= 4: a nibble of bytes 8-11,
-    const uint32_t mn_hi = ((w[2] >> 4) & k4) | ((w[1] >> 6) & k2) << 4;  // the top 2 bits of bytes j-4, j
-    return _mm256_broadcastsi128_si256(_mm_setr_epi32(int(sc_lo), int(sc_hi), int(mn_lo), int(mn_hi)));
-}
-
 // Group j of sub-blocks 2ch (lo) and 2ch+1 (hi) for the 8 tokens, added to the 16-bit sums.
 template <int J>
 WB_INLINE void q4_k_group(__m256i lo, __m256i hi, const PackedQ8Kx8& x, int ch, __m256i (&sums)[4]) {

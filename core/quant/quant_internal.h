@@ -23,6 +23,8 @@ struct PackedTile {
     void (*pack)(int64_t n, const void* x, size_t x_stride, void* packed) = nullptr;
     void (*tile)(int64_t n, const void* w, const void* packed, float* out, int64_t out_stride) = nullptr;
 };
+// 8 weight rows w_stride apart against one activation row (DotKernels::rows8 in quant.h).
+using DotRows8Fn = void (*)(int64_t n, const void* w, size_t w_stride, const void* x, float* out);
 using F16ToF32Fn = void (*)(const uint16_t* x, float* y, int64_t n);
 using F32ToF16Fn = void (*)(const float* x, uint16_t* y, int64_t n);
 using F16DotFn = float (*)(int64_t n, const uint16_t* x, const uint16_t* y);
@@ -63,6 +65,8 @@ struct KernelTable {
     DotTileFn dot_tile_ordered[kDotOrders][kKernelSlots] = {};
     // Tiles over packed activations, [int(order)][slot] (any order, kRow included); empty = none.
     PackedTile packed_tile[kDotOrders][kKernelSlots] = {};
+    // The row kernel over 8 rows at once, [int(order)][slot] (any order, kRow included); nullptr = none.
+    DotRows8Fn dot_rows8[kDotOrders][kKernelSlots] = {};
 
     // The activation quantizers (bit-identical in both families; quantize_row_q8_* below).
     RowQuantFn quantize_q8_0 = nullptr;
@@ -74,6 +78,7 @@ struct KernelTable {
     VecDotFn& dot_in(DotOrder o, GgmlType t);
     DotTileFn& tile_in(DotOrder o, GgmlType t);
     PackedTile& packed_in(DotOrder o, GgmlType t);
+    DotRows8Fn& rows8_in(DotOrder o, GgmlType t);
 };
 
 // The lane-sum trees of the two F16DotOrder orders (shared by both families).
@@ -93,6 +98,8 @@ void add_activation_avx2_kernels(KernelTable& t);
 void add_float_avx2_kernels(KernelTable& t);
 // The tiles over packed activations (quant_avx2_packed.cpp), and the in-place tiles built on them.
 void add_packed_avx2_kernels(KernelTable& t);
+// The row kernels over 8 rows (quant_avx2_rows.cpp).
+void add_rows_avx2_kernels(KernelTable& t);
 #endif
 
 #if defined(WB_QUANT_AVX2)

@@ -109,6 +109,8 @@ private slots:
     void iq4_xs_tile_reads_every_scale_in_every_group();
     void packed_q4_k_tile_equals_row_dot_bit_for_bit_data();
     void packed_q4_k_tile_equals_row_dot_bit_for_bit();
+    void q4_k_rows8_equals_row_dot_bit_for_bit_data();
+    void q4_k_rows8_equals_row_dot_bit_for_bit();
 };
 
 // quant_force_scalar and quant_force_avx2 switch the family in use (the forms the tests run through),
@@ -255,58 +257,100 @@ void TestQuantTiles::iq4_xs_tile_reads_every_scale_in_every_group() {
         }
 }
 
-void TestQuantTiles::packed_q4_k_tile_equals_row_dot_bit_for_bit_data() {
+namespace {
+
+// 16 rows of random Q4_K blocks (every scale and minimum byte pattern) and 8 tokens of mixed
+// magnitudes; "extreme": every code 15 and every activation code +-127, the largest partial sums the
+// packed tile adds in 16 bits before scaling (an overflow there would change them).
+struct Q4kCase {
+    static constexpr int kRows = 16;
+    size_t w_stride = 0, x_stride = 0;
+    std::vector<uint8_t> w, xq;
+    Q4kCase(int n, bool extreme) {
+        const GgmlType t = GgmlType::Q4_K;
+        std::mt19937 rng(uint32_t(5 + n + extreme));
+        w_stride = wb::ggml_row_bytes(t, n);
+        w.resize(w_stride * kRows);
+        for (int r = 0; r < kRows; ++r) {
+            std::vector<uint8_t> row = random_row(rng, t, n);
+            if (extreme)
+                for (int64_t b = 0; b < n / wb::kQKK; ++b)
+                    std::memset(row.data() + size_t(b) * sizeof(wb::BlockQ4_K) + offsetof(wb::BlockQ4_K, qs), 0xFF, wb::kQKK / 2);
+            std::copy(row.begin(), row.end(), w.begin() + long(size_t(r) * w_stride));
+        }
+        x_stride = wb::activation_row_bytes(t, n);
+        xq.resize(x_stride * wb::kDotTileCols);
+        for (int c = 0; c < wb::kDotTileCols; ++c) {
+            std::vector<float> x = token_row(rng, c, n);
+            if (extreme)
+                for (float& v : x) v = c % 2 ? -1.0f : 1.0f;  // every code +127, resp. -127
+            wb::quantize_activations(t, x.data(), xq.data() + size_t(c) * x_stride, n);
+        }
+    }
+    const uint8_t* row(int r) const { return w.data() + size_t(r) * w_stride; }
+    const uint8_t* token(int c) const { return xq.data() + size_t(c) * x_stride; }
+    // The row dot of row r and token c in order o (the reference).
+    float want(int n, int r, int c, wb::DotOrder o) const {
+        float v = 0.0f;
+        wb::vec_dot_rows(GgmlType::Q4_K, n, row(r), w_stride, 1, token(c), &v, o);
+        return v;
+    }
+};
+
+void q4_k_cases() {
     QTest::addColumn<int>("n");
     QTest::addColumn<bool>("extreme");
     for (int n : {256, 2048, 8192}) QTest::addRow("%d", n) << n << false;
     QTest::addRow("256 extreme") << 256 << true;
 }
 
+QString mismatch(const char* what, int r, int c, float got, float want) {
+    return QString("row %1, token %2: %3 %4, row dot %5").arg(r).arg(c).arg(what).arg(double(got), 0, 'g', 9).arg(double(want), 0, 'g', 9);
+}
+
+}  // namespace
+
+void TestQuantTiles::packed_q4_k_tile_equals_row_dot_bit_for_bit_data() { q4_k_cases(); }
+
 // Q4_K's gemm-order tile over packed activations (DotKernels::pack_x / tile_packed, what the CPU
-// backend uses for prefill): 16 rows of random blocks (every scale and minimum byte pattern) against 8
-// tokens of mixed magnitudes, each output equal to the row dot in that order, bit for bit. "extreme":
-// every code 15 and every activation code +-127, the largest 16-bit partial sums the packed tile adds
-// before scaling (an overflow there would change them).
+// backend uses for prefill): each output equal to the row dot in that order, bit for bit.
 void TestQuantTiles::packed_q4_k_tile_equals_row_dot_bit_for_bit() {
     if (!avx2_family()) QSKIP("the AVX2 kernel family is not in use on this CPU (no AVX2/FMA/F16C)");
     QFETCH(int, n);
     QFETCH(bool, extreme);
-    const GgmlType t = GgmlType::Q4_K;
-    const wb::DotOrder o = wb::DotOrder::kGemm;
-    std::mt19937 rng(uint32_t(5 + n));
-    constexpr int kRows = 16;
-    const size_t w_stride = wb::ggml_row_bytes(t, n);
-    std::vector<uint8_t> w(w_stride * kRows);
-    for (int r = 0; r < kRows; ++r) {
-        std::vector<uint8_t> row = random_row(rng, t, n);
-        if (extreme)
-            for (int64_t b = 0; b < n / wb::kQKK; ++b)
-                std::memset(row.data() + size_t(b) * sizeof(wb::BlockQ4_K) + offsetof(wb::BlockQ4_K, qs), 0xFF, wb::kQKK / 2);
-        std::copy(row.begin(), row.end(), w.begin() + long(size_t(r) * w_stride));
-    }
-    const size_t x_stride = wb::activation_row_bytes(t, n);
-    std::vector<uint8_t> xq(x_stride * wb::kDotTileCols);
-    for (int c = 0; c < wb::kDotTileCols; ++c) {
-        std::vector<float> x = token_row(rng, c, n);
-        if (extreme)
-            for (float& v : x) v = c % 2 ? -1.0f : 1.0f;  // every code +127, resp. -127
-        wb::quantize_activations(t, x.data(), xq.data() + size_t(c) * x_stride, n);
-    }
-    const wb::DotKernels k = wb::dot_kernels(t, n, o);
+    const Q4kCase q(n, extreme);
+    const wb::DotKernels k = wb::dot_kernels(GgmlType::Q4_K, n, wb::DotOrder::kGemm);
     QVERIFY(k.pack_x && k.tile_packed && k.packed_x_bytes);
     std::vector<uint8_t> packed(k.packed_x_bytes(n));
-    k.pack_x(n, xq.data(), x_stride, packed.data());
-    std::vector<float> out(size_t(kRows * wb::kDotTileCols), -1.0f);
-    for (int r = 0; r < kRows; ++r) k.tile_packed(n, w.data() + size_t(r) * w_stride, packed.data(), out.data() + r, kRows);
-    for (int r = 0; r < kRows; ++r)
+    k.pack_x(n, q.xq.data(), q.x_stride, packed.data());
+    std::vector<float> out(size_t(Q4kCase::kRows * wb::kDotTileCols), -1.0f);
+    for (int r = 0; r < Q4kCase::kRows; ++r) k.tile_packed(n, q.row(r), packed.data(), out.data() + r, Q4kCase::kRows);
+    for (int r = 0; r < Q4kCase::kRows; ++r)
         for (int c = 0; c < wb::kDotTileCols; ++c) {
-            float want = 0.0f;
-            wb::vec_dot_rows(t, n, w.data() + size_t(r) * w_stride, w_stride, 1, xq.data() + size_t(c) * x_stride, &want, o);
-            const float got = out[size_t(c * kRows + r)];
-            QVERIFY2(std::memcmp(&got, &want, sizeof got) == 0,
-                     qPrintable(QString("row %1, token %2: packed tile %3, row dot %4")
-                                    .arg(r).arg(c).arg(double(got), 0, 'g', 9).arg(double(want), 0, 'g', 9)));
+            const float got = out[size_t(c * Q4kCase::kRows + r)], want = q.want(n, r, c, wb::DotOrder::kGemm);
+            QVERIFY2(std::memcmp(&got, &want, sizeof got) == 0, qPrintable(mismatch("packed tile", r, c, got, want)));
         }
+}
+
+void TestQuantTiles::q4_k_rows8_equals_row_dot_bit_for_bit_data() { q4_k_cases(); }
+
+// Q4_K's gemv-order kernel over 8 rows (DotKernels::rows8, what the CPU backend uses for decode): each
+// of the 16 rows (two calls) against each token equal to the row dot in that order, bit for bit.
+void TestQuantTiles::q4_k_rows8_equals_row_dot_bit_for_bit() {
+    if (!avx2_family()) QSKIP("the AVX2 kernel family is not in use on this CPU (no AVX2/FMA/F16C)");
+    QFETCH(int, n);
+    QFETCH(bool, extreme);
+    const Q4kCase q(n, extreme);
+    const wb::DotKernels k = wb::dot_kernels(GgmlType::Q4_K, n, wb::DotOrder::kGemv);
+    QVERIFY(k.rows8);
+    for (int c = 0; c < wb::kDotTileCols; ++c) {
+        float out[Q4kCase::kRows];
+        for (int r = 0; r < Q4kCase::kRows; r += 8) k.rows8(n, q.row(r), q.w_stride, q.token(c), out + r);
+        for (int r = 0; r < Q4kCase::kRows; ++r) {
+            const float want = q.want(n, r, c, wb::DotOrder::kGemv);
+            QVERIFY2(std::memcmp(&out[r], &want, sizeof want) == 0, qPrintable(mismatch("rows8", r, c, out[r], want)));
+        }
+    }
 }
 
 QTEST_GUILESS_MAIN(TestQuantTiles)
