@@ -9,6 +9,14 @@
 // block, more work than the products; here the scales are decoded in a vector, the 8 rows' sums are
 // reduced together so that row r sits in lane r, and their float operations are one vector FMA each:
 // per lane exactly the operations of the row kernel, so the outputs are its bits.
+//
+// Q8_0 in its row order (dot_blocks<BlockQ8_0, ...> in quant_avx2.cpp): a block is too little work to
+// share, but one row at a time read memory at 11-12 GB/s on the development VM where 8 rows read
+// together, the next 8 prefetched as one run, read it at 16 (a decode of a tied-embedding model spends
+// half its time in that matrix). Each row keeps its own 8-lane accumulator and its own horizontal sum.
+//
+// Both prefetch the next 8 rows as the contiguous run they are, a block's worth of each row per
+// block: 8 short row streams restart every few kilobytes, too often for the hardware prefetcher.
 #include <immintrin.h>
 
 #include "quant/quant_avx2_common.h"
@@ -63,14 +71,20 @@ WB_INLINE __m256 row_scales(const uint8_t* w, size_t w_stride, int64_t i, size_t
     return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(h)));
 }
 
+// The next 8 rows' share of block step i: a block's bytes of each, as one run (rows are contiguous).
+template <class B>
+WB_INLINE void prefetch_next_rows(const uint8_t* rows, size_t w_stride, int64_t i) {
+    const auto* next = reinterpret_cast<const char*>(rows + kRows * w_stride + size_t(i) * kRows * sizeof(B));
+    for (size_t b = 0; b < kRows * sizeof(B); b += 64) _mm_prefetch(next + b, _MM_HINT_T0);
+}
+
 void dot_q4_k_gemv_rows8(int64_t n, const void* w, size_t w_stride, const void* x, float* out) {
     const auto* rows = static_cast<const uint8_t*>(w);
     const auto* bx = static_cast<const BlockQ8_K*>(x);
     __m256 acc = _mm256_setzero_ps(), acc_min = _mm256_setzero_ps();
     for (int64_t i = 0; i < n / kQKK; ++i) {
         const BlockQ8_K& xb = bx[i];
-        const char* next = reinterpret_cast<const char*>(rows) + kRows * w_stride + size_t(i) * kRows * sizeof(BlockQ4_K);
-        for (size_t b = 0; b < kRows * sizeof(BlockQ4_K); b += 64) _mm_prefetch(next + b, _MM_HINT_T0);
+        prefetch_next_rows<BlockQ4_K>(rows, w_stride, i);
         const __m256i bsums = load32(xb.bsums);
         // sub-block k's activation sum: bsums 2k + 2k+1 (|sum| <= 32 * 128, within int16)
         const __m128i sub_sums = _mm_hadd_epi16(_mm256_castsi256_si128(bsums), _mm256_extracti128_si256(bsums, 1));
@@ -91,8 +105,42 @@ void dot_q4_k_gemv_rows8(int64_t n, const void* w, size_t w_stride, const void* 
     _mm256_storeu_ps(out, _mm256_sub_ps(acc, acc_min));
 }
 
+// The row order's horizontal sum, llama.cpp's hsum_float_8: ((v0+v4)+(v2+v6)) + ((v1+v5)+(v3+v7)).
+WB_INLINE float hsum8(__m256 v) {
+    __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+    s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+    s = _mm_add_ss(s, _mm_movehdup_ps(s));
+    return _mm_cvtss_f32(s);
+}
+
+void dot_q8_0_rows8(int64_t n, const void* w, size_t w_stride, const void* x, float* out) {
+    const auto* rows = static_cast<const uint8_t*>(w);
+    const auto* bx = static_cast<const BlockQ8_0*>(x);
+    __m256 acc[kRows];
+    for (__m256& a : acc) a = _mm256_setzero_ps();
+    for (int64_t i = 0; i < n / kQK; ++i) {
+        prefetch_next_rows<BlockQ8_0>(rows, w_stride, i);
+        const __m256i y = load32(bx[i].qs);
+        const float dx = fp16(bx[i].d);
+#pragma GCC unroll 8
+        for (int r = 0; r < kRows; ++r) {
+            const BlockQ8_0& wb = reinterpret_cast<const BlockQ8_0*>(rows + size_t(r) * w_stride)[i];
+            const __m256i q = load32(wb.qs);
+            // |q| times y with q's sign (maddubs wants unsigned), pairs then quads summed exactly
+            const __m256i lanes = _mm256_madd_epi16(_mm256_maddubs_epi16(_mm256_sign_epi8(q, q), _mm256_sign_epi8(y, q)),
+                                                    _mm256_set1_epi16(1));
+            acc[r] = _mm256_fmadd_ps(_mm256_set1_ps(fp16(wb.d) * dx), _mm256_cvtepi32_ps(lanes), acc[r]);
+        }
+    }
+    // + 0.0f: the row kernel adds its (here empty) scalar terms after the sum, which turns -0 into +0.
+    for (int r = 0; r < kRows; ++r) out[r] = hsum8(acc[r]) + 0.0f;
+}
+
 }  // namespace
 
-void add_rows_avx2_kernels(KernelTable& t) { t.rows8_in(DotOrder::kGemv, GgmlType::Q4_K) = dot_q4_k_gemv_rows8; }
+void add_rows_avx2_kernels(KernelTable& t) {
+    t.rows8_in(DotOrder::kGemv, GgmlType::Q4_K) = dot_q4_k_gemv_rows8;
+    t.rows8_in(DotOrder::kRow, GgmlType::Q8_0) = dot_q8_0_rows8;
+}
 
 }  // namespace wb

@@ -109,8 +109,8 @@ private slots:
     void iq4_xs_tile_reads_every_scale_in_every_group();
     void packed_q4_k_tile_equals_row_dot_bit_for_bit_data();
     void packed_q4_k_tile_equals_row_dot_bit_for_bit();
-    void q4_k_rows8_equals_row_dot_bit_for_bit_data();
-    void q4_k_rows8_equals_row_dot_bit_for_bit();
+    void rows8_equals_row_dot_bit_for_bit_data();
+    void rows8_equals_row_dot_bit_for_bit();
 };
 
 // quant_force_scalar and quant_force_avx2 switch the family in use (the forms the tests run through),
@@ -259,21 +259,21 @@ void TestQuantTiles::iq4_xs_tile_reads_every_scale_in_every_group() {
 
 namespace {
 
-// 16 rows of random Q4_K blocks (every scale and minimum byte pattern) and 8 tokens of mixed
-// magnitudes; "extreme": every code 15 and every activation code +-127, the largest partial sums the
-// packed tile adds in 16 bits before scaling (an overflow there would change them).
-struct Q4kCase {
+// 16 rows of random blocks (every code, and for Q4_K every scale and minimum byte pattern) and 8
+// tokens of mixed magnitudes; "extreme" (Q4_K): every code 15 and every activation code +-127, the
+// largest partial sums the packed tile adds in 16 bits before scaling (an overflow would change them).
+struct RowsCase {
     static constexpr int kRows = 16;
+    GgmlType t;
     size_t w_stride = 0, x_stride = 0;
     std::vector<uint8_t> w, xq;
-    Q4kCase(int n, bool extreme) {
-        const GgmlType t = GgmlType::Q4_K;
-        std::mt19937 rng(uint32_t(5 + n + extreme));
+    RowsCase(GgmlType type, int n, bool extreme) : t(type) {
+        std::mt19937 rng(uint32_t(5 + n + extreme + 101 * uint32_t(t)));
         w_stride = wb::ggml_row_bytes(t, n);
         w.resize(w_stride * kRows);
         for (int r = 0; r < kRows; ++r) {
             std::vector<uint8_t> row = random_row(rng, t, n);
-            if (extreme)
+            if (extreme && t == GgmlType::Q4_K)
                 for (int64_t b = 0; b < n / wb::kQKK; ++b)
                     std::memset(row.data() + size_t(b) * sizeof(wb::BlockQ4_K) + offsetof(wb::BlockQ4_K, qs), 0xFF, wb::kQKK / 2);
             std::copy(row.begin(), row.end(), w.begin() + long(size_t(r) * w_stride));
@@ -292,16 +292,19 @@ struct Q4kCase {
     // The row dot of row r and token c in order o (the reference).
     float want(int n, int r, int c, wb::DotOrder o) const {
         float v = 0.0f;
-        wb::vec_dot_rows(GgmlType::Q4_K, n, row(r), w_stride, 1, token(c), &v, o);
+        wb::vec_dot_rows(t, n, row(r), w_stride, 1, token(c), &v, o);
         return v;
     }
 };
 
-void q4_k_cases() {
+void q4_k_cases(wb::DotOrder o) {
+    QTest::addColumn<uint32_t>("type");
     QTest::addColumn<int>("n");
     QTest::addColumn<bool>("extreme");
-    for (int n : {256, 2048, 8192}) QTest::addRow("%d", n) << n << false;
-    QTest::addRow("256 extreme") << 256 << true;
+    QTest::addColumn<int>("order");
+    const auto q4_k = uint32_t(GgmlType::Q4_K);
+    for (int n : {256, 2048, 8192}) QTest::addRow("Q4_K/%d", n) << q4_k << n << false << int(o);
+    QTest::addRow("Q4_K/256 extreme") << q4_k << 256 << true << int(o);
 }
 
 QString mismatch(const char* what, int r, int c, float got, float want) {
@@ -310,44 +313,52 @@ QString mismatch(const char* what, int r, int c, float got, float want) {
 
 }  // namespace
 
-void TestQuantTiles::packed_q4_k_tile_equals_row_dot_bit_for_bit_data() { q4_k_cases(); }
+void TestQuantTiles::packed_q4_k_tile_equals_row_dot_bit_for_bit_data() { q4_k_cases(wb::DotOrder::kGemm); }
 
 // Q4_K's gemm-order tile over packed activations (DotKernels::pack_x / tile_packed, what the CPU
 // backend uses for prefill): each output equal to the row dot in that order, bit for bit.
 void TestQuantTiles::packed_q4_k_tile_equals_row_dot_bit_for_bit() {
     if (!avx2_family()) QSKIP("the AVX2 kernel family is not in use on this CPU (no AVX2/FMA/F16C)");
+    QFETCH(uint32_t, type);
     QFETCH(int, n);
     QFETCH(bool, extreme);
-    const Q4kCase q(n, extreme);
-    const wb::DotKernels k = wb::dot_kernels(GgmlType::Q4_K, n, wb::DotOrder::kGemm);
+    const RowsCase q(GgmlType(type), n, extreme);
+    const wb::DotKernels k = wb::dot_kernels(q.t, n, wb::DotOrder::kGemm);
     QVERIFY(k.pack_x && k.tile_packed && k.packed_x_bytes);
     std::vector<uint8_t> packed(k.packed_x_bytes(n));
     k.pack_x(n, q.xq.data(), q.x_stride, packed.data());
-    std::vector<float> out(size_t(Q4kCase::kRows * wb::kDotTileCols), -1.0f);
-    for (int r = 0; r < Q4kCase::kRows; ++r) k.tile_packed(n, q.row(r), packed.data(), out.data() + r, Q4kCase::kRows);
-    for (int r = 0; r < Q4kCase::kRows; ++r)
+    std::vector<float> out(size_t(RowsCase::kRows * wb::kDotTileCols), -1.0f);
+    for (int r = 0; r < RowsCase::kRows; ++r) k.tile_packed(n, q.row(r), packed.data(), out.data() + r, RowsCase::kRows);
+    for (int r = 0; r < RowsCase::kRows; ++r)
         for (int c = 0; c < wb::kDotTileCols; ++c) {
-            const float got = out[size_t(c * Q4kCase::kRows + r)], want = q.want(n, r, c, wb::DotOrder::kGemm);
+            const float got = out[size_t(c * RowsCase::kRows + r)], want = q.want(n, r, c, wb::DotOrder::kGemm);
             QVERIFY2(std::memcmp(&got, &want, sizeof got) == 0, qPrintable(mismatch("packed tile", r, c, got, want)));
         }
 }
 
-void TestQuantTiles::q4_k_rows8_equals_row_dot_bit_for_bit_data() { q4_k_cases(); }
+void TestQuantTiles::rows8_equals_row_dot_bit_for_bit_data() {
+    q4_k_cases(wb::DotOrder::kGemv);  // the decode's order
+    for (int n : {32, 2304}) QTest::addRow("Q8_0/%d", n) << uint32_t(GgmlType::Q8_0) << n << false << int(wb::DotOrder::kRow);
+}
 
-// Q4_K's gemv-order kernel over 8 rows (DotKernels::rows8, what the CPU backend uses for decode): each
-// of the 16 rows (two calls) against each token equal to the row dot in that order, bit for bit.
-void TestQuantTiles::q4_k_rows8_equals_row_dot_bit_for_bit() {
+// The kernels over 8 rows (DotKernels::rows8, what the CPU backend uses for decode: Q4_K's gemv order,
+// Q8_0's row order): each of the 16 rows (two calls) against each token equal to the row dot in that
+// order, bit for bit.
+void TestQuantTiles::rows8_equals_row_dot_bit_for_bit() {
     if (!avx2_family()) QSKIP("the AVX2 kernel family is not in use on this CPU (no AVX2/FMA/F16C)");
+    QFETCH(uint32_t, type);
     QFETCH(int, n);
     QFETCH(bool, extreme);
-    const Q4kCase q(n, extreme);
-    const wb::DotKernels k = wb::dot_kernels(GgmlType::Q4_K, n, wb::DotOrder::kGemv);
+    QFETCH(int, order);
+    const RowsCase q(GgmlType(type), n, extreme);
+    const auto o = wb::DotOrder(order);
+    const wb::DotKernels k = wb::dot_kernels(q.t, n, o);
     QVERIFY(k.rows8);
     for (int c = 0; c < wb::kDotTileCols; ++c) {
-        float out[Q4kCase::kRows];
-        for (int r = 0; r < Q4kCase::kRows; r += 8) k.rows8(n, q.row(r), q.w_stride, q.token(c), out + r);
-        for (int r = 0; r < Q4kCase::kRows; ++r) {
-            const float want = q.want(n, r, c, wb::DotOrder::kGemv);
+        float out[RowsCase::kRows];
+        for (int r = 0; r < RowsCase::kRows; r += 8) k.rows8(n, q.row(r), q.w_stride, q.token(c), out + r);
+        for (int r = 0; r < RowsCase::kRows; ++r) {
+            const float want = q.want(n, r, c, o);
             QVERIFY2(std::memcmp(&out[r], &want, sizeof want) == 0, qPrintable(mismatch("rows8", r, c, out[r], want)));
         }
     }
