@@ -1129,14 +1129,12 @@ KernelTable avx2_kernels(bool allow_vnni) {
     t.dot_in(DotOrder::kTiled, GgmlType::Q6_K) = dot_k_tiled<BlockQ6_K, q6_k_ints, false>;
     t.tile_in(DotOrder::kTiled, GgmlType::Q2_K) = dot_k_tiled_tile<BlockQ2_K, q2_k_ints, true>;
     t.tile_in(DotOrder::kTiled, GgmlType::Q3_K) = dot_k_tiled_tile<BlockQ3_K, q3_k_ints, false>;
-    t.tile_in(DotOrder::kTiled, GgmlType::Q4_K) = dot_k_tiled_tile<BlockQ4_K, q4_k_ints, true>;
-    t.tile_in(DotOrder::kTiled, GgmlType::Q5_K) = dot_k_tiled_tile<BlockQ5_K, q5_k_ints, true>;
     t.tile_in(DotOrder::kTiled, GgmlType::Q6_K) = dot_q6_k_tiled_tile<false>;
     add_iq_tq_kernels(t);
     add_iq_grid_avx2_kernels(t);
     add_activation_avx2_kernels(t);
     add_float_avx2_kernels(t);
-    add_packed_avx2_kernels(t);
+    add_packed_avx2_kernels(t);  // Q4_K's and Q5_K's tiles
     add_rows_avx2_kernels(t);
     t.f16_to_f32 = f16_to_f32_row;
     t.dot_f16_lanes8 = dot_f16_lanes8;

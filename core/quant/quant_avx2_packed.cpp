@@ -16,6 +16,10 @@
 // multiplied by the sub-block's scale once (_mm256_madd_epi16), where the in-place tile did it per run
 // and token. The sums are exact integers either way, and every float operation is the one
 // dot_q4_k_gemm does, in its order: the outputs are bit for bit those of the row kernel.
+//
+// The same integer sums, over whole blocks, serve llama.cpp's tiled order of Q4_K and Q5_K (whose fifth
+// bit is or-ed into the codes), where the in-place tile decoded the scales and reduced the lanes for each
+// token of each block.
 #include <immintrin.h>
 
 #include <cstring>
@@ -77,11 +81,31 @@ WB_INLINE void q4_k_group(__m256i lo, __m256i hi, const PackedQ8Kx8& x, int ch, 
     sums[3] = _mm256_add_epi16(sums[3], _mm256_maddubs_epi16(wh, load32(x.qs[2 * ch + 1][J][1])));
 }
 
-// The exact integer sum of the scaled products of chunk ch (64 values) for the 8 tokens, token c in lane c.
-WB_INLINE __m256i q4_k_chunk(const BlockQ4_K& w, const PackedQ8Kx8& x, __m256i scales_mins, int ch) {
+// Chunk ch's codes (values 2ch * 32 .. 2ch * 32 + 63) as bytes: lo holds sub-block 2ch's 32 values,
+// hi sub-block 2ch+1's. Q4_K: the two nibbles of each of 32 bytes; Q5_K: with the fifth bit from qh
+// (bit 2ch, resp. 2ch+1, of byte b for value b), as q5_k_lanes reads it.
+WB_INLINE void k_chunk_codes(const BlockQ4_K& w, int ch, __m256i& lo, __m256i& hi) {
     const __m256i m4 = _mm256_set1_epi8(0x0F);
     const __m256i raw = load32(w.qs + 32 * ch);
-    const __m256i lo = _mm256_and_si256(raw, m4), hi = _mm256_and_si256(_mm256_srli_epi16(raw, 4), m4);
+    lo = _mm256_and_si256(raw, m4);
+    hi = _mm256_and_si256(_mm256_srli_epi16(raw, 4), m4);
+}
+
+WB_INLINE void k_chunk_codes(const BlockQ5_K& w, int ch, __m256i& lo, __m256i& hi) {
+    const __m256i m4 = _mm256_set1_epi8(0x0F), one = _mm256_set1_epi8(1);
+    const __m256i raw = load32(w.qs + 32 * ch), qh = load32(w.qh);
+    const __m256i bit_lo = _mm256_and_si256(_mm256_srli_epi16(qh, 2 * ch), one);
+    const __m256i bit_hi = _mm256_and_si256(_mm256_srli_epi16(qh, 2 * ch + 1), one);
+    lo = _mm256_or_si256(_mm256_and_si256(raw, m4), _mm256_slli_epi16(bit_lo, 4));
+    hi = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(raw, 4), m4), _mm256_slli_epi16(bit_hi, 4));
+}
+
+// The exact integer sum of the scaled products of chunk ch (64 values) for the 8 tokens, token c in
+// lane c. The 16-bit sums of four groups stay exact for codes up to 31: 4 * 2 * 31 * 128 = 31744.
+template <class BW>
+WB_INLINE __m256i k_chunk(const BW& w, const PackedQ8Kx8& x, __m256i scales_mins, int ch) {
+    __m256i lo, hi;
+    k_chunk_codes(w, ch, lo, hi);
     __m256i sums[4] = {};  // sub-block lo / hi, tokens 0-3 / 4-7; lane 4c+k (c < 4): group j = k of token c
     q4_k_group<0>(lo, hi, x, ch, sums);
     q4_k_group<1>(lo, hi, x, ch, sums);
@@ -114,28 +138,60 @@ void dot_q4_k_gemm_tile_packed(int64_t n, const void* w, const void* packed, flo
         const __m256 d = _mm256_mul_ps(_mm256_set1_ps(fp16(wb.d)), dx);
         const __m256 dmin = _mm256_mul_ps(_mm256_set1_ps(fp16(wb.dmin)), dx);
         for (int ch = 0; ch < 4; ++ch) {
-            acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(q4_k_chunk(wb, bx[i], scales_mins, ch)), d, acc);
+            acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(k_chunk(wb, bx[i], scales_mins, ch)), d, acc);
             acc_min = _mm256_fmadd_ps(_mm256_cvtepi32_ps(q4_k_chunk_min(bx[i], scales_mins, ch)), dmin, acc_min);
         }
     }
     store_tile_lanes(_mm256_sub_ps(acc, acc_min), out, out_stride);
 }
 
-// The tile over activation rows in place (vec_dot_tile, DotKernels::tile): packed into a per-thread
-// buffer first, so the one kernel above serves both.
-void dot_q4_k_gemm_tile(int64_t n, const void* w, size_t, const void* x, size_t x_stride, float* out, int64_t out_stride) {
+// Q4_K and Q5_K in llama.cpp's tiled order (dot_k_tiled in quant_avx2.cpp): per block the exact sums
+// over all four chunks, then r = d_w * float(sum), r = fma(-dmin_w, float(min), r), acc = fma(r, d_x,
+// acc), each a vector operation with token c in lane c. The in-place tile decoded the scales and
+// reduced the lanes once per token and block; here both are once per block.
+template <class BW>
+void dot_k45_tiled_tile_packed(int64_t n, const void* w, const void* packed, float* out, int64_t out_stride) {
+    const auto* bw = static_cast<const BW*>(w);
+    const auto* bx = static_cast<const PackedQ8Kx8*>(packed);
+    __m256 acc = _mm256_setzero_ps();
+    for (int64_t i = 0; i < n / kQKK; ++i) {
+        const BW& wb = bw[i];
+        const __m256i scales_mins = q4_k_scales_mins(wb.scales);
+        __m256i sum = _mm256_setzero_si256(), min = _mm256_setzero_si256();
+        for (int ch = 0; ch < 4; ++ch) {
+            sum = _mm256_add_epi32(sum, k_chunk(wb, bx[i], scales_mins, ch));
+            min = _mm256_add_epi32(min, q4_k_chunk_min(bx[i], scales_mins, ch));
+        }
+        __m256 r = _mm256_mul_ps(_mm256_set1_ps(fp16(wb.d)), _mm256_cvtepi32_ps(sum));
+        r = _mm256_fmadd_ps(_mm256_set1_ps(-fp16(wb.dmin)), _mm256_cvtepi32_ps(min), r);
+        acc = _mm256_fmadd_ps(r, _mm256_loadu_ps(bx[i].d), acc);
+    }
+    store_tile_lanes(acc, out, out_stride);
+}
+
+// A tile over activation rows in place (vec_dot_tile, DotKernels::tile) through its packed form: the
+// rows packed into a per-thread buffer first, so one kernel serves both.
+template <void (*Packed)(int64_t, const void*, const void*, float*, int64_t)>
+void tile_via_packed(int64_t n, const void* w, size_t, const void* x, size_t x_stride, float* out, int64_t out_stride) {
     thread_local FloatBuffer buffer;
     static_assert(sizeof(PackedQ8Kx8) % sizeof(float) == 0, "the packed blocks fill whole floats");
     float* packed = buffer.get(packed_q8_k_x8_bytes(n) / sizeof(float));
     pack_q8_k_x8(n, x, x_stride, packed);
-    dot_q4_k_gemm_tile_packed(n, w, packed, out, out_stride);
+    Packed(n, w, packed, out, out_stride);
+}
+
+template <void (*Packed)(int64_t, const void*, const void*, float*, int64_t)>
+void add_packed(KernelTable& t, DotOrder o, GgmlType type) {
+    t.tile_in(o, type) = tile_via_packed<Packed>;
+    t.packed_in(o, type) = {packed_q8_k_x8_bytes, pack_q8_k_x8, Packed};
 }
 
 }  // namespace
 
 void add_packed_avx2_kernels(KernelTable& t) {
-    t.tile_in(DotOrder::kGemm, GgmlType::Q4_K) = dot_q4_k_gemm_tile;
-    t.packed_in(DotOrder::kGemm, GgmlType::Q4_K) = {packed_q8_k_x8_bytes, pack_q8_k_x8, dot_q4_k_gemm_tile_packed};
+    add_packed<dot_q4_k_gemm_tile_packed>(t, DotOrder::kGemm, GgmlType::Q4_K);
+    add_packed<dot_k45_tiled_tile_packed<BlockQ4_K>>(t, DotOrder::kTiled, GgmlType::Q4_K);
+    add_packed<dot_k45_tiled_tile_packed<BlockQ5_K>>(t, DotOrder::kTiled, GgmlType::Q5_K);
 }
 
 }  // namespace wb

@@ -65,6 +65,7 @@ void randomize_blocks(std::mt19937& rng, uint8_t* row, int64_t n_blocks) {
         for (size_t k = 0; k < sizeof b; ++k) raw[k] = uint8_t(rng());  // every code, Q8_0's -128 included
         b.d = wb::f32_to_fp16(scale(rng));
         if constexpr (requires { b.m; }) b.m = wb::f32_to_fp16(scale(rng));
+        if constexpr (requires { b.dmin; }) b.dmin = wb::f32_to_fp16(scale(rng));  // not a random (NaN) half
         std::memcpy(row + size_t(i) * sizeof b, &b, sizeof b);
     }
 }
@@ -79,6 +80,7 @@ std::vector<uint8_t> random_row(std::mt19937& rng, GgmlType t, int64_t n) {
         case GgmlType::Q8_0: randomize_blocks<wb::BlockQ8_0>(rng, row.data(), n / wb::kQK); break;
         case GgmlType::Q6_K: randomize_blocks<wb::BlockQ6_K>(rng, row.data(), n / wb::kQKK); break;
         case GgmlType::Q4_K: randomize_blocks<wb::BlockQ4_K>(rng, row.data(), n / wb::kQKK); break;
+        case GgmlType::Q5_K: randomize_blocks<wb::BlockQ5_K>(rng, row.data(), n / wb::kQKK); break;
         default: break;
     }
     return row;
@@ -107,8 +109,8 @@ private slots:
     void tile_equals_row_dot_bit_for_bit_data();
     void tile_equals_row_dot_bit_for_bit();
     void iq4_xs_tile_reads_every_scale_in_every_group();
-    void packed_q4_k_tile_equals_row_dot_bit_for_bit_data();
-    void packed_q4_k_tile_equals_row_dot_bit_for_bit();
+    void packed_tile_equals_row_dot_bit_for_bit_data();
+    void packed_tile_equals_row_dot_bit_for_bit();
     void rows8_equals_row_dot_bit_for_bit_data();
     void rows8_equals_row_dot_bit_for_bit();
 };
@@ -260,8 +262,9 @@ void TestQuantTiles::iq4_xs_tile_reads_every_scale_in_every_group() {
 namespace {
 
 // 16 rows of random blocks (every code, and for Q4_K every scale and minimum byte pattern) and 8
-// tokens of mixed magnitudes; "extreme" (Q4_K): every code 15 and every activation code +-127, the
-// largest partial sums the packed tile adds in 16 bits before scaling (an overflow would change them).
+// tokens of mixed magnitudes; "extreme" (Q4_K, Q5_K): every code 15, resp. 31, and every activation
+// code +-127, the largest partial sums the packed tile adds in 16 bits before scaling (an overflow
+// would change them).
 struct RowsCase {
     static constexpr int kRows = 16;
     GgmlType t;
@@ -276,6 +279,10 @@ struct RowsCase {
             if (extreme && t == GgmlType::Q4_K)
                 for (int64_t b = 0; b < n / wb::kQKK; ++b)
                     std::memset(row.data() + size_t(b) * sizeof(wb::BlockQ4_K) + offsetof(wb::BlockQ4_K, qs), 0xFF, wb::kQKK / 2);
+            if (extreme && t == GgmlType::Q5_K)  // codes 31: every low nibble and fifth bit set
+                for (int64_t b = 0; b < n / wb::kQKK; ++b)
+                    std::memset(row.data() + size_t(b) * sizeof(wb::BlockQ5_K) + offsetof(wb::BlockQ5_K, qh), 0xFF,
+                                wb::kQKK / 8 + wb::kQKK / 2);
             std::copy(row.begin(), row.end(), w.begin() + long(size_t(r) * w_stride));
         }
         x_stride = wb::activation_row_bytes(t, n);
@@ -313,17 +320,26 @@ QString mismatch(const char* what, int r, int c, float got, float want) {
 
 }  // namespace
 
-void TestQuantTiles::packed_q4_k_tile_equals_row_dot_bit_for_bit_data() { q4_k_cases(wb::DotOrder::kGemm); }
+void TestQuantTiles::packed_tile_equals_row_dot_bit_for_bit_data() {
+    q4_k_cases(wb::DotOrder::kGemm);
+    const auto tiled = int(wb::DotOrder::kTiled);
+    for (GgmlType t : {GgmlType::Q4_K, GgmlType::Q5_K})
+        for (int n : {256, 2048}) QTest::addRow("%s/%d/tiled", wb::ggml_type_name(t).c_str(), n) << uint32_t(t) << n << false << tiled;
+    QTest::addRow("Q5_K/256/tiled extreme") << uint32_t(GgmlType::Q5_K) << 256 << true << tiled;
+}
 
-// Q4_K's gemm-order tile over packed activations (DotKernels::pack_x / tile_packed, what the CPU
-// backend uses for prefill): each output equal to the row dot in that order, bit for bit.
-void TestQuantTiles::packed_q4_k_tile_equals_row_dot_bit_for_bit() {
+// The tiles over packed activations (DotKernels::pack_x / tile_packed, what the CPU backend uses for
+// prefill: Q4_K's gemm order, Q4_K's and Q5_K's tiled order): 16 rows against 8 tokens, each output
+// equal to the row dot in that order, bit for bit.
+void TestQuantTiles::packed_tile_equals_row_dot_bit_for_bit() {
     if (!avx2_family()) QSKIP("the AVX2 kernel family is not in use on this CPU (no AVX2/FMA/F16C)");
     QFETCH(uint32_t, type);
     QFETCH(int, n);
     QFETCH(bool, extreme);
+    QFETCH(int, order);
     const RowsCase q(GgmlType(type), n, extreme);
-    const wb::DotKernels k = wb::dot_kernels(q.t, n, wb::DotOrder::kGemm);
+    const auto o = wb::DotOrder(order);
+    const wb::DotKernels k = wb::dot_kernels(q.t, n, o);
     QVERIFY(k.pack_x && k.tile_packed && k.packed_x_bytes);
     std::vector<uint8_t> packed(k.packed_x_bytes(n));
     k.pack_x(n, q.xq.data(), q.x_stride, packed.data());
@@ -331,7 +347,7 @@ void TestQuantTiles::packed_q4_k_tile_equals_row_dot_bit_for_bit() {
     for (int r = 0; r < RowsCase::kRows; ++r) k.tile_packed(n, q.row(r), packed.data(), out.data() + r, RowsCase::kRows);
     for (int r = 0; r < RowsCase::kRows; ++r)
         for (int c = 0; c < wb::kDotTileCols; ++c) {
-            const float got = out[size_t(c * RowsCase::kRows + r)], want = q.want(n, r, c, wb::DotOrder::kGemm);
+            const float got = out[size_t(c * RowsCase::kRows + r)], want = q.want(n, r, c, o);
             QVERIFY2(std::memcmp(&got, &want, sizeof got) == 0, qPrintable(mismatch("packed tile", r, c, got, want)));
         }
 }
