@@ -61,6 +61,19 @@ KvType cache_type(const std::string& flag, const std::string& v) {
     }
 }
 
+// --replay takes the prompt and every sampling setting from its file; a flag that would change them
+// (or the output) is refused rather than silently overridden.
+void check_replay_flags(const CliOptions& o) {
+    static const std::vector<std::string> allowed = {"-m", "--model", "--replay", "--export-trace", "--backend",
+                                                     "--threads", "--ctx", "--cache-type-k", "--cache-type-v",
+                                                     "--context-policy", "--keep", "--dump-attention", "--layers",
+                                                     "--heads"};
+    for (const std::string& f : o.flags)
+        if (f.rfind("-", 0) == 0 && std::find(allowed.begin(), allowed.end(), f) == allowed.end())
+            throw Error("--replay takes the prompt, settings and seed from the trace file: " + f +
+                        " cannot be used with it");
+}
+
 }  // namespace
 
 std::string usage_text() {
@@ -70,7 +83,9 @@ commands:
   tokenize [-m MODEL] -p TEXT [--json]    token ids and pieces
   generate [-m MODEL] -p TEXT [-n N] [--chat [template]] [--system TEXT] [sampling] [--json [--top-candidates N]
            [--logit-lens K] [--head-stats]]
-           [--dump-attention FILE [--layers L,...] [--heads H,...]]
+           [--dump-attention FILE [--layers L,...] [--heads H,...]] [--export-trace FILE]
+  generate [-m MODEL] --replay FILE [--export-trace FILE]   rerun a trace file's prompt, settings and seed;
+           prints where the new trace first differs (exit 1) or that it is the same
   chat     [-m MODEL] [template] [--system TEXT] [sampling]   interactive terminal chat (/reset, /exit)
            generate and chat: --remote URL [--api-key KEY] [--remote-model NAME]: the model of an
            OpenAI-compatible server (WhiteBox serve, llama.cpp's server, vLLM, Ollama, ...) streamed here;
@@ -159,6 +174,8 @@ CliOptions parse_cli(int argc, char** argv) {
         else if (a == "--json") o.json = true;
         else if (a == "--top-candidates") o.top_candidates = to_int(a, next(), 0, 1000);
         else if (a == "--dump-attention") o.dump_attention = next();
+        else if (a == "--export-trace" && o.command == "generate") o.export_trace = next();
+        else if (a == "--replay" && o.command == "generate") o.replay = next();
         else if (a == "--logit-lens") o.logit_lens = to_int(a, next(), 1, 1000);
         else if (a == "--head-stats") o.head_stats = true;
         else if (a == "--layers") o.layers = to_int_list(a, next());
@@ -202,8 +219,13 @@ CliOptions parse_cli(int argc, char** argv) {
     }
     if (o.remote.empty() && o.command != "serve" && (!o.api_key.empty() || !o.remote_model.empty()))
         throw Error(std::string(o.api_key.empty() ? "--remote-model" : "--api-key") + " needs --remote URL");
-    if ((o.command == "tokenize" || o.command == "generate") && !o.prompt_given)
+    if ((o.command == "tokenize" || o.command == "generate") && !o.prompt_given && o.replay.empty())
         throw Error(o.command + " needs a prompt: -p TEXT");
+    if (!o.replay.empty()) check_replay_flags(o);
+#ifndef WB_HAVE_TRACE_FILE
+    if (!o.export_trace.empty() || !o.replay.empty())
+        throw Error("this whitebox-cli was built without JSON support (nlohmann-json): no --export-trace or --replay");
+#endif
     // Accepted by the shared sampler flags, but only generate and chat draw replies under it (serve
     // would silently constrain every request, bench and perplexity would ignore it).
     if (!o.grammar_flag.empty() && o.command != "generate" && o.command != "chat")

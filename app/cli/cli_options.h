@@ -46,6 +46,8 @@ struct CliOptions {
     bool json = false;                 // --json
     int32_t top_candidates = 0;        // --top-candidates N: per-token candidates in generate --json
     std::string dump_attention;        // --dump-attention FILE: captured attention as JSON
+    std::string export_trace;          // generate --export-trace FILE: the reply's sampler trace (docs/trace-format.md)
+    std::string replay;                // generate --replay FILE: rerun a trace file's prompt, settings and seed
     int32_t logit_lens = 0;            // --logit-lens K: per-layer top K of the logit lens in generate --json
     bool head_stats = false;           // --head-stats: per-head attention statistics in generate --json
     std::vector<int32_t> layers;       // --layers L,...: layers to capture (default all)

@@ -164,6 +164,18 @@ int cmd_generate(const CliOptions& o) {
     Runtime rt = open_runtime(o);
     const Model& m = *rt.model;
     std::vector<int32_t> prompt;
+    SamplingParams sampling = sampling_for(o, m, o.chat);
+#ifdef WB_HAVE_TRACE_FILE
+    GenerationTrace recorded;
+    if (!o.replay.empty()) {
+        // The file's prompt ids and settings as they were, with the seed the sampler actually drew with.
+        recorded = read_trace_file(o.replay);
+        prompt = recorded.prompt;
+        sampling = recorded.params;
+        sampling.seed = recorded.seed_in_use;
+        apply_context_policy(o, m, *rt.session, nullptr);
+    } else
+#endif
     if (o.chat) {
         std::vector<ChatMessage> msgs;
         if (o.system_given) msgs.push_back({"system", o.system});
@@ -174,14 +186,22 @@ int cmd_generate(const CliOptions& o) {
         prompt = m.tokenizer().encode(o.prompt, m.tokenizer().add_bos(), true);
         apply_context_policy(o, m, *rt.session, nullptr);
     }
-    const LiveSamplingParams params(sampling_for(o, m, o.chat));
+    const LiveSamplingParams params(sampling);
     const ModelConfig& c = m.config();
     const bool swa = std::find(c.layer_is_swa.begin(), c.layer_is_swa.end(), true) != c.layer_is_swa.end();
-    GenerateObserver obs({!o.json, o.top_candidates, !o.dump_attention.empty(), o.layers, o.heads, o.logit_lens,
-                          o.head_stats, swa ? c.sliding_window : 0});
+    const bool trace = !o.export_trace.empty() || !o.replay.empty();
+    GenerateObserver obs({!o.json && o.replay.empty(), o.top_candidates, !o.dump_attention.empty(), o.layers, o.heads,
+                          o.logit_lens, o.head_stats, swa ? c.sliding_window : 0, trace});
     const GenerateResult r = rt.session->generate(prompt, params, &obs);
     if (!o.dump_attention.empty() && r.reason != StopReason::ERROR)
         obs.write_attention(o.dump_attention, rt.session->context_tokens(), m.tokenizer());
+#ifdef WB_HAVE_TRACE_FILE
+    if (trace && r.reason != StopReason::ERROR) {
+        const GenerationTrace now = trace_of(obs, prompt, sampling, r.seed, rt.backend.backend->name());
+        if (!o.export_trace.empty()) write_trace_file(o.export_trace, now);
+        if (!o.replay.empty()) return report_replay(recorded, now);
+    }
+#endif
     if (o.json) {
         print_json_result(r, prompt, rt.backend.backend->name(), obs, o.top_candidates > 0, o.logit_lens > 0);
         if (r.reason != StopReason::ERROR) return 0;

@@ -2,7 +2,11 @@
 // The CLI's commands. Each returns the process exit code; errors are thrown as wb::Error and turned
 // into one line on stderr by main().
 #include "cli/cli_options.h"
+#include "cli/generate_observer.h"
 #include "engine/model.h"
+#ifdef WB_HAVE_TRACE_FILE
+#include "sampling/trace_file.h"
+#endif
 
 namespace wb::cli {
 
@@ -22,6 +26,17 @@ int cmd_chat_remote(const CliOptions& o);
 ChatTemplateChoice chat_template_choice(const CliOptions& o);
 // Throws the template's parse error, with what to do about it, when it cannot render.
 void require_chat_template(const ChatTemplate& t);
+
+#ifdef WB_HAVE_TRACE_FILE
+// generate --export-trace / --replay (cmd_trace.cpp): the trace a generation's observer collected, the
+// file written (temporary file renamed into place) and read (wb::Error naming the path), and the
+// replay's verdict printed (exit code: 0 the same, 1 differs).
+GenerationTrace trace_of(const GenerateObserver& obs, const std::vector<int32_t>& prompt, const SamplingParams& params,
+                         uint64_t seed_in_use, const std::string& backend);
+void write_trace_file(const std::string& path, const GenerationTrace& trace);
+GenerationTrace read_trace_file(const std::string& path);
+int report_replay(const GenerationTrace& recorded, const GenerationTrace& now);
+#endif
 
 // The whole file; wb::Error naming the path when it cannot be read.
 std::string read_text_file(const std::string& path);

@@ -15,6 +15,7 @@ CaptureSpec GenerateObserver::capture() const {
     // Head statistics need the attention of every pass (only the last prompt batch's last row is kept).
     spec.prefill_attention = spec.decode_attention = what_.attention || what_.head_stats;
     spec.logit_lens = what_.logit_lens;
+    spec.sampler_trace = what_.sampler_trace;
     spec.layers = what_.layers;
     spec.heads = what_.heads;
     return spec;

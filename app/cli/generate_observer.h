@@ -23,6 +23,7 @@ struct GenerateCapture {
     int32_t logit_lens = 0;          // --logit-lens K
     bool head_stats = false;         // --head-stats
     int32_t model_window = 0;        // the model's sliding window (head statistics' in_window), 0: none
+    bool sampler_trace = false;      // --export-trace / --replay
 };
 
 class GenerateObserver : public Observer {

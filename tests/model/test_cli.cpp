@@ -436,6 +436,51 @@ private Q_SLOTS:
         QVERIFY(!events.last().toObject()["prefill"].toBool());
     }
 
+    void exportedTraceReplaysAndAnEditedOneDiffersWhereEdited() {
+        QTemporaryDir dir;
+        const QString path = dir.filePath("trace.json");
+        // A random seed: the replay must take the one the file says was used (and the file's
+        // ignore_eos, or the replay could end early).
+        const Run first = run_cli({"generate", "-m", model(), "-p", "The capital of France is", "-n", "8",
+                                   "--ignore-eos", "--backend", "cpu", "--json", "--export-trace", path});
+        QCOMPARE(first.exit_code, 0);
+        QFile f(path);
+        QVERIFY(f.open(QIODevice::ReadOnly));
+        const QJsonObject trace = QJsonDocument::fromJson(f.readAll()).object();
+        f.close();
+        QCOMPARE(trace["format"].toString(), QString("whitebox-sampler-trace"));
+        QCOMPARE(trace["seed_in_use"].toInteger(), json_of(first)["seed"].toInteger());
+        const QJsonArray steps = trace["steps"].toArray();
+        QCOMPARE(steps.size(), json_of(first)["tokens"].toArray().size());
+        QVERIFY(!steps[0].toObject()["stages"].toArray().isEmpty());
+
+        const Run replay = run_cli({"generate", "-m", model(), "--backend", "cpu", "--replay", path});
+        QCOMPARE(replay.exit_code, 0);
+        QCOMPARE(replay.out.trimmed(), QByteArray("replay: the same 8 tokens and sampler trace"));
+
+        // Step 3 says another token was drawn: the replay must name that step and no stage. Edited as
+        // text: QJsonDocument holds numbers as doubles and would round a 64-bit seed_in_use.
+        const int drawn = steps[3].toObject()["token"].toInt();
+        QByteArray text = [&] { QFile g(path); g.open(QIODevice::ReadOnly); return g.readAll(); }();
+        qsizetype at = -1;
+        for (int i = 0; i <= 3; ++i) at = text.indexOf("}],\"token\":", at + 1);  // a step's end: its stages, its token
+        QVERIFY(at >= 0);
+        const QByteArray old_token = "}],\"token\":" + QByteArray::number(drawn) + "}";
+        QCOMPARE(text.mid(at, old_token.size()), old_token);
+        text.replace(at, old_token.size(), "}],\"token\":" + QByteArray::number(drawn + 1) + "}");
+        const QString edited = write_file(dir, "edited.json", text);
+        const Run differs = run_cli({"generate", "-m", model(), "--backend", "cpu", "--replay", edited});
+        QCOMPARE(differs.exit_code, 1);
+        QCOMPARE(differs.out.trimmed(), QString("replay: differs at token 3: token %1 vs %2").arg(drawn + 1).arg(drawn).toUtf8());
+
+        const Run bad = run_cli({"generate", "-m", model(), "--replay", write_file(dir, "bad.json", "{\"format\": 1}")});
+        QCOMPARE(bad.exit_code, 1);
+        QVERIFY2(bad.err.contains("bad.json: trace file: the file.format has the wrong type"), bad.err.constData());
+        // A flag the file's settings would silently override is refused.
+        QVERIFY(run_cli({"generate", "-m", model(), "--replay", path, "-p", "x"}).err.contains("-p cannot be used with it"));
+        QVERIFY(run_cli({"generate", "-m", model(), "--replay", path, "--temp", "0"}).err.contains("--temp cannot be used"));
+    }
+
     void sameSeedSameText() {
         const QStringList args{"generate", "-m", model(), "-p", "Once upon a time", "-n", "12", "--temp", "1.0",
                                "--seed", "1234", "--backend", "cpu", "--json"};
