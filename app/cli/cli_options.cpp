@@ -84,6 +84,7 @@ commands:
   generate [-m MODEL] -p TEXT [-n N] [--chat [template]] [--system TEXT] [sampling] [--json [--top-candidates N]
            [--logit-lens K] [--head-stats]]
            [--dump-attention FILE [--layers L,...] [--heads H,...]] [--export-trace FILE]
+           [--compare-model FILE]  the reply through a second model file: per-token KL and top-1 flips
   generate [-m MODEL] --replay FILE [--export-trace FILE]   rerun a trace file's prompt, settings and seed;
            prints where the new trace first differs (exit 1) or that it is the same
   chat     [-m MODEL] [template] [--system TEXT] [sampling]   interactive terminal chat (/reset, /exit)
@@ -176,6 +177,7 @@ CliOptions parse_cli(int argc, char** argv) {
         else if (a == "--dump-attention") o.dump_attention = next();
         else if (a == "--export-trace" && o.command == "generate") o.export_trace = next();
         else if (a == "--replay" && o.command == "generate") o.replay = next();
+        else if (a == "--compare-model" && o.command == "generate") o.compare_model = next();
         else if (a == "--logit-lens") o.logit_lens = to_int(a, next(), 1, 1000);
         else if (a == "--head-stats") o.head_stats = true;
         else if (a == "--layers") o.layers = to_int_list(a, next());
@@ -222,6 +224,7 @@ CliOptions parse_cli(int argc, char** argv) {
     if ((o.command == "tokenize" || o.command == "generate") && !o.prompt_given && o.replay.empty())
         throw Error(o.command + " needs a prompt: -p TEXT");
     if (!o.replay.empty()) check_replay_flags(o);
+    if (!o.compare_model.empty() && !o.replay.empty()) throw Error("--compare-model and --replay exclude each other");
 #ifndef WB_HAVE_TRACE_FILE
     if (!o.export_trace.empty() || !o.replay.empty())
         throw Error("this whitebox-cli was built without JSON support (nlohmann-json): no --export-trace or --replay");

@@ -48,6 +48,7 @@ struct CliOptions {
     std::string dump_attention;        // --dump-attention FILE: captured attention as JSON
     std::string export_trace;          // generate --export-trace FILE: the reply's sampler trace (docs/trace-format.md)
     std::string replay;                // generate --replay FILE: rerun a trace file's prompt, settings and seed
+    std::string compare_model;         // generate --compare-model FILE: per-token KL and top-1 flips against it
     int32_t logit_lens = 0;            // --logit-lens K: per-layer top K of the logit lens in generate --json
     bool head_stats = false;           // --head-stats: per-head attention statistics in generate --json
     std::vector<int32_t> layers;       // --layers L,...: layers to capture (default all)

@@ -9,6 +9,7 @@
 #include "engine/backend.h"
 #include "engine/chat_prompt.h"
 #include "engine/model.h"
+#include "engine/model_compare.h"
 #include "engine/session.h"
 #include "util/error.h"
 
@@ -94,11 +95,43 @@ void write_steps(JsonWriter& j, const GenerateObserver& obs, bool with_candidate
     j.end_array();
 }
 
+// --compare-model: the reply through the second file on the same backend, teacher-forced.
+ModelComparison compare_reply(const CliOptions& o, Runtime& rt, const std::vector<int32_t>& prompt,
+                              const std::vector<int32_t>& reply) {
+    const std::unique_ptr<Model> other = Model::load(o.compare_model);
+    SessionOptions so;
+    so.n_ctx = rt.session->n_ctx();
+    so.kv_type_k = o.cache_type_k;
+    so.kv_type_v = o.cache_type_v;
+    Session session(*other, *rt.backend.backend, so);
+    return compare_models(*rt.session, session, prompt, reply);
+}
+
+void write_compare(JsonWriter& j, const std::string& path, const ModelComparison& c) {
+    j.key("compare").begin_object().key("model").value(path).key("kl_mean").value(c.kl_mean);
+    j.key("kl_max").value(c.kl_max).key("flips").value(c.flips).key("tokens").begin_array();
+    for (const TokenComparison& t : c.tokens)
+        j.begin_object().key("token").value(t.token).key("kl").value(t.kl).key("top").value(t.top_a)
+            .key("top_other").value(t.top_b).end_object();
+    j.end_array().end_object();
+}
+
+void print_compare(const std::string& path, const ModelComparison& c) {
+    std::fprintf(stderr, "compare with %s: KL mean %.6f, max %.6f nats; top-1 flips %d of %zu tokens\n", path.c_str(),
+                 c.kl_mean, c.kl_max, c.flips, c.tokens.size());
+    for (size_t i = 0; i < c.tokens.size(); ++i)
+        std::fprintf(stderr, "  %zu token %d: KL %.6f%s\n", i, c.tokens[i].token, c.tokens[i].kl,
+                     c.tokens[i].flip() ? (" flip " + std::to_string(c.tokens[i].top_a) + " -> " +
+                                           std::to_string(c.tokens[i].top_b)).c_str() : "");
+}
+
 void print_json_result(const GenerateResult& r, const std::vector<int32_t>& prompt, const std::string& backend,
-                       const GenerateObserver& obs, bool with_candidates, bool with_lens) {
+                       const GenerateObserver& obs, bool with_candidates, bool with_lens, const CliOptions& o,
+                       const ModelComparison& cmp) {
     JsonWriter j;
     j.begin_object().key("text").value(r.text).key("tokens").array(r.tokens);
     write_steps(j, obs, with_candidates, with_lens);
+    if (!o.compare_model.empty()) write_compare(j, o.compare_model, cmp);
     j.key("prompt_tokens").value(uint64_t(prompt.size())).key("prompt_token_ids").array(prompt);
     j.key("stop_reason").value(stop_reason_name(r.reason));
     if (r.reason == StopReason::ERROR) j.key("error").value(r.error);
@@ -202,8 +235,14 @@ int cmd_generate(const CliOptions& o) {
         if (!o.replay.empty()) return report_replay(recorded, now);
     }
 #endif
+    ModelComparison cmp;
+    if (!o.compare_model.empty() && r.reason != StopReason::ERROR) {
+        if (!o.json) std::printf("\n");  // the streamed reply ends before the comparison's lines
+        cmp = compare_reply(o, rt, prompt, r.tokens);
+        if (!o.json) print_compare(o.compare_model, cmp);
+    }
     if (o.json) {
-        print_json_result(r, prompt, rt.backend.backend->name(), obs, o.top_candidates > 0, o.logit_lens > 0);
+        print_json_result(r, prompt, rt.backend.backend->name(), obs, o.top_candidates > 0, o.logit_lens > 0, o, cmp);
         if (r.reason != StopReason::ERROR) return 0;
     }
     if (!o.json) std::printf("\n");

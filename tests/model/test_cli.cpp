@@ -481,6 +481,27 @@ private Q_SLOTS:
         QVERIFY(run_cli({"generate", "-m", model(), "--replay", path, "--temp", "0"}).err.contains("--temp cannot be used"));
     }
 
+    void compareModelAgainstItselfGivesKlZero() {
+        const Run r = run_cli({"generate", "-m", model(), "-p", "The capital of France is", "-n", "5", "--temp", "0",
+                               "--backend", "cpu", "--json", "--compare-model", model()});
+        QCOMPARE(r.exit_code, 0);
+        const QJsonObject o = json_of(r);
+        const QJsonObject c = o["compare"].toObject();
+        QCOMPARE(c["model"].toString(), model());
+        QCOMPARE(c["kl_max"].toDouble(), 0.0);
+        QCOMPARE(c["flips"].toInt(), 0);
+        const QJsonArray tokens = c["tokens"].toArray();
+        QCOMPARE(tokens.size(), o["tokens"].toArray().size());
+        for (qsizetype i = 0; i < tokens.size(); ++i) {
+            QCOMPARE(tokens[i].toObject()["token"].toInt(), o["tokens"].toArray()[i].toInt());
+            // Greedy: the drawn token is each model's top-1.
+            QCOMPARE(tokens[i].toObject()["top"].toInt(), o["tokens"].toArray()[i].toInt());
+        }
+        const Run text = run_cli({"generate", "-m", model(), "-p", "Hi", "-n", "2", "--temp", "0", "--backend", "cpu",
+                                  "--compare-model", model()});
+        QVERIFY2(text.err.contains("KL mean 0.000000, max 0.000000 nats; top-1 flips 0 of 2 tokens"), text.err.constData());
+    }
+
     void sameSeedSameText() {
         const QStringList args{"generate", "-m", model(), "-p", "Once upon a time", "-n", "12", "--temp", "1.0",
                                "--seed", "1234", "--backend", "cpu", "--json"};
