@@ -230,7 +230,8 @@ int cmd_generate(const CliOptions& o) {
         obs.write_attention(o.dump_attention, rt.session->context_tokens(), m.tokenizer());
 #ifdef WB_HAVE_TRACE_FILE
     if (trace && r.reason != StopReason::ERROR) {
-        const GenerationTrace now = trace_of(obs, prompt, sampling, r.seed, rt.backend.backend->name());
+        const GenerationTrace now = trace_of(obs, prompt, sampling, r.seed, rt.backend.backend->name(),
+                                                 resolve_model_path(o));
         if (!o.export_trace.empty()) write_trace_file(o.export_trace, now);
         if (!o.replay.empty()) return report_replay(recorded, now);
     }

@@ -6,12 +6,14 @@
 
 #include "cli/commands.h"
 #include "util/error.h"
+#include "util/sha256.h"
 
 namespace wb::cli {
 
 GenerationTrace trace_of(const GenerateObserver& obs, const std::vector<int32_t>& prompt, const SamplingParams& params,
-                         uint64_t seed_in_use, const std::string& backend) {
+                         uint64_t seed_in_use, const std::string& backend, const std::string& model_path) {
     GenerationTrace t;
+    t.model_sha256 = sha256_file(model_path);
     t.backend = backend;
     t.params = params;
     t.seed_in_use = seed_in_use;
@@ -41,6 +43,12 @@ GenerationTrace read_trace_file(const std::string& path) {
 }
 
 int report_replay(const GenerationTrace& recorded, const GenerationTrace& now) {
+    // Another file gives other numbers from the first token on; saying so beats a first difference.
+    if (!recorded.model_sha256.empty() && recorded.model_sha256 != now.model_sha256) {
+        std::printf("replay: the trace was made with another model file (SHA-256 %s; this one is %s)\n",
+                    recorded.model_sha256.c_str(), now.model_sha256.c_str());
+        return 1;
+    }
     const TraceDivergence d = compare_traces(recorded, now);
     if (d.same) {
         std::printf("replay: the same %zu tokens and sampler trace\n", now.steps.size());

@@ -32,7 +32,7 @@ void require_chat_template(const ChatTemplate& t);
 // file written (temporary file renamed into place) and read (wb::Error naming the path), and the
 // replay's verdict printed (exit code: 0 the same, 1 differs).
 GenerationTrace trace_of(const GenerateObserver& obs, const std::vector<int32_t>& prompt, const SamplingParams& params,
-                         uint64_t seed_in_use, const std::string& backend);
+                         uint64_t seed_in_use, const std::string& backend, const std::string& model_path);
 void write_trace_file(const std::string& path, const GenerationTrace& trace);
 GenerationTrace read_trace_file(const std::string& path);
 int report_replay(const GenerationTrace& recorded, const GenerationTrace& now);

@@ -1,9 +1,11 @@
 // whitebox-cli as a user runs it: the JSON contracts of info, tokenize, generate and bench on the real
 // default model, seeded reproducibility, and bad input (unknown flags, missing or truncated files, an
 // over-long prompt) ending with a non-zero exit and exactly one line on stderr.
+#include <QCryptographicHash>
 #include <QJsonArray>
 #include <QJsonDocument>
 #include <QFile>
+#include <QDir>
 #include <QFileInfo>
 #include <QJsonObject>
 #include <QProcess>
@@ -449,6 +451,11 @@ private Q_SLOTS:
         const QJsonObject trace = QJsonDocument::fromJson(f.readAll()).object();
         f.close();
         QCOMPARE(trace["format"].toString(), QString("whitebox-sampler-trace"));
+        QCOMPARE(trace["model_sha256"].toString(), [] {
+            QFile m(model());
+            m.open(QIODevice::ReadOnly);
+            return QString(QCryptographicHash::hash(m.readAll(), QCryptographicHash::Sha256).toHex());
+        }());
         QCOMPARE(trace["seed_in_use"].toInteger(), json_of(first)["seed"].toInteger());
         const QJsonArray steps = trace["steps"].toArray();
         QCOMPARE(steps.size(), json_of(first)["tokens"].toArray().size());
@@ -476,6 +483,12 @@ private Q_SLOTS:
         const Run bad = run_cli({"generate", "-m", model(), "--replay", write_file(dir, "bad.json", "{\"format\": 1}")});
         QCOMPARE(bad.exit_code, 1);
         QVERIFY2(bad.err.contains("bad.json: trace file: the file.format has the wrong type"), bad.err.constData());
+        // Another model file: said as such, not as a difference in the numbers.
+        const Run other = run_cli({"generate", "-m", QFileInfo(model()).dir().filePath("gemma-3-270m-Q4_K_M.gguf"), "--backend", "cpu",
+                                   "--replay", path});
+        QCOMPARE(other.exit_code, 1);
+        QVERIFY2(other.out.startsWith("replay: the trace was made with another model file (SHA-256 " +
+                                      trace["model_sha256"].toString().toUtf8()), other.out.constData());
         // A flag the file's settings would silently override is refused.
         QVERIFY(run_cli({"generate", "-m", model(), "--replay", path, "-p", "x"}).err.contains("-p cannot be used with it"));
         QVERIFY(run_cli({"generate", "-m", model(), "--replay", path, "--temp", "0"}).err.contains("--temp cannot be used"));
