@@ -2,7 +2,9 @@
 #include <algorithm>
 #include <cstdio>
 #include <iostream>
+#include <optional>
 
+#include "cli/chat_repl.h"
 #include "cli/commands.h"
 #include "cli/generate_observer.h"
 #include "cli/json_writer.h"
@@ -265,26 +267,18 @@ int cmd_chat(const CliOptions& o) {
     const Model& m = *rt.model;
     std::fprintf(stderr, "WhiteBox chat with %s on %s. /reset starts over, /exit or Ctrl-D quits.\n",
                  m.display_name().c_str(), rt.backend.backend->description().c_str());
-    std::vector<ChatMessage> messages;
-    if (o.system_given) messages.push_back({"system", o.system});
-    apply_context_policy(o, m, *rt.session, &messages);
-    size_t first_kept = messages.size();  // trim: messages before this (after the system prompt) are not sent
+    std::vector<ChatMessage> start;
+    if (o.system_given) start.push_back({"system", o.system});
+    apply_context_policy(o, m, *rt.session, &start);
+    size_t first_kept = start.size();  // trim: messages before this (after the system prompt) are not sent
     const LiveSamplingParams params(sampling_for(o, m, true));
     GenerateObserver printer({true, 0, false, {}, {}});
-    std::string line;
-    for (;;) {
-        std::printf("\n> ");
-        std::fflush(stdout);
-        if (!std::getline(std::cin, line) || line == "/exit") break;
-        if (line == "/reset") {
-            messages.resize(o.system_given ? 1 : 0);
-            first_kept = messages.size();
-            rt.session->reset();
-            std::printf("(conversation cleared)\n");
-            continue;
-        }
-        if (line.empty()) continue;
-        messages.push_back({"user", line});
+    ChatTurns turns;
+    turns.on_reset = [&] {
+        first_kept = start.size();
+        rt.session->reset();
+    };
+    turns.reply = [&](const std::vector<ChatMessage>& messages) -> std::optional<std::string> {
         const GenerateResult r = rt.session->generate(encode_chat(m, trimmed_for(o, m, *rt.session, messages, &first_kept)),
                                                       params, &printer);
         if (r.context_shifts > 0)
@@ -293,14 +287,13 @@ int cmd_chat(const CliOptions& o) {
         std::printf("\n");
         if (r.reason == StopReason::ERROR) {
             std::fprintf(stderr, "error: %s\n", r.error.c_str());
-            messages.pop_back();
-            continue;
+            return std::nullopt;
         }
         if (r.reason == StopReason::CONTEXT_FULL)
             std::fprintf(stderr, "(the context is full: /reset to start over, or --context-policy shift or trim)\n");
-        messages.push_back({"assistant", r.text});
-    }
-    std::printf("\n");
+        return r.text;
+    };
+    run_chat_repl(std::cin, stdout, start, turns);
     return 0;
 }
 

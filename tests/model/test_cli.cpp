@@ -236,6 +236,23 @@ private Q_SLOTS:
         QVERIFY2(shift.err.contains("tokens dropped after the first 4"), shift.err.constData());
     }
 
+    // chat on the local engine (the loop of app/cli/chat_repl, shared with --remote; test_chat_repl
+    // checks what each turn is sent): a greedy turn, /reset, the same turn again with the same reply,
+    // and /exit ending the chat with a line left unread.
+    void chatTurnsResetAndExit() {
+        QProcess p;
+        p.start(WB_CLI_PATH, {"chat", "-m", model(), "--backend", "cpu", "--temp", "0", "-n", "12", "--system", "Be brief."});
+        p.write("Name a color.\n/reset\nName a color.\n/exit\nName a fruit.\n");
+        p.closeWriteChannel();
+        QVERIFY(p.waitForFinished(300000));
+        QCOMPARE(p.exitCode(), 0);
+        const QString out = QString::fromUtf8(p.readAllStandardOutput());
+        const QStringList turns = out.split("\n> ");
+        // "", reply 1, "(conversation cleared)", reply 2, "" (the prompt /exit answered), nothing more.
+        QVERIFY2(turns.size() == 5 && turns[2] == "(conversation cleared)\n" && turns[4] == "\n", qPrintable(out));
+        QVERIFY2(!turns[1].trimmed().isEmpty() && turns[1] == turns[3], qPrintable(out));
+    }
+
     void truncatedModelIsRejectedClearly() {
         QTemporaryDir dir;
         const QString path = dir.filePath("truncated.gguf");
