@@ -97,16 +97,25 @@ void write_steps(JsonWriter& j, const GenerateObserver& obs, bool with_candidate
     j.end_array();
 }
 
-// --compare-model: the reply through the second file on the same backend, teacher-forced.
+// --compare-model: the reply through the second file on the same backend, teacher-forced. Prompt and
+// reply are evaluated as one context, so a reply that went on after context shifts is longer than the
+// session that made it: both sides then run in sessions sized to hold it (the model's training
+// context permitting; beyond it the Session says so).
 ModelComparison compare_reply(const CliOptions& o, Runtime& rt, const std::vector<int32_t>& prompt,
                               const std::vector<int32_t>& reply) {
     const std::unique_ptr<Model> other = Model::load(o.compare_model);
     SessionOptions so;
-    so.n_ctx = rt.session->n_ctx();
+    so.n_ctx = std::max<int32_t>(rt.session->n_ctx(), int32_t(prompt.size() + reply.size()));
     so.kv_type_k = o.cache_type_k;
     so.kv_type_v = o.cache_type_v;
-    Session session(*other, *rt.backend.backend, so);
-    return compare_models(*rt.session, session, prompt, reply);
+    std::unique_ptr<Session> second, first;
+    try {
+        second = std::make_unique<Session>(*other, *rt.backend.backend, so);
+        if (so.n_ctx > rt.session->n_ctx()) first = std::make_unique<Session>(*rt.model, *rt.backend.backend, so);
+    } catch (const Error& e) {
+        throw Error(std::string("compare: ") + e.what());
+    }
+    return compare_models(first ? *first : *rt.session, *second, prompt, reply);
 }
 
 void write_compare(JsonWriter& j, const std::string& path, const ModelComparison& c) {
@@ -228,6 +237,8 @@ int cmd_generate(const CliOptions& o) {
     GenerateObserver obs({!o.json && o.replay.empty(), o.top_candidates, !o.dump_attention.empty(), o.layers, o.heads,
                           o.logit_lens, o.head_stats, swa ? c.sliding_window : 0, trace});
     const GenerateResult r = rt.session->generate(prompt, params, &obs);
+    // Read now: --compare-model resets the session, and its stats with it.
+    const int32_t shift_keep = rt.session->kv_stats().shift_keep;
     if (!o.dump_attention.empty() && r.reason != StopReason::ERROR)
         obs.write_attention(o.dump_attention, rt.session->context_tokens(), m.tokenizer());
 #ifdef WB_HAVE_TRACE_FILE
@@ -258,7 +269,7 @@ int cmd_generate(const CliOptions& o) {
                  r.timings.decode_tps(), stop_reason_name(r.reason));
     if (r.context_shifts > 0)
         std::fprintf(stderr, "context shifts: %d, %d tokens dropped after the first %d\n", r.context_shifts,
-                     r.tokens_dropped, rt.session->kv_stats().shift_keep);
+                     r.tokens_dropped, shift_keep);
     return 0;
 }
 

@@ -1,7 +1,9 @@
 #include "sampling/trace_file.h"
 
 #include <algorithm>
+#include <cerrno>
 #include <cmath>
+#include <cstdlib>
 #include <limits>
 #include <cstring>
 #include <nlohmann/json.hpp>
@@ -49,6 +51,22 @@ T read_as(const json& obj, const char* key, const std::string& where) {
     }
 }
 
+// A 64-bit seed: the number, or, when the file has it, the decimal string beside it ("<key>_text"),
+// which a tool that holds JSON numbers as doubles (JavaScript, QJsonDocument) keeps exact where it
+// rounds the number above 2^53. Files written before the string was added have only the number.
+uint64_t read_seed(const json& obj, const char* key, const std::string& where) {
+    const std::string text_key = std::string(key) + "_text";
+    auto it = obj.find(text_key);
+    if (it == obj.end()) return read_as<uint64_t>(obj, key, where);
+    const std::string s = it->is_string() ? it->get<std::string>() : std::string();
+    errno = 0;
+    char* end = nullptr;
+    const unsigned long long v = s.empty() || s[0] == '-' ? 0 : std::strtoull(s.c_str(), &end, 10);
+    if (s.empty() || s[0] == '-' || errno == ERANGE || end != s.c_str() + s.size())
+        throw Error("trace file: " + where + "." + text_key + " must be a decimal 64-bit seed, got " + it->dump());
+    return uint64_t(v);
+}
+
 float read_float(const json& obj, const char* key, const std::string& where) {
     return static_cast<float>(read_number(member(obj, key, where), where + "." + key));
 }
@@ -60,7 +78,7 @@ json params_json(const SamplingParams& p) {
             {"min_p", number(p.min_p)}, {"typical_p", number(p.typical_p)},
             {"repeat_penalty", number(p.repeat_penalty)}, {"repeat_last_n", p.repeat_last_n},
             {"frequency_penalty", number(p.frequency_penalty)}, {"presence_penalty", number(p.presence_penalty)},
-            {"seed", p.seed}, {"max_tokens", p.max_tokens}, {"stop", p.stop}, {"ignore_eos", p.ignore_eos},
+            {"seed", p.seed}, {"seed_text", std::to_string(p.seed)}, {"max_tokens", p.max_tokens}, {"stop", p.stop}, {"ignore_eos", p.ignore_eos},
             {"samplers", p.samplers}, {"logit_bias", bias}, {"xtc_probability", number(p.xtc_probability)},
             {"xtc_threshold", number(p.xtc_threshold)}, {"top_n_sigma", number(p.top_n_sigma)},
             {"mirostat", p.mirostat}, {"mirostat_tau", number(p.mirostat_tau)},
@@ -82,7 +100,7 @@ SamplingParams read_params(const json& j) {
     p.repeat_last_n = read_as<int32_t>(j, "repeat_last_n", w);
     p.frequency_penalty = read_float(j, "frequency_penalty", w);
     p.presence_penalty = read_float(j, "presence_penalty", w);
-    p.seed = read_as<uint64_t>(j, "seed", w);
+    p.seed = read_seed(j, "seed", w);
     p.max_tokens = read_as<int32_t>(j, "max_tokens", w);
     p.stop = read_as<std::vector<std::string>>(j, "stop", w);
     p.ignore_eos = read_as<bool>(j, "ignore_eos", w);
@@ -170,7 +188,8 @@ std::string write_trace_json(const GenerationTrace& t) {
     }
     json j = {{"format", kTraceFormat}, {"version", kTraceVersion}, {"model_sha256", t.model_sha256},
               {"backend", t.backend}, {"params", params_json(t.params)}, {"seed_in_use", t.seed_in_use},
-              {"prompt", t.prompt}, {"steps", steps}};
+              {"seed_in_use_text", std::to_string(t.seed_in_use)},
+              {"prompt", t.prompt}, {"prompt_cached", t.prompt_cached}, {"steps", steps}};
     return j.dump();
 }
 
@@ -187,8 +206,10 @@ GenerationTrace read_trace_json(const std::string& text) {
     t.model_sha256 = read_as<std::string>(j, "model_sha256", "the file");
     t.backend = read_as<std::string>(j, "backend", "the file");
     t.params = read_params(member(j, "params", "the file"));
-    t.seed_in_use = read_as<uint64_t>(j, "seed_in_use", "the file");
+    t.seed_in_use = read_seed(j, "seed_in_use", "the file");
     t.prompt = read_as<std::vector<int32_t>>(j, "prompt", "the file");
+    // Optional: files written before it was recorded prefilled their whole prompt (the CLI always does).
+    if (j.contains("prompt_cached")) t.prompt_cached = read_as<int32_t>(j, "prompt_cached", "the file");
     const json& steps = member(j, "steps", "the file");
     if (!steps.is_array()) throw Error("trace file: \"steps\" must be an array");
     for (size_t i = 0; i < steps.size(); ++i) {

@@ -23,6 +23,10 @@ struct GenerationTrace {
     SamplingParams params;
     uint64_t seed_in_use = 0;  // the seed the chain drew with (params.seed may be kRandomSeed)
     std::vector<int32_t> prompt;
+    // Leading prompt positions the recording session had cached from an earlier turn (0 = the whole
+    // prompt was prefilled). Their keys and values were computed one token at a time while that turn
+    // was generated, where a replay prefills them: the logits can differ a little.
+    int32_t prompt_cached = 0;
     std::vector<TraceStep> steps;
 };
 
