@@ -44,6 +44,11 @@ CompareDialog::CompareDialog(const QString& modelName, const QString& otherPath,
     m_flipGraph->setLineStyle(QCPGraph::lsNone);
     m_flipGraph->setScatterStyle(QCPScatterStyle(QCPScatterStyle::ssCrossCircle, 9));
     m_plot->xAxis->setLabel(tr("token of the reply"));
+    // Tokens are whole positions: ticks at multiples of 1 (QCustomPlot's default ticker put them at 2.5, 7.5).
+    auto ticker = QSharedPointer<QCPAxisTickerFixed>::create();
+    ticker->setTickStep(1.0);
+    ticker->setScaleStrategy(QCPAxisTickerFixed::ssMultiples);
+    m_plot->xAxis->setTicker(ticker);
     m_plot->yAxis->setLabel(tr("KL (nats)"));
     QFont small = font();
     small.setPointSizeF(std::max(6.0, small.pointSizeF() * 0.85));
@@ -52,6 +57,7 @@ CompareDialog::CompareDialog(const QString& modelName, const QString& otherPath,
     m_table = new QTableWidget(0, 5, this);
     m_table->setHorizontalHeaderLabels({tr("#"), tr("Token"), tr("KL (nats)"), tr("Top-1 loaded"), tr("Top-1 other")});
     m_table->verticalHeader()->hide();
+    m_table->verticalHeader()->setDefaultSectionSize(line + 4);  // as the logit lens and token inspector
     m_table->setEditTriggers(QAbstractItemView::NoEditTriggers);
     m_table->setSelectionBehavior(QAbstractItemView::SelectRows);
     m_table->horizontalHeader()->setStretchLastSection(true);
