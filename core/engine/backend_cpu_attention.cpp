@@ -177,11 +177,11 @@ void attention_rows_task(const RowsJob& job, int64_t r0, int32_t nr, int32_t kvh
     const int32_t last = pos_r0 + nr - 1;
     float* lanes = scores + gr * max_keys;
     float* qf = lanes + gr * n_lanes * hd;
-    float* gather = qf + gr * hd;
+    float* scratch = qf + gr * hd;  // a scaled query
     for (int32_t rr = 0; rr < nr; ++rr)
         for (int32_t i = 0; i < group; ++i) {
-            round_query(p, job.q.data + (r0 + rr) * job.q.n_cols + int64_t(kvh * group + i) * hd, gather + n_lanes, q16, hd);
-            for (int64_t d = 0; d < hd; ++d) qf[(rr * group + i) * hd + d] = fp16_to_f32(q16[d]);
+            round_query(p, job.q.data + (r0 + rr) * job.q.n_cols + int64_t(kvh * group + i) * hd, scratch, q16, hd);
+            dequantize_row(GgmlType::F16, q16, qf + (rr * group + i) * hd, hd);  // exact, as fp16_to_f32
         }
 
     // scores_j = scale * q.k_j, then a numerically stable softmax per (row, head) over the keys
@@ -215,11 +215,7 @@ void attention_rows_task(const RowsJob& job, int64_t r0, int32_t nr, int32_t kvh
     for (int32_t rr = 0; rr < nr; ++rr)
         for (int32_t i = 0; i < group; ++i) {
             float* o = job.out.data + (r0 + rr) * job.out.n_cols + int64_t(kvh * group + i) * hd;
-            const float* li = lanes + int64_t(rr * group + i) * n_lanes * hd;
-            for (int64_t d = 0; d < hd; ++d) {
-                for (int64_t l = 0; l < n_lanes; ++l) gather[l] = li[l * hd + d];
-                o[d] = sum_f16_dot_lanes(job.out_order, gather);
-            }
+            sum_f16_dot_lanes_by_dim(job.out_order, lanes + int64_t(rr * group + i) * n_lanes * hd, hd, hd, o);
         }
 }
 
@@ -244,10 +240,10 @@ void CpuBackend::attention_rows(const Tensor& q, const KvCache& kv, int32_t il, 
                       hd % 8 == 0 ? F16DotOrder::kLanes8 : F16DotOrder::kStep32, out_order, f16_dot_lanes(out_order),
                       int64_t(kv.k_row_bytes() / sizeof(uint16_t)), p.scale_q ? 1.0f : p.scale};
     // per thread: the heads' scores, then probabilities [gr][max_keys]; their value lanes
-    // [gr][n_lanes][hd]; the queries rounded to f16 (as floats) [gr][hd]; a lane gather row [n_lanes]
-    // and a scaled query [hd]. And the f16 query [hd].
+    // [gr][n_lanes][hd]; the queries rounded to f16 (as floats) [gr][hd]; a scaled query [hd]. And
+    // the f16 query [hd].
     const int32_t gr = group * kRowsPerTask;
-    const size_t buf_floats = size_t(gr * (job.max_keys + job.n_lanes * hd + hd) + job.n_lanes + hd);
+    const size_t buf_floats = size_t(gr * (job.max_keys + job.n_lanes * hd + hd) + hd);
     for (auto& b : thread_buf_)
         if (b.size() < buf_floats) b.resize(buf_floats);
     for (auto& b : thread_f16_)
@@ -280,8 +276,8 @@ void CpuBackend::attention_decode(const Tensor& q, const KvCache& kv, int32_t il
     decode_buf_.resize(size_t(p.n_head * hd + int64_t(p.n_head) * n_keys));
     float* qf = decode_buf_.data();
     float* scores = qf + p.n_head * hd;
-    // per thread: lanes, then a gather row of n_lanes (phase 3) or the scaled q (set-up below)
-    const size_t thread_floats = size_t(group * n_lanes * dims + std::max<int64_t>(hd, n_lanes));
+    // per thread: the lanes (phase 3); the set-up below uses thread 0's as the scaled q
+    const size_t thread_floats = size_t(std::max<int64_t>(group * n_lanes * dims, hd));
     for (auto& b : thread_buf_)
         if (b.size() < thread_floats) b.resize(thread_floats);
     for (auto& b : thread_f16_)
@@ -291,7 +287,7 @@ void CpuBackend::attention_decode(const Tensor& q, const KvCache& kv, int32_t il
         uint16_t* q16 = thread_f16_[0].data();
         for (int32_t h = 0; h < p.n_head; ++h) {
             round_query(p, q.data + int64_t(h) * hd, scratch, q16, hd);
-            for (int64_t i = 0; i < hd; ++i) qf[h * hd + i] = fp16_to_f32(q16[i]);
+            dequantize_row(GgmlType::F16, q16, qf + h * hd, hd);  // exact, as fp16_to_f32
         }
     }
 
@@ -331,7 +327,6 @@ void CpuBackend::attention_decode(const Tensor& q, const KvCache& kv, int32_t il
         const int32_t kvh = int32_t(task / n_slices);
         const int64_t d0 = (task % n_slices) * dims;
         float* lanes = thread_buf_[size_t(thread)].data();  // [group][n_lanes][dims]
-        float* gather = lanes + group * n_lanes * dims;
         std::fill(lanes, lanes + group * n_lanes * dims, 0.0f);
         const float* probs = scores + int64_t(kvh) * group * n_keys;
         for (int32_t j = first; j <= pos;) {
@@ -343,11 +338,7 @@ void CpuBackend::attention_decode(const Tensor& q, const KvCache& kv, int32_t il
         }
         for (int32_t g = 0; g < group; ++g) {
             float* o = out.data + int64_t(kvh * group + g) * hd + d0;
-            const float* lg = lanes + int64_t(g) * n_lanes * dims;
-            for (int64_t d = 0; d < dims; ++d) {
-                for (int l = 0; l < n_lanes; ++l) gather[l] = lg[l * dims + d];
-                o[d] = sum_f16_dot_lanes(kOrder, gather);
-            }
+            sum_f16_dot_lanes_by_dim(kOrder, lanes + int64_t(g) * n_lanes * dims, dims, dims, o);
         }
     });
 }

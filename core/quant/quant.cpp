@@ -3,6 +3,7 @@
 // (the avx512 family: AVX2's with a few kernels replaced, on CPUs with AVX-512 F/BW/VL/VNNI).
 #include "quant/quant.h"
 
+#include <algorithm>
 #include <atomic>
 #include <cstring>
 #include <string>
@@ -402,6 +403,29 @@ void fma_f16_keys(int64_t n, const uint16_t* v, int64_t v_stride, int64_t n_keys
 
 float sum_f16_dot_lanes(F16DotOrder order, const float* lanes) {
     return order == F16DotOrder::kLanes8 ? sum_lanes8(lanes) : sum_lanes32(lanes);
+}
+
+void sum_f16_dot_lanes_by_dim(F16DotOrder order, const float* lanes, int64_t lane_stride, int64_t n, float* out) {
+    const auto lane = [lanes, lane_stride](int l) { return lanes + l * lane_stride; };
+    if (order == F16DotOrder::kLanes8) {  // sum_lanes8's tree
+        const float *l0 = lane(0), *l1 = lane(1), *l2 = lane(2), *l3 = lane(3);
+        const float *l4 = lane(4), *l5 = lane(5), *l6 = lane(6), *l7 = lane(7);
+        for (int64_t d = 0; d < n; ++d)
+            out[d] = ((l0[d] + l4[d]) + (l2[d] + l6[d])) + ((l1[d] + l5[d]) + (l3[d] + l7[d]));
+        return;
+    }
+    // sum_lanes32's tree: a_i = (l_i + l_16+i) + (l_8+i + l_24+i), t_i = a_i + a_i+4, (t0 + t1) + (t2 + t3).
+    constexpr int64_t kChunk = 64;
+    float a[8][kChunk];
+    for (int64_t d0 = 0; d0 < n; d0 += kChunk) {
+        const int64_t m = std::min(kChunk, n - d0);
+        for (int i = 0; i < 8; ++i) {
+            const float *x = lane(i) + d0, *y = lane(16 + i) + d0, *z = lane(8 + i) + d0, *w = lane(24 + i) + d0;
+            for (int64_t d = 0; d < m; ++d) a[i][d] = (x[d] + y[d]) + (z[d] + w[d]);
+        }
+        for (int64_t d = 0; d < m; ++d)
+            out[d0 + d] = ((a[0][d] + a[4][d]) + (a[1][d] + a[5][d])) + ((a[2][d] + a[6][d]) + (a[3][d] + a[7][d]));
+    }
 }
 
 const char* quant_kernel_name() { return kernels().name; }

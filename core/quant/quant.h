@@ -168,6 +168,12 @@ void fma_f16_keys(int64_t n, const uint16_t* v, int64_t v_stride, int64_t n_keys
 // Sums the lanes of a kLanes8/kStep32 dot (lanes[f16_dot_lanes(order)]) in that order's tree.
 float sum_f16_dot_lanes(F16DotOrder order, const float* lanes);
 
+// sum_f16_dot_lanes for n dims at once, the lanes stored by lane: out[d] is the tree sum over lanes l of
+// lanes[l * lane_stride + d], each d with the same additions in the same order as sum_f16_dot_lanes of
+// its gathered lanes (so the same bits), but written over d so that the compiler adds several dims per
+// instruction: attention's outputs gathered each dim's lanes one by one and made a call per dim.
+void sum_f16_dot_lanes_by_dim(F16DotOrder order, const float* lanes, int64_t lane_stride, int64_t n, float* out);
+
 // Name of the kernel family in use ("avx512", "avx2" or "scalar"), for bench output.
 const char* quant_kernel_name();
 // Whether the kernels in use include AVX-VNNI tiles (same results), for bench output ("+vnni").

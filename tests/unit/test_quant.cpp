@@ -387,20 +387,25 @@ double q8_1_offset_error(GgmlType t, const uint8_t* w, const uint8_t* x, int64_t
 }
 
 // The F16DotOrder definitions (quant.h), written out plainly: lane FMAs, the order's tree, the tail.
+float f16_lane_tree_by_definition(wb::F16DotOrder order, const float* l) {
+    if (order == wb::F16DotOrder::kLanes8) return ((l[0] + l[4]) + (l[2] + l[6])) + ((l[1] + l[5]) + (l[3] + l[7]));
+    float a[8], t[4];
+    for (int i = 0; i < 8; ++i) a[i] = (l[i] + l[16 + i]) + (l[8 + i] + l[24 + i]);
+    for (int i = 0; i < 4; ++i) t[i] = a[i] + a[i + 4];
+    return (t[0] + t[1]) + (t[2] + t[3]);
+}
+
 float f16_dot_by_definition(wb::F16DotOrder order, int64_t n, const uint16_t* x, const uint16_t* y) {
     const int n_lanes = wb::f16_dot_lanes(order);
     const int64_t whole = n / n_lanes * n_lanes;
     float l[32] = {};
     for (int64_t i = 0; i < whole; ++i) l[i % n_lanes] = std::fma(wb::fp16_to_f32(x[i]), wb::fp16_to_f32(y[i]), l[i % n_lanes]);
     if (order == wb::F16DotOrder::kLanes8) {
-        float sum = ((l[0] + l[4]) + (l[2] + l[6])) + ((l[1] + l[5]) + (l[3] + l[7]));
+        float sum = f16_lane_tree_by_definition(order, l);
         for (int64_t i = whole; i < n; ++i) sum += wb::fp16_to_f32(x[i]) * wb::fp16_to_f32(y[i]);
         return sum;
     }
-    float a[8], t[4];
-    for (int i = 0; i < 8; ++i) a[i] = (l[i] + l[16 + i]) + (l[8 + i] + l[24 + i]);
-    for (int i = 0; i < 4; ++i) t[i] = a[i] + a[i + 4];
-    double sum = (t[0] + t[1]) + (t[2] + t[3]);
+    double sum = f16_lane_tree_by_definition(order, l);
     for (int64_t i = whole; i < n; ++i) sum += double(wb::fp16_to_f32(x[i]) * wb::fp16_to_f32(y[i]));
     return float(sum);
 }
@@ -1164,6 +1169,20 @@ void TestQuant::f16_attention_products_follow_their_orders() {
                 wb::fma_f16_row(p[size_t(i * n_keys + j)], k.data() + j * stride,
                                 want.data() + i * n_lanes * n + ((lane0 + j) % n_lanes) * n, n);
         QCOMPARE(std::memcmp(lanes.data(), want.data(), lanes.size() * sizeof(float)), 0);
+
+        // The attention's outputs: every dim's lanes summed in the order's tree, all dims in one call.
+        std::vector<float> sums(static_cast<size_t>(n));
+        for (int64_t i = 0; i < g; ++i) {
+            const float* li = lanes.data() + i * n_lanes * n;
+            wb::sum_f16_dot_lanes_by_dim(ord, li, n, n, sums.data());
+            for (int64_t d = 0; d < n; ++d) {
+                float gathered[32];
+                for (int l = 0; l < n_lanes; ++l) gathered[l] = li[l * n + d];
+                const float by_definition = f16_lane_tree_by_definition(ord, gathered);
+                QCOMPARE(wb::sum_f16_dot_lanes(ord, gathered), by_definition);
+                QVERIFY2(std::memcmp(&sums[size_t(d)], &by_definition, sizeof(float)) == 0, qPrintable(QString("dim %1").arg(d)));
+            }
+        }
     }
 }
 
