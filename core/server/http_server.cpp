@@ -65,9 +65,9 @@ HttpServer::HttpServer(const Model& model, ServerOptions options)
         throw Error("refusing to serve on " + options_.host + " without --api-key: anyone who can reach it could use "
                     "the model (bind 127.0.0.1, or give a key that clients send as 'Authorization: Bearer KEY')");
     queue_ = std::make_unique<GenerationQueue>(
-        model_, options_.queue, [this](const Job& job, const GenerateResult& r) {
-            metrics_.count_generation(int32_t(job.prompt.size()), int32_t(r.tokens.size()), r.timings.prefill_ms,
-                                      r.timings.decode_ms, r.timings.n_decode, r.reason == StopReason::STOPPED);
+        model_, options_.queue, [this](const Job& job, const GenerateResult& r, JobEnd end) {
+            metrics_.count_job(end, int32_t(job.prompt.size()), int32_t(r.tokens.size()), r.timings.prefill_ms,
+                               r.timings.decode_ms, r.timings.n_decode);
         });
     if (options_.request_timeout_ms <= 0)
         throw Error("the request timeout is " + std::to_string(options_.request_timeout_ms) + " ms; it must be positive");

@@ -371,6 +371,40 @@ def main():
         finally:
             small.stop()
 
+    def waiting_client_leaves():
+        # A client that leaves while its request waits for the only session: once the session is free
+        # the request is dropped unstarted, counted as abandoned in the queue, not as a generation (nor
+        # a cancelled one); the running reply whose client then leaves is the one cancelled generation.
+        own = Server("--parallel", "1", "--queue", "1")
+        try:
+            client = own.client()
+            running = chat(client, own.model, stream=True, max_tokens=CTX - 64, extra_body={"ignore_eos": True})
+            it = iter(running)
+            for _ in range(3):
+                next(it)
+            waiting = chat(client, own.model, stream=True, max_tokens=4)
+            t0 = time.time()
+            while own.metric("whitebox_queue_waiting") != 1:
+                assert time.time() - t0 < 10, "the second request did not wait"
+                time.sleep(0.05)
+            waiting.close()
+            # Its handler looks at the connection every 100 ms; give it ample time to notice before
+            # the session frees (else the job would start, and be a cancelled generation).
+            time.sleep(1.0)
+            running.close()
+            t0 = time.time()
+            while own.metric("whitebox_queue_abandoned_total") != 1 or own.metric("whitebox_sessions_busy") != 0:
+                assert time.time() - t0 < 10, "the abandoned request was not counted within 10 s"
+                time.sleep(0.1)
+            counts = {name: own.metric(name) for name in [
+                "whitebox_generations_total", "whitebox_generations_cancelled_total",
+                "whitebox_generations_interrupted_total", "whitebox_queue_dropped_total", "whitebox_queue_waiting"]}
+            assert counts == {"whitebox_generations_total": 1, "whitebox_generations_cancelled_total": 1,
+                              "whitebox_generations_interrupted_total": 0, "whitebox_queue_dropped_total": 0,
+                              "whitebox_queue_waiting": 0}, counts
+        finally:
+            own.stop()
+
     def slow_clients_are_timed_out():
         # One session and no queue: 5 connection threads (sessions + queue + 4, HttpServer::routes).
         # Five clients send a request a byte every 0.2 s, each byte well inside httplib's 5 s read
@@ -557,6 +591,7 @@ def main():
         check("429 when full, a disconnect (streamed or not) frees the session, API key", queue_full_and_disconnect)
         check("a non-loopback host needs --api-key", refuses_open_host_without_key)
         check("SIGTERM cancels the running generation", sigterm_ends_running_generations)
+        check("a client that leaves while waiting: abandoned, not a cancelled generation", waiting_client_leaves)
         check("clients that send a request slowly get 408 and free their threads", slow_clients_are_timed_out)
         check("structured output: JSON Schema, json_object and GBNF replies follow them", structured_output)
         check("a malformed grammar or schema is a 400 and never reaches a session",
