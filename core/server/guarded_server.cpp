@@ -111,12 +111,17 @@ public:
     ssize_t write(const char* ptr, size_t size) override {
         // httplib answers a request it could not read with 400 ("malformed"); the 408 went out instead.
         if (expired_) return -1;
-        for (;;) {
+        // All of it, as a blocking send would: httplib writes a response's body in one call and takes
+        // any non-negative count as success. Each wait for room is bounded by the write timeout.
+        size_t sent = 0;
+        while (sent < size) {
             if (wait_for(sock_, POLLOUT, write_timeout_, svr_sock_) <= 0) return -1;
-            const ssize_t n = ::send(sock_, ptr, size, MSG_NOSIGNAL | MSG_DONTWAIT);
+            const ssize_t n = ::send(sock_, ptr + sent, size - sent, MSG_NOSIGNAL | MSG_DONTWAIT);
             if (n < 0 && (errno == EINTR || errno == EAGAIN || errno == EWOULDBLOCK)) continue;
-            return n;
+            if (n < 0) return -1;
+            sent += size_t(n);
         }
+        return ssize_t(size);
     }
     void get_remote_ip_and_port(std::string& ip, int& port) const override { address_of(sock_, true, ip, port); }
     void get_local_ip_and_port(std::string& ip, int& port) const override { address_of(sock_, false, ip, port); }
