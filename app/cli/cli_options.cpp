@@ -110,10 +110,11 @@ template: the model's own tokenizer.chat_template (Jinja, rendered as Hugging Fa
            perplexity in windows of --ctx (the second half of each scored, as llama-perplexity);
            --save-logits / --kl-base: KL divergence and top-token agreement against another run
   serve    [-m MODEL] [--host 127.0.0.1] [--port 8080] [--api-key KEY] [--parallel 1] [--queue 16]
-           [--max-body 4096] [--ctx N] [template] [sampling]
+           [--max-body 4096] [--request-timeout 30] [--ctx N] [template] [sampling]
            an OpenAI-compatible HTTP API (GET /v1/models, POST /v1/chat/completions and /v1/completions,
            GET /health, /metrics); --port 0 picks a free port; a host other than loopback needs --api-key;
-           the sampling flags are the defaults of requests that do not set them; --max-body in KiB
+           the sampling flags are the defaults of requests that do not set them; --max-body in KiB;
+           --request-timeout: seconds for a request's line, headers and body to arrive (else 408)
 common: --backend cpu|cuda|auto  --threads N  --ctx N  --version  --help
         --cache-type-k T --cache-type-v T   KV cache element types of keys / values: f16 (default), q8_0,
            q4_0 (llama.cpp's block formats; a quantized cache runs on the CPU backend only)
@@ -244,6 +245,7 @@ bool parse_network_flag(const std::string& a, const NextFn& next, CliOptions& o)
     else if (a == "--parallel" && serve) o.parallel = to_int(a, next(), 1, 64);
     else if (a == "--queue" && serve) o.queue = to_int(a, next(), 0, 4096);
     else if (a == "--max-body" && serve) o.max_body_kib = to_int(a, next(), 1, 1 << 20);
+    else if (a == "--request-timeout" && serve) o.request_timeout_s = to_int(a, next(), 1, 3600);
     else return false;
     return true;
 }

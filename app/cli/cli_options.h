@@ -67,6 +67,7 @@ struct CliOptions {
     int32_t parallel = 1;              // serve --parallel N: sessions generating at once
     int32_t queue = 16;                // serve --queue N: requests that may wait (one more gets 429)
     int32_t max_body_kib = 4096;       // serve --max-body KIB: larger request bodies get 413
+    int32_t request_timeout_s = 30;    // serve --request-timeout S: a request arriving slower gets 408
     std::string remote;                // generate/chat --remote URL: an OpenAI-compatible server runs the model
     std::string remote_model;          // --remote-model NAME (default: the first the server lists)
     std::vector<std::string> flags;    // every flag given, in order (--remote sends only the sampling ones given)

@@ -54,6 +54,7 @@ int cmd_serve(const CliOptions& o) {
     so.port = o.port;
     so.api_key = o.api_key;
     so.max_body = size_t(o.max_body_kib) * 1024;
+    so.request_timeout_ms = o.request_timeout_s * 1000;
     so.model_id = model_id_of(path);
     so.defaults = o.sampling;
     resolve_logit_bias(o, model->tokenizer(), so.defaults);

@@ -95,7 +95,7 @@ void GenerationQueue::shutdown() {
     {
         std::lock_guard<std::mutex> lock(mutex_);
         stopping_ = true;
-        for (auto& job : running_) job->cancel();
+        for (auto& job : running_) job->cancel_for_shutdown();
         dropped.swap(waiting_);
     }
     cv_.notify_all();
@@ -103,6 +103,8 @@ void GenerationQueue::shutdown() {
         GenerateResult r;
         r.reason = StopReason::ERROR;  // never started: its client gets an error, not an empty reply
         r.error = "the server is shutting down";
+        // Shutdown cancels only what runs: a waiting job already cancelled was left by its client.
+        if (on_done_) on_done_(*job, r, job->cancelled() ? JobEnd::ABANDONED : JobEnd::DROPPED);
         job->finish(r);
     }
 }
@@ -135,14 +137,19 @@ void GenerationQueue::work(Slot& slot) {
             running_.push_back(job);
         }
         GenerateResult r;
+        JobEnd end = JobEnd::GENERATED;
         if (job->cancelled()) {
-            r.reason = StopReason::STOPPED;  // its client left while it waited
+            // Its client left while it waited, or the shutdown began as it was taken: never generated.
+            r.reason = StopReason::STOPPED;
+            end = job->cancelled_for_shutdown() ? JobEnd::DROPPED : JobEnd::ABANDONED;
         } else {
             // Every request starts from an empty context, so a seeded request gives the same tokens
             // as `generate` with that seed whatever ran before it (no prefix reuse across requests).
             slot.session->reset();
             JobObserver observer(*job);
             r = slot.session->generate(job->prompt, LiveSamplingParams(job->params), &observer);
+            if (r.reason == StopReason::STOPPED)
+                end = job->cancelled_for_shutdown() ? JobEnd::INTERRUPTED : JobEnd::CANCELLED;
         }
         // Out of the busy sessions before it is counted (a scrape that shows it counted shows the
         // session free, see Metrics), counted before its client is answered (a client that reads
@@ -151,7 +158,7 @@ void GenerationQueue::work(Slot& slot) {
             std::lock_guard<std::mutex> lock(mutex_);
             running_.erase(std::find(running_.begin(), running_.end(), job));
         }
-        if (on_done_) on_done_(*job, r);
+        if (on_done_) on_done_(*job, r, end);
         job->finish(std::move(r));
     }
 }

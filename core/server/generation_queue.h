@@ -18,6 +18,7 @@
 #include "engine/backend.h"
 #include "engine/session.h"
 #include "server/api_response.h"
+#include "server/job_end.h"
 
 namespace wb::server {
 
@@ -43,8 +44,12 @@ public:
     // True once the job has finished and every token was handed out (result() is then valid).
     bool wait(std::vector<StreamToken>& out, std::chrono::milliseconds timeout);
     const GenerateResult& result() const { return result_; }
-    void cancel() { cancelled_.store(true); }
-    bool cancelled() const { return cancelled_.load(); }
+    // Stops the job: its client left (cancel) or the server is shutting down (cancel_for_shutdown).
+    // The first cause sticks, so a client dropped by the shutdown is not counted as one that left.
+    void cancel() { set_cause(Cause::CLIENT); }
+    void cancel_for_shutdown() { set_cause(Cause::SHUTDOWN); }
+    bool cancelled() const { return cause_.load() != Cause::NONE; }
+    bool cancelled_for_shutdown() const { return cause_.load() == Cause::SHUTDOWN; }
 
 private:
     std::mutex mutex_;
@@ -52,7 +57,12 @@ private:
     std::deque<StreamToken> pending_;
     bool finished_ = false;
     GenerateResult result_;
-    std::atomic<bool> cancelled_{false};
+    enum class Cause { NONE, CLIENT, SHUTDOWN };
+    void set_cause(Cause c) {
+        Cause none = Cause::NONE;
+        cause_.compare_exchange_strong(none, c);
+    }
+    std::atomic<Cause> cause_{Cause::NONE};
 };
 
 struct QueueOptions {
@@ -65,8 +75,9 @@ struct QueueOptions {
 
 class GenerationQueue {
 public:
-    // Called on the worker thread when a job ends (metrics).
-    using DoneFn = std::function<void(const Job&, const GenerateResult&)>;
+    // Called once for every job submitted, when it ends (metrics): on its worker thread, or for a job
+    // still waiting at shutdown (DROPPED) on the thread that calls shutdown().
+    using DoneFn = std::function<void(const Job&, const GenerateResult&, JobEnd)>;
 
     // Creates the backends and sessions (wb::Error when one cannot be made) and starts the workers.
     GenerationQueue(const Model& model, const QueueOptions& options, DoneFn on_done = {});
@@ -78,8 +89,8 @@ public:
     // after shutdown().
     bool submit(std::shared_ptr<Job> job);
     // Cancels what runs (it stops after its current token or prompt batch) and finishes what waits
-    // as ERROR ("shutting down"), so the HTTP threads waiting on them return at once; later submits
-    // are refused.
+    // as ERROR ("shutting down", counted DROPPED), so the HTTP threads waiting on them return at
+    // once; later submits are refused.
     void shutdown();
     bool stopping() const;
 

@@ -9,6 +9,7 @@
 #include <random>
 
 #include "engine/chat_prompt.h"
+#include "server/guarded_server.h"
 #include "server/loopback.h"
 #include "util/error.h"
 
@@ -64,11 +65,18 @@ HttpServer::HttpServer(const Model& model, ServerOptions options)
         throw Error("refusing to serve on " + options_.host + " without --api-key: anyone who can reach it could use "
                     "the model (bind 127.0.0.1, or give a key that clients send as 'Authorization: Bearer KEY')");
     queue_ = std::make_unique<GenerationQueue>(
-        model_, options_.queue, [this](const Job& job, const GenerateResult& r) {
-            metrics_.count_generation(int32_t(job.prompt.size()), int32_t(r.tokens.size()), r.timings.prefill_ms,
-                                      r.timings.decode_ms, r.timings.n_decode, r.reason == StopReason::STOPPED);
+        model_, options_.queue, [this](const Job& job, const GenerateResult& r, JobEnd end) {
+            metrics_.count_job(end, int32_t(job.prompt.size()), int32_t(r.tokens.size()), r.timings.prefill_ms,
+                               r.timings.decode_ms, r.timings.n_decode);
         });
-    http_ = std::make_unique<httplib::Server>();
+    if (options_.request_timeout_ms <= 0)
+        throw Error("the request timeout is " + std::to_string(options_.request_timeout_ms) + " ms; it must be positive");
+    const int32_t ms = options_.request_timeout_ms;
+    const ApiError timeout(408, "the request did not arrive within " +
+                                    (ms % 1000 == 0 ? std::to_string(ms / 1000) + " s" : std::to_string(ms) + " ms") +
+                                    " of its first byte (serve --request-timeout)",
+                           "invalid_request_error", {}, "request_timeout");
+    http_ = std::make_unique<GuardedServer>(milliseconds(ms), error_json(timeout));
     routes();
 }
 
@@ -161,7 +169,7 @@ void HttpServer::routes() {
         }
         send_error(res, ApiError(500, what, "server_error"));
     });
-    s.set_logger([this](const httplib::Request&, const httplib::Response& res) { metrics_.count_request(res.status); });
+    http_->set_status_logger([this](int status) { metrics_.count_request(status); });
 
     s.Get("/health", [](const httplib::Request&, httplib::Response& res) {
         res.set_content("{\"status\":\"ok\"}", "application/json");

@@ -20,11 +20,14 @@ struct Response;
 
 namespace wb::server {
 
+class GuardedServer;
+
 struct ServerOptions {
     std::string host = "127.0.0.1";
     int port = 8080;                   // 0: any free port (bound_port() says which)
     std::string api_key;               // non-empty: every request but /health needs "Authorization: Bearer KEY"
     size_t max_body = 4u << 20;        // request bodies over this get 413
+    int32_t request_timeout_ms = 30000;  // a request (line, headers, body) arriving slower gets 408 (GuardedServer)
     std::string model_id;              // the name /v1/models lists and requests may give
     SamplingParams defaults;           // sampling settings of a request that sets none
     QueueOptions queue;
@@ -58,7 +61,7 @@ private:
     ServerOptions options_;
     Metrics metrics_;
     std::unique_ptr<GenerationQueue> queue_;
-    std::unique_ptr<httplib::Server> http_;
+    std::unique_ptr<GuardedServer> http_;
     int64_t started_ = 0;
 };
 

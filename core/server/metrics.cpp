@@ -9,11 +9,17 @@ void Metrics::count_request(int status) {
     ++c_.requests[status];
 }
 
-void Metrics::count_generation(int32_t prompt_tokens, int32_t completion_tokens, double prefill_ms, double decode_ms,
-                               int32_t decoded, bool cancelled) {
+void Metrics::count_job(JobEnd end, int32_t prompt_tokens, int32_t completion_tokens, double prefill_ms,
+                        double decode_ms, int32_t decoded) {
     std::lock_guard<std::mutex> lock(mutex_);
+    switch (end) {
+    case JobEnd::ABANDONED: ++c_.abandoned; return;
+    case JobEnd::DROPPED: ++c_.dropped; return;
+    case JobEnd::CANCELLED: ++c_.cancelled; break;
+    case JobEnd::INTERRUPTED: ++c_.interrupted; break;
+    case JobEnd::GENERATED: break;
+    }
     ++c_.generations;
-    if (cancelled) ++c_.cancelled;
     c_.prompt_tokens += uint64_t(prompt_tokens);
     c_.completion_tokens += uint64_t(completion_tokens);
     c_.prefill_seconds += prefill_ms / 1000.0;
@@ -43,10 +49,17 @@ std::string Metrics::prometheus_text(const std::function<MetricsSnapshotGauges()
                       "# TYPE whitebox_requests_total counter\n";
     for (const auto& [status, n] : c.requests)
         out += "whitebox_requests_total{code=\"" + std::to_string(status) + "\"} " + std::to_string(n) + "\n";
-    metric(out, "whitebox_generations_total", "counter", "Generations run (or dropped) by the sessions.",
-           double(c.generations));
+    metric(out, "whitebox_generations_total", "counter",
+           "Generations the sessions ran, to their end or stopped early.", double(c.generations));
     metric(out, "whitebox_generations_cancelled_total", "counter",
            "Generations ended early because their client disconnected.", double(c.cancelled));
+    metric(out, "whitebox_generations_interrupted_total", "counter",
+           "Generations ended early because the server shut down.", double(c.interrupted));
+    metric(out, "whitebox_queue_abandoned_total", "counter",
+           "Requests whose client disconnected while they waited for a session (never generated).",
+           double(c.abandoned));
+    metric(out, "whitebox_queue_dropped_total", "counter",
+           "Requests still waiting for a session when the server shut down (never generated).", double(c.dropped));
     metric(out, "whitebox_prompt_tokens_total", "counter", "Prompt tokens of finished generations.",
            double(c.prompt_tokens));
     metric(out, "whitebox_completion_tokens_total", "counter", "Tokens generated.", double(c.completion_tokens));

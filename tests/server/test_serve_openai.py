@@ -371,6 +371,111 @@ def main():
         finally:
             small.stop()
 
+    def waiting_client_leaves():
+        # A client that leaves while its request waits for the only session: once the session is free
+        # the request is dropped unstarted, counted as abandoned in the queue, not as a generation (nor
+        # a cancelled one); the running reply whose client then leaves is the one cancelled generation.
+        own = Server("--parallel", "1", "--queue", "1")
+        try:
+            client = own.client()
+            running = chat(client, own.model, stream=True, max_tokens=CTX - 64, extra_body={"ignore_eos": True})
+            it = iter(running)
+            for _ in range(3):
+                next(it)
+            waiting = chat(client, own.model, stream=True, max_tokens=4)
+            t0 = time.time()
+            while own.metric("whitebox_queue_waiting") != 1:
+                assert time.time() - t0 < 10, "the second request did not wait"
+                time.sleep(0.05)
+            waiting.close()
+            # Its handler looks at the connection every 100 ms; give it ample time to notice before
+            # the session frees (else the job would start, and be a cancelled generation).
+            time.sleep(1.0)
+            running.close()
+            t0 = time.time()
+            while own.metric("whitebox_queue_abandoned_total") != 1 or own.metric("whitebox_sessions_busy") != 0:
+                assert time.time() - t0 < 10, "the abandoned request was not counted within 10 s"
+                time.sleep(0.1)
+            counts = {name: own.metric(name) for name in [
+                "whitebox_generations_total", "whitebox_generations_cancelled_total",
+                "whitebox_generations_interrupted_total", "whitebox_queue_dropped_total", "whitebox_queue_waiting"]}
+            assert counts == {"whitebox_generations_total": 1, "whitebox_generations_cancelled_total": 1,
+                              "whitebox_generations_interrupted_total": 0, "whitebox_queue_dropped_total": 0,
+                              "whitebox_queue_waiting": 0}, counts
+        finally:
+            own.stop()
+
+    def slow_clients_are_timed_out():
+        # One session and no queue: 5 connection threads (sessions + queue + 4, HttpServer::routes).
+        # Five clients send a request a byte every 0.2 s, each byte well inside httplib's 5 s read
+        # timeout (which alone never times them out): three dribble their headers, two a POST body.
+        # They hold every thread until --request-timeout 1 answers each with 408 and closes it; a
+        # request on another connection is answered then, while the slow ones would still be sending.
+        limit, margin = 1.0, 1.5
+        out = subprocess.run([CLI, "serve", "--port", "0", "--request-timeout", "0"], capture_output=True, text=True,
+                             timeout=60)
+        assert out.returncode == 1 and "--request-timeout" in out.stderr, out.stderr
+        own = Server("--parallel", "1", "--queue", "0", "--request-timeout", "1")
+        heads = [b"GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Slow: "] * 3 + \
+                [b"POST /v1/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+                 b"Content-Length: 200\r\n\r\n"] * 2
+        slow = []
+        try:
+            start = time.time()
+            for head in heads:
+                sock = socket.create_connection(("127.0.0.1", own.port))
+                sock.sendall(head)
+                sock.setblocking(False)
+                slow.append(sock)
+            health = {}
+
+            def ask():
+                health["reply"] = own.raw("GET", "/health")
+                health["at"] = time.time() - start
+            asker = threading.Thread(target=ask)
+            asker.start()
+            answers, closed_at = [b""] * len(slow), [None] * len(slow)
+            for _ in range(50):  # 10 s of bytes (a 200-byte body or an endless header line never ends sooner)
+                for k, sock in enumerate(slow):
+                    while closed_at[k] is None:  # what the server sent, before sending more
+                        try:
+                            data = sock.recv(4096)
+                        except BlockingIOError:
+                            break
+                        except OSError:
+                            data = b""
+                        answers[k] += data
+                        if not data:
+                            closed_at[k] = time.time() - start
+                    if closed_at[k] is None:
+                        try:
+                            sock.send(b"a")
+                        except OSError:
+                            closed_at[k] = time.time() - start
+                if None not in closed_at and "at" in health:
+                    break
+                time.sleep(0.2)
+            still = [k for k, t in enumerate(closed_at) if t is None]
+            assert not still, f"slow clients {still} still connected after 10 s of dribbling"
+            late = [round(t, 2) for t in closed_at if t > limit + margin]
+            assert not late, f"slow clients closed at {late} s, past the {limit} s timeout + {margin} s"
+            for a in answers:
+                assert a.startswith(b"HTTP/1.1 408") and b"request_timeout" in a, a[:300]
+            asker.join(timeout=30)
+            assert health.get("reply") == (200, {"status": "ok"}), health
+            assert health["at"] <= limit + margin, f"a normal request waited {health['at']:.2f} s"
+            # Answered only once a slow client's thread was free: they held every thread (else this
+            # test would not show that the timeout frees them).
+            assert health["at"] >= limit / 2, f"a normal request was answered at once ({health['at']:.2f} s)"
+            status, text = own.raw("GET", "/metrics")
+            m = re.search(r'^whitebox_requests_total\{code="408"\} (\S+)$', text, re.M)
+            assert m and float(m.group(1)) == len(slow), f"408s counted: {m and m.group(1)}"
+            own.alive()
+        finally:
+            for sock in slow:
+                sock.close()
+            own.stop()
+
     def sigterm_ends_running_generations():
         # SIGTERM cancels the running reply (and what waits) instead of waiting for it to complete:
         # a 448-token reply stopped after its first tokens has far fewer, and the server exits 0.
@@ -486,6 +591,8 @@ def main():
         check("429 when full, a disconnect (streamed or not) frees the session, API key", queue_full_and_disconnect)
         check("a non-loopback host needs --api-key", refuses_open_host_without_key)
         check("SIGTERM cancels the running generation", sigterm_ends_running_generations)
+        check("a client that leaves while waiting: abandoned, not a cancelled generation", waiting_client_leaves)
+        check("clients that send a request slowly get 408 and free their threads", slow_clients_are_timed_out)
         check("structured output: JSON Schema, json_object and GBNF replies follow them", structured_output)
         check("a malformed grammar or schema is a 400 and never reaches a session",
               malformed_constraints_never_reach_a_session)

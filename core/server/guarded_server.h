@@ -1,0 +1,43 @@
+#pragma once
+// cpp-httplib's server with a deadline on reading each request (against "slowloris" clients).
+//
+// httplib 0.11's own limits do not bound how long a request may take to arrive: its read timeout
+// (set_read_timeout, 5 s) is the longest wait for one read, so a client that sends a byte every few
+// seconds is never timed out; the keep-alive timeout bounds only the quiet before a request's first
+// byte; set_payload_max_length bounds a body's size, not its time; and 0.11 has no limit on the
+// number of header lines. Such a client holds one of the server's connection threads as long as it
+// keeps sending, and as many such clients as there are threads stop the server answering anyone.
+//
+// Here a request (its line, headers and body) must arrive within `request_timeout` of its first
+// byte, or it is answered 408 with `timeout_body` (JSON) and its connection is closed, which gives
+// the thread back. What the handler writes afterwards is not bounded (a streamed reply lasts as long
+// as its generation). This overrides Server::process_and_close_socket, httplib's extension point for
+// its own SSLServer, and mirrors 0.11's keep-alive loop there: the build refuses other versions.
+#include <httplib.h>
+
+#include <chrono>
+#include <functional>
+#include <string>
+#include <utility>
+
+namespace wb::server {
+
+class GuardedServer : public httplib::Server {
+public:
+    GuardedServer(std::chrono::milliseconds request_timeout, std::string timeout_body)
+        : request_timeout_(request_timeout), timeout_body_(std::move(timeout_body)) {}
+
+    // Called once for every request answered, with its status: 408 for one that missed its deadline
+    // (httplib itself would log those as 400, or not at all when the request line was cut short).
+    // Use this instead of set_logger.
+    void set_status_logger(std::function<void(int status)> log);
+
+private:
+    bool process_and_close_socket(socket_t sock) override;
+
+    const std::chrono::milliseconds request_timeout_;
+    const std::string timeout_body_;
+    std::function<void(int)> log_;
+};
+
+}  // namespace wb::server
