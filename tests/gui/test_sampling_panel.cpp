@@ -309,6 +309,19 @@ private Q_SLOTS:
         old.remove("grammar");
         const wb::SamplingParams none_old = samplingFromJson(old);
         QVERIFY(none_old.grammar_mode == wb::GrammarMode::NONE && none_old.grammar_source.empty() && none_old.grammar.empty());
+
+        // A hand-edited file saying mode none beside a GBNF: none means no grammar, with or without
+        // the text kept for the editor (the panel shows None, so no grammar may constrain the reply).
+        QJsonObject edited = samplingToJson(valid);
+        edited["grammar_mode"] = "none";
+        const wb::SamplingParams edited_none = samplingFromJson(edited);
+        QCOMPARE(edited_none.grammar_mode, wb::GrammarMode::NONE);
+        QVERIFY2(edited_none.grammar.empty(), edited_none.grammar.c_str());
+        QCOMPARE(edited_none.grammar_source, valid.grammar_source);
+        edited.remove("grammar_source");
+        const wb::SamplingParams edited_bare = samplingFromJson(edited);
+        QCOMPARE(edited_bare.grammar_mode, wb::GrammarMode::NONE);
+        QVERIFY2(edited_bare.grammar.empty(), edited_bare.grammar.c_str());
     }
 
     // A user preset saved with a grammar brings back its mode and text; one without (a built-in
