@@ -384,6 +384,27 @@ private Q_SLOTS:
         QVERIFY(std::isnan(entry("temperature").threshold));  // has none
     }
 
+    // The "temperature 2.0 changes nothing": min-p ahead of it left one candidate, and the
+    // trace's temperature entry says that it had no effect; with two left it says nothing of the kind.
+    void trace_says_when_temperature_has_no_effect() {
+        SamplingParams p = plain(4);
+        p.temperature = 2.0f;
+        p.min_p = 0.5f;
+        p.samplers = {"min_p", "temperature"};
+        SamplerChain chain(p);
+        std::vector<SamplerStageTrace> trace;
+        const auto peaked = log_probs({0.7, 0.2, 0.1});  // min-p 0.5 keeps p >= 0.35: one token
+        chain.sample(peaked.data(), 3, &trace, 3);
+        QCOMPARE(trace[0].n_after, size_t(1));
+        QCOMPARE(QString::fromStdString(trace[1].stage), QString("temperature"));
+        QVERIFY2(QString::fromStdString(trace[1].detail).contains("no effect: an earlier stage left only one candidate"),
+                 trace[1].detail.c_str());
+        const auto flat = log_probs({0.4, 0.35, 0.25});  // keeps p >= 0.2: all three
+        chain.sample(flat.data(), 3, &trace, 3);
+        QCOMPARE(trace[0].n_after, size_t(3));
+        QCOMPARE(trace[1].detail, std::string("logit / 2"));
+    }
+
     void new_stages_are_validated() {
         auto rejects = [](auto edit, const char* name) {
             SamplingParams p;
