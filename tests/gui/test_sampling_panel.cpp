@@ -106,6 +106,24 @@ private Q_SLOTS:
         QVERIFY2(qAbs(got.value(knob) - value) < 1e-5, qPrintable(QString("%1 = %2").arg(knob).arg(got.value(knob))));
     }
 
+    // Every control of the new samplers and of the grammar says what it does in its tooltip.
+    void newControlsHaveTooltips() {
+        SamplingPanel panel;
+        QStringList missing;
+        for (const char* knob : {"dry_multiplier", "dry_base", "dry_allowed_length", "dry_penalty_last_n", "xtc_probability",
+                                 "xtc_threshold", "top_n_sigma", "mirostat_tau", "mirostat_eta"})
+            if (panel.control(knob)->toolTip().trimmed().size() < 10) missing << knob;
+        const SamplerChainControls* c = panel.chainControls();
+        const GrammarControls* g = panel.grammarControls();
+        const QList<QPair<const char*, QWidget*>> widgets = {
+            {"mirostat mode", c->mirostatBox()},  {"DRY breakers", c->breakersEdit()}, {"logit bias", c->logitBiasEdit()},
+            {"order", c->orderList()},            {"grammar mode", g->modeBox()},      {"grammar examples", g->exampleBox()},
+            {"grammar editor", g->editor()}};
+        for (const auto& [name, w] : widgets)
+            if (w->toolTip().trimmed().size() < 10) missing << name;
+        QVERIFY2(missing.isEmpty(), qPrintable("no tooltip: " + missing.join(", ")));
+    }
+
     // Mirostat's mode, DRY's breakers, the logit bias (by id and by text) and the sampler order reach
     // the worker's live parameters; a bias that cannot be read is said and leaves the last valid one.
     void chainControlsReachLiveParams() {
