@@ -288,9 +288,11 @@ static QString grammarModeName(wb::GrammarMode mode) {
 }
 
 // The grammar in force, and the mode and text the user wrote it in. A file from before the text was
-// kept has the GBNF only: it is shown as GBNF. A grammar that does not parse (a file edited by hand)
-// would stop every reply, so none is in force, but its text is kept for the editor; so is a text that
-// did not compile when it was saved (the grammar in force then is the last one that did).
+// kept has the GBNF only (and no mode): it is shown as GBNF. A grammar that does not parse (a file
+// edited by hand) would stop every reply, so none is in force, but its text is kept for the editor; so
+// is a text that did not compile when it was saved (the grammar in force then is the last one that
+// did). Mode none means no grammar, whatever GBNF a hand-edited file still has beside it: the panel
+// would show None while the grammar constrained every reply.
 static void grammarFromJson(const QJsonObject& o, wb::SamplingParams& p) {
     p.grammar = o.value(QStringLiteral("grammar")).toString().toStdString();
     const QString mode = o.value(QStringLiteral("grammar_mode")).toString();
@@ -299,10 +301,12 @@ static void grammarFromJson(const QJsonObject& o, wb::SamplingParams& p) {
     p.grammar_mode = mode.isEmpty() || mode == QLatin1String("none") ? wb::GrammarMode::NONE
                      : mode == QLatin1String("json_schema")          ? wb::GrammarMode::JSON_SCHEMA
                                                                      : wb::GrammarMode::GBNF;
-    if (p.grammar_mode == wb::GrammarMode::NONE && p.grammar_source.empty() && !p.grammar.empty()) {
+    const bool older_file = !o.contains(QStringLiteral("grammar_mode"));
+    if (older_file && p.grammar_source.empty() && !p.grammar.empty()) {
         p.grammar_mode = wb::GrammarMode::GBNF;
         p.grammar_source = p.grammar;
     }
+    if (p.grammar_mode == wb::GrammarMode::NONE) p.grammar.clear();
     try {
         if (!p.grammar.empty()) wb::parse_gbnf(p.grammar);
     } catch (const wb::Error&) {
@@ -311,6 +315,11 @@ static void grammarFromJson(const QJsonObject& o, wb::SamplingParams& p) {
 }
 
 QJsonObject samplingToJson(const wb::SamplingParams& p) {
+    // A grammar set without a mode (from the CLI's flags, or a conversation from before the mode was
+    // kept) is GBNF in force: written as such, since a file's mode none means no grammar.
+    const bool bare_grammar = p.grammar_mode == wb::GrammarMode::NONE && !p.grammar.empty();
+    const wb::GrammarMode written_mode = bare_grammar ? wb::GrammarMode::GBNF : p.grammar_mode;
+    const std::string& written_source = bare_grammar && p.grammar_source.empty() ? p.grammar : p.grammar_source;
     QJsonArray stops;
     for (const auto& s : p.stop) stops.append(QString::fromStdString(s));
     QJsonArray breakers;
@@ -343,8 +352,8 @@ QJsonObject samplingToJson(const wb::SamplingParams& p) {
         {QStringLiteral("dry_penalty_last_n"), p.dry_penalty_last_n},
         {QStringLiteral("dry_sequence_breakers"), breakers},
         {QStringLiteral("grammar"), QString::fromStdString(p.grammar)},
-        {QStringLiteral("grammar_mode"), grammarModeName(p.grammar_mode)},
-        {QStringLiteral("grammar_source"), QString::fromStdString(p.grammar_source)},
+        {QStringLiteral("grammar_mode"), grammarModeName(written_mode)},
+        {QStringLiteral("grammar_source"), QString::fromStdString(written_source)},
     };
 }
 

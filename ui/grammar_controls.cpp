@@ -83,6 +83,8 @@ GrammarControls::GrammarControls(QWidget* parent, QFormLayout* form) : QObject(p
     m_editor = new QPlainTextEdit(parent);
     m_editor->setFont(QFontDatabase::systemFont(QFontDatabase::FixedFont));
     m_editor->setTabChangesFocus(true);
+    m_editor->setToolTip(tr("the GBNF grammar (matching starts at the rule root) or the JSON Schema the reply must "
+                            "follow; a text that does not compile shows its error and the last valid one stays in force"));
     m_editor->setLineWrapMode(QPlainTextEdit::NoWrap);
     m_editor->setFixedHeight(m_editor->fontMetrics().lineSpacing() * 7);
     m_editor->setAccessibleName(tr("Grammar or schema text"));

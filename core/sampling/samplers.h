@@ -160,10 +160,16 @@ public:
     explicit TemperatureSampler(float temperature) : t_(temperature) {}
     const char* name() const override { return "temperature"; }
     void apply(CandidateSet& cands) override;
-    std::string describe() const override { return "logit / " + format_number(t_); }
+    // Says so when an earlier stage left one candidate: the draw is then decided whatever the
+    // temperature, which the user would otherwise tune without seeing why nothing changes.
+    std::string describe() const override {
+        return "logit / " + format_number(t_) +
+               (n_seen_ == 1 ? "; no effect: an earlier stage left only one candidate" : "");
+    }
 
 private:
     float t_;
+    size_t n_seen_ = 0;  // candidates the last apply() saw
 };
 
 // logit += bias for each listed token (llama.cpp's logit_bias); ids outside the set are ignored.

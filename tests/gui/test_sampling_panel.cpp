@@ -106,6 +106,24 @@ private Q_SLOTS:
         QVERIFY2(qAbs(got.value(knob) - value) < 1e-5, qPrintable(QString("%1 = %2").arg(knob).arg(got.value(knob))));
     }
 
+    // Every control of the new samplers and of the grammar says what it does in its tooltip.
+    void newControlsHaveTooltips() {
+        SamplingPanel panel;
+        QStringList missing;
+        for (const char* knob : {"dry_multiplier", "dry_base", "dry_allowed_length", "dry_penalty_last_n", "xtc_probability",
+                                 "xtc_threshold", "top_n_sigma", "mirostat_tau", "mirostat_eta"})
+            if (panel.control(knob)->toolTip().trimmed().size() < 10) missing << knob;
+        const SamplerChainControls* c = panel.chainControls();
+        const GrammarControls* g = panel.grammarControls();
+        const QList<QPair<const char*, QWidget*>> widgets = {
+            {"mirostat mode", c->mirostatBox()},  {"DRY breakers", c->breakersEdit()}, {"logit bias", c->logitBiasEdit()},
+            {"order", c->orderList()},            {"grammar mode", g->modeBox()},      {"grammar examples", g->exampleBox()},
+            {"grammar editor", g->editor()}};
+        for (const auto& [name, w] : widgets)
+            if (w->toolTip().trimmed().size() < 10) missing << name;
+        QVERIFY2(missing.isEmpty(), qPrintable("no tooltip: " + missing.join(", ")));
+    }
+
     // Mirostat's mode, DRY's breakers, the logit bias (by id and by text) and the sampler order reach
     // the worker's live parameters; a bias that cannot be read is said and leaves the last valid one.
     void chainControlsReachLiveParams() {
@@ -309,6 +327,19 @@ private Q_SLOTS:
         old.remove("grammar");
         const wb::SamplingParams none_old = samplingFromJson(old);
         QVERIFY(none_old.grammar_mode == wb::GrammarMode::NONE && none_old.grammar_source.empty() && none_old.grammar.empty());
+
+        // A hand-edited file saying mode none beside a GBNF: none means no grammar, with or without
+        // the text kept for the editor (the panel shows None, so no grammar may constrain the reply).
+        QJsonObject edited = samplingToJson(valid);
+        edited["grammar_mode"] = "none";
+        const wb::SamplingParams edited_none = samplingFromJson(edited);
+        QCOMPARE(edited_none.grammar_mode, wb::GrammarMode::NONE);
+        QVERIFY2(edited_none.grammar.empty(), edited_none.grammar.c_str());
+        QCOMPARE(edited_none.grammar_source, valid.grammar_source);
+        edited.remove("grammar_source");
+        const wb::SamplingParams edited_bare = samplingFromJson(edited);
+        QCOMPARE(edited_bare.grammar_mode, wb::GrammarMode::NONE);
+        QVERIFY2(edited_bare.grammar.empty(), edited_bare.grammar.c_str());
     }
 
     // A user preset saved with a grammar brings back its mode and text; one without (a built-in

@@ -353,6 +353,42 @@ private Q_SLOTS:
         QVERIFY(!json_of(by_exponent)["tokens"].toArray().contains(QJsonValue(banned)));
     }
 
+    // Each of llama.cpp's sampler flags sets the setting it names, as the reply's exported trace
+    // records the settings it ran with (the other tests run a few of them for their effect).
+    void everySamplerFlagReachesItsSetting() {
+        QTemporaryDir dir;
+        const QString grammar = write_file(dir, "g.gbnf", "root ::= [a-z ]+\n");
+        const QString trace = dir.filePath("trace.json");
+        const Run r = run_cli({"generate", "-m", model(), "-p", "Hi", "-n", "2", "--backend", "cpu", "--seed", "3",
+                               "--dry-multiplier", "0.6", "--dry-base", "1.5", "--dry-allowed-length", "3",
+                               "--dry-penalty-last-n", "32", "--dry-sequence-breaker", "\\n", "--dry-sequence-breaker", ";",
+                               "--xtc-probability", "0.25", "--xtc-threshold", "0.15", "--mirostat", "2",
+                               "--mirostat-lr", "0.3", "--mirostat-ent", "4.5", "--top-nsigma", "1.5",
+                               "--logit-bias", "7+2.5", "--samplers", "top-k;temp", "--grammar-file", grammar,
+                               "--export-trace", trace});
+        QVERIFY2(r.exit_code == 0, r.err.constData());
+        QFile f(trace);
+        QVERIFY(f.open(QIODevice::ReadOnly));
+        const QJsonObject p = QJsonDocument::fromJson(f.readAll()).object()["params"].toObject();
+        auto number = [&](const char* key) { return float(p[key].toDouble()); };
+        QCOMPARE(number("dry_multiplier"), 0.6f);
+        QCOMPARE(number("dry_base"), 1.5f);
+        QCOMPARE(p["dry_allowed_length"].toInt(), 3);
+        QCOMPARE(p["dry_penalty_last_n"].toInt(), 32);
+        QCOMPARE(p["dry_sequence_breakers"].toArray(), (QJsonArray{"\n", ";"}));  // the first replaces the defaults
+        QCOMPARE(number("xtc_probability"), 0.25f);
+        QCOMPARE(number("xtc_threshold"), 0.15f);
+        QCOMPARE(p["mirostat"].toInt(), 2);
+        QCOMPARE(number("mirostat_eta"), 0.3f);  // llama.cpp's --mirostat-lr is eta
+        QCOMPARE(number("mirostat_tau"), 4.5f);  // and --mirostat-ent tau
+        QCOMPARE(number("top_n_sigma"), 1.5f);
+        QCOMPARE(p["logit_bias"].toArray().size(), 1);
+        QCOMPARE(p["logit_bias"].toArray()[0].toObject()["token"].toInt(), 7);
+        QCOMPARE(float(p["logit_bias"].toArray()[0].toObject()["bias"].toDouble()), 2.5f);
+        QCOMPARE(p["samplers"].toArray(), (QJsonArray{"top_k", "temperature"}));  // aliases resolved
+        QCOMPARE(p["grammar"].toString(), QString("root ::= [a-z ]+\n"));
+    }
+
     // DRY on the same loop: repeated 4-grams of the greedy reply drop by at least a third (53 -> 29
     // on the CPU when this was written).
     void dryReducesRepeatedNgrams() {

@@ -77,6 +77,10 @@ private Q_SLOTS:
                                                           << "{\"a\":1}" << false;
         QTest::newRow("closed empty object") << "{\"type\":\"object\",\"additionalProperties\":false}" << "{}" << true;
         QTest::newRow("enum with a type label") << "{\"type\":\"string\",\"enum\":[\"a\",\"b\"]}" << "\"b\"" << true;
+        // The schema false as an alternative allows nothing, so it drops out and the others decide.
+        QTest::newRow("anyOf false first") << "{\"anyOf\":[false,{\"type\":\"integer\"}]}" << "3" << true;
+        QTest::newRow("anyOf false first, other type") << "{\"anyOf\":[false,{\"type\":\"integer\"}]}" << "\"3\"" << false;
+        QTest::newRow("oneOf false last") << "{\"oneOf\":[{\"const\":\"x\"},false]}" << "\"x\"" << true;
     }
     void documentsMatchTheirSchema() {
         QFETCH(QString, schema);
@@ -138,6 +142,8 @@ private Q_SLOTS:
                                               R"({"$ref":"#"},"minItems":2}]}},"required":["a"]})"
                                            << "no finite JSON value is valid against it";
         QTest::newRow("no type at all") << R"({"type":[]})" << "JSON Schema at #: type must not be an empty list";
+        QTest::newRow("only false alternatives") << R"({"properties":{"a":{"anyOf":[false,false]}}})"
+                                                 << "JSON Schema at #/properties/a: anyOf has only the schema false";
     }
     void schemasNoValueSatisfiesAreRefused() {
         QFETCH(QString, schema);

@@ -384,6 +384,58 @@ private Q_SLOTS:
         QVERIFY(std::isnan(entry("temperature").threshold));  // has none
     }
 
+    // The "temperature 2.0 changes nothing": min-p ahead of it left one candidate, and the
+    // trace's temperature entry says that it had no effect; with two left it says nothing of the kind.
+    void trace_says_when_temperature_has_no_effect() {
+        SamplingParams p = plain(4);
+        p.temperature = 2.0f;
+        p.min_p = 0.5f;
+        p.samplers = {"min_p", "temperature"};
+        SamplerChain chain(p);
+        std::vector<SamplerStageTrace> trace;
+        const auto peaked = log_probs({0.7, 0.2, 0.1});  // min-p 0.5 keeps p >= 0.35: one token
+        chain.sample(peaked.data(), 3, &trace, 3);
+        QCOMPARE(trace[0].n_after, size_t(1));
+        QCOMPARE(QString::fromStdString(trace[1].stage), QString("temperature"));
+        QVERIFY2(QString::fromStdString(trace[1].detail).contains("no effect: an earlier stage left only one candidate"),
+                 trace[1].detail.c_str());
+        const auto flat = log_probs({0.4, 0.35, 0.25});  // keeps p >= 0.2: all three
+        chain.sample(flat.data(), 3, &trace, 3);
+        QCOMPARE(trace[0].n_after, size_t(3));
+        QCOMPARE(trace[1].detail, std::string("logit / 2"));
+    }
+
+    // Live between tokens: set_params switches the new stages on and reorders the chain for the very
+    // next draw, keeping the history DRY reads (as the GUI's changes mid-reply do).
+    void new_stages_and_order_change_between_tokens() {
+        SamplingParams p = plain(5);
+        SamplerChain chain(p);
+        for (int32_t t : {1, 2, 1, 2}) chain.accept(t);
+        const auto logits = log_probs({0.05, 0.3, 0.25, 0.2, 0.2});
+        std::vector<SamplerStageTrace> trace;
+        auto names = [&] {
+            QStringList out;
+            for (const auto& t : trace) out << QString::fromStdString(t.stage);
+            return out;
+        };
+        chain.sample(logits.data(), 5, &trace, 2);
+        QCOMPARE(names(), (QStringList{"penalties", "top_k", "typical_p", "top_p", "min_p", "temperature", "dist"}));
+        p.xtc_probability = 1.0f;
+        p.top_n_sigma = 3.0f;
+        p.dry_multiplier = 0.8f;
+        p.dry_sequence_breakers.clear();
+        p.samplers = {"dry", "xtc", "temperature", "top_n_sigma"};
+        chain.set_params(p);
+        chain.sample(logits.data(), 5, &trace, 2);
+        QCOMPARE(names(), (QStringList{"dry", "xtc", "temperature", "top_n_sigma", "dist"}));
+        QVERIFY2(trace[0].detail.find("penalised 1") != std::string::npos, trace[0].detail.c_str());  // the history stayed
+        p.xtc_probability = 0.0f;
+        p.samplers = {"top_n_sigma", "dry"};
+        chain.set_params(p);
+        chain.sample(logits.data(), 5, &trace, 2);
+        QCOMPARE(names(), (QStringList{"top_n_sigma", "dry", "dist"}));
+    }
+
     void new_stages_are_validated() {
         auto rejects = [](auto edit, const char* name) {
             SamplingParams p;

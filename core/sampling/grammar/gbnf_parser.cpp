@@ -371,22 +371,39 @@ private:
     size_t elements_ = 0;
 };
 
-// Rules that can match the empty string (a fixpoint over the alternatives).
+// Rules that can match the empty string: a rule is nullable once one of its alternatives is, and an
+// alternative once every element is a reference to a nullable rule. Worked off a queue (each
+// alternative counts the references still open), as finishing_rules below, so a chain of 10^5 rules
+// is one pass, not a pass per rule.
 std::vector<bool> nullable_rules(const std::vector<DraftRule>& rules) {
+    constexpr size_t kNever = SIZE_MAX;  // an alternative with a terminal: never empty
+    std::vector<size_t> open;            // per alternative: references to rules not yet known nullable
+    std::vector<size_t> owner;           // per alternative: its rule
+    std::vector<std::vector<size_t>> waiting(rules.size());  // per rule: alternatives referring to it
     std::vector<bool> nullable(rules.size(), false);
-    for (bool changed = true; changed;) {
-        changed = false;
-        for (size_t r = 0; r < rules.size(); ++r) {
-            if (nullable[r]) continue;
-            for (const Sequence& alt : rules[r].alts) {
-                bool all = true;
-                for (const GrammarElem& e : alt)
-                    if (e.kind != GRAMMAR_RULE_REF || !nullable[static_cast<size_t>(e.rule)]) all = false;
-                if (all) {
-                    nullable[r] = changed = true;
-                    break;
-                }
+    std::vector<size_t> queue;
+    for (size_t r = 0; r < rules.size(); ++r) {
+        for (const Sequence& alt : rules[r].alts) {
+            bool terminal = false;
+            for (const GrammarElem& e : alt) terminal = terminal || e.kind != GRAMMAR_RULE_REF;
+            const size_t id = open.size();
+            open.push_back(terminal ? kNever : alt.size());
+            owner.push_back(r);
+            if (terminal) continue;
+            for (const GrammarElem& e : alt) waiting[static_cast<size_t>(e.rule)].push_back(id);
+            if (alt.empty() && !nullable[r]) {
+                nullable[r] = true;
+                queue.push_back(r);
             }
+        }
+    }
+    while (!queue.empty()) {
+        const size_t r = queue.back();
+        queue.pop_back();
+        for (size_t id : waiting[r]) {
+            if (open[id] == kNever || --open[id] != 0 || nullable[owner[id]]) continue;
+            nullable[owner[id]] = true;
+            queue.push_back(owner[id]);
         }
     }
     return nullable;

@@ -88,28 +88,41 @@ std::vector<GrammarMatcher::Stack> GrammarMatcher::advance(const std::vector<Sta
     return out;
 }
 
-bool GrammarMatcher::alive(const State& st) const {
-    if (st.stacks.empty() || st.partial.remain < 0) return false;
-    if (st.partial.remain == 0) return true;
+bool GrammarMatcher::alive(const std::vector<Stack>& stacks, const Utf8Partial& partial) const {
+    if (stacks.empty() || partial.remain < 0) return false;
+    if (partial.remain == 0) return true;
     // The code points the pending character can still become.
-    const int shift = 6 * st.partial.remain;
+    const int shift = 6 * partial.remain;
     // An overlong form (0xC1 0xBB for '{') is not UTF-8: the smallest code point of each length is
     // the first one that needs it.
     static constexpr uint32_t kFirstOfLength[5] = {0, 0, 0x80, 0x800, 0x10000};
-    const uint32_t lo = std::max(st.partial.value << shift, kFirstOfLength[std::clamp(st.partial.length, 0, 4)]);
-    const uint32_t hi = std::min((st.partial.value << shift) | ((1u << shift) - 1u), 0x10FFFFu);
+    const uint32_t lo = std::max(partial.value << shift, kFirstOfLength[std::clamp(partial.length, 0, 4)]);
+    const uint32_t hi = std::min((partial.value << shift) | ((1u << shift) - 1u), 0x10FFFFu);
     if (lo > hi) return false;
-    for (const Stack& s : st.stacks)
+    for (const Stack& s : stacks)
         if (!s.empty() && grammar_->elems[static_cast<size_t>(s.back())].matches_some(lo, hi)) return true;
     return false;
 }
 
+bool GrammarMatcher::step_byte(const std::vector<Stack>& stacks, const Utf8Partial& partial, unsigned char byte,
+                               std::vector<Stack>& out_stacks, Utf8Partial& out_partial, bool& advanced) const {
+    // One buffer per thread: this runs once per trie node, hundreds of thousands of times a filter.
+    thread_local std::vector<uint32_t> cps;
+    cps.clear();
+    out_partial = decode_utf8(std::string(1, static_cast<char>(byte)), partial, cps);
+    advanced = false;
+    if (out_partial.remain < 0) return false;
+    if (cps.empty()) return alive(stacks, out_partial);
+    out_stacks = advance(stacks, cps.front());
+    advanced = true;
+    return alive(out_stacks, out_partial);
+}
+
 bool GrammarMatcher::feed_byte(const State& in, unsigned char byte, State& out) const {
-    std::vector<uint32_t> cps;
-    out.partial = decode_utf8(std::string(1, static_cast<char>(byte)), in.partial, cps);
-    if (out.partial.remain < 0) return false;
-    out.stacks = cps.empty() ? in.stacks : advance(in.stacks, cps.front());
-    return alive(out);
+    bool advanced = false;
+    const bool ok = step_byte(in.stacks, in.partial, byte, out.stacks, out.partial, advanced);
+    if (!advanced) out.stacks = in.stacks;
+    return ok;
 }
 
 bool GrammarMatcher::feed(const State& in, const std::string& bytes, State& out) const {

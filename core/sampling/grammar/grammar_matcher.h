@@ -36,8 +36,14 @@ public:
 
     // The state after one more byte; false (out untouched or partial) when no parse survives it.
     bool feed_byte(const State& in, unsigned char byte, State& out) const;
+    // The same for a walk over many byte strings that shares its states (VocabTrie): when the byte
+    // completes no code point the stacks stay those given (advanced false, out_stacks untouched), so
+    // the first bytes of a UTF-8 character cost no copy of the stacks.
+    bool step_byte(const std::vector<Stack>& stacks, const Utf8Partial& partial, unsigned char byte,
+                   std::vector<Stack>& out_stacks, Utf8Partial& out_partial, bool& advanced) const;
     // Whether a state can still continue (some stack can take the pending partial character).
-    bool alive(const State& st) const;
+    bool alive(const State& st) const { return alive(st.stacks, st.partial); }
+    bool alive(const std::vector<Stack>& stacks, const Utf8Partial& partial) const;
 
 private:
     void expand(Stack stack, std::vector<Stack>& out) const;

@@ -182,8 +182,13 @@ private:
             if (std::string(key) == "allOf" && list.size() != 1)
                 fail(where, "allOf with more than one schema is not supported");
             std::vector<std::string> alts;
-            for (size_t i = 0; i < list.size(); ++i)
+            for (size_t i = 0; i < list.size(); ++i) {
+                // The schema false allows no value, so as an alternative it only drops out (of anyOf
+                // and oneOf alike: it never matches, so it never makes a second match).
+                if (std::string(key) != "allOf" && list[i] == json(false)) continue;
                 alts.push_back(visit(list[i], want + "-" + std::to_string(i), where + "/" + key + "/" + std::to_string(i)));
+            }
+            if (alts.empty()) fail(where, std::string(key) + " has only the schema false: it allows no value");
             return define(want, join(alts, " | "));
         }
         if (!s.contains("type")) {

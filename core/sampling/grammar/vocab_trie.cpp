@@ -48,21 +48,25 @@ uint32_t VocabTrie::build(const std::vector<std::string>& pieces, const std::vec
 
 size_t VocabTrie::mark_allowed(const GrammarMatcher& matcher, std::vector<uint8_t>& allowed) const {
     size_t visited = 0;
-    if (!nodes_.empty()) visit(matcher, 0, matcher.state(), allowed, visited);
+    if (!nodes_.empty()) visit(matcher, 0, matcher.state().stacks, matcher.state().partial, allowed, visited);
     return visited;
 }
 
-void VocabTrie::visit(const GrammarMatcher& m, uint32_t node, const GrammarMatcher::State& st,
-                      std::vector<uint8_t>& allowed, size_t& visited) const {
+// The stacks are shared with the parent while a UTF-8 character is incomplete (step_byte leaves
+// them as they are), so Gemma's many multi-byte pieces cost no copy per node.
+void VocabTrie::visit(const GrammarMatcher& m, uint32_t node, const std::vector<GrammarMatcher::Stack>& stacks,
+                      const Utf8Partial& partial, std::vector<uint8_t>& allowed, size_t& visited) const {
     ++visited;
     const Node& n = nodes_[node];
-    GrammarMatcher::State next;
+    std::vector<GrammarMatcher::Stack> next;  // reused by the children that complete a code point
+    Utf8Partial next_partial;
     for (uint32_t c = n.first_child; c < n.first_child + n.n_children; ++c) {
-        if (!m.feed_byte(st, child_byte_[c], next)) continue;  // nothing below can match either
+        bool advanced = false;
+        if (!m.step_byte(stacks, partial, child_byte_[c], next, next_partial, advanced)) continue;  // nothing below can match either
         const Node& child = nodes_[child_node_[c]];
         for (uint32_t t = child.first_token; t < child.first_token + child.n_tokens; ++t)
             allowed[size_t(tokens_[t])] = 1;
-        if (child.n_children > 0) visit(m, child_node_[c], next, allowed, visited);
+        if (child.n_children > 0) visit(m, child_node_[c], advanced ? next : stacks, next_partial, allowed, visited);
     }
 }
 

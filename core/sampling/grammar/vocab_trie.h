@@ -28,8 +28,8 @@ private:
     };
     uint32_t build(const std::vector<std::string>& pieces, const std::vector<int32_t>& order, size_t lo, size_t hi,
                    size_t depth);
-    void visit(const GrammarMatcher& m, uint32_t node, const GrammarMatcher::State& st, std::vector<uint8_t>& allowed,
-               size_t& visited) const;
+    void visit(const GrammarMatcher& m, uint32_t node, const std::vector<GrammarMatcher::Stack>& stacks,
+               const Utf8Partial& partial, std::vector<uint8_t>& allowed, size_t& visited) const;
 
     std::vector<Node> nodes_;
     std::vector<uint8_t> child_byte_;
