@@ -462,6 +462,34 @@ private Q_SLOTS:
         }
     }
 
+    // A theme change recolours the kept rows (masked cells, the out-of-window keys and every value)
+    // without reading the store again: the map then equals one built in the new theme, and a
+    // streamed token after it is coloured in the new theme too.
+    void themeChangeRecoloursTheKeptMap() {
+        Theme::apply(ThemeMode::Light);
+        AttentionStore store;
+        AttentionPanel panel(&store);
+        store.setModelShape(4, 3);
+        store.handlePrompt(prompt(pieces(20)));
+        wb::AttentionEvent windowed = wb_gui_test::attentionEvent(1, 3, 0, 20, value);
+        windowed.window = 4;
+        store.addEvents({windowed});
+        panel.setLayer(1);
+        panel.refreshNow();
+        const QRgb lightMasked = panel.colorMap()->image().pixel(5, 2);
+        QCOMPARE(lightMasked, Theme::color(Theme::Role::MaskedCell).rgba());
+        const int fullRebuilds = panel.fullRebuildCount();
+        Theme::apply(ThemeMode::Dark);
+        QCOMPARE(panel.colorMap()->image().pixel(5, 2), Theme::color(Theme::Role::MaskedCell).rgba());
+        QVERIFY(panel.colorMap()->image().pixel(5, 2) != lightMasked);
+        expectSameAsFullRebuild(panel, store);
+        streamToken(store, 20, value);
+        panel.refreshNow();
+        QCOMPARE(panel.fullRebuildCount(), fullRebuilds);
+        expectSameAsFullRebuild(panel, store);
+        Theme::apply(ThemeMode::System);
+    }
+
     void exportsPngAndCsv() {
         AttentionStore store;
         AttentionPanel panel(&store);
