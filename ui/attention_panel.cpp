@@ -20,9 +20,11 @@
 #include <QVBoxLayout>
 #include <cmath>
 #include <limits>
+#include <numeric>
 
 #include <qcustomplot.h>
 
+#include "attention_map_image.h"
 #include "attention_store.h"
 #include "theme.h"
 
@@ -38,16 +40,6 @@ QCPColorGradient attentionGradient() {
     g.setNanHandling(QCPColorGradient::nhNanColor);
     // Drawn light grey in a light theme and dark grey in a dark one.
     g.setNanColor(Theme::color(Theme::Role::MaskedCell));
-    return g;
-}
-
-// One colour for every out-of-window cell; other cells are NaN and transparent, so the map shows through.
-QCPColorGradient windowGradient() {
-    QCPColorGradient g;
-    const QColor c = Theme::color(Theme::Role::OutOfWindowCell);
-    g.setColorStops({{0.0, c}, {1.0, c}});
-    g.setNanHandling(QCPColorGradient::nhNanColor);
-    g.setNanColor(Qt::transparent);
     return g;
 }
 
@@ -204,8 +196,9 @@ void AttentionPanel::updateMemoryLabel() {
 
 void AttentionPanel::applyTheme() {
     if (m_scale) m_scale->setGradient(attentionGradient());
-    for (QCPColorMap* m : m_gridWindowMaps) m->setGradient(windowGradient());
-    if (m_windowMap) m_windowMap->setGradient(windowGradient());
+    // The maps recolour every row from the values they keep: nothing is read from the store again.
+    for (AttentionMapImage* m : m_gridMaps) m->setColors(attentionGradient(), Theme::color(Theme::Role::OutOfWindowCell));
+    if (m_map) m_map->setColors(attentionGradient(), Theme::color(Theme::Role::OutOfWindowCell));
     Theme::stylePlot(m_plot);
 }
 
@@ -232,6 +225,7 @@ void AttentionPanel::handleModelShape() {
     m_layerBox->setRange(0, std::max(0, m_store->layerCount() - 1));
     m_headBox->setRange(0, std::max(0, m_store->headCount() - 1));
     m_shownTokens = -1;
+    m_filled.valid = false;  // the store was cleared: its revisions start again
     refreshNow();
 }
 
@@ -239,7 +233,7 @@ void AttentionPanel::emitCapture() {
     Q_EMIT captureLayersChanged(captureAllLayers() ? QVector<int>{} : QVector<int>{layer()});
 }
 
-QCPColorMap* AttentionPanel::colorMap(int gridHead) const {
+AttentionMapImage* AttentionPanel::colorMap(int gridHead) const {
     if (gridHead < 0) return m_map;
     return gridHead < m_gridMaps.size() ? m_gridMaps[gridHead] : nullptr;
 }
@@ -250,8 +244,8 @@ void AttentionPanel::buildSingleLayout() {
     m_plot->clearPlottables();
     m_plot->plotLayout()->clear();
     m_gridMaps.clear();
-    m_gridWindowMaps.clear();
     m_gridRects.clear();
+    m_filled.valid = false;
     auto* rect = new QCPAxisRect(m_plot);
     m_plot->plotLayout()->addElement(0, 0, rect);
     m_scale = new QCPColorScale(m_plot);
@@ -272,12 +266,8 @@ void AttentionPanel::buildSingleLayout() {
         a->setTickLabelFont(tickFont());
         connect(a, qOverload<const QCPRange&>(&QCPAxis::rangeChanged), this, [this] { updateTicks(); });
     }
-    m_map = new QCPColorMap(x, y);
-    m_map->setInterpolate(false);
-    // The scale imposes its gradient on the maps linked to it: set it on the scale after linking.
-    m_map->setColorScale(m_scale);
+    m_map = addMap(x, y);
     m_scale->setGradient(attentionGradient());
-    m_windowMap = addWindowOverlay(x, y);
     m_layoutIsGrid = false;
     Theme::stylePlot(m_plot);
 }
@@ -288,10 +278,9 @@ void AttentionPanel::buildGridLayout() {
     m_plot->clearPlottables();
     m_plot->plotLayout()->clear();
     m_map = nullptr;
-    m_windowMap = nullptr;
     m_gridMaps.clear();
-    m_gridWindowMaps.clear();
     m_gridRects.clear();
+    m_filled.valid = false;
     const int heads = std::max(1, m_store->headCount());
     const int cols = int(std::ceil(std::sqrt(double(heads))));
     auto* grid = new QCPLayoutGrid;
@@ -312,12 +301,8 @@ void AttentionPanel::buildGridLayout() {
         }
         x->setLabel(tr("head %1").arg(h));
         x->setLabelPadding(2);
-        auto* map = new QCPColorMap(x, y);
-        map->setInterpolate(false);
-        map->setColorScale(m_scale);
         m_gridRects.append(rect);
-        m_gridMaps.append(map);
-        m_gridWindowMaps.append(addWindowOverlay(x, y));
+        m_gridMaps.append(addMap(x, y));
     }
     m_scale->setGradient(attentionGradient());
     m_layoutIsGrid = true;
@@ -334,66 +319,62 @@ double AttentionPanel::valueAt(int query, int key, int head) const {
     return r && key < int(r->size()) ? double((*r)[size_t(key)]) : kNaN;
 }
 
-QCPColorMap* AttentionPanel::windowMap(int gridHead) const {
-    if (gridHead < 0) return m_windowMap;
-    return gridHead < m_gridWindowMaps.size() ? m_gridWindowMaps[gridHead] : nullptr;
-}
-
 bool AttentionPanel::outsideWindow(int query, int key) const {
     const int w = m_store->window(layer());
     return w > 0 && key >= 0 && key <= query && query - key >= w;
 }
 
-QCPColorMap* AttentionPanel::addWindowOverlay(QCPAxis* x, QCPAxis* y) {
-    // Added after the attention map, so drawn above it; not linked to the colour scale.
-    auto* overlay = new QCPColorMap(x, y);
-    overlay->setInterpolate(false);
-    overlay->setGradient(windowGradient());
-    overlay->setDataRange(QCPRange(0.0, 1.0));
-    return overlay;
+AttentionMapImage* AttentionPanel::addMap(QCPAxis* x, QCPAxis* y) {
+    auto* map = new AttentionMapImage(x, y);
+    map->setColors(attentionGradient(), Theme::color(Theme::Role::OutOfWindowCell));
+    return map;
 }
 
-void AttentionPanel::fillWindowOverlay(QCPColorMap* map) const {
-    const int n = std::max(1, m_store->tokenCount());
-    const int w = m_store->window(layer());
-    map->setVisible(w > 0);
-    QCPColorMapData* data = map->data();
-    if (w <= 0) {
-        data->setSize(1, 1);
+void AttentionPanel::fillRow(AttentionMapImage* map, int head, int query, int window) const {
+    if (head < 0) {
+        const std::vector<float> mean = m_store->meanRow(layer(), query);
+        map->setRow(query, mean.empty() ? nullptr : mean.data(), int(mean.size()), window);
         return;
     }
-    data->setSize(n, n);
-    data->setRange(QCPRange(0, n - 1), QCPRange(0, n - 1));
-    for (int q = 0; q < n; ++q)
-        for (int k = 0; k < n; ++k) data->setCell(k, q, outsideWindow(q, k) ? 1.0 : kNaN);
+    const std::vector<float>* r = m_store->row(layer(), head, query);
+    map->setRow(query, r ? r->data() : nullptr, r ? int(r->size()) : 0, window);
 }
 
-void AttentionPanel::fillMap(QCPColorMap* map, int head) const {
+void AttentionPanel::fillMaps() {
     const int n = std::max(1, m_store->tokenCount());
-    QCPColorMapData* data = map->data();
-    data->setSize(n, n);
-    data->setRange(QCPRange(0, n - 1), QCPRange(0, n - 1));
-    double top = 0.0;
-    const bool mean = head < 0 && mode() == Mode::MeanOverHeads;
-    for (int q = 0; q < n; ++q) {
-        std::vector<float> meanRow;
-        const std::vector<float>* r = nullptr;
-        if (mean) {
-            meanRow = m_store->meanRow(layer(), q);
-            r = meanRow.empty() ? nullptr : &meanRow;
-        } else {
-            r = m_store->row(layer(), head < 0 ? this->head() : head, q);
-        }
-        for (int k = 0; k < n; ++k) {
-            const double v = r && k <= q && k < int(r->size()) ? double((*r)[size_t(k)]) : kNaN;
-            data->setCell(k, q, v);
-            // Row 0 is always p = 1 (the first token sees only itself): leaving it out of the scale
-            // keeps the rest of the map from being drawn in the bottom tenth of the colours.
-            if (v > top && (q > 0 || n == 1)) top = v;
-        }
+    const int window = m_store->window(layer());
+    const int shownHead = mode() == Mode::SingleHead ? head() : -1;  // -1: the mean (or every head of the grid)
+    const bool full = !m_filled.valid || m_filled.layer != layer() || m_filled.mode != mode() || m_filled.head != shownHead ||
+                      m_filled.window != window || n < m_filled.tokens;
+    std::vector<int> rows;
+    if (full) {
+        rows.resize(size_t(n));
+        std::iota(rows.begin(), rows.end(), 0);
+        ++m_fullRebuildCount;
+    } else {
+        // Rows the store changed (a budget drop, a re-captured row) and the rows of the new tokens.
+        for (int q : m_store->rowsChangedSince(layer(), m_filled.revision))
+            if (q < m_filled.tokens) rows.push_back(q);
+        for (int q = m_filled.tokens; q < n; ++q) rows.push_back(q);
     }
-    // An explicit range avoids QCP's full rescan; attention rows peak well below 1 except at sinks.
-    map->setDataRange(QCPRange(0, top > 0 ? top : 1.0));
+    const bool grid = mode() == Mode::AllHeads;
+    const int maps = grid ? int(m_gridMaps.size()) : 1;
+    double top = 0.0;
+    for (int i = 0; i < maps; ++i) {
+        AttentionMapImage* map = grid ? m_gridMaps[i] : m_map;
+        if (full)
+            map->reset(n);
+        else
+            map->grow(n);
+        for (int q : rows) fillRow(map, grid ? i : shownHead, q, window);
+        top = std::max(top, map->top());
+    }
+    // One colour scale for all heads, so the heads can be compared. Attention rows peak well below 1
+    // except at sinks; row 0 (always p = 1) is left out of top().
+    const QCPRange range(0, top > 0 ? top : 1.0);
+    for (int i = 0; i < maps; ++i) (grid ? m_gridMaps[i] : m_map)->setDataRange(range);
+    m_scale->setDataRange(range);
+    m_filled = {true, layer(), shownHead, window, n, mode(), m_store->revision()};
 }
 
 void AttentionPanel::scheduleRefresh() {
@@ -435,22 +416,13 @@ void AttentionPanel::refreshNow() {
         m_shownTokens = -1;
     }
     const int n = m_store->tokenCount();
+    fillMaps();
     if (grid) {
-        double top = 0.0;
-        for (int h = 0; h < m_gridMaps.size(); ++h) {
-            fillMap(m_gridMaps[h], h);
-            fillWindowOverlay(m_gridWindowMaps[h]);
-            top = std::max(top, m_gridMaps[h]->dataRange().upper);
-        }
-        // One colour scale for all heads, so the heads can be compared.
-        for (QCPColorMap* m : m_gridMaps) m->setDataRange(QCPRange(0, top));
         for (QCPAxisRect* r : m_gridRects) {
             r->axis(QCPAxis::atBottom)->setRange(-0.5, std::max(n, 1) - 0.5);
             r->axis(QCPAxis::atLeft)->setRange(-0.5, std::max(n, 1) - 0.5);
         }
     } else {
-        fillMap(m_map, mode() == Mode::MeanOverHeads ? -1 : head());
-        fillWindowOverlay(m_windowMap);
         // Follow the growing conversation unless the user zoomed in.
         QCPAxis* x = m_map->keyAxis();
         QCPAxis* y = m_map->valueAxis();

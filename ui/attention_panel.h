@@ -6,14 +6,16 @@
 // Colours (the masked cells, axes, text) follow the theme. A sliding-window layer draws the keys outside
 // its window (the window the engine recorded with the rows) in their own colour, not as zero attention.
 // The capture's memory budget is chosen in the panel's Budget menu; the memory the rows take is shown.
+// While a reply streams a refresh draws only the rows that arrived (AttentionMapImage, and the
+// store's revisions say which); a change of layer, head, view, window or a shorter context redraws all.
 #include <QElapsedTimer>
 #include <QVector>
 #include <QWidget>
 
+class AttentionMapImage;
 class AttentionStore;
 class QCPAxisRect;
 class QCPAxis;
-class QCPColorMap;
 class QCPColorScale;
 class QCPItemStraightLine;
 class QCheckBox;
@@ -51,14 +53,12 @@ public:
     QActionGroup* budgetGroup() const { return m_budgetGroup; }
     // "12.3 MiB of 256 MiB captured", and the rows the budget dropped.
     QLabel* memoryLabel() const { return m_memoryLabel; }
-    // The out-of-window overlay of the map (single / mean mode, or grid head h).
-    QCPColorMap* windowMap(int gridHead = -1) const;
     // Whether (query, key) lies outside the layer's sliding window (keys the window masked).
     bool outsideWindow(int query, int key) const;
 
     QCustomPlot* plot() const { return m_plot; }
     // The map of single-head / mean mode, or of head h in grid mode.
-    QCPColorMap* colorMap(int gridHead = -1) const;
+    AttentionMapImage* colorMap(int gridHead = -1) const;
     QCPColorScale* colorScale() const { return m_scale; }
     // Tooltip text for a cell: query token, key token, probability (empty outside the data).
     QString describeCell(int query, int key, int gridHead = -1) const;
@@ -75,18 +75,20 @@ public:
     bool exportPng(const QString& path) const;
     bool exportCsv(const QString& path, QString* error) const;
 
-    // How often the map was rebuilt (for tests: streamed tokens must not rebuild it each).
+    // How often the map was refreshed (for tests: streamed tokens must not refresh it each), and
+    // how often a refresh redrew every row rather than the changed ones.
     int refreshCount() const { return m_refreshCount; }
+    int fullRebuildCount() const { return m_fullRebuildCount; }
     // The least time between two scheduled refreshes (kMinRefreshMs unless a test changes it); a
     // refresh waiting for it is rescheduled.
     void setMinRefreshInterval(int ms);
     static constexpr int kMinRefreshMs = 100;
 
 public Q_SLOTS:
-    // Rebuilds the map from the store, coalesced: requests while one is pending redraw once, a
+    // Redraws the map from the store, coalesced: requests while one is pending redraw once, a
     // scheduled refresh waits until kMinRefreshMs after the last one, and a hidden panel waits for
-    // its show. A refresh rewrites all n x n cells of n tokens: one per streamed token would cost the
-    // GUI thread more per token the longer the conversation (the largest cost while a reply streams).
+    // its show. A streamed refresh costs O(new rows x n); the replot that follows still scales the
+    // whole map image, so one per streamed token would still be more than the GUI thread needs.
     void scheduleRefresh();
     void refreshNow();
     void handleModelShape();
@@ -104,9 +106,11 @@ protected:
 private:
     void buildSingleLayout();
     void buildGridLayout();
-    void fillMap(QCPColorMap* map, int head) const;
-    QCPColorMap* addWindowOverlay(QCPAxis* x, QCPAxis* y);
-    void fillWindowOverlay(QCPColorMap* map) const;
+    // Fills the maps: every row, or (same layer, head, view and window, no fewer tokens) the rows
+    // the store changed since the last fill and the new ones.
+    void fillMaps();
+    void fillRow(AttentionMapImage* map, int head, int query, int window) const;
+    AttentionMapImage* addMap(QCPAxis* x, QCPAxis* y);
     void buildBudgetMenu();
     void updateMemoryLabel();
     void updateTicks();
@@ -129,10 +133,8 @@ private:
     QActionGroup* m_budgetGroup = nullptr;
     QCustomPlot* m_plot;
     QCPColorScale* m_scale = nullptr;
-    QCPColorMap* m_map = nullptr;           // single / mean mode
-    QCPColorMap* m_windowMap = nullptr;     // its out-of-window overlay
-    QVector<QCPColorMap*> m_gridMaps;        // grid mode, one per head
-    QVector<QCPColorMap*> m_gridWindowMaps;
+    AttentionMapImage* m_map = nullptr;     // single / mean mode
+    QVector<AttentionMapImage*> m_gridMaps;  // grid mode, one per head
     QVector<QCPAxisRect*> m_gridRects;
     QCPItemStraightLine* m_cutLine = nullptr;  // single / mean mode, while the store has a cut
     QTimer* m_refreshTimer;                  // the pending scheduled refresh
@@ -140,6 +142,14 @@ private:
     int m_minRefreshMs = kMinRefreshMs;
     bool m_staleWhileHidden = false;         // a refresh was asked for while the panel was hidden
     int m_refreshCount = 0;
+    int m_fullRebuildCount = 0;
+    // What the maps hold: drawn from the store at `revision` (AttentionStore::revision()).
+    struct Filled {
+        bool valid = false;
+        int layer = -1, head = -1, window = 0, tokens = 0;
+        Mode mode = Mode::SingleHead;
+        quint64 revision = 0;
+    } m_filled;
     bool m_layoutIsGrid = false;
     int m_shownTokens = -1;                  // token count the axes were last fitted to
     int m_shownDropped = 0;                  // AttentionStore::droppedBelow() of the last refresh

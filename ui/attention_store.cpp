@@ -90,8 +90,24 @@ void AttentionStore::handleToken(int position, const QString& piece) {
     Q_EMIT tokensChanged();
 }
 
+std::vector<int> AttentionStore::rowsChangedSince(int layer, quint64 revision) const {
+    std::vector<int> rows;
+    auto it = m_rowRevisions.find(layer);
+    if (it == m_rowRevisions.end()) return rows;
+    for (size_t pos = 0; pos < it->second.size(); ++pos)
+        if (it->second[pos] > revision) rows.push_back(int(pos));
+    return rows;
+}
+
+void AttentionStore::markChanged(int layer, int position) {
+    std::vector<quint64>& revisions = m_rowRevisions[layer];
+    if (int(revisions.size()) <= position) revisions.resize(size_t(position) + 1, 0);
+    revisions[size_t(position)] = m_revision;
+}
+
 void AttentionStore::addEvents(const std::vector<wb::AttentionEvent>& events) {
     std::set<int> touched;
+    ++m_revision;
     for (const wb::AttentionEvent& e : events) {
         if (e.layer < 0 || e.n_queries <= 0 || e.n_keys <= 0) continue;
         auto& layer = m_rows[e.layer];
@@ -117,6 +133,7 @@ void AttentionStore::addEvents(const std::vector<wb::AttentionEvent>& events) {
                 m_bytes -= rowBytes(row);
                 row = std::vector<float>(src, src + nk);  // exactly nk floats: the accounting is the allocation
                 m_bytes += rowBytes(row);
+                markChanged(e.layer, pos);
             }
         }
         touched.insert(e.layer);
@@ -128,12 +145,14 @@ void AttentionStore::addEvents(const std::vector<wb::AttentionEvent>& events) {
 }
 
 void AttentionStore::dropOldestRows() {
-    for (auto& [layer, heads] : m_rows)
+    for (auto& [layer, heads] : m_rows) {
+        markChanged(layer, m_droppedBelow);
         for (HeadRows& rows : heads) {
             if (rows.empty()) continue;
             m_bytes -= rowBytes(rows.front()) + kSlotBytes;
             rows.pop_front();
         }
+    }
     ++m_droppedBelow;
 }
 
@@ -148,6 +167,7 @@ bool AttentionStore::enforceBudget() {
 
 void AttentionStore::setBudgetBytes(qint64 bytes) {
     m_budget = std::max<qint64>(0, bytes);
+    ++m_revision;
     if (enforceBudget()) {
         for (const auto& [layer, heads] : m_rows) Q_EMIT rowsChanged(layer);
     }
@@ -156,6 +176,10 @@ void AttentionStore::setBudgetBytes(qint64 bytes) {
 
 void AttentionStore::truncate(int positions) {
     positions = std::max(positions, 0);
+    ++m_revision;
+    // The rows from `positions` on go (below m_droppedBelow they went already and were marked then).
+    for (auto& [layer, revisions] : m_rowRevisions)
+        for (size_t pos = size_t(positions); pos < revisions.size(); ++pos) revisions[pos] = m_revision;
     if (positions <= m_droppedBelow) {
         // Every stored row is stale; the new context's rows start at `positions`.
         for (auto& [layer, heads] : m_rows)
@@ -183,6 +207,8 @@ void AttentionStore::clear() {
     m_cut = {};
     m_rows.clear();
     m_windows.clear();
+    m_rowRevisions.clear();
+    ++m_revision;
     m_tokens.clear();
     m_bytes = 0;
     m_droppedBelow = 0;

@@ -51,6 +51,14 @@ public:
     int droppedBelow() const { return m_droppedBelow; }
     static constexpr qint64 kDefaultBudget = qint64(256) << 20;
 
+    // Every change to rows (written, dropped by the budget, removed by a new prompt) gets a new
+    // revision, so that a view can redraw only the rows changed since the revision it drew (while a
+    // reply streams: the new ones) instead of all n x n cells. clear() forgets them (views redraw all
+    // on cleared()).
+    quint64 revision() const { return m_revision; }
+    // The query positions of `layer` (any head) changed after `revision`, ascending.
+    std::vector<int> rowsChangedSince(int layer, quint64 revision) const;
+
 public Q_SLOTS:
     // A new generation: the context is now info.ids; rows past the reused prefix are stale.
     void handlePrompt(const PromptInfo& info);
@@ -77,6 +85,7 @@ private:
     bool enforceBudget();
     // Every layer's and head's row at position m_droppedBelow goes.
     void dropOldestRows();
+    void markChanged(int layer, int position);
 
     int m_nLayer = 0;
     int m_nHead = 0;
@@ -90,4 +99,6 @@ private:
     qint64 m_bytes = 0;
     qint64 m_budget = kDefaultBudget;
     int m_droppedBelow = 0;
+    quint64 m_revision = 0;
+    std::map<int, std::vector<quint64>> m_rowRevisions;  // layer -> revision of each position's last change
 };

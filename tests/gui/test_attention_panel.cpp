@@ -2,7 +2,10 @@
 // cells (query rows, key columns) in each mode, the axes carry the token text, the map grows a row per
 // generated token, hovering names query, key and probability, and PNG/CSV export write the values; a
 // sliding-window layer shades the keys outside the window the engine recorded; the memory budget drops
-// the oldest rows and the panel shows the memory the rows take.
+// the oldest rows and the panel shows the memory the rows take. A streamed refresh colours only the
+// new rows, and the map it builds row by row is the map a full rebuild draws, value for value and
+// pixel for pixel, through budget drops, a rising colour scale, layer and view switches, a new prompt
+// that reuses a prefix, and a new chat.
 #include <QActionGroup>
 #include <QCheckBox>
 #include <QLabel>
@@ -13,15 +16,29 @@
 
 #include <qcustomplot.h>
 
+#include "attention_map_image.h"
 #include "attention_panel.h"
 #include "attention_store.h"
 #include "gui_test_support.h"
+#include "theme.h"
 
 namespace {
 
 // Distinct values per head, query and key: easy to check at any cell.
 float value(int head, int query, int key) {
     return float(head + 1) * 0.1f + float(query) * 0.01f + float(key) * 0.001f;
+}
+
+// Values whose top (0.9, row 1) is reached at once: later rows do not move the colour scale.
+float flat(int head, int query, int key) {
+    if (query == 1 && key == 0) return 0.9f;
+    return 0.5f * float(key + 1 + head) / float(query + 4);
+}
+
+QStringList pieces(int n, int from = 0) {
+    QStringList p;
+    for (int i = from; i < from + n; ++i) p << QString("t%1").arg(i);
+    return p;
 }
 
 PromptInfo prompt(const QStringList& pieces) {
@@ -36,6 +53,47 @@ PromptInfo prompt(const QStringList& pieces) {
 
 class TestAttentionPanel : public QObject {
     Q_OBJECT
+
+    // A fresh panel on the same store draws every row once: the panel built row by row must match it
+    // in every map (cell values, NaN where masked, the out-of-window cells, the colour range, pixels).
+    static void expectSameAsFullRebuild(const AttentionPanel& panel, AttentionStore& store) {
+        AttentionPanel fresh(&store);
+        fresh.setMode(panel.mode());
+        fresh.setLayer(panel.layer());
+        fresh.setHead(panel.head());
+        fresh.refreshNow();
+        const int maps = panel.mode() == AttentionPanel::Mode::AllHeads ? store.headCount() : 1;
+        for (int i = 0; i < maps; ++i) {
+            const int index = panel.mode() == AttentionPanel::Mode::AllHeads ? i : -1;
+            const AttentionMapImage* got = panel.colorMap(index);
+            const AttentionMapImage* want = fresh.colorMap(index);
+            QVERIFY(got && want);
+            QCOMPARE(got->tokenCount(), want->tokenCount());
+            QCOMPARE(got->dataRange().upper, want->dataRange().upper);
+            for (int q = 0; q < want->tokenCount(); ++q)
+                for (int k = 0; k < want->tokenCount(); ++k) {
+                    const double a = got->cell(k, q), b = want->cell(k, q);
+                    if (!(std::isnan(a) && std::isnan(b)) && a != b)
+                        QFAIL(qPrintable(QString("map %1, cell (key %2, query %3): %4, a full rebuild has %5").arg(i).arg(k).arg(q).arg(a).arg(b)));
+                    QCOMPARE(got->outsideWindow(k, q), want->outsideWindow(k, q));
+                }
+            const QImage a = got->image(), b = want->image();
+            QCOMPARE(a.size(), b.size());
+            for (int q = 0; q < b.height(); ++q)
+                for (int k = 0; k < b.width(); ++k)
+                    if (a.pixel(k, q) != b.pixel(k, q))
+                        QFAIL(qPrintable(QString("map %1, pixel (key %2, query %3): %4, a full rebuild has %5")
+                                             .arg(i).arg(k).arg(q).arg(a.pixel(k, q), 0, 16).arg(b.pixel(k, q), 0, 16)));
+        }
+    }
+
+    // One generated token: its text, then its rows for layers 1 (window 4) and 2.
+    static void streamToken(AttentionStore& store, int position, float (*f)(int, int, int)) {
+        store.handleToken(position, QString("t%1").arg(position));
+        wb::AttentionEvent windowed = wb_gui_test::attentionEvent(1, 3, position, 1, f);
+        windowed.window = 4;
+        store.addEvents({windowed, wb_gui_test::attentionEvent(2, 3, position, 1, f)});
+    }
 
     void feedPrefill(AttentionStore& store) {
         store.setModelShape(4, 3);
@@ -53,9 +111,9 @@ private Q_SLOTS:
         panel.setLayer(2);
         panel.setHead(1);
         panel.refreshNow();
-        QCPColorMapData* d = panel.colorMap()->data();
-        QCOMPARE(d->keySize(), 3);
-        QCOMPARE(d->valueSize(), 3);
+        AttentionMapImage* d = panel.colorMap();
+        QCOMPARE(d->tokenCount(), 3);
+        QCOMPARE(d->image().size(), QSize(3, 3));
         // cell(key, query)
         QCOMPARE(d->cell(0, 0), double(value(1, 0, 0)));
         QCOMPARE(d->cell(1, 2), double(value(1, 2, 1)));
@@ -72,7 +130,7 @@ private Q_SLOTS:
         panel.setMode(AttentionPanel::Mode::MeanOverHeads);
         panel.refreshNow();
         const double mean = (value(0, 2, 1) + value(1, 2, 1) + value(2, 2, 1)) / 3.0;
-        QVERIFY(qAbs(panel.colorMap()->data()->cell(1, 2) - mean) < 1e-6);
+        QVERIFY(qAbs(panel.colorMap()->cell(1, 2) - mean) < 1e-6);
     }
 
     void gridModeHasAMapPerHead() {
@@ -83,8 +141,8 @@ private Q_SLOTS:
         panel.setMode(AttentionPanel::Mode::AllHeads);
         panel.refreshNow();
         QVERIFY(panel.colorMap(0) && panel.colorMap(2));
-        QCOMPARE(panel.colorMap(2)->data()->cell(0, 1), double(value(2, 1, 0)));
-        QCOMPARE(panel.colorMap(0)->data()->cell(1, 1), double(value(0, 1, 1)));
+        QCOMPARE(panel.colorMap(2)->cell(0, 1), double(value(2, 1, 0)));
+        QCOMPARE(panel.colorMap(0)->cell(1, 1), double(value(0, 1, 1)));
         QVERIFY(panel.describeCell(1, 0, 2).contains("head 2"));
     }
 
@@ -111,8 +169,8 @@ private Q_SLOTS:
         store.handleToken(3, "!");
         store.addEvents({wb_gui_test::attentionEvent(2, 3, 3, 1, value)});
         panel.refreshNow();
-        QCPColorMapData* d = panel.colorMap()->data();
-        QCOMPARE(d->valueSize(), 4);
+        AttentionMapImage* d = panel.colorMap();
+        QCOMPARE(d->tokenCount(), 4);
         QCOMPARE(d->cell(3, 3), double(value(0, 3, 3)));
         QCOMPARE(d->cell(0, 3), double(value(0, 3, 0)));
     }
@@ -154,8 +212,9 @@ private Q_SLOTS:
         QVERIFY(spy.last().at(0).value<QVector<int>>().isEmpty());
     }
 
-    // The window comes with the rows (AttentionEvent::window); the overlay covers exactly the keys the
-    // window masked (query - key >= window), in single-head and grid mode, and the hover says so.
+    // The window comes with the rows (AttentionEvent::window); the out-of-window colour covers exactly
+    // the keys the window masked (query - key >= window), in single-head and grid mode, and the hover
+    // says so.
     void slidingWindowLayerShadesOutOfWindowKeys() {
         AttentionStore store;
         AttentionPanel panel(&store);
@@ -171,12 +230,15 @@ private Q_SLOTS:
         for (AttentionPanel::Mode mode : {AttentionPanel::Mode::SingleHead, AttentionPanel::Mode::AllHeads}) {
             panel.setMode(mode);
             panel.refreshNow();
-            QCPColorMap* overlay = panel.windowMap(mode == AttentionPanel::Mode::AllHeads ? 2 : -1);
-            QVERIFY(overlay && overlay->visible());
+            AttentionMapImage* map = panel.colorMap(mode == AttentionPanel::Mode::AllHeads ? 2 : -1);
+            QVERIFY(map);
+            const QImage image = map->image();
+            const QRgb shade = Theme::color(Theme::Role::OutOfWindowCell).rgba();
             for (int q = 0; q < 6; ++q)
                 for (int k = 0; k < 6; ++k) {
                     const bool outside = k <= q && q - k >= 2;
-                    QCOMPARE(!std::isnan(overlay->data()->cell(k, q)), outside);
+                    QCOMPARE(map->outsideWindow(k, q), outside);
+                    QCOMPARE(image.pixel(k, q) == shade, outside);
                 }
         }
         panel.setMode(AttentionPanel::Mode::SingleHead);
@@ -185,7 +247,12 @@ private Q_SLOTS:
         QVERIFY(panel.describeCell(5, 4).contains("p = 0.5000"));
         panel.setLayer(3);
         panel.refreshNow();
-        QVERIFY(!panel.windowMap()->visible());
+        const QImage global = panel.colorMap()->image();
+        for (int q = 0; q < 6; ++q)
+            for (int k = 0; k < 6; ++k) {
+                QVERIFY(!panel.colorMap()->outsideWindow(k, q));
+                QVERIFY(global.pixel(k, q) != Theme::color(Theme::Role::OutOfWindowCell).rgba());
+            }
     }
 
     // Past the budget the oldest rows go (every layer and head at the lowest positions) and the
@@ -250,7 +317,7 @@ private Q_SLOTS:
         QCOMPARE(panel.refreshCount(), atStart);
         panel.show();
         QTRY_COMPARE(panel.refreshCount(), atStart + 1);
-        QCOMPARE(panel.colorMap()->data()->keySize(), 23);
+        QCOMPARE(panel.colorMap()->tokenCount(), 23);
 
         panel.setMinRefreshInterval(3600 * 1000);  // every token below falls inside the interval
         for (int t = 23; t < 43; ++t) {
@@ -259,12 +326,168 @@ private Q_SLOTS:
             QCoreApplication::processEvents();
         }
         QCOMPARE(panel.refreshCount(), atStart + 1);
-        QCOMPARE(panel.colorMap()->data()->keySize(), 23);
+        QCOMPARE(panel.colorMap()->tokenCount(), 23);
         panel.setMinRefreshInterval(0);  // the waiting refresh comes now, with the last token's row
         QTRY_COMPARE(panel.refreshCount(), atStart + 2);
-        QCPColorMapData* d = panel.colorMap()->data();
-        QCOMPARE(d->keySize(), 43);
+        AttentionMapImage* d = panel.colorMap();
+        QCOMPARE(d->tokenCount(), 43);
         QCOMPARE(d->cell(40, 42), double(value(panel.head(), 42, 40)));
+    }
+
+    // While a reply streams, a refresh writes and colours the rows of the new tokens only: row q
+    // has q + 1 keys (later keys stay the masked colour they were filled with), not n x n cells.
+    void streamedRefreshColoursOnlyTheNewRows() {
+        AttentionStore store;
+        AttentionPanel panel(&store);
+        store.setModelShape(4, 3);
+        store.handlePrompt(prompt(pieces(40)));
+        store.addEvents({wb_gui_test::attentionEvent(2, 3, 0, 40, flat)});
+        panel.setLayer(2);
+        panel.refreshNow();
+        AttentionMapImage* map = panel.colorMap();
+        map->image();  // colours what the prefill wrote
+        const int fullRebuilds = panel.fullRebuildCount();
+        qint64 coloured = map->cellsColoured();
+        store.handleToken(40, "t40");
+        store.addEvents({wb_gui_test::attentionEvent(2, 3, 40, 1, flat)});
+        panel.refreshNow();
+        panel.plot()->replot();  // drawing colours the pending rows
+        QCOMPARE(map->cellsColoured() - coloured, qint64(41));
+        coloured = map->cellsColoured();
+        for (int t = 41; t < 44; ++t) {
+            store.handleToken(t, QString("t%1").arg(t));
+            store.addEvents({wb_gui_test::attentionEvent(2, 3, t, 1, flat)});
+        }
+        panel.refreshNow();
+        map->image();
+        QCOMPARE(map->cellsColoured() - coloured, qint64(42 + 43 + 44));
+        QCOMPARE(panel.fullRebuildCount(), fullRebuilds);
+        QCOMPARE(map->tokenCount(), 44);
+        QCOMPARE(map->cell(43, 43), double(flat(0, 43, 43)));
+        // A new top of the colour scale recolours every row (all colours move), still without a rebuild.
+        store.handleToken(44, "t44");
+        store.addEvents({wb_gui_test::attentionEvent(2, 3, 44, 1, [](int, int, int k) { return k == 3 ? 0.95f : 0.01f; })});
+        coloured = map->cellsColoured();
+        panel.refreshNow();
+        map->image();
+        QCOMPARE(map->cellsColoured() - coloured, qint64(45 * 46 / 2));
+        QCOMPARE(panel.fullRebuildCount(), fullRebuilds);
+        expectSameAsFullRebuild(panel, store);
+    }
+
+    // Row by row the panel must end where a full rebuild starts: in each view, through streamed
+    // tokens (a sliding-window layer among them), a rising scale top, rows the budget drops, a layer
+    // switch and back, a new prompt that reuses a prefix, and a new chat.
+    void incrementalMapEqualsAFullRebuild() {
+        for (AttentionPanel::Mode mode : {AttentionPanel::Mode::SingleHead, AttentionPanel::Mode::MeanOverHeads,
+                                          AttentionPanel::Mode::AllHeads}) {
+            AttentionStore store;
+            AttentionPanel panel(&store);
+            store.setModelShape(4, 3);
+            panel.setMode(mode);
+            panel.setHead(1);
+            panel.setLayer(2);
+            store.handlePrompt(prompt(pieces(24)));
+            wb::AttentionEvent windowed = wb_gui_test::attentionEvent(1, 3, 0, 24, value);
+            windowed.window = 4;
+            store.addEvents({windowed, wb_gui_test::attentionEvent(2, 3, 0, 24, flat)});
+            panel.refreshNow();
+            const int fullRebuilds = panel.fullRebuildCount();
+            for (int t = 24; t < 60; ++t) {
+                // value() grows with the query: from token 40 on every row raises the scale's top.
+                streamToken(store, t, t < 40 ? flat : value);
+                if (t % 3 == 0) panel.refreshNow();
+            }
+            panel.refreshNow();
+            QCOMPARE(panel.fullRebuildCount(), fullRebuilds);
+            expectSameAsFullRebuild(panel, store);
+
+            // A budget that holds about half the rows drops the oldest ones: they turn "dropped".
+            store.setBudgetBytes(store.bytesUsed() / 2);
+            QVERIFY(store.droppedBelow() > 0);
+            for (int t = 60; t < 66; ++t) {
+                streamToken(store, t, flat);
+                if (t % 2 == 0) panel.refreshNow();
+            }
+            panel.refreshNow();
+            QCOMPARE(panel.fullRebuildCount(), fullRebuilds);
+            expectSameAsFullRebuild(panel, store);
+            store.setBudgetBytes(AttentionStore::kDefaultBudget);
+
+            panel.setLayer(1);  // the sliding-window layer: a user's switch redraws all
+            for (int t = 66; t < 72; ++t) {
+                streamToken(store, t, value);
+                panel.refreshNow();
+            }
+            expectSameAsFullRebuild(panel, store);
+            panel.setLayer(2);
+            expectSameAsFullRebuild(panel, store);
+
+            // The next message reuses the first 30 positions: the rows after them are recomputed.
+            PromptInfo next = prompt(pieces(30) + pieces(12, 100));
+            next.reused = 30;
+            store.handlePrompt(next);
+            panel.refreshNow();
+            store.addEvents({wb_gui_test::attentionEvent(2, 3, 30, 12, flat)});
+            for (int t = 42; t < 48; ++t) {
+                streamToken(store, t, flat);
+                if (t % 2 == 0) panel.refreshNow();
+            }
+            panel.refreshNow();
+            expectSameAsFullRebuild(panel, store);
+
+            // New chat: the store is cleared and a shorter conversation starts.
+            store.clear();
+            store.handlePrompt(prompt(pieces(5)));
+            store.addEvents({wb_gui_test::attentionEvent(2, 3, 0, 5, value)});
+            panel.refreshNow();
+            for (int t = 5; t < 12; ++t) {
+                streamToken(store, t, value);
+                panel.refreshNow();
+            }
+            expectSameAsFullRebuild(panel, store);
+
+            // Another new chat, longer than the last, whose first rows this layer did not capture:
+            // none of the last chat's rows may stay where the new chat has none.
+            store.clear();
+            store.handlePrompt(prompt(pieces(20, 200)));
+            store.addEvents({wb_gui_test::attentionEvent(2, 3, 10, 10, flat)});
+            panel.refreshNow();
+            for (int t = 20; t < 25; ++t) {
+                streamToken(store, t, flat);
+                panel.refreshNow();
+            }
+            QVERIFY(std::isnan(panel.colorMap(mode == AttentionPanel::Mode::AllHeads ? 0 : -1)->cell(0, 3)));
+            expectSameAsFullRebuild(panel, store);
+        }
+    }
+
+    // A theme change recolours the kept rows (masked cells, the out-of-window keys and every value)
+    // without reading the store again: the map then equals one built in the new theme, and a
+    // streamed token after it is coloured in the new theme too.
+    void themeChangeRecoloursTheKeptMap() {
+        Theme::apply(ThemeMode::Light);
+        AttentionStore store;
+        AttentionPanel panel(&store);
+        store.setModelShape(4, 3);
+        store.handlePrompt(prompt(pieces(20)));
+        wb::AttentionEvent windowed = wb_gui_test::attentionEvent(1, 3, 0, 20, value);
+        windowed.window = 4;
+        store.addEvents({windowed});
+        panel.setLayer(1);
+        panel.refreshNow();
+        const QRgb lightMasked = panel.colorMap()->image().pixel(5, 2);
+        QCOMPARE(lightMasked, Theme::color(Theme::Role::MaskedCell).rgba());
+        const int fullRebuilds = panel.fullRebuildCount();
+        Theme::apply(ThemeMode::Dark);
+        QCOMPARE(panel.colorMap()->image().pixel(5, 2), Theme::color(Theme::Role::MaskedCell).rgba());
+        QVERIFY(panel.colorMap()->image().pixel(5, 2) != lightMasked);
+        expectSameAsFullRebuild(panel, store);
+        streamToken(store, 20, value);
+        panel.refreshNow();
+        QCOMPARE(panel.fullRebuildCount(), fullRebuilds);
+        expectSameAsFullRebuild(panel, store);
+        Theme::apply(ThemeMode::System);
     }
 
     void exportsPngAndCsv() {
