@@ -19,19 +19,23 @@ AttentionMapImage::AttentionMapImage(QCPAxis* keyAxis, QCPAxis* valueAxis) : QCP
 
 void AttentionMapImage::reset(int tokens) {
     m_n = std::max(0, tokens);
-    m_values.assign(rowStart(m_n), kNaNf);
-    m_rowMax.assign(size_t(m_n), 0.0f);
-    m_windows.assign(size_t(m_n), 0);
+    // New buffers rather than assign(): a reset after a long chat (New chat) gives its memory back
+    // (an 8,192-token map holds ~134 MB of values and, with headroom, a ~600 MB image).
+    m_values = std::vector<float>(rowStart(m_n), kNaNf);
+    m_rowMax = std::vector<float>(size_t(m_n), 0.0f);
+    m_windows = std::vector<int>(size_t(m_n), 0);
     m_pending.clear();
-    m_isPending.assign(size_t(m_n), 0);
+    m_isPending = std::vector<char>(size_t(m_n), 0);
     m_allPending = false;
+    if (!m_image.isNull() && m_image.width() > 2 * std::max(m_n + m_n / 2, kMinCapacity)) m_image = QImage();
     if (!m_image.isNull()) m_image.fill(m_masked);  // every cell masked, the rows past m_n too
-    reserveImage(m_n);
+    if (!reserveImage(m_n)) m_n = capacity();
 }
 
 void AttentionMapImage::grow(int tokens) {
     if (tokens <= m_n) return;
-    reserveImage(tokens);
+    if (!reserveImage(tokens)) tokens = capacity();  // out of memory: the map stays as large as it can
+    if (tokens <= m_n) return;
     m_values.resize(rowStart(tokens), kNaNf);  // std::vector grows its capacity geometrically
     m_rowMax.resize(size_t(tokens), 0.0f);
     m_windows.resize(size_t(tokens), 0);
@@ -39,18 +43,20 @@ void AttentionMapImage::grow(int tokens) {
     m_n = tokens;  // the new rows are masked already: the image is filled with that colour ahead
 }
 
-void AttentionMapImage::reserveImage(int tokens) {
-    const int capacity = m_image.isNull() ? 0 : m_image.width();
-    if (tokens <= capacity) return;
+bool AttentionMapImage::reserveImage(int tokens) {
+    const int capacity = this->capacity();
+    if (tokens <= capacity) return true;
     // Geometric growth: a streamed token reallocates (and copies) the image only now and then, and
     // the headroom past `tokens` means the reply's first token after a rebuild does not (a 1,000-token
     // image took ~14 ms to reallocate).
     const int grown = std::max({tokens + tokens / 2, capacity + capacity / 2, kMinCapacity});
     QImage image(grown, grown, QImage::Format_ARGB32_Premultiplied);
+    if (image.isNull()) return false;  // QImage gives a null image when the allocation fails
     image.fill(m_masked);
     for (int y = 0; y < capacity; ++y)
         std::memcpy(image.scanLine(y), m_image.constScanLine(y), size_t(capacity) * sizeof(QRgb));
     m_image = std::move(image);
+    return true;
 }
 
 void AttentionMapImage::setRow(int query, const float* values, int count, int window) {
@@ -85,7 +91,7 @@ void AttentionMapImage::setDataRange(const QCPRange& range) {
 
 void AttentionMapImage::setColors(const QCPColorGradient& gradient, const QColor& outOfWindow) {
     m_gradient = gradient;
-    m_outOfWindow = outOfWindow.rgba();
+    m_outOfWindow = qPremultiply(outOfWindow.rgba());  // the image is premultiplied
     // The masked colour as colorize() writes it for NaN, so that cells filled ahead and cells
     // coloured from a NaN value are the same pixel.
     const double nan = kNaN;

@@ -47,6 +47,8 @@ public:
     QImage image() const;
     // Cells coloured since construction (for tests: a streamed refresh colours only its new rows).
     qint64 cellsColoured() const { return m_cellsColoured; }
+    // The side of the image allocated (for tests: a reset after a long chat gives the memory back).
+    int capacity() const { return m_image.isNull() ? 0 : m_image.width(); }
 
     double selectTest(const QPointF& pos, bool onlySelectable, QVariant* details = nullptr) const override;
     QCPRange getKeyRange(bool& foundRange, QCP::SignDomain inSignDomain = QCP::sdBoth) const override;
@@ -59,7 +61,8 @@ protected:
 
 private:
     static size_t rowStart(int query) { return size_t(query) * size_t(query + 1) / 2; }
-    void reserveImage(int tokens);
+    // Makes the image hold `tokens` x `tokens` cells; false when it cannot be allocated (the old one kept).
+    bool reserveImage(int tokens);
     // Colours the rows written since the last call (all of them after a range or colour change).
     void colourPending() const;
     void colourRow(int query) const;

@@ -248,9 +248,7 @@ void AttentionPanel::buildSingleLayout() {
     m_filled.valid = false;
     auto* rect = new QCPAxisRect(m_plot);
     m_plot->plotLayout()->addElement(0, 0, rect);
-    m_scale = new QCPColorScale(m_plot);
-    m_plot->plotLayout()->addElement(0, 1, m_scale);
-    m_scale->axis()->setLabel(tr("attention probability"));
+    addColorScale();
     auto* margins = new QCPMarginGroup(m_plot);
     rect->setMarginGroup(QCP::msTop | QCP::msBottom, margins);
     m_scale->setMarginGroup(QCP::msTop | QCP::msBottom, margins);
@@ -272,6 +270,17 @@ void AttentionPanel::buildSingleLayout() {
     Theme::stylePlot(m_plot);
 }
 
+// The colour scale beside the map(s). It only shows the maps' colour range (they draw their own
+// images and are not linked to it), so it cannot be dragged or zoomed: a legend moved away from the
+// colours drawn would misstate them.
+void AttentionPanel::addColorScale() {
+    m_scale = new QCPColorScale(m_plot);
+    m_plot->plotLayout()->addElement(0, 1, m_scale);
+    m_scale->axis()->setLabel(tr("attention probability"));
+    m_scale->setRangeDrag(false);
+    m_scale->setRangeZoom(false);
+}
+
 void AttentionPanel::buildGridLayout() {
     m_plot->clearItems();  // the cut line sits on the axes about to go
     m_cutLine = nullptr;
@@ -285,9 +294,7 @@ void AttentionPanel::buildGridLayout() {
     const int cols = int(std::ceil(std::sqrt(double(heads))));
     auto* grid = new QCPLayoutGrid;
     m_plot->plotLayout()->addElement(0, 0, grid);
-    m_scale = new QCPColorScale(m_plot);
-    m_plot->plotLayout()->addElement(0, 1, m_scale);
-    m_scale->axis()->setLabel(tr("attention probability"));
+    addColorScale();
     for (int h = 0; h < heads; ++h) {
         auto* rect = new QCPAxisRect(m_plot);
         grid->addElement(h / cols, h % cols, rect);

@@ -106,6 +106,7 @@ protected:
 private:
     void buildSingleLayout();
     void buildGridLayout();
+    void addColorScale();
     // Fills the maps: every row, or (same layer, head, view and window, no fewer tokens) the rows
     // the store changed since the last fill and the new ones.
     void fillMaps();

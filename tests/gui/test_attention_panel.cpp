@@ -462,6 +462,30 @@ private Q_SLOTS:
         }
     }
 
+    // New chat after a long conversation: the maps' images and values shrink to the new chat's size
+    // (they only grow while a reply streams; hundreds of MB stayed allocated after a long chat).
+    void newChatGivesTheMapsMemoryBack() {
+        for (AttentionPanel::Mode mode : {AttentionPanel::Mode::SingleHead, AttentionPanel::Mode::AllHeads}) {
+            AttentionStore store;
+            AttentionPanel panel(&store);
+            store.setModelShape(4, 3);
+            panel.setLayer(2);
+            panel.setMode(mode);
+            const int head = mode == AttentionPanel::Mode::AllHeads ? 1 : -1;
+            store.handlePrompt(prompt(pieces(600)));
+            store.addEvents({wb_gui_test::attentionEvent(2, 3, 0, 600, flat)});
+            panel.refreshNow();
+            QVERIFY(panel.colorMap(head)->capacity() >= 600);
+            store.clear();
+            store.handlePrompt(prompt(pieces(5)));
+            store.addEvents({wb_gui_test::attentionEvent(2, 3, 0, 5, value)});
+            panel.refreshNow();
+            QCOMPARE(panel.colorMap(head)->tokenCount(), 5);
+            QVERIFY2(panel.colorMap(head)->capacity() <= 128, qPrintable(QString::number(panel.colorMap(head)->capacity())));
+            expectSameAsFullRebuild(panel, store);
+        }
+    }
+
     // A theme change recolours the kept rows (masked cells, the out-of-window keys and every value)
     // without reading the store again: the map then equals one built in the new theme, and a
     // streamed token after it is coloured in the new theme too.
