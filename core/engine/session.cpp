@@ -340,7 +340,7 @@ GenerateResult Session::generate(const std::vector<int32_t>& prompt, const LiveS
             const bool whole_row = spec.top_candidates > 0 || spec.sampler_trace;
             const int32_t id = sample_next(chain, now, whole_row, observer != nullptr,
                                            spec.sampler_trace ? &trace : nullptr,
-                                           size_t(std::max(spec.top_candidates, 10)));
+                                           size_t(spec.trace_top()));
             if (result.tokens.empty()) result.timings.ttft_ms = ms_since(t_start);
             if (tok.is_eog(id)) {
                 result.reason = StopReason::EOS;
