@@ -1,6 +1,7 @@
 #include "chat_controller.h"
 
 #include <QCoreApplication>
+#include <QRegularExpression>
 
 #include "conversation_store.h"
 
@@ -68,6 +69,28 @@ void ChatController::connectWorker() {
     connect(m_worker, &InferenceWorker::promptCounted, this, &ChatController::promptCounted, q);
     connect(this, &ChatController::chatTemplateRequested, m_worker, &InferenceWorker::applyChatTemplate, q);
     connect(m_worker, &InferenceWorker::chatTemplateChanged, this, &ChatController::chatTemplateChanged, q);
+    connect(m_worker, &InferenceWorker::fileHashReady, this, [this](const QString& path, const QString& sha) {
+        // An unreadable file is reported in words instead of a hash: nothing is recorded for it.
+        static const QRegularExpression hex(QStringLiteral("^[0-9a-f]{64}$"));
+        if (hex.match(sha).hasMatch()) m_hashes.insert(path, sha);
+    }, q);
+    connect(this, &ChatController::replayRequested, m_worker, &InferenceWorker::replayTrace, q);
+    connect(this, &ChatController::compareRequested, m_worker, &InferenceWorker::compareModel, q);
+    connect(m_worker, &InferenceWorker::replayFinished, this, &ChatController::replayFinished, q);
+    connect(m_worker, &InferenceWorker::compareProgress, this, &ChatController::compareProgress, q);
+    connect(m_worker, &InferenceWorker::compareFinished, this, &ChatController::compareFinished, q);
+}
+
+quint64 ChatController::replayTrace(const wb::GenerationTrace& trace) {
+    const quint64 job = m_nextJob++;
+    Q_EMIT replayRequested(job, std::make_shared<const wb::GenerationTrace>(trace));
+    return job;
+}
+
+quint64 ChatController::compareWithModel(const QString& otherPath, const QVector<int>& prompt, const QVector<int>& reply) {
+    const quint64 job = m_nextJob++;
+    Q_EMIT compareRequested(job, otherPath, prompt, reply);
+    return job;
 }
 
 void ChatController::loadModel(const QString& path) {
@@ -159,6 +182,7 @@ bool ChatController::selectVersion(int index, int version) {
 void ChatController::startGeneration(const QVector<int>& forced, int policy) {
     m_activeRequest = m_nextRequest++;
     m_promptTokens = 0;
+    m_givenTokens = int(forced.size());
     if (!m_model.name.isEmpty()) m_conversation.modelName = m_model.name;
     setGenerating(true);
     // What the user wrote is on disk before the reply starts.
@@ -371,6 +395,7 @@ void ChatController::handleLoadCanceled(const QString& path) {
 void ChatController::handlePromptReady(const PromptInfo& info) {
     if (!isShown(info.requestId)) return;
     m_promptTokens = int(info.ids.size());
+    m_promptReused = info.reused;
     m_attention.handlePrompt(info);
     Q_EMIT promptReady(info);
 }
@@ -461,6 +486,7 @@ void ChatController::handleGenerationFinished(const GenerationSummary& summary) 
             // authoritative.
             reply.content = summary.text;
             reply.stopReason = QString::fromLatin1(wb::stop_reason_name(summary.reason));
+            reply.run = replyRun(summary);
             Q_EMIT messageFinished(index);
         }
     }
@@ -471,6 +497,25 @@ void ChatController::handleGenerationFinished(const GenerationSummary& summary) 
     if (summary.promptTooLong) Q_EMIT messageRefused(refused, summary.error);
     else if (summary.reason == wb::StopReason::ERROR) Q_EMIT errorOccurred(summary.error);
     if (summary.reason == wb::StopReason::CONTEXT_FULL && index >= 0) Q_EMIT contextFull(index);
+}
+
+ReplyRunPtr ChatController::replyRun(const GenerationSummary& summary) const {
+    if (summary.rounds == 0 || summary.reason == wb::StopReason::ERROR) return nullptr;
+    auto run = std::make_shared<ReplyRun>();
+    run->prompt = summary.promptIds;
+    run->given = m_givenTokens;
+    run->params = summary.params;
+    run->seed = summary.seed;
+    run->backend = m_model.backendName;
+    run->modelPath = m_model.path;
+    run->rounds = summary.rounds;
+    run->cached = m_promptReused;
+    if (summary.rounds > 1 || !summary.cuts.empty())
+        run->unreplayable = tr("its context was cut (shifted or trimmed) while it was generated, so no prompt gives "
+                               "the model what it saw");
+    else if (summary.paramsChanged)
+        run->unreplayable = tr("the sampling settings were changed while it was generated");
+    return run;
 }
 
 void ChatController::finishAbandoned(const GenerationSummary& summary) {

@@ -110,6 +110,17 @@ public Q_SLOTS:
     // Import: opens the file as a new conversation (saved in the store as its own).
     bool loadConversation(const QString& path, QString* error);
 
+    // The SHA-256 (hex) of the loaded model's file; "" until the worker has read all of it (or when it
+    // could not).
+    QString modelSha256() const { return m_hashes.value(m_model.path); }
+    QString fileSha256(const QString& path) const { return m_hashes.value(path); }
+    // Replay and Compare (issue 16 item 7), run by the worker after any reply before them; the answers
+    // are replayFinished, compareProgress and compareFinished with the returned job id.
+    quint64 replayTrace(const wb::GenerationTrace& trace);
+    quint64 compareWithModel(const QString& otherPath, const QVector<int>& prompt, const QVector<int>& reply);
+    // Ends that job (and any earlier one) at its next token or prompt batch.
+    void cancelJob(quint64 job) { m_worker->cancelJob(job); }
+
 Q_SIGNALS:
     void loadStarted(const QString& path);
     void modelLoaded(const ModelSummary& summary);
@@ -151,6 +162,9 @@ Q_SIGNALS:
     void notice(const QString& message);
     // The conversation on screen became another one of the store (open, new chat, import, delete).
     void currentConversationChanged(const QString& id);
+    void replayFinished(quint64 job, const GenerationTracePtr& now, const QString& error);
+    void compareProgress(quint64 job, int done, int total);
+    void compareFinished(quint64 job, const ModelCompareResultPtr& result, const QString& error);
 
     // To the worker (queued); private use, connected in connectWorker.
     void loadRequested(const QString& path, const QString& backend, int contextSize, int threads,
@@ -159,6 +173,8 @@ Q_SIGNALS:
     void resetRequested();
     void countRequested(quint64 countId, const ChatMessages& messages);
     void chatTemplateRequested(const QString& modelPath, const ChatTemplateSetting& setting);
+    void replayRequested(quint64 job, const GenerationTracePtr& trace);
+    void compareRequested(quint64 job, const QString& otherPath, const QVector<int>& prompt, const QVector<int>& reply);
 
 private Q_SLOTS:
     void handleLoadStarted(const QString& path);
@@ -186,6 +202,8 @@ private:
     void autosave();
     // The end of a request New chat stopped: its saved file gets the final text and stop reason.
     void finishAbandoned(const GenerationSummary& summary);
+    // What Export sampler trace and Compare need of the reply that summary ends (null for a failed one).
+    ReplyRunPtr replyRun(const GenerationSummary& summary) const;
     void scheduleSave() { if (m_store) m_saveTimer.start(); }
     void setGenerating(bool on);
     void setLoading(bool on);
@@ -213,6 +231,10 @@ private:
     QVector<TokenRecord> m_abandonedTokens; // its tokens that arrived after New chat
     bool isShown(quint64 requestId) const { return requestId == m_activeRequest && requestId != m_abandonedRequest; }
     int m_promptTokens = 0;  // of the active request: generated token i sits at position m_promptTokens + i
+    int m_givenTokens = 0;
+    int m_promptReused = 0;  // of the active request's last prompt: positions the session had cached   // of the active request: its reply's first tokens that were given, not drawn
+    QHash<QString, QString> m_hashes;  // model file -> SHA-256 (hex), as the worker reported them
+    quint64 m_nextJob = 1;
     bool m_generating = false;
     bool m_loading = false;
 };

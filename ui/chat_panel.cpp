@@ -255,6 +255,13 @@ void ChatPanel::handleContextMenu(const QPoint& pos) {
         if (messages[index].role == QLatin1String("assistant")) {
             const bool raw = m_document->isRawText(index);
             menu->addAction(raw ? tr("Show formatted text") : tr("Show raw text"), this, [this, index, raw] { setRawText(index, !raw); });
+            if (m_traceActions) {
+                const bool idle = !m_controller->isGenerating();
+                menu->addAction(tr("Export sampler trace…"), this, [this, index] { Q_EMIT exportTraceRequested(index); })
+                    ->setEnabled(idle);
+                menu->addAction(tr("Compare with another model…"), this, [this, index] { Q_EMIT compareRequested(index); })
+                    ->setEnabled(idle);
+            }
         }
         if (messages[index].role == QLatin1String("user"))
             menu->addAction(tr("Edit and resend…"), this, [this, index] { beginEdit(index); })

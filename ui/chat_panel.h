@@ -46,8 +46,14 @@ public Q_SLOTS:
     void send();
     void copyConversation();
 
+    // The reply context menu's Export sampler trace and Compare with another model (issue 16 item 7),
+    // offered only when the window has them (a build with trace files).
+    void setTraceActionsOffered(bool on) { m_traceActions = on; }
+
 Q_SIGNALS:
     void tokenClicked(int messageIndex, int tokenIndex);
+    void exportTraceRequested(int messageIndex);
+    void compareRequested(int messageIndex);
 
 private Q_SLOTS:
     void handleConversationReset();
@@ -61,6 +67,7 @@ private Q_SLOTS:
     void applyTheme();
 
 private:
+    bool m_traceActions = false;
     void scrollToEndIfFollowing(bool following);
     bool isFollowing() const;
     void submit(const QString& text);

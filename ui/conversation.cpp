@@ -277,6 +277,39 @@ static QJsonArray logitBiasToJson(const std::vector<wb::LogitBias>& biases) {
     return out;
 }
 
+// The grammar's mode as the files name it.
+static QString grammarModeName(wb::GrammarMode mode) {
+    switch (mode) {
+    case wb::GrammarMode::GBNF: return QStringLiteral("gbnf");
+    case wb::GrammarMode::JSON_SCHEMA: return QStringLiteral("json_schema");
+    case wb::GrammarMode::NONE: break;
+    }
+    return QStringLiteral("none");
+}
+
+// The grammar in force, and the mode and text the user wrote it in. A file from before the text was
+// kept has the GBNF only: it is shown as GBNF. A grammar that does not parse (a file edited by hand)
+// would stop every reply, so none is in force, but its text is kept for the editor; so is a text that
+// did not compile when it was saved (the grammar in force then is the last one that did).
+static void grammarFromJson(const QJsonObject& o, wb::SamplingParams& p) {
+    p.grammar = o.value(QStringLiteral("grammar")).toString().toStdString();
+    const QString mode = o.value(QStringLiteral("grammar_mode")).toString();
+    p.grammar_source = o.value(QStringLiteral("grammar_source")).toString().toStdString();
+    // An unknown mode (a newer file) shows its text as GBNF, with the error if it is not.
+    p.grammar_mode = mode.isEmpty() || mode == QLatin1String("none") ? wb::GrammarMode::NONE
+                     : mode == QLatin1String("json_schema")          ? wb::GrammarMode::JSON_SCHEMA
+                                                                     : wb::GrammarMode::GBNF;
+    if (p.grammar_mode == wb::GrammarMode::NONE && p.grammar_source.empty() && !p.grammar.empty()) {
+        p.grammar_mode = wb::GrammarMode::GBNF;
+        p.grammar_source = p.grammar;
+    }
+    try {
+        if (!p.grammar.empty()) wb::parse_gbnf(p.grammar);
+    } catch (const wb::Error&) {
+        p.grammar.clear();
+    }
+}
+
 QJsonObject samplingToJson(const wb::SamplingParams& p) {
     QJsonArray stops;
     for (const auto& s : p.stop) stops.append(QString::fromStdString(s));
@@ -310,6 +343,8 @@ QJsonObject samplingToJson(const wb::SamplingParams& p) {
         {QStringLiteral("dry_penalty_last_n"), p.dry_penalty_last_n},
         {QStringLiteral("dry_sequence_breakers"), breakers},
         {QStringLiteral("grammar"), QString::fromStdString(p.grammar)},
+        {QStringLiteral("grammar_mode"), grammarModeName(p.grammar_mode)},
+        {QStringLiteral("grammar_source"), QString::fromStdString(p.grammar_source)},
     };
 }
 
@@ -362,13 +397,7 @@ wb::SamplingParams samplingFromJson(const QJsonObject& o) {
         for (const auto& s : o.value(QStringLiteral("dry_sequence_breakers")).toArray())
             p.dry_sequence_breakers.push_back(s.toString().toStdString());
     }
-    // A grammar that does not parse (a file edited by hand) would stop every reply: none instead.
-    try {
-        p.grammar = o.value(QStringLiteral("grammar")).toString().toStdString();
-        if (!p.grammar.empty()) wb::parse_gbnf(p.grammar);
-    } catch (const wb::Error&) {
-        p.grammar.clear();
-    }
+    grammarFromJson(o, p);
     return p;
 }
 

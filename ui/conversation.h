@@ -35,11 +35,28 @@ struct TokenRecord {
     TokenInspectionPtr inspection;
 };
 
+// How a reply of this session was generated: what Export sampler trace writes beside its tokens'
+// traces and what Compare runs through a second model. Not saved (a conversation file keeps text and
+// tokens, not prompt ids); shared and immutable.
+struct ReplyRun {
+    std::vector<int32_t> prompt;  // the ids its drawn tokens follow: the rendered prompt and any given tokens
+    int given = 0;                // its first `given` tokens were given (a fork, a continued reply), not drawn
+    wb::SamplingParams params;    // the settings the sampler started with (the template's stops included)
+    quint64 seed = 0;             // the seed the sampler drew with
+    QString backend;              // "cpu", "cuda"
+    QString modelPath;
+    QString unreplayable;         // why a replay from `prompt` cannot draw the same tokens ("" = it can)
+    int rounds = 1;               // > 1: trimmed and continued, `prompt` is only the last round's
+    int cached = 0;               // leading prompt positions the session had cached (PromptInfo::reused)
+};
+using ReplyRunPtr = std::shared_ptr<const ReplyRun>;
+
 struct ChatEntry {
     QString role;            // "user" or "assistant"
     QString content;
     QVector<TokenRecord> tokens;  // assistant replies generated in this session (or loaded)
     QString stopReason;      // how the reply ended ("eos", "stopped", ...)
+    ReplyRunPtr run = nullptr;  // replies generated in this session
 };
 
 class Conversation {

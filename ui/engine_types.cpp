@@ -20,6 +20,8 @@ void registerEngineTypes() {
     qRegisterMetaType<GenerationSummary>("GenerationSummary");
     qRegisterMetaType<wb::ContextCut>("wb::ContextCut");
     qRegisterMetaType<ModelSummary>("ModelSummary");
+    qRegisterMetaType<GenerationTracePtr>("GenerationTracePtr");
+    qRegisterMetaType<ModelCompareResultPtr>("ModelCompareResultPtr");
 }
 
 QString tokenText(const std::string& bytes) {

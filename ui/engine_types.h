@@ -12,9 +12,11 @@
 #include <QVector>
 
 #include "engine/head_stats.h"
+#include "engine/model_compare.h"
 #include "engine/observer.h"
 #include "engine/session.h"
 #include "chat/chat_template.h"
+#include "sampling/trace_file.h"
 
 // A batch of attention events: the worker hands over up to 30 batches a second instead of one signal
 // per layer and token. Shared and immutable, so the queued copy is a pointer copy.
@@ -95,7 +97,27 @@ struct GenerationSummary {
     quint64 seed = 0;
     wb::ContextPolicy policy = wb::ContextPolicy::STOP;  // what a full context did in this request
     std::vector<wb::ContextCut> cuts;  // the cuts it made (InferenceWorker::contextCut sent each one)
+    // What a replay of the reply needs (Export sampler trace): the ids the last round's drawn tokens
+    // followed (rendered prompt and given tokens), the sampling settings at that round's start, whether
+    // they changed while it ran (a live change: the file's settings would not be the ones used) and how
+    // many rounds (a trimmed-and-continued reply has more than one).
+    std::vector<int32_t> promptIds;
+    wb::SamplingParams params;
+    bool paramsChanged = false;
+    int rounds = 0;
 };
+
+// A sampler trace (core/sampling/trace_file.h) crossing threads: the one to replay, the replay's own.
+using GenerationTracePtr = std::shared_ptr<const wb::GenerationTrace>;
+
+// What the Compare view shows: compare_models' result, untouched, with the text of every token it
+// names (the GUI has no tokenizer) and the file compared against.
+struct ModelCompareResult {
+    QString otherPath;
+    wb::ModelComparison comparison;
+    QHash<int, QString> pieces;  // tokenText of each reply token and each model's top-1 token
+};
+using ModelCompareResultPtr = std::shared_ptr<const ModelCompareResult>;
 
 Q_DECLARE_METATYPE(wb::TokenEvent)
 Q_DECLARE_METATYPE(wb::KvStats)
@@ -109,6 +131,8 @@ Q_DECLARE_METATYPE(PromptInfo)
 Q_DECLARE_METATYPE(ChatTemplateInfo)
 Q_DECLARE_METATYPE(GenerationSummary)
 Q_DECLARE_METATYPE(wb::ContextCut)
+Q_DECLARE_METATYPE(GenerationTracePtr)
+Q_DECLARE_METATYPE(ModelCompareResultPtr)
 
 // Registers the types above with QMetaType; idempotent.
 void registerEngineTypes();

@@ -90,6 +90,10 @@ GrammarControls::GrammarControls(QWidget* parent, QFormLayout* form) : QObject(p
     m_error->setWordWrap(true);
     m_error->hide();
     Theme::setTextColor(m_error, Theme::Role::Error);
+    // The red is baked into the label's palette: taken again for the theme now in force (the panel is
+    // built before the saved theme is applied, and the light red is unreadable on a dark window).
+    connect(ThemeNotifier::instance(), &ThemeNotifier::themeChanged, this,
+            [this] { Theme::setTextColor(m_error, Theme::Role::Error); });
     auto* box = new QVBoxLayout;
     box->setContentsMargins(0, 0, 0, 0);
     box->addWidget(m_editor);
@@ -116,16 +120,28 @@ GrammarControls::Mode GrammarControls::mode() const {
 
 void GrammarControls::read(wb::SamplingParams& p) const {
     p.grammar = m_grammar;
+    p.grammar_mode = mode();
+    p.grammar_source = m_editor->toPlainText().toStdString();
 }
 
 void GrammarControls::fill(const wb::SamplingParams& p) {
-    if (p.grammar == m_grammar) return;
+    Mode mode = p.grammar_mode;
+    QString text = QString::fromStdString(p.grammar_source);
+    if (mode == Mode::NONE && text.isEmpty() && !p.grammar.empty()) {
+        mode = Mode::GBNF;
+        text = QString::fromStdString(p.grammar);
+    }
     m_filling = true;
     m_grammar = p.grammar;
-    m_mode->setCurrentIndex(m_mode->findData(int(p.grammar.empty() ? Mode::NONE : Mode::GBNF)));
-    m_editor->setPlainText(QString::fromStdString(p.grammar));
-    m_error->hide();
+    // A mode this build lacks (JSON Schema without nlohmann-json) shows as None; the text stays.
+    m_mode->setCurrentIndex(std::max(0, m_mode->findData(int(mode))));
+    // Set only when it differs: setPlainText moves the cursor and clears the undo history, and a
+    // preset applied while typing hands the same text back.
+    if (m_editor->toPlainText() != text) m_editor->setPlainText(text);
     m_filling = false;
+    QString error;
+    compiled(&error);
+    showError(error);
 }
 
 void GrammarControls::setSource(Mode mode, const QString& text) {
@@ -152,26 +168,37 @@ void GrammarControls::updateVisibility() {
                                                              : tr("GBNF rules from root, e.g. root ::= \"yes\" | \"no\""));
 }
 
-void GrammarControls::compile() {
+std::string GrammarControls::compiled(QString* error) const {
     const std::string text = m_editor->toPlainText().toStdString();
-    std::string gbnf;
-    QString error;
+    error->clear();
     // An empty text is no grammar (as an empty "grammar" field of the server).
-    if (mode() != Mode::NONE && !QString::fromStdString(text).trimmed().isEmpty()) {
-        try {
+    if (mode() == Mode::NONE || QString::fromStdString(text).trimmed().isEmpty()) return {};
+    try {
 #ifdef WB_HAVE_JSON_SCHEMA
-            gbnf = mode() == Mode::JSON_SCHEMA ? wb::json_schema_to_gbnf(text) : text;
+        std::string gbnf = mode() == Mode::JSON_SCHEMA ? wb::json_schema_to_gbnf(text) : text;
 #else
-            gbnf = text;
+        std::string gbnf = text;
 #endif
-            wb::parse_gbnf(gbnf);
-        } catch (const wb::Error& e) {
-            error = tr("%1 (not applied: the last valid grammar stays in force)").arg(QString::fromStdString(e.what()));
-        }
+        wb::parse_gbnf(gbnf);
+        return gbnf;
+    } catch (const wb::Error& e) {
+        *error = (m_grammar.empty() ? tr("%1 (not applied: no grammar is in force)")
+                                    : tr("%1 (not applied: the last valid grammar stays in force)"))
+                     .arg(QString::fromStdString(e.what()));
     }
+    return {};
+}
+
+void GrammarControls::showError(const QString& error) {
     m_error->setText(error);
-    m_error->setVisible(!error.isEmpty());
-    if (!error.isEmpty() || gbnf == m_grammar) return;
-    m_grammar = std::move(gbnf);
+    m_error->setVisible(mode() != Mode::NONE && !error.isEmpty());
+}
+
+void GrammarControls::compile() {
+    QString error;
+    std::string gbnf = compiled(&error);
+    showError(error);
+    if (error.isEmpty()) m_grammar = std::move(gbnf);
+    // Also when only the text changed: what the user wrote is kept, compiling or not.
     Q_EMIT changed();
 }

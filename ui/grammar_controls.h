@@ -4,7 +4,9 @@
 // parsed as the engine will), so an error is shown under the editor with its line and column (or its
 // place in the schema) before any generation starts. Only a text that compiles is applied: while it
 // does not, the last one that did stays in force, as with the logit bias. The GBNF in force is what
-// read() puts into SamplingParams::grammar; the engine applies a changed grammar from the next reply.
+// read() puts into SamplingParams::grammar (the engine applies a changed grammar from the next reply);
+// the mode and the text as typed, compiling or not, go into grammar_mode and grammar_source, so
+// settings, presets and conversations give the editor back what the user wrote.
 #include <string>
 
 #include <QObject>
@@ -22,17 +24,18 @@ class GrammarControls : public QObject {
     Q_OBJECT
 
 public:
-    enum class Mode { NONE, GBNF, JSON_SCHEMA };
+    using Mode = wb::GrammarMode;
 
     // Adds its rows to `form` (owned by `parent`).
     GrammarControls(QWidget* parent, QFormLayout* form);
 
-    // Writes the grammar in force into p.
+    // Writes the grammar in force, the mode and the text into p.
     void read(wb::SamplingParams& p) const;
-    // Shows p's grammar without emitting changed. A grammar other than the one in force (a loaded
-    // conversation, a preset) is shown as its GBNF; the same one keeps the text it was compiled from.
+    // Shows p's mode and text, with the error of a text that does not compile, and takes p's grammar
+    // as the one in force, without emitting changed. A grammar with no text (from before the text was
+    // kept) is shown as its GBNF.
     void fill(const wb::SamplingParams& p);
-    // Chooses a mode and text as the user would (emits changed when the text compiles).
+    // Chooses a mode and text as the user would (emits changed).
     void setSource(Mode mode, const QString& text);
     // Loads example `index` of exampleBox() (1 .. its count - 1; 0 is the box's title).
     void loadExample(int index);
@@ -46,10 +49,14 @@ public:
     const std::string& grammar() const { return m_grammar; }
 
 Q_SIGNALS:
+    // The mode or text changed (whether or not the grammar in force did).
     void changed();
 
 private:
     void compile();
+    // The GBNF the text compiles to in the current mode ("" for none); a message when it does not.
+    std::string compiled(QString* error) const;
+    void showError(const QString& error);
     void updateVisibility();
 
     QComboBox* m_mode;

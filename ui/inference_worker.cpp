@@ -156,6 +156,8 @@ void InferenceWorker::loadModel(const QString& path, const QString& backend, int
             m_session = std::move(session);
         }
         m_modelPath = path;
+        m_kvTypeK = options.kv_type_k;
+        m_kvTypeV = options.kv_type_v;
         m_trimFrom = 0;
         useTemplate(m_model->chat_template(), templateSetting);
         Q_EMIT modelLoaded(summary);

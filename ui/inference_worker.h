@@ -57,6 +57,15 @@ public:
     void setContextPolicy(wb::ContextPolicy policy);
     wb::ContextPolicy contextPolicy() const;
 
+    // Ends every replay and comparison with a job id <= upToJob between two tokens or prompt batches
+    // (a model file being loaded for a comparison is read to the end first).
+    void cancelJob(quint64 upToJob) {
+        // Never lowered: a late cancel of an old job must not take back a newer one's.
+        quint64 now = m_cancelJobUpTo.load();
+        while (now < upToJob && !m_cancelJobUpTo.compare_exchange_weak(now, upToJob)) {}
+    }
+    bool jobCancelled(quint64 job) const { return job <= m_cancelJobUpTo.load(); }
+
     // --- Used by WorkerObserver on the worker thread. ---
     bool stopRequested(quint64 requestId) const { return requestId <= m_stopUpTo.load(); }
 
@@ -84,6 +93,15 @@ public Q_SLOTS:
     // Renders with `setting` from now on when modelPath is the loaded model (a load reads the setting
     // stored for its file itself): chatTemplateChanged answers.
     void applyChatTemplate(const QString& modelPath, const ChatTemplateSetting& setting);
+    // Replay (inference_worker_trace.cpp): the trace's prompt ids generated again with its settings and
+    // seed_in_use on the loaded model, its sampler trace recorded: replayFinished(job, the new trace, "")
+    // or (job, null, why). It runs in the chat's session, whose next reply recomputes its prompt from
+    // where the two differ.
+    void replayTrace(quint64 job, const GenerationTracePtr& recorded);
+    // Compare: compare_models of prompt + reply between the loaded model and the GGUF file otherPath
+    // (loaded for this job, on the same backend and cache types, in a session sized to hold them), with
+    // compareProgress after each prompt batch: compareFinished(job, result, "") or (job, null, why).
+    void compareModel(quint64 job, const QString& otherPath, const QVector<int>& prompt, const QVector<int>& reply);
 
 Q_SIGNALS:
     void loadStarted(const QString& path);
@@ -107,6 +125,10 @@ Q_SIGNALS:
     void promptCounted(quint64 countId, int tokens, int contextSize, const QString& error);
     // The template prompts are rendered with (after each load and applyChatTemplate).
     void chatTemplateChanged(const ChatTemplateInfo& info);
+    void replayFinished(quint64 job, const GenerationTracePtr& now, const QString& error);
+    // done of total positions evaluated (both models together); done = -1 while the file is loaded.
+    void compareProgress(quint64 job, int done, int total);
+    void compareFinished(quint64 job, const ModelCompareResultPtr& result, const QString& error);
 
 private:
     void startHash(const QString& path);
@@ -153,6 +175,9 @@ private:
 
     std::atomic<quint64> m_stopUpTo{0};
     std::atomic<bool> m_cancelLoad{false};
+    std::atomic<quint64> m_cancelJobUpTo{0};
+    // The loaded session's cache types (a comparison's second session uses the same).
+    wb::KvType m_kvTypeK = wb::KvType::F16, m_kvTypeV = wb::KvType::F16;
 
     // SHA-256 of the model file, computed in chunks queued on this thread so generation requests
     // interleave with it instead of waiting for a multi-GB file to be read.

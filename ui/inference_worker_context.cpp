@@ -3,6 +3,7 @@
 #include <QMutexLocker>
 
 #include "context_budget.h"
+#include "conversation.h"  // samplingToJson: a live settings change during a reply
 #include "engine/context_policy.h"
 #include "engine/stop_strings.h"
 #include "inference_worker.h"
@@ -124,6 +125,11 @@ bool InferenceWorker::generateOnce(quint64 requestId, const ChatMessages& all, c
     const wb::LiveSamplingParams remaining(round);
     *r = m_session->generate(ids, made > 0 ? remaining : m_live, &observer);
     observer.flush();
+    // A later round ran on its own copy: only the first can have seen a live change.
+    summary.promptIds = ids;
+    summary.params = round;
+    summary.paramsChanged = made == 0 && samplingToJson(m_live.get()) != samplingToJson(round);
+    ++summary.rounds;
     summary.text = QString::fromStdString(forcedText + r->text);
     summary.reason = r->reason;
     summary.error = QString::fromStdString(r->error);

@@ -49,6 +49,9 @@
 #include "sampling_panel.h"
 #include "timings_panel.h"
 #include "token_inspector.h"
+#ifdef WB_HAVE_TRACE_FILE
+#include "trace_actions.h"
+#endif
 
 namespace {
 
@@ -82,6 +85,10 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
     m_controller->setStore(m_store);
     m_conversations = new ConversationList(m_controller, m_store, this);
     m_chat = new ChatPanel(m_controller, this);
+#ifdef WB_HAVE_TRACE_FILE
+    m_traceActions = new TraceActions(m_controller, this);
+    m_chat->setTraceActionsOffered(true);
+#endif
     setCentralWidget(m_chat);
     m_sampling = new SamplingPanel(this);
     m_attention = new AttentionPanel(m_controller->attentionStore(), this);
@@ -161,6 +168,10 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
     connect(m_attention, &AttentionPanel::captureLayersChanged, this, &MainWindow::updateCaptureSpec);
     connect(m_attention, &AttentionPanel::selectionChanged, m_inspector, &TokenInspector::setAttentionSelection);
     connect(m_chat, &ChatPanel::tokenClicked, this, &MainWindow::inspectToken);
+#ifdef WB_HAVE_TRACE_FILE
+    connect(m_chat, &ChatPanel::exportTraceRequested, m_traceActions, &TraceActions::exportReplyDialog);
+    connect(m_chat, &ChatPanel::compareRequested, m_traceActions, &TraceActions::compareDialog);
+#endif
     connect(m_conversations, &ConversationList::errorOccurred, this, &MainWindow::showError);
     connect(m_inspector, &TokenInspector::forkRequested, this, [this](int message, int token, int candidate) {
         if (!m_controller->forkFromToken(message, token, candidate))
@@ -205,6 +216,13 @@ void MainWindow::createActions() {
     openConv->setShortcut(QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_O));
     QAction* saveConv = file->addAction(tr("&Export conversation…"), this, &MainWindow::saveConversationDialog);
     saveConv->setShortcut(QKeySequence::Save);
+#ifdef WB_HAVE_TRACE_FILE
+    // A reply's sampler trace as a file, and a rerun of one (issue 16 item 7); the chat's reply menu
+    // exports any reply and compares it with another model.
+    file->addSeparator();
+    file->addAction(tr("Export &sampler trace of the last reply…"), this, [this] { m_traceActions->exportReplyDialog(m_traceActions->lastReply()); });
+    file->addAction(tr("&Replay sampler trace…"), m_traceActions, &TraceActions::replayDialog);
+#endif
     file->addSeparator();
     file->addAction(tr("&Quit"), this, &QWidget::close)->setShortcut(QKeySequence::Quit);
 

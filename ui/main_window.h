@@ -19,6 +19,7 @@
 class AttentionPanel;
 class ChatController;
 class ChatPanel;
+class TraceActions;
 class ConversationList;
 class ConversationStore;
 class HeadGridPanel;
@@ -62,6 +63,8 @@ public:
     LogitLensPanel* logitLensPanel() const { return m_lens; }
     HeadGridPanel* headGridPanel() const { return m_heads; }
     TimingsPanel* timingsPanel() const { return m_timings; }
+    // Export, Replay and Compare of sampler traces; null in a build without trace files.
+    TraceActions* traceActions() const { return m_traceActions; }
     ConversationList* conversationList() const { return m_conversations; }
     ConversationStore* conversationStore() const { return m_store; }
     // Created the first time it is opened.
@@ -149,6 +152,7 @@ private:
     std::unique_ptr<MessageDrafts> m_drafts = std::make_unique<MessageDrafts>();  // the unsent message
     ConversationList* m_conversations;
     ChatPanel* m_chat;
+    TraceActions* m_traceActions = nullptr;
     SamplingPanel* m_sampling;
     AttentionPanel* m_attention;
     KvCachePanel* m_kv;

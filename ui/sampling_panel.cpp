@@ -239,8 +239,13 @@ void SamplingPanel::applyPreset(const QString& name) {
     wb::SamplingParams p;
     if (!SamplingPresets::find(name, &p)) return;
     // A preset sets the sampling knobs; the seed, the reply length, stop strings and logit bias are the
-    // user's, and so is the grammar unless the preset has one of its own (a user preset saved with it).
-    if (p.grammar.empty()) p.grammar = m_params.grammar;
+    // user's, and so is the grammar (its mode and text too) unless the preset has one of its own (a
+    // user preset saved with a mode other than None).
+    if (p.grammar_mode == wb::GrammarMode::NONE && p.grammar.empty()) {
+        p.grammar = m_params.grammar;
+        p.grammar_mode = m_params.grammar_mode;
+        p.grammar_source = m_params.grammar_source;
+    }
     p.seed = m_params.seed;
     p.logit_bias = m_params.logit_bias;
     p.max_tokens = m_params.max_tokens;

@@ -148,94 +148,125 @@ sampling: --temp T (0 = greedy) --top-k K --top-p P --min-p P --typical-p P --re
 )";
 }
 
-CliOptions parse_cli(int argc, char** argv) {
-    CliOptions o;
-    if (argc < 2) throw Error("no command given (try --help)");
-    o.command = argv[1];
-    if (o.command != "info" && o.command != "tokenize" && o.command != "generate" && o.command != "chat" &&
-        o.command != "template" && o.command != "bench" && o.command != "perplexity" && o.command != "serve")
-        throw Error("unknown command '" + o.command +
+namespace {
+
+using NextFn = std::function<std::string()>;
+
+void check_command(const std::string& c) {
+    if (c != "info" && c != "tokenize" && c != "generate" && c != "chat" && c != "template" && c != "bench" &&
+        c != "perplexity" && c != "serve")
+        throw Error("unknown command '" + c +
                     "' (expected info, tokenize, generate, chat, template, bench, perplexity or serve)");
-    for (int i = 2; i < argc; ++i) {
-        const std::string a = argv[i];
-        o.flags.push_back(a);
-        auto next = [&]() -> std::string {
-            if (i + 1 >= argc) throw Error(a + " needs a value");
-            return argv[++i];
-        };
-        SamplingParams& s = o.sampling;
-        if (a == "-m" || a == "--model") o.model = next();
-        else if (a == "-p" || a == "--prompt") {
-            const std::string v = next();
-            if (o.command == "bench") o.bench_prompt = to_int(a, v, 0, 1 << 20);
-            else { o.prompt = v; o.prompt_given = true; }
-        }
-        else if (a == "-n" || a == "--n-predict") o.n_predict = to_int(a, next(), sampling_range::max_tokens);
-        else if ((a == "-d" || a == "--depth") && o.command == "bench") o.bench_depth = to_int(a, next(), 0, 1 << 20);
-        else if (a == "-r" || a == "--repetitions") o.repetitions = to_int(a, next(), 1, 1000);
-        else if (a == "--chat") o.chat = true;
-        else if (a == "--chat-template" || (a == "--template" && o.command == "template")) o.chat_template_file = next();
-        else if (a == "--messages") o.messages_file = next();
-        else if (a == "--tools") o.tools_file = next();
-        else if (a == "--add-generation-prompt") o.add_generation_prompt = true;
-        else if (a == "--bos-token") o.bos_token = next();
-        else if (a == "--eos-token") o.eos_token = next();
-        else if (a == "--chat-format") o.chat_format = next();
-        else if (a == "--system") { o.system = next(); o.system_given = true; }
-        else if (a == "--backend") o.backend = next();
-        else if (a == "--threads" || a == "-t") o.threads = to_int(a, next(), 1, 1024);
-        else if (a == "--ctx" || a == "-c") o.ctx = to_int(a, next(), 16, 1 << 24);
-        else if (a == "--context-policy") o.context_policy = parse_context_policy(next());
-        else if (a == "--keep") o.keep = to_int(a, next(), -1, 1 << 24);
-        else if (a == "--cache-type-k") o.cache_type_k = cache_type(a, next());
-        else if (a == "--cache-type-v") o.cache_type_v = cache_type(a, next());
-        else if (a == "--json") o.json = true;
-        else if (a == "--top-candidates") o.top_candidates = to_int(a, next(), 0, 1000);
-        else if (a == "--dump-attention") o.dump_attention = next();
-        else if (a == "--export-trace" && o.command == "generate") o.export_trace = next();
-        else if (a == "--replay" && o.command == "generate") o.replay = next();
-        else if (a == "--compare-model" && o.command == "generate") o.compare_model = next();
-        else if (a == "--logit-lens") o.logit_lens = to_int(a, next(), 1, 1000);
-        else if (a == "--head-stats") o.head_stats = true;
-        else if (a == "--layers") o.layers = to_int_list(a, next());
-        else if (a == "--heads") o.heads = to_int_list(a, next());
-        else if (a == "--temp") s.temperature = to_float(a, next(), sampling_range::temperature);
-        else if (a == "--top-k") s.top_k = to_int(a, next(), sampling_range::top_k);
-        else if (a == "--top-p") s.top_p = to_float(a, next(), sampling_range::probability);
-        else if (a == "--min-p") s.min_p = to_float(a, next(), sampling_range::probability);
-        else if (a == "--typical-p") s.typical_p = to_float(a, next(), sampling_range::probability);
-        else if (a == "--repeat-penalty") s.repeat_penalty = to_float(a, next(), sampling_range::repeat_penalty);
-        else if (a == "--repeat-last-n") s.repeat_last_n = to_int(a, next(), sampling_range::window);
-        else if (a == "--frequency-penalty") s.frequency_penalty = to_float(a, next(), sampling_range::count_penalty);
-        else if (a == "--presence-penalty") s.presence_penalty = to_float(a, next(), sampling_range::count_penalty);
-        else if (a == "--seed") s.seed = to_u64(a, next());
-        else if (a == "--stop") s.stop.push_back(next());
-        else if (a == "--ignore-eos") s.ignore_eos = true;
-        else if (a == "-f" || a == "--file") o.text_file = next();
-        else if (a == "--top") o.top_k = to_int(a, next(), 0, 1000);
-        else if (a == "--save-logits") o.save_logits = next();
-        else if (a == "--kl-base") o.kl_base = next();
-        else if (a == "--capture") {
-            o.bench_capture = next();
-            if (o.bench_capture != "none" && o.bench_capture != "empty" && o.bench_capture != "attention" &&
-                o.bench_capture != "candidates" && o.bench_capture != "layers")
-                throw Error("--capture expects none, empty, attention, candidates or layers, got '" + o.bench_capture + "'");
-        }
-        else if (a == "--host" && o.command == "serve") o.host = next();
-        else if (a == "--port" && o.command == "serve") o.port = to_int(a, next(), 0, 65535);
-        else if (a == "--api-key" && (o.command == "serve" || o.command == "generate" || o.command == "chat"))
-            o.api_key = next();
-        else if (a == "--remote" && (o.command == "generate" || o.command == "chat")) {
-            o.remote = next();
-            if (o.remote.empty()) throw Error("--remote expects the server's URL, got ''");
-        }
-        else if (a == "--remote-model" && (o.command == "generate" || o.command == "chat")) o.remote_model = next();
-        else if (a == "--parallel" && o.command == "serve") o.parallel = to_int(a, next(), 1, 64);
-        else if (a == "--queue" && o.command == "serve") o.queue = to_int(a, next(), 0, 4096);
-        else if (a == "--max-body" && o.command == "serve") o.max_body_kib = to_int(a, next(), 1, 1 << 20);
-        else if (parse_sampler_flag(a, next, o)) {}
-        else throw Error("unknown option '" + a + "' for " + o.command + " (try --help)");
+}
+
+// The model and what it is given: the prompt, its length, the chat template and the conversation.
+bool parse_input_flag(const std::string& a, const NextFn& next, CliOptions& o) {
+    if (a == "-m" || a == "--model") o.model = next();
+    else if (a == "-p" || a == "--prompt") {
+        const std::string v = next();
+        if (o.command == "bench") o.bench_prompt = to_int(a, v, 0, 1 << 20);
+        else { o.prompt = v; o.prompt_given = true; }
     }
+    else if (a == "-n" || a == "--n-predict") o.n_predict = to_int(a, next(), sampling_range::max_tokens);
+    else if (a == "--chat") o.chat = true;
+    else if (a == "--chat-template" || (a == "--template" && o.command == "template")) o.chat_template_file = next();
+    else if (a == "--messages") o.messages_file = next();
+    else if (a == "--tools") o.tools_file = next();
+    else if (a == "--add-generation-prompt") o.add_generation_prompt = true;
+    else if (a == "--bos-token") o.bos_token = next();
+    else if (a == "--eos-token") o.eos_token = next();
+    else if (a == "--chat-format") o.chat_format = next();
+    else if (a == "--system") { o.system = next(); o.system_given = true; }
+    else return false;
+    return true;
+}
+
+// How the engine runs: the backend, threads, the context and its cache.
+bool parse_engine_flag(const std::string& a, const NextFn& next, CliOptions& o) {
+    if (a == "--backend") o.backend = next();
+    else if (a == "--threads" || a == "-t") o.threads = to_int(a, next(), 1, 1024);
+    else if (a == "--ctx" || a == "-c") o.ctx = to_int(a, next(), 16, 1 << 24);
+    else if (a == "--context-policy") o.context_policy = parse_context_policy(next());
+    else if (a == "--keep") o.keep = to_int(a, next(), -1, 1 << 24);
+    else if (a == "--cache-type-k") o.cache_type_k = cache_type(a, next());
+    else if (a == "--cache-type-v") o.cache_type_v = cache_type(a, next());
+    else return false;
+    return true;
+}
+
+// What generate writes besides the reply (JSON, inspection captures, traces, a comparison).
+bool parse_output_flag(const std::string& a, const NextFn& next, CliOptions& o) {
+    if (a == "--json") o.json = true;
+    else if (a == "--top-candidates") o.top_candidates = to_int(a, next(), 0, 1000);
+    else if (a == "--dump-attention") o.dump_attention = next();
+    else if (a == "--export-trace" && o.command == "generate") o.export_trace = next();
+    else if (a == "--replay" && o.command == "generate") o.replay = next();
+    else if (a == "--compare-model" && o.command == "generate") o.compare_model = next();
+    else if (a == "--logit-lens") o.logit_lens = to_int(a, next(), 1, 1000);
+    else if (a == "--head-stats") o.head_stats = true;
+    else if (a == "--layers") o.layers = to_int_list(a, next());
+    else if (a == "--heads") o.heads = to_int_list(a, next());
+    else return false;
+    return true;
+}
+
+// The common sampling settings (llama.cpp's further samplers are parse_sampler_flag's).
+bool parse_basic_sampling_flag(const std::string& a, const NextFn& next, CliOptions& o) {
+    SamplingParams& s = o.sampling;
+    if (a == "--temp") s.temperature = to_float(a, next(), sampling_range::temperature);
+    else if (a == "--top-k") s.top_k = to_int(a, next(), sampling_range::top_k);
+    else if (a == "--top-p") s.top_p = to_float(a, next(), sampling_range::probability);
+    else if (a == "--min-p") s.min_p = to_float(a, next(), sampling_range::probability);
+    else if (a == "--typical-p") s.typical_p = to_float(a, next(), sampling_range::probability);
+    else if (a == "--repeat-penalty") s.repeat_penalty = to_float(a, next(), sampling_range::repeat_penalty);
+    else if (a == "--repeat-last-n") s.repeat_last_n = to_int(a, next(), sampling_range::window);
+    else if (a == "--frequency-penalty") s.frequency_penalty = to_float(a, next(), sampling_range::count_penalty);
+    else if (a == "--presence-penalty") s.presence_penalty = to_float(a, next(), sampling_range::count_penalty);
+    else if (a == "--seed") s.seed = to_u64(a, next());
+    else if (a == "--stop") s.stop.push_back(next());
+    else if (a == "--ignore-eos") s.ignore_eos = true;
+    else return false;
+    return true;
+}
+
+// bench's and perplexity's own flags.
+bool parse_measure_flag(const std::string& a, const NextFn& next, CliOptions& o) {
+    if ((a == "-d" || a == "--depth") && o.command == "bench") o.bench_depth = to_int(a, next(), 0, 1 << 20);
+    else if (a == "-r" || a == "--repetitions") o.repetitions = to_int(a, next(), 1, 1000);
+    else if (a == "--capture") {
+        o.bench_capture = next();
+        if (o.bench_capture != "none" && o.bench_capture != "empty" && o.bench_capture != "attention" &&
+            o.bench_capture != "candidates" && o.bench_capture != "layers")
+            throw Error("--capture expects none, empty, attention, candidates or layers, got '" + o.bench_capture + "'");
+    }
+    else if (a == "-f" || a == "--file") o.text_file = next();
+    else if (a == "--top") o.top_k = to_int(a, next(), 0, 1000);
+    else if (a == "--save-logits") o.save_logits = next();
+    else if (a == "--kl-base") o.kl_base = next();
+    else return false;
+    return true;
+}
+
+// The network: serve's address and limits, and the server generate and chat --remote talk to.
+bool parse_network_flag(const std::string& a, const NextFn& next, CliOptions& o) {
+    const bool serve = o.command == "serve", client = o.command == "generate" || o.command == "chat";
+    if (a == "--host" && serve) o.host = next();
+    else if (a == "--port" && serve) o.port = to_int(a, next(), 0, 65535);
+    else if (a == "--api-key" && (serve || client)) o.api_key = next();
+    else if (a == "--remote" && client) {
+        o.remote = next();
+        if (o.remote.empty()) throw Error("--remote expects the server's URL, got ''");
+    }
+    else if (a == "--remote-model" && client) o.remote_model = next();
+    else if (a == "--parallel" && serve) o.parallel = to_int(a, next(), 1, 64);
+    else if (a == "--queue" && serve) o.queue = to_int(a, next(), 0, 4096);
+    else if (a == "--max-body" && serve) o.max_body_kib = to_int(a, next(), 1, 1 << 20);
+    else return false;
+    return true;
+}
+
+// What the flags need of each other and of the command, once all are read.
+void check_combinations(const CliOptions& o) {
     if (o.remote.empty() && o.command != "serve" && (!o.api_key.empty() || !o.remote_model.empty()))
         throw Error(std::string(o.api_key.empty() ? "--remote-model" : "--api-key") + " needs --remote URL");
     if ((o.command == "tokenize" || o.command == "generate") && !o.prompt_given && o.replay.empty())
@@ -258,6 +289,28 @@ CliOptions parse_cli(int argc, char** argv) {
     if ((o.logit_lens > 0 || o.head_stats) && (o.command != "generate" || !o.json))
         throw Error(std::string(o.logit_lens > 0 ? "--logit-lens" : "--head-stats") + " adds to generate --json: use it "
                     "with generate and --json");
+}
+
+}  // namespace
+
+CliOptions parse_cli(int argc, char** argv) {
+    CliOptions o;
+    if (argc < 2) throw Error("no command given (try --help)");
+    o.command = argv[1];
+    check_command(o.command);
+    for (int i = 2; i < argc; ++i) {
+        const std::string a = argv[i];
+        o.flags.push_back(a);
+        const NextFn next = [&]() -> std::string {
+            if (i + 1 >= argc) throw Error(a + " needs a value");
+            return argv[++i];
+        };
+        if (!parse_input_flag(a, next, o) && !parse_engine_flag(a, next, o) && !parse_output_flag(a, next, o) &&
+            !parse_basic_sampling_flag(a, next, o) && !parse_measure_flag(a, next, o) &&
+            !parse_network_flag(a, next, o) && !parse_sampler_flag(a, next, o))
+            throw Error("unknown option '" + a + "' for " + o.command + " (try --help)");
+    }
+    check_combinations(o);
     return o;
 }
 

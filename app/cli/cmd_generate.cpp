@@ -2,7 +2,9 @@
 #include <algorithm>
 #include <cstdio>
 #include <iostream>
+#include <optional>
 
+#include "cli/chat_repl.h"
 #include "cli/commands.h"
 #include "cli/generate_observer.h"
 #include "cli/json_writer.h"
@@ -96,16 +98,25 @@ void write_steps(JsonWriter& j, const GenerateObserver& obs, bool with_candidate
     j.end_array();
 }
 
-// --compare-model: the reply through the second file on the same backend, teacher-forced.
+// --compare-model: the reply through the second file on the same backend, teacher-forced. Prompt and
+// reply are evaluated as one context, so a reply that went on after context shifts is longer than the
+// session that made it: both sides then run in sessions sized to hold it (the model's training
+// context permitting; beyond it the Session says so).
 ModelComparison compare_reply(const CliOptions& o, Runtime& rt, const std::vector<int32_t>& prompt,
                               const std::vector<int32_t>& reply) {
     const std::unique_ptr<Model> other = Model::load(o.compare_model);
     SessionOptions so;
-    so.n_ctx = rt.session->n_ctx();
+    so.n_ctx = std::max<int32_t>(rt.session->n_ctx(), int32_t(prompt.size() + reply.size()));
     so.kv_type_k = o.cache_type_k;
     so.kv_type_v = o.cache_type_v;
-    Session session(*other, *rt.backend.backend, so);
-    return compare_models(*rt.session, session, prompt, reply);
+    std::unique_ptr<Session> second, first;
+    try {
+        second = std::make_unique<Session>(*other, *rt.backend.backend, so);
+        if (so.n_ctx > rt.session->n_ctx()) first = std::make_unique<Session>(*rt.model, *rt.backend.backend, so);
+    } catch (const Error& e) {
+        throw Error(std::string("compare: ") + e.what());
+    }
+    return compare_models(first ? *first : *rt.session, *second, prompt, reply);
 }
 
 void write_compare(JsonWriter& j, const std::string& path, const ModelComparison& c) {
@@ -253,11 +264,13 @@ int cmd_generate(const CliOptions& given) {
     const bool trace = !o.export_trace.empty() || !o.replay.empty();
     int32_t trace_candidates = 0;  // the engine's default, except in a replay: its file's count
 #ifdef WB_HAVE_TRACE_FILE
-    if (!o.replay.empty()) trace_candidates = recorded.trace_candidates;
+    if (!o.replay.empty()) trace_candidates = replay_trace_candidates(recorded);
 #endif
     GenerateObserver obs({!o.json && o.replay.empty(), o.top_candidates, !o.dump_attention.empty(), o.layers, o.heads,
                           o.logit_lens, o.head_stats, swa ? c.sliding_window : 0, trace, trace_candidates});
     const GenerateResult r = rt.session->generate(prompt, params, &obs);
+    // Read now: --compare-model resets the session, and its stats with it.
+    const int32_t shift_keep = rt.session->kv_stats().shift_keep;
     if (!o.dump_attention.empty() && r.reason != StopReason::ERROR)
         obs.write_attention(o.dump_attention, rt.session->context_tokens(), m.tokenizer());
 #ifdef WB_HAVE_TRACE_FILE
@@ -287,7 +300,7 @@ int cmd_generate(const CliOptions& given) {
                  r.timings.decode_tps(), stop_reason_name(r.reason));
     if (r.context_shifts > 0)
         std::fprintf(stderr, "context shifts: %d, %d tokens dropped after the first %d\n", r.context_shifts,
-                     r.tokens_dropped, rt.session->kv_stats().shift_keep);
+                     r.tokens_dropped, shift_keep);
     return 0;
 }
 
@@ -296,26 +309,18 @@ int cmd_chat(const CliOptions& o) {
     const Model& m = *rt.model;
     std::fprintf(stderr, "WhiteBox chat with %s on %s. /reset starts over, /exit or Ctrl-D quits.\n",
                  m.display_name().c_str(), rt.backend.backend->description().c_str());
-    std::vector<ChatMessage> messages;
-    if (o.system_given) messages.push_back({"system", o.system});
-    apply_context_policy(o, m, *rt.session, &messages);
-    size_t first_kept = messages.size();  // trim: messages before this (after the system prompt) are not sent
+    std::vector<ChatMessage> start;
+    if (o.system_given) start.push_back({"system", o.system});
+    apply_context_policy(o, m, *rt.session, &start);
+    size_t first_kept = start.size();  // trim: messages before this (after the system prompt) are not sent
     const LiveSamplingParams params(sampling_for(o, m, true));
     GenerateObserver printer({true, 0, false, {}, {}});
-    std::string line;
-    for (;;) {
-        std::printf("\n> ");
-        std::fflush(stdout);
-        if (!std::getline(std::cin, line) || line == "/exit") break;
-        if (line == "/reset") {
-            messages.resize(o.system_given ? 1 : 0);
-            first_kept = messages.size();
-            rt.session->reset();
-            std::printf("(conversation cleared)\n");
-            continue;
-        }
-        if (line.empty()) continue;
-        messages.push_back({"user", line});
+    ChatTurns turns;
+    turns.on_reset = [&] {
+        first_kept = start.size();
+        rt.session->reset();
+    };
+    turns.reply = [&](const std::vector<ChatMessage>& messages) -> std::optional<std::string> {
         const GenerateResult r = rt.session->generate(encode_chat(m, trimmed_for(o, m, *rt.session, messages, &first_kept)),
                                                       params, &printer);
         if (r.context_shifts > 0)
@@ -324,14 +329,13 @@ int cmd_chat(const CliOptions& o) {
         std::printf("\n");
         if (r.reason == StopReason::ERROR) {
             std::fprintf(stderr, "error: %s\n", r.error.c_str());
-            messages.pop_back();
-            continue;
+            return std::nullopt;
         }
         if (r.reason == StopReason::CONTEXT_FULL)
             std::fprintf(stderr, "(the context is full: /reset to start over, or --context-policy shift or trim)\n");
-        messages.push_back({"assistant", r.text});
-    }
-    std::printf("\n");
+        return r.text;
+    };
+    run_chat_repl(std::cin, stdout, start, turns);
     return 0;
 }
 

@@ -5,6 +5,7 @@
 #include <iostream>
 #include <iterator>
 
+#include "cli/chat_repl.h"
 #include "cli/commands.h"
 #include "remote/openai_client.h"
 #include "util/error.h"
@@ -110,33 +111,23 @@ int cmd_chat_remote(const CliOptions& o) {
     const remote::OpenAiClient client = remote_client(o);
     const remote::RemoteRequest base = remote_request(o);
     std::fprintf(stderr, "WhiteBox chat with %s. /reset starts over, /exit or Ctrl-D quits.\n", client.endpoint().c_str());
-    std::vector<ChatMessage> messages;
-    if (o.system_given) messages.push_back({"system", o.system});
-    std::string line;
-    for (;;) {
-        std::printf("\n> ");
-        std::fflush(stdout);
-        if (!std::getline(std::cin, line) || line == "/exit") break;
-        if (line == "/reset") {
-            messages.resize(o.system_given ? 1 : 0);
-            std::printf("(conversation cleared)\n");
-            continue;
-        }
-        if (line.empty()) continue;
-        messages.push_back({"user", line});
+    std::vector<ChatMessage> start;
+    if (o.system_given) start.push_back({"system", o.system});
+    ChatTurns turns;
+    turns.reply = [&](const std::vector<ChatMessage>& messages) -> std::optional<std::string> {
         remote::RemoteRequest r = base;
         r.messages = messages;
         try {
             const remote::RemoteResult res = stream_reply(client, r);
             std::printf("\n");
-            messages.push_back({"assistant", res.text});
+            return res.text;
         } catch (const remote::RemoteError& e) {
             // The conversation goes on without the turn that failed (the server may come back).
             std::fprintf(stderr, "error: %s\n", e.what());
-            messages.pop_back();
+            return std::nullopt;
         }
-    }
-    std::printf("\n");
+    };
+    run_chat_repl(std::cin, stdout, start, turns);
     return 0;
 }
 

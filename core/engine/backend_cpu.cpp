@@ -229,14 +229,14 @@ void CpuBackend::plan_matmuls(const Tensor& x, const Weight* const* weights, Ten
             job.rows_per_task = std::clamp<int64_t>(w.n_out / (8 * pool_.size()) / kRowsPerTask * kRowsPerTask,
                                                     kRowsPerTask, 4 * kRowsPerTask);
         job.n_tasks = (w.n_out + job.rows_per_task - 1) / job.rows_per_task;
-        pack_activations(i, n_tok, jobs);
+        pack_activations(i, jobs);
     }
 }
 
 // The groups of tokens wholly in the first order that take its tile go through tile_packed where it
 // has one: their activations are interleaved once here instead of being met 8 rows apart by every
 // weight row. Shared, like the activations, with an earlier job of the same packing and row length.
-void CpuBackend::pack_activations(int i, int64_t n_tok, MatmulJob* jobs) {
+void CpuBackend::pack_activations(int i, MatmulJob* jobs) {
     MatmulJob& job = jobs[i];
     job.packed = nullptr;
     job.packed_groups = 0;
@@ -283,10 +283,29 @@ void CpuBackend::matmul_rows(const MatmulJob& job, int64_t n_tok, int64_t r0, in
         for (; r < nr; ++r) o[r] = k.row(n_in, wdata + size_t(r) * w_row, x);
     };
     const int64_t nr_tiles = nr / kDotTileRows * kDotTileRows;
+    // Rows unpacked for the tile over unpacked rows, once per task, where several groups of tokens meet them
+    // (with one group the unpacking would cost what it saves).
+    thread_local std::vector<uint8_t> unpacked;
+    const uint8_t* unpacked_rows = nullptr;
+    size_t unpacked_row = 0;
+    void (*unpacked_by)(int64_t, const void*, void*) = nullptr;  // the groups' orders may differ (job.split)
+    const auto unpack = [&](const DotKernels& k) {
+        unpacked_by = k.unpack_w;
+        unpacked_row = k.unpacked_w_bytes(n_in);
+        if (unpacked.size() < unpacked_row * size_t(nr_tiles)) unpacked.resize(unpacked_row * size_t(nr_tiles));
+        for (int64_t r = 0; r < nr_tiles; ++r) k.unpack_w(n_in, wdata + size_t(r) * w_row, unpacked.data() + size_t(r) * unpacked_row);
+        unpacked_rows = unpacked.data();
+    };
+    const bool several_groups = n_tok >= 2 * kDotTileCols && job.group_tiled.size() >= 2 && job.group_tiled[1];
     int64_t t = 0;
     for (; t + kDotTileCols <= n_tok && job.group_tiled[size_t(t / kDotTileCols)]; t += kDotTileCols) {
         const DotKernels& k = job.kernels(t);
-        if (t / kDotTileCols < job.packed_groups) {
+        if (k.tile_unpacked && several_groups && t / kDotTileCols >= job.packed_groups) {
+            if (unpacked_by != k.unpack_w) unpack(k);
+            for (int64_t r = 0; r < nr_tiles; r += kDotTileRows)
+                k.tile_unpacked(n_in, unpacked_rows + size_t(r) * unpacked_row, act + size_t(t) * act_row, act_row,
+                                out + t * out_cols + r, out_cols);
+        } else if (t / kDotTileCols < job.packed_groups) {
             const uint8_t* packed = job.packed + size_t(t / kDotTileCols) * job.packed_bytes;
             for (int64_t r = 0; r < nr_tiles; r += kDotTileRows)
                 k.tile_packed(n_in, wdata + size_t(r) * w_row, packed, out + t * out_cols + r, out_cols);

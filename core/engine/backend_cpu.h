@@ -78,7 +78,7 @@ private:
     static constexpr int kMaxJobs = 3;
     void plan_matmuls(const Tensor& x, const Weight* const* weights, Tensor* const* outs, int n, MatmulJob* jobs);
     // Packs jobs[i]'s activations for its tile_packed where it has one (plan_matmuls' last step).
-    void pack_activations(int i, int64_t n_tok, MatmulJob* jobs);
+    void pack_activations(int i, MatmulJob* jobs);
     // matmul and matmul_shared. Not virtual, and matmul_shared / matmul_glu do not call matmul: a
     // subclass that overrides matmul to change its arithmetic must override those two as well (as
     // tests/gpu/gpu_reference_backend.h does, with the Backend defaults).

@@ -27,7 +27,7 @@ int32_t argmax(const float* row, int32_t n) { return int32_t(std::max_element(ro
 }  // namespace
 
 ModelComparison compare_models(Session& a, Session& b, const std::vector<int32_t>& prompt,
-                               const std::vector<int32_t>& reply) {
+                               const std::vector<int32_t>& reply, const CompareProgress& progress) {
     const int32_t n_vocab = a.model().config().n_vocab;
     if (b.model().config().n_vocab != n_vocab)
         throw Error("compare: the models' vocabularies differ (" + std::to_string(n_vocab) + " vs " +
@@ -35,10 +35,30 @@ ModelComparison compare_models(Session& a, Session& b, const std::vector<int32_t
     if (prompt.empty()) throw Error("compare: the prompt is empty");
     std::vector<int32_t> tokens = prompt;
     tokens.insert(tokens.end(), reply.begin(), reply.end());
+    // Said here with both sizes: evaluate's own message names neither the model nor the remedy.
+    for (Session* s : {&a, &b})
+        if (int64_t(tokens.size()) > int64_t(s->n_ctx()))
+            throw Error("compare: the prompt and reply (" + std::to_string(tokens.size()) +
+                        " tokens) do not fit the context of " + std::to_string(s->n_ctx()) + " of " +
+                        (s == &a ? "the first" : "the second") + " model; a larger context (-c) holds them");
     a.reset();
     b.reset();
-    const std::vector<float> la = a.evaluate(tokens);
-    const std::vector<float> lb = b.evaluate(tokens);
+    const size_t total = 2 * tokens.size();
+    bool stopped = false;
+    const auto stage = [&](size_t before) {
+        return [&, before](size_t done) {
+            stopped = progress && !progress(before + done, total);
+            return !stopped;
+        };
+    };
+    std::vector<float> la, lb;
+    try {
+        la = a.evaluate(tokens, stage(0));
+        lb = b.evaluate(tokens, stage(tokens.size()));
+    } catch (const Error&) {
+        if (stopped) throw Error("compare: stopped");
+        throw;
+    }
 
     ModelComparison out;
     for (size_t i = 0; i < reply.size(); ++i) {

@@ -4,6 +4,7 @@
 // generated token the KL divergence between their next-token distributions and whether their most
 // likely token differs (a top-1 flip): the quantization view otherwise built from llama-perplexity dumps.
 #include <cstdint>
+#include <functional>
 #include <vector>
 
 namespace wb {
@@ -24,10 +25,14 @@ struct ModelComparison {
     int32_t flips = 0;
 };
 
+// Progress of a comparison: positions evaluated so far of both sessions together (total = twice the
+// prompt and reply); false ends the comparison with wb::Error("compare: stopped").
+using CompareProgress = std::function<bool(size_t done, size_t total)>;
+
 // Evaluates prompt + reply from an empty cache in both sessions (they are reset) and compares the
 // distributions that predicted each reply token. wb::Error when the vocabularies differ in size, the
-// prompt is empty or the tokens do not fit a session's context.
+// prompt is empty or the tokens do not fit a session's context (the message gives both sizes).
 ModelComparison compare_models(Session& a, Session& b, const std::vector<int32_t>& prompt,
-                               const std::vector<int32_t>& reply);
+                               const std::vector<int32_t>& reply, const CompareProgress& progress = {});
 
 }  // namespace wb

@@ -218,7 +218,7 @@ int32_t Session::sample_next(SamplerChain& chain, const SamplingParams& now, boo
     return chain.sample(last_logits_.data(), n_vocab, trace, trace_top);
 }
 
-std::vector<float> Session::evaluate(const std::vector<int32_t>& tokens) {
+std::vector<float> Session::evaluate(const std::vector<int32_t>& tokens, const std::function<bool(size_t done)>& after_batch) {
     const ModelConfig& c = model_.config();
     if (int32_t(tokens.size()) > n_ctx_)
         throw Error("evaluate: " + std::to_string(tokens.size()) + " tokens do not fit the context of " +
@@ -236,6 +236,7 @@ std::vector<float> Session::evaluate(const std::vector<int32_t>& tokens) {
         history_.insert(history_.end(), tokens.begin() + long(done), tokens.begin() + long(done) + nb);
         kv_->set_n_tokens(int32_t(cached_.size()));
         done += size_t(nb);
+        if (after_batch && !after_batch(done)) throw Error("evaluate: stopped");
     }
     return out;
 }

@@ -3,6 +3,7 @@
 // runs prefill and decode, samples, detokenizes and decides when a reply ends.
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -82,7 +83,10 @@ public:
     const std::vector<float>& append(const int32_t* tokens, int32_t n);
 
     // Teacher forcing from an empty cache: logits of every position, [tokens.size()][n_vocab].
-    std::vector<float> evaluate(const std::vector<int32_t>& tokens);
+    // after_batch (optional) hears the tokens done so far after each batch; false from it ends the
+    // evaluation with wb::Error("evaluate: stopped") (a GUI's Cancel between two batches).
+    std::vector<float> evaluate(const std::vector<int32_t>& tokens,
+                                const std::function<bool(size_t done)>& after_batch = {});
 
     // Asks a running generate() to end after the current token (or prompt batch); callable from any
     // thread. generate() clears it when it starts: a stop meant for a request not yet started goes

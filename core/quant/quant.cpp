@@ -21,6 +21,7 @@ namespace wb {
 VecDotFn& KernelTable::dot_in(DotOrder o, GgmlType t) { return dot_ordered[int(o)][slot(t)]; }
 DotTileFn& KernelTable::tile_in(DotOrder o, GgmlType t) { return dot_tile_ordered[int(o)][slot(t)]; }
 PackedTile& KernelTable::packed_in(DotOrder o, GgmlType t) { return packed_tile[int(o)][slot(t)]; }
+UnpackedTile& KernelTable::unpacked_in(DotOrder o, GgmlType t) { return unpacked_tile[int(o)][slot(t)]; }
 DotRows8Fn& KernelTable::rows8_in(DotOrder o, GgmlType t) { return dot_rows8[int(o)][slot(t)]; }
 
 namespace {
@@ -339,6 +340,13 @@ DotKernels dot_kernels(GgmlType weight_type, int64_t n, DotOrder order) {
         k.packed_x_bytes = packed.bytes;
         k.pack_x = packed.pack;
         k.tile_packed = packed.tile;
+    }
+    const UnpackedTile unpacked = has_slot(weight_type) ? table.unpacked_tile[served_order(table, weight_type, order)][slot(weight_type)]
+                                                        : UnpackedTile{};
+    if (k.tile && unpacked.tile) {
+        k.unpacked_w_bytes = unpacked.bytes;
+        k.unpack_w = unpacked.unpack;
+        k.tile_unpacked = unpacked.tile;
     }
     return k;
 }

@@ -107,6 +107,15 @@ struct DotKernels {
     size_t (*packed_x_bytes)(int64_t n) = nullptr;
     void (*pack_x)(int64_t n, const void* x, size_t x_stride, void* packed) = nullptr;
     void (*tile_packed)(int64_t n, const void* w, const void* packed, float* out, int64_t out_stride) = nullptr;
+    // Where the family has one, the tile over a weight row unpacked for it: unpack_w(n, w, unpacked)
+    // writes unpacked_w_bytes(n) bytes (4-byte aligned), once per row and prefill task; then
+    // tile_unpacked(n, unpacked, x, x_stride, out, out_stride) gives exactly the outputs of tile(n, w, .,
+    // x, x_stride, out, out_stride), faster when a row meets several groups of tokens (the decode of
+    // its blocks is done once; quant_avx2_iq.cpp). All three nullptr where none.
+    size_t (*unpacked_w_bytes)(int64_t n) = nullptr;
+    void (*unpack_w)(int64_t n, const void* w, void* unpacked) = nullptr;
+    void (*tile_unpacked)(int64_t n, const void* unpacked, const void* x, size_t x_stride, float* out,
+                          int64_t out_stride) = nullptr;
 };
 DotKernels dot_kernels(GgmlType weight_type, int64_t n, DotOrder order = DotOrder::kRow);
 

@@ -1,6 +1,6 @@
 #pragma once
 // AVX2 pieces shared by the files built with AVX2 flags (quant_avx2.cpp, quant_avx2_iq.cpp,
-// quant_avx512_iq.cpp), with internal linkage (the unnamed namespace) for the reason
+// quant_avx2_packed.cpp, quant_avx2_rows.cpp, quant_avx512_iq.cpp), with internal linkage (the unnamed namespace) for the reason
 // quant_isa_local.h gives: each object keeps its own copy, compiled with its own flags.
 #include <immintrin.h>
 
@@ -33,6 +33,15 @@ namespace {
     s = _mm_add_epi32(s, _mm_unpackhi_epi64(s, s));
     s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 1));
     return _mm_cvtsi128_si32(s);
+}
+
+// The next 8 rows' share of block step i of an 8-row kernel (DotKernels::rows8): a block's bytes of
+// each, as one run (rows are contiguous). The address is formed as an integer: past the last rows it
+// points at nothing (a prefetch never faults), which pointer arithmetic may not.
+template <class B>
+[[gnu::always_inline]] inline void prefetch_next_rows(const uint8_t* rows, size_t w_stride, int64_t i) {
+    const uintptr_t next = reinterpret_cast<uintptr_t>(rows) + 8 * w_stride + size_t(i) * 8 * sizeof(B);
+    for (size_t b = 0; b < 8 * sizeof(B); b += 64) _mm_prefetch(reinterpret_cast<const char*>(next + b), _MM_HINT_T0);
 }
 
 // Eight vectors of int32 lanes -> one vector whose lane c is the sum of v[c]'s lanes (exact).

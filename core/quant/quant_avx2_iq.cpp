@@ -305,11 +305,81 @@ void dot_iq_tile(int64_t n, const void* w, size_t, const void* x, size_t x_strid
     store_tile_lanes(acc, out, out_stride);
 }
 
+// ---- Tiles over unpacked weight rows ----
+//
+// A prefill task meets the same few weight rows with every group of 8 tokens (CpuBackend::matmul_rows),
+// and dot_iq_tile decodes each run again for every group: for IQ4_XS the nibbles, the table look-up and
+// the block's scales, for the grid types 4-8 grid look-ups and the sign bits. Here a row is decoded once
+// per task into what run_lanes consumes: each run's 32 values with their signs (|value| <= 127, so
+// _mm256_sign_epi8(v, v) gives back the magnitudes and _mm256_sign_epi8(y, v) moves the sign onto the
+// activations; where v is 0 the magnitude is 0 too, so the product is 0 either way), the multipliers
+// of its two halves, and the block's f_w. The integer sums are the same exact integers and the float
+// operations dot_iq_tile's, so the outputs are its bits.
+struct UnpackedIqBlock {
+    int8_t v[8][32];
+    int32_t scales[8];  // run g's multipliers: bits 0-15 the first half's (elements 0-15), 16-31 the second's
+    float f;
+    float pad[7];  // whole 32-byte vectors, so the next block's values stay aligned
+};
+static_assert(sizeof(UnpackedIqBlock) % 32 == 0, "blocks of whole vectors");
+
+size_t unpacked_iq_bytes(int64_t n) { return size_t(n / kQKK) * sizeof(UnpackedIqBlock); }
+
+template <class B>
+void unpack_iq_row(int64_t n, const void* w, void* unpacked) {
+    const auto* bw = static_cast<const B*>(w);
+    auto* out = static_cast<UnpackedIqBlock*>(unpacked);
+    for (int64_t i = 0; i < n / kQKK; ++i) {
+        const BlockScales<B> scales(bw[i]);
+        for (int g = 0; g < 8; ++g) {
+            const Run r = tiled_run(bw[i], scales, g);
+            _mm256_storeu_si256(reinterpret_cast<__m256i*>(out[i].v[g]), _mm256_sign_epi8(r.mags, r.sgn));
+            const auto lo = uint32_t(uint16_t(_mm256_extract_epi16(r.scales, 0)));
+            const auto hi = uint32_t(uint16_t(_mm256_extract_epi16(r.scales, 8)));
+            out[i].scales[g] = int32_t(lo | hi << 16);
+        }
+        out[i].f = tiled_factor(bw[i]);
+        for (float& p : out[i].pad) p = 0.0f;
+    }
+}
+
+void dot_iq_tile_unpacked(int64_t n, const void* unpacked, const void* x, size_t x_stride, float* out,
+                          int64_t out_stride) {
+    const auto* bu = static_cast<const UnpackedIqBlock*>(unpacked);
+    const BlockQ8_K* bx[kDotTileCols];
+    for (int c = 0; c < kDotTileCols; ++c)
+        bx[c] = reinterpret_cast<const BlockQ8_K*>(static_cast<const uint8_t*>(x) + size_t(c) * x_stride);
+    // bytes 0-1 of each 32-bit group in the low 128 bits, bytes 2-3 in the high: a run's two multipliers
+    const __m256i halves = _mm256_setr_epi8(0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1,  //
+                                            2, 3, 2, 3, 2, 3, 2, 3, 2, 3, 2, 3, 2, 3, 2, 3);
+    __m256 acc = _mm256_setzero_ps();
+    for (int64_t i = 0; i < n / kQKK; ++i) {
+        __m256i lanes[kDotTileCols];
+        for (__m256i& l : lanes) l = _mm256_setzero_si256();
+        for (int g = 0; g < 8; ++g) {
+            const __m256i v = load32(bu[i].v[g]);
+            const Run r{_mm256_sign_epi8(v, v), v, _mm256_shuffle_epi8(_mm256_set1_epi32(bu[i].scales[g]), halves)};
+#pragma GCC unroll 8
+            for (int c = 0; c < kDotTileCols; ++c) lanes[c] = _mm256_add_epi32(lanes[c], run_lanes(r, bx[c][i].qs + 32 * g));
+        }
+        const __m256 dx = tile_row_scales(bx, i);
+        const __m256 r = _mm256_mul_ps(_mm256_set1_ps(bu[i].f), _mm256_cvtepi32_ps(hsum_i32_x8(lanes)));
+        acc = _mm256_fmadd_ps(r, dx, acc);
+    }
+    store_tile_lanes(acc, out, out_stride);
+}
+
+template <class B>
+void add_unpacked(KernelTable& t, GgmlType type) {
+    t.unpacked_in(DotOrder::kTiled, type) = {unpacked_iq_bytes, unpack_iq_row<B>, dot_iq_tile_unpacked};
+}
+
 template <class B>
 void add_iq_type(KernelTable& t, GgmlType type) {
     t.dot[slot(type)] = dot_iq_row<B>;
     t.dot_in(DotOrder::kTiled, type) = dot_iq_tiled<B>;
     t.tile_in(DotOrder::kTiled, type) = dot_iq_tile<B>;
+    add_unpacked<B>(t, type);
 }
 
 }  // namespace
@@ -324,6 +394,7 @@ void add_iq_grid_avx2_kernels(KernelTable& t) {
     add_iq_type<BlockIQ1_M>(t, GgmlType::IQ1_M);
     // IQ4_XS's row dots are quant_avx2.cpp's; its tile is this file's.
     t.tile_in(DotOrder::kTiled, GgmlType::IQ4_XS) = dot_iq_tile<BlockIQ4_XS>;
+    add_unpacked<BlockIQ4_XS>(t, GgmlType::IQ4_XS);
 }
 
 }  // namespace wb

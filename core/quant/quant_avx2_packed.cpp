@@ -106,7 +106,9 @@ template <class BW>
 WB_INLINE __m256i k_chunk(const BW& w, const PackedQ8Kx8& x, __m256i scales_mins, int ch) {
     __m256i lo, hi;
     k_chunk_codes(w, ch, lo, hi);
-    __m256i sums[4] = {};  // sub-block lo / hi, tokens 0-3 / 4-7; lane 4c+k (c < 4): group j = k of token c
+    // [0] sub-block lo, tokens 0-3; [1] lo, tokens 4-7; [2] hi, 0-3; [3] hi, 4-7. Token c (mod 4) owns the 16-bit
+    // lanes 2c and 2c+1 of each half (low half: values 0-15, high half: 16-31), summed over the four groups.
+    __m256i sums[4] = {};
     q4_k_group<0>(lo, hi, x, ch, sums);
     q4_k_group<1>(lo, hi, x, ch, sums);
     q4_k_group<2>(lo, hi, x, ch, sums);

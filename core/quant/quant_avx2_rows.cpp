@@ -12,7 +12,7 @@
 //
 // Q8_0 in its row order (dot_blocks<BlockQ8_0, ...> in quant_avx2.cpp): a block is too little work to
 // share, but one row at a time read memory at 11-12 GB/s on the development VM where 8 rows read
-// together, the next 8 prefetched as one run, read it at 16 (a decode of a tied-embedding model spends
+// together, the next 8 prefetched as one run, read it at 14 (a decode of a tied-embedding model spends
 // half its time in that matrix). Each row keeps its own 8-lane accumulator and its own horizontal sum.
 //
 // Both prefetch the next 8 rows as the contiguous run they are, a block's worth of each row per
@@ -71,13 +71,6 @@ WB_INLINE __m256 row_scales(const uint8_t* w, size_t w_stride, int64_t i, size_t
     return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(h)));
 }
 
-// The next 8 rows' share of block step i: a block's bytes of each, as one run (rows are contiguous).
-template <class B>
-WB_INLINE void prefetch_next_rows(const uint8_t* rows, size_t w_stride, int64_t i) {
-    const auto* next = reinterpret_cast<const char*>(rows + kRows * w_stride + size_t(i) * kRows * sizeof(B));
-    for (size_t b = 0; b < kRows * sizeof(B); b += 64) _mm_prefetch(next + b, _MM_HINT_T0);
-}
-
 void dot_q4_k_gemv_rows8(int64_t n, const void* w, size_t w_stride, const void* x, float* out) {
     const auto* rows = static_cast<const uint8_t*>(w);
     const auto* bx = static_cast<const BlockQ8_K*>(x);
@@ -105,14 +98,6 @@ void dot_q4_k_gemv_rows8(int64_t n, const void* w, size_t w_stride, const void* 
     _mm256_storeu_ps(out, _mm256_sub_ps(acc, acc_min));
 }
 
-// The row order's horizontal sum, llama.cpp's hsum_float_8: ((v0+v4)+(v2+v6)) + ((v1+v5)+(v3+v7)).
-WB_INLINE float hsum8(__m256 v) {
-    __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
-    s = _mm_add_ps(s, _mm_movehl_ps(s, s));
-    s = _mm_add_ss(s, _mm_movehdup_ps(s));
-    return _mm_cvtss_f32(s);
-}
-
 void dot_q8_0_rows8(int64_t n, const void* w, size_t w_stride, const void* x, float* out) {
     const auto* rows = static_cast<const uint8_t*>(w);
     const auto* bx = static_cast<const BlockQ8_0*>(x);
@@ -133,7 +118,7 @@ void dot_q8_0_rows8(int64_t n, const void* w, size_t w_stride, const void* x, fl
         }
     }
     // + 0.0f: the row kernel adds its (here empty) scalar terms after the sum, which turns -0 into +0.
-    for (int r = 0; r < kRows; ++r) out[r] = hsum8(acc[r]) + 0.0f;
+    for (int r = 0; r < kRows; ++r) out[r] = hsum(acc[r]) + 0.0f;
 }
 
 }  // namespace

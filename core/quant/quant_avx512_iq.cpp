@@ -98,6 +98,9 @@ KernelTable avx512_kernels() {
     KernelTable t = avx2_kernels();
     t.name = "avx512";
     t.tile_in(DotOrder::kTiled, GgmlType::IQ4_XS) = dot_iq4_xs_tile;
+    // Its 512-bit tile is what this family is for; the AVX2 tile over unpacked rows is not measured
+    // against it, so it does not replace it here.
+    t.unpacked_in(DotOrder::kTiled, GgmlType::IQ4_XS) = {};
     return t;
 }
 

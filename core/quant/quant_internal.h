@@ -23,6 +23,12 @@ struct PackedTile {
     void (*pack)(int64_t n, const void* x, size_t x_stride, void* packed) = nullptr;
     void (*tile)(int64_t n, const void* w, const void* packed, float* out, int64_t out_stride) = nullptr;
 };
+// A tile over a weight row unpacked for it, and its unpacking (DotKernels::tile_unpacked in quant.h).
+struct UnpackedTile {
+    size_t (*bytes)(int64_t n) = nullptr;
+    void (*unpack)(int64_t n, const void* w, void* unpacked) = nullptr;
+    void (*tile)(int64_t n, const void* unpacked, const void* x, size_t x_stride, float* out, int64_t out_stride) = nullptr;
+};
 // 8 weight rows w_stride apart against one activation row (DotKernels::rows8 in quant.h).
 using DotRows8Fn = void (*)(int64_t n, const void* w, size_t w_stride, const void* x, float* out);
 using F16ToF32Fn = void (*)(const uint16_t* x, float* y, int64_t n);
@@ -65,6 +71,8 @@ struct KernelTable {
     DotTileFn dot_tile_ordered[kDotOrders][kKernelSlots] = {};
     // Tiles over packed activations, [int(order)][slot] (any order, kRow included); empty = none.
     PackedTile packed_tile[kDotOrders][kKernelSlots] = {};
+    // Tiles over unpacked weight rows, [int(order)][slot] (any order, kRow included); empty = none.
+    UnpackedTile unpacked_tile[kDotOrders][kKernelSlots] = {};
     // The row kernel over 8 rows at once, [int(order)][slot] (any order, kRow included); nullptr = none.
     DotRows8Fn dot_rows8[kDotOrders][kKernelSlots] = {};
 
@@ -78,6 +86,7 @@ struct KernelTable {
     VecDotFn& dot_in(DotOrder o, GgmlType t);
     DotTileFn& tile_in(DotOrder o, GgmlType t);
     PackedTile& packed_in(DotOrder o, GgmlType t);
+    UnpackedTile& unpacked_in(DotOrder o, GgmlType t);
     DotRows8Fn& rows8_in(DotOrder o, GgmlType t);
 };
 

@@ -294,10 +294,11 @@ std::vector<std::string> OpenAiClient::list_models(const std::atomic<bool>* canc
     return parse_models(res->body);
 }
 
-std::string OpenAiClient::model_for_request(const std::atomic<bool>* cancel) const {
+std::string OpenAiClient::model_for_request(const std::atomic<bool>* cancel, const std::string& stale) const {
     if (!options_.model.empty()) return options_.model;
     {
         std::lock_guard<std::mutex> lock(listed_mutex_);
+        if (!stale.empty() && listed_model_ == stale) listed_model_.clear();
         if (!listed_model_.empty()) return listed_model_;
     }
     // Two threads may both ask before either has stored the answer; the first answer stays.
@@ -310,11 +311,38 @@ std::string OpenAiClient::model_for_request(const std::atomic<bool>* cancel) con
     return listed_model_;
 }
 
+namespace {
+
+RemoteResult cancelled_before_streaming() {
+    RemoteResult r;
+    r.cancelled = true;
+    return r;
+}
+
+}  // namespace
+
 RemoteResult OpenAiClient::complete(const RemoteRequest& request, const DeltaFn& on_delta,
                                     const std::atomic<bool>* cancel) const {
-    const bool chat = !request.prompt;
-    if (chat && request.messages.empty())
+    if (!request.prompt && request.messages.empty())
         throw RemoteError(RemoteErrorKind::MALFORMED, "a chat request needs at least one message");
+    if (cancel && cancel->load()) return cancelled_before_streaming();  // nothing sent
+    const std::string model = model_for_request(cancel);
+    if (cancel && cancel->load()) return cancelled_before_streaming();
+    try {
+        return stream_once(request, model, on_delta, cancel);
+    } catch (const RemoteError& e) {
+        // A 404 arrives before any event, so nothing was streamed and the request may go again.
+        if (!options_.model.empty() || e.kind() != RemoteErrorKind::HTTP_STATUS || e.status() != 404) throw;
+        const std::string listed_now = model_for_request(cancel, model);
+        if (cancel && cancel->load()) return cancelled_before_streaming();
+        if (listed_now == model) throw;  // not a model that went away (a wrong path, say)
+        return stream_once(request, listed_now, on_delta, cancel);
+    }
+}
+
+RemoteResult OpenAiClient::stream_once(const RemoteRequest& request, const std::string& model,
+                                       const DeltaFn& on_delta, const std::atomic<bool>* cancel) const {
+    const bool chat = !request.prompt;
     const std::string where = endpoint() + (chat ? "/chat/completions" : "/completions");
     StreamState st;
     st.chat = chat;
@@ -323,9 +351,6 @@ RemoteResult OpenAiClient::complete(const RemoteRequest& request, const DeltaFn&
         st.result.finish_reason.clear();
         return st.result;
     };
-    if (cancel && cancel->load()) return cancelled_result();  // nothing sent
-    const std::string model = model_for_request(cancel);
-    if (cancel && cancel->load()) return cancelled_result();
 
     httplib::Request req;
     req.method = "POST";

@@ -92,11 +92,16 @@ struct RemoteResult {
     bool cancelled = false;            // the cancel flag ended the stream
 };
 
+// Each request opens its own connection, so one client serves any number of requests, on several
+// threads at once; it is neither copied nor moved (its model cache has a lock), but shared by
+// reference for as long as the server is used.
 class OpenAiClient {
 public:
     // RemoteError BAD_URL when the URL is not http(s)://host[:port][/path], BAD_OPTION when a timeout
     // is not positive.
     explicit OpenAiClient(RemoteOptions options);
+    OpenAiClient(const OpenAiClient&) = delete;
+    OpenAiClient& operator=(const OpenAiClient&) = delete;
 
     // GET /v1/models: the ids the server lists. RemoteError on any failure.
     std::vector<std::string> models() const;
@@ -106,6 +111,11 @@ public:
     // (the model lookup included), every 50 ms: once true the connection is closed (the server sees its
     // client leave) and the result says cancelled. RemoteError on any failure; an exception thrown by
     // on_delta ends the stream and propagates.
+    // Without options().model the request names the first model GET /v1/models listed, asked once
+    // and kept; a server that has since changed its model (Ollama, LM Studio and llama-swap swap
+    // them) answers that name with 404: the list is then asked again and, when it now starts with
+    // another model, the request is sent once more with that one (nothing had been streamed). A 404
+    // for a model the options name, or with the list unchanged, is the RemoteError.
     using DeltaFn = std::function<void(const StreamDelta&)>;
     RemoteResult complete(const RemoteRequest& request, const DeltaFn& on_delta,
                           const std::atomic<bool>* cancel = nullptr) const;
@@ -116,10 +126,14 @@ public:
 
 private:
     // The model a request names: the option, else the first one the server lists, asked once per
-    // client (a chat's turns would otherwise each wait for a GET /v1/models first).
+    // client (a chat's turns would otherwise each wait for a GET /v1/models first). `stale`, when not
+    // empty, is a listed name the server refused: it is forgotten and the list asked again.
     // Empty when *cancel was set meanwhile. The lock is not held while the server is asked.
-    std::string model_for_request(const std::atomic<bool>* cancel) const;
+    std::string model_for_request(const std::atomic<bool>* cancel, const std::string& stale = {}) const;
     std::vector<std::string> list_models(const std::atomic<bool>* cancel) const;
+    // One POST of the request naming `model`, streamed to on_delta.
+    RemoteResult stream_once(const RemoteRequest& request, const std::string& model, const DeltaFn& on_delta,
+                             const std::atomic<bool>* cancel) const;
 
     RemoteOptions options_;
     std::string origin_;  // scheme://host[:port]

@@ -13,6 +13,9 @@ struct LogitBias {
     float bias;
 };
 
+// How the reply's grammar was written: GBNF text, or a JSON Schema compiled to GBNF.
+enum class GrammarMode : uint8_t { NONE, GBNF, JSON_SCHEMA };
+
 // llama.cpp's --samplers names of the stages the chain runs in order (aliases such as "top-k",
 // "typical", "temp" are accepted by parse_sampler_sequence and stored in this canonical form).
 std::vector<std::string> default_sampler_sequence();
@@ -49,6 +52,11 @@ struct SamplingParams {
     // GBNF grammar (llama.cpp's format, matching starts at `root`) the reply must follow; "" = off.
     // A JSON Schema is turned into one by json_schema_to_gbnf.
     std::string grammar;
+    // What the user wrote, as written, so settings, presets and conversations give the editor back
+    // its text: the mode and the GBNF or JSON Schema text (kept even when it does not compile, or
+    // while the mode is NONE). The engine reads only `grammar`, which is the last text that compiled.
+    GrammarMode grammar_mode = GrammarMode::NONE;
+    std::string grammar_source;
 
     static constexpr uint64_t kRandomSeed = 0xFFFFFFFFu;
     bool is_greedy() const { return temperature <= 0.0f; }

@@ -1,7 +1,9 @@
 #include "sampling/trace_file.h"
 
 #include <algorithm>
+#include <cerrno>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <limits>
 #include <nlohmann/json.hpp>
@@ -113,6 +115,23 @@ std::vector<std::string> strings_member(const json& obj, const char* key, const 
     return out;
 }
 
+// A 64-bit seed: the number, or, when the file has it, the decimal string beside it ("<key>_text"),
+// which a tool that holds JSON numbers as doubles (JavaScript, QJsonDocument) keeps exact where it
+// rounds the number above 2^53. Files written before the string was added have only the number.
+uint64_t read_seed(const json& obj, const char* key, const std::string& where) {
+    const std::string text_key = std::string(key) + "_text";
+    auto it = obj.find(text_key);
+    if (it == obj.end()) return int_member<uint64_t>(obj, key, where);
+    const std::string s = it->is_string() ? it->get<std::string>() : std::string();
+    errno = 0;
+    char* end = nullptr;
+    const unsigned long long v = s.empty() || s[0] == '-' ? 0 : std::strtoull(s.c_str(), &end, 10);
+    if (s.empty() || s[0] == '-' || errno == ERANGE || end != s.c_str() + s.size())
+        throw Error("trace file: " + key_path(where, text_key.c_str()) + " must be a decimal 64-bit seed, got " +
+                    describe(*it));
+    return uint64_t(v);
+}
+
 float read_float(const json& obj, const char* key, const std::string& where) {
     return static_cast<float>(read_number(member(obj, key, where), key_path(where, key)));
 }
@@ -142,7 +161,8 @@ json params_json(const SamplingParams& p) {
             {"min_p", number(p.min_p)}, {"typical_p", number(p.typical_p)},
             {"repeat_penalty", number(p.repeat_penalty)}, {"repeat_last_n", p.repeat_last_n},
             {"frequency_penalty", number(p.frequency_penalty)}, {"presence_penalty", number(p.presence_penalty)},
-            {"seed", p.seed}, {"max_tokens", p.max_tokens}, {"stop", utf8_texts(p.stop, "params.stop")}, {"ignore_eos", p.ignore_eos},
+            {"seed", p.seed}, {"seed_text", std::to_string(p.seed)}, {"max_tokens", p.max_tokens},
+            {"stop", utf8_texts(p.stop, "params.stop")}, {"ignore_eos", p.ignore_eos},
             {"samplers", utf8_texts(p.samplers, "params.samplers")}, {"logit_bias", bias}, {"xtc_probability", number(p.xtc_probability)},
             {"xtc_threshold", number(p.xtc_threshold)}, {"top_n_sigma", number(p.top_n_sigma)},
             {"mirostat", p.mirostat}, {"mirostat_tau", number(p.mirostat_tau)},
@@ -164,7 +184,7 @@ SamplingParams read_params(const json& j) {
     p.repeat_last_n = int_member<int32_t>(j, "repeat_last_n", w);
     p.frequency_penalty = read_float(j, "frequency_penalty", w);
     p.presence_penalty = read_float(j, "presence_penalty", w);
-    p.seed = int_member<uint64_t>(j, "seed", w);
+    p.seed = read_seed(j, "seed", w);
     p.max_tokens = int_member<int32_t>(j, "max_tokens", w);
     p.stop = strings_member(j, "stop", w);
     p.ignore_eos = bool_member(j, "ignore_eos", w);
@@ -281,7 +301,8 @@ std::string write_trace_json(const GenerationTrace& t) {
     }
     json j = {{"format", kTraceFormat}, {"version", kTraceVersion}, {"model_sha256", utf8_text(t.model_sha256, "model_sha256")},
               {"backend", utf8_text(t.backend, "backend")}, {"params", params_json(t.params)}, {"seed_in_use", t.seed_in_use},
-              {"trace_candidates", t.trace_candidates}, {"prompt", t.prompt}, {"steps", steps}};
+              {"seed_in_use_text", std::to_string(t.seed_in_use)}, {"trace_candidates", t.trace_candidates},
+              {"prompt", t.prompt}, {"prompt_cached", t.prompt_cached}, {"steps", steps}};
     if (t.engine.recorded) j["engine"] = engine_json(t.engine);
     return j.dump();
 }
@@ -304,12 +325,15 @@ GenerationTrace read_trace_json(const std::string& text) {
     t.backend = string_member(j, "backend", "the file");
     t.engine = read_engine(j);
     t.params = read_params(member(j, "params", "the file"));
-    t.seed_in_use = int_member<uint64_t>(j, "seed_in_use", "the file");
+    t.seed_in_use = read_seed(j, "seed_in_use", "the file");
     if (j.contains("trace_candidates"))
         t.trace_candidates = read_int<int32_t>(j["trace_candidates"], "trace_candidates", 1, 1 << 20);
     const json& prompt = array_member(j, "prompt", "the file");
     for (size_t i = 0; i < prompt.size(); ++i)
         t.prompt.push_back(read_int<int32_t>(prompt[i], "prompt[" + std::to_string(i) + "]", 0));
+    // Optional: files written before it was recorded prefilled their whole prompt (the CLI always does).
+    if (j.contains("prompt_cached"))
+        t.prompt_cached = read_int<int32_t>(j["prompt_cached"], "prompt_cached", 0, int32_t(t.prompt.size()));
     const json& steps = array_member(j, "steps", "the file");
     for (size_t i = 0; i < steps.size(); ++i) {
         const std::string w = "steps[" + std::to_string(i) + "]";
@@ -321,6 +345,13 @@ GenerationTrace read_trace_json(const std::string& text) {
         t.steps.push_back(std::move(s));
     }
     return t;
+}
+
+int32_t replay_trace_candidates(const GenerationTrace& t) {
+    size_t most = size_t(std::max(t.trace_candidates, 1));
+    for (const TraceStep& s : t.steps)
+        for (const SamplerStageTrace& st : s.stages) most = std::max(most, st.top_after.size());
+    return int32_t(std::min<size_t>(most, 1 << 20));
 }
 
 TraceDivergence compare_traces(const GenerationTrace& a, const GenerationTrace& b) {

@@ -39,6 +39,10 @@ struct GenerationTrace {
     int32_t trace_candidates = kDefaultTraceCandidates;
     uint64_t seed_in_use = 0;  // the seed the chain drew with (params.seed may be kRandomSeed)
     std::vector<int32_t> prompt;
+    // Leading prompt positions the recording session had cached from an earlier turn (0 = the whole
+    // prompt was prefilled). Their keys and values were computed one token at a time while that turn
+    // was generated, where a replay prefills them: the logits can differ a little.
+    int32_t prompt_cached = 0;
     std::vector<TraceStep> steps;
 };
 
@@ -68,5 +72,11 @@ struct TraceDivergence {
 // Compares the prompts, then step by step the stage records (name, n_before, n_after, threshold,
 // p_cutoff, the surviving candidates' ids, logits and p, bit for bit) and the drawn token.
 TraceDivergence compare_traces(const GenerationTrace& a, const GenerationTrace& b);
+
+// The candidates per stage record a replay must ask for (CaptureSpec::trace_candidates) to record
+// what the file's stages did: its trace_candidates, or more when its records are longer (a file that
+// did not say, from an exporter that kept more than the default). Asking for the longest record is
+// enough: a stage that kept fewer survivors than the recording's count recorded all of them.
+int32_t replay_trace_candidates(const GenerationTrace& t);
 
 }  // namespace wb

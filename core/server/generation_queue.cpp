@@ -144,11 +144,14 @@ void GenerationQueue::work(Slot& slot) {
             JobObserver observer(*job);
             r = slot.session->generate(job->prompt, LiveSamplingParams(job->params), &observer);
         }
-        if (on_done_) on_done_(*job, r);
+        // Out of the busy sessions before it is counted (a scrape that shows it counted shows the
+        // session free, see Metrics), counted before its client is answered (a client that reads
+        // /metrics after its reply finds it there).
         {
             std::lock_guard<std::mutex> lock(mutex_);
             running_.erase(std::find(running_.begin(), running_.end(), job));
         }
+        if (on_done_) on_done_(*job, r);
         job->finish(std::move(r));
     }
 }

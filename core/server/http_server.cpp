@@ -167,8 +167,9 @@ void HttpServer::routes() {
         res.set_content("{\"status\":\"ok\"}", "application/json");
     });
     s.Get("/metrics", [this](const httplib::Request&, httplib::Response& res) {
-        const MetricsSnapshotGauges g{queue_->waiting(), queue_->busy(), queue_->sessions(), queue_->capacity()};
-        res.set_content(metrics_.prometheus_text(g), "text/plain; version=0.0.4");
+        res.set_content(metrics_.prometheus_text([this] {
+            return MetricsSnapshotGauges{queue_->waiting(), queue_->busy(), queue_->sessions(), queue_->capacity()};
+        }), "text/plain; version=0.0.4");
     });
     for (const char* path : {"/v1/models", "/models"})
         s.Get(path, [this](const httplib::Request&, httplib::Response& res) {

@@ -6,20 +6,20 @@ namespace wb::server {
 
 void Metrics::count_request(int status) {
     std::lock_guard<std::mutex> lock(mutex_);
-    ++requests_[status];
+    ++c_.requests[status];
 }
 
 void Metrics::count_generation(int32_t prompt_tokens, int32_t completion_tokens, double prefill_ms, double decode_ms,
                                int32_t decoded, bool cancelled) {
     std::lock_guard<std::mutex> lock(mutex_);
-    ++generations_;
-    if (cancelled) ++cancelled_;
-    prompt_tokens_ += uint64_t(prompt_tokens);
-    completion_tokens_ += uint64_t(completion_tokens);
-    prefill_seconds_ += prefill_ms / 1000.0;
-    decode_seconds_ += decode_ms / 1000.0;
-    decoded_ += uint64_t(decoded);
-    if (decode_ms > 0 && decoded > 0) last_decode_tps_ = 1000.0 * decoded / decode_ms;
+    ++c_.generations;
+    if (cancelled) ++c_.cancelled;
+    c_.prompt_tokens += uint64_t(prompt_tokens);
+    c_.completion_tokens += uint64_t(completion_tokens);
+    c_.prefill_seconds += prefill_ms / 1000.0;
+    c_.decode_seconds += decode_ms / 1000.0;
+    c_.decoded += uint64_t(decoded);
+    if (decode_ms > 0 && decoded > 0) c_.last_decode_tps = 1000.0 * decoded / decode_ms;
 }
 
 namespace {
@@ -32,25 +32,30 @@ void metric(std::string& out, const char* name, const char* type, const char* he
 
 }  // namespace
 
-std::string Metrics::prometheus_text(const MetricsSnapshotGauges& g) const {
-    std::lock_guard<std::mutex> lock(mutex_);
+std::string Metrics::prometheus_text(const std::function<MetricsSnapshotGauges()>& gauges) const {
+    Counters c;
+    {
+        std::lock_guard<std::mutex> lock(mutex_);
+        c = c_;
+    }
+    const MetricsSnapshotGauges g = gauges();
     std::string out = "# HELP whitebox_requests_total HTTP requests answered, by status code.\n"
                       "# TYPE whitebox_requests_total counter\n";
-    for (const auto& [status, n] : requests_)
+    for (const auto& [status, n] : c.requests)
         out += "whitebox_requests_total{code=\"" + std::to_string(status) + "\"} " + std::to_string(n) + "\n";
     metric(out, "whitebox_generations_total", "counter", "Generations run (or dropped) by the sessions.",
-           double(generations_));
+           double(c.generations));
     metric(out, "whitebox_generations_cancelled_total", "counter",
-           "Generations ended early because their client disconnected.", double(cancelled_));
+           "Generations ended early because their client disconnected.", double(c.cancelled));
     metric(out, "whitebox_prompt_tokens_total", "counter", "Prompt tokens of finished generations.",
-           double(prompt_tokens_));
-    metric(out, "whitebox_completion_tokens_total", "counter", "Tokens generated.", double(completion_tokens_));
-    metric(out, "whitebox_prefill_seconds_total", "counter", "Time spent on prompts.", prefill_seconds_);
-    metric(out, "whitebox_decode_seconds_total", "counter", "Time spent generating tokens.", decode_seconds_);
+           double(c.prompt_tokens));
+    metric(out, "whitebox_completion_tokens_total", "counter", "Tokens generated.", double(c.completion_tokens));
+    metric(out, "whitebox_prefill_seconds_total", "counter", "Time spent on prompts.", c.prefill_seconds);
+    metric(out, "whitebox_decode_seconds_total", "counter", "Time spent generating tokens.", c.decode_seconds);
     metric(out, "whitebox_decode_tokens_per_second", "gauge", "Decode speed of the last finished generation.",
-           last_decode_tps_);
+           c.last_decode_tps);
     metric(out, "whitebox_decode_tokens_per_second_average", "gauge", "Decode speed over all generations.",
-           decode_seconds_ > 0 ? double(decoded_) / decode_seconds_ : 0.0);
+           c.decode_seconds > 0 ? double(c.decoded) / c.decode_seconds : 0.0);
     metric(out, "whitebox_queue_waiting", "gauge", "Requests waiting for a session.", g.waiting);
     metric(out, "whitebox_queue_capacity", "gauge", "Requests that may wait before 429.", g.capacity);
     metric(out, "whitebox_sessions_busy", "gauge", "Sessions generating now.", g.busy);

@@ -1,7 +1,9 @@
 // Sampling panel: every knob reaches the live parameters the worker hands to the session; presets;
 // the candidate chart draws the given probabilities and marks the cut-offs.
+#include <algorithm>
 #include <cmath>
 
+#include <QApplication>
 #include <QCheckBox>
 #include <QComboBox>
 #include <QDoubleSpinBox>
@@ -28,6 +30,7 @@
 #include "sampling/sampler.h"
 #include "sampling_presets.h"
 #include "seed_edit.h"
+#include "theme.h"
 
 namespace {
 
@@ -37,6 +40,16 @@ bool grammarMatches(const std::string& gbnf, const std::string& text) {
     if (!m.allows(text)) return false;
     m.accept(text);
     return m.complete();
+}
+
+// WCAG 2's contrast ratio of two colours (4.5 is its minimum for body text).
+double contrastRatio(const QColor& a, const QColor& b) {
+    const auto luminance = [](const QColor& c) {
+        const auto channel = [](double v) { return v <= 0.03928 ? v / 12.92 : std::pow((v + 0.055) / 1.055, 2.4); };
+        return 0.2126 * channel(c.redF()) + 0.7152 * channel(c.greenF()) + 0.0722 * channel(c.blueF());
+    };
+    const double la = luminance(a), lb = luminance(b);
+    return (std::max(la, lb) + 0.05) / (std::min(la, lb) + 0.05);
 }
 
 }  // namespace
@@ -181,8 +194,11 @@ private Q_SLOTS:
         g->editor()->setPlainText(R"(root ::= ("yes" | "no")");
         QVERIFY(!g->errorLabel()->isHidden());
         QVERIFY2(g->errorLabel()->text().contains("line 1, column 10"), qPrintable(g->errorLabel()->text()));
+        QVERIFY2(g->errorLabel()->text().contains("the last valid grammar stays in force"), qPrintable(g->errorLabel()->text()));
         QCOMPARE(live(), yesNo);
-        QCOMPARE(changed.count(), 0);
+        // The text is passed on to be kept (settings, the conversation), not applied.
+        QCOMPARE(changed.count(), 1);
+        QCOMPARE(controller.worker()->samplingParams().grammar_source, std::string(R"(root ::= ("yes" | "no")"));
 
         g->loadExample(g->exampleBox()->findText("List of strings"));
         QCOMPARE(g->mode(), GrammarControls::Mode::JSON_SCHEMA);
@@ -238,6 +254,118 @@ private Q_SLOTS:
         QJsonObject broken = samplingToJson(q);
         broken["grammar"] = "root ::= (";
         QVERIFY(samplingFromJson(broken).grammar.empty());
+    }
+
+    // What the user wrote is kept as written: the mode and the text, one that does not compile too,
+    // go through the file format (settings, presets, conversations) and back into an editor exactly,
+    // with the error shown and the last valid grammar in force; None keeps the text; a file from
+    // before the text was kept shows its GBNF.
+    void grammarTextIsKeptAsTyped() {
+        SamplingPanel panel;
+        GrammarControls* g = panel.grammarControls();
+        g->loadExample(g->exampleBox()->findText("JSON object (name, age)"));
+        const wb::SamplingParams valid = panel.params();
+        QCOMPARE(valid.grammar_mode, wb::GrammarMode::JSON_SCHEMA);
+        QCOMPARE(QString::fromStdString(valid.grammar_source), g->editor()->toPlainText());
+        QVERIFY(grammarMatches(valid.grammar, R"({"name": "Ada", "age": 36})"));
+        const QString broken = g->editor()->toPlainText() + ",";
+        g->editor()->setPlainText(broken);
+        const wb::SamplingParams typed = panel.params();
+        QCOMPARE(typed.grammar_source, broken.toStdString());
+        QCOMPARE(typed.grammar, valid.grammar);
+
+        const wb::SamplingParams back = samplingFromJson(samplingToJson(typed));
+        QCOMPARE(back.grammar_mode, wb::GrammarMode::JSON_SCHEMA);
+        QCOMPARE(back.grammar_source, typed.grammar_source);
+        QCOMPARE(back.grammar, valid.grammar);
+        SamplingPanel other;
+        GrammarControls* h = other.grammarControls();
+        QSignalSpy changed(&other, &SamplingPanel::paramsChanged);
+        other.setParams(back);
+        QCOMPARE(changed.count(), 0);
+        QCOMPARE(h->mode(), wb::GrammarMode::JSON_SCHEMA);
+        QCOMPARE(h->editor()->toPlainText(), broken);
+        QVERIFY2(!h->errorLabel()->isHidden() && h->errorLabel()->text().contains("not valid JSON"),
+                 qPrintable(h->errorLabel()->text()));
+        QCOMPARE(other.params().grammar, valid.grammar);
+
+        g->modeBox()->setCurrentIndex(g->modeBox()->findData(int(wb::GrammarMode::NONE)));
+        const wb::SamplingParams none = samplingFromJson(samplingToJson(panel.params()));
+        QCOMPARE(none.grammar_mode, wb::GrammarMode::NONE);
+        QVERIFY(none.grammar.empty());
+        QCOMPARE(none.grammar_source, broken.toStdString());
+        other.setParams(none);
+        QVERIFY(h->editor()->isHidden() && h->errorLabel()->isHidden());
+        QCOMPARE(h->editor()->toPlainText(), broken);
+        QVERIFY(other.params().grammar.empty());
+
+        QJsonObject old = samplingToJson(valid);
+        old.remove("grammar_mode");
+        old.remove("grammar_source");
+        const wb::SamplingParams fromOld = samplingFromJson(old);
+        QCOMPARE(fromOld.grammar_mode, wb::GrammarMode::GBNF);
+        QCOMPARE(fromOld.grammar_source, valid.grammar);
+        QCOMPARE(fromOld.grammar, valid.grammar);
+        old.remove("grammar");
+        const wb::SamplingParams none_old = samplingFromJson(old);
+        QVERIFY(none_old.grammar_mode == wb::GrammarMode::NONE && none_old.grammar_source.empty() && none_old.grammar.empty());
+    }
+
+    // A user preset saved with a grammar brings back its mode and text; one without (a built-in
+    // preset) leaves the user's as they are.
+    void presetsKeepTheGrammarText() {
+        SamplingPanel panel;
+        GrammarControls* g = panel.grammarControls();
+        g->setSource(GrammarControls::Mode::GBNF, R"(root ::= "a"+)");
+        panel.saveUserPreset("with a grammar");
+        const QString schema = "{\"type\": \"array\"}";
+        g->setSource(GrammarControls::Mode::JSON_SCHEMA, schema);
+        panel.applyPreset("Precise");
+        QCOMPARE(g->mode(), GrammarControls::Mode::JSON_SCHEMA);
+        QCOMPARE(g->editor()->toPlainText(), schema);
+        QCOMPARE(panel.params().grammar_source, schema.toStdString());
+        QVERIFY(grammarMatches(panel.params().grammar, "[1, 2]"));
+        panel.applyPreset("with a grammar");
+        QCOMPARE(g->mode(), GrammarControls::Mode::GBNF);
+        QCOMPARE(g->editor()->toPlainText(), QString(R"(root ::= "a"+)"));
+        QCOMPARE(panel.params().grammar, std::string(R"(root ::= "a"+)"));
+    }
+
+    // A grammar that can never finish, or a schema no finite value satisfies, shows its error in the
+    // editor (the rule, its line) and is not applied.
+    void endlessGrammarIsShownNotApplied() {
+        SamplingPanel panel;
+        GrammarControls* g = panel.grammarControls();
+        g->setSource(GrammarControls::Mode::GBNF, "root ::= a\na ::= \"x\" a");
+        QVERIFY2(!g->errorLabel()->isHidden() &&
+                     g->errorLabel()->text().contains("grammar line 2, column 1: rule 'a' can never finish") &&
+                     g->errorLabel()->text().contains("no grammar is in force"),
+                 qPrintable(g->errorLabel()->text()));
+        QVERIFY(panel.params().grammar.empty());
+        // (A plain literal: moc misreads a raw string holding "#".)
+        g->setSource(GrammarControls::Mode::JSON_SCHEMA,
+                     "{\"type\": \"object\", \"properties\": {\"next\": {\"$ref\": \"#\"}}, \"required\": [\"next\"]}");
+        QVERIFY2(g->errorLabel()->text().contains("JSON Schema at #: no finite JSON value is valid against it"),
+                 qPrintable(g->errorLabel()->text()));
+        QVERIFY(panel.params().grammar.empty());
+    }
+
+    // The error text takes the theme's red when the theme changes after the panel was built (as the
+    // main window's is, before the saved theme is applied), readable on the window in both themes.
+    void grammarErrorIsReadableInBothThemes() {
+        Theme::apply(ThemeMode::Light);
+        SamplingPanel panel;
+        GrammarControls* g = panel.grammarControls();
+        g->setSource(GrammarControls::Mode::GBNF, "root ::= (");
+        for (ThemeMode mode : {ThemeMode::Dark, ThemeMode::Light}) {
+            Theme::apply(mode);
+            const QColor text = g->errorLabel()->palette().color(QPalette::WindowText);
+            const QColor window = QApplication::palette().color(QPalette::Window);
+            QCOMPARE(text, Theme::color(Theme::Role::Error));
+            QVERIFY2(contrastRatio(text, window) >= 4.5,
+                     qPrintable(QString("%1 on %2: %3").arg(text.name(), window.name()).arg(contrastRatio(text, window))));
+        }
+        Theme::apply(ThemeMode::System);
     }
 
     void sliderAndSpinBoxStayInStep() {

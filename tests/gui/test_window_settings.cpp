@@ -18,6 +18,7 @@
 #include "attention_panel.h"
 #include "chat_controller.h"
 #include "chat_panel.h"
+#include "grammar_controls.h"
 #include "gui_test_support.h"
 #include "load_options_menu.h"
 #include "main_window.h"
@@ -32,6 +33,7 @@
 #include <QListWidget>
 #include <QPushButton>
 #include "seed_edit.h"
+#include "theme.h"
 
 #include <QDoubleSpinBox>
 
@@ -162,6 +164,36 @@ private Q_SLOTS:
         QVERIFY(!startAndWait(w).path.isEmpty());
         QCOMPARE(w.controller()->worker()->samplingParams().logit_bias.size(), biases.size());
         QCOMPARE(w.samplingPanel()->chainControls()->order(), p.samplers);
+    }
+
+    // The grammar's mode and text come back into the editor exactly, a text that did not compile
+    // included (with its error, the last valid grammar in force); the panel is built before the saved
+    // dark theme is applied, and its error text still takes the dark theme's red.
+    void grammarTextSurvivesARestart() {
+        const QString broken = "{\"type\": \"array\", \"items\": {\"type\": \"string\"}";  // one brace short
+        std::string inForce;
+        {
+            MainWindow w;
+            w.setTheme(ThemeMode::Dark);
+            GrammarControls* g = w.samplingPanel()->grammarControls();
+            g->loadExample(g->exampleBox()->findText("List of strings"));
+            inForce = w.controller()->worker()->samplingParams().grammar;
+            QVERIFY(!inForce.empty());
+            g->editor()->setPlainText(broken);
+            QVERIFY(!g->errorLabel()->isHidden());
+            w.close();
+        }
+        Theme::apply(ThemeMode::Light);  // as at start-up, where the panels are built before the saved theme applies
+        MainWindow w;
+        GrammarControls* g = w.samplingPanel()->grammarControls();
+        QCOMPARE(g->mode(), GrammarControls::Mode::JSON_SCHEMA);
+        QCOMPARE(g->editor()->toPlainText(), broken);
+        QVERIFY2(!g->errorLabel()->isHidden() && g->errorLabel()->text().contains("not valid JSON"),
+                 qPrintable(g->errorLabel()->text()));
+        QCOMPARE(w.controller()->worker()->samplingParams().grammar, inForce);
+        QVERIFY(Theme::isDark());
+        QCOMPARE(g->errorLabel()->palette().color(QPalette::WindowText), Theme::color(Theme::Role::Error));
+        w.setTheme(ThemeMode::System);
     }
 
     void defaultThreadsAreAllCores() {

@@ -169,6 +169,60 @@ private Q_SLOTS:
         QVERIFY2(lines[0].contains(needle.toUtf8()), lines[0].constData());
     }
 
+    // A grammar that can never finish, from a file, and a schema no finite value satisfies are refused
+    // before any generation: one line naming the rule (or the place in the schema), exit 1, no reply.
+    void endlessGrammarIsOneLineBeforeLoading() {
+        QTemporaryDir dir;
+        const QString gbnf = write_file(dir, "endless.gbnf", "root ::= a\na ::= \"x\" a\n");
+        const QString schema = write_file(dir, "endless.json",
+                                          "{\"type\":\"object\",\"properties\":{\"next\":{\"$ref\":\"#\"}},"
+                                          "\"required\":[\"next\"]}");  // (moc misreads a raw string holding "#")
+        const QList<std::pair<QStringList, QByteArray>> cases = {
+            {{"generate", "-m", model(), "-p", "x", "--grammar-file", gbnf},
+             "--grammar-file: grammar line 2, column 1: rule 'a' can never finish"},
+            {{"chat", "-m", model(), "--json-schema", schema},
+             "--json-schema: JSON Schema at #: no finite JSON value is valid against it"},
+        };
+        for (const auto& [args, needle] : cases) {
+            const Run r = run_cli(args);
+            QCOMPARE(r.exit_code, 1);
+            const QList<QByteArray> lines = r.err.trimmed().split('\n');
+            QCOMPARE(lines.size(), 1);
+            QVERIFY2(lines[0].contains(needle), lines[0].constData());
+            QVERIFY2(r.out.isEmpty(), r.out.constData());
+        }
+    }
+
+    // The flags end to end on the model: --json-schema FILE holds the reply to a JSON document of the
+    // schema (parsed and checked here), --grammar-file to the GBNF's language, each ended by EOS.
+    void schemaAndGrammarFileHoldTheReply() {
+        QTemporaryDir dir;
+        const QString schema = write_file(dir, "person.json",
+                                          R"({"type": "object", "properties": {"name": {"type": "string", )"
+                                          R"("minLength": 1, "maxLength": 12}, "age": {"type": "integer"}}, )"
+                                          R"("required": ["name", "age"]})");
+        const QString gbnf = write_file(dir, "answer.gbnf", "root ::= (\"yes\" | \"no\") \".\"\n");
+        const QStringList base{"generate", "-m", model(), "--chat", "-n", "64", "--temp", "0", "--backend", "cpu", "--json"};
+        const Run r = run_cli(base + QStringList{"-p", "Describe a person as JSON.", "--json-schema", schema});
+        QVERIFY2(r.exit_code == 0, r.err.constData());
+        const QJsonObject o = json_of(r);
+        QCOMPARE(o["stop_reason"].toString(), QString("eos"));
+        QJsonParseError error;
+        const QJsonDocument doc = QJsonDocument::fromJson(o["text"].toString().toUtf8(), &error);
+        QVERIFY2(error.error == QJsonParseError::NoError && doc.isObject(), qPrintable(o["text"].toString()));
+        const QJsonObject person = doc.object();
+        QCOMPARE(person.keys(), (QStringList{"age", "name"}));
+        const QString name = person["name"].toString();
+        QVERIFY2(person["name"].isString() && !name.isEmpty() && name.size() <= 12, qPrintable(o["text"].toString()));
+        QVERIFY2(person["age"].isDouble() && person["age"].toDouble() == std::floor(person["age"].toDouble()),
+                 qPrintable(o["text"].toString()));
+        const Run yes_no = run_cli(base + QStringList{"-p", "Is the sky blue?", "--grammar-file", gbnf});
+        QVERIFY2(yes_no.exit_code == 0, yes_no.err.constData());
+        const QJsonObject a = json_of(yes_no);
+        QCOMPARE(a["stop_reason"].toString(), QString("eos"));
+        QVERIFY2(a["text"].toString() == "yes." || a["text"].toString() == "no.", qPrintable(a["text"].toString()));
+    }
+
     // --context-policy: stop ends a reply at the full context; shift goes on past it, dropping tokens.
     void contextPolicyShiftGoesOnPastTheContext() {
         const QStringList common{"generate", "-m", model(), "--backend", "cpu", "--ctx", "64", "-n", "120",
@@ -180,6 +234,23 @@ private Q_SLOTS:
         QVERIFY2(shift.exit_code == 0, shift.err.constData());
         QVERIFY2(shift.err.contains("120 generated") && shift.err.contains("stop: max_tokens"), shift.err.constData());
         QVERIFY2(shift.err.contains("tokens dropped after the first 4"), shift.err.constData());
+    }
+
+    // chat on the local engine (the loop of app/cli/chat_repl, shared with --remote; test_chat_repl
+    // checks what each turn is sent): a greedy turn, /reset, the same turn again with the same reply,
+    // and /exit ending the chat with a line left unread.
+    void chatTurnsResetAndExit() {
+        QProcess p;
+        p.start(WB_CLI_PATH, {"chat", "-m", model(), "--backend", "cpu", "--temp", "0", "-n", "12", "--system", "Be brief."});
+        p.write("Name a color.\n/reset\nName a color.\n/exit\nName a fruit.\n");
+        p.closeWriteChannel();
+        QVERIFY(p.waitForFinished(300000));
+        QCOMPARE(p.exitCode(), 0);
+        const QString out = QString::fromUtf8(p.readAllStandardOutput());
+        const QStringList turns = out.split("\n> ");
+        // "", reply 1, "(conversation cleared)", reply 2, "" (the prompt /exit answered), nothing more.
+        QVERIFY2(turns.size() == 5 && turns[2] == "(conversation cleared)\n" && turns[4] == "\n", qPrintable(out));
+        QVERIFY2(!turns[1].trimmed().isEmpty() && turns[1] == turns[3], qPrintable(out));
     }
 
     void truncatedModelIsRejectedClearly() {

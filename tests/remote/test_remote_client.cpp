@@ -10,45 +10,23 @@
 #include <cmath>
 #include <cstdio>
 #include <functional>
+#include <mutex>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <thread>
+#include <type_traits>
 #include <vector>
 
 #include "remote/openai_client.h"
+#include "remote_test_support.h"
 
 using namespace wb;
 using namespace wb::remote;
 using nlohmann::json;
 using Clock = std::chrono::steady_clock;
+using namespace wb_remote_test;
 
 namespace {
-
-int g_failures = 0;
-
-void report(bool ok, const std::string& what) {
-    std::printf("%s %s\n", ok ? "PASS" : "FAIL", what.c_str());
-    if (!ok) ++g_failures;
-}
-
-// An httplib server on a free loopback port, serving on its own thread until destroyed.
-struct FakeServer {
-    httplib::Server http;
-    int port = 0;
-    std::thread thread;
-
-    void start() {
-        port = http.bind_to_any_port("127.0.0.1");
-        thread = std::thread([this] { http.listen_after_bind(); });
-        // stop() before the loop runs would not end it: the destructor would wait for ever.
-        while (!http.is_running()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
-    }
-    ~FakeServer() {
-        http.stop();
-        if (thread.joinable()) thread.join();
-    }
-    std::string url(const std::string& path = "") const { return "http://127.0.0.1:" + std::to_string(port) + path; }
-};
 
 std::string chunk(const std::string& text) {
     return "data: " + json{{"model", "fake"}, {"choices", json::array({{{"index", 0}, {"delta", {{"content", text}}}}})}}.dump() +
@@ -72,22 +50,6 @@ RemoteRequest hello() {
     RemoteRequest r;
     r.messages = {{"user", "hi"}};
     return r;
-}
-
-// Runs f; the RemoteError it throws (kind BAD_URL and message "none" when it throws none).
-RemoteError error_of(const std::function<void()>& f) {
-    try {
-        f();
-    } catch (const RemoteError& e) {
-        return e;
-    }
-    return RemoteError(RemoteErrorKind::BAD_URL, "none");
-}
-
-bool has(const RemoteError& e, const std::string& part) { return std::string(e.what()).find(part) != std::string::npos; }
-
-void expect(const std::string& what, const RemoteError& e, RemoteErrorKind kind, const std::string& part) {
-    report(e.kind() == kind && has(e, part), what + ": " + e.what());
 }
 
 void good_stream() {
@@ -145,13 +107,47 @@ void base_urls() {
            "models() lists the ids");
 }
 
+// Each malformed URL is refused with its own reason (the message names the URL, except one that
+// carries a password, which is not echoed).
 void bad_urls() {
-    for (const char* url : {"127.0.0.1:8080", "ftp://host", "http://", "http://host:99999", "http://host/v1?x=1",
-                            "http://ho st", "http://host:8\xC3\xA9"}) {
+    const std::pair<const char*, const char*> cases[] = {
+        {"127.0.0.1:8080", "has no scheme"},
+        {"ftp://host", "is not http or https"},
+        {"http://", "has no host"},
+        {"http:///v1", "has no host"},
+        {"http://:8080", "has no host"},
+        {"http://host:", "has an invalid port ''"},
+        {"http://host:0", "has an invalid port '0'"},
+        {"http://host:99999", "has an invalid port '99999'"},
+        {"http://host:123456", "has an invalid port '123456'"},
+        {"http://host:80a", "has an invalid port '80a'"},
+        {"http://host:8\xC3\xA9", "has an invalid port '8\xC3\xA9'"},
+        {"http://host/v1?x=1", "has a query or fragment"},
+        {"http://host/v1#top", "has a query or fragment"},
+        {"http://ho st", "contains spaces or control characters"},
+        {"http://host\t:8080", "contains spaces or control characters"},
+    };
+    for (const auto& [url, reason] : cases) {
         RemoteOptions o;
         o.base_url = url;
-        const RemoteError e = error_of([&] { OpenAiClient{o}; });
-        report(e.kind() == RemoteErrorKind::BAD_URL && has(e, url), "bad URL '" + std::string(url) + "': " + e.what());
+        const auto e = error_of([&] { OpenAiClient{o}; });
+        report(e && e->kind() == RemoteErrorKind::BAD_URL && has(e, std::string("'") + url + "' " + reason),
+               "bad URL '" + std::string(url) + "' " + reason + ": " + what_of(e));
+    }
+    for (const char* url : {"http://user:s3cret@host:8080", "http://s3cret@host", "https://user:s3cret@[::1]:443/v1"}) {
+        RemoteOptions o;
+        o.base_url = url;
+        const auto e = error_of([&] { OpenAiClient{o}; });
+        report(e && e->kind() == RemoteErrorKind::BAD_URL && has(e, "carries a user name or password") &&
+                   has(e, "--api-key") && !has(e, "s3cret"),
+               "a URL with credentials is refused without echoing them: " + what_of(e));
+    }
+    // The good shapes beside them: each is accepted (no error at all).
+    for (const char* url : {"http://host", "HTTPS://host:1/", "http://[::1]:8080/v1", "http://host:65535/api/v1"}) {
+        RemoteOptions o;
+        o.base_url = url;
+        const auto e = error_of([&] { OpenAiClient{o}; });
+        report(!e, "the URL '" + std::string(url) + "' is accepted " + what_of(e));
     }
 }
 
@@ -187,6 +183,70 @@ void models_asked_once() {
     for (int turn = 0; turn < 3; ++turn) client.complete(hello(), [](auto&) {});
     report(lists == 1 && models == "listed-first listed-first listed-first ",
            "three requests without a model: " + std::to_string(lists.load()) + " GET /v1/models, models sent: " + models);
+}
+
+// One client shared by reference: copying it (and its model cache with its lock) does not compile.
+static_assert(!std::is_copy_constructible_v<OpenAiClient> && !std::is_copy_assignable_v<OpenAiClient>,
+              "OpenAiClient is shared by reference, never copied");
+
+// A server whose model changes while a client keeps its first answer (Ollama, LM Studio and
+// llama-swap swap models): the listed name it kept gets 404, the list is asked again and the
+// request goes once more with the new first model. A model the options name is not replaced, and a
+// 404 with the list unchanged is not retried in a loop.
+void model_changes_on_the_server() {
+    FakeServer s;
+    std::mutex m;
+    std::string served = "first", sent;
+    std::atomic<int> lists{0};
+    s.http.Post("/v1/chat/completions", [&](const httplib::Request& req, httplib::Response& res) {
+        std::lock_guard<std::mutex> lock(m);
+        const std::string model = json::parse(req.body).value("model", "(none)");
+        sent += model + " ";
+        if (model != served) {
+            res.status = 404;
+            res.set_content(json{{"error", {{"message", "model '" + model + "' not found"}, {"code", "model_not_found"}}}}
+                                .dump(), "application/json");
+            return;
+        }
+        res.set_content(kStream, "text/event-stream");
+    });
+    s.http.Get("/v1/models", [&](const httplib::Request&, httplib::Response& res) {
+        std::lock_guard<std::mutex> lock(m);
+        ++lists;
+        // "gone" is a server that 404s every model, its list included the one it refuses.
+        const json entry = {{"id", served == "gone" ? "second" : served}};
+        res.set_content(json{{"object", "list"}, {"data", json::array({entry})}}.dump(), "application/json");
+    });
+    s.start();
+    RemoteOptions o = options_for(s);
+    o.model.clear();
+    const OpenAiClient client(o);
+    const auto serve = [&](const std::string& model) {
+        std::lock_guard<std::mutex> lock(m);
+        served = model;
+        sent.clear();
+    };
+    std::string text = client.complete(hello(), [](auto&) {}).text;
+    serve("second");
+    const auto changed = error_of([&] { text += "|" + client.complete(hello(), [](auto&) {}).text; });
+    report(!changed && text == "Hello|Hello" && sent == "first second " && lists == 2,
+           "the server's model changed: the kept name's 404, the list asked again, the request resent with the "
+           "new model (sent: " + sent + ", " + std::to_string(lists.load()) + " lookups) " + what_of(changed));
+    serve("second");
+    client.complete(hello(), [](auto&) {});
+    report(sent == "second " && lists == 2, "the new name is kept for the next request (sent: " + sent + ")");
+    serve("gone");
+    const auto unchanged = error_of([&] { client.complete(hello(), [](auto&) {}); });
+    report(unchanged && unchanged->status() == 404 && has(unchanged, "model 'second' not found") &&
+               sent == "second " && lists == 3,
+           "a 404 with the list unchanged: asked again once, not resent (sent: " + sent + "): " + what_of(unchanged));
+    serve("third");
+    RemoteOptions named = options_for(s);
+    named.model = "second";
+    const int lists_before = lists;
+    const auto refused = error_of([&] { OpenAiClient(named).complete(hello(), [](auto&) {}); });
+    report(refused && refused->status() == 404 && sent == "second " && lists == lists_before,
+           "a model the options name is not replaced: its 404 is the error, no lookup (" + what_of(refused) + ")");
 }
 
 // POST /v1/completions end to end: the request in the legacy shape (prompt, logprobs as a count) and
@@ -227,14 +287,6 @@ void completions_stream() {
            "its logprobs per token, most likely first, a null one NaN");
 }
 
-void credentials_in_url() {
-    RemoteOptions o;
-    o.base_url = "http://user:s3cret@host:8080";
-    const RemoteError e = error_of([&] { OpenAiClient{o}; });
-    report(e.kind() == RemoteErrorKind::BAD_URL && has(e, "--api-key") && !has(e, "s3cret"),
-           std::string("a URL with a password is refused without echoing it: ") + e.what());
-}
-
 void nothing_listening() {
     int port = 0;
     {
@@ -262,11 +314,11 @@ void too_slow() {
     RemoteOptions o = options_for(s);
     o.read_timeout_ms = 400;
     const auto t0 = Clock::now();
-    const RemoteError e = error_of([&] { OpenAiClient(o).complete(hello(), [](auto&) {}); });
+    const auto e = error_of([&] { OpenAiClient(o).complete(hello(), [](auto&) {}); });
     const double s_taken = std::chrono::duration<double>(Clock::now() - t0).count();
     // The server answers after 1.5 s: a TIMEOUT can only come from the 400 ms read timeout.
-    report(e.kind() == RemoteErrorKind::TIMEOUT && has(e, "400 ms"),
-           "a server silent past the read timeout (" + std::to_string(s_taken) + " s): " + e.what());
+    report(e && e->kind() == RemoteErrorKind::TIMEOUT && has(e, "400 ms"),
+           "a server silent past the read timeout (" + std::to_string(s_taken) + " s): " + what_of(e));
 }
 
 void http_errors() {
@@ -292,20 +344,20 @@ void http_errors() {
     s.start();
     RemoteOptions o = options_for(s);
     o.model = "missing";
-    RemoteError e = error_of([&] { OpenAiClient(o).complete(hello(), [](auto&) {}); });
-    report(e.kind() == RemoteErrorKind::HTTP_STATUS && e.status() == 404 && has(e, "HTTP 404") &&
+    auto e = error_of([&] { OpenAiClient(o).complete(hello(), [](auto&) {}); });
+    report(e && e->kind() == RemoteErrorKind::HTTP_STATUS && e->status() == 404 && has(e, "HTTP 404") &&
                has(e, "The model 'missing' does not exist"),
-           std::string("a 404 with OpenAI's error body: ") + e.what());
+           "a 404 with OpenAI's error body: " + what_of(e));
     o.model = "broken";
     e = error_of([&] { OpenAiClient(o).complete(hello(), [](auto&) {}); });
-    report(e.status() == 502 && has(e, "upstream went away"), std::string("a 502 with a text body: ") + e.what());
+    report(e && e->status() == 502 && has(e, "upstream went away"), "a 502 with a text body: " + what_of(e));
     o.model = "other";
     e = error_of([&] { OpenAiClient(o).complete(hello(), [](auto&) {}); });
-    report(e.status() == 401 && has(e, "invalid API key"), std::string("a 401 with an error string: ") + e.what());
+    report(e && e->status() == 401 && has(e, "invalid API key"), "a 401 with an error string: " + what_of(e));
     o.model.clear();
     e = error_of([&] { OpenAiClient(o).complete(hello(), [](auto&) {}); });
-    report(e.status() == 500 && has(e, "models are loading"),
-           std::string("the model lookup's error when no model is named: ") + e.what());
+    report(e && e->status() == 500 && has(e, "models are loading"),
+           "the model lookup's error when no model is named: " + what_of(e));
 }
 
 // A server answering every chat request with this body (and content type).
@@ -315,7 +367,7 @@ void stream_fails(const std::string& what, const std::string& body, RemoteErrorK
     s.http.Post("/v1/chat/completions", [&](const httplib::Request&, httplib::Response& res) { res.set_content(body, type); });
     s.start();
     std::string text;
-    const RemoteError e =
+    const auto e =
         error_of([&] { OpenAiClient(options_for(s)).complete(hello(), [&](const StreamDelta& d) { text += d.text; }); });
     expect(what, e, kind, part);
 }
@@ -479,9 +531,9 @@ int main() {
     good_stream();
     base_urls();
     bad_urls();
-    credentials_in_url();
     bad_timeouts();
     models_asked_once();
+    model_changes_on_the_server();
     completions_stream();
     nothing_listening();
     too_slow();
@@ -491,6 +543,5 @@ int main() {
     cancel_between_chunks();
     cancel_while_silent();
     cancel_before_and_during_lookup();
-    std::printf("%s\n", g_failures == 0 ? "all passed" : (std::to_string(g_failures) + " failed").c_str());
-    return g_failures == 0 ? 0 : 1;
+    return finish();
 }

@@ -15,7 +15,10 @@
 #include <atomic>
 #include <chrono>
 #include <cstdio>
+#include <cmath>
+#include <cstdlib>
 #include <fstream>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
@@ -23,6 +26,7 @@
 
 #include "engine/model.h"
 #include "remote/openai_client.h"
+#include "remote_test_support.h"
 #include "server/http_server.h"
 #include "test_paths.h"
 
@@ -30,16 +34,9 @@ using namespace wb;
 using namespace wb::remote;
 using nlohmann::json;
 using Clock = std::chrono::steady_clock;
+using wb_remote_test::report;
 
 namespace {
-
-int g_failures = 0;
-
-void report(bool ok, const std::string& what) {
-    std::printf("%s %s\n", ok ? "PASS" : "FAIL", what.c_str());
-    std::fflush(stdout);
-    if (!ok) ++g_failures;
-}
 
 const char* kModelId = "smollm2";
 
@@ -104,11 +101,17 @@ Streamed stream(const LiveServer& s, const RemoteRequest& r, RemoteOptions o = {
 
 const std::string kQuestion = "Name a color.";
 
-void chat_stream_matches_whole(const LiveServer& s) {
+// The question as a greedy chat of at most 24 tokens (as the CLI runs below send it: --temp 0 -n 24).
+RemoteRequest greedy_question() {
     RemoteRequest r;
     r.messages = {{"user", kQuestion}};
     r.sampling.temperature = 0.0f;
     r.max_tokens = 24;
+    return r;
+}
+
+void chat_stream_matches_whole(const LiveServer& s) {
+    RemoteRequest r = greedy_question();
     r.top_logprobs = 3;
     const Streamed st = stream(s, r);
     const json whole = s.whole("/v1/chat/completions", {{"messages", {{{"role", "user"}, {"content", kQuestion}}}},
@@ -176,20 +179,63 @@ void server_errors(const LiveServer& s) {
            "an unknown model: HTTP 404 with the server's message: " + what);
 }
 
+// The server's GET /metrics as name -> value (the unlabelled samples; NaN for one not there).
+struct MetricsScrape {
+    std::map<std::string, double> values;
+    double operator[](const std::string& name) const {
+        const auto it = values.find(name);
+        return it == values.end() ? std::nan("") : it->second;
+    }
+};
+
+MetricsScrape scrape(const LiveServer& s) {
+    MetricsScrape m;
+    httplib::Client c("127.0.0.1", s.port);
+    const httplib::Result r = c.Get("/metrics");
+    if (!r || r->status != 200) return m;
+    std::istringstream in(r->body);
+    for (std::string line; std::getline(in, line);) {
+        if (line.empty() || line[0] == '#' || line.find('{') != std::string::npos) continue;
+        const size_t space = line.find(' ');
+        if (space != std::string::npos) m.values[line.substr(0, space)] = std::strtod(line.c_str() + space + 1, nullptr);
+    }
+    return m;
+}
+
+// A cancelled stream frees its session, as the server itself counts it: the generation ends as
+// cancelled, short of its max_tokens, and the session is idle again. The wait is for the generation
+// to be counted at all (finished either way); what it was is then read off the counters.
 void cancel_frees_the_session(const LiveServer& s) {
+    const MetricsScrape before = scrape(s);
     RemoteRequest r;
     r.prompt = "1, 2, 3, 4, 5,";
     r.sampling.temperature = 0.0f;
-    r.max_tokens = 300;
+    r.max_tokens = 400;
     std::atomic<bool> cancel{false};
     int deltas = 0;
     const RemoteResult res = OpenAiClient(options(s)).complete(r, [&](const StreamDelta&) {
         if (++deltas == 3) cancel = true;
     }, &cancel);
     report(res.cancelled && deltas == 3, "cancel after 3 deltas: cancelled, no more deltas (" + std::to_string(deltas) + ")");
-    const auto deadline = Clock::now() + std::chrono::seconds(10);
-    while (s.http->queue().busy() > 0 && Clock::now() < deadline) std::this_thread::sleep_for(std::chrono::milliseconds(20));
-    report(s.http->queue().busy() == 0, "the server ends the generation of the cancelled stream");
+    MetricsScrape after = scrape(s);
+    // Bounded only so that a server that never ends the generation fails here instead of hanging.
+    const auto deadline = Clock::now() + std::chrono::seconds(120);
+    while (!(after["whitebox_generations_total"] > before["whitebox_generations_total"]) && Clock::now() < deadline) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(20));
+        after = scrape(s);
+    }
+    const double generated = after["whitebox_completion_tokens_total"] - before["whitebox_completion_tokens_total"];
+    report(after["whitebox_generations_total"] == before["whitebox_generations_total"] + 1 &&
+               after["whitebox_generations_cancelled_total"] == before["whitebox_generations_cancelled_total"] + 1,
+           "/metrics: the generation is counted once, as cancelled (" +
+               std::to_string(after["whitebox_generations_cancelled_total"] - before["whitebox_generations_cancelled_total"]) +
+               " cancelled)");
+    report(generated >= 3 && generated < r.max_tokens,
+           "/metrics: it generated " + std::to_string(int(generated)) + " tokens, short of max_tokens " +
+               std::to_string(r.max_tokens));
+    report(after["whitebox_sessions_busy"] == 0 && after["whitebox_queue_waiting"] == 0 && after["whitebox_sessions"] == 1,
+           "/metrics: the session is idle again (busy " + std::to_string(after["whitebox_sessions_busy"]) +
+               ", waiting " + std::to_string(after["whitebox_queue_waiting"]) + ")");
 }
 
 struct CliRun {
@@ -233,11 +279,7 @@ int unused_port() {
 int line_count(const std::string& s) { return int(std::count(s.begin(), s.end(), '\n')); }
 
 void cli_remote(const LiveServer& s) {
-    RemoteRequest r;
-    r.messages = {{"user", kQuestion}};
-    r.sampling.temperature = 0.0f;
-    r.max_tokens = 24;
-    const std::string text = stream(s, r).result.text;
+    const std::string text = stream(s, greedy_question()).result.text;
     CliRun run = run_cli("generate --remote " + s.url() + " --chat -p '" + kQuestion + "' --temp 0 -n 24");
     report(run.code == 0 && run.out == text + "\n" && run.err.find("finish: ") != std::string::npos,
            "generate --remote --chat prints the streamed reply (exit " + std::to_string(run.code) + ", '" + run.out +
@@ -262,11 +304,7 @@ size_t occurrences(const std::string& s, const std::string& part) {
 // chat --remote: each turn's reply streamed, /reset starting over (the same greedy reply again), and
 // a turn the server refuses reported on stderr while the chat goes on.
 void chat_remote(const LiveServer& s) {
-    RemoteRequest r;
-    r.messages = {{"user", kQuestion}};
-    r.sampling.temperature = 0.0f;
-    r.max_tokens = 24;
-    const std::string text = stream(s, r).result.text;
+    const std::string text = stream(s, greedy_question()).result.text;
     CliRun run = run_cli("chat --remote " + s.url() + " --temp 0 -n 24", kQuestion + "\n/reset\n" + kQuestion + "\n");
     report(run.code == 0 && occurrences(run.out, text) == 2 && run.out.find("(conversation cleared)") != std::string::npos,
            "chat --remote: the greedy reply before and after /reset (exit " + std::to_string(run.code) + "): " + run.out);
@@ -291,6 +329,5 @@ int main() {
     cancel_frees_the_session(*s);
     cli_remote(*s);
     chat_remote(*s);
-    std::printf("%s\n", g_failures == 0 ? "all passed" : (std::to_string(g_failures) + " failed").c_str());
-    return g_failures == 0 ? 0 : 1;
+    return wb_remote_test::finish();
 }

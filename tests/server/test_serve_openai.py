@@ -451,6 +451,11 @@ def main():
         good = {"model": srv.model, "messages": [{"role": "user", "content": "hi"}], "max_tokens": 4}
         cases = [
             ("an undefined rule", dict(good, grammar='root ::= "a" item'), "grammar", "line 1, column"),
+            ("a rule that never finishes", dict(good, grammar='root ::= a\na ::= "x" a'), "grammar",
+             "rule 'a' can never finish"),
+            ("a schema no finite value satisfies",
+             dict(good, json_schema={"type": "object", "properties": {"next": {"$ref": "#"}}, "required": ["next"]}),
+             "json_schema", "no finite JSON value"),
             ("an unsupported keyword", dict(good, json_schema={"type": "string", "format": "date"}), "json_schema",
              "format"),
             ("grammar and json_schema", dict(good, grammar='root ::= "a"', json_schema={}), "json_schema", "only one"),

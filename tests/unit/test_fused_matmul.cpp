@@ -4,6 +4,9 @@
 // for token counts that take every path (one token, a few, tiles of 8 with a remainder), for weight
 // types with different dot orders (Q4_K's gemm/gemv, the tiled K-quants), for q/k/v of mixed types
 // (Gemma's Q5_0/Q5_0/Q8_0) and both activations.
+// And the plain matmul itself: every output equals the row dot of its weight row and token in the order
+// llama.cpp uses for that token (vec_dot_rows), bit for bit, whichever kernels the backend took for it
+// (tiles over packed activations, tiles over unpacked weight rows, the 8-row decode kernels, tails).
 // Plain executable (label unit): PASS/FAIL lines, exit status 1 on any failure.
 #include <cmath>
 #include <cstdio>
@@ -86,6 +89,35 @@ void check_glu(CpuBackend& be, GgmlType type, Activation act, int64_t n_tok) {
                              std::to_string(n_tok) + " tokens: bit-identical to two matmuls and glu");
 }
 
+// CpuBackend::matmul against the row dots, output by output (memcmp). n_out not a multiple of 8 or of
+// the 16-row tasks leaves tails; n_tok 21 gives two whole groups of 8 and five tokens after them.
+void check_rows(CpuBackend& be, GgmlType type, int64_t n_in, int64_t n_out, int64_t n_tok) {
+    TestWeight w(type, n_in, n_out, 6);
+    HostTensor x(n_tok, n_in), got(n_tok, n_out);
+    x.v = bell_floats(size_t(n_tok * n_in), uint64_t(n_tok) + 200);
+    x.t.data = x.v.data();
+    be.matmul(w.w, x.t, got.t);
+    const size_t row_bytes = ggml_row_bytes(type, n_in);
+    std::vector<uint8_t> act(activation_row_bytes(type, n_in));
+    int64_t wrong = 0, first_r = -1, first_t = -1;
+    for (int64_t t = 0; t < n_tok; ++t) {
+        quantize_activations(type, x.v.data() + t * n_in, act.data(), n_in);
+        const DotOrder order = llama_cpp_dot_order(type, n_out, n_in, n_tok, t);
+        std::vector<float> want(static_cast<size_t>(n_out));
+        vec_dot_rows(type, n_in, w.data.data(), row_bytes, n_out, act.data(), want.data(), order);
+        for (int64_t r = 0; r < n_out; ++r)
+            if (std::memcmp(&want[size_t(r)], &got.v[size_t(t * n_out + r)], sizeof(float)) != 0 && wrong++ == 0) {
+                first_r = r;
+                first_t = t;
+            }
+    }
+    report(wrong == 0, "matmul " + ggml_type_name(type) + " " + std::to_string(n_in) + " x " + std::to_string(n_out) + ", " +
+                           std::to_string(n_tok) + " tokens: every output the row dot of its order" +
+                           (wrong ? " (" + std::to_string(wrong) + " differ, first row " + std::to_string(first_r) +
+                                        " token " + std::to_string(first_t) + ")"
+                                  : ""));
+}
+
 }  // namespace
 
 int main() {
@@ -102,6 +134,9 @@ int main() {
             check_glu(be, T::Q4_K, Activation::SILU, n_tok);
             check_glu(be, T::Q6_K, Activation::GELU_TANH, n_tok);
         }
+        for (int64_t n_tok : {1, 8, 21, 40})
+            for (T type : {T::Q4_K, T::Q5_K, T::Q6_K, T::Q8_0, T::IQ4_XS, T::IQ2_XS, T::IQ3_S, T::IQ1_M})
+                check_rows(be, type, 512, 700, n_tok);
     } catch (const std::exception& e) {
         report(false, std::string("exception: ") + e.what());
     }

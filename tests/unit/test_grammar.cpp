@@ -163,6 +163,60 @@ private Q_SLOTS:
         QVERIFY2(got.contains(message), qPrintable("got: " + got));
     }
 
+    // A rule that matching can reach and that can match no finite text is refused when the grammar
+    // is parsed, at its definition, naming it and the cycle that keeps it going (a group's rule, which
+    // the user never named, is left out of the cycle).
+    void grammarsThatNeverFinishAreRefused_data() {
+        QTest::addColumn<QString>("grammar");
+        QTest::addColumn<QString>("message");
+        QTest::newRow("endless rule") << "root ::= a\na ::= \"x\" a"
+                                      << "grammar line 2, column 1: rule 'a' can never finish: every alternative of it "
+                                         "goes on to a rule that cannot finish either (a -> a)";
+        QTest::newRow("cycle without an exit") << "root ::= \"(\" b \")\"\nb ::= \"[\" root \"]\""
+                                               << "grammar line 1, column 1: rule 'root' can never finish: every "
+                                                  "alternative of it goes on to a rule that cannot finish either "
+                                                  "(root -> b -> root)";
+        QTest::newRow("through a group") << "root ::= \"x\" (\"y\" root)" << "rule 'root' can never finish: every alternative "
+                                                                          "of it goes on to a rule that cannot finish "
+                                                                          "either (root -> root)";
+        QTest::newRow("one way of several") << "root ::= \"y\" | a\na ::= \"b\" a | \"c\" a"
+                                            << "grammar line 2, column 1: rule 'a' can never finish";
+        QTest::newRow("under a repetition") << "root ::= item+\nitem ::= \"<\" item \">\""
+                                            << "grammar line 2, column 1: rule 'item' can never finish: every "
+                                               "alternative of it goes on to a rule that cannot finish either (item -> item)";
+        QTest::newRow("class matching nothing") << "root ::= \"a\" [^\\x00-\\U0010FFFF]"
+                                                << "rule 'root' can never finish: each of its alternatives needs a "
+                                                   "character that its class excludes";
+        QTest::newRow("ranges covering everything") << "root ::= x\nx ::= [^\\x00-\\x7F\\x80-\\U0010FFFF] | \"a\" x"
+                                                    << "grammar line 2, column 1: rule 'x' can never finish";
+    }
+    void grammarsThatNeverFinishAreRefused() {
+        QFETCH(QString, grammar);
+        QFETCH(QString, message);
+        try {
+            parse_gbnf(grammar.toStdString());
+            QFAIL("parsed");
+        } catch (const GrammarNeverFinishesError& e) {
+            QVERIFY2(QString(e.what()).contains(message), e.what());
+        }
+    }
+
+    // Recursion with a way out, an endless rule nothing refers to, a class that leaves a character
+    // out, and a chain of ~10^5 rules ending in a character all parse.
+    void grammarsThatFinishAreKept() {
+        for (const char* ok : {"root ::= \"a\" root | \"b\"", "root ::= \"a\"\nunused ::= \"x\" unused",
+                               "root ::= [^\\x00-\\x60\\x62-\\U0010FFFF]", "root ::= (\"(\" root \")\")*",
+                               "root ::= a\na ::= \"[\" b? \"]\"\nb ::= a (\",\" a)*"})
+            QVERIFY2(parse_error(ok) == "(no error)", qPrintable(QString(ok) + ": " + QString::fromStdString(parse_error(ok))));
+        QVERIFY(matches("root ::= [^\\x00-\\x60\\x62-\\U0010FFFF]", "a"));
+        std::string chain = "root ::= r1\n";
+        const int n = 99990;  // under the limit of 10^5 rules
+        const auto rule = [](int i) { return std::string("r").append(std::to_string(i)); };
+        for (int i = 1; i < n; ++i) chain.append(rule(i)).append(" ::= ").append(rule(i + 1)).append("\n");
+        chain.append(rule(n)).append(" ::= \"x\"\n");
+        QCOMPARE(parse_error(chain), std::string("(no error)"));
+    }
+
     // A long chain of optional rules neither overflows the stack (left-recursion check, expansion)
     // nor hangs: one level works, three nested levels are a clear error.
     void longOptionalChainsAreHandled() {

@@ -121,6 +121,35 @@ private Q_SLOTS:
         }
         QVERIFY2(got.contains(message), qPrintable("got: " + got));
     }
+
+    // A schema that no finite JSON value satisfies compiles to a grammar with a rule that never
+    // finishes: refused with the place in the schema (an optional self-reference, as in "recursive
+    // ref" above, is fine).
+    void schemasNoValueSatisfiesAreRefused_data() {
+        QTest::addColumn<QString>("schema");
+        QTest::addColumn<QString>("message");
+        QTest::newRow("required self") << R"({"type":"object","properties":{"next":{"$ref":"#"}},"required":["next"]})"
+                                       << "JSON Schema at #: no finite JSON value is valid against it";
+        QTest::newRow("minItems through a def")
+            << R"({"$defs":{"node":{"type":"object","properties":{"kids":{"type":"array","minItems":1,)"
+               R"("items":{"$ref":"#/$defs/node"}}},"required":["kids"]}},"$ref":"#/$defs/node"})"
+            << "JSON Schema at #/$defs/node: no finite JSON value is valid against it";
+        QTest::newRow("every alternative") << R"({"properties":{"a":{"anyOf":[{"$ref":"#"},{"type":"array","items":)"
+                                              R"({"$ref":"#"},"minItems":2}]}},"required":["a"]})"
+                                           << "no finite JSON value is valid against it";
+        QTest::newRow("no type at all") << R"({"type":[]})" << "JSON Schema at #: type must not be an empty list";
+    }
+    void schemasNoValueSatisfiesAreRefused() {
+        QFETCH(QString, schema);
+        QFETCH(QString, message);
+        QString got = "(no error)";
+        try {
+            json_schema_to_gbnf(schema.toStdString());
+        } catch (const Error& e) {
+            got = e.what();
+        }
+        QVERIFY2(got.contains(message), qPrintable("got: " + got));
+    }
 };
 
 QTEST_GUILESS_MAIN(TestJsonSchema)

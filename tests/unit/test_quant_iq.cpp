@@ -414,6 +414,22 @@ void TestQuantIq::tiles_follow_the_tiled_order_bit_for_bit() {
                                     .arg(double(row), 0, 'g', 9).arg(double(want), 0, 'g', 9)));
         }
     }
+    // The AVX2 family's tile over the row unpacked once (what a prefill task with several groups of 8
+    // tokens takes): the same bits.
+    const wb::DotKernels k = wb::dot_kernels(t, n, o);
+    const std::string family = wb::quant_kernel_name();  // avx512 keeps its own 512-bit IQ4_XS tile
+    QCOMPARE(k.tile_unpacked != nullptr, family != "scalar" && !(family == "avx512" && t == GgmlType::IQ4_XS));
+    if (!k.tile_unpacked) return;
+    std::vector<uint8_t> unpacked(k.unpacked_w_bytes(n));
+    k.unpack_w(n, w.data(), unpacked.data());
+    std::vector<float> out(wb::kDotTileCols, -1.0f);
+    k.tile_unpacked(n, unpacked.data(), xq.data(), x_stride, out.data(), 1);
+    for (int c = 0; c < wb::kDotTileCols; ++c) {
+        const float want = order_reference(t, o, w.data(), reinterpret_cast<const wb::BlockQ8_K*>(xq.data() + x_stride * size_t(c)), n);
+        QVERIFY2(std::memcmp(&out[size_t(c)], &want, 4) == 0,
+                 qPrintable(QString("unpacked tile token %1: %2, llama.cpp's order gives %3").arg(c)
+                                .arg(double(out[size_t(c)]), 0, 'g', 9).arg(double(want), 0, 'g', 9)));
+    }
 }
 
 void TestQuantIq::types_are_supported_with_q8_k_activations() {

@@ -1,4 +1,5 @@
-// The prefill tiles of the 32-element types, Q6_K and IQ4_XS, bit for bit against the row dots: every tile output
+// The prefill tiles (the 32-element types, Q6_K, IQ4_XS, the tiles over packed activations) and the 8-row
+// decode kernels, bit for bit against the row dots: every tile output
 // must be the float the row dot gives for its (weight row, token) pair, in each form the kernels come
 // in (AVX2, AVX2 with AVX-VNNI where the CPU has it, scalar), on random blocks and on activations that
 // quantize to the extreme codes (+-127) and sit in the hundreds, where any change of rounding shows.
@@ -6,6 +7,7 @@
 #include <QtTest>
 
 #include <cstring>
+#include <stdexcept>
 #include <memory>
 #include <random>
 #include <string>
@@ -81,7 +83,9 @@ std::vector<uint8_t> random_row(std::mt19937& rng, GgmlType t, int64_t n) {
         case GgmlType::Q6_K: randomize_blocks<wb::BlockQ6_K>(rng, row.data(), n / wb::kQKK); break;
         case GgmlType::Q4_K: randomize_blocks<wb::BlockQ4_K>(rng, row.data(), n / wb::kQKK); break;
         case GgmlType::Q5_K: randomize_blocks<wb::BlockQ5_K>(rng, row.data(), n / wb::kQKK); break;
-        default: break;
+        case GgmlType::Q2_K: randomize_blocks<wb::BlockQ2_K>(rng, row.data(), n / wb::kQKK); break;
+        case GgmlType::Q3_K: randomize_blocks<wb::BlockQ3_K>(rng, row.data(), n / wb::kQKK); break;
+        default: throw std::logic_error("random_row: no random blocks for " + wb::ggml_type_name(t));
     }
     return row;
 }
@@ -262,8 +266,8 @@ void TestQuantTiles::iq4_xs_tile_reads_every_scale_in_every_group() {
 namespace {
 
 // 16 rows of random blocks (every code, and for Q4_K every scale and minimum byte pattern) and 8
-// tokens of mixed magnitudes; "extreme" (Q4_K, Q5_K): every code 15, resp. 31, and every activation
-// code +-127, the largest partial sums the packed tile adds in 16 bits before scaling (an overflow
+// tokens of mixed magnitudes; "extreme" (Q4_K, Q5_K): every code 15, resp. 31, and activation codes
+// -127 (even tokens) and +127 (odd tokens, after their first), the largest partial sums the packed tile adds in 16 bits before scaling (an overflow
 // would change them).
 struct RowsCase {
     static constexpr int kRows = 16;
@@ -290,7 +294,9 @@ struct RowsCase {
         for (int c = 0; c < wb::kDotTileCols; ++c) {
             std::vector<float> x = token_row(rng, c, n);
             if (extreme)
-                for (float& v : x) v = c % 2 ? -1.0f : 1.0f;  // every code +127, resp. -127
+                // Q8 quantization scales by the element of largest magnitude, sign included: all +1 gives
+                // codes -127; a -1 first and +1 after gives +127 after the first
+                for (size_t j = 0; j < x.size(); ++j) x[j] = c % 2 && j == 0 ? -1.0f : 1.0f;
             wb::quantize_activations(t, x.data(), xq.data() + size_t(c) * x_stride, n);
         }
     }

@@ -198,6 +198,13 @@ void bad_constraints_are_400() {
         {"an unclosed quote", R"("grammar": "root ::= \"abc")", "grammar", "line 1, column"},
         {"no root rule", R"("grammar": "item ::= \"a\"")", "grammar", "root"},
         {"left recursion", R"("grammar": "root ::= root \"a\" | \"b\"")", "grammar", "root"},
+        {"a rule that never finishes", R"("grammar": "root ::= a\na ::= \"x\" a")", "grammar",
+         "'grammar': grammar line 2, column 1: rule 'a' can never finish"},
+        {"a schema no finite value satisfies", R"("json_schema": {"type": "object", "properties": {"next": {"$ref": "#"}},
+            "required": ["next"]})", "json_schema", "'json_schema': JSON Schema at #: no finite JSON value"},
+        {"the same in response_format", R"("response_format": {"type": "json_schema", "json_schema": {"schema":
+            {"type": "array", "items": {"$ref": "#"}, "minItems": 1}}})", "response_format.json_schema.schema",
+         "no finite JSON value"},
         {"a grammar of the wrong type", R"("grammar": 5)", "grammar", "string"},
         {"json_schema not an object", R"("json_schema": "{}")", "json_schema", "object"},
         {"an unsupported schema keyword", R"("json_schema": {"type": "string", "pattern": "^a"})", "json_schema",

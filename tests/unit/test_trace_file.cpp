@@ -112,17 +112,21 @@ private slots:
     void bad_files_get_specific_errors();
     void every_field_survives_the_round_trip();
     void files_without_engine_or_candidate_count_still_read();
+    void replay_asks_for_the_longest_record();
     void invalid_utf8_text_is_refused_by_name();
+    void seeds_above_2_pow_53_survive_a_double_based_tool();
 };
 
 void TestTraceFile::export_import_round_trip_is_bit_exact() {
-    const GenerationTrace a = generate(busy_params(1234), random_rows(40, 200, 7));
+    GenerationTrace a = generate(busy_params(1234), random_rows(40, 200, 7));
+    a.prompt_cached = 3;
     const GenerationTrace b = read_trace_json(write_trace_json(a));
 
     QCOMPARE(b.model_sha256, a.model_sha256);
     QCOMPARE(b.backend, a.backend);
     QCOMPARE(b.seed_in_use, a.seed_in_use);
     QCOMPARE(b.prompt, a.prompt);
+    QCOMPARE(b.prompt_cached, a.prompt_cached);
     QCOMPARE(b.params.stop, a.params.stop);
     QCOMPARE(b.params.samplers, a.params.samplers);
     QVERIFY(bits_equal(b.params.temperature, a.params.temperature));
@@ -175,7 +179,7 @@ void TestTraceFile::every_field_survives_the_round_trip() {
     GenerationTrace defaults;
     defaults.engine.recorded = true;
     const nlohmann::json plain = nlohmann::json::parse(write_trace_json(defaults));
-    QCOMPARE(written["params"].size(), size_t(27));
+    QCOMPARE(written["params"].size(), size_t(28));  // 27 settings and the seed as a decimal string
     for (const char* part : {"params", "engine"})
         for (auto it = plain[part].begin(); it != plain[part].end(); ++it)
             QVERIFY2(written[part][it.key()] != it.value(), it.key().c_str());
@@ -194,6 +198,17 @@ void TestTraceFile::files_without_engine_or_candidate_count_still_read() {
     QVERIFY(!old.engine.recorded);
     QCOMPARE(old.trace_candidates, kDefaultTraceCandidates);
     QCOMPARE(old.steps.size(), t.steps.size());
+}
+
+void TestTraceFile::replay_asks_for_the_longest_record() {
+    // A file that says 10 (or nothing) but whose stages kept 25 candidates (the chat's export before it
+    // wrote the count): a replay recording 10 would differ at the first stage.
+    GenerationTrace t = generate(busy_params(3), random_rows(2, 40, 2));
+    QCOMPARE(replay_trace_candidates(t), kDefaultTraceCandidates);
+    t.steps[1].stages[0].top_after.resize(25, Candidate{1, 0.5f, 0.1f});
+    QCOMPARE(replay_trace_candidates(t), 25);
+    t.trace_candidates = 40;  // what the file says, when more
+    QCOMPARE(replay_trace_candidates(t), 40);
 }
 
 void TestTraceFile::invalid_utf8_text_is_refused_by_name() {
@@ -337,6 +352,40 @@ void TestTraceFile::bad_files_get_specific_errors() {
     QCOMPARE(error_of(deep), std::string("trace file: nested deeper than 32 levels; not a trace"));
     QCOMPARE(error_of(edited([](auto& j) { j["params"].erase("top_k"); })),
              std::string("trace file: params has no \"top_k\""));
+}
+
+// A 64-bit seed also travels as a decimal string: a tool that rounds the number (as JavaScript or
+// QJsonDocument would, to the nearest double) leaves the string, and the reader takes the string. A
+// file written before the string was added (number only) still reads; a bad string is refused by key.
+void TestTraceFile::seeds_above_2_pow_53_survive_a_double_based_tool() {
+    const uint64_t seed = (uint64_t(1) << 62) + 12345;  // not a double: rounds to 2^62
+    GenerationTrace t = generate(busy_params(seed), random_rows(2, 30, 9));
+    t.seed_in_use = seed + 2;
+    nlohmann::json j = nlohmann::json::parse(write_trace_json(t));
+    QCOMPARE(j["seed_in_use_text"].get<std::string>(), std::to_string(seed + 2));
+    QCOMPARE(j["params"]["seed_text"].get<std::string>(), std::to_string(seed));
+    j["seed_in_use"] = double(seed + 2);  // what a double-based tool writes back
+    j["params"]["seed"] = double(seed);
+    QVERIFY(uint64_t(double(seed)) != seed);
+    GenerationTrace back = read_trace_json(j.dump());
+    QCOMPARE(back.seed_in_use, seed + 2);
+    QCOMPARE(back.params.seed, seed);
+
+    j.erase("seed_in_use_text");  // an older file: the number is all there is
+    j["params"].erase("seed_text");
+    j["seed_in_use"] = seed + 2;
+    j["params"]["seed"] = seed;
+    back = read_trace_json(j.dump());
+    QCOMPARE(back.seed_in_use, seed + 2);
+    QCOMPARE(back.params.seed, seed);
+
+    j["seed_in_use_text"] = "12x";
+    try {
+        read_trace_json(j.dump());
+        QFAIL("a bad seed string was read");
+    } catch (const Error& e) {
+        QCOMPARE(std::string(e.what()), std::string("trace file: seed_in_use_text must be a decimal 64-bit seed, got string \"12x\""));
+    }
 }
 
 QTEST_GUILESS_MAIN(TestTraceFile)

@@ -14,6 +14,8 @@
 #include <utility>
 #include <vector>
 
+#include "util/error.h"
+
 namespace wb {
 
 enum GrammarElemKind : uint8_t {
@@ -49,10 +51,23 @@ struct Grammar {
     int32_t find_rule(const std::string& name) const;
 };
 
+// What parse_gbnf throws for a rule that matching can reach and that can match no finite text
+// (root ::= a, a ::= "x" a): the reply could start down it and never end. rule() is its name, so a
+// JSON Schema converter can say which part of the schema it came from.
+class GrammarNeverFinishesError : public Error {
+public:
+    GrammarNeverFinishesError(const std::string& what, std::string rule) : Error(what), rule_(std::move(rule)) {}
+    const std::string& rule() const { return rule_; }
+
+private:
+    std::string rule_;
+};
+
 // Parses GBNF text. wb::Error with "grammar line L, column C: ..." for malformed text (an undefined
-// rule, unbalanced parentheses or quotes, a bad escape or repetition, a rule defined twice), and for
-// a grammar without a root rule or with a left-recursive rule (which would never finish matching;
-// the message names the cycle).
+// rule, unbalanced parentheses or quotes, a bad escape or repetition, a rule defined twice), for a
+// rule reachable from root that can never finish (GrammarNeverFinishesError, at the rule's
+// definition, naming the cycle of rules that keeps it going), and for a grammar without a root rule
+// or with a left-recursive rule (which would never finish matching; the message names the cycle).
 Grammar parse_gbnf(const std::string& text);
 
 // The sequence of code points a UTF-8 string holds, with the state of an incomplete last character.

@@ -2,7 +2,9 @@
 // lists of alternatives first (a group met inside an alternative becomes a rule of its own before the
 // alternative ends) and laid out flat at the end, when every reference can be checked.
 #include <algorithm>
+#include <cstdint>
 #include <map>
+#include <optional>
 
 #include "sampling/grammar/gbnf.h"
 #include "util/error.h"
@@ -17,7 +19,9 @@ struct DraftRule {
     std::string name;
     std::vector<Sequence> alts;
     bool defined = false;
-    size_t first_use = 0;  // where the rule was first referred to (for "undefined rule")
+    size_t first_use = 0;    // where the rule was first referred to (for "undefined rule")
+    size_t defined_at = 0;   // where its definition starts (for "can never finish")
+    bool generated = false;  // a group or repetition's rule, named by the parser, not the user
 };
 
 bool is_word_char(char c) {
@@ -71,7 +75,10 @@ public:
     }
 
 private:
-    [[noreturn]] void fail(size_t at, const std::string& what) const {
+    [[noreturn]] void fail(size_t at, const std::string& what) const { throw Error(place(at) + what); }
+
+    // "grammar line L, column C: " for byte `at` of the text.
+    std::string place(size_t at) const {
         size_t line = 1, col = 1;
         for (size_t i = 0; i < at && i < s_.size(); ++i) {
             if (s_[i] == '\n') {
@@ -81,7 +88,7 @@ private:
                 ++col;  // columns count characters, not the bytes of one
             }
         }
-        throw Error("grammar line " + std::to_string(line) + ", column " + std::to_string(col) + ": " + what);
+        return "grammar line " + std::to_string(line) + ", column " + std::to_string(col) + ": ";
     }
 
     char peek(size_t ahead = 0) const { return pos_ + ahead < s_.size() ? s_[pos_ + ahead] : '\0'; }
@@ -128,8 +135,11 @@ private:
             name = base + "-" + std::to_string(++generated_[base]);
         } while (index_.count(name) != 0);
         const int32_t id = rule_index(name, pos_);
-        rules_[static_cast<size_t>(id)].alts = std::move(alts);
-        rules_[static_cast<size_t>(id)].defined = true;
+        DraftRule& r = rules_[static_cast<size_t>(id)];
+        r.alts = std::move(alts);
+        r.defined = true;
+        r.generated = true;
+        r.defined_at = pos_;
         return id;
     }
 
@@ -148,6 +158,7 @@ private:
         DraftRule& rule = rules_[static_cast<size_t>(id)];
         if (rule.defined) fail(start, "rule '" + name + "' is defined twice");
         rule.defined = true;
+        rule.defined_at = start;
         std::vector<Sequence> alts = parse_alternatives(name, false);
         rules_[static_cast<size_t>(id)].alts = std::move(alts);
         if (!at_end() && peek() != '\n' && peek() != '\r') {
@@ -429,12 +440,128 @@ void refuse_left_recursion(const std::vector<DraftRule>& rules) {
     }
 }
 
+// Whether an element can match some character: a negated class whose ranges together cover every
+// code point matches none.
+bool matches_a_character(const GrammarElem& e) {
+    if (e.kind != GRAMMAR_CHARS || !e.negated) return true;
+    std::vector<std::pair<uint32_t, uint32_t>> ranges = e.ranges;
+    std::sort(ranges.begin(), ranges.end());
+    uint64_t uncovered = 0;  // the first code point no range so far takes away
+    for (const auto& [lo, hi] : ranges) {
+        if (lo > uncovered) return true;
+        uncovered = std::max<uint64_t>(uncovered, uint64_t(hi) + 1);
+    }
+    return uncovered <= 0x10FFFF;
+}
+
+// Rules that can match some finite text: a rule finishes once one of its alternatives does, and an
+// alternative once every rule it refers to does. Worked off a queue (each alternative counts the
+// references still open), so a chain of 10^5 rules is one pass, not a pass per rule.
+std::vector<bool> finishing_rules(const std::vector<DraftRule>& rules) {
+    constexpr size_t kDead = SIZE_MAX;  // an alternative with a character nothing matches
+    std::vector<size_t> open;           // per alternative: references to rules not yet known to finish
+    std::vector<size_t> owner;          // per alternative: its rule
+    std::vector<std::vector<size_t>> waiting(rules.size());  // per rule: alternatives referring to it
+    std::vector<bool> finishes(rules.size(), false);
+    std::vector<size_t> queue;
+    for (size_t r = 0; r < rules.size(); ++r) {
+        for (const Sequence& alt : rules[r].alts) {
+            const size_t id = open.size();
+            size_t refs = 0;
+            bool dead = false;
+            for (const GrammarElem& e : alt) {
+                if (e.kind == GRAMMAR_RULE_REF) {
+                    waiting[static_cast<size_t>(e.rule)].push_back(id);
+                    ++refs;
+                } else if (!matches_a_character(e)) {
+                    dead = true;
+                }
+            }
+            open.push_back(dead ? kDead : refs);
+            owner.push_back(r);
+            if (!dead && refs == 0 && !finishes[r]) {
+                finishes[r] = true;
+                queue.push_back(r);
+            }
+        }
+    }
+    while (!queue.empty()) {
+        const size_t r = queue.back();
+        queue.pop_back();
+        for (size_t id : waiting[r]) {
+            if (open[id] == kDead || --open[id] != 0 || finishes[owner[id]]) continue;
+            finishes[owner[id]] = true;
+            queue.push_back(owner[id]);
+        }
+    }
+    return finishes;
+}
+
+// A rule the matcher can reach that never finishes: the rule to blame and why.
+struct NeverFinishes {
+    size_t rule;
+    std::string why;
+};
+
+// A rule reachable from root that can match no finite text would let the reply start down it and
+// never end (llama.cpp finds this only while generating). From the first such rule, references to
+// rules that never finish either are followed until one comes round again: that cycle is the cause,
+// named by its first rule the user wrote (a group's or repetition's rule is part of one).
+std::optional<NeverFinishes> find_never_finishing(const std::vector<DraftRule>& rules, size_t root) {
+    const std::vector<bool> finishes = finishing_rules(rules);
+    std::vector<bool> reached(rules.size(), false);
+    std::vector<size_t> order{root};  // breadth-first from root
+    reached[root] = true;
+    size_t start = SIZE_MAX;
+    for (size_t i = 0; i < order.size() && start == SIZE_MAX; ++i) {
+        if (!finishes[order[i]]) start = order[i];
+        for (const Sequence& alt : rules[order[i]].alts)
+            for (const GrammarElem& e : alt)
+                if (e.kind == GRAMMAR_RULE_REF && !reached[static_cast<size_t>(e.rule)]) {
+                    reached[static_cast<size_t>(e.rule)] = true;
+                    order.push_back(static_cast<size_t>(e.rule));
+                }
+    }
+    if (start == SIZE_MAX) return std::nullopt;
+    std::vector<size_t> path;
+    std::vector<size_t> at(rules.size(), SIZE_MAX);  // position on the path
+    for (size_t r = start;;) {
+        at[r] = path.size();
+        path.push_back(r);
+        size_t next = SIZE_MAX;
+        for (const Sequence& alt : rules[r].alts)
+            for (const GrammarElem& e : alt)
+                if (next == SIZE_MAX && e.kind == GRAMMAR_RULE_REF && !finishes[static_cast<size_t>(e.rule)])
+                    next = static_cast<size_t>(e.rule);
+        if (next == SIZE_MAX)  // every alternative holds a character class that matches nothing
+            return NeverFinishes{r, "rule '" + rules[r].name + "' can never finish: each of its alternatives needs a "
+                                    "character that its class excludes (a class such as [^\\x00-\\U0010FFFF] matches none)"};
+        if (at[next] == SIZE_MAX) {
+            r = next;
+            continue;
+        }
+        std::vector<size_t> cycle(path.begin() + static_cast<std::ptrdiff_t>(at[next]), path.end());
+        const auto named = std::find_if(cycle.begin(), cycle.end(), [&](size_t c) { return !rules[c].generated; });
+        std::rotate(cycle.begin(), named == cycle.end() ? cycle.begin() : named, cycle.end());
+        std::string chain;
+        for (size_t c : cycle)
+            if (!rules[c].generated || c == cycle.front()) chain += rules[c].name + " -> ";
+        const std::string& name = rules[cycle.front()].name;
+        return NeverFinishes{cycle.front(), "rule '" + name + "' can never finish: every alternative of it goes on to a "
+                                            "rule that cannot finish either (" + chain + name + "), so no text "
+                                            "matches it; give it a way out, e.g. " + name + " ::= \"x\" " + name +
+                                            " | \"x\""};
+    }
+}
+
 Grammar GbnfParser::finish() {
     for (const DraftRule& r : rules_)
         if (!r.defined) fail(r.first_use, "undefined rule '" + r.name + "'");
     auto root = index_.find("root");
     if (root == index_.end()) throw Error("grammar: there is no 'root' rule (matching starts at root ::= ...)");
     refuse_left_recursion(rules_);
+    if (const auto never = find_never_finishing(rules_, static_cast<size_t>(root->second)))
+        throw GrammarNeverFinishesError(place(rules_[never->rule].defined_at) + never->why, rules_[never->rule].name);
     Grammar g;
     g.root = root->second;
     for (DraftRule& r : rules_) {

@@ -9,6 +9,7 @@
 #include <set>
 #include <tuple>
 
+#include "sampling/grammar/gbnf.h"
 #include "util/error.h"
 
 namespace wb {
@@ -77,6 +78,7 @@ public:
         if (top != "root") rules_["root"] = top;
         std::string out;
         for (const auto& [name, body] : rules_) out += name + " ::= " + body + "\n";
+        refuse_endless(out);
         return out;
     }
 
@@ -98,7 +100,22 @@ private:
         std::string name = want;
         for (int i = 2; rules_.count(name) || kPrimitives.count(name); ++i) name = want + "-" + std::to_string(i);
         rules_[name] = "";  // reserved while its body is built
+        origin_[name] = where_;
         return name;
+    }
+
+    // A schema no finite document satisfies ({"properties": {"next": {"$ref": "#"}}, "required":
+    // ["next"]}) compiles to a grammar with a rule that never finishes; the parser finds it, and the
+    // error names the place in the schema the rule was made for.
+    void refuse_endless(const std::string& gbnf) const {
+        try {
+            parse_gbnf(gbnf);
+        } catch (const GrammarNeverFinishesError& e) {
+            const auto origin = origin_.find(e.rule());
+            fail(origin == origin_.end() ? "#" : origin->second,
+                 "no finite JSON value is valid against it: every value of it holds another one of it (through a "
+                 "required property, minItems or each of its alternatives), without end; make one of them optional");
+        }
     }
 
     // $ref, const, enum and the combinators decide the value alone: a constraint beside them would
@@ -130,6 +147,13 @@ private:
             ~Depth() { --d; }
         } depth(depth_);
         if (depth_ > 64) fail(where, "the schema is nested more than 64 levels deep");
+        // Rules made while this schema is converted come from here (for errors about them).
+        struct Place {
+            std::string& current;
+            std::string saved;
+            Place(std::string& c, const std::string& w) : current(c), saved(c) { current = w; }
+            ~Place() { current = saved; }
+        } place(where_, where);
         if (s.is_boolean()) {
             if (!s.get<bool>()) fail(where, "the schema false allows no value");
             return primitive("json-value");
@@ -172,6 +196,8 @@ private:
         }
         const json& type = s["type"];
         if (type.is_array()) {
+            // No type at all would compile to a rule matching only the empty text.
+            if (type.empty()) fail(where, "type must not be an empty list (it allows no value)");
             std::vector<std::string> alts;
             for (const json& t : type) {
                 json one = s;
@@ -326,6 +352,7 @@ private:
         if (r == "#") return refs_[r] = "root";
         // Named before it is built, so a recursive definition refers to itself.
         const std::string name = unique_name(want);
+        origin_[name] = r;
         refs_[r] = name;
         rules_[name] = visit(*target, name + "-v", r.substr(1));
         return name;
@@ -334,6 +361,8 @@ private:
     const json& root_;
     std::map<std::string, std::string> rules_;
     std::map<std::string, std::string> refs_;
+    std::map<std::string, std::string> origin_;  // rule -> the place in the schema it was made for
+    std::string where_ = "#";                    // the place being converted
     std::map<std::tuple<std::string, size_t, bool>, std::string> members_;
     int depth_ = 0;
 };

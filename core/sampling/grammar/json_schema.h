@@ -12,7 +12,9 @@
 
 namespace wb {
 
-// schema_json is the schema's text. wb::Error for text that is not JSON, or an unsupported keyword.
+// schema_json is the schema's text. wb::Error for text that is not JSON, an unsupported keyword, or a
+// schema no finite JSON value satisfies (a required property that refers back to its own schema),
+// each naming where in the schema.
 std::string json_schema_to_gbnf(const std::string& schema_json);
 
 }  // namespace wb

@@ -1,0 +1,334 @@
+// Export, Replay and Compare in the app (issue 16 item 7) with the real default model: an exported
+// reply's trace file loads back equal to what the chat recorded of the reply; replaying it reports
+// "same", and after a setting in the file is changed, the first token and stage that differ; another
+// model file, a bad file and a context too small are refused with messages; Compare shows exactly the
+// numbers compare_models produced (SmolLM2 against itself: KL 0, no flips; against a copy whose final
+// norm is scaled: the same numbers as a direct compare_models of the two files), can be cancelled
+// with the chat going on, and refuses a model with another vocabulary.
+#include <QFile>
+#include <QLabel>
+#include <QPushButton>
+#include <QSignalSpy>
+#include <QTableWidget>
+#include <QTemporaryDir>
+#include <QtTest>
+
+#include <cstring>
+#include <nlohmann/json.hpp>
+#include <qcustomplot.h>
+
+#include "chat_controller.h"
+#include "compare_dialog.h"
+#include "engine/backend.h"
+#include "engine/model_compare.h"
+#include "gguf/gguf_file.h"
+#include "gui_test_support.h"
+#include "main_window.h"
+#include "model/model_paths.h"
+#include "trace_actions.h"
+#include "util/sha256.h"
+
+namespace {
+
+constexpr int kTimeoutMs = 180000;
+
+// Sampled, not greedy: a replay that reproduces the reply has to reproduce the seed's draws too.
+wb::SamplingParams sampled() {
+    wb::SamplingParams p;
+    p.temperature = 0.9f;
+    p.top_k = 40;
+    p.top_p = 0.95f;
+    p.min_p = 0.05f;
+    p.seed = 4242;
+    p.max_tokens = 12;
+    return p;
+}
+
+QString defaultModel() { return QString::fromStdString(wb::default_model_path()); }
+
+bool bitsEqual(float a, float b) { return std::memcmp(&a, &b, sizeof a) == 0; }
+
+}  // namespace
+
+class TestTraceActions : public QObject {
+    Q_OBJECT
+
+    std::unique_ptr<MainWindow> m_window;
+    QTemporaryDir m_dir;
+    PromptInfo m_prompt;
+    GenerationSummary m_summary;
+    QString m_exported;  // the trace file of the first reply
+    int m_exportedSteps = 0;
+
+    ChatController* controller() const { return m_window->controller(); }
+    TraceActions* actions() const { return m_window->traceActions(); }
+    int lastIndex() const { return int(controller()->conversation().messages.size()) - 1; }
+
+    bool reply(const QString& message) {
+        controller()->newChat();
+        QSignalSpy prompt(controller(), &ChatController::promptReady);
+        QSignalSpy finished(controller(), &ChatController::generationFinished);
+        if (!controller()->sendMessage(message) || !finished.wait(kTimeoutMs) || prompt.isEmpty()) return false;
+        QCoreApplication::processEvents();
+        m_prompt = prompt.last().at(0).value<PromptInfo>();
+        m_summary = finished.last().at(0).value<GenerationSummary>();
+        return m_summary.reason != wb::StopReason::ERROR && controller()->conversation().messages.last().tokens.size() >= 3;
+    }
+
+    // The report of a replay of `path`, or the refusal when it did not start.
+    QString replay(const QString& path, bool* same, bool* started = nullptr) {
+        QSignalSpy reported(actions(), &TraceActions::replayReported);
+        QString error;
+        const quint64 job = actions()->replayFile(path, &error);
+        if (started) *started = job != 0;
+        *same = false;
+        if (job == 0) return error;
+        if (!reported.wait(kTimeoutMs)) return QStringLiteral("(no report)");
+        *same = reported.last().at(2).toBool();
+        return reported.last().at(1).toString();
+    }
+
+    QString writeEdited(const QString& name, const std::function<void(nlohmann::json&)>& edit) {
+        QFile in(m_exported);
+        if (!in.open(QIODevice::ReadOnly)) return {};
+        nlohmann::json j = nlohmann::json::parse(in.readAll().toStdString());
+        edit(j);
+        const QString path = m_dir.filePath(name);
+        QFile out(path);
+        if (!out.open(QIODevice::WriteOnly)) return {};
+        out.write(QByteArray::fromStdString(j.dump()));
+        return path;
+    }
+
+    // The finished dialog of a comparison of the last reply with `other`.
+    CompareDialog* compare(const QString& other) {
+        QString error;
+        CompareDialog* d = actions()->compareReply(lastIndex(), other, &error);
+        if (!d) qWarning("%s", qPrintable(error));
+        if (d && !QTest::qWaitFor([d] { return !d->isRunning(); }, kTimeoutMs)) return nullptr;
+        return d;
+    }
+
+    // The dialog draws the result as compare_models gave it: one point per token at its KL, a flip
+    // mark at each flipped token, the summary's numbers and one table row per token.
+    void verifyDialogShows(CompareDialog* d) {
+        const wb::ModelComparison& c = d->result()->comparison;
+        QCOMPARE(d->klGraph()->data()->size(), int(c.tokens.size()));
+        int flips = 0;
+        for (size_t i = 0; i < c.tokens.size(); ++i) {
+            QCOMPARE(d->klGraph()->data()->at(int(i))->key, double(i));
+            QCOMPARE(d->klGraph()->data()->at(int(i))->value, c.tokens[i].kl);
+            QCOMPARE(d->table()->item(int(i), 2)->text(), QString::number(c.tokens[i].kl, 'g', 6));
+            if (!c.tokens[i].flip()) continue;
+            QCOMPARE(d->flipGraph()->data()->at(flips)->key, double(i));
+            QCOMPARE(d->flipGraph()->data()->at(flips)->value, c.tokens[i].kl);
+            ++flips;
+        }
+        QCOMPARE(d->flipGraph()->data()->size(), flips);
+        QCOMPARE(flips, c.flips);
+        QCOMPARE(d->table()->rowCount(), int(c.tokens.size()));
+        const QString summary = d->summaryLabel()->text();
+        QVERIFY2(summary.contains(QStringLiteral("KL mean %1 nats").arg(QString::number(c.kl_mean, 'g', 6))), qPrintable(summary));
+        QVERIFY2(summary.contains(QStringLiteral("max %1").arg(QString::number(c.kl_max, 'g', 6))), qPrintable(summary));
+        QVERIFY2(summary.contains(QStringLiteral("top-1 flips: %1 of %2 tokens").arg(c.flips).arg(c.tokens.size())), qPrintable(summary));
+    }
+
+private Q_SLOTS:
+    void initTestCase() {
+        wb_gui_test::isolateSettings("test_trace_actions");
+        if (!QFileInfo::exists(defaultModel())) QFAIL("default model missing: run scripts/fetch-models.sh");
+        QVERIFY(m_dir.isValid());
+        m_window = std::make_unique<MainWindow>();
+        m_window->resize(1366, 768);
+        m_window->show();
+        QVERIFY(QTest::qWaitForWindowExposed(m_window.get()));
+        QVERIFY(actions());
+        QSignalSpy loaded(controller(), &ChatController::modelLoaded);
+        m_window->start();
+        QVERIFY(loaded.wait(kTimeoutMs));
+        controller()->setSamplingParams(sampled());
+        QTRY_VERIFY_WITH_TIMEOUT(!controller()->modelSha256().isEmpty(), kTimeoutMs);
+        QCOMPARE(controller()->modelSha256().toStdString(), wb::sha256_file(wb::default_model_path()));
+    }
+
+    void cleanupTestCase() { m_window.reset(); }
+
+    void exportThenLoadEqualsTheRecordedTrace() {
+        QVERIFY(reply(QStringLiteral("Name three colours.")));
+        m_exported = m_dir.filePath(QStringLiteral("reply.json"));
+        QString error;
+        QVERIFY2(actions()->exportReply(lastIndex(), m_exported, &error), qPrintable(error));
+        QFile f(m_exported);
+        QVERIFY(f.open(QIODevice::ReadOnly));
+        const wb::GenerationTrace t = wb::read_trace_json(f.readAll().toStdString());
+
+        const ChatEntry& r = controller()->conversation().messages.last();
+        QCOMPARE(t.model_sha256, wb::sha256_file(wb::default_model_path()));
+        QCOMPARE(QString::fromStdString(t.backend), controller()->model().backendName);
+        QCOMPARE(t.seed_in_use, quint64(m_summary.seed));
+        QCOMPARE(t.prompt, std::vector<int32_t>(m_prompt.ids.begin(), m_prompt.ids.end()));
+        QCOMPARE(t.params.top_k, sampled().top_k);
+        QVERIFY(bitsEqual(t.params.temperature, sampled().temperature));
+        QCOMPARE(t.params.seed, sampled().seed);
+        QCOMPARE(int(t.steps.size()), int(r.tokens.size()));
+        m_exportedSteps = int(t.steps.size());
+        for (size_t i = 0; i < t.steps.size(); ++i) {
+            const TokenRecord& rec = r.tokens[int(i)];
+            QCOMPARE(t.steps[i].token, int32_t(rec.id));
+            QCOMPARE(t.steps[i].stages.size(), rec.trace.size());
+            QVERIFY(!rec.trace.empty());
+            for (size_t k = 0; k < rec.trace.size(); ++k) {
+                const wb::SamplerStageTrace& a = t.steps[i].stages[k];
+                const wb::SamplerStageTrace& b = rec.trace[k];
+                QCOMPARE(a.stage, b.stage);
+                QCOMPARE(a.n_before, b.n_before);
+                QCOMPARE(a.n_after, b.n_after);
+                QVERIFY(bitsEqual(a.threshold, b.threshold) || (std::isnan(a.threshold) && std::isnan(b.threshold)));
+                QCOMPARE(a.top_after.size(), b.top_after.size());
+                for (size_t c = 0; c < a.top_after.size(); ++c) {
+                    QCOMPARE(a.top_after[c].id, b.top_after[c].id);
+                    QVERIFY(bitsEqual(a.top_after[c].logit, b.top_after[c].logit));
+                    QVERIFY(bitsEqual(a.top_after[c].p, b.top_after[c].p));
+                }
+            }
+        }
+    }
+
+    void replayOfTheExportIsTheSame() {
+        bool same = false;
+        const QString report = replay(m_exported, &same);
+        QVERIFY2(same, qPrintable(report));
+        QVERIFY2(report.startsWith(QStringLiteral("Same: the %1 tokens").arg(controller()->conversation().messages.last().tokens.size())),
+                 qPrintable(report));
+        // The chat goes on after it (its session now holds the replay's context).
+        QVERIFY(reply(QStringLiteral("Say hello.")));
+    }
+
+    void replayAfterASettingChangeNamesTheFirstDifference() {
+        // top_k 40 -> 2 in the file: the first token's top_k stage keeps 2, not 40.
+        const QString edited = writeEdited(QStringLiteral("top_k.json"), [](nlohmann::json& j) { j["params"]["top_k"] = 2; });
+        bool same = true;
+        const QString report = replay(edited, &same);
+        QVERIFY(!same);
+        QVERIFY2(report.startsWith(QStringLiteral("Differs at token 0 (stage top_k): n_after")), qPrintable(report));
+    }
+
+    void replayRefusesWhatItCannotReplay() {
+        bool same = false, started = true;
+        QString report = replay(writeEdited(QStringLiteral("sha.json"), [](nlohmann::json& j) { j["model_sha256"] = std::string(64, 'a'); }),
+                                &same, &started);
+        QVERIFY(!started);
+        QVERIFY2(report.startsWith(QStringLiteral("The trace was made with another model file (SHA-256 aaaa")), qPrintable(report));
+
+        const QString bad = m_dir.filePath(QStringLiteral("bad.json"));
+        QFile f(bad);
+        QVERIFY(f.open(QIODevice::WriteOnly));
+        f.write("{not json");
+        f.close();
+        report = replay(bad, &same, &started);
+        QVERIFY(!started);
+        QCOMPARE(report, QStringLiteral("bad.json: trace file: not valid JSON"));
+
+        // A prompt as long as the whole context: no room for the reply's tokens.
+        const int nCtx = controller()->model().contextSize;
+        report = replay(writeEdited(QStringLiteral("long.json"),
+                                    [nCtx](nlohmann::json& j) { j["prompt"] = std::vector<int32_t>(size_t(nCtx), 28); }),
+                        &same, &started);
+        QVERIFY(started);
+        QVERIFY(!same);
+        QVERIFY2(report.startsWith(QStringLiteral("The replay failed: The trace needs a context of %1 tokens (a prompt of %2")
+                                       .arg(nCtx + m_exportedSteps)
+                                       .arg(nCtx)),
+                 qPrintable(report));
+        QVERIFY2(report.contains(QStringLiteral("holds %1").arg(nCtx)), qPrintable(report));
+    }
+
+    void compareWithItselfGivesKlZeroAndNoFlips() {
+        QVERIFY(reply(QStringLiteral("Name three colours.")));
+        CompareDialog* d = compare(defaultModel());
+        QVERIFY(d && d->result());
+        const wb::ModelComparison& c = d->result()->comparison;
+        QCOMPARE(int(c.tokens.size()), int(controller()->conversation().messages.last().tokens.size()));
+        for (const wb::TokenComparison& t : c.tokens) {
+            QCOMPARE(t.kl, 0.0);
+            QCOMPARE(t.top_a, t.top_b);
+        }
+        QCOMPARE(c.flips, 0);
+        verifyDialogShows(d);
+        d->close();
+    }
+
+    // A second file of the same vocabulary: SmolLM2 with its final norm's weights scaled by 1.5.
+    void compareWithAnotherFileShowsCompareModelsNumbers() {
+        const QString other = m_dir.filePath(QStringLiteral("smollm2-scaled-norm.gguf"));
+        {
+            QVERIFY(QFile::copy(defaultModel(), other));
+            const auto gguf = wb::GgufFile::open(wb::default_model_path());
+            const wb::GgufTensor* norm = gguf->find_tensor("output_norm.weight");
+            QVERIFY(norm && norm->type == wb::GgmlType::F32);
+            std::vector<float> w(size_t(norm->n_elements()));
+            std::memcpy(w.data(), norm->data, w.size() * sizeof(float));
+            for (float& v : w) v *= 1.5f;
+            QFile f(other);
+            QVERIFY(f.open(QIODevice::ReadWrite));
+            QVERIFY(f.seek(qint64(gguf->data_offset() + norm->offset)));
+            QCOMPARE(f.write(reinterpret_cast<const char*>(w.data()), qint64(w.size() * sizeof(float))), qint64(w.size() * sizeof(float)));
+        }
+        QVERIFY(reply(QStringLiteral("Write a short sentence about the sea.")));
+        const auto run = controller()->conversation().messages.last().run;
+        QVERIFY(run);
+        CompareDialog* d = compare(other);
+        QVERIFY(d && d->result());
+        verifyDialogShows(d);
+        const wb::ModelComparison& shown = d->result()->comparison;
+        QVERIFY(shown.kl_max > 0.0);  // the copy is another model
+
+        // compare_models on the two files directly: the same numbers.
+        std::vector<int32_t> tokens;
+        for (const TokenRecord& t : controller()->conversation().messages.last().tokens) tokens.push_back(t.id);
+        const auto a = wb::Model::load(wb::default_model_path());
+        const auto b = wb::Model::load(other.toStdString());
+        wb::BackendChoice cpu = wb::create_backend(wb::BackendKind::CPU, 2);
+        wb::SessionOptions so;
+        so.n_ctx = int32_t(run->prompt.size() + tokens.size());
+        wb::Session sa(*a, *cpu.backend, so), sb(*b, *cpu.backend, so);
+        const wb::ModelComparison direct = wb::compare_models(sa, sb, run->prompt, tokens);
+        QCOMPARE(shown.tokens.size(), direct.tokens.size());
+        for (size_t i = 0; i < direct.tokens.size(); ++i) {
+            QCOMPARE(shown.tokens[i].token, direct.tokens[i].token);
+            QCOMPARE(shown.tokens[i].top_a, direct.tokens[i].top_a);
+            QCOMPARE(shown.tokens[i].top_b, direct.tokens[i].top_b);
+            QVERIFY2(std::abs(shown.tokens[i].kl - direct.tokens[i].kl) <= 1e-6 * std::max(1.0, direct.tokens[i].kl),
+                     qPrintable(QStringLiteral("token %1: %2 vs %3").arg(i).arg(shown.tokens[i].kl).arg(direct.tokens[i].kl)));
+        }
+        QCOMPARE(shown.flips, direct.flips);
+        d->close();
+    }
+
+    void compareCanBeCancelledAndTheChatGoesOn() {
+        QString error;
+        CompareDialog* d = actions()->compareReply(lastIndex(), defaultModel(), &error);
+        QVERIFY2(d, qPrintable(error));
+        QVERIFY(d->isRunning());
+        d->cancelButton()->click();  // before the worker has loaded the file: it stops after the load
+        QTRY_VERIFY_WITH_TIMEOUT(!d->isRunning(), kTimeoutMs);
+        QVERIFY(!d->result());
+        QCOMPARE(d->summaryLabel()->text(), QStringLiteral("The comparison was cancelled."));
+        d->close();
+        QVERIFY(reply(QStringLiteral("Say hello.")));
+    }
+
+    void compareRefusesAnotherVocabulary() {
+        const QString gemma = QFileInfo(defaultModel()).dir().filePath(QStringLiteral("gemma-3-270m-Q4_K_M.gguf"));
+        if (!QFileInfo::exists(gemma)) QSKIP("gemma-3-270m-Q4_K_M.gguf is not in the model cache");
+        CompareDialog* d = compare(gemma);
+        QVERIFY(d);
+        QVERIFY(!d->result());
+        QVERIFY2(d->summaryLabel()->text().startsWith(QStringLiteral("compare: the models' vocabularies differ")),
+                 qPrintable(d->summaryLabel()->text()));
+        d->close();
+    }
+};
+
+QTEST_MAIN(TestTraceActions)
+#include "test_trace_actions.moc"
