@@ -612,6 +612,24 @@ private Q_SLOTS:
                  other.err.constData());
     }
 
+    void replayFileAndFlagErrorsAreSaidOnceAndPlainly() {
+        QTemporaryDir dir;
+        const QString missing = dir.filePath("t.json");
+        const Run none = run_cli({"generate", "-m", model(), "--replay", missing});
+        QCOMPARE(none.exit_code, 1);
+        QVERIFY2(none.err.contains("cannot read the trace file " + missing.toUtf8() + ": No such file or directory"),
+                 none.err.constData());
+        QCOMPARE(none.err.count(missing.toUtf8()), qsizetype(1));  // the path once, not "t.json: ... t.json"
+        // Exporting over the file being replayed would lose it.
+        const Run same = run_cli({"generate", "-m", model(), "--replay", missing, "--export-trace",
+                                  dir.path() + "/./t.json"});
+        QCOMPARE(same.exit_code, 1);
+        QVERIFY2(same.err.contains("is the file --replay reads; export to another file"), same.err.constData());
+        // Said as what it is, not as "--compare-model cannot be used with it".
+        const Run both = run_cli({"generate", "-m", model(), "--replay", missing, "--compare-model", model()});
+        QVERIFY2(both.err.contains("--compare-model and --replay exclude each other"), both.err.constData());
+    }
+
     void compareModelAgainstItselfGivesKlZero() {
         const Run r = run_cli({"generate", "-m", model(), "-p", "The capital of France is", "-n", "5", "--temp", "0",
                                "--backend", "cpu", "--json", "--compare-model", model()});
