@@ -17,7 +17,7 @@ public:
     wb::CaptureSpec capture() const override {
         wb::CaptureSpec spec;
         spec.sampler_trace = true;
-        spec.top_candidates = m_top;
+        spec.trace_candidates = m_top;
         return spec;
     }
     void on_token(const wb::TokenEvent& e) override { steps.push_back({e.id, e.trace}); }
@@ -30,15 +30,6 @@ private:
     quint64 m_job;
     int32_t m_top;
 };
-
-// A stage records max(top_candidates, 10) survivors (Session's sampler trace): the replay asks for as
-// many as the file's longest record, so that the two record the same candidates.
-int32_t recordedTop(const wb::GenerationTrace& t) {
-    size_t most = 0;
-    for (const wb::TraceStep& s : t.steps)
-        for (const wb::SamplerStageTrace& st : s.stages) most = std::max(most, st.top_after.size());
-    return most > 10 ? int32_t(most) : 0;
-}
 
 }  // namespace
 
@@ -70,7 +61,7 @@ void InferenceWorker::replayTrace(quint64 job, const GenerationTracePtr& recorde
         // would have its last position run alone through the one-token decode path, whose kernels
         // round differently from a prefill batch's (measured: a logit 28.79 -> 28.66 on SmolLM2 Q4_1).
         m_session->reset();
-        TraceRecorder recorder(*this, job, recordedTop(rec));
+        TraceRecorder recorder(*this, job, wb::replay_trace_candidates(rec));
         const wb::GenerateResult r = m_session->generate(rec.prompt, wb::LiveSamplingParams(params), &recorder);
         Q_EMIT kvStatsChanged(m_session->kv_stats());
         if (r.reason == wb::StopReason::ERROR) {

@@ -40,6 +40,9 @@ bool traceOfReply(const ChatEntry& reply, const QString& modelSha256, wb::Genera
         if (r.trace.empty()) return fail(QObject::tr("Token %1 of this reply has no sampler trace.").arg(i));
         t.steps.push_back({int32_t(r.id), r.trace});
     }
+    // The chat recorded as many candidates as its capture asked for; the longest record says at least
+    // that many to a replay (the CLI's included), which then records the same.
+    t.trace_candidates = wb::replay_trace_candidates(t);
     // Stopped by the user: the file says how many tokens there were, or a replay would go on past them.
     if (reply.stopReason == QLatin1String("stopped")) t.params.max_tokens = int32_t(t.steps.size());
     *trace = std::move(t);

@@ -4,6 +4,7 @@
 #include <cerrno>
 #include <cmath>
 #include <cstdlib>
+#include <filesystem>
 
 #include "util/error.h"
 
@@ -27,6 +28,14 @@ float to_float(const std::string& flag, const std::string& v, float lo, float hi
         throw Error(flag + " expects a number in [" + std::to_string(lo) + ", " + std::to_string(hi) + "], got '" + v +
                     "'");
     return x;
+}
+
+int32_t to_int(const std::string& flag, const std::string& v, SettingRange r) {
+    return to_int(flag, v, int64_t(r.lo), int64_t(r.hi));
+}
+
+float to_float(const std::string& flag, const std::string& v, SettingRange r) {
+    return to_float(flag, v, float(r.lo), float(r.hi));
 }
 
 namespace {
@@ -72,6 +81,14 @@ void check_replay_flags(const CliOptions& o) {
         if (f.rfind("-", 0) == 0 && std::find(allowed.begin(), allowed.end(), f) == allowed.end())
             throw Error("--replay takes the prompt, settings and seed from the trace file: " + f +
                         " cannot be used with it");
+    // The export would replace the trace being replayed by the new run's.
+    const auto canonical = [](const std::string& path) {
+        std::error_code ec;
+        const std::filesystem::path c = std::filesystem::weakly_canonical(path, ec);
+        return ec ? std::filesystem::path(path) : c;
+    };
+    if (!o.export_trace.empty() && canonical(o.export_trace) == canonical(o.replay))
+        throw Error("--export-trace " + o.export_trace + " is the file --replay reads; export to another file");
 }
 
 }  // namespace
@@ -151,7 +168,7 @@ bool parse_input_flag(const std::string& a, const NextFn& next, CliOptions& o) {
         if (o.command == "bench") o.bench_prompt = to_int(a, v, 0, 1 << 20);
         else { o.prompt = v; o.prompt_given = true; }
     }
-    else if (a == "-n" || a == "--n-predict") o.n_predict = to_int(a, next(), 0, 1 << 20);
+    else if (a == "-n" || a == "--n-predict") o.n_predict = to_int(a, next(), sampling_range::max_tokens);
     else if (a == "--chat") o.chat = true;
     else if (a == "--chat-template" || (a == "--template" && o.command == "template")) o.chat_template_file = next();
     else if (a == "--messages") o.messages_file = next();
@@ -197,15 +214,15 @@ bool parse_output_flag(const std::string& a, const NextFn& next, CliOptions& o) 
 // The common sampling settings (llama.cpp's further samplers are parse_sampler_flag's).
 bool parse_basic_sampling_flag(const std::string& a, const NextFn& next, CliOptions& o) {
     SamplingParams& s = o.sampling;
-    if (a == "--temp") s.temperature = to_float(a, next(), 0.0f, 100.0f);
-    else if (a == "--top-k") s.top_k = to_int(a, next(), 0, 1 << 30);
-    else if (a == "--top-p") s.top_p = to_float(a, next(), 0.0f, 1.0f);
-    else if (a == "--min-p") s.min_p = to_float(a, next(), 0.0f, 1.0f);
-    else if (a == "--typical-p") s.typical_p = to_float(a, next(), 0.0f, 1.0f);
-    else if (a == "--repeat-penalty") s.repeat_penalty = to_float(a, next(), 0.0f, 100.0f);
-    else if (a == "--repeat-last-n") s.repeat_last_n = to_int(a, next(), -1, 1 << 24);
-    else if (a == "--frequency-penalty") s.frequency_penalty = to_float(a, next(), -100.0f, 100.0f);
-    else if (a == "--presence-penalty") s.presence_penalty = to_float(a, next(), -100.0f, 100.0f);
+    if (a == "--temp") s.temperature = to_float(a, next(), sampling_range::temperature);
+    else if (a == "--top-k") s.top_k = to_int(a, next(), sampling_range::top_k);
+    else if (a == "--top-p") s.top_p = to_float(a, next(), sampling_range::probability);
+    else if (a == "--min-p") s.min_p = to_float(a, next(), sampling_range::probability);
+    else if (a == "--typical-p") s.typical_p = to_float(a, next(), sampling_range::probability);
+    else if (a == "--repeat-penalty") s.repeat_penalty = to_float(a, next(), sampling_range::repeat_penalty);
+    else if (a == "--repeat-last-n") s.repeat_last_n = to_int(a, next(), sampling_range::window);
+    else if (a == "--frequency-penalty") s.frequency_penalty = to_float(a, next(), sampling_range::count_penalty);
+    else if (a == "--presence-penalty") s.presence_penalty = to_float(a, next(), sampling_range::count_penalty);
     else if (a == "--seed") s.seed = to_u64(a, next());
     else if (a == "--stop") s.stop.push_back(next());
     else if (a == "--ignore-eos") s.ignore_eos = true;
@@ -256,8 +273,8 @@ void check_combinations(const CliOptions& o) {
         throw Error(std::string(o.api_key.empty() ? "--remote-model" : "--api-key") + " needs --remote URL");
     if ((o.command == "tokenize" || o.command == "generate") && !o.prompt_given && o.replay.empty())
         throw Error(o.command + " needs a prompt: -p TEXT");
-    if (!o.replay.empty()) check_replay_flags(o);
     if (!o.compare_model.empty() && !o.replay.empty()) throw Error("--compare-model and --replay exclude each other");
+    if (!o.replay.empty()) check_replay_flags(o);
 #ifndef WB_HAVE_TRACE_FILE
     if (!o.export_trace.empty() || !o.replay.empty())
         throw Error("this whitebox-cli was built without JSON support (nlohmann-json): no --export-trace or --replay");

@@ -8,6 +8,7 @@
 
 #include "engine/context_policy.h"
 #include "kv/kv_types.h"
+#include "sampling/sampling_limits.h"
 #include "sampling/sampling_params.h"
 
 namespace wb {
@@ -82,6 +83,9 @@ std::string usage_text();
 // A flag's value as an integer or a finite number in [lo, hi]; else wb::Error naming the flag.
 int32_t to_int(const std::string& flag, const std::string& v, int64_t lo, int64_t hi);
 float to_float(const std::string& flag, const std::string& v, float lo, float hi);
+// The same against a sampling setting's range (sampling/sampling_limits.h, shared with trace files).
+int32_t to_int(const std::string& flag, const std::string& v, SettingRange r);
+float to_float(const std::string& flag, const std::string& v, SettingRange r);
 bool parse_sampler_flag(const std::string& a, const std::function<std::string()>& next, CliOptions& o);
 
 // Checks --logit-bias ids against the model's vocabulary and adds the ids of the text entries.

@@ -14,6 +14,7 @@
 #include "engine/model_compare.h"
 #include "engine/session.h"
 #include "util/error.h"
+#include "util/sha256.h"
 
 namespace wb::cli {
 
@@ -155,6 +156,23 @@ void print_json_result(const GenerateResult& r, const std::vector<int32_t>& prom
     std::printf("%s\n", j.str().c_str());
 }
 
+#ifdef WB_HAVE_TRACE_FILE
+// What a trace file holds besides the steps (the model file hashed here unless a replay already did).
+GenerationTrace trace_header(const CliOptions& o, const Runtime& rt, const std::string& model_sha256,
+                             const SamplingParams& sampling, uint64_t seed_in_use, const std::vector<int32_t>& prompt,
+                             const GenerateObserver& obs) {
+    GenerationTrace t;
+    t.model_sha256 = model_sha256.empty() ? sha256_file(resolve_model_path(o)) : model_sha256;
+    t.backend = rt.backend.backend->name();
+    t.engine = engine_of(o, *rt.session);
+    t.params = sampling;
+    t.trace_candidates = obs.capture().trace_top();  // what the session recorded
+    t.seed_in_use = seed_in_use;
+    t.prompt = prompt;
+    return t;
+}
+#endif
+
 }  // namespace
 
 ChatTemplateChoice chat_template_choice(const CliOptions& o) {
@@ -204,16 +222,26 @@ std::vector<ChatMessage> trimmed_for(const CliOptions& o, const Model& m, const 
     return sent;
 }
 
-int cmd_generate(const CliOptions& o) {
+int cmd_generate(const CliOptions& given) {
+    CliOptions o = given;  // a replay takes its engine settings from the trace
+#ifdef WB_HAVE_TRACE_FILE
+    GenerationTrace recorded;
+    std::string model_sha256;
+    if (!o.replay.empty()) {
+        // Before anything runs: on another model file the trace's token ids may not even exist.
+        recorded = read_trace_file(o.replay);
+        model_sha256 = sha256_file(resolve_model_path(o));
+        if (!replay_model_matches(recorded, model_sha256)) return 1;
+        apply_trace_engine(recorded, o);
+    }
+#endif
     Runtime rt = open_runtime(o);
     const Model& m = *rt.model;
     std::vector<int32_t> prompt;
     SamplingParams sampling = sampling_for(o, m, o.chat);
 #ifdef WB_HAVE_TRACE_FILE
-    GenerationTrace recorded;
     if (!o.replay.empty()) {
         // The file's prompt ids and settings as they were, with the seed the sampler actually drew with.
-        recorded = read_trace_file(o.replay);
         prompt = recorded.prompt;
         sampling = recorded.params;
         sampling.seed = recorded.seed_in_use;
@@ -234,8 +262,12 @@ int cmd_generate(const CliOptions& o) {
     const ModelConfig& c = m.config();
     const bool swa = std::find(c.layer_is_swa.begin(), c.layer_is_swa.end(), true) != c.layer_is_swa.end();
     const bool trace = !o.export_trace.empty() || !o.replay.empty();
+    int32_t trace_candidates = 0;  // the engine's default, except in a replay: its file's count
+#ifdef WB_HAVE_TRACE_FILE
+    if (!o.replay.empty()) trace_candidates = replay_trace_candidates(recorded);
+#endif
     GenerateObserver obs({!o.json && o.replay.empty(), o.top_candidates, !o.dump_attention.empty(), o.layers, o.heads,
-                          o.logit_lens, o.head_stats, swa ? c.sliding_window : 0, trace});
+                          o.logit_lens, o.head_stats, swa ? c.sliding_window : 0, trace, trace_candidates});
     const GenerateResult r = rt.session->generate(prompt, params, &obs);
     // Read now: --compare-model resets the session, and its stats with it.
     const int32_t shift_keep = rt.session->kv_stats().shift_keep;
@@ -243,8 +275,7 @@ int cmd_generate(const CliOptions& o) {
         obs.write_attention(o.dump_attention, rt.session->context_tokens(), m.tokenizer());
 #ifdef WB_HAVE_TRACE_FILE
     if (trace && r.reason != StopReason::ERROR) {
-        const GenerationTrace now = trace_of(obs, prompt, sampling, r.seed, rt.backend.backend->name(),
-                                                 resolve_model_path(o));
+        const GenerationTrace now = trace_of(obs, trace_header(o, rt, model_sha256, sampling, r.seed, prompt, obs));
         if (!o.export_trace.empty()) write_trace_file(o.export_trace, now);
         if (!o.replay.empty()) return report_replay(recorded, now);
     }

@@ -1,25 +1,78 @@
 // generate --export-trace / --replay: the reply's sampler trace as a file (docs/trace-format.md) and a
 // rerun of one that says where the new run first differs.
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <fstream>
+#include <functional>
+#include <sstream>
 
 #include "cli/commands.h"
+#include "engine/session.h"
 #include "util/error.h"
-#include "util/sha256.h"
 
 namespace wb::cli {
 
-GenerationTrace trace_of(const GenerateObserver& obs, const std::vector<int32_t>& prompt, const SamplingParams& params,
-                         uint64_t seed_in_use, const std::string& backend, const std::string& model_path) {
-    GenerationTrace t;
-    t.model_sha256 = sha256_file(model_path);
-    t.backend = backend;
-    t.params = params;
-    t.seed_in_use = seed_in_use;
-    t.prompt = prompt;
-    for (const TokenEvent& e : obs.steps()) t.steps.push_back({e.id, e.trace});
-    return t;
+namespace {
+
+bool flag_given(const CliOptions& o, std::initializer_list<const char*> names) {
+    return std::any_of(o.flags.begin(), o.flags.end(), [&](const std::string& f) {
+        return std::find(names.begin(), names.end(), f) != names.end();
+    });
+}
+
+// One engine setting of a replay: the trace's unless its flag was given, and a note when they differ
+// (the numbers may then differ too, which is what such a replay is for).
+void take_setting(const CliOptions& o, std::initializer_list<const char*> flags, const std::string& given,
+                  const std::string& recorded, const std::function<void()>& take_recorded) {
+    if (!flag_given(o, flags)) {
+        take_recorded();
+    } else if (given != recorded) {
+        std::fprintf(stderr, "note: replay with %s %s; the trace was made with %s\n", *flags.begin(), given.c_str(),
+                     recorded.c_str());
+    }
+}
+
+}  // namespace
+
+GenerationTrace trace_of(const GenerateObserver& obs, GenerationTrace header) {
+    for (const TokenEvent& e : obs.steps()) header.steps.push_back({e.id, e.trace});
+    return header;
+}
+
+TraceEngine engine_of(const CliOptions& o, const Session& s) {
+    TraceEngine e;
+    e.recorded = true;
+    e.n_ctx = s.n_ctx();
+    e.cache_type_k = kv_type_name(o.cache_type_k);
+    e.cache_type_v = kv_type_name(o.cache_type_v);
+    e.context_policy = context_policy_name(s.context_policy().policy);
+    e.keep = s.context_policy().n_keep;
+    return e;
+}
+
+void apply_trace_engine(const GenerationTrace& t, CliOptions& o) {
+    take_setting(o, {"--backend"}, o.backend, t.backend, [&] { o.backend = t.backend; });
+    const TraceEngine& e = t.engine;
+    if (!e.recorded) return;  // a file from before the engine settings were recorded
+    take_setting(o, {"--ctx", "-c"}, std::to_string(o.ctx), std::to_string(e.n_ctx), [&] { o.ctx = e.n_ctx; });
+    // A name the file made up is refused as the flag would refuse it.
+    const auto type = [](const std::string& name) {
+        try {
+            return kv_type_from_name(name);
+        } catch (const Error& err) {
+            throw Error(std::string("the trace's cache type: ") + err.what());
+        }
+    };
+    take_setting(o, {"--cache-type-k"}, kv_type_name(o.cache_type_k), e.cache_type_k,
+                 [&] { o.cache_type_k = type(e.cache_type_k); });
+    take_setting(o, {"--cache-type-v"}, kv_type_name(o.cache_type_v), e.cache_type_v,
+                 [&] { o.cache_type_v = type(e.cache_type_v); });
+    take_setting(o, {"--context-policy"}, context_policy_name(o.context_policy), e.context_policy,
+                 [&] { o.context_policy = parse_context_policy(e.context_policy); });
+    take_setting(o, {"--keep"}, o.keep ? std::to_string(*o.keep) : "(default)", std::to_string(e.keep),
+                 [&] { o.keep = e.keep; });
 }
 
 void write_trace_file(const std::string& path, const GenerationTrace& trace) {
@@ -29,26 +82,38 @@ void write_trace_file(const std::string& path, const GenerationTrace& trace) {
     if (!f) throw Error("cannot write " + tmp + ": " + std::strerror(errno));
     const bool ok = std::fwrite(text.data(), 1, text.size(), f) == text.size() && std::fputc('\n', f) != EOF;
     if (std::fclose(f) != 0 || !ok || std::rename(tmp.c_str(), path.c_str()) != 0) {
+        const int err = errno;  // std::remove may set its own
         std::remove(tmp.c_str());
-        throw Error("cannot write " + path + ": " + std::strerror(errno));
+        throw Error("cannot write " + path + ": " + std::strerror(err));
     }
 }
 
 GenerationTrace read_trace_file(const std::string& path) {
+    std::ifstream in(path, std::ios::binary);
+    if (!in) throw Error("cannot read the trace file " + path + ": " + std::strerror(errno));
+    std::ostringstream text;
+    text << in.rdbuf();
+    if (in.bad()) throw Error("cannot read the trace file " + path);
     try {
-        return read_trace_json(read_text_file(path));
+        return read_trace_json(text.str());
     } catch (const Error& e) {
         throw Error(path + ": " + e.what());
     }
 }
 
+bool replay_model_matches(const GenerationTrace& recorded, const std::string& model_sha256) {
+    // Another file gives other numbers from the first token on (or fails on token ids it lacks):
+    // saying so beats a first difference.
+    if (recorded.model_sha256.empty() || recorded.model_sha256 == model_sha256) return true;
+    std::printf("replay: the trace was made with another model file (SHA-256 %s; this one is %s)\n",
+                recorded.model_sha256.c_str(), model_sha256.c_str());
+    return false;
+}
+
 int report_replay(const GenerationTrace& recorded, const GenerationTrace& now) {
-    // Another file gives other numbers from the first token on; saying so beats a first difference.
-    if (!recorded.model_sha256.empty() && recorded.model_sha256 != now.model_sha256) {
-        std::printf("replay: the trace was made with another model file (SHA-256 %s; this one is %s)\n",
-                    recorded.model_sha256.c_str(), now.model_sha256.c_str());
-        return 1;
-    }
+    if (recorded.backend != now.backend)
+        std::fprintf(stderr, "note: the trace was made on the %s backend, this replay ran on %s\n",
+                     recorded.backend.c_str(), now.backend.c_str());
     const TraceDivergence d = compare_traces(recorded, now);
     if (d.same) {
         std::printf("replay: the same %zu tokens and sampler trace\n", now.steps.size());

@@ -8,6 +8,10 @@
 #include "sampling/trace_file.h"
 #endif
 
+namespace wb {
+class Session;
+}
+
 namespace wb::cli {
 
 int cmd_info(const CliOptions& o);
@@ -28,13 +32,19 @@ ChatTemplateChoice chat_template_choice(const CliOptions& o);
 void require_chat_template(const ChatTemplate& t);
 
 #ifdef WB_HAVE_TRACE_FILE
-// generate --export-trace / --replay (cmd_trace.cpp): the trace a generation's observer collected, the
-// file written (temporary file renamed into place) and read (wb::Error naming the path), and the
-// replay's verdict printed (exit code: 0 the same, 1 differs).
-GenerationTrace trace_of(const GenerateObserver& obs, const std::vector<int32_t>& prompt, const SamplingParams& params,
-                         uint64_t seed_in_use, const std::string& backend, const std::string& model_path);
+// generate --export-trace / --replay (cmd_trace.cpp): the trace a generation's observer collected
+// (header: everything but the steps), the engine settings it ran under, the file written (temporary
+// file renamed into place) and read (wb::Error naming the path), and the replay's verdict printed
+// (exit code: 0 the same, 1 differs).
+GenerationTrace trace_of(const GenerateObserver& obs, GenerationTrace header);
+TraceEngine engine_of(const CliOptions& o, const Session& s);
 void write_trace_file(const std::string& path, const GenerationTrace& trace);
 GenerationTrace read_trace_file(const std::string& path);
+// --replay's defaults from the trace: its backend and engine settings, except where a flag was given
+// (a note says where they differ).
+void apply_trace_engine(const GenerationTrace& t, CliOptions& o);
+// False, with the replay's message printed, when the trace names another model file.
+bool replay_model_matches(const GenerationTrace& recorded, const std::string& model_sha256);
 int report_replay(const GenerationTrace& recorded, const GenerationTrace& now);
 #endif
 

@@ -16,6 +16,7 @@ CaptureSpec GenerateObserver::capture() const {
     spec.prefill_attention = spec.decode_attention = what_.attention || what_.head_stats;
     spec.logit_lens = what_.logit_lens;
     spec.sampler_trace = what_.sampler_trace;
+    spec.trace_candidates = what_.trace_candidates;
     spec.layers = what_.layers;
     spec.heads = what_.heads;
     return spec;

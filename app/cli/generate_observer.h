@@ -24,6 +24,7 @@ struct GenerateCapture {
     bool head_stats = false;         // --head-stats
     int32_t model_window = 0;        // the model's sliding window (head statistics' in_window), 0: none
     bool sampler_trace = false;      // --export-trace / --replay
+    int32_t trace_candidates = 0;    // candidates per stage record (a replay's file's; 0: CaptureSpec's)
 };
 
 class GenerateObserver : public Observer {

@@ -47,7 +47,7 @@ void parse_logit_bias(const std::string& v, CliOptions& o) {
     for (size_t pos = v.find_first_of("+-", 1); pos != std::string::npos; pos = v.find_first_of("+-", pos + 1)) {
         const std::string key = v.substr(0, pos);
         if (!(is_token_id(key) || (is_quoted(key) && key.size() > 2)) || !bias_after(v, pos, &bias)) continue;
-        if (is_token_id(key)) o.sampling.logit_bias.push_back({to_int("--logit-bias", key, 0, 1 << 30), bias});
+        if (is_token_id(key)) o.sampling.logit_bias.push_back({to_int("--logit-bias", key, sampling_range::token_id), bias});
         else o.logit_bias_text.push_back({key.substr(1, key.size() - 2), bias});
         return;
     }
@@ -111,10 +111,10 @@ void set_grammar(const std::string& flag, const std::string& value, CliOptions& 
 
 bool parse_sampler_flag(const std::string& a, const std::function<std::string()>& next, CliOptions& o) {
     SamplingParams& s = o.sampling;
-    if (a == "--dry-multiplier") s.dry_multiplier = to_float(a, next(), 0.0f, 1e6f);
-    else if (a == "--dry-base") s.dry_base = to_float(a, next(), 1.0f, 1e6f);
-    else if (a == "--dry-allowed-length") s.dry_allowed_length = to_int(a, next(), 0, 1 << 24);
-    else if (a == "--dry-penalty-last-n") s.dry_penalty_last_n = to_int(a, next(), -1, 1 << 24);
+    if (a == "--dry-multiplier") s.dry_multiplier = to_float(a, next(), sampling_range::dry_multiplier);
+    else if (a == "--dry-base") s.dry_base = to_float(a, next(), sampling_range::dry_base);
+    else if (a == "--dry-allowed-length") s.dry_allowed_length = to_int(a, next(), sampling_range::dry_allowed_length);
+    else if (a == "--dry-penalty-last-n") s.dry_penalty_last_n = to_int(a, next(), sampling_range::window);
     else if (a == "--dry-sequence-breaker") {
         // As llama.cpp: the first one replaces the defaults; "none" clears them.
         if (!o.dry_breakers_given) s.dry_sequence_breakers.clear();
@@ -124,12 +124,12 @@ bool parse_sampler_flag(const std::string& a, const std::function<std::string()>
         else if (v.empty()) throw Error("--dry-sequence-breaker expects a non-empty string (or none)");
         else s.dry_sequence_breakers.push_back(v == "\\n" ? "\n" : v);
     }
-    else if (a == "--xtc-probability") s.xtc_probability = to_float(a, next(), 0.0f, 1.0f);
-    else if (a == "--xtc-threshold") s.xtc_threshold = to_float(a, next(), 0.0f, 1.0f);
-    else if (a == "--mirostat") s.mirostat = to_int(a, next(), 0, 2);
-    else if (a == "--mirostat-lr") s.mirostat_eta = to_float(a, next(), 0.0f, 100.0f);
-    else if (a == "--mirostat-ent") s.mirostat_tau = to_float(a, next(), 0.0f, 100.0f);
-    else if (a == "--top-nsigma" || a == "--top-n-sigma") s.top_n_sigma = to_float(a, next(), -1.0f, 1000.0f);
+    else if (a == "--xtc-probability") s.xtc_probability = to_float(a, next(), sampling_range::probability);
+    else if (a == "--xtc-threshold") s.xtc_threshold = to_float(a, next(), sampling_range::probability);
+    else if (a == "--mirostat") s.mirostat = to_int(a, next(), sampling_range::mirostat);
+    else if (a == "--mirostat-lr") s.mirostat_eta = to_float(a, next(), sampling_range::mirostat_rate);
+    else if (a == "--mirostat-ent") s.mirostat_tau = to_float(a, next(), sampling_range::mirostat_rate);
+    else if (a == "--top-nsigma" || a == "--top-n-sigma") s.top_n_sigma = to_float(a, next(), sampling_range::top_n_sigma);
     else if (a == "--logit-bias" || a == "-l") parse_logit_bias(next(), o);
     else if (a == "--grammar" || a == "--grammar-file" || a == "--json-schema") set_grammar(a, next(), o);
     else if (a == "--samplers") {

@@ -30,8 +30,9 @@ struct ModelComparison {
 using CompareProgress = std::function<bool(size_t done, size_t total)>;
 
 // Evaluates prompt + reply from an empty cache in both sessions (they are reset) and compares the
-// distributions that predicted each reply token. wb::Error when the vocabularies differ in size, the
-// prompt is empty or the tokens do not fit a session's context (the message gives both sizes).
+// distributions that predicted each reply token, a batch of both at a time (neither holds more than
+// one batch of logits rows). wb::Error when the vocabularies differ (in size or in a token's text),
+// the prompt is empty or the tokens do not fit a session's context (the message gives both sizes).
 ModelComparison compare_models(Session& a, Session& b, const std::vector<int32_t>& prompt,
                                const std::vector<int32_t>& reply, const CompareProgress& progress = {});
 

@@ -4,6 +4,7 @@
 // needs. What is expensive to capture (attention, candidates, the sampler trace, per-layer timing) is
 // captured only when the observer's CaptureSpec asks for it, so an observer that asks for nothing costs
 // nothing measurable.
+#include <algorithm>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -22,6 +23,9 @@ struct CaptureSpec {
     bool decode_attention = false;   // the 1 x keys row of every generated token
     int32_t top_candidates = 0;      // candidates per token event (0 = none)
     bool sampler_trace = false;      // what each sampler stage kept and how it changed p
+    // Candidates each trace stage records; 0: max(top_candidates, 10). A replay asks for its file's
+    // count, or its stages would record another number of candidates than the file's and differ.
+    int32_t trace_candidates = 0;
     bool layer_timing = false;       // per-layer forward time (adds a synchronisation per layer on GPUs)
     // > 0: the logit lens with this many top tokens per layer (TokenEvent::lens): the final norm and the
     // output matrix applied to every layer's residual stream, one extra output product per layer
@@ -30,6 +34,7 @@ struct CaptureSpec {
     bool wants_layer(int32_t il) const;
     bool wants_head(int32_t h) const;
     bool any_attention() const { return prefill_attention || decode_attention; }
+    int32_t trace_top() const { return trace_candidates > 0 ? trace_candidates : std::max(top_candidates, 10); }
 };
 
 // Post-softmax attention probabilities of one layer, exactly those the attention used.

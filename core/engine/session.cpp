@@ -219,26 +219,39 @@ int32_t Session::sample_next(SamplerChain& chain, const SamplingParams& now, boo
 }
 
 std::vector<float> Session::evaluate(const std::vector<int32_t>& tokens, const std::function<bool(size_t done)>& after_batch) {
-    const ModelConfig& c = model_.config();
+    const size_t n_vocab = size_t(model_.config().n_vocab);
     if (int32_t(tokens.size()) > n_ctx_)
         throw Error("evaluate: " + std::to_string(tokens.size()) + " tokens do not fit the context of " +
                     std::to_string(n_ctx_));
     reset();
-    std::vector<float> out(tokens.size() * size_t(c.n_vocab));
+    std::vector<float> out(tokens.size() * n_vocab);
     for (size_t done = 0; done < tokens.size();) {
         const int32_t nb = std::min<int32_t>(n_batch_, int32_t(tokens.size() - done));
-        const int32_t pos0 = int32_t(cached_.size());
-        kv_->reserve(pos0 + nb);
-        ForwardBatch batch{tokens.data() + done, nb, pos0, true};
-        forward_(backend_, c, weights_, *kv_, buffers_, batch);
-        backend_.read(buffers_.logits.rows(0, nb), out.data() + done * size_t(c.n_vocab));
-        cached_.insert(cached_.end(), tokens.begin() + long(done), tokens.begin() + long(done) + nb);
-        history_.insert(history_.end(), tokens.begin() + long(done), tokens.begin() + long(done) + nb);
-        kv_->set_n_tokens(int32_t(cached_.size()));
+        const std::vector<float>& rows = append_rows(tokens.data() + done, nb);
+        std::copy(rows.begin(), rows.end(), out.begin() + long(done * n_vocab));
         done += size_t(nb);
         if (after_batch && !after_batch(done)) throw Error("evaluate: stopped");
     }
     return out;
+}
+
+const std::vector<float>& Session::append_rows(const int32_t* tokens, int32_t n) {
+    const ModelConfig& c = model_.config();
+    if (n <= 0 || n > n_batch_ || int64_t(cached_.size()) + n > n_ctx_)
+        throw Error("append_rows: " + std::to_string(n) + " tokens after " + std::to_string(cached_.size()) +
+                    " are not one batch of at most " + std::to_string(n_batch_) + " that fits the context of " +
+                    std::to_string(n_ctx_));
+    check_token_ids(tokens, n);
+    const int32_t pos0 = int32_t(cached_.size());
+    kv_->reserve(pos0 + n);
+    ForwardBatch batch{tokens, n, pos0, true};
+    forward_(backend_, c, weights_, *kv_, buffers_, batch);
+    rows_.resize(size_t(n) * size_t(c.n_vocab));
+    backend_.read(buffers_.logits.rows(0, n), rows_.data());
+    cached_.insert(cached_.end(), tokens, tokens + n);
+    history_.insert(history_.end(), tokens, tokens + n);
+    kv_->set_n_tokens(int32_t(cached_.size()));
+    return rows_;
 }
 
 GenerateResult Session::generate(const std::vector<int32_t>& prompt, const LiveSamplingParams& live,
@@ -341,7 +354,7 @@ GenerateResult Session::generate(const std::vector<int32_t>& prompt, const LiveS
             const bool whole_row = spec.top_candidates > 0 || spec.sampler_trace;
             const int32_t id = sample_next(chain, now, whole_row, observer != nullptr,
                                            spec.sampler_trace ? &trace : nullptr,
-                                           size_t(std::max(spec.top_candidates, 10)));
+                                           size_t(spec.trace_top()));
             if (result.tokens.empty()) result.timings.ttft_ms = ms_since(t_start);
             if (tok.is_eog(id)) {
                 result.reason = StopReason::EOS;

@@ -87,6 +87,11 @@ public:
     // evaluation with wb::Error("evaluate: stopped") (a GUI's Cancel between two batches).
     std::vector<float> evaluate(const std::vector<int32_t>& tokens,
                                 const std::function<bool(size_t done)>& after_batch = {});
+    // One step of evaluate(): appends n <= n_batch() tokens that fit the context and returns the logits
+    // of every one of them, [n][n_vocab], valid until the next call. Two sessions stepped side by side
+    // (compare_models) hold one batch of rows each instead of every position's.
+    const std::vector<float>& append_rows(const int32_t* tokens, int32_t n);
+    int32_t n_batch() const { return n_batch_; }
 
     // Asks a running generate() to end after the current token (or prompt batch); callable from any
     // thread. generate() clears it when it starts: a stop meant for a request not yet started goes
@@ -158,6 +163,7 @@ private:
     int32_t shifts_now_ = 0, dropped_now_ = 0;  // this generate()'s shifts (GenerateResult)
     std::vector<ContextCut> cuts_now_;          // ... and each one's cut
     Observer* observer_ = nullptr;              // of the generate() under way (on_context_cut)
+    std::vector<float> rows_;                   // append_rows()'s logits
     std::vector<float> last_logits_;   // the last row read whole
     std::vector<int32_t> top_ids_;     // the best few logits of the last row, when only they are read
     std::vector<float> top_logits_;

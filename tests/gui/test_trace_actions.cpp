@@ -170,6 +170,9 @@ private Q_SLOTS:
         QCOMPARE(t.params.top_k, sampled().top_k);
         QVERIFY(bitsEqual(t.params.temperature, sampled().temperature));
         QCOMPARE(t.params.seed, sampled().seed);
+        // The chat records 20 candidates per stage (the first stage, penalties, keeps the whole vocabulary):
+        // the file says so, or whitebox-cli's replay, which records what the file says, would differ.
+        QCOMPARE(t.trace_candidates, 20);
         QCOMPARE(int(t.steps.size()), int(r.tokens.size()));
         m_exportedSteps = int(t.steps.size());
         for (size_t i = 0; i < t.steps.size(); ++i) {

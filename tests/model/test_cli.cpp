@@ -589,7 +589,7 @@ private Q_SLOTS:
 
         const Run bad = run_cli({"generate", "-m", model(), "--replay", write_file(dir, "bad.json", "{\"format\": 1}")});
         QCOMPARE(bad.exit_code, 1);
-        QVERIFY2(bad.err.contains("bad.json: trace file: the file.format has the wrong type"), bad.err.constData());
+        QVERIFY2(bad.err.contains("bad.json: trace file: format must be a string, got number 1"), bad.err.constData());
         // Another model file: said as such, not as a difference in the numbers.
         const Run other = run_cli({"generate", "-m", QFileInfo(model()).dir().filePath("gemma-3-270m-Q4_K_M.gguf"), "--backend", "cpu",
                                    "--replay", path});
@@ -599,6 +599,71 @@ private Q_SLOTS:
         // A flag the file's settings would silently override is refused.
         QVERIFY(run_cli({"generate", "-m", model(), "--replay", path, "-p", "x"}).err.contains("-p cannot be used with it"));
         QVERIFY(run_cli({"generate", "-m", model(), "--replay", path, "--temp", "0"}).err.contains("--temp cannot be used"));
+    }
+
+    void traceWithManyTopCandidatesReplaysTheSame() {
+        // --top-candidates 20 makes each stage record 20 candidates; a replay that recorded its default
+        // 10 would report a difference at the first stage of the first token.
+        QTemporaryDir dir;
+        const QString path = dir.filePath("trace.json");
+        QCOMPARE(run_cli({"generate", "-m", model(), "-p", "The capital of France is", "-n", "6", "--backend", "cpu",
+                          "--json", "--top-candidates", "20", "--export-trace", path}).exit_code, 0);
+        const Run replay = run_cli({"generate", "-m", model(), "--backend", "cpu", "--replay", path});
+        QCOMPARE(replay.exit_code, 0);
+        QCOMPARE(replay.out.trimmed(), QByteArray("replay: the same 6 tokens and sampler trace"));
+    }
+
+    void traceOfABiggerVocabularyIsRefusedBeforeGenerating() {
+        // Gemma 3's token ids go past SmolLM2's vocabulary: the hash must be checked before the prompt
+        // runs, or the replay fails on "token id N outside the vocabulary" instead.
+        QTemporaryDir dir;
+        const QString path = dir.filePath("gemma.json");
+        const QString gemma = QFileInfo(model()).dir().filePath("gemma-3-270m-Q4_K_M.gguf");
+        QCOMPARE(run_cli({"generate", "-m", gemma, "-p", "Bonjour, comment allez-vous aujourd'hui?", "-n", "3",
+                          "--backend", "cpu", "--export-trace", path}).exit_code, 0);
+        const Run r = run_cli({"generate", "-m", model(), "--backend", "cpu", "--replay", path});
+        QCOMPARE(r.exit_code, 1);
+        QVERIFY2(r.out.startsWith("replay: the trace was made with another model file (SHA-256 "), r.out.constData());
+        QVERIFY2(!r.err.contains("vocabulary"), r.err.constData());
+        QVERIFY2(!r.err.contains("tok/s"), r.err.constData());  // nothing was generated
+    }
+
+    void replayRunsWithTheTracesEngineSettings() {
+        // Exported with a 4-bit V cache and a small context: the replay takes both from the file
+        // (with the defaults the numbers would differ) and says so when a flag overrides one.
+        QTemporaryDir dir;
+        const QString path = dir.filePath("trace.json");
+        QCOMPARE(run_cli({"generate", "-m", model(), "-p", "The capital of France is", "-n", "6", "--backend", "cpu",
+                          "--ctx", "256", "--cache-type-v", "q4_0", "--ignore-eos", "--export-trace", path}).exit_code, 0);
+        QFile f(path);
+        QVERIFY(f.open(QIODevice::ReadOnly));
+        const QJsonObject engine = QJsonDocument::fromJson(f.readAll()).object()["engine"].toObject();
+        QCOMPARE(engine["n_ctx"].toInt(), 256);
+        QCOMPARE(engine["cache_type_v"].toString(), QString("q4_0"));
+        const Run same = run_cli({"generate", "-m", model(), "--replay", path});
+        QCOMPARE(same.exit_code, 0);
+        QCOMPARE(same.out.trimmed(), QByteArray("replay: the same 6 tokens and sampler trace"));
+        const Run other = run_cli({"generate", "-m", model(), "--replay", path, "--cache-type-v", "f16"});
+        QVERIFY2(other.err.contains("note: replay with --cache-type-v f16; the trace was made with q4_0"),
+                 other.err.constData());
+    }
+
+    void replayFileAndFlagErrorsAreSaidOnceAndPlainly() {
+        QTemporaryDir dir;
+        const QString missing = dir.filePath("t.json");
+        const Run none = run_cli({"generate", "-m", model(), "--replay", missing});
+        QCOMPARE(none.exit_code, 1);
+        QVERIFY2(none.err.contains("cannot read the trace file " + missing.toUtf8() + ": No such file or directory"),
+                 none.err.constData());
+        QCOMPARE(none.err.count(missing.toUtf8()), qsizetype(1));  // the path once, not "t.json: ... t.json"
+        // Exporting over the file being replayed would lose it.
+        const Run same = run_cli({"generate", "-m", model(), "--replay", missing, "--export-trace",
+                                  dir.path() + "/./t.json"});
+        QCOMPARE(same.exit_code, 1);
+        QVERIFY2(same.err.contains("is the file --replay reads; export to another file"), same.err.constData());
+        // Said as what it is, not as "--compare-model cannot be used with it".
+        const Run both = run_cli({"generate", "-m", model(), "--replay", missing, "--compare-model", model()});
+        QVERIFY2(both.err.contains("--compare-model and --replay exclude each other"), both.err.constData());
     }
 
     void compareModelAgainstItselfGivesKlZero() {

@@ -3,8 +3,11 @@
 // own teacher-forced logits.
 #include <QtTest>
 
+#include <atomic>
 #include <cmath>
+#include <cstdlib>
 #include <functional>
+#include <new>
 
 #include "engine/backend_cpu.h"
 #include "engine/model.h"
@@ -16,15 +19,31 @@
 
 using namespace wb;
 
+// The largest single allocation while `g_watch` is set: compare_models must hold one batch of logits
+// rows per session, never every position's (prompt + reply) x n_vocab.
+namespace {
+std::atomic<bool> g_watch{false};
+std::atomic<size_t> g_largest{0};
+}  // namespace
+
+void* operator new(size_t n) {
+    if (g_watch.load(std::memory_order_relaxed) && n > g_largest.load(std::memory_order_relaxed)) g_largest = n;
+    if (void* p = std::malloc(n ? n : 1)) return p;
+    throw std::bad_alloc();
+}
+void operator delete(void* p) noexcept { std::free(p); }
+void operator delete(void* p, size_t) noexcept { std::free(p); }
+
 class TestModelCompare : public QObject {
     Q_OBJECT
     std::unique_ptr<CpuBackend> backend_;
     std::unique_ptr<Model> model_;
     std::vector<int32_t> prompt_, reply_;
 
-    std::unique_ptr<Session> session(KvType kv) {
+    std::unique_ptr<Session> session(KvType kv, int32_t n_batch = 256) {
         SessionOptions so;
         so.n_ctx = 256;
+        so.n_batch = n_batch;
         so.kv_type_k = so.kv_type_v = kv;
         return std::make_unique<Session>(*model_, *backend_, so);
     }
@@ -50,8 +69,17 @@ private Q_SLOTS:
         QCOMPARE(c.flips, 0);
     }
 
+    void klAndFlipsMatchARecomputation_data() {
+        QTest::addColumn<int>("n_batch");
+        QTest::newRow("one batch") << 256;
+        // The prompt's last row in the middle of a batch, the reply over several.
+        QTest::newRow("batches of 5") << 5;
+    }
+
     void klAndFlipsMatchARecomputation() {
-        auto a = session(KvType::F16), b = session(KvType::Q4_0);
+        QFETCH(int, n_batch);
+        QVERIFY(prompt_.size() % 5 != 0);
+        auto a = session(KvType::F16, n_batch), b = session(KvType::Q4_0, n_batch);
         const ModelComparison c = compare_models(*a, *b, prompt_, reply_);
         std::vector<int32_t> all = prompt_;
         all.insert(all.end(), reply_.begin(), reply_.end());
@@ -88,6 +116,20 @@ private Q_SLOTS:
         QCOMPARE(c.flips, flips);
         QVERIFY(c.kl_max > 0.0);  // a 4-bit cache does move the distributions
         QVERIFY(std::fabs(c.kl_max - kl_max) < 1e-9 + 1e-6 * kl_max);
+    }
+
+    void holdsOneBatchOfRowsAtATime() {
+        auto a = session(KvType::F16, 4), b = session(KvType::Q4_0, 4);
+        const size_t row = size_t(model_->config().n_vocab) * sizeof(float);
+        const size_t positions = prompt_.size() + reply_.size();
+        QVERIFY(positions > 12);
+        g_largest = 0;
+        g_watch = true;
+        const ModelComparison c = compare_models(*a, *b, prompt_, reply_);
+        g_watch = false;
+        QCOMPARE(c.tokens.size(), reply_.size());
+        // One batch (4 rows) is the most a session reads; all rows would be `positions` of them.
+        QVERIFY2(g_largest <= 4 * row, qPrintable(QString("%1 bytes, a row is %2").arg(g_largest.load()).arg(row)));
     }
 
     void badInputIsRefusedByName() {

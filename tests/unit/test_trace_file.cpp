@@ -13,7 +13,6 @@
 #include "sampling/sampler.h"
 #include "sampling/trace_file.h"
 #include "util/error.h"
-#include "util/sha256.h"
 
 using namespace wb;
 
@@ -63,6 +62,39 @@ GenerationTrace generate(const SamplingParams& params, const std::vector<std::ve
     return t;
 }
 
+// Every setting away from its default (and inside the CLI's ranges), so a field the reader drops shows.
+SamplingParams every_field_params() {
+    SamplingParams p;
+    p.temperature = 0.7f;
+    p.top_k = 12;
+    p.top_p = 0.8f;
+    p.min_p = 0.1f;
+    p.typical_p = 0.9f;
+    p.repeat_penalty = 1.2f;
+    p.repeat_last_n = 32;
+    p.frequency_penalty = 0.25f;
+    p.presence_penalty = -0.5f;
+    p.seed = (uint64_t(1) << 60) | 3;  // above 2^53: a double would round it
+    p.max_tokens = 77;
+    p.stop = {"END", "\n\n"};
+    p.ignore_eos = true;
+    p.samplers = {"top_k", "temperature"};
+    p.logit_bias = {{3, -std::numeric_limits<float>::infinity()}, {9, 0.5f}};
+    p.xtc_probability = 0.3f;
+    p.xtc_threshold = 0.2f;
+    p.top_n_sigma = 1.5f;
+    p.mirostat = 2;
+    p.mirostat_tau = 4.0f;
+    p.mirostat_eta = 0.2f;
+    p.dry_multiplier = 0.8f;
+    p.dry_base = 2.0f;
+    p.dry_allowed_length = 3;
+    p.dry_penalty_last_n = -1;
+    p.dry_sequence_breakers = {"\n", "x"};
+    p.grammar = "root ::= \"a\"";
+    return p;
+}
+
 template <class T>
 bool bits_equal(T a, T b) {
     return std::memcmp(&a, &b, sizeof a) == 0;
@@ -78,27 +110,12 @@ private slots:
     void compare_names_first_diverging_step_and_stage();
     void compare_reports_token_and_length_differences();
     void bad_files_get_specific_errors();
-    void sha256_matches_the_standard_vectors();
+    void every_field_survives_the_round_trip();
+    void files_without_engine_or_candidate_count_still_read();
+    void replay_asks_for_the_longest_record();
+    void invalid_utf8_text_is_refused_by_name();
     void seeds_above_2_pow_53_survive_a_double_based_tool();
 };
-
-void TestTraceFile::sha256_matches_the_standard_vectors() {
-    // FIPS 180-4's examples, and a message that needs a second padding block.
-    auto hex = [](const std::string& s) {
-        Sha256 h;
-        h.update(s.data(), s.size());
-        return h.hex_digest();
-    };
-    QCOMPARE(hex(""), std::string("e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"));
-    QCOMPARE(hex("abc"), std::string("ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"));
-    QCOMPARE(hex("abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq"),
-             std::string("248d6a61d20638b8e5c026930c3e6039a33ce45964ff2167f6ecedd419db06c1"));
-    // Fed in pieces of odd sizes: the same digest as in one piece.
-    const std::string million(1000000, 'a');
-    Sha256 h;
-    for (size_t at = 0; at < million.size(); at += 777) h.update(million.data() + at, std::min<size_t>(777, million.size() - at));
-    QCOMPARE(h.hex_digest(), std::string("cdc76e5c9914fb9281a1c7e284d73e67f1809a48a497200e046d39ccc7112cd0"));
-}
 
 void TestTraceFile::export_import_round_trip_is_bit_exact() {
     GenerationTrace a = generate(busy_params(1234), random_rows(40, 200, 7));
@@ -146,6 +163,73 @@ void TestTraceFile::export_import_round_trip_is_bit_exact() {
     QVERIFY(nan_thresholds > 0);
     QVERIFY(finite_thresholds > 0);
     QVERIFY(compare_traces(a, b).same);
+}
+
+void TestTraceFile::every_field_survives_the_round_trip() {
+    GenerationTrace t = generate(busy_params(1234), random_rows(6, 60, 2));
+    t.params = every_field_params();
+    t.engine = {true, 2048, "q8_0", "q4_0", "shift", 5};
+    t.trace_candidates = 17;
+    const std::string s = write_trace_json(t);
+    QCOMPARE(write_trace_json(read_trace_json(s)), s);
+
+    // The test is only as strong as its settings are unusual: each written value differs from the
+    // default's, so a value the reader left at its default would have changed the rewritten text.
+    const nlohmann::json written = nlohmann::json::parse(s);
+    GenerationTrace defaults;
+    defaults.engine.recorded = true;
+    const nlohmann::json plain = nlohmann::json::parse(write_trace_json(defaults));
+    QCOMPARE(written["params"].size(), size_t(28));  // 27 settings and the seed as a decimal string
+    for (const char* part : {"params", "engine"})
+        for (auto it = plain[part].begin(); it != plain[part].end(); ++it)
+            QVERIFY2(written[part][it.key()] != it.value(), it.key().c_str());
+    QVERIFY(written["trace_candidates"] != plain["trace_candidates"]);
+    QCOMPARE(read_trace_json(s).params.seed, t.params.seed);
+}
+
+void TestTraceFile::files_without_engine_or_candidate_count_still_read() {
+    GenerationTrace t = generate(busy_params(3), random_rows(2, 40, 2));
+    t.engine = {true, 512, "f16", "f16", "stop", 1};
+    t.trace_candidates = 20;
+    nlohmann::json j = nlohmann::json::parse(write_trace_json(t));
+    j.erase("engine");
+    j.erase("trace_candidates");
+    const GenerationTrace old = read_trace_json(j.dump());
+    QVERIFY(!old.engine.recorded);
+    QCOMPARE(old.trace_candidates, kDefaultTraceCandidates);
+    QCOMPARE(old.steps.size(), t.steps.size());
+}
+
+void TestTraceFile::replay_asks_for_the_longest_record() {
+    // A file that says 10 (or nothing) but whose stages kept 25 candidates (the chat's export before it
+    // wrote the count): a replay recording 10 would differ at the first stage.
+    GenerationTrace t = generate(busy_params(3), random_rows(2, 40, 2));
+    QCOMPARE(replay_trace_candidates(t), kDefaultTraceCandidates);
+    t.steps[1].stages[0].top_after.resize(25, Candidate{1, 0.5f, 0.1f});
+    QCOMPARE(replay_trace_candidates(t), 25);
+    t.trace_candidates = 40;  // what the file says, when more
+    QCOMPARE(replay_trace_candidates(t), 40);
+}
+
+void TestTraceFile::invalid_utf8_text_is_refused_by_name() {
+    GenerationTrace t = generate(busy_params(3), random_rows(2, 40, 2));
+    auto error_of = [](const GenerationTrace& x) -> std::string {
+        try {
+            write_trace_json(x);
+        } catch (const Error& e) {
+            return e.what();
+        }
+        return "(no error)";
+    };
+    t.params.stop = {"ok", "\xff\xfe"};
+    QCOMPARE(error_of(t), std::string("trace file: params.stop[1] is not valid UTF-8, which a JSON file cannot hold"));
+    t.params.stop = {"ok"};
+    t.params.grammar = "root ::= \"\xc3\"";
+    QCOMPARE(error_of(t), std::string("trace file: params.grammar is not valid UTF-8, which a JSON file cannot hold"));
+    t.params.grammar.clear();
+    t.params.dry_sequence_breakers = {"\xe2\x82"};
+    QCOMPARE(error_of(t),
+             std::string("trace file: params.dry_sequence_breakers[0] is not valid UTF-8, which a JSON file cannot hold"));
 }
 
 void TestTraceFile::replay_from_file_draws_the_same_tokens() {
@@ -232,11 +316,40 @@ void TestTraceFile::bad_files_get_specific_errors() {
     QCOMPARE(error_of(edited([](auto& j) { j["steps"][0]["stages"][0].erase("n_after"); })),
              std::string("trace file: steps[0].stages[0] has no \"n_after\""));
     QCOMPARE(error_of(edited([](auto& j) { j["steps"][2]["token"] = "x"; })),
-             std::string("trace file: steps[2].token has the wrong type: \"x\""));
+             std::string("trace file: steps[2].token must be an integer in [-2147483648, 2147483647], got string \"x\""));
     QCOMPARE(error_of(edited([](auto& j) { j["steps"][1]["stages"][0]["threshold"] = true; })),
-             std::string("trace file: steps[1].stages[0].threshold must be a number (or \"nan\", \"inf\", \"-inf\"), got true"));
+             std::string("trace file: steps[1].stages[0].threshold must be a number (or \"nan\", \"inf\", \"-inf\"), got boolean true"));
     QCOMPARE(error_of(edited([](auto& j) { j["steps"][0]["stages"][0]["top_after"] = {{1, 2}}; })),
-             std::string("trace file: steps[0].stages[0].top_after entries must be [id, logit, p], got [1,2]"));
+             std::string("trace file: steps[0].stages[0].top_after entries must be [id, logit, p], got array of 2"));
+    // Integers must be integers (nlohmann's get<int>() would take 2.5 as 2 and true as 1) and in range
+    // (a negative count would wrap to a huge unsigned one).
+    QCOMPARE(error_of(edited([](auto& j) { j["params"]["top_k"] = 2.5; })),
+             std::string("trace file: params.top_k must be an integer in [-2147483648, 2147483647], got number 2.5"));
+    QCOMPARE(error_of(edited([](auto& j) { j["params"]["ignore_eos"] = 0; })),
+             std::string("trace file: params.ignore_eos must be true or false, got number 0"));
+    QCOMPARE(error_of(edited([](auto& j) { j["steps"][0]["stages"][1]["n_before"] = -3; })),
+             std::string("trace file: steps[0].stages[1].n_before must be an integer in [0, 18446744073709551615], "
+                         "got number -3"));
+    QCOMPARE(error_of(edited([](auto& j) { j["prompt"][1] = -1; })),
+             std::string("trace file: prompt[1] must be an integer in [0, 2147483647], got number -1"));
+    // The settings get the CLI's ranges: no NaN, no infinity but a logit bias's -inf.
+    QCOMPARE(error_of(edited([](auto& j) { j["params"]["temperature"] = "nan"; })),
+             std::string("trace file: params.temperature must be in [0, 100], got nan"));
+    QCOMPARE(error_of(edited([](auto& j) { j["params"]["top_p"] = "inf"; })),
+             std::string("trace file: params.top_p must be in [0, 1], got inf"));
+    QCOMPARE(error_of(edited([](auto& j) { j["params"]["repeat_last_n"] = -2; })),
+             std::string("trace file: params.repeat_last_n must be in [-1, 16777216], got -2"));
+    QCOMPARE(error_of(edited([](auto& j) { j["params"]["logit_bias"][1]["bias"] = "inf"; })),
+             std::string("trace file: params.logit_bias bias must be a number or -inf, got inf"));
+    // A message shows the type and a short piece of a bad value, never all of it.
+    const std::string long_error = error_of(edited([](auto& j) { j["steps"][0]["token"] = std::string(1 << 20, 'x'); }));
+    QVERIFY2(long_error.size() < 200, long_error.c_str());
+    QVERIFY2(long_error.find("got string \"" + std::string(60, 'x') + "\"...") != std::string::npos, long_error.c_str());
+    QCOMPARE(error_of(edited([](auto& j) { j["params"]["stop"] = {{{1}}}; })),
+             std::string("trace file: params.stop[0] must be a string, got array"));
+    // Deep nesting is refused before parsing (nlohmann's destructor recursion would overflow the stack).
+    const std::string deep = std::string(200000, '[') + std::string(200000, ']');
+    QCOMPARE(error_of(deep), std::string("trace file: nested deeper than 32 levels; not a trace"));
     QCOMPARE(error_of(edited([](auto& j) { j["params"].erase("top_k"); })),
              std::string("trace file: params has no \"top_k\""));
 }
@@ -271,7 +384,7 @@ void TestTraceFile::seeds_above_2_pow_53_survive_a_double_based_tool() {
         read_trace_json(j.dump());
         QFAIL("a bad seed string was read");
     } catch (const Error& e) {
-        QCOMPARE(std::string(e.what()), std::string("trace file: the file.seed_in_use_text must be a decimal 64-bit seed, got \"12x\""));
+        QCOMPARE(std::string(e.what()), std::string("trace file: seed_in_use_text must be a decimal 64-bit seed, got string \"12x\""));
     }
 }
 
