@@ -32,6 +32,16 @@ const char* kRefs =
     "\"next\":{\"anyOf\":[{\"$ref\":\"#/$defs/node\"},{\"type\":\"null\"}]}},\"required\":[\"v\",\"next\"]}},"
     "\"$ref\":\"#/$defs/node\"}";
 
+// What json_schema_to_gbnf refuses the schema with ("(no error)" when it compiles).
+QString errorOf(const QString& schema) {
+    try {
+        json_schema_to_gbnf(schema.toStdString());
+    } catch (const Error& e) {
+        return e.what();
+    }
+    return "(no error)";
+}
+
 }  // namespace
 
 class TestJsonSchema : public QObject {
@@ -117,12 +127,7 @@ private Q_SLOTS:
     void unsupportedSchemasAreNamed() {
         QFETCH(QString, schema);
         QFETCH(QString, message);
-        QString got = "(no error)";
-        try {
-            json_schema_to_gbnf(schema.toStdString());
-        } catch (const Error& e) {
-            got = e.what();
-        }
+        const QString got = errorOf(schema);
         QVERIFY2(got.contains(message), qPrintable("got: " + got));
     }
 
@@ -148,12 +153,7 @@ private Q_SLOTS:
     void schemasNoValueSatisfiesAreRefused() {
         QFETCH(QString, schema);
         QFETCH(QString, message);
-        QString got = "(no error)";
-        try {
-            json_schema_to_gbnf(schema.toStdString());
-        } catch (const Error& e) {
-            got = e.what();
-        }
+        const QString got = errorOf(schema);
         QVERIFY2(got.contains(message), qPrintable("got: " + got));
     }
 };
