@@ -215,6 +215,9 @@ int32_t Session::sample_next(SamplerChain& chain, const SamplingParams& now, boo
     // last_logits_ is the session's own copy, so masking it changes nothing else.
     if (now.ignore_eos)
         for (int32_t eog : tok.eog_ids()) last_logits_[size_t(eog)] = -INFINITY;
+    // Observed greedy without the inspector's candidates or trace: the argmax and its p straight from
+    // the row, instead of the chain's stages over every candidate (issue 16's hooks' cost).
+    if (!whole_row && chain.greedy_over_raw_row()) return chain.sample_greedy_row(last_logits_.data(), n_vocab);
     return chain.sample(last_logits_.data(), n_vocab, trace, trace_top);
 }
 

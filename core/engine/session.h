@@ -131,7 +131,8 @@ private:
     // Draws the next token from the last evaluated position's logits, reading from the backend only
     // the best few when the chain can work from them (SamplerChain::top_needed) and whole_row is
     // false; else the whole row into last_logits_. vocab_p: the greedy token's p must be over the
-    // whole vocabulary. now.ignore_eos masks the end-of-generation tokens.
+    // whole vocabulary (without whole_row, a greedy chain that leaves the row as it is then takes
+    // SamplerChain::sample_greedy_row). now.ignore_eos masks the end-of-generation tokens.
     int32_t sample_next(SamplerChain& chain, const SamplingParams& now, bool whole_row, bool vocab_p,
                         std::vector<SamplerStageTrace>* trace, size_t trace_top);
     // wb::Error naming the first id outside [0, n_vocab).

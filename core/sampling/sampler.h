@@ -94,6 +94,9 @@ public:
     virtual std::string describe() const { return {}; }
     // For the trace: the threshold the last apply() used (none by default).
     virtual StageThreshold threshold() const { return {}; }
+    // False only where apply() would now leave every candidate as it is (no logit changed, none
+    // removed): the chain's greedy fast path (greedy_over_raw_row) skips such stages. When unsure, true.
+    virtual bool changes_candidates() const { return true; }
 };
 
 // Penalties need the recent history; the chain hands it over by accept(), so a chain must see every
@@ -163,7 +166,8 @@ public:
     // sample() would on the whole row, with n_lowered more ids the caller masks to -inf (ignore_eos);
     // 0 when the whole row is needed: no top-k stage, top_k + window above kMaxTopNeeded or n_vocab,
     // a penalty that can raise a logit, or greedy when vocab_p (its p is a softmax over the whole
-    // vocabulary, which the inspector shows; over a few logits it would be another number).
+    // vocabulary, which the inspector shows; over a few logits it would be another number; see
+    // sample_greedy_row for that case).
     int32_t top_needed(int32_t n_vocab, int32_t n_lowered, bool vocab_p) const;
 
     // sample() from the n = top_needed() best raw logits of a row: ids and logits best first, the
@@ -171,10 +175,25 @@ public:
     // last_candidates() ends with the same survivors and p (for greedy, see vocab_p above).
     int32_t sample_top(const int32_t* ids, const float* logits, int32_t n);
 
+    // ---- Greedy over the raw row ----
+    //
+    // Observed greedy needs its token's p over the whole vocabulary (vocab_p above), so the chain
+    // would run over every candidate of the row. When no stage before the argmax changes anything
+    // (no logit bias, grammar, XTC or typical sampling; penalties and DRY with nothing to penalise
+    // yet), the argmax and its p come straight from the raw row instead.
+
+    // Whether sample_greedy_row() draws what sample() draws on a row, with the same p.
+    bool greedy_over_raw_row() const;
+    // sample() for a chain with greedy_over_raw_row() (wb::Error otherwise, or for n_vocab <= 0): the
+    // first index of the row's maximum (NaN as -inf), p = 1 / exp_sum(row, max), the same bits as
+    // GreedySampler's. last_candidates() then holds the drawn token alone. A row without a finite
+    // maximum (all masked, or +inf) goes through sample() itself.
+    int32_t sample_greedy_row(const float* logits, int32_t n_vocab);
+
     uint64_t seed_in_use() const { return seed_in_use_; }
 
     // The candidates the last sample() ended with: the final stage's survivors with p valid and
-    // selected pointing at the returned token. Added so the inspector can show the chosen token's
+    // selected pointing at the returned token (after sample_greedy_row(): that token alone). Added so the inspector can show the chosen token's
     // probability and the final distribution without a second pass over the vocabulary.
     const CandidateSet& last_candidates() const { return scratch_; }
 

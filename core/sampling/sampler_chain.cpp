@@ -3,8 +3,10 @@
 #include <limits>
 #include <string>
 
+#include "sampling/exp_sum.h"
 #include "sampling/grammar/grammar_constraint.h"
 #include "sampling/samplers.h"
+#include "sampling/top_logits.h"
 #include "util/error.h"
 
 namespace wb {
@@ -118,6 +120,12 @@ static std::vector<Candidate> top_candidates(const CandidateSet& cands, size_t k
     return top_candidates(cands, k, softmax_scale(cands));
 }
 
+// The k most likely of what the draw left. GreedySampler's p have their own arithmetic (exp_sum, so
+// that they equal sample_greedy_row's); its candidates carry them, and the trace shows those.
+static std::vector<Candidate> drawn_candidates(const CandidateSet& cands, size_t k, bool greedy) {
+    return greedy ? best_candidates(cands.data, k) : top_candidates(cands, k);
+}
+
 static void check_dry_vocab(const SamplingParams& p, const SamplerVocab* vocab) {
     if (dry_on(p) && !p.dry_sequence_breakers.empty() && (vocab == nullptr || !vocab->piece || !vocab->tokenize)) {
         throw Error("DRY's sequence breakers need the model's vocabulary (none was given to the sampler)");
@@ -224,7 +232,8 @@ void SamplerChain::run_stages(std::vector<SamplerStageTrace>* trace, size_t trac
         if (threshold.logit && std::isfinite(threshold.value) && seen.max_logit != -std::numeric_limits<float>::infinity())
             entry.p_cutoff = seen.p_of(static_cast<float>(threshold.value));
         seen = softmax_scale(scratch_);
-        entry.top_after = top_candidates(scratch_, trace_top, seen);
+        const bool greedy_draw = params_.is_greedy() && &stage == &stages_.back();
+        entry.top_after = greedy_draw ? drawn_candidates(scratch_, trace_top, true) : top_candidates(scratch_, trace_top, seen);
         entry.detail = stage->describe();
         trace->push_back(std::move(entry));
     }
@@ -243,10 +252,10 @@ int32_t SamplerChain::sample_with_grammar(const float* logits, int32_t n_vocab, 
     run_stages(trace ? &first : nullptr, trace_top);
     int32_t id = scratch_.data[static_cast<size_t>(scratch_.selected)].id;
     if (grammar_->allows(id)) {
-        entry.n_after = size_t(n_vocab);
-        entry.top_after = top_candidates(scratch_, trace_top);
-        entry.detail = "the drawn token fits the grammar; nothing removed";
         if (trace) {
+            entry.n_after = size_t(n_vocab);
+            entry.top_after = drawn_candidates(scratch_, trace_top, params_.is_greedy());
+            entry.detail = "the drawn token fits the grammar; nothing removed";
             *trace = std::move(first);
             trace->push_back(std::move(entry));
         }
@@ -311,9 +320,7 @@ int32_t SamplerChain::top_needed(int32_t n_vocab, int32_t n_lowered, bool vocab_
     const auto window = [&](int32_t last_n) {
         return last_n < 0 ? int64_t(history_.size()) : std::min<int64_t>(int64_t(history_.size()), last_n);
     };
-    const bool penalties_on = p.repeat_last_n != 0 && !history_.empty() &&
-                              (p.repeat_penalty != 1.0f || p.frequency_penalty != 0.0f || p.presence_penalty != 0.0f);
-    if (penalties_on) {
+    if (penalties_change_logits(history_, p.repeat_last_n, p.repeat_penalty, p.frequency_penalty, p.presence_penalty)) {
         // A raised logit can come from anywhere in the vocabulary.
         if (p.repeat_penalty < 1.0f || p.frequency_penalty < 0.0f || p.presence_penalty < 0.0f) {
             return 0;
@@ -348,6 +355,30 @@ int32_t SamplerChain::sample_top(const int32_t* ids, const float* logits, int32_
     set.selected = -1;
     apply(set);
     return set.data[static_cast<size_t>(set.selected)].id;
+}
+
+bool SamplerChain::greedy_over_raw_row() const {
+    if (!params_.is_greedy() || grammar_) return false;
+    // The last stage is the argmax (rebuild); every one before it must leave the row as it is.
+    for (size_t i = 0; i + 1 < stages_.size(); ++i)
+        if (stages_[i]->changes_candidates()) return false;
+    return true;
+}
+
+int32_t SamplerChain::sample_greedy_row(const float* logits, int32_t n_vocab) {
+    if (n_vocab <= 0) {
+        throw Error("cannot sample from an empty logits row (n_vocab = " + std::to_string(n_vocab) + ")");
+    }
+    if (!greedy_over_raw_row()) throw Error("sample_greedy_row: a stage of this chain changes the row; use sample()");
+    const int32_t best = first_max_index(logits, n_vocab);
+    const float max_logit = logits[best];
+    if (!std::isfinite(max_logit)) return sample(logits, n_vocab);  // NaN too: a row of NaN and -inf only
+    // GreedySampler's p of its token: its term exp(0) = 1 times 1 / sum, the same sum.
+    const double sum = exp_sum(logits, size_t(n_vocab), max_logit);
+    scratch_.data.assign(1, Candidate{best, max_logit, static_cast<float>(1.0 / sum)});
+    scratch_.sorted = true;
+    scratch_.selected = 0;
+    return best;
 }
 
 void SamplerChain::add_sequence_stage(const std::string& name) {

@@ -1,4 +1,5 @@
 #include <cmath>
+#include <iterator>
 
 #include "sampling/samplers.h"
 
@@ -66,23 +67,30 @@ std::unordered_map<int32_t, int32_t> DrySampler::extending_tokens() const {
     return out;
 }
 
+std::unordered_map<int32_t, int32_t> DrySampler::penalised_tokens() const {
+    if (multiplier_ == 0.0f || base_ < 1.0f || last_n_ == 0) return {};
+    std::unordered_map<int32_t, int32_t> out = extending_tokens();
+    // A token that is a breaker on its own ends the repeat instead of extending it.
+    for (auto it = out.begin(); it != out.end();) {
+        bool single_breaker = false;
+        auto range = breakers_.equal_range(it->first);
+        for (auto b = range.first; b != range.second && !single_breaker; ++b) single_breaker = b->second.empty();
+        it = single_breaker ? out.erase(it) : std::next(it);
+    }
+    return out;
+}
+
 void DrySampler::apply(CandidateSet& cands) {
     n_penalised_ = 0;
     longest_ = 0;
-    if (multiplier_ == 0.0f || base_ < 1.0f || last_n_ == 0) return;
-    const auto extending = extending_tokens();
-    if (extending.empty()) return;
+    const auto penalised = penalised_tokens();
+    if (penalised.empty()) return;
     // pow(base, exponent) must stay below FLT_MAX (ln FLT_MAX ~ 88.72).
     int32_t max_exponent = 0;
     if (base_ > 1.000001f) max_exponent = static_cast<int32_t>(88.7228391f / std::log(base_));
     for (Candidate& c : cands.data) {
-        auto it = extending.find(c.id);
-        if (it == extending.end()) continue;
-        // A token that is a breaker on its own ends the repeat instead of extending it.
-        bool single_breaker = false;
-        auto range = breakers_.equal_range(c.id);
-        for (auto b = range.first; b != range.second && !single_breaker; ++b) single_breaker = b->second.empty();
-        if (single_breaker) continue;
+        auto it = penalised.find(c.id);
+        if (it == penalised.end()) continue;
         int32_t exponent = it->second - allowed_length_;
         if (max_exponent > 0 && exponent > max_exponent) exponent = max_exponent;
         // llama.cpp's arithmetic, so the same history gives the same logits: the power in double, the

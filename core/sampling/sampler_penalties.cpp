@@ -9,9 +9,14 @@ PenaltiesSampler::PenaltiesSampler(const std::vector<int32_t>& history, int32_t 
                                    float frequency, float presence)
     : history_(history), last_n_(last_n), repeat_(repeat), frequency_(frequency), presence_(presence) {}
 
+bool penalties_change_logits(const std::vector<int32_t>& history, int32_t last_n, float repeat, float frequency,
+                             float presence) {
+    const bool any_penalty = repeat != 1.0f || frequency != 0.0f || presence != 0.0f;
+    return last_n != 0 && !history.empty() && any_penalty;
+}
+
 void PenaltiesSampler::apply(CandidateSet& cands) {
-    const bool any_penalty = repeat_ != 1.0f || frequency_ != 0.0f || presence_ != 0.0f;
-    if (last_n_ == 0 || history_.empty() || !any_penalty) {
+    if (!penalties_change_logits(history_, last_n_, repeat_, frequency_, presence_)) {
         return;
     }
     const size_t window =

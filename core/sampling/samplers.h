@@ -72,6 +72,11 @@ constexpr double kNoThreshold = std::numeric_limits<double>::quiet_NaN();
 // ": reached 0.953" for a mass stage's detail; "" when it did not act (NaN).
 std::string reached(double mass);
 
+// Whether the penalties would change any logit: a window (last_n: -1 all, 0 off) with tokens in it
+// and a penalty that is not neutral. PenaltiesSampler::apply and the chain's top_needed ask.
+bool penalties_change_logits(const std::vector<int32_t>& history, int32_t last_n, float repeat, float frequency,
+                             float presence);
+
 // Repetition, frequency and presence penalties over the last last_n accepted tokens of history
 // (-1 = all, 0 = off). history belongs to the chain and outlives the stage.
 class PenaltiesSampler : public Sampler {
@@ -84,6 +89,9 @@ public:
         return "repeat " + format_number(repeat_) + ", frequency " + format_number(frequency_) + ", presence " +
                format_number(presence_) + " over the last " + (last_n_ < 0 ? std::string("all") : format_number(last_n_)) +
                " tokens";
+    }
+    bool changes_candidates() const override {
+        return penalties_change_logits(history_, last_n_, repeat_, frequency_, presence_);
     }
 
 private:
@@ -285,10 +293,15 @@ public:
     const char* name() const override { return "dry"; }
     void apply(CandidateSet& cands) override;
     std::string describe() const override;
+    // Whether the history has a repeat for apply() to penalise.
+    bool changes_candidates() const override { return !penalised_tokens().empty(); }
 
 private:
     // token -> the longest repeat it would extend (only repeats >= allowed_length).
     std::unordered_map<int32_t, int32_t> extending_tokens() const;
+    // extending_tokens() without the tokens that are breakers on their own (they end a repeat
+    // instead of extending it); empty when the stage is off.
+    std::unordered_map<int32_t, int32_t> penalised_tokens() const;
 
     const std::vector<int32_t>& history_;
     const DryBreakers& breakers_;
@@ -309,11 +322,15 @@ private:
     std::mt19937_64& rng_;
 };
 
-// Picks the highest logit (ties: lowest id); sets selected. p is filled too, for the inspector.
+// Picks the highest logit (ties: lowest id); sets selected. p is filled too, for the inspector, with
+// exp_sum's terms and normaliser (not std::exp): the bits of SamplerChain::sample_greedy_row's p.
 class GreedySampler : public Sampler {
 public:
     const char* name() const override { return "greedy"; }
     void apply(CandidateSet& cands) override;
+
+private:
+    std::vector<float> terms_;  // the candidates' logits, then their exp terms (kept to reuse its memory)
 };
 
 }  // namespace wb

@@ -73,6 +73,13 @@ void select_top_logits(const float* logits, int32_t n, int32_t k, int32_t* ids, 
     }
 }
 
+int32_t first_max_index(const float* logits, int32_t n) {
+    int32_t id = 0;
+    float value = 0.0f;
+    select_top_logits(logits, n, 1, &id, &value);
+    return id;
+}
+
 void order_top_logits(int32_t* ids, float* values, int32_t k) {
     std::vector<Entry> top(static_cast<size_t>(std::max(k, 0)));
     for (int32_t i = 0; i < k; ++i) top[size_t(i)] = {values[i], ids[i]};
