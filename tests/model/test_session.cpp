@@ -382,6 +382,42 @@ private Q_SLOTS:
         for (size_t i = 0; i < plain.tokens.size(); ++i) QCOMPARE(plain.tokens[i].p, with_candidates.tokens[i].p);
         QCOMPARE(top_backend.tops > 0, temperature > 0.0f);
     }
+
+    // Observed greedy without the inspector's candidates takes the raw row's argmax and p
+    // (SamplerChain::sample_greedy_row) instead of running the chain over every candidate; the
+    // tokens and the bits of every p are those of the whole-row draw the candidate view runs.
+    void observedGreedyFromTheRawRowHasTheSameBits_data() {
+        QTest::addColumn<bool>("ignore_eos");
+        QTest::addColumn<float>("repeat_penalty");
+        QTest::newRow("greedy") << false << 1.0f;
+        QTest::newRow("greedy, eos ignored") << true << 1.0f;
+        QTest::newRow("greedy, penalties (the whole chain on both sides)") << false << 1.3f;
+    }
+    void observedGreedyFromTheRawRowHasTheSameBits() {
+        QFETCH(bool, ignore_eos);
+        QFETCH(float, repeat_penalty);
+        SamplingParams p = greedy(24);
+        p.ignore_eos = ignore_eos;
+        p.repeat_penalty = repeat_penalty;
+        const std::vector<int32_t> prompt = chat({{"user", "Write a line about the sea."}});
+        CountingBackend raw_backend;
+        Session raw(*model_, raw_backend), whole(*model_, *backend_);
+        Recorder plain;
+        CandidateRecorder with_candidates;
+        const GenerateResult a = whole.generate(prompt, LiveSamplingParams(p), &with_candidates);
+        const GenerateResult b = raw.generate(prompt, LiveSamplingParams(p), &plain);
+        QCOMPARE(b.tokens, a.tokens);
+        QCOMPARE(plain.tokens.size(), with_candidates.tokens.size());
+        QVERIFY(!plain.tokens.empty());
+        for (size_t i = 0; i < plain.tokens.size(); ++i) {
+            const float fast_p = plain.tokens[i].p, chain_p = with_candidates.tokens[i].p;
+            QVERIFY2(std::memcmp(&fast_p, &chain_p, sizeof fast_p) == 0,
+                     qPrintable(QString("token %1: p %2 vs %3").arg(i).arg(double(fast_p), 0, 'g', 9).arg(double(chain_p), 0, 'g', 9)));
+            QVERIFY(fast_p > 0.0f && fast_p <= 1.0f);
+        }
+        QCOMPARE(raw_backend.tops, 0);  // the p is over the whole vocabulary: whole rows
+        QVERIFY(raw_backend.rows >= int(b.tokens.size()));
+    }
 };
 
 QTEST_GUILESS_MAIN(TestSession)
