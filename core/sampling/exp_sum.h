@@ -11,8 +11,9 @@
 
 namespace wb {
 
-// sum_j exp(x[j] - m) over x[0..n), for a finite m >= every x[j] (the row's maximum). A NaN x[j]
-// counts as -inf (its term is 0), as CandidateSet::assign takes it. Each term is a float within 2 ulp
+// sum_j exp(x[j] - m) over x[0..n), for a finite m >= every x[j] (the row's maximum; an x[j] above
+// it counts as m, term 1, which keeps the exponent arithmetic in range). A NaN x[j] counts as -inf
+// (its term is 0), as CandidateSet::assign takes it. Each term is a float within 2 ulp
 // of exp(x[j] - m) (the difference itself rounded to float, as compute_probs does), or 0 below e^-87
 // (1.6e-38: beside the maximum's term 1 no float sum can hold it). The terms are added in double,
 // one running sum per lane j mod 8, and the 8 sums reduced by a fixed tree; n = 0 gives 0.
