@@ -129,7 +129,10 @@ private Q_SLOTS:
         p.repeat_penalty = repeat_penalty;
         SamplerChain whole(p), fast(p);
         QVERIFY(fast.greedy_over_raw_row());
-        for (uint64_t seed = 1; seed <= 4; ++seed) {
+        // std::exp's sum and exp_sum's round to different float p on about 1.5 % of rows (measured on
+        // "normal" rows), so it takes hundreds of rows to see that both paths use the same one.
+        const uint64_t rows = n > 5000 ? 60 : 400;
+        for (uint64_t seed = 1; seed <= rows; ++seed) {
             const std::vector<float> row = make_row(kind, n, seed);
             std::vector<SamplerStageTrace> trace;
             const int32_t a = whole.sample(row.data(), n, &trace, 5);
