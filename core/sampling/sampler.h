@@ -193,8 +193,9 @@ public:
     uint64_t seed_in_use() const { return seed_in_use_; }
 
     // The candidates the last sample() ended with: the final stage's survivors with p valid and
-    // selected pointing at the returned token (after sample_greedy_row(): that token alone). Added so the inspector can show the chosen token's
-    // probability and the final distribution without a second pass over the vocabulary.
+    // selected pointing at the returned token (after sample_greedy_row(): that token alone). Added so
+    // the inspector can show the chosen token's probability and the final distribution without a
+    // second pass over the vocabulary.
     const CandidateSet& last_candidates() const { return scratch_; }
 
 private:
