@@ -219,6 +219,11 @@ void SamplingPanel::setParams(const wb::SamplingParams& p) {
     updateModified();
 }
 
+void SamplingPanel::showGrammarRefused(const wb::SamplingParams& params, const QString& why) {
+    setParams(params);
+    m_grammar->showNotice(why);
+}
+
 void SamplingPanel::restore(const wb::SamplingParams& params, const QString& preset) {
     wb::SamplingParams unused;
     m_presetName = SamplingPresets::find(preset, &unused) ? preset : QStringLiteral("Balanced");
@@ -228,7 +233,10 @@ void SamplingPanel::restore(const wb::SamplingParams& params, const QString& pre
 
 bool SamplingPanel::isModified() const {
     wb::SamplingParams preset;
-    return !SamplingPresets::find(m_presetName, &preset) || !sameKnobs(preset, m_params);
+    if (!SamplingPresets::find(m_presetName, &preset) || !sameKnobs(preset, m_params)) return true;
+    // A preset with a grammar of its own sets it too (applyPreset): another one differs from it.
+    return preset.grammar_mode != wb::GrammarMode::NONE &&
+           (preset.grammar_mode != m_params.grammar_mode || preset.grammar_source != m_params.grammar_source);
 }
 
 void SamplingPanel::updateModified() {
