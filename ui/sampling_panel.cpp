@@ -260,6 +260,11 @@ void SamplingPanel::applyPreset(const QString& name) {
     p.stop = m_params.stop;
     m_presetName = name;
     setParams(p);
+    {
+        // Shown also when applied from code (the box's own choice already shows it).
+        QSignalBlocker block(m_presets);
+        m_presets->setCurrentText(name);
+    }
     m_deletePreset->setEnabled(!SamplingPresets::isBuiltin(name));
     Q_EMIT presetChanged(name);
     Q_EMIT paramsChanged(m_params);

@@ -433,6 +433,7 @@ private Q_SLOTS:
         SamplingPanel panel;
         QVERIFY(panel.presetBox()->findText("Varied (DRY + XTC)") >= 0);
         panel.applyPreset("Varied (DRY + XTC)");
+        QCOMPARE(panel.presetBox()->currentText(), QString("Varied (DRY + XTC)"));
         wb::SamplingParams want;
         want.dry_multiplier = 0.8f;
         want.dry_base = 1.75f;
