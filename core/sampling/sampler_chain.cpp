@@ -210,7 +210,8 @@ std::unique_ptr<GrammarConstraint> SamplerChain::change_grammar(SamplingParams& 
     auto grammar = std::make_unique<GrammarConstraint>(params.grammar, vocab_);
     if (!reply_started_) return grammar;
     std::string why;
-    if (grammar->accept_all(history_.data() + reply_begin_, history_.size() - reply_begin_, &why)) return grammar;
+    const size_t n_reply = history_.size() - reply_begin_;
+    if (n_reply == 0 || grammar->accept_all(history_.data() + reply_begin_, n_reply, &why)) return grammar;
     replace = false;
     refused_grammar_ = params.grammar;
     refusal_ = GrammarRefusal{params.grammar, why, params_.grammar_mode, params_.grammar_source, params_.grammar};
