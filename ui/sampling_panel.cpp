@@ -53,6 +53,10 @@ bool sameKnobs(const wb::SamplingParams& a, const wb::SamplingParams& b) {
 
 SamplingPanel::SamplingPanel(QWidget* parent) : QWidget(parent) {
     m_presets = new QComboBox(this);
+    // Sized to a few characters, not its longest name ("Varied (DRY + XTC)", a user's): the panel's
+    // minimum width sets the window's, which must fit a 1280x720 screen.
+    m_presets->setSizeAdjustPolicy(QComboBox::AdjustToMinimumContentsLengthWithIcon);
+    m_presets->setMinimumContentsLength(8);
     m_savePreset = new QPushButton(tr("Save…"), this);
     m_savePreset->setToolTip(tr("Save the current settings as a preset"));
     m_deletePreset = new QPushButton(tr("Delete"), this);
