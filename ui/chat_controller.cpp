@@ -61,6 +61,7 @@ void ChatController::connectWorker() {
     connect(m_worker, &InferenceWorker::tokenInspected, this, &ChatController::handleInspection, q);
     connect(m_worker, &InferenceWorker::kvStatsChanged, this, &ChatController::kvStatsChanged, q);
     connect(m_worker, &InferenceWorker::contextCut, this, &ChatController::handleContextCut, q);
+    connect(m_worker, &InferenceWorker::grammarRefused, this, &ChatController::handleGrammarRefused, q);
     connect(m_worker, &InferenceWorker::timingsChanged, this, &ChatController::handleTimings, q);
     connect(m_worker, &InferenceWorker::timingsRecorded, this, &ChatController::handleTimingRecord, q);
     connect(m_worker, &InferenceWorker::prefillProgress, this, &ChatController::handlePrefillProgress, q);
@@ -447,6 +448,24 @@ void ChatController::handleContextCut(quint64 requestId, const wb::ContextCut& c
     if (!isShown(requestId)) return;
     m_attention.setCut(cut);
     Q_EMIT contextCut(cut);
+}
+
+void ChatController::handleGrammarRefused(quint64 /*requestId*/, const wb::GrammarRefusal& refusal) {
+    const QString why = tr("The new grammar was not applied to this reply: %1. The grammar in force stays.")
+                            .arg(QString::fromStdString(refusal.why));
+    // Changed again meanwhile: the engine judges that text on its own; this one is no longer shown.
+    if (m_conversation.sampling.grammar != refusal.refused) {
+        Q_EMIT notice(why);
+        return;
+    }
+    wb::SamplingParams p = m_conversation.sampling;
+    p.grammar = refusal.kept_grammar;
+    p.grammar_mode = refusal.kept_mode;
+    p.grammar_source = refusal.kept_source;
+    // The worker gets the grammar in force back too, so the next reply starts under what is shown.
+    setSamplingParams(p);
+    Q_EMIT grammarRefused(p, why);
+    Q_EMIT notice(why);
 }
 
 void ChatController::handleTimings(quint64 requestId, const wb::Timings& timings) {

@@ -160,6 +160,9 @@ Q_SIGNALS:
     // the user's last one) is out of the history again, for the message box; reason has the numbers.
     void messageRefused(const QString& text, const QString& reason);
     void notice(const QString& message);
+    // A grammar chosen during a reply was refused by the engine (the reply so far does not parse
+    // under it): params are the settings with the grammar in force again, for the Sampling panel.
+    void grammarRefused(const wb::SamplingParams& params, const QString& why);
     // The conversation on screen became another one of the store (open, new chat, import, delete).
     void currentConversationChanged(const QString& id);
     void replayFinished(quint64 job, const GenerationTracePtr& now, const QString& error);
@@ -189,6 +192,7 @@ private Q_SLOTS:
     void handleTimingRecord(quint64 requestId, const TimingRecordPtr& record);
     void handlePrefillProgress(quint64 requestId, int done, int total);
     void handleContextCut(quint64 requestId, const wb::ContextCut& cut);
+    void handleGrammarRefused(quint64 requestId, const wb::GrammarRefusal& refusal);
     void handleGenerationFinished(const GenerationSummary& summary);
 
 private:

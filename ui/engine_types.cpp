@@ -19,6 +19,7 @@ void registerEngineTypes() {
     qRegisterMetaType<ChatTemplateSetting>("ChatTemplateSetting");
     qRegisterMetaType<GenerationSummary>("GenerationSummary");
     qRegisterMetaType<wb::ContextCut>("wb::ContextCut");
+    qRegisterMetaType<wb::GrammarRefusal>("wb::GrammarRefusal");
     qRegisterMetaType<ModelSummary>("ModelSummary");
     qRegisterMetaType<GenerationTracePtr>("GenerationTracePtr");
     qRegisterMetaType<ModelCompareResultPtr>("ModelCompareResultPtr");

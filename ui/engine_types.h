@@ -131,6 +131,7 @@ Q_DECLARE_METATYPE(PromptInfo)
 Q_DECLARE_METATYPE(ChatTemplateInfo)
 Q_DECLARE_METATYPE(GenerationSummary)
 Q_DECLARE_METATYPE(wb::ContextCut)
+Q_DECLARE_METATYPE(wb::GrammarRefusal)
 Q_DECLARE_METATYPE(GenerationTracePtr)
 Q_DECLARE_METATYPE(ModelCompareResultPtr)
 

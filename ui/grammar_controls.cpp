@@ -54,6 +54,11 @@ GrammarControls::GrammarControls(QWidget* parent, QFormLayout* form) : QObject(p
     bold.setBold(true);
     title->setFont(bold);
     form->addRow(title);
+    m_notice = new QLabel(parent);
+    m_notice->setWordWrap(true);
+    m_notice->hide();
+    m_notice->setAccessibleName(tr("Grammar not applied"));
+    form->addRow(m_notice);
 
     m_mode = new QComboBox(parent);
     m_mode->addItem(tr("None"), int(Mode::NONE));
@@ -95,7 +100,11 @@ GrammarControls::GrammarControls(QWidget* parent, QFormLayout* form) : QObject(p
     // The red is baked into the label's palette: taken again for the theme now in force (the panel is
     // built before the saved theme is applied, and the light red is unreadable on a dark window).
     connect(ThemeNotifier::instance(), &ThemeNotifier::themeChanged, this,
-            [this] { Theme::setTextColor(m_error, Theme::Role::Error); });
+            [this] {
+                Theme::setTextColor(m_error, Theme::Role::Error);
+                Theme::setTextColor(m_notice, Theme::Role::Warning);
+            });
+    Theme::setTextColor(m_notice, Theme::Role::Warning);
     auto* box = new QVBoxLayout;
     box->setContentsMargins(0, 0, 0, 0);
     box->addWidget(m_editor);
@@ -133,6 +142,7 @@ void GrammarControls::fill(const wb::SamplingParams& p) {
         mode = Mode::GBNF;
         text = QString::fromStdString(p.grammar);
     }
+    showNotice(QString());
     m_filling = true;
     m_grammar = p.grammar;
     // A mode this build lacks (JSON Schema without nlohmann-json) shows as None; the text stays.
@@ -170,19 +180,33 @@ void GrammarControls::updateVisibility() {
                                                              : tr("GBNF rules from root, e.g. root ::= \"yes\" | \"no\""));
 }
 
-std::string GrammarControls::compiled(QString* error) const {
-    const std::string text = m_editor->toPlainText().toStdString();
-    error->clear();
+std::string GrammarControls::compileSource(Mode mode, const std::string& text) {
     // An empty text is no grammar (as an empty "grammar" field of the server).
-    if (mode() == Mode::NONE || QString::fromStdString(text).trimmed().isEmpty()) return {};
-    try {
+    if (mode == Mode::NONE || QString::fromStdString(text).trimmed().isEmpty()) return {};
 #ifdef WB_HAVE_JSON_SCHEMA
-        std::string gbnf = mode() == Mode::JSON_SCHEMA ? wb::json_schema_to_gbnf(text) : text;
+    std::string gbnf = mode == Mode::JSON_SCHEMA ? wb::json_schema_to_gbnf(text) : text;
 #else
-        std::string gbnf = text;
+    if (mode == Mode::JSON_SCHEMA) throw wb::Error("this build has no JSON Schema converter (nlohmann-json)");
+    std::string gbnf = text;
 #endif
-        wb::parse_gbnf(gbnf);
-        return gbnf;
+    wb::parse_gbnf(gbnf);
+    return gbnf;
+}
+
+bool GrammarControls::findExample(const char* title, Mode* mode, QString* text) {
+    for (const Example& e : kExamples) {
+        if (qstrcmp(e.title, title) != 0 || (e.mode == Mode::JSON_SCHEMA && !haveJsonSchema())) continue;
+        *mode = e.mode;
+        *text = QString::fromUtf8(e.text);
+        return true;
+    }
+    return false;
+}
+
+std::string GrammarControls::compiled(QString* error) const {
+    error->clear();
+    try {
+        return compileSource(mode(), m_editor->toPlainText().toStdString());
     } catch (const wb::Error& e) {
         *error = (m_grammar.empty() ? tr("%1 (not applied: no grammar is in force)")
                                     : tr("%1 (not applied: the last valid grammar stays in force)"))
@@ -196,7 +220,13 @@ void GrammarControls::showError(const QString& error) {
     m_error->setVisible(mode() != Mode::NONE && !error.isEmpty());
 }
 
+void GrammarControls::showNotice(const QString& text) {
+    m_notice->setText(text);
+    m_notice->setVisible(!text.isEmpty());
+}
+
 void GrammarControls::compile() {
+    showNotice(QString());
     QString error;
     std::string gbnf = compiled(&error);
     showError(error);

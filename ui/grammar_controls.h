@@ -4,7 +4,8 @@
 // parsed as the engine will), so an error is shown under the editor with its line and column (or its
 // place in the schema) before any generation starts. Only a text that compiles is applied: while it
 // does not, the last one that did stays in force, as with the logit bias. The GBNF in force is what
-// read() puts into SamplingParams::grammar (the engine applies a changed grammar from the next reply);
+// read() puts into SamplingParams::grammar (during a reply the engine applies a changed grammar from the
+// next token if the reply so far parses under it, and otherwise refuses it: showNotice says why);
 // the mode and the text as typed, compiling or not, go into grammar_mode and grammar_source, so
 // settings, presets and conversations give the editor back what the user wrote.
 #include <string>
@@ -37,14 +38,24 @@ public:
     void fill(const wb::SamplingParams& p);
     // Chooses a mode and text as the user would (emits changed).
     void setSource(Mode mode, const QString& text);
+    // Shows why the engine refused the grammar chosen during a reply (above the mode, whatever the mode
+    // is), until the next change of mode or text or the next fill().
+    void showNotice(const QString& text);
     // Loads example `index` of exampleBox() (1 .. its count - 1; 0 is the box's title).
     void loadExample(int index);
+
+    // The GBNF `text` compiles to in `mode` ("" for None or a blank text); wb::Error when it does not.
+    static std::string compileSource(Mode mode, const std::string& text);
+    // The Examples box's entry titled `title` (untranslated); false when this build has none (a JSON
+    // Schema without the converter).
+    static bool findExample(const char* title, Mode* mode, QString* text);
 
     Mode mode() const;
     QComboBox* modeBox() const { return m_mode; }
     QComboBox* exampleBox() const { return m_examples; }
     QPlainTextEdit* editor() const { return m_editor; }
     QLabel* errorLabel() const { return m_error; }
+    QLabel* noticeLabel() const { return m_notice; }
     // The GBNF in force ("" = none).
     const std::string& grammar() const { return m_grammar; }
 
@@ -63,6 +74,7 @@ private:
     QComboBox* m_examples;
     QPlainTextEdit* m_editor;
     QLabel* m_error;
+    QLabel* m_notice;
     std::string m_grammar;  // the last text that compiled, as GBNF
     bool m_filling = false;
 };

@@ -117,6 +117,8 @@ Q_SIGNALS:
     void kvStatsChanged(const wb::KvStats& stats);
     // The engine cut the full context (a shift during the generation, a trim before its prefill).
     void contextCut(quint64 requestId, const wb::ContextCut& cut);
+    // A grammar set during the reply was not applied: the reply so far does not parse under it.
+    void grammarRefused(quint64 requestId, const wb::GrammarRefusal& refusal);
     void timingsChanged(quint64 requestId, const wb::Timings& timings);
     // With timingsChanged, when setTimingsWanted is on: everything recorded of the generation so far.
     void timingsRecorded(quint64 requestId, const TimingRecordPtr& record);

@@ -146,6 +146,7 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
     connect(m_controller, &ChatController::generatingChanged, this, &MainWindow::handleGeneratingChanged);
     connect(m_controller, &ChatController::tokenEvent, m_sampling, &SamplingPanel::handleTokenEvent);
     connect(m_controller, &ChatController::samplingParamsRestored, m_sampling, &SamplingPanel::setParams);
+    connect(m_controller, &ChatController::grammarRefused, m_sampling, &SamplingPanel::showGrammarRefused);
     connect(m_controller, &ChatController::errorOccurred, this, [this](const QString& e) { showError(tr("Generation failed"), e); });
     connect(m_controller, &ChatController::notice, this, [this](const QString& n) { statusBar()->showMessage(n, 8000); });
     connect(m_controller, &ChatController::conversationReset, m_inspector, &TokenInspector::clear);
@@ -470,6 +471,7 @@ void MainWindow::restoreSettings() {
 void MainWindow::persistSettings() {
     // Written as they change, so a crash or a killed session keeps them too.
     connect(m_sampling, &SamplingPanel::paramsChanged, this, [](const wb::SamplingParams& p) { AppSettings::setSampling(p); });
+    connect(m_controller, &ChatController::grammarRefused, this, [](const wb::SamplingParams& p) { AppSettings::setSampling(p); });
     connect(m_sampling, &SamplingPanel::presetChanged, this, [](const QString& name) { AppSettings::setSamplingPreset(name); });
     connect(m_sampling->chainControls(), &SamplerChainControls::logitBiasAccepted, this,
             [](const QString& text) { AppSettings::setSamplingLogitBias(text); });

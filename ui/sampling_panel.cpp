@@ -53,6 +53,10 @@ bool sameKnobs(const wb::SamplingParams& a, const wb::SamplingParams& b) {
 
 SamplingPanel::SamplingPanel(QWidget* parent) : QWidget(parent) {
     m_presets = new QComboBox(this);
+    // Sized to a few characters, not its longest name ("Varied (DRY + XTC)", a user's): the panel's
+    // minimum width sets the window's, which must fit a 1280x720 screen.
+    m_presets->setSizeAdjustPolicy(QComboBox::AdjustToMinimumContentsLengthWithIcon);
+    m_presets->setMinimumContentsLength(8);
     m_savePreset = new QPushButton(tr("Save…"), this);
     m_savePreset->setToolTip(tr("Save the current settings as a preset"));
     m_deletePreset = new QPushButton(tr("Delete"), this);
@@ -219,6 +223,11 @@ void SamplingPanel::setParams(const wb::SamplingParams& p) {
     updateModified();
 }
 
+void SamplingPanel::showGrammarRefused(const wb::SamplingParams& params, const QString& why) {
+    setParams(params);
+    m_grammar->showNotice(why);
+}
+
 void SamplingPanel::restore(const wb::SamplingParams& params, const QString& preset) {
     wb::SamplingParams unused;
     m_presetName = SamplingPresets::find(preset, &unused) ? preset : QStringLiteral("Balanced");
@@ -228,7 +237,10 @@ void SamplingPanel::restore(const wb::SamplingParams& params, const QString& pre
 
 bool SamplingPanel::isModified() const {
     wb::SamplingParams preset;
-    return !SamplingPresets::find(m_presetName, &preset) || !sameKnobs(preset, m_params);
+    if (!SamplingPresets::find(m_presetName, &preset) || !sameKnobs(preset, m_params)) return true;
+    // A preset with a grammar of its own sets it too (applyPreset): another one differs from it.
+    return preset.grammar_mode != wb::GrammarMode::NONE &&
+           (preset.grammar_mode != m_params.grammar_mode || preset.grammar_source != m_params.grammar_source);
 }
 
 void SamplingPanel::updateModified() {
@@ -252,6 +264,11 @@ void SamplingPanel::applyPreset(const QString& name) {
     p.stop = m_params.stop;
     m_presetName = name;
     setParams(p);
+    {
+        // Shown also when applied from code (the box's own choice already shows it).
+        QSignalBlocker block(m_presets);
+        m_presets->setCurrentText(name);
+    }
     m_deletePreset->setEnabled(!SamplingPresets::isBuiltin(name));
     Q_EMIT presetChanged(name);
     Q_EMIT paramsChanged(m_params);

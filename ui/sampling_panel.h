@@ -49,6 +49,9 @@ public:
 public Q_SLOTS:
     // Fills the controls without emitting paramsChanged (a loaded conversation, a preset).
     void setParams(const wb::SamplingParams& params);
+    // The engine did not apply the grammar chosen during the reply: shows params (the grammar in force)
+    // without emitting paramsChanged, and why under the grammar until the next change there.
+    void showGrammarRefused(const wb::SamplingParams& params, const QString& why);
     // setParams, with `preset` named as the values' origin (restored settings).
     void restore(const wb::SamplingParams& params, const QString& preset);
     void applyPreset(const QString& name);

@@ -4,10 +4,13 @@
 #include <QSettings>
 
 #include "conversation.h"
+#include "grammar_controls.h"
 
 namespace {
 
 const char* kGroup = "samplingPresets";
+const char* kVaried = "Varied (DRY + XTC)";
+const char* kJsonOutput = "JSON output";
 
 wb::SamplingParams builtin(const QString& name) {
     wb::SamplingParams p;
@@ -27,6 +30,23 @@ wb::SamplingParams builtin(const QString& name) {
         p.presence_penalty = 0.3f;
         // DRY at the strength its author suggests, against the loops a flatter distribution falls into.
         p.dry_multiplier = 0.8f;
+    } else if (name == QLatin1String(kVaried)) {
+        // Against loops and blandness at the engine's other defaults: DRY at its author's suggested
+        // strength, and XTC removing the top choices half the time (the values its author suggests).
+        p.dry_multiplier = 0.8f;
+        p.dry_base = 1.75f;
+        p.dry_allowed_length = 2;
+        p.xtc_probability = 0.5f;
+        p.xtc_threshold = 0.1f;
+    } else if (name == QLatin1String(kJsonOutput)) {
+        // Any JSON object; a low temperature, since inside the structure a likely token is nearly
+        // always the right one, and the grammar handles the rest.
+        p.temperature = 0.3f;
+        QString text;
+        if (GrammarControls::findExample("Any JSON object", &p.grammar_mode, &text)) {
+            p.grammar_source = text.toStdString();
+            p.grammar = GrammarControls::compileSource(p.grammar_mode, p.grammar_source);
+        }
     }
     // Balanced: the engine's defaults (llama.cpp's).
     return p;
@@ -35,7 +55,13 @@ wb::SamplingParams builtin(const QString& name) {
 }  // namespace
 
 QStringList SamplingPresets::builtinNames() {
-    return {QStringLiteral("Precise"), QStringLiteral("Balanced"), QStringLiteral("Creative")};
+    QStringList names = {QStringLiteral("Precise"), QStringLiteral("Balanced"), QStringLiteral("Creative"),
+                         QString::fromLatin1(kVaried)};
+    // Its grammar is a JSON Schema: not offered by a build without the converter.
+    GrammarControls::Mode mode;
+    QString text;
+    if (GrammarControls::findExample("Any JSON object", &mode, &text)) names << QString::fromLatin1(kJsonOutput);
+    return names;
 }
 
 bool SamplingPresets::isBuiltin(const QString& name) {

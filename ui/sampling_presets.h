@@ -1,5 +1,6 @@
 #pragma once
-// Sampling presets: three built in (Precise, Balanced, Creative) and the user's own, saved in QSettings
+// Sampling presets: five built in (Precise, Balanced, Creative, Varied (DRY + XTC), and JSON output with
+// a JSON-object grammar) and the user's own, saved in QSettings
 // as JSON so they survive restarts and new knobs get their defaults when an old preset is read.
 #include <QString>
 #include <QStringList>

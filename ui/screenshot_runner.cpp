@@ -131,10 +131,40 @@ void ScreenshotRunner::grabGrammarEditor(SamplingPanel* sampling) {
     grammar->loadExample(grammar->exampleBox()->findText(GrammarControls::tr("JSON object (name, age)")));
     grabLater(QStringLiteral("sampling-grammar.png"), [this, sampling, grammar, grabLater] {
         grammar->setSource(GrammarControls::Mode::GBNF, QStringLiteral("root ::= answer\nanswer ::= (\"yes\" | \"no\""));
-        grabLater(QStringLiteral("sampling-grammar-error.png"), [this, sampling, grammar] {
-            grammar->setSource(GrammarControls::Mode::NONE, QString());
-            sampling->knobArea()->ensureWidgetVisible(sampling->control(QStringLiteral("temperature")));
-            grabModelsDialog();
+        grabLater(QStringLiteral("sampling-grammar-error.png"), [this, sampling] { grabPresets(sampling); });
+    });
+}
+
+// The built-in presets with DRY and XTC, and with a JSON-object grammar; then the note a grammar refused
+// during a reply leaves (shown here as the engine's refusal would show it). The Balanced preset and no
+// grammar afterwards, so the run leaves the settings as they were. Then the Models dialog.
+void ScreenshotRunner::grabPresets(SamplingPanel* sampling) {
+    sampling->applyPreset(QStringLiteral("Varied (DRY + XTC)"));
+    QTimer::singleShot(300, this, [this, sampling] {
+        sampling->knobArea()->ensureWidgetVisible(sampling->control(QStringLiteral("xtc_threshold")));
+        QApplication::processEvents();
+        save(m_window->dock(QStringLiteral("samplingDock")), QStringLiteral("sampling-preset-varied.png"));
+        sampling->applyPreset(QStringLiteral("JSON output"));
+        QTimer::singleShot(300, this, [this, sampling] {
+            QScrollBar* bar = sampling->knobArea()->verticalScrollBar();
+            bar->setValue(bar->maximum());
+            QApplication::processEvents();
+            save(m_window->dock(QStringLiteral("samplingDock")), QStringLiteral("sampling-preset-json.png"));
+            wb::SamplingParams kept = sampling->params();
+            sampling->grammarControls()->setSource(GrammarControls::Mode::GBNF, QStringLiteral("root ::= \"Z\" [^7]*"));
+            sampling->showGrammarRefused(
+                kept, ChatController::tr("The new grammar was not applied to this reply: %1. The grammar in force stays.")
+                          .arg(QStringLiteral("the reply so far does not parse under it: it cannot start with \"{\" "
+                                              "(token 1 of the reply)")));
+            QTimer::singleShot(300, this, [this, sampling] {
+                sampling->knobArea()->ensureWidgetVisible(sampling->grammarControls()->noticeLabel());
+                QApplication::processEvents();
+                save(m_window->dock(QStringLiteral("samplingDock")), QStringLiteral("sampling-grammar-refused.png"));
+                sampling->applyPreset(QStringLiteral("Balanced"));
+                sampling->grammarControls()->setSource(GrammarControls::Mode::NONE, QString());
+                sampling->knobArea()->ensureWidgetVisible(sampling->control(QStringLiteral("temperature")));
+                grabModelsDialog();
+            });
         });
     });
 }

@@ -18,6 +18,7 @@ public:
 private:
     void grabAll();
     void grabGrammarEditor(SamplingPanel* sampling);
+    void grabPresets(SamplingPanel* sampling);
     void grabModelsDialog();
     void save(QWidget* widget, const QString& name);
 

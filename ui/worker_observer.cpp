@@ -70,6 +70,10 @@ void WorkerObserver::on_context_cut(const wb::ContextCut& cut) {
     Q_EMIT m_worker.contextCut(m_requestId, cut);
 }
 
+void WorkerObserver::on_grammar_refused(const wb::GrammarRefusal& refusal) {
+    Q_EMIT m_worker.grammarRefused(m_requestId, refusal);
+}
+
 void WorkerObserver::on_kv_cache(const wb::KvStats& stats) {
     m_pendingKv = stats;
     m_hasKv = true;

@@ -35,6 +35,8 @@ public:
     // A context shift: sent at once (InferenceWorker::contextCut), with the cache's statistics after it.
     void on_context_cut(const wb::ContextCut& cut) override;
     void on_timing(const wb::Timings& timings) override;
+    // Sent at once (InferenceWorker::grammarRefused): the GUI shows the grammar in force again.
+    void on_grammar_refused(const wb::GrammarRefusal& refusal) override;
     // One signal per prefill batch (a long prompt has few): drives the progress bar.
     void on_prefill_progress(int32_t done, int32_t total) override;
     // A stop for this request, also one asked for before it started (Session::generate clears its

@@ -119,6 +119,9 @@ public:
     virtual void on_prefill_progress(int32_t /*done*/, int32_t /*total*/) {}
     // After the prefill, after each decode step (running totals), and once at the end.
     virtual void on_timing(const Timings& /*timings*/) {}
+    // A grammar changed during the reply was not applied (the reply so far does not parse under it),
+    // right after the token's settings were read; the grammar in force stays (SamplerChain::set_params).
+    virtual void on_grammar_refused(const GrammarRefusal& /*refusal*/) {}
     // Polled by generate() before the prefill, after each prompt batch and after each token: true
     // ends the reply (reason STOPPED) as Session::stop() does. For a caller whose stop can come before
     // generate() starts, which clears an earlier stop() (a GUI's Stop pressed while its request waits

@@ -352,6 +352,8 @@ GenerateResult Session::generate(const std::vector<int32_t>& prompt, const LiveS
             // Live controls: the settings in force now apply to this very token.
             const SamplingParams now = live.get();
             chain.set_params(now);
+            if (observer)
+                if (std::optional<GrammarRefusal> refusal = chain.take_grammar_refusal()) observer->on_grammar_refused(*refusal);
             // The inspector's candidates and trace need the whole logits row; otherwise the chain may
             // need only its best few (the greedy token's p is shown whenever someone observes).
             const bool whole_row = spec.top_candidates > 0 || spec.sampler_trace;

@@ -6,6 +6,7 @@
 #include <functional>
 #include <limits>
 #include <memory>
+#include <optional>
 #include <random>
 #include <string>
 #include <unordered_map>
@@ -70,6 +71,17 @@ struct SamplerVocab {
 
 class GrammarConstraint;
 
+// A grammar given while a reply was generated that the chain did not apply: the reply so far does not
+// parse under it. The grammar setting that stays in force is given as the caller had set it, so a
+// GUI can show it again.
+struct GrammarRefusal {
+    std::string refused;  // the GBNF not applied
+    std::string why;      // which token of the reply it does not allow, after what
+    GrammarMode kept_mode = GrammarMode::NONE;
+    std::string kept_source;
+    std::string kept_grammar;  // "" when no grammar stays in force
+};
+
 // (The grammar stage needs piece() for every token and is_eog(): end of generation is allowed only
 // where the grammar is complete.)
 
@@ -128,6 +140,11 @@ public:
     // Live update between tokens: thresholds change at once; history, the random stream and
     // mirostat's mu are kept (the stream restarts only if the seed changed, mu only if the mirostat
     // version or tau changed).
+    // A grammar changed after the reply's first draw applies from the next token, its parse advanced
+    // over the reply so far (the tokens accept()ed since the first sample() after reset()); an empty
+    // one drops the constraint. When the reply so far does not parse under it, the grammar in force
+    // stays (params() keeps its grammar, grammar_mode and grammar_source), take_grammar_refusal()
+    // says why, and that text is not tried again until a set_params gives the grammar in force back.
     // Rules: NaN or infinite floats, repeat_penalty <= 0 and repeat_last_n < -1 throw wb::Error
     // naming the parameter (the chain keeps its previous settings). Out-of-range values that have an
     // obvious meaning are taken as such: temperature < 0 is greedy; top_k <= 0 is off; top_p and
@@ -192,6 +209,9 @@ public:
 
     uint64_t seed_in_use() const { return seed_in_use_; }
 
+    // The refusal of the last grammar change set_params did not apply, once (then empty).
+    std::optional<GrammarRefusal> take_grammar_refusal();
+
     // The candidates the last sample() ended with: the final stage's survivors with p valid and
     // selected pointing at the returned token (after sample_greedy_row(): that token alone). Added so
     // the inspector can show the chosen token's probability and the final distribution without a
@@ -204,6 +224,9 @@ private:
     int32_t sample_with_grammar(const float* logits, int32_t n_vocab, std::vector<SamplerStageTrace>* trace,
                                 size_t trace_top);
     void install_grammar(const std::string& gbnf);
+    // set_params' grammar part: params' grammar fields become those in force after it.
+    std::unique_ptr<GrammarConstraint> change_grammar(SamplingParams& params, bool& replace);
+    void begin_reply();
     void reseed();
     void add_sequence_stage(const std::string& name);
 
@@ -219,10 +242,12 @@ private:
     std::vector<int32_t> history_;  // accepted tokens, newest last
     std::vector<std::unique_ptr<Sampler>> stages_;
     CandidateSet scratch_;
-    // The grammar in force (null: none). A grammar changed by set_params after this reply's first
-    // token applies from the next reset(): half a reply under one grammar cannot continue another.
+    // The grammar in force (null: none); its source is always params_.grammar.
     std::unique_ptr<GrammarConstraint> grammar_;
-    bool grammar_started_ = false;
+    bool reply_started_ = false;  // a sample() since reset(): a new grammar must parse the reply so far
+    size_t reply_begin_ = 0;      // history_ index of the reply's first token
+    std::string refused_grammar_;  // the text last refused in this reply, not parsed again while it is set
+    std::optional<GrammarRefusal> refusal_;
 };
 
 }  // namespace wb

@@ -143,7 +143,6 @@ SamplerChain::SamplerChain(const SamplingParams& params, std::shared_ptr<const S
 }
 
 void SamplerChain::install_grammar(const std::string& gbnf) {
-    grammar_started_ = false;
     if (gbnf.empty()) {
         grammar_.reset();
         return;
@@ -166,12 +165,11 @@ void SamplerChain::accept(int32_t token) {
 
 void SamplerChain::reset() {
     history_.clear();
-    if (grammar_ && grammar_->source() == params_.grammar) {
-        grammar_->reset();
-        grammar_started_ = false;
-    } else {
-        install_grammar(params_.grammar);
-    }
+    reply_started_ = false;
+    reply_begin_ = 0;
+    refused_grammar_.clear();
+    refusal_.reset();
+    if (grammar_) grammar_->reset();
     mirostat_mu_ = 2.0f * params_.mirostat_tau;
     reseed();
 }
@@ -179,24 +177,66 @@ void SamplerChain::reset() {
 void SamplerChain::set_params(const SamplingParams& params) {
     validate(params);
     check_dry_vocab(params, vocab_.get());
-    // Against the text last set, not the grammar in use: after a change mid-reply the old grammar
-    // runs until the reply ends, and the new text must not be parsed again with every token.
-    const bool grammar_changed = params.grammar != params_.grammar;
-    std::unique_ptr<GrammarConstraint> new_grammar;
-    // Parsed now even when it waits for the next reply, so a malformed grammar is refused at once.
-    if (grammar_changed && !params.grammar.empty()) new_grammar = std::make_unique<GrammarConstraint>(params.grammar, vocab_);
-    if (grammar_changed && !grammar_started_) {
-        grammar_ = std::move(new_grammar);
+    SamplingParams next = params;
+    bool replace_grammar = false;
+    std::unique_ptr<GrammarConstraint> new_grammar = change_grammar(next, replace_grammar);
+    if (replace_grammar) grammar_ = std::move(new_grammar);
+    const bool seed_changed = next.seed != params_.seed;
+    if (next.mirostat != params_.mirostat || next.mirostat_tau != params_.mirostat_tau) {
+        mirostat_mu_ = 2.0f * next.mirostat_tau;
     }
-    const bool seed_changed = params.seed != params_.seed;
-    if (params.mirostat != params_.mirostat || params.mirostat_tau != params_.mirostat_tau) {
-        mirostat_mu_ = 2.0f * params.mirostat_tau;
-    }
-    params_ = params;
+    params_ = std::move(next);
     if (seed_changed) {
         reseed();
     }
     rebuild();
+}
+
+std::unique_ptr<GrammarConstraint> SamplerChain::change_grammar(SamplingParams& params, bool& replace) {
+    replace = false;
+    if (params.grammar == params_.grammar) {
+        // The grammar in force is asked for again (a GUI showing it after a refusal): a later change to
+        // the refused text is the user trying again, and is parsed again.
+        refused_grammar_.clear();
+        return nullptr;
+    }
+    const auto keep_in_force = [&] {
+        params.grammar = params_.grammar;
+        params.grammar_mode = params_.grammar_mode;
+        params.grammar_source = params_.grammar_source;
+    };
+    if (params.grammar.empty()) {  // None: no constraint from the next token on
+        replace = true;
+        return nullptr;
+    }
+    if (reply_started_ && params.grammar == refused_grammar_) {
+        keep_in_force();
+        return nullptr;
+    }
+    replace = true;
+    // Parsed first: a malformed grammar throws here, with nothing changed.
+    auto grammar = std::make_unique<GrammarConstraint>(params.grammar, vocab_);
+    if (!reply_started_) return grammar;
+    std::string why;
+    const size_t n_reply = history_.size() - reply_begin_;
+    if (n_reply == 0 || grammar->accept_all(history_.data() + reply_begin_, n_reply, &why)) return grammar;
+    replace = false;
+    refused_grammar_ = params.grammar;
+    refusal_ = GrammarRefusal{params.grammar, why, params_.grammar_mode, params_.grammar_source, params_.grammar};
+    keep_in_force();
+    return nullptr;
+}
+
+std::optional<GrammarRefusal> SamplerChain::take_grammar_refusal() {
+    std::optional<GrammarRefusal> out = std::move(refusal_);
+    refusal_.reset();
+    return out;
+}
+
+void SamplerChain::begin_reply() {
+    if (reply_started_) return;
+    reply_started_ = true;
+    reply_begin_ = history_.size();
 }
 
 int32_t SamplerChain::sample(const float* logits, int32_t n_vocab, std::vector<SamplerStageTrace>* trace,
@@ -204,6 +244,7 @@ int32_t SamplerChain::sample(const float* logits, int32_t n_vocab, std::vector<S
     if (n_vocab <= 0) {
         throw Error("cannot sample from an empty logits row (n_vocab = " + std::to_string(n_vocab) + ")");
     }
+    begin_reply();
     if (grammar_) return sample_with_grammar(logits, n_vocab, trace, trace_top);
     scratch_.assign(logits, n_vocab);
     if (trace) trace->clear();
@@ -272,7 +313,6 @@ int32_t SamplerChain::sample_with_grammar(const float* logits, int32_t n_vocab, 
         run_stages(trace, trace_top);
         id = scratch_.data[static_cast<size_t>(scratch_.selected)].id;
     }
-    grammar_started_ = true;
     if (!grammar_->is_eog(id)) grammar_->accept(id);
     return id;
 }
@@ -343,6 +383,7 @@ int32_t SamplerChain::sample_top(const int32_t* ids, const float* logits, int32_
         throw Error("cannot sample from an empty candidate list (n = " + std::to_string(n) + ")");
     }
     if (grammar_) throw Error("a grammar needs the whole logits row (top_needed() is 0 with one)");
+    begin_reply();
     CandidateSet& set = scratch_;
     set.data.resize(static_cast<size_t>(n));
     for (int32_t i = 0; i < n; ++i) {

@@ -1,7 +1,9 @@
 // The new samplers' controls with the real default model, changed while a reply is being generated:
 // a logit bias typed into the Sampling panel mid-reply bans its token from the next tokens on, and a
 // DRY multiplier set mid-reply puts the DRY stage into the chain, as the sampler trace of each token
-// shows (the panel -> controller -> worker -> LiveSamplingParams path the other knobs take).
+// shows (the panel -> controller -> worker -> LiveSamplingParams path the other knobs take). A grammar
+// chosen mid-reply constrains the next tokens; one the reply so far does not parse under is refused,
+// the old one staying in force and shown again with a notice; None drops the constraint.
 #include <algorithm>
 
 #include <QLineEdit>
@@ -9,6 +11,7 @@
 #include <QtTest>
 
 #include "chat_controller.h"
+#include "grammar_controls.h"
 #include "gui_test_support.h"
 #include "inference_worker.h"
 #include "model/model_paths.h"
@@ -16,7 +19,10 @@
 #include "sampler_chain_controls.h"
 #include "sampling_panel.h"
 
+#include <QComboBox>
 #include <QDoubleSpinBox>
+#include <QLabel>
+#include <QPlainTextEdit>
 
 namespace {
 
@@ -31,6 +37,50 @@ bool hasStage(const TokenRecord& t, const char* stage, QString* detail = nullptr
         }
     return false;
 }
+
+// No '7' in the text: the counting reply wants one after "6", so the constraint has to bite.
+const char* kNoSeven = "root ::= [^7]*";
+
+bool hasSeven(const TokenRecord& t) { return t.tokenPiece.contains(QLatin1Char('7')); }
+
+// A greedy "count to 50" reply in the app with the sampler trace on; `change` runs once, on the GUI
+// thread, when the reply has kChangeAt tokens (the worker may be a token or two ahead).
+struct GrammarRig {
+    ChatController c;
+    SamplingPanel panel;
+
+    bool load() {
+        QObject::connect(&panel, &SamplingPanel::paramsChanged, &c, &ChatController::setSamplingParams);
+        // As the main window: a refused grammar is shown again in the panel.
+        QObject::connect(&c, &ChatController::grammarRefused, &panel, &SamplingPanel::showGrammarRefused);
+        QSignalSpy loaded(&c, &ChatController::modelLoaded);
+        c.loadModel(QString::fromStdString(wb::default_model_path()));
+        if (!loaded.wait(kTimeoutMs)) return false;
+        wb::CaptureSpec spec;
+        spec.sampler_trace = true;
+        c.setCaptureSpec(spec);
+        wb::SamplingParams p;
+        p.temperature = 0.0f;
+        p.max_tokens = 60;
+        panel.setParams(p);
+        c.setSamplingParams(panel.params());
+        return true;
+    }
+
+    QVector<TokenRecord> reply(const std::function<void()>& change) {
+        bool changed = false;
+        auto conn = QObject::connect(&c, &ChatController::tokenAppended, &c, [&](int, int token) {
+            if (changed || token < kChangeAt) return;
+            changed = true;
+            change();
+        });
+        QSignalSpy finished(&c, &ChatController::generationFinished);
+        if (!c.sendMessage("Count from 1 to 50, one number per line.") || !finished.wait(kTimeoutMs)) return {};
+        QObject::disconnect(conn);
+        return c.conversation().messages.last().tokens;
+    }
+    QString replyText() const { return c.conversation().messages.last().content; }
+};
 
 }  // namespace
 
@@ -114,6 +164,93 @@ private Q_SLOTS:
         QVERIFY2(detail.contains("0.8"), qPrintable(detail));
         for (int i = dryFrom; i < tokens.size(); ++i) QVERIFY(hasStage(tokens[i], "dry"));
         QCOMPARE(c.worker()->samplingParams().dry_multiplier, 0.8f);
+    }
+
+    // A grammar chosen mid-reply applies from the next token the engine draws: no grammar stage in the
+    // trace before it, one in every draw after it, and no '7' after it (the model's own choice refused).
+    void grammarChosenMidReplyConstrainsTheNextTokens() {
+        GrammarRig rig;
+        QVERIFY(rig.load());
+        const QVector<TokenRecord> tokens = rig.reply([&] {
+            rig.panel.grammarControls()->setSource(wb::GrammarMode::GBNF, QString::fromLatin1(kNoSeven));
+        });
+        QVERIFY(tokens.size() > kChangeAt);
+        int from = -1;
+        for (int i = 0; i < tokens.size() && from < 0; ++i)
+            if (hasStage(tokens[i], "grammar")) from = i;
+        QVERIFY2(from > kChangeAt, qPrintable(QString("first constrained token %1: %2").arg(from).arg(rig.replyText())));
+        int refusedDraws = 0;
+        QString detail;
+        for (int i = from; i < tokens.size(); ++i) {
+            QVERIFY(hasStage(tokens[i], "grammar", &detail));
+            refusedDraws += detail.contains("does not fit");
+            QVERIFY2(!hasSeven(tokens[i]), qPrintable(QString("a 7 at token %1: %2").arg(i).arg(rig.replyText())));
+        }
+        QVERIFY2(refusedDraws > 0, qPrintable("the grammar never had to refuse the model's token: " + rig.replyText()));
+    }
+
+    // A grammar the reply so far does not parse under (it must start with "Z") is refused: the old one
+    // constrains the whole reply, the panel shows it again (mode, text, grammar; the worker has it too)
+    // with the reason under Constrain output and one notice.
+    void grammarRefusedMidReplyKeepsTheOldOne() {
+        GrammarRig rig;
+        QVERIFY(rig.load());
+        rig.panel.grammarControls()->setSource(wb::GrammarMode::GBNF, QString::fromLatin1(kNoSeven));
+        const std::string kept = rig.panel.params().grammar;
+        QVERIFY(!kept.empty());
+        QSignalSpy refused(&rig.c, &ChatController::grammarRefused);
+        QSignalSpy notices(&rig.c, &ChatController::notice);
+        const QString mustStartWithZ = QStringLiteral("root ::= \"Z\" [^7]*");
+        const QVector<TokenRecord> tokens = rig.reply([&] {
+            rig.panel.grammarControls()->setSource(wb::GrammarMode::GBNF, mustStartWithZ);
+            QCOMPARE(rig.c.worker()->samplingParams().grammar, mustStartWithZ.toStdString());  // sent to the engine
+        });
+        QVERIFY(tokens.size() > kChangeAt + 5);
+        QCOMPARE(refused.size(), 1);
+        QCOMPARE(notices.size(), 1);
+        const QString why = notices.first().first().toString();
+        QVERIFY2(why.contains("not applied") && why.contains("cannot start with"), qPrintable(why));
+        GrammarControls* g = rig.panel.grammarControls();
+        QCOMPARE(g->editor()->toPlainText(), QString::fromLatin1(kNoSeven));
+        QCOMPARE(g->mode(), wb::GrammarMode::GBNF);
+        QCOMPARE(rig.panel.params().grammar, kept);
+        QCOMPARE(rig.c.worker()->samplingParams().grammar, kept);
+        QCOMPARE(rig.c.conversation().sampling.grammar, kept);
+        QVERIFY(!g->noticeLabel()->isHidden());
+        QCOMPARE(g->noticeLabel()->text(), why);
+        int refusedDraws = 0;
+        QString detail;
+        for (int i = 0; i < tokens.size(); ++i) {
+            QVERIFY(hasStage(tokens[i], "grammar", &detail));
+            if (i > kChangeAt) refusedDraws += detail.contains("does not fit");
+            QVERIFY2(!hasSeven(tokens[i]), qPrintable(QString("a 7 at token %1: %2").arg(i).arg(rig.replyText())));
+        }
+        QVERIFY2(refusedDraws > 0, qPrintable("the kept grammar never refused a token after the change: " + rig.replyText()));
+        // The next change in the editor clears the notice.
+        g->setSource(wb::GrammarMode::GBNF, QStringLiteral("root ::= [^8]*"));
+        QVERIFY(g->noticeLabel()->isHidden());
+    }
+
+    // None mid-reply drops the constraint: the grammar stage leaves the trace and the reply counts past 7.
+    void noneMidReplyDropsTheConstraint() {
+        GrammarRig rig;
+        QVERIFY(rig.load());
+        rig.panel.grammarControls()->setSource(wb::GrammarMode::GBNF, QString::fromLatin1(kNoSeven));
+        const QVector<TokenRecord> tokens = rig.reply([&] {
+            rig.panel.grammarControls()->modeBox()->setCurrentIndex(0);  // None
+            QVERIFY(rig.c.worker()->samplingParams().grammar.empty());
+        });
+        int last = -1;
+        for (int i = 0; i < tokens.size(); ++i)
+            if (hasStage(tokens[i], "grammar")) last = i;
+        QVERIFY2(last >= kChangeAt - 1 && last + 1 < tokens.size(), qPrintable(QString("last constrained token %1").arg(last)));
+        for (int i = 0; i <= last; ++i) QVERIFY(!hasSeven(tokens[i]));
+        bool seven = false;
+        for (int i = last + 1; i < tokens.size(); ++i) {
+            QVERIFY(!hasStage(tokens[i], "grammar"));
+            seven = seven || hasSeven(tokens[i]);
+        }
+        QVERIFY2(seven, qPrintable("no 7 once the constraint was dropped: " + rig.replyText()));
     }
 };
 

@@ -6,6 +6,7 @@
 #include <QApplication>
 #include <QCheckBox>
 #include <QComboBox>
+#include <QJsonDocument>
 #include <QDoubleSpinBox>
 #include <QLineEdit>
 #include <QPlainTextEdit>
@@ -40,6 +41,11 @@ bool grammarMatches(const std::string& gbnf, const std::string& text) {
     if (!m.allows(text)) return false;
     m.accept(text);
     return m.complete();
+}
+
+// For a failure message: the settings as the preset file writes them.
+QByteArray jsonText(const wb::SamplingParams& p) {
+    return QJsonDocument(samplingToJson(p)).toJson(QJsonDocument::Compact);
 }
 
 // WCAG 2's contrast ratio of two colours (4.5 is its minimum for body text).
@@ -419,6 +425,62 @@ private Q_SLOTS:
         QCOMPARE(QString::fromStdString(panel.params().stop[1]), QString("\n\n"));
         panel.randomSeedBox()->setChecked(true);
         QCOMPARE(panel.params().seed, wb::SamplingParams::kRandomSeed);
+    }
+
+    // "Varied (DRY + XTC)": DRY 0.8 / 1.75 / 2 and XTC 0.5 / 0.1 at every other default; saved as a
+    // user preset and read back by another panel it gives the same knobs, not "modified".
+    void variedPresetSetsDryAndXtc() {
+        SamplingPanel panel;
+        QVERIFY(panel.presetBox()->findText("Varied (DRY + XTC)") >= 0);
+        panel.applyPreset("Varied (DRY + XTC)");
+        QCOMPARE(panel.presetBox()->currentText(), QString("Varied (DRY + XTC)"));
+        wb::SamplingParams want;
+        want.dry_multiplier = 0.8f;
+        want.dry_base = 1.75f;
+        want.dry_allowed_length = 2;
+        want.xtc_probability = 0.5f;
+        want.xtc_threshold = 0.1f;
+        want.seed = panel.params().seed;
+        QVERIFY2(samplingToJson(panel.params()) == samplingToJson(want), jsonText(panel.params()).constData());
+        QCOMPARE(panel.control("dry_multiplier")->value(), 0.8);
+        QCOMPARE(panel.control("xtc_probability")->value(), 0.5);
+        QVERIFY(!panel.isModified());
+        panel.saveUserPreset("varied copy");
+        SamplingPanel other;
+        other.applyPreset("varied copy");
+        QVERIFY2(samplingToJson(other.params()) == samplingToJson(want), jsonText(other.params()).constData());
+        other.applyPreset("Varied (DRY + XTC)");
+        QVERIFY(!other.isModified());
+        other.control("xtc_threshold")->spinBox()->setValue(0.2);
+        QVERIFY(other.isModified());
+    }
+
+    // "JSON output": the "Any JSON object" example in force with a low temperature; the grammar comes
+    // back from a saved copy, and another grammar marks the preset modified.
+    void jsonOutputPresetConstrainsToAnObject() {
+        SamplingPanel panel;
+        QVERIFY(panel.presetBox()->findText("JSON output") >= 0);
+        panel.applyPreset("JSON output");
+        GrammarControls* g = panel.grammarControls();
+        QCOMPARE(g->mode(), GrammarControls::Mode::JSON_SCHEMA);
+        QCOMPARE(g->editor()->toPlainText(), QString("{\"type\": \"object\"}"));
+        QVERIFY(g->errorLabel()->text().isEmpty());
+        QCOMPARE(panel.params().temperature, 0.3f);
+        QCOMPARE(panel.params().top_k, wb::SamplingParams{}.top_k);
+        const std::string gbnf = panel.params().grammar;
+        QVERIFY(grammarMatches(gbnf, R"({"a": 1, "b": [true]})") && grammarMatches(gbnf, "{}"));
+        QVERIFY(!grammarMatches(gbnf, "[1]") && !grammarMatches(gbnf, "\"x\""));
+        QVERIFY(!panel.isModified());
+        panel.saveUserPreset("json copy");
+        SamplingPanel other;
+        other.applyPreset("json copy");
+        QCOMPARE(other.params().grammar, gbnf);
+        QCOMPARE(other.params().grammar_mode, wb::GrammarMode::JSON_SCHEMA);
+        QCOMPARE(other.params().temperature, 0.3f);
+        other.applyPreset("JSON output");
+        QVERIFY(!other.isModified());
+        other.grammarControls()->setSource(GrammarControls::Mode::JSON_SCHEMA, "{\"type\": \"array\"}");
+        QVERIFY(other.isModified());
     }
 
     void presetsApplyAndUserPresetsPersist() {

@@ -3,6 +3,7 @@
 // grammar stage of the sampler chain on a tiny vocabulary.
 #include <QtTest>
 
+#include <algorithm>
 #include <memory>
 
 #include "sampling/grammar/gbnf.h"
@@ -333,21 +334,111 @@ private Q_SLOTS:
         QCOMPARE(chain.params().grammar, p.grammar);  // the chain kept its previous settings
     }
 
-    // A new grammar given mid-reply applies from the next reply, not to the rest of this one.
-    void grammarChangedMidReplyWaitsForReset() {
+    // A grammar chosen mid-reply constrains the next token, its parse advanced over the reply so far
+    // (the prompt's tokens, accepted before the first draw, are not part of it).
+    void grammarChangedMidReplyAppliesFromTheNextToken() {
+        auto vocab = tiny_vocab({"a", "b"});
+        SamplingParams p;
+        p.temperature = 0.0f;
+        SamplerChain chain(p, vocab);
+        for (int32_t prompt_token : {1, 1}) chain.accept(prompt_token);  // "bb", the prompt
+        const std::vector<float> likes_a = {1.0f, 0.0f, -5.0f};
+        for (int i = 0; i < 2; ++i) {
+            QCOMPARE(chain.sample(likes_a.data(), 3), 0);
+            chain.accept(0);
+        }
+        SamplingParams q = p;
+        q.grammar = "root ::= \"a\" \"a\" \"b\"+";
+        q.grammar_mode = GrammarMode::GBNF;
+        q.grammar_source = q.grammar;
+        chain.set_params(q);
+        QVERIFY(!chain.take_grammar_refusal());
+        QCOMPARE(chain.params().grammar, q.grammar);
+        std::vector<SamplerStageTrace> trace;
+        QCOMPARE(chain.sample(likes_a.data(), 3, &trace, 3), 1);  // "aa" is parsed: only "b" may follow
+        QVERIFY(std::any_of(trace.begin(), trace.end(), [](const SamplerStageTrace& t) { return t.stage == "grammar"; }));
+        chain.accept(1);
+        // ... and the end of generation now, the text "aab" being complete.
+        const std::vector<float> likes_end = {0.0f, 0.0f, 5.0f};
+        QCOMPARE(chain.sample(likes_end.data(), 3), 2);
+    }
+
+    // A grammar the reply so far does not parse under is refused: the one in force stays (with its mode
+    // and text, for the GUI to show again), the refusal says why, once, and the same text is not parsed
+    // again with every token until the grammar in force is set back.
+    void grammarThatTheReplyDoesNotParseIsRefused() {
+        auto vocab = tiny_vocab({"a", "b", "ab"});
+        SamplingParams p;
+        p.temperature = 0.0f;
+        p.grammar = "root ::= \"a\"+";
+        p.grammar_mode = GrammarMode::GBNF;
+        p.grammar_source = "root ::= \"a\"+   # as typed";
+        SamplerChain chain(p, vocab);
+        const std::vector<float> likes_b = {0.0f, 1.0f, -5.0f, -5.0f};
+        for (int i = 0; i < 2; ++i) {
+            QCOMPARE(chain.sample(likes_b.data(), 4), 0);
+            chain.accept(0);
+        }
+        SamplingParams q = p;
+        q.grammar = "root ::= \"a\" \"b\"+";
+        q.grammar_mode = GrammarMode::JSON_SCHEMA;
+        q.grammar_source = "{}";
+        q.top_k = 7;  // the other settings of the same change apply
+        chain.set_params(q);
+        std::optional<GrammarRefusal> refusal = chain.take_grammar_refusal();
+        QVERIFY(refusal);
+        QCOMPARE(refusal->refused, q.grammar);
+        QCOMPARE(refusal->kept_grammar, p.grammar);
+        QCOMPARE(refusal->kept_source, p.grammar_source);
+        QCOMPARE(int(refusal->kept_mode), int(GrammarMode::GBNF));
+        QVERIFY2(refusal->why.find("after \"a\" it does not allow \"a\" (token 2 of the reply)") != std::string::npos,
+                 refusal->why.c_str());
+        QCOMPARE(chain.params().grammar, p.grammar);
+        QCOMPARE(chain.params().grammar_source, p.grammar_source);
+        QCOMPARE(chain.params().top_k, 7);
+        QVERIFY(!chain.take_grammar_refusal());  // said once
+        QCOMPARE(chain.sample(likes_b.data(), 4), 0);  // still "a"+
+        chain.accept(0);
+        chain.set_params(q);  // still asked for: not parsed again, no second refusal
+        QVERIFY(!chain.take_grammar_refusal());
+        chain.set_params(p);  // the GUI shows the grammar in force again
+        QVERIFY(!chain.take_grammar_refusal());
+        chain.set_params(q);  // ... and the user tries once more
+        QVERIFY(chain.take_grammar_refusal());
+        // A reply that cannot even start under it says so.
+        chain.reset();
+        QCOMPARE(chain.sample(likes_b.data(), 4), 0);
+        chain.accept(0);
+        SamplingParams starts_with_b = p;
+        starts_with_b.grammar = "root ::= \"b\"+";
+        chain.set_params(starts_with_b);
+        refusal = chain.take_grammar_refusal();
+        QVERIFY(refusal);
+        QVERIFY2(refusal->why.find("it cannot start with \"a\"") != std::string::npos, refusal->why.c_str());
+    }
+
+    // None mid-reply drops the constraint from the next token; a malformed grammar mid-reply is refused
+    // as before a reply (wb::Error, nothing changed).
+    void noneMidReplyDropsTheConstraint() {
         auto vocab = tiny_vocab({"a", "b"});
         SamplingParams p;
         p.temperature = 0.0f;
         p.grammar = "root ::= \"a\"+";
         SamplerChain chain(p, vocab);
-        const std::vector<float> logits = {0.0f, 1.0f, -5.0f};  // the model prefers "b"
-        QCOMPARE(chain.sample(logits.data(), 3), 0);
-        SamplingParams q = p;
-        q.grammar = "root ::= \"b\"+";
-        chain.set_params(q);
-        QCOMPARE(chain.sample(logits.data(), 3), 0);  // still "a"+
-        chain.reset();
-        QCOMPARE(chain.sample(logits.data(), 3), 1);
+        const std::vector<float> likes_b = {0.0f, 1.0f, -5.0f};
+        QCOMPARE(chain.sample(likes_b.data(), 3), 0);
+        chain.accept(0);
+        SamplingParams bad = p;
+        bad.grammar = "root ::= (";
+        QVERIFY_THROWS_EXCEPTION(Error, chain.set_params(bad));
+        QCOMPARE(chain.params().grammar, p.grammar);
+        QCOMPARE(chain.sample(likes_b.data(), 3), 0);
+        chain.accept(0);
+        SamplingParams none = p;
+        none.grammar.clear();
+        chain.set_params(none);
+        QVERIFY(!chain.take_grammar_refusal());
+        QCOMPARE(chain.sample(likes_b.data(), 3), 1);
     }
 };
 

@@ -68,6 +68,34 @@ void GrammarConstraint::filter(CandidateSet& cands) {
     }
 }
 
+// The end of a text for a message: at most max_bytes, starting on a whole UTF-8 character, new lines
+// written as \n so the message stays one line.
+static std::string quoted_tail(const std::string& text, size_t max_bytes) {
+    size_t from = text.size() > max_bytes ? text.size() - max_bytes : 0;
+    while (from < text.size() && (static_cast<unsigned char>(text[from]) & 0xC0) == 0x80) ++from;
+    std::string out = from > 0 ? "..." : "";
+    for (size_t i = from; i < text.size(); ++i) out += text[i] == '\n' ? std::string("\\n") : std::string(1, text[i]);
+    return "\"" + out + "\"";
+}
+
+bool GrammarConstraint::accept_all(const int32_t* tokens, size_t n, std::string* why) {
+    for (size_t i = 0; i < n; ++i) {
+        const int32_t token = tokens[i];
+        const std::string p = is_eog(token) ? std::string() : piece(token);
+        if (!p.empty() && matcher_.allows(p)) {
+            matcher_.accept(p);
+            text_ += p;
+            continue;
+        }
+        const std::string what = p.empty() ? "token " + std::to_string(token) + " (it has no text)" : quoted_tail(p, 40);
+        *why = "the reply so far does not parse under it: " +
+               (text_.empty() ? "it cannot start with " + what : "after " + quoted_tail(text_, 40) + " it does not allow " + what) +
+               " (token " + std::to_string(i + 1) + " of the reply)";
+        return false;
+    }
+    return true;
+}
+
 void GrammarConstraint::accept(int32_t token) {
     if (is_eog(token)) {
         if (!matcher_.complete()) throw Error("the grammar does not allow the end of generation here");

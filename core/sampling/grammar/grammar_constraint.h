@@ -27,6 +27,10 @@ public:
     void filter(CandidateSet& cands);
     // Appends the token's piece to the text (wb::Error if the grammar does not allow it).
     void accept(int32_t token);
+    // accept() of each token in turn (a reply generated before this grammar was chosen); false at the
+    // first one the grammar does not allow, with *why naming it and the text before it (the text is
+    // then part-way: the caller drops this constraint).
+    bool accept_all(const int32_t* tokens, size_t n, std::string* why);
     bool complete() const { return matcher_.complete(); }
     bool is_eog(int32_t token) const { return vocab_->is_eog && vocab_->is_eog(token); }
     // What the last filter() did, for the sampler trace.
