@@ -6,7 +6,9 @@
 #include <atomic>
 #include <chrono>
 #include <cstdio>
+#include <mutex>
 #include <random>
+#include <thread>
 
 #include "engine/chat_prompt.h"
 #include "server/guarded_server.h"
@@ -113,13 +115,34 @@ int HttpServer::bind() {
     return port;
 }
 
-void HttpServer::run() { http_->listen_after_bind(); }
+void HttpServer::run() {
+    {
+        std::lock_guard<std::mutex> lock(run_mutex_);
+        if (stopped_) return;
+        running_ = true;
+    }
+    http_->listen_after_bind();
+}
 
 void HttpServer::stop() {
     // The HTTP side waits for its handlers, and a handler runs as long as its generation does: end the
     // generations first, so a SIGTERM does not wait for every running and queued reply to complete.
     if (exec_) exec_->shutdown();
-    if (http_) http_->stop();
+    bool wait = false;
+    {
+        std::lock_guard<std::mutex> lock(run_mutex_);
+        if (stopped_) return;
+        stopped_ = true;
+        wait = running_;
+    }
+    if (!http_) return;
+    // Never run (and now it never will): httplib's stop() would leave the bound port taken.
+    if (!wait) return http_->close_unused_listener();
+    // httplib's stop() does nothing until listen_after_bind has marked the server running, and a
+    // run() that has just begun (the app stops right after a start) would then accept forever: wait
+    // for the mark. It is set before the accept loop, so the wait is short; bounded all the same.
+    for (int i = 0; !http_->is_running() && i < 2000; ++i) std::this_thread::sleep_for(milliseconds(1));
+    http_->stop();
 }
 
 void HttpServer::routes() {

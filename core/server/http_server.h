@@ -6,6 +6,7 @@
 // is the HTTP glue: authentication, limits, status codes, streaming.
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <string>
 
 #include "engine/model.h"
@@ -50,8 +51,10 @@ public:
 
     // Binds the address; wb::Error naming it when that fails. Returns the port.
     int bind();
-    // Serves until stop() (from another thread).
+    // Serves until stop() (from another thread); returns at once when stop() came first.
     void run();
+    // Ends the jobs (the executor's shutdown) and stops listening; at any time, also before or just
+    // after run() began, and more than once.
     void stop();
 
     // The server's own queue (the first constructor); wb::Error for a server over a given executor.
@@ -76,6 +79,9 @@ private:
     JobExecutor* exec_ = nullptr;             // queue_, or the given one
     std::unique_ptr<GuardedServer> http_;
     int64_t started_ = 0;
+    std::mutex run_mutex_;  // run() and stop() racing: see stop()
+    bool running_ = false;
+    bool stopped_ = false;
 };
 
 }  // namespace wb::server

@@ -8,6 +8,7 @@
 #include <httplib.h>
 
 #include <QAction>
+#include <QDir>
 #include <QElapsedTimer>
 #include <QFileInfo>
 #include <QJsonArray>
@@ -31,6 +32,7 @@
 #include "serve_controller.h"
 #include "serve_executor.h"
 #include "serve_menu.h"
+#include "theme.h"
 
 namespace {
 
@@ -76,9 +78,11 @@ Reply finish(std::future<Reply>& f) {
     return ready(f) ? f.get() : Reply{};
 }
 
-std::string chatBody(const QString& user, int maxTokens, bool stream) {
-    QJsonObject o{{"messages", QJsonArray{QJsonObject{{"role", "user"}, {"content", user}}}},
-                  {"max_tokens", maxTokens}, {"temperature", 0.0}, {"stream", stream}};
+std::string chatBody(const QString& user, int maxTokens, bool stream, const QString& system = {}) {
+    QJsonArray messages;
+    if (!system.isEmpty()) messages.append(QJsonObject{{"role", "system"}, {"content", system}});
+    messages.append(QJsonObject{{"role", "user"}, {"content", user}});
+    QJsonObject o{{"messages", messages}, {"max_tokens", maxTokens}, {"temperature", 0.0}, {"stream", stream}};
     return QJsonDocument(o).toJson(QJsonDocument::Compact).toStdString();
 }
 
@@ -184,13 +188,14 @@ private Q_SLOTS:
         // Saved once the start succeeded.
         QCOMPARE(QSettings().value("serve/port").toInt(), 0);
 
-        auto f = postAsync(port, "/v1/chat/completions", chatBody("Name a colour.", 6, false));
+        auto f = postAsync(port, "/v1/chat/completions", chatBody("Name a colour.", 6, false, "Answer in one word."));
         const Reply r = finish(f);
         QCOMPARE(r.status, 200);
         const QString content = wholeContent(r.body);
         QVERIFY(!content.isEmpty());
         const Conversation& c = w.controller()->conversation();
         QCOMPARE(c.title, QString("API: Name a colour."));
+        QCOMPARE(c.systemPrompt, QString("Answer in one word."));
         QCOMPARE(c.messages.size(), 2);
         QCOMPARE(c.messages[0].content, QString("Name a colour."));
         QCOMPARE(c.messages[1].content, content);
@@ -258,6 +263,28 @@ private Q_SLOTS:
         QCOMPARE(saved->messages[1].content, users.text);
         QCOMPARE(ctl->conversation().title, QString("API: Name a fruit."));
         QVERIFY(ctl->currentId() != mine->id);
+    }
+
+    // A change the user made a moment ago (saved after a pause) is on disk before a request's
+    // conversation takes the screen.
+    void theUsersLatestChangeIsSavedFirst() {
+        MainWindow& w = *m_w;
+        ChatController* ctl = w.controller();
+        const int port = serveFrom(w, "127.0.0.1", 0);
+        QVERIFY(port > 0);
+        ctl->newChat();
+        QSignalSpy finished(ctl, &ChatController::generationFinished);
+        QVERIFY(ctl->sendMessage("Name a tree."));
+        QTRY_VERIFY_WITH_TIMEOUT(!finished.isEmpty(), kTimeoutMs);
+        const QString mine = ctl->currentId();
+        ctl->setSystemPrompt("You are a botanist.");
+        auto f = postAsync(port, "/v1/chat/completions", chatBody("Name a bird.", 3, false));
+        QCOMPARE(finish(f).status, 200);
+        QVERIFY(ctl->currentId() != mine);
+        QString error;
+        const std::optional<Conversation> saved = w.conversationStore()->load(mine, &error);
+        QVERIFY2(saved, qPrintable(error));
+        QCOMPARE(saved->systemPrompt, QString("You are a botanist."));
     }
 
     void aClientThatHangsUpStopsItsReply() {
@@ -343,6 +370,35 @@ private Q_SLOTS:
         QVERIFY(port > 0);
         auto f = postAsync(port, "/v1/chat/completions", chatBody("Name a colour.", 3, false));
         QCOMPARE(finish(f).status, 200);
+    }
+    // Not a check: with WB_SERVE_SCREENSHOTS=DIR set, the pictures of docs/screenshots/serve.png (and
+    // the 1366x768 and dark ones looked at beside it) of a streamed request's conversation.
+
+    void screenshotsForTheDocs() {
+        const QString dir = qEnvironmentVariable("WB_SERVE_SCREENSHOTS");
+        if (dir.isEmpty()) QSKIP("set WB_SERVE_SCREENSHOTS=DIR to write the pictures of the docs");
+        MainWindow& w = *m_w;
+        w.controller()->newChat();
+        const int port = serveFrom(w, "127.0.0.1", portIsFree(8080) ? 8080 : 0);
+        QVERIFY(port > 0);
+        QJsonObject o{{"messages", QJsonArray{QJsonObject{{"role", "system"}, {"content", "You are a helpful coding assistant."}},
+                                              QJsonObject{{"role", "user"}, {"content", "Write a Python function that reverses a string."}}}},
+                      {"max_tokens", 60}, {"temperature", 0.0}, {"stream", true}};
+        auto f = postAsync(port, "/v1/chat/completions", QJsonDocument(o).toJson(QJsonDocument::Compact).toStdString());
+        QCOMPARE(finish(f).status, 200);
+        w.inspectToken(int(w.controller()->conversation().messages.size()) - 1, 4);
+        const QList<std::tuple<QSize, ThemeMode, QString>> shots = {
+            {QSize(1366, 768), ThemeMode::Light, "serve.png"},
+            {QSize(1366, 768), ThemeMode::Dark, "serve-1366-dark.png"},
+            {QSize(1920, 1080), ThemeMode::Light, "serve-1920.png"},
+            {QSize(1920, 1080), ThemeMode::Dark, "serve-1920-dark.png"}};
+        for (const auto& [size, theme, name] : shots) {
+            w.setTheme(theme, false);
+            w.resize(size);
+            QTest::qWait(300);
+            QVERIFY(w.grab().save(QDir(dir).filePath(name)));
+        }
+        w.setTheme(ThemeMode::Light, false);
     }
 };
 

@@ -19,6 +19,7 @@
 #include "engine/model.h"
 #include "server/http_server.h"
 #include "server/job_executor.h"
+#include "util/error.h"
 #include "test_paths.h"
 
 using namespace wb;
@@ -171,6 +172,46 @@ void disconnect_cancels(int port, FakeExecutor& fake) {
     fake.hold = false;
 }
 
+// The app stops a server right after starting it (a model load just after Serve): a stop() that
+// comes as run() begins, or before it, must still end run().
+void stop_right_after_start(const Model& model, FakeExecutor& fake) {
+    ServerOptions o;
+    o.port = 0;
+    bool all = true;
+    for (int i = 0; i < 50 && all; ++i) {
+        HttpServer server(model, o, fake);
+        server.bind();
+        std::atomic<bool> returned{false};
+        std::thread run([&] {
+            server.run();
+            returned = true;
+        });
+        if (i % 2) std::this_thread::sleep_for(std::chrono::microseconds(50 * i));
+        server.stop();
+        for (int t = 0; t < 300 && !returned; ++t) std::this_thread::sleep_for(milliseconds(10));
+        all = returned;
+        if (!all) std::_Exit((report(false, "a stop right after the start ends run() (it hangs)"), 1));
+        run.join();
+    }
+    report(all, "a stop right after the start ends run(), 50 times");
+    // A server stopped before it ran (or destroyed unrun) frees its port.
+    int port = 0;
+    {
+        HttpServer unrun(model, o, fake);
+        port = unrun.bind();
+        unrun.stop();
+        ServerOptions again = o;
+        again.port = port;
+        HttpServer next(model, again, fake);
+        bool bound = false;
+        try {
+            bound = next.bind() == port;
+        } catch (const Error&) {
+        }
+        report(bound, "a server stopped before it ran frees its port");
+    }
+}
+
 }  // namespace
 
 int main() {
@@ -193,6 +234,7 @@ int main() {
         run.join();
         report(fake.stopping(), "stopping the server shuts its executor down");
     }
+    stop_right_after_start(*model, fake);
     std::printf("%s\n", g_failures == 0 ? "all passed" : (std::to_string(g_failures) + " failed").c_str());
     return g_failures == 0 ? 0 : 1;
 }
