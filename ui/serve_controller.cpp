@@ -4,6 +4,7 @@
 #include <QMetaObject>
 #include <QSettings>
 
+#include <algorithm>
 #include <cmath>
 
 #include "chat_controller.h"
@@ -84,6 +85,7 @@ bool ServeController::start(const ServeSettings& settings, QString* error) {
     } catch (const wb::Error& e) {
         return fail(tr("Cannot serve: %1").arg(QString::fromUtf8(e.what())));
     }
+    m_turnStops = model->chat_template().end_of_turn_texts();
     m_executor = std::move(executor);
     m_server = std::move(server);
     m_thread = std::thread([s = m_server.get()] { s->run(); });
@@ -128,7 +130,14 @@ void ServeController::dispatch() {
     m_logprobs = job->logprobs;
     m_topLogprobs = job->top_logprobs;
     QString error;
-    m_request = job->cancelled() ? 0 : m_chat->startApiConversation(job->messages, job->params, &error);
+    wb::SamplingParams params = job->params;
+    std::vector<std::string>& stop = params.stop;
+    stop.erase(std::remove_if(stop.begin(), stop.end(),
+                              [this](const std::string& s) {
+                                  return std::find(m_turnStops.begin(), m_turnStops.end(), s) != m_turnStops.end();
+                              }),
+               stop.end());
+    m_request = job->cancelled() ? 0 : m_chat->startApiConversation(job->messages, params, &error);
     if (!m_request) {
         wb::GenerateResult r;
         r.reason = job->cancelled() ? wb::StopReason::STOPPED : wb::StopReason::ERROR;

@@ -23,6 +23,10 @@ ServeMenu::ServeMenu(ServeController* serve, QMainWindow* window)
     m_label = new QLabel(window);
     m_label->setObjectName(QStringLiteral("serveLabel"));
     m_label->setTextInteractionFlags(Qt::TextSelectableByMouse);
+    // Set apart from the status messages beside it: other programs are using the model.
+    QFont bold = m_label->font();
+    bold.setBold(true);
+    m_label->setFont(bold);
     m_label->hide();
     window->statusBar()->addPermanentWidget(m_label);
     connect(m_toggle, &QAction::toggled, this, &ServeMenu::toggled);

@@ -196,6 +196,9 @@ private Q_SLOTS:
         const Conversation& c = w.controller()->conversation();
         QCOMPARE(c.title, QString("API: Name a colour."));
         QCOMPARE(c.systemPrompt, QString("Answer in one word."));
+        // The request's settings, without the end-of-turn stops the worker adds by itself.
+        QCOMPARE(c.sampling.max_tokens, 6);
+        QVERIFY(c.sampling.stop.empty());
         QCOMPARE(c.messages.size(), 2);
         QCOMPARE(c.messages[0].content, QString("Name a colour."));
         QCOMPARE(c.messages[1].content, content);
@@ -383,7 +386,7 @@ private Q_SLOTS:
         QVERIFY(port > 0);
         QJsonObject o{{"messages", QJsonArray{QJsonObject{{"role", "system"}, {"content", "You are a helpful coding assistant."}},
                                               QJsonObject{{"role", "user"}, {"content", "Write a Python function that reverses a string."}}}},
-                      {"max_tokens", 60}, {"temperature", 0.0}, {"stream", true}};
+                      {"max_tokens", 90}, {"temperature", 0.0}, {"stream", true}};
         auto f = postAsync(port, "/v1/chat/completions", QJsonDocument(o).toJson(QJsonDocument::Compact).toStdString());
         QCOMPARE(finish(f).status, 200);
         w.inspectToken(int(w.controller()->conversation().messages.size()) - 1, 4);
