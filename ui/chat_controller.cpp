@@ -225,6 +225,7 @@ quint64 ChatController::startApiConversation(const ChatMessages& messages, const
     c.append({QStringLiteral("assistant"), {}, {}, {}});
     adopt(c, QString());
     startGeneration();
+    m_apiRequest = m_activeRequest;
     return m_activeRequest;
 }
 
@@ -543,8 +544,15 @@ void ChatController::handleGenerationFinished(const GenerationSummary& summary) 
     autosave();
     Q_EMIT timingsChanged(summary.timings);
     Q_EMIT generationFinished(summary);
-    if (summary.promptTooLong) Q_EMIT messageRefused(refused, summary.error);
-    else if (summary.reason == wb::StopReason::ERROR) Q_EMIT errorOccurred(summary.error);
+    if (summary.requestId == m_apiRequest) {
+        // Its client gets the error; the user is told in passing, and nothing goes to the message box.
+        if (summary.reason == wb::StopReason::ERROR)
+            Q_EMIT notice(tr("A request from another program failed: %1").arg(summary.error));
+    } else if (summary.promptTooLong) {
+        Q_EMIT messageRefused(refused, summary.error);
+    } else if (summary.reason == wb::StopReason::ERROR) {
+        Q_EMIT errorOccurred(summary.error);
+    }
     if (summary.reason == wb::StopReason::CONTEXT_FULL && index >= 0) Q_EMIT contextFull(index);
 }
 

@@ -239,6 +239,7 @@ private:
     quint64 m_nextRequest = 1;
     quint64 m_nextCount = 1;
     quint64 m_activeRequest = 0;
+    quint64 m_apiRequest = 0;  // the last request startApiConversation began: its errors are its client's
     // A request New chat stopped: it still ends the generating state, but its events are dropped.
     quint64 m_abandonedRequest = 0;
     QString m_abandonedId;                  // the store id its reply was saved under

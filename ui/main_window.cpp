@@ -611,6 +611,10 @@ void MainWindow::inspectToken(int messageIndex, int tokenIndex) {
 }
 
 void MainWindow::closeEvent(QCloseEvent* event) {
+#ifdef WB_HAVE_SERVER
+    // First, or another program's next request could start as soon as the reply below has stopped.
+    m_serve->stop();
+#endif
     // Quitting loses nothing: a reply being written is stopped first and the window closes when its
     // end (final text, stop reason) is in; the event loop keeps running meanwhile.
     if (m_controller->isGenerating() && !m_forceClose) {

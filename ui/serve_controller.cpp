@@ -76,7 +76,14 @@ bool ServeController::start(const ServeSettings& settings, QString* error) {
     o.port = settings.port;
     o.api_key = settings.apiKey.toStdString();
     o.model_id = QFileInfo(m_chat->model().path).completeBaseName().toStdString();
-    o.defaults = m_chat->samplingParams();  // a request that sets nothing samples as the Sampling panel does
+    // A request that sets nothing samples as the Sampling panel does, but without the panel's grammar
+    // or stop strings: those belong to the user's chat, and would silently bend another program's replies.
+    o.defaults = m_chat->samplingParams();
+    o.defaults.grammar.clear();
+    o.defaults.grammar_mode = wb::GrammarMode::NONE;
+    o.defaults.grammar_source.clear();
+    o.defaults.stop.clear();
+    o.defaults.max_tokens = 0;
     auto executor = std::make_unique<AppJobExecutor>([this] { postDispatch(); }, m_chat->model().contextSize);
     std::unique_ptr<wb::server::HttpServer> server;
     try {

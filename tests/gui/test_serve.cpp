@@ -374,6 +374,17 @@ private Q_SLOTS:
         auto f = postAsync(port, "/v1/chat/completions", chatBody("Name a colour.", 3, false));
         QCOMPARE(finish(f).status, 200);
     }
+    // Quitting stops serving first: another program's next request cannot hold the window open.
+    void closingTheWindowStopsServing() {
+        MainWindow& w = *m_w;
+        const int port = serveFrom(w, "127.0.0.1", 0);
+        QVERIFY(port > 0);
+        QVERIFY(w.close());
+        QVERIFY(!w.serveController()->isServing());
+        QVERIFY(portIsFree(port));
+        w.show();
+    }
+
     // Not a check: with WB_SERVE_SCREENSHOTS=DIR set, the pictures of docs/screenshots/serve.png (and
     // the 1366x768 and dark ones looked at beside it) of a streamed request's conversation.
 
