@@ -180,6 +180,13 @@ private Q_SLOTS:
 
     void aWholeReplyBecomesAConversation() {
         MainWindow& w = *m_w;
+        // The user's chat has a grammar and a stop string: another program's request gets neither.
+        wb::SamplingParams panel = w.controller()->samplingParams();
+        panel.stop = {"zzz"};
+        panel.grammar = "root ::= \"yes\"";
+        panel.grammar_mode = wb::GrammarMode::GBNF;
+        panel.grammar_source = panel.grammar;
+        w.controller()->setSamplingParams(panel);
         const int port = serveFrom(w, "127.0.0.1", 0);
         QVERIFY2(port > 0, qPrintable(w.serveMenu()->lastError()));
         QVERIFY(w.serveMenu()->toggleAction()->isChecked());
@@ -199,6 +206,8 @@ private Q_SLOTS:
         // The request's settings, without the end-of-turn stops the worker adds by itself.
         QCOMPARE(c.sampling.max_tokens, 6);
         QVERIFY(c.sampling.stop.empty());
+        QVERIFY(c.sampling.grammar.empty());
+        QVERIFY(content != "yes");
         QCOMPARE(c.messages.size(), 2);
         QCOMPARE(c.messages[0].content, QString("Name a colour."));
         QCOMPARE(c.messages[1].content, content);
