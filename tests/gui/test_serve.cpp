@@ -8,6 +8,9 @@
 #include <httplib.h>
 
 #include <QAction>
+#include <QDialog>
+#include <QLineEdit>
+#include <QSpinBox>
 #include <QDir>
 #include <QElapsedTimer>
 #include <QFileInfo>
@@ -383,6 +386,28 @@ private Q_SLOTS:
         auto f = postAsync(port, "/v1/chat/completions", chatBody("Name a colour.", 3, false));
         QCOMPARE(finish(f).status, 200);
     }
+    // Server settings…: OK keeps the values for the next start and writes nothing; the start writes them.
+    void theSettingsDialogFeedsTheNextStart() {
+        MainWindow& w = *m_w;
+        QSettings().remove("serve");
+        w.serveMenu()->settingsAction()->trigger();
+        auto* d = w.findChild<QDialog*>("serveSettings");
+        QVERIFY(d);
+        QTRY_VERIFY(d->isVisible());
+        d->findChild<QLineEdit*>("serveHost")->setText(" localhost ");
+        d->findChild<QSpinBox*>("servePort")->setValue(0);
+        d->findChild<QLineEdit*>("serveKey")->setText("k3y");
+        d->accept();
+        QCOMPARE(w.serveMenu()->pending().host, QString("localhost"));
+        QCOMPARE(w.serveMenu()->pending().apiKey, QString("k3y"));
+        QVERIFY(!QSettings().contains("serve/host"));
+        w.serveMenu()->toggleAction()->trigger();
+        QVERIFY2(w.serveController()->isServing(), qPrintable(w.serveMenu()->lastError()));
+        QCOMPARE(QSettings().value("serve/host").toString(), QString("localhost"));
+        QCOMPARE(QSettings().value("serve/apiKey").toString(), QString("k3y"));
+        QVERIFY(w.serveMenu()->statusLabel()->text().startsWith("Serving on http://localhost:"));
+    }
+
     // Quitting stops serving first: another program's next request cannot hold the window open.
     void closingTheWindowStopsServing() {
         MainWindow& w = *m_w;
