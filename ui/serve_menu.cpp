@@ -68,6 +68,8 @@ void ServeMenu::openSettings() {
     d->setWindowTitle(tr("Server settings"));
     d->setAttribute(Qt::WA_DeleteOnClose);
     d->setWindowModality(Qt::WindowModal);
+    // Wide enough for the key's placeholder and an address like 192.168.100.200 without cutting.
+    d->setMinimumWidth(d->fontMetrics().averageCharWidth() * 60);
     auto* form = new QFormLayout(d);
     auto* host = new QLineEdit(m_pending.host, d);
     host->setObjectName(QStringLiteral("serveHost"));

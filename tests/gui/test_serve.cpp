@@ -447,6 +447,12 @@ private Q_SLOTS:
             QVERIFY(w.grab().save(QDir(dir).filePath(name)));
         }
         w.setTheme(ThemeMode::Light, false);
+        w.serveMenu()->settingsAction()->trigger();
+        auto* d = w.findChild<QDialog*>("serveSettings");
+        QVERIFY(d);
+        QTest::qWait(200);
+        QVERIFY(d->grab().save(QDir(dir).filePath("serve-settings.png")));
+        d->reject();
     }
 };
 
