@@ -72,6 +72,9 @@ HttpServer::HttpServer(const Model& model, ServerOptions options, std::unique_pt
     if (!is_loopback_host(options_.host) && options_.api_key.empty())
         throw Error("refusing to serve on " + options_.host + " without --api-key: anyone who can reach it could use "
                     "the model (bind 127.0.0.1, or give a key that clients send as 'Authorization: Bearer KEY')");
+    if (options_.request_timeout_ms <= 0)
+        throw Error("the request timeout is " + std::to_string(options_.request_timeout_ms) + " ms; it must be positive");
+    // Last of the checks that throw: a given executor must not keep a callback into a server never made.
     auto count = [this](const Job& job, const GenerateResult& r, JobEnd end) {
         metrics_.count_job(end, int32_t(job.prompt.size()), int32_t(r.tokens.size()), r.timings.prefill_ms,
                            r.timings.decode_ms, r.timings.n_decode);
@@ -82,8 +85,6 @@ HttpServer::HttpServer(const Model& model, ServerOptions options, std::unique_pt
         queue_ = std::make_unique<GenerationQueue>(model_, options_.queue, count);
         exec_ = queue_.get();
     }
-    if (options_.request_timeout_ms <= 0)
-        throw Error("the request timeout is " + std::to_string(options_.request_timeout_ms) + " ms; it must be positive");
     const int32_t ms = options_.request_timeout_ms;
     const ApiError timeout(408, "the request did not arrive within " +
                                     (ms % 1000 == 0 ? std::to_string(ms / 1000) + " s" : std::to_string(ms) + " ms") +
