@@ -153,6 +153,13 @@ void HttpServer::routes() {
     const size_t threads = size_t(exec_->sessions() + exec_->capacity() + 4);
     s.new_task_queue = [threads] { return new httplib::ThreadPool(threads); };
     s.set_payload_max_length(options_.max_body);
+    // httplib's default also sets SO_REUSEPORT, with which a second server (another `serve`, the
+    // app) binds beside one that listens and the kernel splits the connections between them: a port
+    // in use must be an error. SO_REUSEADDR alone still allows a restart while old connections linger.
+    s.set_socket_options([](socket_t sock) {
+        const int yes = 1;
+        setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof yes);
+    });
     s.set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
         // httplib (0.11) caps only a body with a Content-Length: a chunked body would be read, and a
         // compressed one inflated, without limit. Both are refused before the body is read.

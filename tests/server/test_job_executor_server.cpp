@@ -221,6 +221,20 @@ void stop_right_after_start(const Model& model, FakeExecutor& fake) {
         const bool bound = port_free(port);
         report(bound, "a server stopped before it ran frees its port");
     }
+    // A port another server listens on cannot be bound (httplib's default SO_REUSEPORT would share it).
+    {
+        HttpServer first(model, o, fake);
+        ServerOptions same = o;
+        same.port = first.bind();
+        HttpServer second(model, same, fake);
+        bool refused = false;
+        try {
+            second.bind();
+        } catch (const Error& e) {
+            refused = std::string(e.what()).find("cannot listen") != std::string::npos;
+        }
+        report(refused, "a port another server listens on is refused (cannot listen)");
+    }
 }
 
 }  // namespace
