@@ -325,6 +325,28 @@ private Q_SLOTS:
         QVERIFY(ctl->conversation().messages.last().tokens.size() < 400);
     }
 
+    // The user's Stop ends another program's reply: its client gets what was generated, finished.
+    void stopEndsTheClientsReply() {
+        MainWindow& w = *m_w;
+        ChatController* ctl = w.controller();
+        const int port = serveFrom(w, "127.0.0.1", 0);
+        QVERIFY(port > 0);
+        QJsonObject o{{"messages", QJsonArray{QJsonObject{{"role", "user"}, {"content", "Count to 900."}}}},
+                      {"max_tokens", 400}, {"temperature", 0.0}, {"stream", true}, {"ignore_eos", true}};
+        QSignalSpy tokens(ctl, &ChatController::tokenAppended);
+        auto f = postAsync(port, "/v1/chat/completions", QJsonDocument(o).toJson(QJsonDocument::Compact).toStdString());
+        QTRY_VERIFY_WITH_TIMEOUT(tokens.size() >= 2, kTimeoutMs);
+        QCOMPARE(ctl->conversation().title, QString("API: Count to 900."));
+        ctl->stop();
+        const Reply r = finish(f);
+        QCOMPARE(r.status, 200);
+        int events = 0;
+        QCOMPARE(streamedContent(r.body, &events), ctl->conversation().messages.last().content);
+        QVERIFY(ctl->conversation().messages.last().tokens.size() < 400);
+        QVERIFY(r.body.find(R"("finish_reason":"stop")") != std::string::npos);
+        QVERIFY(r.body.find("data: [DONE]") != std::string::npos);
+    }
+
     void completionsIsRefusedWithAReason() {
         MainWindow& w = *m_w;
         const int port = serveFrom(w, "127.0.0.1", 0);
