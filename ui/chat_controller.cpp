@@ -95,6 +95,7 @@ quint64 ChatController::compareWithModel(const QString& otherPath, const QVector
 }
 
 void ChatController::loadModel(const QString& path) {
+    Q_EMIT aboutToLoad(path);
     if (m_generating) stop();
     setLoading(true);
     // By default the engine gets all cores: on a small machine one core fewer halves the speed. The
@@ -178,6 +179,55 @@ bool ChatController::selectVersion(int index, int version) {
     Q_EMIT conversationReset();
     autosave();
     return true;
+}
+
+namespace {
+
+// "API: " and the first few words of the request's first user message (its first line).
+QString apiTitle(const ChatMessages& messages) {
+    constexpr int kTitleWords = 6;
+    QString first;
+    for (const wb::ChatMessage& m : messages)
+        if (m.role == "user") {
+            first = QString::fromStdString(m.content).section(QLatin1Char('\n'), 0, 0).simplified();
+            break;
+        }
+    QStringList words = first.split(QLatin1Char(' '), Qt::SkipEmptyParts);
+    const bool more = words.size() > kTitleWords;
+    words = words.mid(0, kTitleWords);
+    return QStringLiteral("API: ") + (words.isEmpty() ? QStringLiteral("(no user message)") : words.join(QLatin1Char(' '))) +
+           (more ? QStringLiteral("…") : QString());
+}
+
+}  // namespace
+
+quint64 ChatController::startApiConversation(const ChatMessages& messages, const wb::SamplingParams& params,
+                                             QString* error) {
+    const auto refuse = [error](const QString& why) -> quint64 {
+        if (error) *error = why;
+        return 0;
+    };
+    if (m_generating) return refuse(tr("a reply is being generated"));
+    if (m_loading || !hasModel()) return refuse(tr("no model is loaded"));
+    if (messages.empty()) return refuse(tr("the request has no messages"));
+    // The user's conversation is on disk before it leaves the screen.
+    QString saveError;
+    if (!saveNow(&saveError)) return refuse(tr("the conversation on screen could not be saved: %1").arg(saveError));
+    Conversation c;
+    c.sampling = params;
+    c.title = apiTitle(messages);
+    c.modelName = m_model.name;
+    size_t i = 0;
+    QStringList system;
+    for (; i < messages.size() && messages[i].role == "system"; ++i) system << QString::fromStdString(messages[i].content);
+    c.systemPrompt = system.join(QStringLiteral("\n\n"));
+    for (; i < messages.size(); ++i)
+        c.append({QString::fromStdString(messages[i].role), QString::fromStdString(messages[i].content), {}, {}});
+    c.append({QStringLiteral("assistant"), {}, {}, {}});
+    adopt(c, QString());
+    startGeneration();
+    m_apiRequest = m_activeRequest;
+    return m_activeRequest;
 }
 
 void ChatController::startGeneration(const QVector<int>& forced, int policy) {
@@ -513,8 +563,15 @@ void ChatController::handleGenerationFinished(const GenerationSummary& summary) 
     autosave();
     Q_EMIT timingsChanged(summary.timings);
     Q_EMIT generationFinished(summary);
-    if (summary.promptTooLong) Q_EMIT messageRefused(refused, summary.error);
-    else if (summary.reason == wb::StopReason::ERROR) Q_EMIT errorOccurred(summary.error);
+    if (summary.requestId == m_apiRequest) {
+        // Its client gets the error; the user is told in passing, and nothing goes to the message box.
+        if (summary.reason == wb::StopReason::ERROR)
+            Q_EMIT notice(tr("A request from another program failed: %1").arg(summary.error));
+    } else if (summary.promptTooLong) {
+        Q_EMIT messageRefused(refused, summary.error);
+    } else if (summary.reason == wb::StopReason::ERROR) {
+        Q_EMIT errorOccurred(summary.error);
+    }
     if (summary.reason == wb::StopReason::CONTEXT_FULL && index >= 0) Q_EMIT contextFull(index);
 }
 

@@ -27,6 +27,11 @@ InferenceWorker::~InferenceWorker() {
     releaseEngine();
 }
 
+const wb::Model* InferenceWorker::loadedModel() const {
+    QMutexLocker lock(&m_sessionMutex);
+    return m_model.get();
+}
+
 void InferenceWorker::releaseEngine() {
     // Taken out under the lock, destroyed after it: the lock is never held for a teardown that can
     // take seconds (a GPU context, a multi-GB unmap).

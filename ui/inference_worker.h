@@ -66,6 +66,12 @@ public:
     }
     bool jobCancelled(quint64 job) const { return job <= m_cancelJobUpTo.load(); }
 
+    // The loaded model, for the app's server (its HTTP threads render and tokenise prompts with it;
+    // the Model is not changed after its load). Valid until the next loadModel replaces it: the
+    // caller lets go of it before asking for a load (ChatController::aboutToLoad). Null before the
+    // first load.
+    const wb::Model* loadedModel() const;
+
     // --- Used by WorkerObserver on the worker thread. ---
     bool stopRequested(quint64 requestId) const { return requestId <= m_stopUpTo.load(); }
 

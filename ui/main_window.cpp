@@ -52,6 +52,10 @@
 #ifdef WB_HAVE_TRACE_FILE
 #include "trace_actions.h"
 #endif
+#ifdef WB_HAVE_SERVER
+#include "serve_controller.h"
+#include "serve_menu.h"
+#endif
 
 namespace {
 
@@ -196,6 +200,10 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
 }
 
 MainWindow::~MainWindow() {
+#ifdef WB_HAVE_SERVER
+    // Its threads and its running request use the controller, which is destroyed before it.
+    m_serve->stop();
+#endif
     // QWidget's destructor hides the docks after this class's members are gone: their visibility
     // must no longer reach applyCaptureSpec.
     for (QDockWidget* d : m_docks) disconnect(d, nullptr, this, nullptr);
@@ -247,6 +255,11 @@ void MainWindow::createActions() {
     m_regenerateAction->setShortcut(QKeySequence(Qt::CTRL | Qt::Key_R));
     m_regenerateAction->setIcon(style()->standardIcon(QStyle::SP_BrowserReload));
     m_viewMenu = menuBar()->addMenu(tr("&View"));
+#ifdef WB_HAVE_SERVER
+    m_serve = new ServeController(m_controller, this);
+    m_serveMenu = new ServeMenu(m_serve, this);
+    connect(m_serveMenu, &ServeMenu::problem, this, [this](const QString& m) { showError(tr("Server"), m); });
+#endif
     createHelpMenu();
 
     QToolBar* bar = addToolBar(tr("Main"));
@@ -600,6 +613,10 @@ void MainWindow::inspectToken(int messageIndex, int tokenIndex) {
 }
 
 void MainWindow::closeEvent(QCloseEvent* event) {
+#ifdef WB_HAVE_SERVER
+    // First, or another program's next request could start as soon as the reply below has stopped.
+    m_serve->stop();
+#endif
     // Quitting loses nothing: a reply being written is stopped first and the window closes when its
     // end (final text, stop reason) is in; the event loop keeps running meanwhile.
     if (m_controller->isGenerating() && !m_forceClose) {

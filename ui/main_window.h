@@ -4,7 +4,7 @@
 // group, a layout that fits a
 // 1280x720 screen; menus and toolbar for the model, its load options, the conversation, the view
 // (panels, theme, reset layout, keyboard focus) and help; a status bar with the backend, speed, time
-// to first token and memory in use. Geometry and dock layout are kept per available screen geometry;
+// to first token and memory in use; the Server menu serves the loaded model to other programs. Geometry and dock layout are kept per available screen geometry;
 // the settings the panels hold (sampling, system prompt, colouring, capture, theme) are restored at
 // start and written as they change.
 #include <QMainWindow>
@@ -38,6 +38,8 @@ class QProgressBar;
 class QProgressDialog;
 class QToolBar;
 class SamplingPanel;
+class ServeController;
+class ServeMenu;
 class TimingsPanel;
 class TokenInspector;
 
@@ -67,6 +69,9 @@ public:
     TraceActions* traceActions() const { return m_traceActions; }
     ConversationList* conversationList() const { return m_conversations; }
     ConversationStore* conversationStore() const { return m_store; }
+    // Serving the loaded model to other programs (Server menu); null in a build without the server.
+    ServeController* serveController() const { return m_serve; }
+    ServeMenu* serveMenu() const { return m_serveMenu; }
     // Created the first time it is opened.
     ModelsDialog* modelsDialog() const { return m_modelsDialog; }
     QDockWidget* dock(const QString& objectName) const;
@@ -162,6 +167,8 @@ private:
     LogitLensPanel* m_lens;
     HeadGridPanel* m_heads;
     TimingsPanel* m_timings;
+    ServeController* m_serve = nullptr;
+    ServeMenu* m_serveMenu = nullptr;
     QVector<int> m_captureLayers;  // the attention panel's choice (empty: all)
     bool m_recordInspection = false;
     bool m_lensShown = false;   // the docks' last visibilityChanged

@@ -8,33 +8,6 @@
 
 namespace wb::server {
 
-void Job::push(StreamToken t) {
-    {
-        std::lock_guard<std::mutex> lock(mutex_);
-        pending_.push_back(std::move(t));
-    }
-    cv_.notify_all();
-}
-
-void Job::finish(GenerateResult r) {
-    {
-        std::lock_guard<std::mutex> lock(mutex_);
-        result_ = std::move(r);
-        finished_ = true;
-    }
-    cv_.notify_all();
-}
-
-bool Job::wait(std::vector<StreamToken>& out, std::chrono::milliseconds timeout) {
-    std::unique_lock<std::mutex> lock(mutex_);
-    cv_.wait_for(lock, timeout, [&] { return finished_ || !pending_.empty(); });
-    while (!pending_.empty()) {
-        out.push_back(std::move(pending_.front()));
-        pending_.pop_front();
-    }
-    return finished_;
-}
-
 namespace {
 
 float log_p(float p) { return float(std::log(double(p))); }
@@ -69,7 +42,8 @@ private:
 }  // namespace
 
 GenerationQueue::GenerationQueue(const Model& model, const QueueOptions& o, DoneFn on_done)
-    : model_(model), capacity_(o.capacity), on_done_(std::move(on_done)) {
+    : model_(model), capacity_(o.capacity) {
+    set_on_done(std::move(on_done));
     const int32_t n = std::max(o.parallel, 1);
     for (int32_t i = 0; i < n; ++i) {
         auto slot = std::make_unique<Slot>();
@@ -104,7 +78,7 @@ void GenerationQueue::shutdown() {
         r.reason = StopReason::ERROR;  // never started: its client gets an error, not an empty reply
         r.error = "the server is shutting down";
         // Shutdown cancels only what runs: a waiting job already cancelled was left by its client.
-        if (on_done_) on_done_(*job, r, job->cancelled() ? JobEnd::ABANDONED : JobEnd::DROPPED);
+        report_done(*job, r, job->cancelled() ? JobEnd::ABANDONED : JobEnd::DROPPED);
         job->finish(r);
     }
 }
@@ -158,7 +132,7 @@ void GenerationQueue::work(Slot& slot) {
             std::lock_guard<std::mutex> lock(mutex_);
             running_.erase(std::find(running_.begin(), running_.end(), job));
         }
-        if (on_done_) on_done_(*job, r, end);
+        report_done(*job, r, end);
         job->finish(std::move(r));
     }
 }

@@ -20,6 +20,11 @@ static_assert(std::string_view(CPPHTTPLIB_VERSION).substr(0, 5) == "0.11.",
 
 namespace wb::server {
 
+void GuardedServer::close_unused_listener() {
+    const socket_t sock = svr_sock_.exchange(INVALID_SOCKET);
+    if (sock != INVALID_SOCKET) ::close(sock);
+}
+
 namespace {
 
 using Clock = std::chrono::steady_clock;

@@ -31,6 +31,9 @@ public:
     // (httplib itself would log those as 400, or not at all when the request line was cut short).
     // Use this instead of set_logger.
     void set_status_logger(std::function<void(int status)> log);
+    // Closes the listening socket of a server that bound and will never listen_after_bind (httplib's
+    // stop() acts only on a running server, so the port would stay taken until the process ends).
+    void close_unused_listener();
 
 private:
     bool process_and_close_socket(socket_t sock) override;

@@ -6,7 +6,9 @@
 #include <atomic>
 #include <chrono>
 #include <cstdio>
+#include <mutex>
 #include <random>
+#include <thread>
 
 #include "engine/chat_prompt.h"
 #include "server/guarded_server.h"
@@ -59,18 +61,30 @@ bool write(httplib::DataSink& sink, const std::string& s) { return sink.write(s.
 
 }  // namespace
 
-HttpServer::HttpServer(const Model& model, ServerOptions options)
-    : model_(model), options_(std::move(options)), started_(unix_now()) {
+HttpServer::HttpServer(const Model& model, ServerOptions options) : HttpServer(model, std::move(options), nullptr, nullptr) {}
+
+HttpServer::HttpServer(const Model& model, ServerOptions options, JobExecutor& executor)
+    : HttpServer(model, std::move(options), nullptr, &executor) {}
+
+HttpServer::HttpServer(const Model& model, ServerOptions options, std::unique_ptr<GenerationQueue> own,
+                       JobExecutor* executor)
+    : model_(model), options_(std::move(options)), queue_(std::move(own)), exec_(executor), started_(unix_now()) {
     if (!is_loopback_host(options_.host) && options_.api_key.empty())
         throw Error("refusing to serve on " + options_.host + " without --api-key: anyone who can reach it could use "
                     "the model (bind 127.0.0.1, or give a key that clients send as 'Authorization: Bearer KEY')");
-    queue_ = std::make_unique<GenerationQueue>(
-        model_, options_.queue, [this](const Job& job, const GenerateResult& r, JobEnd end) {
-            metrics_.count_job(end, int32_t(job.prompt.size()), int32_t(r.tokens.size()), r.timings.prefill_ms,
-                               r.timings.decode_ms, r.timings.n_decode);
-        });
     if (options_.request_timeout_ms <= 0)
         throw Error("the request timeout is " + std::to_string(options_.request_timeout_ms) + " ms; it must be positive");
+    // Last of the checks that throw: a given executor must not keep a callback into a server never made.
+    auto count = [this](const Job& job, const GenerateResult& r, JobEnd end) {
+        metrics_.count_job(end, int32_t(job.prompt.size()), int32_t(r.tokens.size()), r.timings.prefill_ms,
+                           r.timings.decode_ms, r.timings.n_decode);
+    };
+    if (exec_) {
+        exec_->set_on_done(count);
+    } else {
+        queue_ = std::make_unique<GenerationQueue>(model_, options_.queue, count);
+        exec_ = queue_.get();
+    }
     const int32_t ms = options_.request_timeout_ms;
     const ApiError timeout(408, "the request did not arrive within " +
                                     (ms % 1000 == 0 ? std::to_string(ms / 1000) + " s" : std::to_string(ms) + " ms") +
@@ -80,9 +94,17 @@ HttpServer::HttpServer(const Model& model, ServerOptions options)
     routes();
 }
 
+const GenerationQueue& HttpServer::queue() const {
+    if (!queue_) throw Error("this server runs its jobs on a given executor, not a queue of its own");
+    return *queue_;
+}
+
 HttpServer::~HttpServer() {
+    const bool given = !queue_;
     stop();
     queue_.reset();  // cancels what runs before the HTTP side goes
+    // A given executor outlives the server: it must not call back into it.
+    if (given) exec_->set_on_done({});
 }
 
 int HttpServer::bind() {
@@ -94,22 +116,50 @@ int HttpServer::bind() {
     return port;
 }
 
-void HttpServer::run() { http_->listen_after_bind(); }
+void HttpServer::run() {
+    {
+        std::lock_guard<std::mutex> lock(run_mutex_);
+        if (stopped_) return;
+        running_ = true;
+    }
+    http_->listen_after_bind();
+}
 
 void HttpServer::stop() {
     // The HTTP side waits for its handlers, and a handler runs as long as its generation does: end the
     // generations first, so a SIGTERM does not wait for every running and queued reply to complete.
-    if (queue_) queue_->shutdown();
-    if (http_) http_->stop();
+    if (exec_) exec_->shutdown();
+    bool wait = false;
+    {
+        std::lock_guard<std::mutex> lock(run_mutex_);
+        if (stopped_) return;
+        stopped_ = true;
+        wait = running_;
+    }
+    if (!http_) return;
+    // Never run (and now it never will): httplib's stop() would leave the bound port taken.
+    if (!wait) return http_->close_unused_listener();
+    // httplib's stop() does nothing until listen_after_bind has marked the server running, and a
+    // run() that has just begun (the app stops right after a start) would then accept forever: wait
+    // for the mark. It is set before the accept loop, so the wait is short; bounded all the same.
+    for (int i = 0; !http_->is_running() && i < 2000; ++i) std::this_thread::sleep_for(milliseconds(1));
+    http_->stop();
 }
 
 void HttpServer::routes() {
     httplib::Server& s = *http_;
     // Every waiting request holds a connection thread while it waits; a few more keep /health,
     // /metrics and the 429 answers of a full queue responsive.
-    const size_t threads = size_t(queue_->sessions() + queue_->capacity() + 4);
+    const size_t threads = size_t(exec_->sessions() + exec_->capacity() + 4);
     s.new_task_queue = [threads] { return new httplib::ThreadPool(threads); };
     s.set_payload_max_length(options_.max_body);
+    // httplib's default also sets SO_REUSEPORT, with which a second server (another `serve`, the
+    // app) binds beside one that listens and the kernel splits the connections between them: a port
+    // in use must be an error. SO_REUSEADDR alone still allows a restart while old connections linger.
+    s.set_socket_options([](socket_t sock) {
+        const int yes = 1;
+        setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof yes);
+    });
     s.set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
         // httplib (0.11) caps only a body with a Content-Length: a chunked body would be read, and a
         // compressed one inflated, without limit. Both are refused before the body is read.
@@ -176,7 +226,7 @@ void HttpServer::routes() {
     });
     s.Get("/metrics", [this](const httplib::Request&, httplib::Response& res) {
         res.set_content(metrics_.prometheus_text([this] {
-            return MetricsSnapshotGauges{queue_->waiting(), queue_->busy(), queue_->sessions(), queue_->capacity()};
+            return MetricsSnapshotGauges{exec_->waiting(), exec_->busy(), exec_->sessions(), exec_->capacity()};
         }), "text/plain; version=0.0.4");
     });
     for (const char* path : {"/v1/models", "/models"})
@@ -211,7 +261,7 @@ std::shared_ptr<Job> HttpServer::make_job(const CompletionRequest& r) const {
         throw ApiError(400, e.what(), "invalid_request_error", r.endpoint == Endpoint::CHAT ? "messages" : "prompt");
     }
     if (prompt.empty()) throw ApiError(400, "the prompt is empty", "invalid_request_error", "prompt");
-    const int32_t n_ctx = queue_->n_ctx();
+    const int32_t n_ctx = exec_->n_ctx();
     const int32_t n_prompt = int32_t(prompt.size());
     if (n_prompt >= n_ctx || (r.max_tokens > 0 && n_prompt + r.max_tokens > n_ctx))
         throw ApiError(400, "the prompt is " + std::to_string(n_prompt) + " tokens" +
@@ -225,28 +275,32 @@ std::shared_ptr<Job> HttpServer::make_job(const CompletionRequest& r) const {
             throw ApiError(400, "logit_bias: token " + std::to_string(b.token) + " is beyond the vocabulary of " +
                                     std::to_string(tok.n_vocab()) + " tokens",
                            "invalid_request_error", "logit_bias", "invalid_value");
-    return std::make_shared<Job>(std::move(prompt), std::move(p), r.logprobs, r.top_logprobs);
+    auto job = std::make_shared<Job>(std::move(prompt), std::move(p), r.logprobs, r.top_logprobs);
+    job->messages = r.messages;
+    return job;
 }
 
 void HttpServer::handle_completion(const std::string& body, Endpoint endpoint, httplib::Response& res) {
     try {
+        if (const std::string why = exec_->unsupported(endpoint); !why.empty())
+            throw ApiError(400, why, "invalid_request_error", {}, "unsupported_endpoint");
         const CompletionRequest r = parse_completion_request(body, endpoint, options_.defaults);
         if (!r.model.empty() && r.model != options_.model_id)
             throw ApiError(404, "the model '" + r.model + "' does not exist; this server serves '" + options_.model_id + "'",
                            "invalid_request_error", "model", "model_not_found");
         std::shared_ptr<Job> job = make_job(r);
         const ApiError stopping(503, "the server is shutting down", "server_error", {}, "shutting_down");
-        if (queue_->stopping()) throw stopping;
-        if (!queue_->submit(job)) {
-            if (queue_->stopping()) throw stopping;  // it began between the check and the submit
-            throw ApiError(429, "the queue is full (" + std::to_string(queue_->capacity()) +
+        if (exec_->stopping()) throw stopping;
+        if (!exec_->submit(job)) {
+            if (exec_->stopping()) throw stopping;  // it began between the check and the submit
+            throw ApiError(429, "the queue is full (" + std::to_string(exec_->capacity()) +
                                     " requests waiting); retry later", "rate_limit_error", {}, "queue_full");
         }
         const ResponseMeta meta{endpoint, new_id(endpoint), unix_now(), options_.model_id};
         res.set_header("Cache-Control", "no-cache");
         const bool usage = r.include_usage;
-        const auto release = [job](bool success) {
-            if (!success) job->cancel();  // the client left, or the server is stopping
+        const auto release = [this, job](bool success) {
+            if (!success) exec_->cancel(*job);  // the client left, or the server is stopping
         };
         if (r.stream)
             res.set_chunked_content_provider(
@@ -270,7 +324,7 @@ void HttpServer::handle_completion(const std::string& body, Endpoint endpoint, h
 // a generation that fails (a backend error) answers with OpenAI's error object in a 200 body.
 std::string HttpServer::failure_of(const GenerateResult& g) const {
     if (g.reason == StopReason::ERROR) return g.error;
-    if (g.reason == StopReason::STOPPED && queue_->stopping())
+    if (g.reason == StopReason::STOPPED && exec_->stopping())
         return "the server shut down before the reply was complete";
     return {};
 }
@@ -279,7 +333,7 @@ bool HttpServer::respond_whole(Job& job, const ResponseMeta& meta, httplib::Data
     std::vector<StreamToken> tokens;
     while (!job.wait(tokens, milliseconds(500)))
         if (!write(sink, " ")) {
-            job.cancel();
+            exec_->cancel(job);
             return false;
         }
     const GenerateResult& g = job.result();
@@ -301,7 +355,7 @@ bool HttpServer::respond_whole(Job& job, const ResponseMeta& meta, httplib::Data
 // client has gone: a write fails, or the socket is no longer writable.
 bool HttpServer::stream(Job& job, const ResponseMeta& meta, bool include_usage, httplib::DataSink& sink) {
     const auto gone = [&] {
-        job.cancel();
+        exec_->cancel(job);
         return false;
     };
     ChunkContent first;

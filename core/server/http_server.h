@@ -2,13 +2,16 @@
 // `whitebox-cli serve`: an OpenAI-compatible HTTP API over one loaded model (cpp-httplib; see
 // docs/architecture.md). GET /health, /metrics, /v1/models; POST /v1/chat/completions and
 // /v1/completions, streamed (server-sent events) or not. Requests are parsed by api_request.h and run
-// by generation_queue.h; this file is the HTTP glue: authentication, limits, status codes, streaming.
+// by a JobExecutor: the CLI's own GenerationQueue, or one given (the desktop app's worker). This file
+// is the HTTP glue: authentication, limits, status codes, streaming.
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <string>
 
 #include "engine/model.h"
 #include "server/generation_queue.h"
+#include "server/job_executor.h"
 #include "server/loopback.h"
 #include "server/metrics.h"
 
@@ -36,17 +39,27 @@ struct ServerOptions {
 
 class HttpServer {
 public:
-    // Creates the sessions; wb::Error when they cannot be made, or when a non-loopback host has no key.
+    // Creates the sessions (a GenerationQueue of options.queue); wb::Error when they cannot be made, or
+    // when a non-loopback host has no key.
     HttpServer(const Model& model, ServerOptions options);
+    // Runs the jobs on `executor` (not owned; it outlives the server and is not shared with another
+    // one: the server sets its done callback). options.queue is not used. The model is read by the
+    // HTTP threads (prompts are rendered and tokenised there) and must stay loaded until the
+    // server is destroyed.
+    HttpServer(const Model& model, ServerOptions options, JobExecutor& executor);
     ~HttpServer();
 
     // Binds the address; wb::Error naming it when that fails. Returns the port.
     int bind();
-    // Serves until stop() (from another thread).
+    // Serves until stop() (from another thread); returns at once when stop() came first.
     void run();
+    // Ends the jobs (the executor's shutdown) and stops listening; at any time, also before or just
+    // after run() began, and more than once.
     void stop();
 
-    const GenerationQueue& queue() const { return *queue_; }
+    // The server's own queue (the first constructor); wb::Error for a server over a given executor.
+    const GenerationQueue& queue() const;
+    const JobExecutor& executor() const { return *exec_; }
 
 private:
     void routes();
@@ -57,12 +70,18 @@ private:
     bool stream(Job& job, const ResponseMeta& meta, bool include_usage, httplib::DataSink& sink);
     std::shared_ptr<Job> make_job(const CompletionRequest& r) const;
 
+    HttpServer(const Model& model, ServerOptions options, std::unique_ptr<GenerationQueue> own, JobExecutor* executor);
+
     const Model& model_;
     ServerOptions options_;
     Metrics metrics_;
-    std::unique_ptr<GenerationQueue> queue_;
+    std::unique_ptr<GenerationQueue> queue_;  // the server's own executor; null over a given one
+    JobExecutor* exec_ = nullptr;             // queue_, or the given one
     std::unique_ptr<GuardedServer> http_;
     int64_t started_ = 0;
+    std::mutex run_mutex_;  // run() and stop() racing: see stop()
+    bool running_ = false;
+    bool stopped_ = false;
 };
 
 }  // namespace wb::server
