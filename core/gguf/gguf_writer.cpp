@@ -122,6 +122,15 @@ void GgufWriter::add_tensor(const std::string& name, GgmlType type, const std::v
     tensors_.push_back({name, type, ne, tensor_bytes(type, ne), std::move(fill)});
 }
 
+bool GgufWriter::remove_tensor(const std::string& name) {
+    for (auto it = tensors_.begin(); it != tensors_.end(); ++it)
+        if (it->name == name) {
+            tensors_.erase(it);
+            return true;
+        }
+    return false;
+}
+
 void GgufWriter::write(const std::string& path) const {
     std::vector<uint8_t> head;
     put<uint32_t>(head, kMagic);

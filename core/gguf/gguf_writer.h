@@ -27,6 +27,8 @@ public:
 
     // ne in ggml order (ne[0] = row length); ne[0] must be a whole number of the type's blocks.
     void add_tensor(const std::string& name, GgmlType type, const std::vector<int64_t>& ne, Fill fill);
+    // Drops a tensor added before (test tools that make a file with one missing); false if none has the name.
+    bool remove_tensor(const std::string& name);
 
     // Writes the file (tensors aligned to 32 bytes); wb::Error names the path on failure.
     void write(const std::string& path) const;

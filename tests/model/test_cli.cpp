@@ -322,6 +322,43 @@ private Q_SLOTS:
         QVERIFY2(gen.err.contains(why.toUtf8()), gen.err.constData());
     }
 
+    // Each defect `generate` refuses, made by make_random_gguf: `info` still shows the file and gives
+    // the same one-line reason as `generate` (issue 18: it used to stay silent on these).
+    void infoSaysWhyEachDefectiveFileCannotRun_data() {
+        QTest::addColumn<QStringList>("defect");
+        QTest::addColumn<QString>("why");
+        QTest::newRow("missing tensor") << QStringList{"--omit-tensor", "blk.0.attn_q.weight"}
+                                        << "model file is missing tensor 'blk.0.attn_q.weight'";
+        QTest::newRow("unknown tokenizer") << QStringList{"--set-string", "tokenizer.ggml.model=wordpiece"}
+                                           << "unsupported tokenizer model 'wordpiece' (tokenizer.ggml.model); supported: gpt2, llama";
+        QTest::newRow("BOS out of range") << QStringList{"--set-u32", "tokenizer.ggml.bos_token_id=999999"}
+                                          << "tokenizer BOS id 999999 is outside the vocabulary of 1024 tokens";
+        QTest::newRow("block count wrong") << QStringList{"--set-u32", "llama.block_count=7"}
+                                           << "model file is missing tensor 'blk.2.attn_norm.weight'";
+        QTest::newRow("vocabulary shorter than the embedding")
+            << QStringList{"--vocab-tokens", "512"} << "tensor 'token_embd.weight' has shape [256, 1024], expected [256, 512]";
+    }
+
+    void infoSaysWhyEachDefectiveFileCannotRun() {
+        QFETCH(QStringList, defect);
+        QFETCH(QString, why);
+        QTemporaryDir dir;
+        const QString path = dir.filePath("defect.gguf");
+        QProcess make;
+        make.start(QStringLiteral(WB_MAKE_RANDOM_GGUF), QStringList{path, "--vocab", "1024"} + defect);
+        QVERIFY(make.waitForFinished(60000) && make.exitCode() == 0);
+        const Run json = run_cli({"info", "-m", path, "--json"});
+        QCOMPARE(json.exit_code, 0);
+        QCOMPARE(json_of(json)["unsupported"].toString(), why);
+        const Run text = run_cli({"info", "-m", path});
+        QCOMPARE(text.exit_code, 0);
+        QVERIFY2(text.out.contains(("this file cannot be run: " + why).toUtf8()), text.out.constData());
+        const Run gen = run_cli({"generate", "-m", path, "-p", "hi", "--backend", "cpu"});
+        QCOMPARE(gen.exit_code, 1);
+        QCOMPARE(gen.err.trimmed().split('\n').size(), 1);
+        QVERIFY2(gen.err.contains(why.toUtf8()), gen.err.constData());
+    }
+
     void tokenizeJson() {
         const Run r = run_cli({"tokenize", "-m", model(), "-p", "Hello, we can use", "--json"});
         QCOMPARE(r.exit_code, 0);

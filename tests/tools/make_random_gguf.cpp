@@ -10,6 +10,9 @@
 //                    [--qkv-bias|--no-qkv-bias] [--extra-tensor NAME]... [--rope-orig-ctx N]
 //                    [--attn-softcap X] [--final-softcap X]   (0: not written, the loader's default)
 //                    [--rope-factor X]   (rope.scaling.factor, written with --rope-scaling)
+//                    [--omit-tensor NAME]... [--set-u32 KEY=N]... [--set-string KEY=TEXT]...
+//                    [--vocab-tokens N]   (defective files for refusal tests: a tensor left out,
+//                    metadata written over, a tokenizer vocabulary of N entries beside the embedding's)
 //
 // The shape presets set every field (gemma3-270m: the architecture, metadata and tensor types of
 // gemma-3-270m-Q4_K_M.gguf); later options override them. T is a GGUF type name (Q4_0, Q6_K, F16,
@@ -21,6 +24,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <string>
+#include <utility>
 
 #include "random_llama.h"
 #include "util/error.h"
@@ -32,6 +36,13 @@ int to_int(const std::string& opt, const std::string& v) {
     const long n = std::strtol(v.c_str(), &end, 10);
     if (v.empty() || *end != '\0' || n <= 0 || n > (1L << 30)) throw wb::Error(opt + " needs a positive integer, got '" + v + "'");
     return int(n);
+}
+
+// KEY=VALUE of --set-u32 / --set-string.
+std::pair<std::string, std::string> key_value(const std::string& opt, const std::string& v) {
+    const size_t eq = v.find('=');
+    if (eq == std::string::npos || eq == 0) throw wb::Error(opt + " needs KEY=VALUE, got '" + v + "'");
+    return {v.substr(0, eq), v.substr(eq + 1)};
 }
 
 }  // namespace
@@ -81,6 +92,12 @@ int main(int argc, char** argv) {
             else if (a == "--qkv-bias") s.qkv_bias = true;
             else if (a == "--no-qkv-bias") s.qkv_bias = false;
             else if (a == "--extra-tensor") s.extra_tensors.push_back(next());
+            else if (a == "--omit-tensor") s.omit_tensors.push_back(next());
+            else if (a == "--set-u32") {
+                const auto [key, v] = key_value(a, next());
+                s.override_u32.emplace_back(key, uint32_t(std::strtoul(v.c_str(), nullptr, 10)));
+            } else if (a == "--set-string") s.override_string.push_back(key_value(a, next()));
+            else if (a == "--vocab-tokens") s.vocab_tokens = to_int(a, next());
             else if (a == "--rope-orig-ctx") s.rope_orig_ctx = to_int(a, next());
             else if (a == "--rope-factor") s.rope_scaling_factor = std::strtof(next().c_str(), nullptr);
             else if (a == "--attn-softcap") s.attn_softcap = std::strtof(next().c_str(), nullptr);

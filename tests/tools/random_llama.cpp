@@ -614,7 +614,7 @@ void write_metadata(GgufWriter& w, const RandomLlamaSpec& s) {
             w.set_u32(a + ".attention.sliding_window_pattern", uint32_t(s.swa_period));
             w.set_f32(a + ".rope.freq_base_swa", s.rope_base_swa);
         }
-        write_spm_vocab(w, s.n_vocab);
+        write_spm_vocab(w, s.vocab_tokens > 0 ? s.vocab_tokens : s.n_vocab);
         return;
     }
     w.set_u32(a + ".rope.dimension_count", uint32_t(s.n_rot > 0 ? s.n_rot : head_dim));
@@ -622,7 +622,7 @@ void write_metadata(GgufWriter& w, const RandomLlamaSpec& s) {
     write_scaling();
     if (s.rope_orig_ctx > 0 && (!s.rope_scaling.empty() || s.arch == "phi3"))
         w.set_u32(a + ".rope.scaling.original_context_length", uint32_t(s.rope_orig_ctx));
-    write_vocab(w, s.n_vocab, s.pre);
+    write_vocab(w, s.vocab_tokens > 0 ? s.vocab_tokens : s.n_vocab, s.pre);
 }
 
 // Phi-3's rope factors, as divisors of the angles: the short ones near 1, the long ones growing to 8
@@ -744,9 +744,13 @@ void write_random_llama(const RandomLlamaSpec& s, const std::string& path) {
     const int32_t head_dim = s.key_length(), n_rot = s.n_rot > 0 ? s.n_rot : head_dim;
     GgufWriter w;
     write_metadata(w, s);
+    for (const auto& [key, v] : s.override_u32) w.set_u32(key, v);
+    for (const auto& [key, v] : s.override_string) w.set_string(key, v);
     const TensorAdder add{w, s};
     add_global_tensors(add, n_rot);
     for (int32_t il = 0; il < s.n_layer; ++il) add_layer_tensors(add, il, head_dim);
+    for (const std::string& name : s.omit_tensors)
+        if (!w.remove_tensor(name)) throw Error("--omit-tensor " + name + ": the model has no tensor of that name");
     w.write(path);
 }
 

@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "gguf/ggml_type.h"
@@ -53,6 +54,12 @@ struct RandomLlamaSpec {
     int32_t rope_orig_ctx = 0;
     bool qkv_bias = false;
     std::vector<std::string> extra_tensors;  // F32 vectors [n_embd] of these names (refusal tests)
+    // Defects for refusal tests: tensors left out, metadata written over after the rest (a u32 or a
+    // string), and a tokenizer vocabulary of vocab_tokens entries (0: n_vocab, as the embedding).
+    std::vector<std::string> omit_tensors;
+    std::vector<std::pair<std::string, uint32_t>> override_u32;
+    std::vector<std::pair<std::string, std::string>> override_string;
+    int32_t vocab_tokens = 0;
     float output_norm_gain = 1.0f;    // mean of output_norm (llama family): larger = more peaked logits
     std::string pre = "smollm";       // tokenizer.ggml.pre of the byte-level vocabulary (llama family)
     GgmlType type = GgmlType::Q4_0;   // attention and FFN matrices
