@@ -195,6 +195,20 @@ void Session::forward_batch(const int32_t* tokens, int32_t nb, SessionHooks* hoo
     kv_->set_n_tokens(int32_t(cached_.size()));
 }
 
+std::shared_ptr<const SamplerVocab> Session::sampler_vocab() {
+    if (sampler_vocab_) return sampler_vocab_;
+    // DRY turns its sequence breakers into tokens through the model's tokenizer; a grammar reads pieces.
+    // Made once and kept: the grammar's trie of the vocabulary is cached in it for every later reply.
+    const Tokenizer& tok = model_.tokenizer();
+    auto vocab = std::make_shared<SamplerVocab>();
+    vocab->n_vocab = model_.config().n_vocab;
+    vocab->piece = [&tok](int32_t id) { return tok.token_to_piece(id, true); };
+    vocab->tokenize = [&tok](const std::string& text) { return tok.encode(text, false, false); };
+    vocab->is_eog = [&tok](int32_t id) { return tok.is_eog(id); };  // a grammar ends only where complete
+    sampler_vocab_ = std::move(vocab);
+    return sampler_vocab_;
+}
+
 int32_t Session::sample_next(SamplerChain& chain, const SamplingParams& now, bool whole_row, bool vocab_p,
                              std::vector<SamplerStageTrace>* trace, size_t trace_top) {
     const Tokenizer& tok = model_.tokenizer();
@@ -299,13 +313,7 @@ GenerateResult Session::generate(const std::vector<int32_t>& prompt, const LiveS
 
         const CaptureSpec spec = observer ? observer->capture() : CaptureSpec{};
         SamplingParams params = live.get();
-        // DRY turns its sequence breakers into tokens through the model's tokenizer; a grammar reads pieces.
-        auto vocab = std::make_shared<SamplerVocab>();
-        vocab->n_vocab = n_vocab;
-        vocab->piece = [&tok](int32_t id) { return tok.token_to_piece(id, true); };
-        vocab->tokenize = [&tok](const std::string& text) { return tok.encode(text, false, false); };
-        vocab->is_eog = [&tok](int32_t id) { return tok.is_eog(id); };  // a grammar ends only where complete
-        SamplerChain chain(params, vocab);
+        SamplerChain chain(params, sampler_vocab());
         result.seed = chain.seed_in_use();
         for (int32_t t : prompt) chain.accept(t);
 

@@ -133,6 +133,8 @@ private:
     // false; else the whole row into last_logits_. vocab_p: the greedy token's p must be over the
     // whole vocabulary (without whole_row, a greedy chain that leaves the row as it is then takes
     // SamplerChain::sample_greedy_row). now.ignore_eos masks the end-of-generation tokens.
+    // The vocabulary as the samplers see it (DRY's breakers, the grammar), made on first use.
+    std::shared_ptr<const SamplerVocab> sampler_vocab();
     int32_t sample_next(SamplerChain& chain, const SamplingParams& now, bool whole_row, bool vocab_p,
                         std::vector<SamplerStageTrace>* trace, size_t trace_top);
     // wb::Error naming the first id outside [0, n_vocab).
@@ -166,6 +168,7 @@ private:
     Observer* observer_ = nullptr;              // of the generate() under way (on_context_cut)
     std::vector<float> rows_;                   // append_rows()'s logits
     std::vector<float> last_logits_;   // the last row read whole
+    std::shared_ptr<const SamplerVocab> sampler_vocab_;  // sampler_vocab()
     std::vector<int32_t> top_ids_;     // the best few logits of the last row, when only they are read
     std::vector<float> top_logits_;
     std::atomic<bool> stop_requested_{false};

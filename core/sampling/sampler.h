@@ -6,6 +6,7 @@
 #include <functional>
 #include <limits>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <random>
 #include <string>
@@ -62,11 +63,23 @@ struct StageThreshold {
 
 // What DRY needs from the model to turn its sequence breakers (strings) into tokens, as llama.cpp
 // does: the text of each token and a tokenizer without BOS or special-token parsing.
+class VocabTrie;
+
+// The grammar's trie of every piece of a vocabulary, built on a grammar's first full filter and kept
+// with the vocabulary: a chain (and its grammar) is made per reply, and on a 262k vocabulary the build
+// takes ~150 ms. A Session keeps one SamplerVocab for all its replies; the lock makes a vocabulary
+// shared between threads safe too.
+struct VocabTrieCache {
+    std::mutex mutex;
+    std::shared_ptr<const VocabTrie> trie;
+};
+
 struct SamplerVocab {
     int32_t n_vocab = 0;
     std::function<std::string(int32_t)> piece;
     std::function<std::vector<int32_t>(const std::string&)> tokenize;
     std::function<bool(int32_t)> is_eog;
+    std::shared_ptr<VocabTrieCache> tries = std::make_shared<VocabTrieCache>();
 };
 
 class GrammarConstraint;

@@ -33,11 +33,16 @@ bool GrammarConstraint::allows(int32_t token) const {
 }
 
 void GrammarConstraint::build_trie() {
-    std::vector<std::string> pieces(size_t(vocab_->n_vocab));
-    for (int32_t id = 0; id < vocab_->n_vocab; ++id)
-        if (!is_eog(id)) pieces[size_t(id)] = piece(id);
-    trie_ = std::make_unique<VocabTrie>(pieces);
-    allowed_.assign(pieces.size(), 0);
+    VocabTrieCache& cache = *vocab_->tries;
+    std::lock_guard<std::mutex> lock(cache.mutex);
+    if (!cache.trie) {
+        std::vector<std::string> pieces(size_t(vocab_->n_vocab));
+        for (int32_t id = 0; id < vocab_->n_vocab; ++id)
+            if (!is_eog(id)) pieces[size_t(id)] = piece(id);
+        cache.trie = std::make_shared<const VocabTrie>(pieces);
+    }
+    trie_ = cache.trie;
+    allowed_.assign(size_t(vocab_->n_vocab), 0);
 }
 
 void GrammarConstraint::filter(CandidateSet& cands) {

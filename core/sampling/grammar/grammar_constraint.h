@@ -35,6 +35,9 @@ public:
     bool is_eog(int32_t token) const { return vocab_->is_eog && vocab_->is_eog(token); }
     // What the last filter() did, for the sampler trace.
     const std::string& last_filter() const { return last_filter_; }
+    // The trie the full filters walk (null before the first): the same object for every grammar over
+    // one SamplerVocab.
+    const VocabTrie* trie() const { return trie_.get(); }
 
 private:
     std::string piece(int32_t token) const;
@@ -44,7 +47,7 @@ private:
     std::shared_ptr<const SamplerVocab> vocab_;
     GrammarMatcher matcher_;
     std::string text_;  // accepted so far, for error messages
-    std::unique_ptr<VocabTrie> trie_;  // built on the first filter over a large set
+    std::shared_ptr<const VocabTrie> trie_;  // the vocabulary's (SamplerVocab::tries), from the first large filter
     std::vector<uint8_t> allowed_;
     std::string last_filter_;
 };
