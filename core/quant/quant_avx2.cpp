@@ -357,31 +357,47 @@ WB_INLINE void block_q3_k(const BlockQ3_K& w, const BlockQ8_K& x, Acc& acc) {
 
 WB_INLINE KInts q3_k_ints(const BlockQ3_K& w, const BlockQ8_K& x) { return {hsum_i32(q3_k_lanes(w, x)), 0}; }
 
-// Q4_K/Q5_K minimums: sum_j mn[j] * (activation sum of sub-block j's 32 values).
-WB_INLINE int k4_min_term(const int* mn, const int16_t* bsums) {
-    int s = 0;
-    for (int j = 0; j < 8; ++j) s += mn[j] * (bsums[2 * j] + bsums[2 * j + 1]);
-    return s;
+// A Q4_K/Q5_K block's 6-bit scales and minimums read with vector instructions (the scalar reading,
+// k4_scale_min, costs about as much as the block's products): `scales` is q4_k_scales_mins' vector
+// (scale k in byte k of both halves), `min_term` is sum_j mn[j] * (activation sum of sub-block j's 32
+// values), an exact integer either way.
+struct K4Scales {
+    __m256i scales;
+    int min_term;
+};
+
+WB_INLINE K4Scales k4_scales(const uint8_t* packed, const int16_t* bsums) {
+    const __m256i sm = q4_k_scales_mins(packed);
+    const __m256i b = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(bsums));
+    // pair j = bsums[2j] + bsums[2j+1] (at most 2 * 32 * 127: no int16 overflow)
+    const __m128i pairs = _mm_hadd_epi16(_mm256_castsi256_si128(b), _mm256_extracti128_si256(b, 1));
+    const __m128i mins = _mm_cvtepu8_epi16(_mm_unpackhi_epi64(_mm256_castsi256_si128(sm), _mm256_castsi256_si128(sm)));
+    __m128i prod = _mm_madd_epi16(mins, pairs);
+    prod = _mm_add_epi32(prod, _mm_shuffle_epi32(prod, 0x4E));
+    prod = _mm_add_epi32(prod, _mm_shuffle_epi32(prod, 0xB1));
+    return {sm, _mm_cvtsi128_si32(prod)};
 }
 
+// Scale k of k4_scales' vector in every int16 lane (the shuffle's 0x80 bytes give the high zeros).
+WB_INLINE __m256i k4_scale(__m256i scales, int k) { return _mm256_shuffle_epi8(scales, _mm256_set1_epi16(short(0x8000 | k))); }
+
 // Q4_K: lanes of scale * q * y, q in 0..15.
-WB_INLINE __m256i q4_k_lanes(const BlockQ4_K& w, const BlockQ8_K& x, const int* sc) {
+WB_INLINE __m256i q4_k_lanes(const BlockQ4_K& w, const BlockQ8_K& x, __m256i scales) {
     const __m256i m4 = _mm256_set1_epi8(0x0F);
     __m256i sumi = _mm256_setzero_si256();
     for (int c = 0; c < 4; ++c) {
         const __m256i raw = load32(w.qs + 32 * c);
         const __m256i lo = _mm256_and_si256(raw, m4);
         const __m256i hi = _mm256_and_si256(_mm256_srli_epi16(raw, 4), m4);
-        sumi = _mm256_add_epi32(sumi, scaled_run(lo, x.qs + 64 * c, _mm256_set1_epi16(short(sc[2 * c]))));
-        sumi = _mm256_add_epi32(sumi, scaled_run(hi, x.qs + 64 * c + 32, _mm256_set1_epi16(short(sc[2 * c + 1]))));
+        sumi = _mm256_add_epi32(sumi, scaled_run(lo, x.qs + 64 * c, k4_scale(scales, 2 * c)));
+        sumi = _mm256_add_epi32(sumi, scaled_run(hi, x.qs + 64 * c + 32, k4_scale(scales, 2 * c + 1)));
     }
     return sumi;
 }
 
 WB_INLINE KInts q4_k_ints(const BlockQ4_K& w, const BlockQ8_K& x) {
-    int sc[8], mn[8];
-    for (int j = 0; j < 8; ++j) k4_scale_min(j, w.scales, sc[j], mn[j]);
-    return {hsum_i32(q4_k_lanes(w, x, sc)), k4_min_term(mn, x.bsums)};
+    const K4Scales k = k4_scales(w.scales, x.bsums);
+    return {hsum_i32(q4_k_lanes(w, x, k.scales)), k.min_term};
 }
 
 // Q4_K in the order of llama.cpp's row dot product (only reached by a matrix it does not repack, see
@@ -397,14 +413,13 @@ float dot_q4_k_row(int64_t n, const void* w, const void* x) {
     for (int64_t i = 0; i < nb; ++i) {
         const BlockQ4_K& wb = bw[i];
         const BlockQ8_K& xb = bx[i];
-        int sc[8], mn[8];
-        for (int j = 0; j < 8; ++j) k4_scale_min(j, wb.scales, sc[j], mn[j]);
-        const __m128i mins = _mm_setr_epi16(short(mn[0]), short(mn[1]), short(mn[2]), short(mn[3]), short(mn[4]),
-                                            short(mn[5]), short(mn[6]), short(mn[7]));
+        const __m256i sm = q4_k_scales_mins(wb.scales);
+        const __m128i sm128 = _mm256_castsi256_si128(sm);
+        const __m128i mins = _mm_cvtepu8_epi16(_mm_unpackhi_epi64(sm128, sm128));
         const __m256i bsums = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(xb.bsums));
         const __m128i pair_sums = _mm_hadd_epi16(_mm256_castsi256_si128(bsums), _mm256_extracti128_si256(bsums, 1));
         acc_m = _mm_fmadd_ps(_mm_set1_ps(-xb.d * fp16(wb.dmin)), _mm_cvtepi32_ps(_mm_madd_epi16(mins, pair_sums)), acc_m);
-        acc = _mm256_fmadd_ps(_mm256_set1_ps(xb.d * fp16(wb.d)), _mm256_cvtepi32_ps(q4_k_lanes(wb, xb, sc)), acc);
+        acc = _mm256_fmadd_ps(_mm256_set1_ps(xb.d * fp16(wb.d)), _mm256_cvtepi32_ps(q4_k_lanes(wb, xb, sm)), acc);
     }
     acc_m = _mm_add_ps(acc_m, _mm_movehl_ps(acc_m, acc_m));
     acc_m = _mm_add_ss(acc_m, _mm_movehdup_ps(acc_m));
@@ -463,7 +478,7 @@ float dot_q4_k_gemm(int64_t n, const void* w, const void* x) {
 }
 
 // Q5_K: lanes of scale * q * y, q in 0..31.
-WB_INLINE __m256i q5_k_lanes(const BlockQ5_K& w, const BlockQ8_K& x, const int* sc) {
+WB_INLINE __m256i q5_k_lanes(const BlockQ5_K& w, const BlockQ8_K& x, __m256i scales) {
     const __m256i m4 = _mm256_set1_epi8(0x0F);
     const __m256i one = _mm256_set1_epi8(1);
     const __m256i qh = load32(w.qh);
@@ -475,8 +490,8 @@ WB_INLINE __m256i q5_k_lanes(const BlockQ5_K& w, const BlockQ8_K& x, const int* 
         const __m256i lo = _mm256_or_si256(_mm256_and_si256(raw, m4), _mm256_slli_epi16(hbit_lo, 4));
         const __m256i hi =
             _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(raw, 4), m4), _mm256_slli_epi16(hbit_hi, 4));
-        sumi = _mm256_add_epi32(sumi, scaled_run(lo, x.qs + 64 * c, _mm256_set1_epi16(short(sc[2 * c]))));
-        sumi = _mm256_add_epi32(sumi, scaled_run(hi, x.qs + 64 * c + 32, _mm256_set1_epi16(short(sc[2 * c + 1]))));
+        sumi = _mm256_add_epi32(sumi, scaled_run(lo, x.qs + 64 * c, k4_scale(scales, 2 * c)));
+        sumi = _mm256_add_epi32(sumi, scaled_run(hi, x.qs + 64 * c + 32, k4_scale(scales, 2 * c + 1)));
     }
     return sumi;
 }
@@ -484,16 +499,14 @@ WB_INLINE __m256i q5_k_lanes(const BlockQ5_K& w, const BlockQ8_K& x, const int* 
 // The minimum term folded into a scalar with an FMA (scale -d_x*dmin_w: llama.cpp's build contracts
 // its multiply-add), added after the horizontal sum.
 WB_INLINE void block_q5_k(const BlockQ5_K& w, const BlockQ8_K& x, Acc& acc) {
-    int sc[8], mn[8];
-    for (int j = 0; j < 8; ++j) k4_scale_min(j, w.scales, sc[j], mn[j]);
-    acc.extra = fma_f(-(fp16(w.dmin) * x.d), float(k4_min_term(mn, x.bsums)), acc.extra);
-    acc.v = _mm256_fmadd_ps(_mm256_set1_ps(fp16(w.d) * x.d), _mm256_cvtepi32_ps(q5_k_lanes(w, x, sc)), acc.v);
+    const K4Scales k = k4_scales(w.scales, x.bsums);
+    acc.extra = fma_f(-(fp16(w.dmin) * x.d), float(k.min_term), acc.extra);
+    acc.v = _mm256_fmadd_ps(_mm256_set1_ps(fp16(w.d) * x.d), _mm256_cvtepi32_ps(q5_k_lanes(w, x, k.scales)), acc.v);
 }
 
 WB_INLINE KInts q5_k_ints(const BlockQ5_K& w, const BlockQ8_K& x) {
-    int sc[8], mn[8];
-    for (int j = 0; j < 8; ++j) k4_scale_min(j, w.scales, sc[j], mn[j]);
-    return {hsum_i32(q5_k_lanes(w, x, sc)), k4_min_term(mn, x.bsums)};
+    const K4Scales k = k4_scales(w.scales, x.bsums);
+    return {hsum_i32(q5_k_lanes(w, x, k.scales)), k.min_term};
 }
 
 // Q6_K: lanes of scale * q * y with the values taken unsigned (q in 0..63); the -32 comes off via
