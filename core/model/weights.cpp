@@ -24,6 +24,16 @@ Weight make_weight(const GgufTensor& t) {
     return w;
 }
 
+// The names of the weight types the engine computes with, in GGUF's numbering ("F32, F16, Q4_0, ...").
+std::string supported_weight_types() {
+    std::string out;
+    for (uint32_t raw = 0; raw < 64; ++raw) {
+        const GgmlTypeTraits tr = ggml_type_traits(raw);
+        if (tr.known && tr.supported) out += (out.empty() ? "" : ", ") + std::string(tr.name);
+    }
+    return out;
+}
+
 // Binds one tensor; n_out == 1 means a vector. Optional tensors that are absent give an empty Weight.
 Weight bind(const GgufFile& f, const std::string& name, int64_t n_in, int64_t n_out, bool required = true) {
     const GgufTensor* t = f.find_tensor(name);
@@ -34,7 +44,7 @@ Weight bind(const GgufFile& f, const std::string& name, int64_t n_in, int64_t n_
     const GgmlTypeTraits tr = ggml_type_traits(t->type);
     if (!tr.supported)
         throw Error("unsupported tensor type " + ggml_type_name(t->type) + " (" + std::to_string(uint32_t(t->type)) +
-                    ") in '" + name + "'");
+                    ") in '" + name + "'; supported: " + supported_weight_types());
     if (t->ne[0] != n_in || t->ne[1] != n_out || t->ne[2] != 1 || t->ne[3] != 1)
         throw Error("tensor '" + name + "' has shape " + shape_str(t->ne[0], t->ne[1]) + ", expected " +
                     shape_str(n_in, n_out));

@@ -40,15 +40,22 @@ struct Candidate {
 
 BpeTokenizer::BpeTokenizer(VocabSpec spec) {
     const auto kind = pre_tokenizer_from_name(spec.pre.empty() ? "default" : spec.pre);
-    pre_kind_ = kind.value_or(PreTokenizerKind::GPT2);
+    // Another splitter's words give other tokens, so an unknown name is refused, as llama.cpp refuses
+    // it, rather than run with GPT-2's rules and differ silently.
+    if (!kind) {
+        throw Error("unsupported pre-tokenizer '" + spec.pre + "' (tokenizer.ggml.pre); supported: " +
+                    pre_tokenizer_names());
+    }
+    pre_kind_ = *kind;
     // llama.cpp's per-pre-type flags: Llama 3 adds BOS and skips merges for whole-token words;
     // SmolLM/StarCoder-style and Qwen2 vocabularies keep spaces before punctuation on decode, except
     // Megrez, which llama.cpp maps to the Qwen2 splitter but leaves at the default clean-up.
-    ignore_merges_ = pre_kind_ == PreTokenizerKind::LLAMA3;
+    // Tekken as Llama 3 but keeps its spaces on decode.
+    const bool llama3_like = pre_kind_ == PreTokenizerKind::LLAMA3 || pre_kind_ == PreTokenizerKind::TEKKEN;
+    ignore_merges_ = llama3_like;
     clean_spaces_ = pre_kind_ == PreTokenizerKind::GPT2 || pre_kind_ == PreTokenizerKind::LLAMA3 || spec.pre == "megrez";
     std::vector<std::string> merges = std::move(spec.merges);
-    init_common(spec, pre_kind_ == PreTokenizerKind::LLAMA3);
-    if (!kind) append_warning("unknown pre-tokenizer '" + pre_ + "', using GPT-2 rules; tokens may differ from llama.cpp");
+    init_common(spec, llama3_like);
     for (int b = 0; b < 256; ++b) byte_ids_[b] = find_token(unicode::byte_to_utf8(uint8_t(b))).value_or(-1);
     load_merges(merges);
 }

@@ -145,6 +145,107 @@ void split_llama3(const Range& r, size_t max_digits, std::vector<size_t>& ends) 
     }
 }
 
+// Mistral's Tekken regex as llama.cpp runs it: not by a hand-written splitter but through std::regex
+// over a "collapsed" text in which each non-ASCII code point stands for its class (whitespace, letter,
+// number, other) and the regex's \p{L} / \p{N} become those stand-ins plus the ASCII ranges; llama.cpp
+// also rewrites the upper-/lower-case classes as "a letter but not a-z" / "a letter but not A-Z", so a
+// non-ASCII letter counts as both. The alternatives, tried in order at each position (ECMAScript: the
+// first that matches wins, quantifiers greedy with backtracking):
+//   P?U*W+ | P?U+W* | N | ' '?O+[\r\n/]* | \s*[\r\n]+ | \s+(?!\S) | \s+
+// with L letters, U = L minus a-z, W = L minus A-Z, N numbers, P = [^\r\n L N], O = [^\s L N], and \s
+// on ASCII being std::regex's (space, \t \n \v \f \r), on other code points Unicode's White_Space.
+class TekkenClasses {
+public:
+    explicit TekkenClasses(const Range& r) : r_(r) {}
+    bool in(size_t i) const { return i < r_.end; }
+    bool s(size_t i) const {
+        const uint32_t c = r_.cpt(i);
+        if (c < 128) return c == ' ' || (c >= '\t' && c <= '\r');
+        return in(i) && (r_.flags(i) & CPT_WHITESPACE);
+    }
+    bool l(size_t i) const {
+        const uint32_t c = r_.cpt(i);
+        if (c < 128) return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z');
+        return in(i) && !s(i) && (r_.flags(i) & CPT_LETTER);
+    }
+    bool n(size_t i) const {
+        const uint32_t c = r_.cpt(i);
+        if (c < 128) return c >= '0' && c <= '9';
+        return in(i) && !s(i) && !l(i) && (r_.flags(i) & CPT_NUMBER);
+    }
+    bool u(size_t i) const { return l(i) && !(r_.cpt(i) >= 'a' && r_.cpt(i) <= 'z'); }
+    bool w(size_t i) const { return l(i) && !(r_.cpt(i) >= 'A' && r_.cpt(i) <= 'Z'); }
+    bool p(size_t i) const { return in(i) && r_.cpt(i) != '\r' && r_.cpt(i) != '\n' && !l(i) && !n(i); }
+    bool o(size_t i) const { return in(i) && !s(i) && !l(i) && !n(i); }
+    // Length of the run of code points from i that pass `pred`.
+    template <typename Pred>
+    size_t run(size_t i, Pred pred) const {
+        size_t k = 0;
+        while (in(i + k) && pred(i + k)) ++k;
+        return k;
+    }
+
+private:
+    const Range& r_;
+};
+
+// End of 'U*W+' from j (the longest U* that still leaves a W after it), or 0 if it does not match.
+size_t tekken_upper_then_lower(const TekkenClasses& c, size_t j) {
+    const size_t n_upper = c.run(j, [&](size_t i) { return c.u(i); });
+    for (size_t k = n_upper + 1; k-- > 0;) {
+        const size_t n_lower = c.run(j + k, [&](size_t i) { return c.w(i); });
+        if (n_lower > 0) return j + k + n_lower;
+    }
+    return 0;
+}
+
+// End of the letter alternatives 'P?U*W+' then 'P?U+W*' at pos, or 0.
+size_t tekken_letters(const TekkenClasses& c, size_t pos) {
+    const bool has_p = c.p(pos);
+    for (const size_t j : {pos + 1, pos}) {  // with the optional P first, as a greedy '?' tries
+        if (j == pos + 1 && !has_p) continue;
+        if (const size_t end = tekken_upper_then_lower(c, j)) return end;
+    }
+    for (const size_t j : {pos + 1, pos}) {
+        if (j == pos + 1 && !has_p) continue;
+        const size_t n_upper = c.run(j, [&](size_t i) { return c.u(i); });
+        if (n_upper > 0) return j + n_upper + c.run(j + n_upper, [&](size_t i) { return c.w(i); });
+    }
+    return 0;
+}
+
+void split_tekken(const Range& r, std::vector<size_t>& ends) {
+    const TekkenClasses c(r);
+    size_t pos = r.begin;
+    while (pos < r.end) {
+        if (const size_t end = tekken_letters(c, pos)) {
+            ends.push_back(pos = end);
+            continue;
+        }
+        if (c.n(pos)) {  // '\p{N}': one at a time
+            ends.push_back(++pos);
+            continue;
+        }
+        // ' ?[^\s\p{L}\p{N}]+[\r\n/]*'
+        const size_t start = pos + (r.cpt(pos) == ' ' && c.o(pos + 1) ? 1 : 0);
+        if (c.o(start)) {
+            pos = start + c.run(start, [&](size_t i) { return c.o(i); });
+            pos += c.run(pos, [&](size_t i) { return r.cpt(i) == '\r' || r.cpt(i) == '\n' || r.cpt(i) == '/'; });
+            ends.push_back(pos);
+            continue;
+        }
+        // Whitespace: '\s*[\r\n]+' up to its last line break, else '\s+(?!\S)', else '\s+'.
+        const size_t n_space = c.run(pos, [&](size_t i) { return c.s(i); });
+        size_t last_newline_end = 0;
+        for (size_t i = pos; i < pos + n_space; ++i)
+            if (r.cpt(i) == '\r' || r.cpt(i) == '\n') last_newline_end = i + 1;
+        if (last_newline_end > 0) pos = last_newline_end;
+        else if (n_space > 1 && c.in(pos + n_space)) pos += n_space - 1;
+        else pos += n_space > 0 ? n_space : 1;  // a lone unmatched code point cannot occur; kept safe
+        ends.push_back(pos);
+    }
+}
+
 // '\p{N}' applied as a split: every number code point alone, the gaps between them kept as pieces.
 void split_digits(const Range& r, std::vector<size_t>& ends) {
     for (size_t pos = r.begin; pos < r.end; ++pos) {
@@ -156,12 +257,15 @@ void split_digits(const Range& r, std::vector<size_t>& ends) {
 
 }  // namespace
 
-std::optional<PreTokenizerKind> pre_tokenizer_from_name(std::string_view name) {
-    struct Entry {
-        std::string_view name;
-        PreTokenizerKind kind;
-    };
-    static constexpr std::array<Entry, 22> names = {{
+namespace {
+
+struct PreEntry {
+    std::string_view name;
+    PreTokenizerKind kind;
+};
+
+// tokenizer.ggml.pre names and the splitter llama.cpp gives each (llama-vocab.cpp's pre types).
+constexpr std::array<PreEntry, 23> kPreNames = {{
         {"default", PreTokenizerKind::GPT2},      {"gpt-2", PreTokenizerKind::GPT2},
         {"phi-2", PreTokenizerKind::GPT2},        {"mpt", PreTokenizerKind::GPT2},
         {"olmo", PreTokenizerKind::GPT2},         {"smollm", PreTokenizerKind::SMOLLM},
@@ -173,11 +277,22 @@ std::optional<PreTokenizerKind> pre_tokenizer_from_name(std::string_view name) {
         {"pixtral", PreTokenizerKind::LLAMA3},    {"qwen2", PreTokenizerKind::QWEN2},
         {"deepseek-r1-qwen", PreTokenizerKind::QWEN2}, {"megrez", PreTokenizerKind::QWEN2},
         {"kormo", PreTokenizerKind::QWEN2},       {"f2llmv2", PreTokenizerKind::QWEN2},
-    }};
-    for (const Entry& e : names) {
+        {"tekken", PreTokenizerKind::TEKKEN},
+}};
+
+}  // namespace
+
+std::optional<PreTokenizerKind> pre_tokenizer_from_name(std::string_view name) {
+    for (const PreEntry& e : kPreNames) {
         if (e.name == name) return e.kind;
     }
     return std::nullopt;
+}
+
+std::string pre_tokenizer_names() {
+    std::string out;
+    for (const PreEntry& e : kPreNames) out += (out.empty() ? "" : ", ") + std::string(e.name);
+    return out;
 }
 
 std::vector<std::string_view> pre_tokenize(PreTokenizerKind kind, std::string_view text) {
@@ -189,6 +304,7 @@ std::vector<std::string_view> pre_tokenize(PreTokenizerKind kind, std::string_vi
         case PreTokenizerKind::GPT2: split_gpt2({t, 0, n}, ends); break;
         case PreTokenizerKind::LLAMA3: split_llama3({t, 0, n}, 3, ends); break;
         case PreTokenizerKind::QWEN2: split_llama3({t, 0, n}, 1, ends); break;
+        case PreTokenizerKind::TEKKEN: split_tekken({t, 0, n}, ends); break;
         case PreTokenizerKind::SMOLLM: {
             std::vector<size_t> pieces;
             split_digits({t, 0, n}, pieces);

@@ -55,7 +55,9 @@ void check_id(const VocabSpec& spec, const std::optional<int32_t>& id, const cha
 
 }  // namespace
 
-std::unique_ptr<Tokenizer> Tokenizer::from_gguf(const GgufFile& file) {
+std::unique_ptr<Tokenizer> Tokenizer::from_gguf(const GgufFile& file) { return from_vocab(read_vocab(file)); }
+
+VocabSpec Tokenizer::read_vocab(const GgufFile& file) {
     VocabSpec spec;
     spec.model = file.get_string("tokenizer.ggml.model").value_or("");
     spec.pre = file.get_string("tokenizer.ggml.pre").value_or("");
@@ -80,7 +82,7 @@ std::unique_ptr<Tokenizer> Tokenizer::from_gguf(const GgufFile& file) {
     spec.add_bos = file.get_bool("tokenizer.ggml.add_bos_token");
     spec.add_space_prefix = file.get_bool("tokenizer.ggml.add_space_prefix");
     spec.name = file.get_string("general.name").value_or("");
-    return from_vocab(std::move(spec));
+    return spec;
 }
 
 std::unique_ptr<Tokenizer> Tokenizer::from_vocab(VocabSpec spec) {

@@ -45,6 +45,8 @@ public:
     static std::unique_ptr<Tokenizer> from_gguf(const GgufFile& file);
     // The same from an already extracted vocabulary (from_gguf reads the file into a VocabSpec).
     static std::unique_ptr<Tokenizer> from_vocab(VocabSpec spec);
+    // The vocabulary a file describes, as from_gguf reads it (tests change a field and build it).
+    static VocabSpec read_vocab(const GgufFile& file);
 
     // Text -> ids. add_bos follows the vocabulary's add_bos_token when true; parse_special cuts
     // special-token texts (CONTROL / USER_DEFINED, e.g. "<|im_start|>") out of the text as their ids,
@@ -87,8 +89,8 @@ public:
     const std::vector<int32_t>& eog_ids() const { return eog_ids_; }
     const std::string& model_name() const { return model_; }  // "gpt2" / "llama"
     const std::string& pre_name() const { return pre_; }      // pre-tokenizer, e.g. "smollm"
-    // Non-empty when the vocabulary loaded with a compromise the user should know about (e.g. an
-    // unknown pre-tokenizer replaced by GPT-2's rules); shown by the app next to the model info.
+    // Non-empty when the vocabulary loaded with a compromise the user should know about (e.g. merges
+    // naming texts that are not tokens); shown by the app next to the model info.
     const std::string& warning() const { return warning_; }
 
 protected:

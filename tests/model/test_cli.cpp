@@ -2,6 +2,7 @@
 // default model, seeded reproducibility, and bad input (unknown flags, missing or truncated files, an
 // over-long prompt) ending with a non-zero exit and exactly one line on stderr.
 #include <QCryptographicHash>
+#include <QMap>
 #include <QJsonArray>
 #include <QJsonDocument>
 #include <QFile>
@@ -315,6 +316,12 @@ private Q_SLOTS:
                                         << "model file is missing tensor 'blk.0.attn_q.weight'";
         QTest::newRow("unknown tokenizer") << QStringList{"--set-string", "tokenizer.ggml.model=wordpiece"}
                                            << "unsupported tokenizer model 'wordpiece' (tokenizer.ggml.model); supported: gpt2, llama";
+        // Another splitter would give other tokens without a word (issue 13: it used to run with GPT-2's).
+        QTest::newRow("unknown pre-tokenizer")
+            << QStringList{"--set-string", "tokenizer.ggml.pre=viking"}
+            << "unsupported pre-tokenizer 'viking' (tokenizer.ggml.pre); supported: default, gpt-2, phi-2, mpt, olmo, "
+               "smollm, starcoder, refact, command-r, codeshell, exaone, minerva-7b, llama-bpe, llama3, llama-v3, "
+               "falcon3, pixtral, qwen2, deepseek-r1-qwen, megrez, kormo, f2llmv2, tekken";
         QTest::newRow("BOS out of range") << QStringList{"--set-u32", "tokenizer.ggml.bos_token_id=999999"}
                                           << "tokenizer BOS id 999999 is outside the vocabulary of 1024 tokens";
         QTest::newRow("block count wrong") << QStringList{"--set-u32", "llama.block_count=7"}
@@ -856,6 +863,59 @@ private Q_SLOTS:
     // perplexity: llama.cpp's value on the same text and windows (reference: perplexity.json, made by
     // tests/reference/make_perplexity_reference.py), the JSON contract, and the KL mode against itself
     // (0, the same top token everywhere) and against a file of another vocabulary (refused).
+    // KL-divergence mode between two quantizations of one model (Q8_0 base, Q4_0 other; the same random
+    // floats), against llama.cpp's logits of the same two files (tests/reference/make_kl_reference.py):
+    // with the base stored in the 16-bit code of --save-logits, mean and max KL and the top-token
+    // agreement are what the reference computes from llama.cpp's logits with that code; the exact KL
+    // (no code) is within 1 % of it.
+    void klModeMatchesLlamaCpp() {
+        QFile f(QString::fromStdString(wb_test::reference_dir()) + "/random-archs/kl-q8_0-q4_0.json");
+        QVERIFY(f.open(QIODevice::ReadOnly));
+        const QJsonObject ref = QJsonDocument::fromJson(f.readAll()).object();
+        QFile corpus(QString::fromStdString(wb_test::reference_dir()) + "/corpus/teacher_forced_texts.json");
+        QVERIFY(corpus.open(QIODevice::ReadOnly));
+        QStringList docs;
+        for (const auto& d : QJsonDocument::fromJson(corpus.readAll()).array()) docs << d.toObject()["text"].toString();
+        QTemporaryDir dir;
+        const QString text = dir.filePath("text.txt"), logprobs = dir.filePath("base.logprobs");
+        QFile out(text);
+        QVERIFY(out.open(QIODevice::WriteOnly));
+        out.write((docs.join("\n\n") + docs.join("\n\n")).toUtf8());
+        out.close();
+        QMap<QString, QString> files;
+        for (const char* role : {"base", "other"}) {
+            const QJsonObject r = ref[role].toObject();
+            const QString path = dir.filePath(QString(role) + ".gguf");
+            QStringList args{path};
+            for (const auto& a : r["make_random_gguf"].toArray()) args << a.toString();
+            QProcess make;
+            make.start(QStringLiteral(WB_MAKE_RANDOM_GGUF), args);
+            QVERIFY(make.waitForFinished(60000) && make.exitCode() == 0);
+            QFile m(path);
+            QVERIFY(m.open(QIODevice::ReadOnly));
+            QCOMPARE(QString(QCryptographicHash::hash(m.readAll(), QCryptographicHash::Sha256).toHex()), r["sha256"].toString());
+            files[role] = path;
+        }
+        const QString ctx = QString::number(ref["n_ctx"].toInt());
+        const QStringList common = {"-f", text, "--ctx", ctx, "--backend", "cpu", "--json"};
+        const Run saved = run_cli(QStringList{"perplexity", "-m", files["base"], "--save-logits", logprobs} + common);
+        QCOMPARE(saved.exit_code, 0);
+        QCOMPARE(json_of(saved)["positions"].toArray().size(), ref["n_scored"].toInt());
+        const Run r = run_cli(QStringList{"perplexity", "-m", files["other"], "--kl-base", logprobs} + common);
+        QCOMPARE(r.exit_code, 0);
+        const QJsonObject kl = json_of(r)["kl"].toObject();
+        const QJsonObject stored = ref["kl_stored"].toObject(), exact = ref["kl_exact"].toObject();
+        qInfo("KL mean %.9g max %.9g same top %.6f; llama.cpp's logits: stored base %.9g / %.9g / %.6f, exact %.9g",
+              kl["mean"].toDouble(), kl["max"].toDouble(), kl["same_top"].toDouble(), stored["mean"].toDouble(),
+              stored["max"].toDouble(), ref["same_top"].toDouble(), exact["mean"].toDouble());
+        QVERIFY(exact["mean"].toDouble() > 1e-3);  // two quantizations that really differ
+        QVERIFY(std::fabs(kl["mean"].toDouble() / stored["mean"].toDouble() - 1.0) < 1e-6);
+        QVERIFY(std::fabs(kl["max"].toDouble() / stored["max"].toDouble() - 1.0) < 1e-6);
+        const double n = ref["n_scored"].toDouble();  // the same positions agree (JSON rounds the share)
+        QCOMPARE(std::lround(kl["same_top"].toDouble() * n), std::lround(ref["same_top"].toDouble() * n));
+        QVERIFY(std::fabs(kl["mean"].toDouble() / exact["mean"].toDouble() - 1.0) < 0.01);
+    }
+
     void perplexityMatchesLlamaCpp() {
         QFile f(QString::fromStdString(wb_test::reference_dir()) + "/smollm2-135m-instruct-q4_1/perplexity.json");
         QVERIFY(f.open(QIODevice::ReadOnly));

@@ -11,6 +11,12 @@
 //   phi3     Phi-3's SentencePiece vocabulary (llama.cpp's models/ggml-vocab-phi-3.gguf from the
 //            llama-cpp-python sdist; scripts/fetch-models.sh phi3-vocab), whose special tokens strip the
 //            whitespace after them; the corpus plus its own chat markers. Missing file = skipped.
+//   tekken   Mistral's Tekken pre-tokenizer (Mistral Nemo, Ministral): no Tekken vocabulary can be
+//            fetched, so the Llama 3.2 vocabulary is loaded with tokenizer.ggml.pre "tekken", as the
+//            reference's llama.cpp loaded it; the splits decide the ids. Missing file = skipped.
+//   llamaspm Llama 2's SentencePiece vocabulary (32000 tokens; Mistral 7B v0.1-v0.3 files tokenize by
+//            the same rules), llama.cpp's models/ggml-vocab-llama-spm.gguf from the same sdist
+//            (scripts/fetch-models.sh llama-spm-vocab). Missing file = skipped.
 #include <QCryptographicHash>
 #include <QElapsedTimer>
 #include <QFile>
@@ -53,6 +59,7 @@ struct Vocab {
     wb::GgufTensorData tensor_data = wb::GgufTensorData::REQUIRED;
     std::unique_ptr<wb::GgufFile> gguf;
     std::unique_ptr<wb::Tokenizer> tok;
+    std::string pre_override;  // tokenizer.ggml.pre to use instead of the file's (the reference did too)
     QJsonObject ref;           // tokenize.json without its cases
     std::vector<Case> cases;
 
@@ -133,7 +140,9 @@ class TestTokenizerParity : public QObject {
             v.gguf = wb::GgufFile::open(v.path(), v.tensor_data);
             QElapsedTimer timer;
             timer.start();
-            v.tok = wb::Tokenizer::from_gguf(*v.gguf);
+            wb::VocabSpec spec = wb::Tokenizer::read_vocab(*v.gguf);
+            if (!v.pre_override.empty()) spec.pre = v.pre_override;
+            v.tok = wb::Tokenizer::from_vocab(std::move(spec));
             qInfo("%s: vocabulary of %d tokens loaded in %.1f ms", qPrintable(vocab), v.tok->n_vocab(),
                   double(timer.nsecsElapsed()) / 1e6);
         }
@@ -162,13 +171,17 @@ class TestTokenizerParity : public QObject {
 private slots:
     void initTestCase() {
         vocabs_["smollm2"] = Vocab{"smollm2-135m-instruct-q4_1", wb::default_model_file(), false,
-                                   wb::GgufTensorData::REQUIRED, {}, {}, {}, {}};
+                                   wb::GgufTensorData::REQUIRED, {}, {}, {}, {}, {}};
         vocabs_["qwen2"] = Vocab{"deepseek-r1-distill-qwen-7b-vocab", "DeepSeek-R1-Distill-Qwen-7B-Q4_K_M.part0000.gguf",
-                                 true, wb::GgufTensorData::MAY_BE_TRUNCATED, {}, {}, {}, {}};
+                                 true, wb::GgufTensorData::MAY_BE_TRUNCATED, {}, {}, {}, {}, {}};
         vocabs_["llama3"] = Vocab{"llama-3.2-vocab", "Llama-3.2-tokenizer.vocab.gguf", true,
-                                  wb::GgufTensorData::REQUIRED, {}, {}, {}, {}};
+                                  wb::GgufTensorData::REQUIRED, {}, {}, {}, {}, {}};
         vocabs_["phi3"] = Vocab{"phi-3-vocab", "Phi-3-tokenizer.vocab.gguf", true, wb::GgufTensorData::REQUIRED,
-                                {}, {}, {}, {}};
+                                {}, {}, {}, {}, {}};
+        vocabs_["llamaspm"] = Vocab{"llama-spm-vocab", "Llama-SPM-tokenizer.vocab.gguf", true,
+                                    wb::GgufTensorData::REQUIRED, {}, {}, {}, {}, {}};
+        vocabs_["tekken"] = Vocab{"tekken-on-llama-3.2-vocab", "Llama-3.2-tokenizer.vocab.gguf", true,
+                                  wb::GgufTensorData::REQUIRED, {}, {}, "tekken", {}, {}};
     }
 
     void initTestCase_data() {
@@ -177,6 +190,8 @@ private slots:
         QTest::newRow("qwen2") << QString("qwen2");
         QTest::newRow("llama3") << QString("llama3");
         QTest::newRow("phi3") << QString("phi3");
+        QTest::newRow("llamaspm") << QString("llamaspm");
+        QTest::newRow("tekken") << QString("tekken");
     }
 
     void reference_was_made_from_this_file() {
@@ -197,8 +212,18 @@ private slots:
         const wb::Tokenizer& tok = *v->tok;
         QVERIFY2(tok.warning().empty(), tok.warning().c_str());
         QFETCH_GLOBAL(QString, vocab);
-        QCOMPARE(tok.model_name(), std::string(vocab == "phi3" ? "llama" : "gpt2"));
-        if (vocab == "phi3") {
+        QCOMPARE(tok.model_name(), std::string(vocab == "phi3" || vocab == "llamaspm" ? "llama" : "gpt2"));
+        if (vocab == "tekken") {
+            QCOMPARE(tok.n_vocab(), v->ref.value("n_vocab").toInt());
+            QCOMPARE(tok.pre_name(), std::string("tekken"));
+            QCOMPARE(tok.eos_id(), v->ref.value("eos_id").toInt());
+        } else if (vocab == "llamaspm") {
+            QCOMPARE(tok.n_vocab(), 32000);
+            QCOMPARE(tok.pre_name(), std::string("default"));
+            QCOMPARE(tok.find_token("<s>"), std::optional<int32_t>(1));
+            QCOMPARE(tok.find_token("</s>"), std::optional<int32_t>(2));
+            QCOMPARE(tok.eos_id(), v->ref.value("eos_id").toInt());
+        } else if (vocab == "phi3") {
             QCOMPARE(tok.n_vocab(), 32064);
             QCOMPARE(tok.pre_name(), std::string("default"));
             QCOMPARE(tok.find_token("<|user|>"), std::optional<int32_t>(32010));

@@ -12,7 +12,7 @@ Per case, one JSON file `<case>.json` in --out with:
     `argmax`, `logsumexp` and the top 10 `[id, logprob]` (log-softmax in float64), and per sequence
     `logits_sha256`, the SHA-256 of all its float32 logits rows in order (little-endian), so that a
     test can assert bit-identity without committing the rows;
-  - `cases`: greedy decoding (argmax of the raw logits, one token per decode call) of 24 tokens after
+  - `cases`: greedy decoding (argmax of the raw logits, one token per decode call) of 32 tokens after
     each of 10 random prompts, with logits for the last row of each batch only (as in generation),
     and `steps_sha256` over the float32 logits of every step (the prompt's last row, then each
     generated token's).
@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import argparse
 import hashlib
+import os
 import subprocess
 import sys
 import tempfile
@@ -33,7 +34,8 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from make_reference import N_BATCH, N_CTX, N_THREADS, distribution, sha256_file, write_json  # noqa: E402
+from make_reference import (N_BATCH, N_CTX, N_THREADS, distribution, render_chat_template,  # noqa: E402
+                            render_llama_cpp_template, sha256_file, tokenize, write_json)
 
 import llama_cpp  # noqa: E402
 from llama_cpp import Llama  # noqa: E402
@@ -42,7 +44,7 @@ TOP_N = 10
 DOC_LENGTHS = (160, 96, 48)
 N_PROMPTS = 10
 PROMPT_LEN = 8
-N_GREEDY = 24
+N_GREEDY = 32
 
 # name -> make_random_gguf arguments: every architecture with Q8_0 and a K-quant or IQ type, and
 # one architecture through every other weight type.
@@ -109,6 +111,63 @@ CASES = {
 }
 
 
+# The issue's matrix: every architecture in every type people download, the _M files with the types
+# llama.cpp's quantizer gives each role (make_random_gguf --mix). A cell already named above keeps its
+# case; the Gemma shapes are 256 wide here so that K-quant and IQ rows (256 values a block) fit.
+# tests/model/test_arch_parity.cpp builds the same list.
+MATRIX_SHAPES = {
+    "llama31": ["--shape", "llama31-tiny"],
+    "qwen2": ["--shape", "qwen2-tiny"],
+    "qwen3": ["--shape", "qwen3-tiny"],
+    "phi3": ["--shape", "phi3-tiny"],
+    "gemma2": ["--shape", "gemma2-tiny", "--embd", "256"],
+    "gemma3": ["--shape", "gemma3-tiny", "--embd", "256"],
+}
+MATRIX_TYPES = {
+    "f16": ["--mix", "pure", "--type", "F16", "--embd-type", "F16", "--output-type", "F16"],
+    "q8_0": ["--mix", "pure", "--type", "Q8_0"],
+    "q6_k": ["--mix", "pure", "--type", "Q6_K", "--output-type", "Q8_0"],
+    "q5_k_m": ["--mix", "Q5_K_M"],
+    "q4_k_m": ["--mix", "Q4_K_M"],
+    "q3_k_m": ["--mix", "Q3_K_M"],
+    "q2_k": ["--mix", "pure", "--type", "Q2_K"],
+    "iq4_xs": ["--mix", "pure", "--type", "IQ4_XS"],
+    "iq4_nl": ["--mix", "pure", "--type", "IQ4_NL"],
+    "iq3_s": ["--mix", "pure", "--type", "IQ3_S"],
+    "iq3_xxs": ["--mix", "pure", "--type", "IQ3_XXS"],
+    "iq2_xs": ["--mix", "pure", "--type", "IQ2_XS"],
+}
+for _arch, _shape in MATRIX_SHAPES.items():
+    for _type, _type_args in MATRIX_TYPES.items():
+        CASES.setdefault(f"{_arch}-{_type}", _shape + _type_args)
+# Mistral and Ministral files are arch llama without rope_freqs.weight; YaRN on a llama file.
+CASES["mistral-q8_0"] = ["--shape", "llama31-tiny", "--no-rope-freqs", "--mix", "pure", "--type", "Q8_0"]
+CASES["mistral-q4_k_m"] = ["--shape", "llama31-tiny", "--no-rope-freqs", "--mix", "Q4_K_M"]
+CASES["llama-yarn-q8_0"] = ["--shape", "llama31-tiny", "--no-rope-freqs", "--type", "Q8_0", "--rope-scaling", "yarn",
+                            "--rope-factor", "4"]
+
+# Random weights under a real vocabulary (the tokenizer.* keys of a fetched GGUF, chat template
+# included): besides the random-id sequences, `texts` are tokenized by llama.cpp and decoded greedily,
+# so the test checks tokenizer and model together. "@models/" is the model cache
+# (scripts/fetch-models.sh qwen2-vocab llama3-vocab).
+CASES["qwen2-dsvocab-q4_k_m"] = ["--shape", "qwen2-tiny", "--vocab-from",
+                                 "@models/DeepSeek-R1-Distill-Qwen-7B-Q4_K_M.part0000.gguf", "--mix", "Q4_K_M"]
+CASES["llama31-l32vocab-q4_k_m"] = ["--shape", "llama31-tiny", "--vocab-from", "@models/Llama-3.2-tokenizer.vocab.gguf",
+                                    "--mix", "Q4_K_M"]
+PLAIN_TEXTS = (
+    "The quick brown fox jumps over the lazy dog. It's 2026-12-06, and 3.14159 is close to pi!",
+    "def add(a, b):\n    return a + b  # numbers: 12345 67890\n",
+    "Grüße aus Köln — 你好，世界 — こんにちは 🙂",
+)
+CHAT_USER = "What is the capital of France? Answer in one word."
+MODELS_DIR = Path(os.environ.get("WHITEBOX_MODELS") or Path.home() / ".cache" / "whitebox" / "models")
+
+
+def expand_models(args: list[str]) -> list[str]:
+    """make_random_gguf arguments with "@models/NAME" as a path in the model cache."""
+    return [str(MODELS_DIR / a.removeprefix("@models/")) if a.startswith("@models/") else a for a in args]
+
+
 def lcg_tokens(n: int, seed: int, n_vocab: int) -> list[int]:
     """The same stream as wb::random_tokens (tests/tools/random_llama.cpp)."""
     out = []
@@ -137,9 +196,40 @@ def last_logits(llm: Llama) -> np.ndarray:
     return np.ctypeslib.as_array(ptr, shape=(llm.n_vocab(),)).astype(np.float32).copy()
 
 
+def greedy(llm: Llama, prompt: list[int]) -> tuple[list[int], str]:
+    """N_GREEDY argmax tokens after the prompt (one decode call each) and the SHA-256 of their rows."""
+    llm.reset()
+    llm.eval(prompt)
+    rows = [last_logits(llm)]
+    generated = []
+    while len(generated) < N_GREEDY:
+        nxt = int(np.argmax(rows[-1]))
+        generated.append(nxt)
+        llm.eval([nxt])
+        rows.append(last_logits(llm))
+    return generated, rows_sha(rows[:-1])
+
+
+def text_cases(llm: Llama) -> list[dict]:
+    """Texts tokenized by llama.cpp (BOS as the vocabulary says unless the text starts with it, special
+    tokens parsed), then greedy: the plain texts and one user turn rendered by the file's chat template
+    (llama.cpp's llama3 one for a file without)."""
+    vocab = llama_cpp.llama_model_get_vocab(llm.model)
+    add_bos = bool(llama_cpp.llama_vocab_get_add_bos(vocab))
+    chat = render_chat_template(llm, CHAT_USER) or render_llama_cpp_template(b"llama3", CHAT_USER)
+    out = []
+    bos_text = llm.detokenize([llm.token_bos()], special=True).decode("utf-8")
+    for text in (*PLAIN_TEXTS, chat):
+        bos = add_bos and not text.startswith(bos_text)  # a template that writes BOS itself gets no second
+        ids = tokenize(llm, text, bos=bos)
+        generated, sha = greedy(llm, ids)
+        out.append({"text": text, "add_bos": bos, "ids": ids, "generated": generated, "steps_sha256": sha})
+    return out
+
+
 def make_case(name: str, args: list[str], make_random: Path, out: Path, tmp: Path) -> None:
     gguf = tmp / f"{name}.gguf"
-    subprocess.run([str(make_random), str(gguf), *args], check=True, stdout=subprocess.DEVNULL)
+    subprocess.run([str(make_random), str(gguf), *expand_models(args)], check=True, stdout=subprocess.DEVNULL)
     llm = Llama(model_path=str(gguf), n_ctx=N_CTX, n_batch=N_BATCH, n_ubatch=N_BATCH, n_threads=N_THREADS,
                 n_threads_batch=N_THREADS, n_gpu_layers=0, logits_all=True, flash_attn=False, seed=0, verbose=False)
     n_vocab = llm.n_vocab()
@@ -157,16 +247,9 @@ def make_case(name: str, args: list[str], make_random: Path, out: Path, tmp: Pat
     cases = []
     for p in range(N_PROMPTS):
         prompt = lcg_tokens(PROMPT_LEN, 2000 + p, n_vocab)
-        llm.reset()
-        llm.eval(prompt)
-        rows = [last_logits(llm)]
-        generated = []
-        while len(generated) < N_GREEDY:
-            nxt = int(np.argmax(rows[-1]))
-            generated.append(nxt)
-            llm.eval([nxt])
-            rows.append(last_logits(llm))
-        cases.append({"prompt_ids": prompt, "generated": generated, "steps_sha256": rows_sha(rows[:-1])})
+        generated, sha = greedy(llm, prompt)
+        cases.append({"prompt_ids": prompt, "generated": generated, "steps_sha256": sha})
+    extra = {"texts": text_cases(llm)} if "--vocab-from" in args else {}
     write_json(out / f"{name}.json", {
         "generator": f"llama-cpp-python {llama_cpp.__version__}",
         "case": name,
@@ -176,6 +259,7 @@ def make_case(name: str, args: list[str], make_random: Path, out: Path, tmp: Pat
                           "flash_attn": False, "type_k": "f16", "type_v": "f16", "backend": "CPU"},
         "docs": docs,
         "cases": cases,
+        **extra,
     })
     print(f"{name}: {sum(DOC_LENGTHS)} positions, {N_PROMPTS} greedy prompts", file=sys.stderr)
 

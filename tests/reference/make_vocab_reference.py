@@ -28,6 +28,14 @@ Usage (the exact commands used for the committed data):
         --model ~/.cache/whitebox/models/Phi-3-tokenizer.vocab.gguf \\
         --out tests/reference/phi-3-vocab
 
+    /tmp/lcpvenv/bin/python tests/reference/make_vocab_reference.py --profile tekken-on-llama3-vocab \\
+        --model ~/.cache/whitebox/models/Llama-3.2-tokenizer.vocab.gguf \\
+        --out tests/reference/tekken-on-llama-3.2-vocab
+
+    /tmp/lcpvenv/bin/python tests/reference/make_vocab_reference.py --profile llama-spm-vocab \\
+        --model ~/.cache/whitebox/models/Llama-SPM-tokenizer.vocab.gguf \\
+        --out tests/reference/llama-spm-vocab
+
 Output (in --out): tokenize.json, as make_reference.py writes it (ids with and
 without special-token parsing for every corpus string, add_bos=False), plus
 ``eog_ids`` (llama_vocab_is_eog over the whole vocabulary), ``eos_id``,
@@ -74,6 +82,22 @@ PROFILES = {
         "pre": "default",
         "extra_corpus": "tokenize_corpus_phi3.json",
     },
+    # Llama 2 (SentencePiece, 32000 tokens; Mistral 7B v0.1-v0.3 use the same algorithm):
+    # models/ggml-vocab-llama-spm.gguf of the llama-cpp-python 0.3.36 sdist
+    # (scripts/fetch-models.sh llama-spm-vocab).
+    "llama-spm-vocab": {
+        "sha256": "16c3724582d59aa8bf84711894e833f916ee46a31d80e21312759c48bf8d0e69",
+        "pre": "default",
+    },
+    # Mistral's Tekken pre-tokenizer: no Tekken vocabulary is fetchable, so the Llama 3.2 vocabulary is
+    # loaded with tokenizer.ggml.pre rewritten to "tekken" (llama.cpp then splits by the Tekken regex,
+    # skips merges for whole-token words, adds BOS, keeps spaces on decode); test_tokenizer_parity's
+    # tekken row loads the same file with the same override.
+    "tekken-on-llama3-vocab": {
+        "sha256": "a5743df67d79cb4ddca9b0632cd79ca4611b2c6b8c6b0d88b543357cc8e3c7d2",
+        "pre": "tekken",
+        "override_pre": "tekken",
+    },
 }
 
 # Fixed sizes of GGUF scalar value types (type id -> bytes); 8 = STRING and 9 = ARRAY are variable.
@@ -97,24 +121,38 @@ def _skip_value(buf: bytes, vtype: int, pos: int) -> int:
     raise SystemExit(f"unknown GGUF value type {vtype} at offset {pos}")
 
 
-def write_header_only(src: Path, dst: Path) -> tuple[int, int]:
-    """Copies the metadata of src into dst as a GGUF with no tensors; returns (tensors dropped, bytes)."""
+def write_header_only(src: Path, dst: Path, strings: dict[str, str] | None = None) -> tuple[int, int]:
+    """Copies the metadata of src into dst as a GGUF with no tensors, the string keys in `strings` given
+    those values instead; returns (tensors dropped, bytes of metadata read)."""
+    strings = dict(strings or {})
     with open(src, "rb") as f:
         buf = f.read()
     magic, version, n_tensors, n_kv = struct.unpack_from("<4sIQQ", buf, 0)
     if magic != b"GGUF" or version not in (2, 3):
         raise SystemExit(f"{src} is not a GGUF v2/v3 file")
     pos = 24
+    out = bytearray()
     for _ in range(n_kv):
+        start = pos
         (klen,) = struct.unpack_from("<Q", buf, pos)
+        key = buf[pos + 8:pos + 8 + klen].decode("utf-8")
         pos += 8 + klen
         (vtype,) = struct.unpack_from("<I", buf, pos)
         pos = _skip_value(buf, vtype, pos + 4)
+        if key in strings:
+            if vtype != 8:
+                raise SystemExit(f"{src}: {key} is not a string")
+            value = strings.pop(key).encode("utf-8")
+            out += buf[start:start + 8 + klen] + struct.pack("<IQ", 8, len(value)) + value
+        else:
+            out += buf[start:pos]
     if pos > len(buf):
         raise SystemExit(f"{src}: the metadata itself is truncated")
+    if strings:
+        raise SystemExit(f"{src} has no key {next(iter(strings))}")
     with open(dst, "wb") as f:
         f.write(struct.pack("<4sIQQ", magic, version, 0, n_kv))
-        f.write(buf[24:pos])
+        f.write(out)
     return n_tensors, pos
 
 
@@ -161,7 +199,8 @@ def main() -> int:
 
     with tempfile.TemporaryDirectory() as tmp:
         header = Path(tmp) / "header.gguf"
-        n_dropped, n_bytes = write_header_only(model_path, header)
+        overrides = {"tokenizer.ggml.pre": profile["override_pre"]} if "override_pre" in profile else {}
+        n_dropped, n_bytes = write_header_only(model_path, header, overrides)
         print(f"header copy: {n_bytes} bytes of metadata, {n_dropped} tensor infos dropped")
         llm = Llama(model_path=str(header), vocab_only=True, verbose=False)
         vocab = llama_cpp.llama_model_get_vocab(llm.model)
@@ -176,6 +215,8 @@ def main() -> int:
             "sha256": sha,
             "loaded_as": "header copy with the tensor infos removed, Llama(vocab_only=True)",
         }
+        if overrides:
+            hdr["metadata_overrides"] = overrides
         extra = ()
         if "extra_corpus" in profile:
             extra_path = CORPUS_TOKENIZE.parent / profile["extra_corpus"]

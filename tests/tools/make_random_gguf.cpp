@@ -13,6 +13,10 @@
 //                    [--omit-tensor NAME]... [--set-u32 KEY=N]... [--set-string KEY=TEXT]...
 //                    [--vocab-tokens N]   (defective files for refusal tests: a tensor left out,
 //                    metadata written over, a tokenizer vocabulary of N entries beside the embedding's)
+//                    [--vocab-from FILE.gguf]   (a real vocabulary and chat template: the tokenizer.*
+//                    keys of FILE, whose tensor data may be cut off; --vocab becomes its size)
+//                    [--mix pure|Q3_K_M|Q4_K_M|Q5_K_M]   (types by role as llama.cpp's mixes choose
+//                    them, or every matrix in --type: RandomLlamaSpec::apply_mix)
 //
 // The shape presets set every field (gemma3-270m: the architecture, metadata and tensor types of
 // gemma-3-270m-Q4_K_M.gguf); later options override them. T is a GGUF type name (Q4_0, Q6_K, F16,
@@ -66,6 +70,7 @@ int main(int argc, char** argv) {
             if (a == "--shape") s = wb::RandomLlamaSpec::by_name(next());
             else if (a == "--type") s.type = wb::parse_ggml_type(next());
             else if (a == "--embd-type") s.embd_type = wb::parse_ggml_type(next());
+            else if (a == "--mix") s.apply_mix(next());
             else if (a == "--output-type") s.output_type = wb::parse_ggml_type(next());
             else if (a == "--tied") s.tied_output = true;
             else if (a == "--untied") s.tied_output = false;
@@ -98,6 +103,7 @@ int main(int argc, char** argv) {
                 s.override_u32.emplace_back(key, uint32_t(std::strtoul(v.c_str(), nullptr, 10)));
             } else if (a == "--set-string") s.override_string.push_back(key_value(a, next()));
             else if (a == "--vocab-tokens") s.vocab_tokens = to_int(a, next());
+            else if (a == "--vocab-from") s.vocab_from = next();
             else if (a == "--rope-orig-ctx") s.rope_orig_ctx = to_int(a, next());
             else if (a == "--rope-factor") s.rope_scaling_factor = std::strtof(next().c_str(), nullptr);
             else if (a == "--attn-softcap") s.attn_softcap = std::strtof(next().c_str(), nullptr);

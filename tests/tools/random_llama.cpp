@@ -7,6 +7,7 @@
 #include <thread>
 #include <vector>
 
+#include "gguf/gguf_file.h"
 #include "gguf/gguf_writer.h"
 #include "quant/quant.h"
 #include "quant/quant_blocks.h"
@@ -345,6 +346,27 @@ void write_spm_vocab(GgufWriter& w, int32_t n_vocab) {
     w.set_bool("tokenizer.ggml.add_space_prefix", false);
 }
 
+// Copies every tokenizer.* key of a real GGUF with its own value type (llama.cpp checks the types).
+void copy_vocab(GgufWriter& w, const GgufFile& src) {
+    bool any = false;
+    for (const auto& [key, v] : src.metadata()) {
+        if (key.rfind("tokenizer.", 0) != 0) continue;
+        any = true;
+        const GgufValueType e = v.elem_type;
+        if (v.type == GgufValueType::STRING) w.set_string(key, v.s);
+        else if (v.type == GgufValueType::BOOL) w.set_bool(key, v.i != 0);
+        else if (v.type == GgufValueType::UINT32) w.set_u32(key, uint32_t(v.i));
+        else if (v.type == GgufValueType::INT32) w.set_i32(key, int32_t(v.i));
+        else if (v.type == GgufValueType::ARRAY && e == GgufValueType::STRING) w.set_string_array(key, v.strings);
+        else if (v.type == GgufValueType::ARRAY && e == GgufValueType::INT32)
+            w.set_i32_array(key, std::vector<int32_t>(v.ints.begin(), v.ints.end()));
+        else if (v.type == GgufValueType::ARRAY && e == GgufValueType::FLOAT32)
+            w.set_f32_array(key, std::vector<float>(v.floats.begin(), v.floats.end()));
+        else throw Error("--vocab-from: cannot copy '" + key + "' of type " + gguf_value_type_name(v.type));
+    }
+    if (!any) throw Error("--vocab-from " + src.path() + ": the file has no tokenizer.* keys");
+}
+
 // rope_freqs.weight as the Llama 3.1 converter computes it (factor 8, low_freq_factor 1,
 // high_freq_factor 4) against an original context of spec.rope_orig_ctx (8192 if unset): pairs of
 // short wavelength keep their angle (1), long ones are slowed by the factor, a smooth ramp between.
@@ -369,8 +391,33 @@ GgufWriter::Fill llama31_rope_freqs(const RandomLlamaSpec& s, int32_t head_dim) 
 }  // namespace
 
 GgmlType RandomLlamaSpec::attn_v_type_of(int32_t il) const {
+    if (il < 2 && attn_v_first2_type) return *attn_v_first2_type;
     const GgmlType base = attn_v_type.value_or(type);
     return more_bits(il) ? attn_v_more_type.value_or(base) : base;
+}
+
+void RandomLlamaSpec::apply_mix(const std::string& mix) {
+    attn_v_type = attn_v_more_type = attn_v_first2_type = attn_output_type = std::nullopt;
+    ffn_down_type = ffn_down_more_type = attn_qkv_type = std::nullopt;
+    if (mix == "pure") return;
+    output_type = GgmlType::Q6_K;
+    if (mix == "Q3_K_M") {
+        // attn_v: Q5_K in the first two layers, Q4_K after; attn_output and fused qkv Q4_K; ffn_down
+        // Q5_K in the first sixteenth of the layers, Q4_K after (not Falcon).
+        type = GgmlType::Q3_K;
+        attn_v_first2_type = GgmlType::Q5_K;
+        attn_v_type = attn_output_type = attn_qkv_type = GgmlType::Q4_K;
+        ffn_down_type = GgmlType::Q4_K;
+        if (n_layer >= 16) throw Error("--mix Q3_K_M: ffn_down's first-sixteenth rule is not modelled past 15 layers");
+    } else if (mix == "Q4_K_M" || mix == "Q5_K_M") {
+        // attn_v and ffn_down get Q6_K where use_more_bits says so; the fused qkv one step up.
+        const bool q4 = mix == "Q4_K_M";
+        type = q4 ? GgmlType::Q4_K : GgmlType::Q5_K;
+        attn_v_more_type = ffn_down_more_type = GgmlType::Q6_K;
+        attn_qkv_type = q4 ? GgmlType::Q5_K : GgmlType::Q6_K;
+    } else {
+        throw Error("unknown mix '" + mix + "' (pure|Q3_K_M|Q4_K_M|Q5_K_M)");
+    }
 }
 
 GgmlType RandomLlamaSpec::ffn_down_type_of(int32_t il) const {
@@ -580,6 +627,14 @@ namespace {
 
 bool is_gemma(const RandomLlamaSpec& s) { return s.arch == "gemma2" || s.arch == "gemma3"; }
 
+// The vocabulary: a real one copied, else the made-up one of the architecture's tokenizer model.
+void write_any_vocab(GgufWriter& w, const RandomLlamaSpec& s) {
+    const int32_t n = s.vocab_tokens > 0 ? s.vocab_tokens : s.n_vocab;
+    if (!s.vocab_from.empty()) copy_vocab(w, *GgufFile::open(s.vocab_from, GgufTensorData::MAY_BE_TRUNCATED));
+    else if (is_gemma(s)) write_spm_vocab(w, n);
+    else write_vocab(w, n, s.pre);
+}
+
 // The {arch}.* hyperparameters and the vocabulary.
 void write_metadata(GgufWriter& w, const RandomLlamaSpec& s) {
     const std::string a = s.arch;
@@ -614,7 +669,7 @@ void write_metadata(GgufWriter& w, const RandomLlamaSpec& s) {
             w.set_u32(a + ".attention.sliding_window_pattern", uint32_t(s.swa_period));
             w.set_f32(a + ".rope.freq_base_swa", s.rope_base_swa);
         }
-        write_spm_vocab(w, s.vocab_tokens > 0 ? s.vocab_tokens : s.n_vocab);
+        write_any_vocab(w, s);
         return;
     }
     w.set_u32(a + ".rope.dimension_count", uint32_t(s.n_rot > 0 ? s.n_rot : head_dim));
@@ -622,7 +677,7 @@ void write_metadata(GgufWriter& w, const RandomLlamaSpec& s) {
     write_scaling();
     if (s.rope_orig_ctx > 0 && (!s.rope_scaling.empty() || s.arch == "phi3"))
         w.set_u32(a + ".rope.scaling.original_context_length", uint32_t(s.rope_orig_ctx));
-    write_vocab(w, s.vocab_tokens > 0 ? s.vocab_tokens : s.n_vocab, s.pre);
+    write_any_vocab(w, s);
 }
 
 // Phi-3's rope factors, as divisors of the angles: the short ones near 1, the long ones growing to 8
@@ -685,7 +740,7 @@ void add_global_tensors(const TensorAdder& add, int32_t n_rot) {
 // Phi-3's one matrix of q, k and v rows (q and k with the attention spread, v without).
 void add_fused_qkv(const TensorAdder& add, const std::string& name, int64_t q_dim, int64_t kv_dim) {
     const RandomLlamaSpec& s = add.s;
-    const GgmlType t = s.type;
+    const GgmlType t = s.attn_qkv_type_of();
     const uint64_t seed = mix(s.seed, name_hash(name));
     const size_t row = ggml_row_bytes(t, s.n_embd);
     const float in_embd = 1.0f / std::sqrt(float(s.n_embd)), qk = s.qk_sigma * in_embd;
@@ -739,7 +794,14 @@ void add_layer_tensors(const TensorAdder& add, int32_t il, int32_t head_dim) {
 
 }  // namespace
 
-void write_random_llama(const RandomLlamaSpec& s, const std::string& path) {
+void write_random_llama(const RandomLlamaSpec& spec, const std::string& path) {
+    RandomLlamaSpec s = spec;
+    if (!s.vocab_from.empty()) {
+        const auto src = GgufFile::open(s.vocab_from, GgufTensorData::MAY_BE_TRUNCATED);
+        const GgufValue* tokens = src->find("tokenizer.ggml.tokens");
+        if (!tokens || tokens->strings.empty()) throw Error("--vocab-from " + s.vocab_from + ": no tokenizer.ggml.tokens");
+        s.n_vocab = int32_t(tokens->strings.size());
+    }
     check_spec(s);
     const int32_t head_dim = s.key_length(), n_rot = s.n_rot > 0 ? s.n_rot : head_dim;
     GgufWriter w;

@@ -60,6 +60,10 @@ struct RandomLlamaSpec {
     std::vector<std::pair<std::string, uint32_t>> override_u32;
     std::vector<std::pair<std::string, std::string>> override_string;
     int32_t vocab_tokens = 0;
+    // A real vocabulary: every tokenizer.* key (tokens, merges or scores, token types, special ids,
+    // flags, chat template) copied from this GGUF's metadata (its tensor data may be cut off), and
+    // n_vocab set to its size. Empty: the small made-up vocabulary of the architecture.
+    std::string vocab_from;
     float output_norm_gain = 1.0f;    // mean of output_norm (llama family): larger = more peaked logits
     std::string pre = "smollm";       // tokenizer.ggml.pre of the byte-level vocabulary (llama family)
     GgmlType type = GgmlType::Q4_0;   // attention and FFN matrices
@@ -69,6 +73,8 @@ struct RandomLlamaSpec {
     // The *_more types go to the layers the quantizer gives more bits (use_more_bits: the first and
     // last eighth of the layers and every third in between); unset = the role's type.
     std::optional<GgmlType> attn_v_type, attn_v_more_type, attn_output_type, ffn_down_type, ffn_down_more_type;
+    std::optional<GgmlType> attn_v_first2_type;  // attn_v of layers 0 and 1 (Q3_K_M's rule), before *_more
+    std::optional<GgmlType> attn_qkv_type;       // Phi-3's fused attn_qkv; unset = `type`
     uint64_t seed = 1;
     // Spread of attn_q / attn_k entries in units of 1/sqrt(n_embd) (llama only; gemma3 normalises q
     // and k). The attention scores then spread by about qk_sigma^2 (q.k over head_dim terms, scaled by
@@ -113,6 +119,12 @@ struct RandomLlamaSpec {
     bool more_bits(int32_t il) const { return il < n_layer / 8 || il >= 7 * n_layer / 8 || (il - n_layer / 8) % 3 == 2; }
     GgmlType attn_v_type_of(int32_t il) const;
     GgmlType attn_output_type_of() const { return attn_output_type.value_or(type); }
+    GgmlType attn_qkv_type_of() const { return attn_qkv_type.value_or(type); }
+    // Sets the types by role as llama.cpp's quantizer chooses them for a dense model in the mixed
+    // file types "Q3_K_M", "Q4_K_M" and "Q5_K_M" (llama_tensor_get_type in llama-quant.cpp), or
+    // "pure": every matrix in `type`, no role overrides (a shape's own mix is dropped). The embedding
+    // keeps embd_type; output.weight gets Q6_K in the mixes. wb::Error for another name.
+    void apply_mix(const std::string& mix);
     GgmlType ffn_down_type_of(int32_t il) const;
 };
 

@@ -154,6 +154,15 @@ private slots:
         QTest::newRow("llama3 cjk") << K::LLAMA3 << std::string("\xE4\xB8\xAD\xE6\x96\x87!") << Words{"\xE4\xB8\xAD\xE6\x96\x87", "!"};
         QTest::newRow("qwen2 single digits") << K::QWEN2 << std::string("Hello 2024!") << Words{"Hello", " ", "2", "0", "2", "4", "!"};
         QTest::newRow("qwen2 contraction") << K::QWEN2 << std::string("we'RE") << Words{"we", "'RE"};
+        // Tekken (llama.cpp's std::regex reading): a letter run ends where a capital follows a small letter.
+        QTest::newRow("tekken case changes") << K::TEKKEN << std::string("HelloWorld iPhone") << Words{"Hello", "World", " i", "Phone"};
+        // A non-ASCII letter is both "upper" and "lower": the first alternative takes it alone.
+        QTest::newRow("tekken non-ascii capital") << K::TEKKEN << std::string("\xC3\x89" "COLE") << Words{"\xC3\x89", "COLE"};
+        QTest::newRow("tekken digits, punctuation takes newlines and slashes")
+            << K::TEKKEN << std::string("x 12!\n/\n  y") << Words{"x", " ", "1", "2", "!\n/\n", " ", " y"};
+        QTest::newRow("tekken newlines then spaces") << K::TEKKEN << std::string("a\n\n  b") << Words{"a", "\n\n", " ", " b"};
+        QTest::newRow("tekken tab joins word") << K::TEKKEN << std::string("\thello") << Words{"\thello"};
+        QTest::newRow("tekken no contractions") << K::TEKKEN << std::string("don't") << Words{"don", "'t"};
     }
 
     void pre_tokenizer_splits() {
@@ -174,6 +183,7 @@ private slots:
         QCOMPARE(wb::pre_tokenizer_from_name("deepseek-r1-qwen"), std::optional(PreTokenizerKind::QWEN2));
         QCOMPARE(wb::pre_tokenizer_from_name("kormo"), std::optional(PreTokenizerKind::QWEN2));
         QCOMPARE(wb::pre_tokenizer_from_name("gpt-2"), std::optional(PreTokenizerKind::GPT2));
+        QCOMPARE(wb::pre_tokenizer_from_name("tekken"), std::optional(PreTokenizerKind::TEKKEN));
         QVERIFY(!wb::pre_tokenizer_from_name("no-such-pre"));
     }
 
@@ -192,12 +202,19 @@ private slots:
         QCOMPARE(tok->decode(tok->encode(" hello\n", false, false), false), std::string(" hello\n"));
     }
 
-    void bpe_unknown_pre_tokenizer_warns() {
+    // Another splitter gives other tokens, so an unknown name is refused (as llama.cpp refuses it),
+    // naming it and what is supported, instead of running with GPT-2's rules.
+    void bpe_unknown_pre_tokenizer_is_refused() {
         VocabSpec spec = tiny_bpe_spec();
         spec.pre = "brand-new-model";
-        const auto tok = Tokenizer::from_vocab(std::move(spec));
-        QVERIFY(tok->warning().find("brand-new-model") != std::string::npos);
-        QCOMPARE(tok->encode("hello", false, false), (Ids{id_of(*tok, "hello")}));
+        try {
+            Tokenizer::from_vocab(std::move(spec));
+            QFAIL("an unknown pre-tokenizer was accepted");
+        } catch (const wb::Error& e) {
+            const std::string what = e.what();
+            QVERIFY2(what.find("unsupported pre-tokenizer 'brand-new-model'") != std::string::npos, e.what());
+            QVERIFY2(what.find("supported: default, gpt-2") != std::string::npos, e.what());
+        }
     }
 
     void special_tokens_are_cut_out_when_parsing_specials() {
