@@ -1,6 +1,7 @@
 #include "inference_worker.h"
 
 #include <algorithm>
+#include <utility>
 
 #include <QFileInfo>
 #include <QMutexLocker>
@@ -44,6 +45,7 @@ void InferenceWorker::releaseEngine() {
         backend = std::move(m_backend);
         model = std::move(m_model);
     }
+    if (m_releaseProbe) std::exchange(m_releaseProbe, {})();
     session.reset();  // the session uses the backend and the model, the backend the model's weights
     backend = {};
     model.reset();

@@ -4,6 +4,7 @@
 // ChatController::connectWorker) plus the few thread-safe calls below, so the GUI thread never waits
 // for the engine.
 #include <atomic>
+#include <functional>
 #include <memory>
 
 #include <QCryptographicHash>
@@ -71,6 +72,14 @@ public:
     // caller lets go of it before asking for a load (ChatController::aboutToLoad). Null before the
     // first load.
     const wb::Model* loadedModel() const;
+
+    // Tests only (test_worker_threads): called once, on the worker thread, at the next teardown of the
+    // engine (a model switch, the worker's end), after the old engine was taken out of the locked
+    // members and before it is destroyed. A test parks the worker there to prove that the GUI
+    // thread's calls do not wait for a teardown, which takes seconds on a GPU or a large model but is
+    // too quick on the tests' model to be caught otherwise. Set it before the load is queued (the
+    // queued call orders the write before the worker's read).
+    void setReleaseProbeForTest(std::function<void()> probe) { m_releaseProbe = std::move(probe); }
 
     // --- Used by WorkerObserver on the worker thread. ---
     bool stopRequested(quint64 requestId) const { return requestId <= m_stopUpTo.load(); }
@@ -180,6 +189,8 @@ private:
     wb::ContextPolicy m_policy = wb::ContextPolicy::STOP;
     // TRIM: messages after the system ones that no request of this conversation sends any more.
     size_t m_trimFrom = 0;
+
+    std::function<void()> m_releaseProbe;  // setReleaseProbeForTest
 
     std::atomic<quint64> m_stopUpTo{0};
     std::atomic<bool> m_cancelLoad{false};

@@ -1,8 +1,10 @@
 #pragma once
 // An InferenceWorker on its own QThread, driven as ChatController drives it in the app: its slots by
 // queued calls, its thread-safe calls (requestStop, setSamplingParams) directly from this thread, its
-// signals counted here through queued connections. For the thread tests (also run under
-// ThreadSanitizer), the soak and the event-loop benchmark. Header-only: each user is one executable.
+// signals counted here. For the thread tests (also run under ThreadSanitizer), the soak and the
+// event-loop benchmark. Header-only: each user is one executable.
+// The queued calls and the signals' hand-over to this thread go through cross_thread.h rather than
+// Qt's queued connections alone, so that ThreadSanitizer sees them ordered (that header says why).
 #include <functional>
 
 #include <QCoreApplication>
@@ -10,6 +12,7 @@
 #include <QList>
 #include <QThread>
 
+#include "cross_thread.h"
 #include "inference_worker.h"
 
 class WorkerOnThread {
@@ -18,24 +21,28 @@ public:
         registerEngineTypes();
         m_worker->moveToThread(&m_thread);
         m_thread.start();
-        QObject::connect(m_worker, &InferenceWorker::modelLoaded, &m_here, [this] { ++loaded; },
-                         Qt::QueuedConnection);
-        QObject::connect(m_worker, &InferenceWorker::loadFailed, &m_here,
-                         [this](const QString&, const QString& e) { loadErrors.append(e); }, Qt::QueuedConnection);
-        QObject::connect(m_worker, &InferenceWorker::tokenGenerated, &m_here, [this] { ++tokens; },
-                         Qt::QueuedConnection);
-        QObject::connect(m_worker, &InferenceWorker::fileHashReady, &m_here, [this] { ++hashes; },
-                         Qt::QueuedConnection);
-        QObject::connect(m_worker, &InferenceWorker::generationFinished, &m_here,
-                         [this](const GenerationSummary& s) {
-                             finished.append(s);
-                             ++finishedCount;
-                         }, Qt::QueuedConnection);
+        // Direct: each runs on the worker's thread at the emit and posts what it saw; waitFor runs the
+        // posts on this thread.
+        auto onWorker = [this](auto signal, auto here) {
+            QObject::connect(m_worker, signal, m_worker, here, Qt::DirectConnection);
+        };
+        onWorker(&InferenceWorker::modelLoaded, [this] { m_mail.post([this] { ++loaded; }); });
+        onWorker(&InferenceWorker::loadFailed, [this](const QString&, const QString& e) {
+            m_mail.post([this, e] { loadErrors.append(e); });
+        });
+        onWorker(&InferenceWorker::tokenGenerated, [this] { m_mail.post([this] { ++tokens; }); });
+        onWorker(&InferenceWorker::fileHashReady, [this] { m_mail.post([this] { ++hashes; }); });
+        onWorker(&InferenceWorker::generationFinished, [this](const GenerationSummary& s) {
+            m_mail.post([this, s] {
+                finished.append(s);
+                ++finishedCount;
+            });
+        });
     }
     ~WorkerOnThread() {
         // As the app ends: every request stopped, the worker deleted on its own thread, the thread ended.
         m_worker->requestStop(~quint64(0));
-        QMetaObject::invokeMethod(m_worker, [w = m_worker] { delete w; });
+        cross_thread::postQueued(m_worker, [w = m_worker] { delete w; });
         m_thread.quit();
         m_thread.wait();
     }
@@ -45,25 +52,27 @@ public:
     InferenceWorker* worker() { return m_worker; }
 
     void load(const QString& path, int threads = 2, int contextSize = 2048) {
-        QMetaObject::invokeMethod(m_worker, [w = m_worker, path, threads, contextSize] {
+        cross_thread::postQueued(m_worker, [w = m_worker, path, threads, contextSize] {
             w->loadModel(path, "cpu", contextSize, threads);
         });
     }
     void generate(quint64 requestId, const ChatMessages& messages) {
-        QMetaObject::invokeMethod(m_worker, [w = m_worker, requestId, messages] { w->generateChat(requestId, messages); });
+        cross_thread::postQueued(m_worker, [w = m_worker, requestId, messages] { w->generateChat(requestId, messages); });
     }
     void newChat() {
-        QMetaObject::invokeMethod(m_worker, [w = m_worker] { w->resetSession(); });
+        cross_thread::postQueued(m_worker, [w = m_worker] { w->resetSession(); });
     }
 
-    // Runs this thread's event loop until `done` or the timeout; false on the timeout.
-    static bool waitFor(const std::function<bool()>& done, int timeoutMs) {
+    // Runs this thread's event loop, and the counting of the worker's signals, until `done` or the
+    // timeout; false on the timeout.
+    bool waitFor(const std::function<bool()>& done, int timeoutMs) {
         QDeadlineTimer deadline(timeoutMs);
-        while (!done()) {
+        for (;;) {
+            m_mail.drain();
+            if (done()) return true;
             if (deadline.hasExpired()) return false;
             QCoreApplication::processEvents(QEventLoop::WaitForMoreEvents, 20);
         }
-        return true;
     }
     // A load (counted as loaded or failed) and, after a success, its file hash.
     bool waitLoaded(int count, int timeoutMs) {
@@ -83,6 +92,6 @@ public:
 
 private:
     QThread m_thread;
-    QObject m_here;  // context of the queued connections: their slots run on this thread
+    cross_thread::Mailbox m_mail;  // the worker's signals, counted on this thread by waitFor
     InferenceWorker* m_worker;
 };

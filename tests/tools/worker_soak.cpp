@@ -140,7 +140,7 @@ bool soakSwitches(WorkerOnThread& w, const Options& o, const QString& a, const Q
         }
         w.generate(quint64(1000000 + i), {{"user", "Say hi."}});
         if (!w.waitFinished(done, kTimeoutMs) || failed(w.finished.last()) ||
-            !WorkerOnThread::waitFor([&] { return w.hashes >= hashes; }, kTimeoutMs)) {
+            !w.waitFor([&] { return w.hashes >= hashes; }, kTimeoutMs)) {
             std::fprintf(stderr, "soak: the generation or the hash after switch %d failed\n", i + 1);
             return false;
         }

@@ -1,12 +1,14 @@
 // The inference worker on its own thread, as the app runs it, where the GUI thread and the worker's
 // thread meet: Stop and live sampling parameters from the GUI thread while a reply streams (the
 // session reads both between tokens), a stop for a request still queued behind a running one, New
-// chat and a model switch while a reply streams, and the GUI thread's event loop turning through a
-// model load, a prefill, a generation and a model switch. Also the ThreadSanitizer pass's test of
-// these paths (scripts/test-sanitizers.sh), so it links only the worker (wb_worker), no widgets.
+// chat and a model switch while a reply streams, the GUI thread's calls while the worker tears the old
+// model down, and the GUI thread's event loop turning through a model load, a prefill, a generation
+// and a model switch. Also the ThreadSanitizer pass's test of these paths
+// (scripts/test-sanitizers.sh), so it links only the worker (wb_worker), no widgets.
 #include <atomic>
 #include <string>
 
+#include <QSemaphore>
 #include <QTimer>
 #include <QtTest>
 
@@ -18,6 +20,9 @@ namespace {
 // Generous: under ThreadSanitizer a model runs many times slower than in the normal build.
 constexpr int kLoadTimeoutMs = 300000;
 constexpr int kReplyTimeoutMs = 600000;
+// How long the worker stays parked in a teardown waiting for this thread: ending it means this
+// thread was blocked (the test then fails on `hung`), so a generous figure only slows a failing run.
+constexpr int kParkedTimeoutMs = 60000;
 
 wb::SamplingParams greedy(int maxTokens) {
     wb::SamplingParams p;
@@ -126,6 +131,44 @@ private Q_SLOTS:
         QVERIFY(w.waitFinished(3, kReplyTimeoutMs));
         QVERIFY2(w.finished[2].reason != wb::StopReason::ERROR, qPrintable(w.finished[2].error));
         QVERIFY(w.finished[2].timings.n_prefill > 0);
+    }
+
+    // A model switch while a reply streams, as ChatController::loadModel does it (Stop, then the
+    // load): while the worker is inside the old engine's teardown (parked there by the release
+    // probe), every call this thread makes directly on the worker returns. One that waited for the
+    // teardown would block here until the probe's guard gives up, and `hung` fails the test.
+    void stopDuringAModelSwitchDoesNotWaitForTheTeardown() {
+        // Before the worker: a probe not reached by a failed run fires in the worker's destructor.
+        QSemaphore inTeardown, proceed;
+        std::atomic<bool> hung{false};
+        WorkerOnThread w;
+        w.load(defaultModel());
+        QVERIFY(w.waitLoaded(1, kLoadTimeoutMs));
+        w.worker()->setSamplingParams(greedy(400));
+        w.generate(1, kCount);
+        QVERIFY(w.waitFor([&] { return w.tokens >= 2; }, kReplyTimeoutMs));
+        w.worker()->setReleaseProbeForTest([&] {
+            inTeardown.release();
+            if (!proceed.tryAcquire(1, kParkedTimeoutMs)) hung = true;
+        });
+        w.worker()->requestStop(1);
+        w.load(defaultModel());
+        QVERIFY(inTeardown.tryAcquire(1, kLoadTimeoutMs));
+        w.worker()->requestStop(2);
+        w.worker()->setSamplingParams(greedy(5));
+        std::vector<int32_t> ids;
+        QString error;
+        const bool encoded = w.worker()->encodeText("hi", &ids, &error);
+        const wb::Model* model = w.worker()->loadedModel();
+        proceed.release();
+        QVERIFY(w.waitLoaded(2, kLoadTimeoutMs));
+        QVERIFY2(!hung, "a call from this thread waited for the worker's teardown");
+        QVERIFY(!encoded);
+        QVERIFY2(error.contains("needs a loaded model"), qPrintable(error));
+        QVERIFY(model == nullptr);
+        QVERIFY(w.waitFinished(1, kReplyTimeoutMs));
+        QCOMPARE(w.finished[0].reason, wb::StopReason::STOPPED);
+        QVERIFY(w.worker()->loadedModel() != nullptr);
     }
 
     // This thread's event loop keeps turning while the worker loads a model, prefills, generates and
