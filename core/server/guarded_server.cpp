@@ -95,7 +95,9 @@ public:
 
     bool is_readable() const override { return buffered() || wait_for(sock_, POLLIN, read_wait(), svr_sock_) > 0; }
     // As later httplib versions: writable, and the client has not closed its side (a peek finds no end
-    // of stream), so a reply whose client left is found out before its next write.
+    // of stream), so a reply whose client left is found out before its next write. A client that only
+    // half-closes (shutdown(SHUT_WR) after sending its request, still reading) counts as gone too: the
+    // peek cannot tell the two apart, and later httplib versions treat it the same way.
     bool is_writable() const override {
         if (expired_ || wait_for(sock_, POLLOUT, write_timeout_, svr_sock_) <= 0) return false;
         char c;

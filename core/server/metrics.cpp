@@ -60,7 +60,7 @@ std::string Metrics::prometheus_text(const std::function<MetricsSnapshotGauges()
            double(c.abandoned));
     metric(out, "whitebox_queue_dropped_total", "counter",
            "Requests still waiting for a session when the server shut down (never generated).", double(c.dropped));
-    metric(out, "whitebox_prompt_tokens_total", "counter", "Prompt tokens of finished generations.",
+    metric(out, "whitebox_prompt_tokens_total", "counter", "Prompt tokens of the generations that ran (finished, cancelled or interrupted).",
            double(c.prompt_tokens));
     metric(out, "whitebox_completion_tokens_total", "counter", "Tokens generated.", double(c.completion_tokens));
     metric(out, "whitebox_prefill_seconds_total", "counter", "Time spent on prompts.", c.prefill_seconds);
