@@ -4,6 +4,8 @@
 #include <QRegularExpression>
 
 #include "conversation_store.h"
+#include "engine/context_policy.h"
+#include "kv/kv_types.h"
 
 namespace {
 // Typing a system prompt or dragging a slider saves once it pauses this long.
@@ -586,6 +588,13 @@ ReplyRunPtr ChatController::replyRun(const GenerationSummary& summary) const {
     run->modelPath = m_model.path;
     run->rounds = summary.rounds;
     run->cached = m_promptReused;
+    // How the engine ran it, for a trace file's `engine` (a replay from the CLI takes these settings).
+    run->engine.recorded = true;
+    run->engine.n_ctx = m_model.contextSize;
+    run->engine.cache_type_k = wb::kv_type_name(m_model.kvTypeK);
+    run->engine.cache_type_v = wb::kv_type_name(m_model.kvTypeV);
+    run->engine.context_policy = wb::context_policy_name(summary.policy);
+    run->engine.keep = summary.keep;
     if (summary.rounds > 1 || !summary.cuts.empty())
         run->unreplayable = tr("its context was cut (shifted or trimmed) while it was generated, so no prompt gives "
                                "the model what it saw");

@@ -19,6 +19,7 @@
 #include "engine/observer.h"
 #include "engine_types.h"
 #include "sampling/sampling_params.h"
+#include "sampling/trace_file.h"
 
 // One generated token with what the engine reported about it.
 struct TokenRecord {
@@ -48,6 +49,7 @@ struct ReplyRun {
     QString unreplayable;         // why a replay from `prompt` cannot draw the same tokens ("" = it can)
     int rounds = 1;               // > 1: trimmed and continued, `prompt` is only the last round's
     int cached = 0;               // leading prompt positions the session had cached (PromptInfo::reused)
+    wb::TraceEngine engine;       // the context, cache types and full-context policy it ran with
 };
 using ReplyRunPtr = std::shared_ptr<const ReplyRun>;
 

@@ -96,6 +96,7 @@ struct GenerationSummary {
     int contextSize = 0;
     quint64 seed = 0;
     wb::ContextPolicy policy = wb::ContextPolicy::STOP;  // what a full context did in this request
+    int keep = 0;            // the tokens a context shift would keep (the template's prefix and system prompt)
     std::vector<wb::ContextCut> cuts;  // the cuts it made (InferenceWorker::contextCut sent each one)
     // What a replay of the reply needs (Export sampler trace): the ids the last round's drawn tokens
     // followed (rendered prompt and given tokens), the sampling settings at that round's start, whether

@@ -193,7 +193,8 @@ void InferenceWorker::continueChat(quint64 requestId, const ChatMessages& messag
         const wb::Model& m = *m_model;
         summary.policy = policy >= 0 ? wb::ContextPolicy(policy) : contextPolicy();
         // A shift keeps the template's prefix with the system prompt (the CLI's default, chat_keep_prefix).
-        m_session->set_context_policy({summary.policy, wb::chat_keep_prefix(m, messages)});
+        summary.keep = wb::chat_keep_prefix(m, messages);
+        m_session->set_context_policy({summary.policy, summary.keep});
         std::vector<int32_t> reply;
         for (int id : forced) {
             if (id < 0 || id >= m.tokenizer().n_vocab()) throw wb::Error("token id " + std::to_string(id) + " is outside the vocabulary");

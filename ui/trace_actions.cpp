@@ -31,6 +31,7 @@ bool traceOfReply(const ChatEntry& reply, const QString& modelSha256, wb::Genera
     wb::GenerationTrace t;
     t.model_sha256 = modelSha256.toStdString();
     t.backend = run->backend.toStdString();
+    t.engine = run->engine;
     t.params = run->params;
     t.seed_in_use = run->seed;
     t.prompt = run->prompt;

@@ -21,6 +21,8 @@
 #include "compare_dialog.h"
 #include "engine/backend.h"
 #include "engine/model_compare.h"
+#include "engine/context_policy.h"
+#include "kv/kv_types.h"
 #include "gguf/gguf_file.h"
 #include "gui_test_support.h"
 #include "main_window.h"
@@ -170,6 +172,14 @@ private Q_SLOTS:
         QCOMPARE(t.params.top_k, sampled().top_k);
         QVERIFY(bitsEqual(t.params.temperature, sampled().temperature));
         QCOMPARE(t.params.seed, sampled().seed);
+        // How the engine ran it, as the CLI's exports record it (a CLI replay takes these settings).
+        QVERIFY(t.engine.recorded);
+        QCOMPARE(t.engine.n_ctx, controller()->model().contextSize);
+        QVERIFY(t.engine.n_ctx > 0);
+        QCOMPARE(t.engine.cache_type_k, std::string(wb::kv_type_name(controller()->model().kvTypeK)));
+        QCOMPARE(t.engine.cache_type_v, std::string(wb::kv_type_name(controller()->model().kvTypeV)));
+        QCOMPARE(t.engine.context_policy, std::string(wb::context_policy_name(controller()->contextPolicy())));
+        QVERIFY(t.engine.keep > 0);  // the template's prefix a shift would keep
         // The chat records 20 candidates per stage (the first stage, penalties, keeps the whole vocabulary):
         // the file says so, or whitebox-cli's replay, which records what the file says, would differ.
         QCOMPARE(t.trace_candidates, 20);
