@@ -51,7 +51,8 @@ private slots:
         QTest::addColumn<int>("n");
         QTest::addColumn<int>("k");
         for (const char* kind : {"normal", "ties", "nan", "masked"}) {
-            for (int k : {0, 1, 7, 40, 999, 1000, 1200}) QTest::addRow("%s k=%d", kind, k) << QString(kind) << 1000 << k;
+            for (int k : {0, 1, 7, 40, 999, 1000, 1200})
+                QTest::newRow((QByteArray(kind) + " k=" + QByteArray::number(k)).constData()) << QString(kind) << 1000 << k;
         }
         QTest::addRow("one entry") << QString("normal") << 1 << 1;
     }
