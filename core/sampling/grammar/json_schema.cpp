@@ -378,7 +378,9 @@ std::string json_schema_to_gbnf(const std::string& schema_json) {
     json schema;
     try {
         schema = json::parse(schema_json);
-    } catch (const json::parse_error& e) {
+    } catch (const json::exception& e) {
+        // parse_error for malformed text, out_of_range for a number too large for a double (1e999):
+        // either way the text is no schema, and no exception but wb::Error may reach the caller.
         throw Error(std::string("the JSON Schema is not valid JSON: ") + e.what());
     }
     return SchemaConverter(schema).convert();
