@@ -8,7 +8,8 @@
 //
 // Groups, repetition (* + ? {m} {m,} {m,n}) and literals are lowered while parsing: a literal becomes
 // one character element per code point, a group or repetition a generated rule (named after its rule,
-// "object-1"), so the matcher only ever sees character sets, rule references and ends of alternatives.
+// "object_1": '_' is in no name the text can define), so the matcher only ever sees character sets,
+// rule references and ends of alternatives.
 #include <cstdint>
 #include <string>
 #include <utility>
