@@ -131,6 +131,9 @@ private Q_SLOTS:
         std::string deep = "true";
         for (int i = 0; i < 100; ++i) deep = "{\"items\":" + deep + "}";
         QTest::newRow("nested 100 deep") << QString::fromStdString(deep) << "nested more than 64 levels deep";
+        // A const value is copied and dumped whole, recursively: 30000 arrays deep overflowed the stack.
+        const std::string deep_const = "{\"const\":" + std::string(30000, '[') + std::string(30000, ']') + "}";
+        QTest::newRow("const 30000 deep") << QString::fromStdString(deep_const) << "nested deeper than 256 levels";
     }
     void unsupportedSchemasAreNamed() {
         QFETCH(QString, schema);

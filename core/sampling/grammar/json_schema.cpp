@@ -11,6 +11,7 @@
 
 #include "sampling/grammar/gbnf.h"
 #include "util/error.h"
+#include "util/json_depth.h"
 
 namespace wb {
 
@@ -375,6 +376,12 @@ private:
 }  // namespace
 
 std::string json_schema_to_gbnf(const std::string& schema_json) {
+    // visit() stops at 64 schema levels, but a const or enum value is copied and dumped whole, and
+    // nlohmann-json recurses for both: a value 30000 arrays deep overflowed the stack. No schema a
+    // person writes nests this deep.
+    constexpr int kMaxDepth = 256;
+    if (json_nested_deeper_than(schema_json, kMaxDepth))
+        throw Error("the JSON Schema is nested deeper than " + std::to_string(kMaxDepth) + " levels");
     json schema;
     try {
         schema = json::parse(schema_json);
