@@ -157,6 +157,13 @@ private Q_SLOTS:
         QTest::newRow("every alternative") << R"({"properties":{"a":{"anyOf":[{"$ref":"#"},{"type":"array","items":)"
                                               R"({"$ref":"#"},"minItems":2}]}},"required":["a"]})"
                                            << "no finite JSON value is valid against it";
+        // Only references to itself, with no value between (fuzz_json_schema): the converter's GBNF
+        // had no root rule, or a left-recursive one, and the parser's error leaked out.
+        QTest::newRow("only a self reference") << R"({"$ref":"#"})" << "JSON Schema at #: it refers to itself";
+        QTest::newRow("self reference in anyOf") << R"({"anyOf":[{"$ref":"#"},{"$ref":"#"}]})"
+                                                 << "JSON Schema at #: it refers to itself";
+        QTest::newRow("def refers to itself") << R"({"$defs":{"a":{"$ref":"#/$defs/a"}},"$ref":"#/$defs/a"})"
+                                              << "it refers to itself";
         QTest::newRow("no type at all") << R"({"type":[]})" << "JSON Schema at #: type must not be an empty list";
         QTest::newRow("only false alternatives") << R"({"properties":{"a":{"anyOf":[false,false]}}})"
                                                  << "JSON Schema at #/properties/a: anyOf has only the schema false";

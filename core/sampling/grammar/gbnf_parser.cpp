@@ -447,10 +447,11 @@ void refuse_left_recursion(const std::vector<DraftRule>& rules) {
                     on = on || step.first == next;
                     if (on) cycle += rules[static_cast<size_t>(step.first)].name + " -> ";
                 }
-                throw Error("grammar: rule '" + rules[static_cast<size_t>(next)].name +
+                throw GrammarLeftRecursionError("grammar: rule '" + rules[static_cast<size_t>(next)].name +
                             "' is left-recursive (" + cycle + rules[static_cast<size_t>(next)].name +
                             " without consuming a character); write it with repetition instead, e.g. "
-                            "list ::= item (\",\" item)*");
+                            "list ::= item (\",\" item)*",
+                                                rules[static_cast<size_t>(next)].name);
             }
             if (state[static_cast<size_t>(next)] == 0) {
                 state[static_cast<size_t>(next)] = 1;

@@ -41,6 +41,9 @@ const std::map<std::string, std::vector<std::string>> kNeeds = {
     {"json-object", {"json-string", "ws", "json-value"}}, {"json-array", {"ws", "json-value"}},
 };
 
+const char* const kSelfOnly =
+    "it refers to itself ($ref, anyOf or oneOf) with no value in between, so it defines no JSON value";
+
 const std::set<std::string> kAnnotations = {"title", "description", "default", "examples", "$schema", "$id", "$comment"};
 
 // A GBNF literal for the bytes of s.
@@ -76,6 +79,8 @@ public:
 
     std::string convert() {
         const std::string top = visit(root_, "root", "#");
+        // {"$ref": "#"} alone: the root is only a reference to itself, and nothing defines a value.
+        if (top == "root" && !rules_.count("root")) fail("#", kSelfOnly);
         if (top != "root") rules_["root"] = top;
         std::string out;
         for (const auto& [name, body] : rules_) out += name + " ::= " + body + "\n";
@@ -116,6 +121,11 @@ private:
             fail(origin == origin_.end() ? "#" : origin->second,
                  "no finite JSON value is valid against it: every value of it holds another one of it (through a "
                  "required property, minItems or each of its alternatives), without end; make one of them optional");
+        } catch (const GrammarLeftRecursionError& e) {
+            // Only $ref and the alternatives of anyOf / oneOf / a type list start a rule with another
+            // rule, so a cycle of them is a schema that refers to itself with no value in between.
+            const auto origin = origin_.find(e.rule());
+            fail(origin == origin_.end() ? "#" : origin->second, kSelfOnly);
         }
     }
 
