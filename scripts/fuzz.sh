@@ -10,7 +10,7 @@ root="$(cd "$(dirname "$0")/.." && pwd)"
 seconds="${1:-60}"
 shift || true
 targets=("$@")
-[ ${#targets[@]} -gt 0 ] || targets=(fuzz_gguf fuzz_tokenizer fuzz_jinja fuzz_server_request fuzz_conversation)
+[ ${#targets[@]} -gt 0 ] || targets=(fuzz_gguf fuzz_tokenizer fuzz_jinja fuzz_server_request fuzz_conversation fuzz_grammar fuzz_json_schema)
 work="${WB_FUZZ_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/whitebox/fuzz}"
 jobs="${WB_JOBS:-$(nproc)}"
 

@@ -5,7 +5,7 @@
 #   asan  AddressSanitizer + UBSan (halt on the first error, leak detection on), clang, in build-asan/,
 #         which also holds the libFuzzer targets (WB_FUZZ: everything carries the fuzzer's coverage
 #         hooks, so scripts/fuzz.sh reuses the tree instead of compiling the engine a second time): the
-#         parsers' unit tests, the fuzz targets' replays and a short model subset (a few-token
+#         Qt-free unit tests, the fuzz targets' replays and a short model subset (a few-token
 #         generation and stop on SmolLM2, the hooks, the tokenizer on the real vocabularies);
 #   tsan  ThreadSanitizer, gcc, in build-tsan/: the thread pool, the session's stop and live-parameter
 #         paths, and the inference worker on its own thread (test_worker_threads: no widgets).
@@ -24,16 +24,25 @@ passes=("$@")
 # shellcheck source=scripts/sanitizer-trees.sh
 source "$root/scripts/sanitizer-trees.sh"
 
-# The parsers of hostile input (GGUF, Jinja templates, Markdown, server requests, conversation files,
-# tokenizers) with their fuzz replays, and the SIMD code that reads through raw pointers with the most
-# index arithmetic: the tiles of every kernel form (test_quant_tiles: VNNI, AVX2, scalar, one and many
-# rows) and the batched prefill attention (test_attention_capture); their libraries are already built
-# for test_session. The other unit tests (the rest of the quant kernels, samplers, KV cache, ...) run in
-# the ctest pass only: their ASan build would take CI past its time budget on the 2-core machine
-# (docs/benchmarks.md).
-asan_unit=(sanitizer_canary test_gguf test_tokenizer test_jinja test_jinja_templates test_markdown test_server_api
-  test_quant_tiles test_attention_capture
-  fuzz_gguf_replay fuzz_jinja_replay fuzz_conversation_replay fuzz_server_request_replay)
+# Every Qt-free unit test (ctest label unit, no widgets) fast enough under ASan + UBSan: the parsers of
+# hostile input (GGUF, Jinja templates, Markdown, GBNF grammars, JSON Schemas, server requests, remote
+# streams, conversation files, tokenizers) with their fuzz replays, the SIMD code that reads through raw
+# pointers with the most index arithmetic (every quant kernel form, the tiles, the fused matmuls, the
+# batched prefill attention), the samplers, the KV cache and its types, the random Gemma 3 model, chat
+# formatting, stop strings and the remote client. Their libraries are already built for test_session, so
+# each adds one test file to compile; together they run in ~50 s here (test_jinja_fuzz 10 s,
+# test_greedy_row 9 s, test_grammar 4 s, test_random_gemma3 4 s, the rest under 3 s each).
+# Left out: test_arch_parity (three random-weight architectures against llama.cpp: over 380 s under ASan
+# here, where ctest's Release run takes seconds; its kernels run in test_fused_matmul and
+# test_random_gemma3) and make_random_gguf_gemma3 (a tool run, not a test executable).
+asan_unit=(sanitizer_canary test_gguf test_tokenizer test_jinja test_jinja_templates test_jinja_fuzz test_markdown
+  test_server_api test_guarded_server test_remote_stream test_remote_client test_chat test_chat_repl test_stop_strings
+  test_grammar test_json_schema test_trace_file test_sampling test_top_logits test_exp_sum test_greedy_row
+  test_sampler_stages test_sampler_parity test_quant test_quant_iq test_quant_tiles test_dequant_parts test_q8_parts
+  test_fused_matmul test_attention_capture test_token_inspection test_random_gemma3 test_kv_cache test_kv_types
+  test_fp16 test_sha256 test_thread_pool
+  fuzz_gguf_replay fuzz_jinja_replay fuzz_conversation_replay fuzz_server_request_replay fuzz_remote_stream_replay
+  fuzz_grammar_replay fuzz_json_schema_replay)
 # With a model: the tokenizers on the real vocabularies, the fuzz tokenizer replay, and of the session
 # tests the functions that generate a few tokens, stop and reuse the cache (the whole of test_session
 # runs every sampler on the model, minutes under ASan).

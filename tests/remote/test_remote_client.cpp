@@ -392,8 +392,9 @@ void broken_streams() {
 // A server (or proxy) that sends [DONE] and leaves the response open: the reply is complete there,
 // not a read timeout.
 void done_then_held_open() {
-    FakeServer s;
+    // Declared before the server: its handler may still read them while ~FakeServer waits for it.
     std::atomic<bool> release{false};
+    FakeServer s;
     s.http.Post("/v1/chat/completions", [&](const httplib::Request&, httplib::Response& res) {
         res.set_chunked_content_provider("text/event-stream", [&](size_t, httplib::DataSink& sink) {
             if (!sink.write(kStream.data(), kStream.size())) return false;
@@ -422,8 +423,9 @@ void done_then_held_open() {
 }
 
 void cancel_between_chunks() {
-    FakeServer s;
+    // Declared before the server: its handler may still read them while ~FakeServer waits for it.
     std::atomic<bool> client_gone{false};
+    FakeServer s;
     s.http.Post("/v1/chat/completions", [&](const httplib::Request&, httplib::Response& res) {
         res.set_chunked_content_provider("text/event-stream", [&](size_t, httplib::DataSink& sink) {
             for (int i = 0; i < 100; ++i) {
@@ -457,8 +459,9 @@ void cancel_between_chunks() {
 // A server silent until the test releases it (a long queue, a long prompt): a cancel set meanwhile
 // ends the request while the server is still silent (the order is checked, not a time).
 void cancel_while_silent() {
-    FakeServer s;
+    // Declared before the server: its handler may still read them while ~FakeServer waits for it.
     std::atomic<bool> asked{false}, release{false}, answered{false};
+    FakeServer s;
     s.http.Post("/v1/chat/completions", [&](const httplib::Request&, httplib::Response& res) {
         asked = true;
         const auto until = Clock::now() + std::chrono::seconds(20);
@@ -489,9 +492,10 @@ void cancel_while_silent() {
 // A cancel already set sends nothing; one set while GET /v1/models (no model named) is unanswered
 // ends that wait, and the completion is never sent.
 void cancel_before_and_during_lookup() {
-    FakeServer s;
+    // Declared before the server: its handler may still read them while ~FakeServer waits for it.
     std::atomic<int> lists{0}, posts{0};
     std::atomic<bool> release{false}, answered{false};
+    FakeServer s;
     s.http.Post("/v1/chat/completions", [&](const httplib::Request&, httplib::Response& res) {
         ++posts;
         res.set_content(kStream, "text/event-stream");

@@ -89,6 +89,10 @@ private Q_SLOTS:
         QTest::newRow("group repeat") << "root ::= (\"ab\" | \"c\")* \"!\"" << "abcab!" << true;
         QTest::newRow("right recursion") << "root ::= \"a\" root | \"b\"" << "aaaab" << true;
         QTest::newRow("multi-line group") << "root ::= (\n  \"a\"\n  | \"b\" )\n" << "b" << true;
+        // A rule named as the parser once named a group's or repetition's rule (root-1): taken by the
+        // group first, its definition was "defined twice" (a schema with properties "a b" and "a-b").
+        QTest::newRow("rule named like a repetition") << "root ::= \"a\"{0,2} root-1\nroot-1 ::= \"x\"" << "aax" << true;
+        QTest::newRow("rule named like a group") << "root ::= (\"a\" | \"b\") root-1\nroot-1 ::= \"x\"" << "bx" << true;
     }
     void matchesHandStrings() {
         QFETCH(QString, grammar);

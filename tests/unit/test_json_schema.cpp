@@ -81,6 +81,12 @@ private Q_SLOTS:
         const char* m1 = "{\"type\":\"object\",\"properties\":{\"a\":{\"type\":\"string\"},\"m1\":{\"enum\":[\"x\"]}}}";
         QTest::newRow("property m1") << m1 << "{\"a\":\"q\",\"m1\":\"x\"}" << true;
         QTest::newRow("property m1 without key") << m1 << "{\"a\":\"q\"\"x\"}" << false;
+        // "a b" and "a-b" both want the rule root-a-b; the second's root-a-b-2 was the name the parser
+        // gave the first one's {0,3} repetition: "defined twice" (fuzz_json_schema, properties-like-a-repetition).
+        const char* alike = R"({"type":"object","properties":{"a b":{"type":"string","maxLength":3},)"
+                            R"("a-b":{"type":"string","maxLength":3}}})";
+        QTest::newRow("properties named alike") << alike << R"({"a b":"x","a-b":"yz"})" << true;
+        QTest::newRow("properties named alike, too long") << alike << R"({"a b":"x","a-b":"wxyz"})" << false;
         QTest::newRow("maxItems without items") << "{\"type\":\"array\",\"maxItems\":2}" << "[1,\"a\",3]" << false;
         QTest::newRow("maxItems without items ok") << "{\"type\":\"array\",\"maxItems\":2}" << "[1,\"a\"]" << true;
         QTest::newRow("closed object without properties") << "{\"type\":\"object\",\"additionalProperties\":false}"
@@ -112,6 +118,8 @@ private Q_SLOTS:
         QTest::newRow("required unknown") << "{\"type\":\"object\",\"properties\":{\"a\":{}},\"required\":[\"b\"]}"
                                           << "required names '\"b\"'";
         QTest::newRow("not json") << "{\"type\":" << "the JSON Schema is not valid JSON";
+        // nlohmann-json throws out_of_range, not parse_error, for a number beyond a double (fuzz_json_schema).
+        QTest::newRow("number beyond a double") << "{\"minLength\":1e999}" << "the JSON Schema is not valid JSON";
         QTest::newRow("unknown type") << "{\"type\":\"date\"}" << "unknown type 'date'";
         // A constraint beside a keyword that decides the value alone would be dropped: refused.
         QTest::newRow("required beside oneOf")
@@ -123,6 +131,9 @@ private Q_SLOTS:
         std::string deep = "true";
         for (int i = 0; i < 100; ++i) deep = "{\"items\":" + deep + "}";
         QTest::newRow("nested 100 deep") << QString::fromStdString(deep) << "nested more than 64 levels deep";
+        // A const value is copied and dumped whole, recursively: 30000 arrays deep overflowed the stack.
+        const std::string deep_const = "{\"const\":" + std::string(30000, '[') + std::string(30000, ']') + "}";
+        QTest::newRow("const 30000 deep") << QString::fromStdString(deep_const) << "nested deeper than 256 levels";
     }
     void unsupportedSchemasAreNamed() {
         QFETCH(QString, schema);
@@ -146,6 +157,13 @@ private Q_SLOTS:
         QTest::newRow("every alternative") << R"({"properties":{"a":{"anyOf":[{"$ref":"#"},{"type":"array","items":)"
                                               R"({"$ref":"#"},"minItems":2}]}},"required":["a"]})"
                                            << "no finite JSON value is valid against it";
+        // Only references to itself, with no value between (fuzz_json_schema): the converter's GBNF
+        // had no root rule, or a left-recursive one, and the parser's error leaked out.
+        QTest::newRow("only a self reference") << R"({"$ref":"#"})" << "JSON Schema at #: it refers to itself";
+        QTest::newRow("self reference in anyOf") << R"({"anyOf":[{"$ref":"#"},{"$ref":"#"}]})"
+                                                 << "JSON Schema at #: it refers to itself";
+        QTest::newRow("def refers to itself") << R"({"$defs":{"a":{"$ref":"#/$defs/a"}},"$ref":"#/$defs/a"})"
+                                              << "it refers to itself";
         QTest::newRow("no type at all") << R"({"type":[]})" << "JSON Schema at #: type must not be an empty list";
         QTest::newRow("only false alternatives") << R"({"properties":{"a":{"anyOf":[false,false]}}})"
                                                  << "JSON Schema at #/properties/a: anyOf has only the schema false";

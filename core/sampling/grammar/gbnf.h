@@ -8,7 +8,8 @@
 //
 // Groups, repetition (* + ? {m} {m,} {m,n}) and literals are lowered while parsing: a literal becomes
 // one character element per code point, a group or repetition a generated rule (named after its rule,
-// "object-1"), so the matcher only ever sees character sets, rule references and ends of alternatives.
+// "object_1": '_' is in no name the text can define), so the matcher only ever sees character sets,
+// rule references and ends of alternatives.
 #include <cstdint>
 #include <string>
 #include <utility>
@@ -63,11 +64,23 @@ private:
     std::string rule_;
 };
 
+// What parse_gbnf throws for a left-recursive rule (root ::= root | "x"): matching would expand it
+// for ever. rule() is its name, for the JSON Schema converter as above.
+class GrammarLeftRecursionError : public Error {
+public:
+    GrammarLeftRecursionError(const std::string& what, std::string rule) : Error(what), rule_(std::move(rule)) {}
+    const std::string& rule() const { return rule_; }
+
+private:
+    std::string rule_;
+};
+
 // Parses GBNF text. wb::Error with "grammar line L, column C: ..." for malformed text (an undefined
 // rule, unbalanced parentheses or quotes, a bad escape or repetition, a rule defined twice), for a
 // rule reachable from root that can never finish (GrammarNeverFinishesError, at the rule's
 // definition, naming the cycle of rules that keeps it going), and for a grammar without a root rule
-// or with a left-recursive rule (which would never finish matching; the message names the cycle).
+// or with a left-recursive rule (GrammarLeftRecursionError: it would never finish matching; the
+// message names the cycle).
 Grammar parse_gbnf(const std::string& text);
 
 // The sequence of code points a UTF-8 string holds, with the state of an incomplete last character.

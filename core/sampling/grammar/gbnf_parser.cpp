@@ -128,11 +128,14 @@ private:
         return id;
     }
 
-    // A rule for a group or repetition inside `base`, named base-1, base-2, ...
+    // A rule for a group or repetition inside `base`, named base_1, base_2, ...: '_' is no word
+    // character, so no rule the text defines later can have the name ("root-1" would be taken by
+    // root's first group before a line "root-1 ::= ..." is read: "defined twice", or a reference to
+    // root-1 bound to the group).
     int32_t generated_rule(const std::string& base, std::vector<Sequence> alts) {
         std::string name;
         do {
-            name = base + "-" + std::to_string(++generated_[base]);
+            name = base + "_" + std::to_string(++generated_[base]);
         } while (index_.count(name) != 0);
         const int32_t id = rule_index(name, pos_);
         DraftRule& r = rules_[static_cast<size_t>(id)];
@@ -444,10 +447,11 @@ void refuse_left_recursion(const std::vector<DraftRule>& rules) {
                     on = on || step.first == next;
                     if (on) cycle += rules[static_cast<size_t>(step.first)].name + " -> ";
                 }
-                throw Error("grammar: rule '" + rules[static_cast<size_t>(next)].name +
+                throw GrammarLeftRecursionError("grammar: rule '" + rules[static_cast<size_t>(next)].name +
                             "' is left-recursive (" + cycle + rules[static_cast<size_t>(next)].name +
                             " without consuming a character); write it with repetition instead, e.g. "
-                            "list ::= item (\",\" item)*");
+                            "list ::= item (\",\" item)*",
+                                                rules[static_cast<size_t>(next)].name);
             }
             if (state[static_cast<size_t>(next)] == 0) {
                 state[static_cast<size_t>(next)] = 1;

@@ -11,6 +11,7 @@
 
 #include "sampling/grammar/gbnf.h"
 #include "util/error.h"
+#include "util/json_depth.h"
 
 namespace wb {
 
@@ -39,6 +40,9 @@ const std::map<std::string, std::vector<std::string>> kNeeds = {
     {"json-value", {"json-object", "json-array", "json-string", "json-number", "json-boolean", "json-null"}},
     {"json-object", {"json-string", "ws", "json-value"}}, {"json-array", {"ws", "json-value"}},
 };
+
+const char* const kSelfOnly =
+    "it refers to itself ($ref, anyOf or oneOf) with no value in between, so it defines no JSON value";
 
 const std::set<std::string> kAnnotations = {"title", "description", "default", "examples", "$schema", "$id", "$comment"};
 
@@ -75,6 +79,8 @@ public:
 
     std::string convert() {
         const std::string top = visit(root_, "root", "#");
+        // {"$ref": "#"} alone: the root is only a reference to itself, and nothing defines a value.
+        if (top == "root" && !rules_.count("root")) fail("#", kSelfOnly);
         if (top != "root") rules_["root"] = top;
         std::string out;
         for (const auto& [name, body] : rules_) out += name + " ::= " + body + "\n";
@@ -115,6 +121,11 @@ private:
             fail(origin == origin_.end() ? "#" : origin->second,
                  "no finite JSON value is valid against it: every value of it holds another one of it (through a "
                  "required property, minItems or each of its alternatives), without end; make one of them optional");
+        } catch (const GrammarLeftRecursionError& e) {
+            // Only $ref and the alternatives of anyOf / oneOf / a type list start a rule with another
+            // rule, so a cycle of them is a schema that refers to itself with no value in between.
+            const auto origin = origin_.find(e.rule());
+            fail(origin == origin_.end() ? "#" : origin->second, kSelfOnly);
         }
     }
 
@@ -375,10 +386,18 @@ private:
 }  // namespace
 
 std::string json_schema_to_gbnf(const std::string& schema_json) {
+    // visit() stops at 64 schema levels, but a const or enum value is copied and dumped whole, and
+    // nlohmann-json recurses for both: a value 30000 arrays deep overflowed the stack. No schema a
+    // person writes nests this deep.
+    constexpr int kMaxDepth = 256;
+    if (json_nested_deeper_than(schema_json, kMaxDepth))
+        throw Error("the JSON Schema is nested deeper than " + std::to_string(kMaxDepth) + " levels");
     json schema;
     try {
         schema = json::parse(schema_json);
-    } catch (const json::parse_error& e) {
+    } catch (const json::exception& e) {
+        // parse_error for malformed text, out_of_range for a number too large for a double (1e999):
+        // either way the text is no schema, and no exception but wb::Error may reach the caller.
         throw Error(std::string("the JSON Schema is not valid JSON: ") + e.what());
     }
     return SchemaConverter(schema).convert();
