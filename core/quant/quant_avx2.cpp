@@ -369,7 +369,7 @@ struct K4Scales {
 WB_INLINE K4Scales k4_scales(const uint8_t* packed, const int16_t* bsums) {
     const __m256i sm = q4_k_scales_mins(packed);
     const __m256i b = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(bsums));
-    // pair j = bsums[2j] + bsums[2j+1] (at most 2 * 32 * 127: no int16 overflow)
+    // pair j = bsums[2j] + bsums[2j+1] (16 values of at most 128 each: |pair| <= 4096, no int16 overflow)
     const __m128i pairs = _mm_hadd_epi16(_mm256_castsi256_si128(b), _mm256_extracti128_si256(b, 1));
     const __m128i mins = _mm_cvtepu8_epi16(_mm_unpackhi_epi64(_mm256_castsi256_si128(sm), _mm256_castsi256_si128(sm)));
     __m128i prod = _mm_madd_epi16(mins, pairs);

@@ -860,9 +860,6 @@ private Q_SLOTS:
         QVERIFY2(nothing.err.contains("nothing to measure"), nothing.err.constData());
     }
 
-    // perplexity: llama.cpp's value on the same text and windows (reference: perplexity.json, made by
-    // tests/reference/make_perplexity_reference.py), the JSON contract, and the KL mode against itself
-    // (0, the same top token everywhere) and against a file of another vocabulary (refused).
     // KL-divergence mode between two quantizations of one model (Q8_0 base, Q4_0 other; the same random
     // floats), against llama.cpp's logits of the same two files (tests/reference/make_kl_reference.py):
     // with the base stored in the 16-bit code of --save-logits, mean and max KL and the top-token
@@ -916,6 +913,9 @@ private Q_SLOTS:
         QVERIFY(std::fabs(kl["mean"].toDouble() / exact["mean"].toDouble() - 1.0) < 0.01);
     }
 
+    // perplexity: llama.cpp's value on the same text and windows (reference: perplexity.json, made by
+    // tests/reference/make_perplexity_reference.py), the JSON contract, and the KL mode against itself
+    // (0, the same top token everywhere) and against a file of another vocabulary (refused).
     void perplexityMatchesLlamaCpp() {
         QFile f(QString::fromStdString(wb_test::reference_dir()) + "/smollm2-135m-instruct-q4_1/perplexity.json");
         QVERIFY(f.open(QIODevice::ReadOnly));

@@ -16,7 +16,9 @@
 //                    [--vocab-from FILE.gguf]   (a real vocabulary and chat template: the tokenizer.*
 //                    keys of FILE, whose tensor data may be cut off; --vocab becomes its size)
 //                    [--mix pure|Q3_K_M|Q4_K_M|Q5_K_M]   (types by role as llama.cpp's mixes choose
-//                    them, or every matrix in --type: RandomLlamaSpec::apply_mix)
+//                    them, or every layer matrix in --type with no role of its own: RandomLlamaSpec::apply_mix,
+//                    applied after all the other options; the embedding and output keep their types
+//                    unless the mix names one)
 //
 // The shape presets set every field (gemma3-270m: the architecture, metadata and tensor types of
 // gemma-3-270m-Q4_K_M.gguf); later options override them. T is a GGUF type name (Q4_0, Q6_K, F16,
@@ -61,6 +63,7 @@ int main(int argc, char** argv) {
         }
         const std::string out = argv[1];
         wb::RandomLlamaSpec s = wb::RandomLlamaSpec::tiny();
+        std::string mix;  // applied after every other option, on the final shape (apply_mix checks it)
         for (int i = 2; i < argc; ++i) {
             const std::string a = argv[i];
             auto next = [&]() -> std::string {
@@ -70,7 +73,7 @@ int main(int argc, char** argv) {
             if (a == "--shape") s = wb::RandomLlamaSpec::by_name(next());
             else if (a == "--type") s.type = wb::parse_ggml_type(next());
             else if (a == "--embd-type") s.embd_type = wb::parse_ggml_type(next());
-            else if (a == "--mix") s.apply_mix(next());
+            else if (a == "--mix") mix = next();
             else if (a == "--output-type") s.output_type = wb::parse_ggml_type(next());
             else if (a == "--tied") s.tied_output = true;
             else if (a == "--untied") s.tied_output = false;
@@ -110,6 +113,7 @@ int main(int argc, char** argv) {
             else if (a == "--final-softcap") s.final_softcap = std::strtof(next().c_str(), nullptr);
             else throw wb::Error("unknown option '" + a + "'");
         }
+        if (!mix.empty()) s.apply_mix(mix);
         const auto t0 = std::chrono::steady_clock::now();
         wb::write_random_llama(s, out);
         const double sec = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();

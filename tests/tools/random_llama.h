@@ -122,8 +122,9 @@ struct RandomLlamaSpec {
     GgmlType attn_qkv_type_of() const { return attn_qkv_type.value_or(type); }
     // Sets the types by role as llama.cpp's quantizer chooses them for a dense model in the mixed
     // file types "Q3_K_M", "Q4_K_M" and "Q5_K_M" (llama_tensor_get_type in llama-quant.cpp), or
-    // "pure": every matrix in `type`, no role overrides (a shape's own mix is dropped). The embedding
-    // keeps embd_type; output.weight gets Q6_K in the mixes. wb::Error for another name.
+    // "pure": every layer matrix in `type`, no role overrides (a shape's own mix is dropped). The
+    // embedding keeps embd_type; output.weight gets Q6_K in the mixes and keeps output_type in "pure".
+    // Call it on the final shape (Q3_K_M checks the layer count). wb::Error for another name.
     void apply_mix(const std::string& mix);
     GgmlType ffn_down_type_of(int32_t il) const;
 };
