@@ -24,6 +24,10 @@ LogitLensPanel::LogitLensPanel(QWidget* parent) : QWidget(parent) {
     m_table->horizontalHeaderItem(DrawnColumn)->setToolTip(tr("Probability this layer gives the token that was finally drawn"));
     m_table->horizontalHeaderItem(EntropyColumn)->setToolTip(tr("Entropy of this layer's next-token distribution (nats)"));
     m_table->horizontalHeader()->setSectionResizeMode(QHeaderView::ResizeToContents);
+    // A row leads to its layer's attention (the link between the lens and the attention view).
+    connect(m_table, &QTableWidget::cellActivated, this, [this](int row, int) {
+        if (const QTableWidgetItem* layer = m_table->item(row, LayerColumn)) Q_EMIT layerActivated(layer->data(ValueRole).toInt());
+    });
     m_table->horizontalHeader()->setStretchLastSection(true);
     m_table->verticalHeader()->setVisible(false);
     m_table->verticalHeader()->setDefaultSectionSize(fontMetrics().height() + 4);
@@ -124,6 +128,7 @@ void LogitLensPanel::fillTable(const TokenRecord& token, const TokenInspection& 
         // The last layer's lens is the model's own output distribution.
         auto* layer = new QTableWidgetItem(r == n - 1 ? tr("%1 (output)").arg(l.layer) : QString::number(l.layer));
         layer->setData(ValueRole, l.layer);
+        layer->setToolTip(tr("Double-click a row: layer %1's attention in the Attention panel").arg(l.layer));
         m_table->setItem(r, LayerColumn, layer);
         QTableWidgetItem* drawn = valueItem(double(l.p_drawn), 4);
         drawn->setBackground(Theme::probabilityColor(l.p_drawn));

@@ -39,6 +39,10 @@ public Q_SLOTS:
     void setToken(const TokenRecord& token);
     void clear();
 
+Q_SIGNALS:
+    // A layer's row was activated (double-click or Enter): MainWindow shows that layer's attention.
+    void layerActivated(int layer);
+
 private:
     void applyTheme();
     void fillTable(const TokenRecord& token, const TokenInspection& in);

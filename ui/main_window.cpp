@@ -164,6 +164,10 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
     });
     connect(m_timings, &TimingsPanel::layerTimingToggled, this, &MainWindow::applyCaptureSpec);
     connect(m_controller, &ChatController::tokenInspected, this, &MainWindow::showInspection);
+    connect(m_lens, &LogitLensPanel::layerActivated, this, [this](int layer) {
+        m_attention->setLayer(layer);
+        focusPanel(QStringLiteral("attentionDock"));
+    });
     connect(m_heads, &HeadGridPanel::headActivated, this, [this](int layer, int head) {
         m_attention->setLayer(layer);
         m_attention->setHead(head);

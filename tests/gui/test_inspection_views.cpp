@@ -219,6 +219,27 @@ private Q_SLOTS:
         QCOMPARE(m_window->attentionPanel()->head(), 5);
         QTRY_VERIFY(m_window->dock("attentionDock")->isVisible());
     }
+
+    // Activating a lens row (double-click, Enter) shows that layer's attention.
+    void lensRowOpensTheLayersAttention() {
+        show("logitLensDock");
+        LogitLensPanel* panel = m_window->logitLensPanel();
+        QVERIFY(reply("Why is the sky blue?"));  // recorded with the lens shown
+        m_window->inspectToken(int(m_window->controller()->conversation().messages.size()) - 1, 0);
+        QVERIFY(panel->hasLens());
+        QTableWidget* table = panel->table();
+        QVERIFY(table->rowCount() > 20);
+        for (const int row : {17, 3}) {
+            const int layer = table->item(row, LogitLensPanel::LayerColumn)->data(LogitLensPanel::ValueRole).toInt();
+            QCOMPARE(layer, row);
+            table->setFocus();
+            table->setCurrentCell(row, LogitLensPanel::EntropyColumn);
+            QTest::keyClick(table, Qt::Key_Return);  // what a double-click does too (the view's activation)
+            QCOMPARE(m_window->attentionPanel()->layer(), layer);
+            QTRY_VERIFY(m_window->dock("attentionDock")->isVisible());
+            show("logitLensDock");
+        }
+    }
 };
 
 QTEST_MAIN(TestInspectionViews)
