@@ -89,6 +89,17 @@ QString write_file(const QTemporaryDir& dir, const QString& name, const QByteArr
     return f.fileName();
 }
 
+// The perplexity references' text (make_perplexity_reference.py's perplexity_text): the corpus's
+// teacher-forced texts joined by blank lines, twice, written to `path`.
+bool write_perplexity_text(const QString& path) {
+    QFile corpus(QString::fromStdString(wb_test::reference_dir()) + "/corpus/teacher_forced_texts.json");
+    if (!corpus.open(QIODevice::ReadOnly)) return false;
+    QStringList docs;
+    for (const auto& d : QJsonDocument::fromJson(corpus.readAll()).array()) docs << d.toObject()["text"].toString();
+    QFile out(path);
+    return out.open(QIODevice::WriteOnly) && out.write((docs.join("\n\n") + docs.join("\n\n")).toUtf8()) > 0;
+}
+
 }  // namespace
 
 class TestCli : public QObject {
@@ -869,16 +880,9 @@ private Q_SLOTS:
         QFile f(QString::fromStdString(wb_test::reference_dir()) + "/random-archs/kl-q8_0-q4_0.json");
         QVERIFY(f.open(QIODevice::ReadOnly));
         const QJsonObject ref = QJsonDocument::fromJson(f.readAll()).object();
-        QFile corpus(QString::fromStdString(wb_test::reference_dir()) + "/corpus/teacher_forced_texts.json");
-        QVERIFY(corpus.open(QIODevice::ReadOnly));
-        QStringList docs;
-        for (const auto& d : QJsonDocument::fromJson(corpus.readAll()).array()) docs << d.toObject()["text"].toString();
         QTemporaryDir dir;
         const QString text = dir.filePath("text.txt"), logprobs = dir.filePath("base.logprobs");
-        QFile out(text);
-        QVERIFY(out.open(QIODevice::WriteOnly));
-        out.write((docs.join("\n\n") + docs.join("\n\n")).toUtf8());
-        out.close();
+        QVERIFY(write_perplexity_text(text));
         QMap<QString, QString> files;
         for (const char* role : {"base", "other"}) {
             const QJsonObject r = ref[role].toObject();
@@ -920,16 +924,9 @@ private Q_SLOTS:
         QFile f(QString::fromStdString(wb_test::reference_dir()) + "/smollm2-135m-instruct-q4_1/perplexity.json");
         QVERIFY(f.open(QIODevice::ReadOnly));
         const QJsonObject ref = QJsonDocument::fromJson(f.readAll()).object();
-        QFile corpus(QString::fromStdString(wb_test::reference_dir()) + "/corpus/teacher_forced_texts.json");
-        QVERIFY(corpus.open(QIODevice::ReadOnly));
-        QStringList docs;
-        for (const auto& d : QJsonDocument::fromJson(corpus.readAll()).array()) docs << d.toObject()["text"].toString();
         QTemporaryDir dir;
         const QString text = dir.filePath("text.txt"), base = dir.filePath("base.logprobs");
-        QFile out(text);
-        QVERIFY(out.open(QIODevice::WriteOnly));
-        out.write((docs.join("\n\n") + docs.join("\n\n")).toUtf8());
-        out.close();
+        QVERIFY(write_perplexity_text(text));
         const QStringList common = {"perplexity", "-m", model(), "-f", text, "--ctx", "256", "--backend", "cpu", "--json"};
         const Run r = run_cli(common + QStringList{"--top", "5", "--save-logits", base});
         QCOMPARE(r.exit_code, 0);

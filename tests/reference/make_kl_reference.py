@@ -22,7 +22,6 @@ The test writes both files again (their SHA-256 must be the recorded ones).
 from __future__ import annotations
 
 import argparse
-import json
 import math
 import subprocess
 import sys
@@ -32,34 +31,13 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from make_reference import N_THREADS, sha256_file, write_json  # noqa: E402
+from make_perplexity_reference import N_CTX, perplexity_text, scored_logprobs  # noqa: E402
+from make_reference import sha256_file, write_json  # noqa: E402
 
 import llama_cpp  # noqa: E402
-from llama_cpp import Llama  # noqa: E402
 
-N_CTX = 256
 BASE = ["--shape", "qwen2-tiny", "--quantize", "--type", "Q8_0", "--output-type", "Q8_0"]
 OTHER = ["--shape", "qwen2-tiny", "--quantize", "--type", "Q4_0", "--output-type", "Q8_0"]
-
-
-def scored_logprobs(path: Path, text: str) -> tuple[list[int], list[np.ndarray]]:
-    """The text's tokens and the float64 log-softmax rows of every scored position."""
-    llm = Llama(model_path=str(path), n_ctx=N_CTX, n_batch=N_CTX, n_ubatch=N_CTX, n_threads=N_THREADS,
-                n_threads_batch=N_THREADS, n_gpu_layers=0, logits_all=True, flash_attn=False, seed=0, verbose=False)
-    add_bos = bool(llama_cpp.llama_vocab_get_add_bos(llama_cpp.llama_model_get_vocab(llm.model)))
-    toks = list(map(int, llm.tokenize(text.encode("utf-8"), add_bos=add_bos, special=False)))
-    rows = []
-    for c in range(len(toks) // N_CTX):
-        chunk = toks[c * N_CTX:(c + 1) * N_CTX]
-        if add_bos:
-            chunk[0] = llm.token_bos()
-        llm.reset()
-        llm.eval(chunk)
-        for j in range(N_CTX // 2, N_CTX - 1):
-            z = np.asarray(llm.scores[j], dtype=np.float32).astype(np.float64)
-            m = z.max()
-            rows.append(z - (m + math.log(np.exp(z - m).sum())))
-    return toks, rows
 
 
 def stored(lp: np.ndarray) -> np.ndarray:
@@ -80,8 +58,7 @@ def main() -> int:
     ap.add_argument("--make-random", type=Path, required=True, help="path of the built make_random_gguf")
     ap.add_argument("--out", type=Path, required=True)
     args = ap.parse_args()
-    docs = json.loads((Path(__file__).resolve().parent / "corpus" / "teacher_forced_texts.json").read_text("utf-8"))
-    text = "\n\n".join(d["text"] for d in docs) * 2
+    text = perplexity_text()
     with tempfile.TemporaryDirectory() as tmp:
         files = {}
         for name, gen in (("base", BASE), ("other", OTHER)):
@@ -93,7 +70,7 @@ def main() -> int:
         if toks != toks_other:
             raise SystemExit("the two files tokenize the text differently")
         exact, kept, same_top = [], [], 0
-        for b, o in zip(base_rows, other_rows):
+        for (_, b), (_, o) in zip(base_rows, other_rows):
             exact.append(kl(b, o))
             s = stored(b)
             sn = s - math.log(np.exp(s).sum())

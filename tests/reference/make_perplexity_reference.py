@@ -30,19 +30,20 @@ from llama_cpp import Llama  # noqa: E402
 N_CTX = 256
 
 
-def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--model", type=Path, required=True)
-    ap.add_argument("--out", type=Path, required=True)
-    args = ap.parse_args()
+def perplexity_text() -> str:
+    """The corpus texts joined by blank lines, twice."""
     docs = json.loads((Path(__file__).resolve().parent / "corpus" / "teacher_forced_texts.json").read_text("utf-8"))
-    text = "\n\n".join(d["text"] for d in docs) * 2
-    llm = Llama(model_path=str(args.model), n_ctx=N_CTX, n_batch=N_CTX, n_ubatch=N_CTX, n_threads=N_THREADS,
+    return "\n\n".join(d["text"] for d in docs) * 2
+
+
+def scored_logprobs(model: Path, text: str) -> tuple[list[int], list[tuple[int, np.ndarray]]]:
+    """llama-perplexity's scoring of `text` by llama.cpp: the tokens, and per scored position the token
+    that follows and the float64 log-softmax row of its logits."""
+    llm = Llama(model_path=str(model), n_ctx=N_CTX, n_batch=N_CTX, n_ubatch=N_CTX, n_threads=N_THREADS,
                 n_threads_batch=N_THREADS, n_gpu_layers=0, logits_all=True, flash_attn=False, seed=0, verbose=False)
-    vocab = llama_cpp.llama_model_get_vocab(llm.model)
-    add_bos = bool(llama_cpp.llama_vocab_get_add_bos(vocab))
+    add_bos = bool(llama_cpp.llama_vocab_get_add_bos(llama_cpp.llama_model_get_vocab(llm.model)))
     toks = list(map(int, llm.tokenize(text.encode("utf-8"), add_bos=add_bos, special=False)))
-    nll, scored = 0.0, 0
+    rows = []
     for c in range(len(toks) // N_CTX):
         chunk = toks[c * N_CTX:(c + 1) * N_CTX]
         if add_bos:
@@ -52,8 +53,20 @@ def main() -> int:
         for j in range(N_CTX // 2, N_CTX - 1):
             z = np.asarray(llm.scores[j], dtype=np.float64)
             m = z.max()
-            nll -= z[toks[c * N_CTX + j + 1]] - (m + math.log(np.exp(z - m).sum()))
-            scored += 1
+            rows.append((toks[c * N_CTX + j + 1], z - (m + math.log(np.exp(z - m).sum()))))
+    return toks, rows
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--model", type=Path, required=True)
+    ap.add_argument("--out", type=Path, required=True)
+    args = ap.parse_args()
+    toks, rows = scored_logprobs(args.model, perplexity_text())
+    nll, scored = 0.0, 0
+    for nxt, row in rows:
+        nll -= row[nxt]
+        scored += 1
     write_json(args.out, {
         "generator": f"llama-cpp-python {llama_cpp.__version__}",
         "model": args.model.name,

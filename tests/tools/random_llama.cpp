@@ -627,11 +627,12 @@ namespace {
 
 bool is_gemma(const RandomLlamaSpec& s) { return s.arch == "gemma2" || s.arch == "gemma3"; }
 
-// The vocabulary: a real one copied, else the made-up one of the architecture's tokenizer model.
+// The made-up vocabulary of the architecture's tokenizer model, unless a real one is copied
+// (write_random_llama does that right after the metadata, from the file it already opened).
 void write_any_vocab(GgufWriter& w, const RandomLlamaSpec& s) {
     const int32_t n = s.vocab_tokens > 0 ? s.vocab_tokens : s.n_vocab;
-    if (!s.vocab_from.empty()) copy_vocab(w, *GgufFile::open(s.vocab_from, GgufTensorData::MAY_BE_TRUNCATED));
-    else if (is_gemma(s)) write_spm_vocab(w, n);
+    if (!s.vocab_from.empty()) return;
+    if (is_gemma(s)) write_spm_vocab(w, n);
     else write_vocab(w, n, s.pre);
 }
 
@@ -796,8 +797,9 @@ void add_layer_tensors(const TensorAdder& add, int32_t il, int32_t head_dim) {
 
 void write_random_llama(const RandomLlamaSpec& spec, const std::string& path) {
     RandomLlamaSpec s = spec;
+    std::unique_ptr<GgufFile> src;  // the real vocabulary's file (--vocab-from)
     if (!s.vocab_from.empty()) {
-        const auto src = GgufFile::open(s.vocab_from, GgufTensorData::MAY_BE_TRUNCATED);
+        src = GgufFile::open(s.vocab_from, GgufTensorData::MAY_BE_TRUNCATED);
         const GgufValue* tokens = src->find("tokenizer.ggml.tokens");
         if (!tokens || tokens->strings.empty()) throw Error("--vocab-from " + s.vocab_from + ": no tokenizer.ggml.tokens");
         s.n_vocab = int32_t(tokens->strings.size());
@@ -806,6 +808,7 @@ void write_random_llama(const RandomLlamaSpec& spec, const std::string& path) {
     const int32_t head_dim = s.key_length(), n_rot = s.n_rot > 0 ? s.n_rot : head_dim;
     GgufWriter w;
     write_metadata(w, s);
+    if (src) copy_vocab(w, *src);  // where write_metadata ends with a made-up vocabulary
     for (const auto& [key, v] : s.override_u32) w.set_u32(key, v);
     for (const auto& [key, v] : s.override_string) w.set_string(key, v);
     const TensorAdder add{w, s};
