@@ -297,22 +297,46 @@ void CpuBackend::matmul_rows(const MatmulJob& job, int64_t n_tok, int64_t r0, in
         unpacked_rows = unpacked.data();
     };
     const bool several_groups = n_tok >= 2 * kDotTileCols && job.group_tiled.size() >= 2 && job.group_tiled[1];
+    // The 16-row tile where the family has one (the rows in the lanes of a vector): the task's rows in
+    // runs of 16 decoded once, the rest through the tiles below.
+    thread_local std::vector<uint8_t> unpacked16;
+    void (*unpacked16_by)(int64_t, const void*, size_t, void*) = nullptr;
+    const int64_t nr16 = nr / kTile16Rows * kTile16Rows;
+    const auto unpack16 = [&](const DotKernels& k) {
+        unpacked16_by = k.unpack16_w;
+        const size_t bytes = k.unpacked16_w_bytes(n_in);
+        if (unpacked16.size() < bytes * size_t(nr16 / kTile16Rows)) unpacked16.resize(bytes * size_t(nr16 / kTile16Rows));
+        for (int64_t r = 0; r < nr16; r += kTile16Rows)
+            k.unpack16_w(n_in, wdata + size_t(r) * w_row, w_row, unpacked16.data() + size_t(r / kTile16Rows) * bytes);
+    };
     int64_t t = 0;
     for (; t + kDotTileCols <= n_tok && job.group_tiled[size_t(t / kDotTileCols)]; t += kDotTileCols) {
         const DotKernels& k = job.kernels(t);
-        if (k.tile_unpacked && several_groups && t / kDotTileCols >= job.packed_groups) {
+        int64_t r_first = 0;  // the first row of the tiles below
+        if (k.tile16_unpacked && several_groups && nr16 > 0) {
+            if (unpacked16_by != k.unpack16_w) unpack16(k);
+            const size_t bytes = k.unpacked16_w_bytes(n_in);
+            for (int64_t r = 0; r < nr16; r += kTile16Rows)
+                k.tile16_unpacked(n_in, unpacked16.data() + size_t(r / kTile16Rows) * bytes, act + size_t(t) * act_row,
+                                  act_row, out + t * out_cols + r, out_cols);
+            r_first = nr16;
+        }
+        if (r_first >= nr_tiles) {
+            // every row went through the 16-row tile
+        } else if (k.tile_unpacked && several_groups && t / kDotTileCols >= job.packed_groups) {
             if (unpacked_by != k.unpack_w) unpack(k);
-            for (int64_t r = 0; r < nr_tiles; r += kDotTileRows)
+            for (int64_t r = r_first; r < nr_tiles; r += kDotTileRows)
                 k.tile_unpacked(n_in, unpacked_rows + size_t(r) * unpacked_row, act + size_t(t) * act_row, act_row,
                                 out + t * out_cols + r, out_cols);
         } else if (t / kDotTileCols < job.packed_groups) {
             const uint8_t* packed = job.packed + size_t(t / kDotTileCols) * job.packed_bytes;
-            for (int64_t r = 0; r < nr_tiles; r += kDotTileRows)
+            for (int64_t r = r_first; r < nr_tiles; r += kDotTileRows)
                 k.tile_packed(n_in, wdata + size_t(r) * w_row, packed, out + t * out_cols + r, out_cols);
         } else if (k.tile_rows)
-            k.tile_rows(n_in, wdata, w_row, nr_tiles, act + size_t(t) * act_row, act_row, out + t * out_cols, out_cols);
+            k.tile_rows(n_in, wdata + size_t(r_first) * w_row, w_row, nr_tiles - r_first, act + size_t(t) * act_row, act_row,
+                        out + t * out_cols + r_first, out_cols);
         else
-            for (int64_t r = 0; r < nr_tiles; r += kDotTileRows)
+            for (int64_t r = r_first; r < nr_tiles; r += kDotTileRows)
                 k.tile(n_in, wdata + size_t(r) * w_row, w_row, act + size_t(t) * act_row, act_row, out + t * out_cols + r,
                        out_cols);
         if (nr_tiles < nr)

@@ -23,6 +23,7 @@ VecDotFn& KernelTable::dot_in(DotOrder o, GgmlType t) { return dot_ordered[int(o
 DotTileFn& KernelTable::tile_in(DotOrder o, GgmlType t) { return dot_tile_ordered[int(o)][slot(t)]; }
 PackedTile& KernelTable::packed_in(DotOrder o, GgmlType t) { return packed_tile[int(o)][slot(t)]; }
 UnpackedTile& KernelTable::unpacked_in(DotOrder o, GgmlType t) { return unpacked_tile[int(o)][slot(t)]; }
+Rows16Tile& KernelTable::rows16_in(DotOrder o, GgmlType t) { return rows16_tile[int(o)][slot(t)]; }
 DotRows8Fn& KernelTable::rows8_in(DotOrder o, GgmlType t) { return dot_rows8[int(o)][slot(t)]; }
 
 namespace {
@@ -348,6 +349,13 @@ DotKernels dot_kernels(GgmlType weight_type, int64_t n, DotOrder order) {
         k.unpacked_w_bytes = unpacked.bytes;
         k.unpack_w = unpacked.unpack;
         k.tile_unpacked = unpacked.tile;
+    }
+    const Rows16Tile rows16 =
+        has_slot(weight_type) ? table.rows16_tile[served_order(table, weight_type, order)][slot(weight_type)] : Rows16Tile{};
+    if (k.tile && rows16.tile) {
+        k.unpacked16_w_bytes = rows16.bytes;
+        k.unpack16_w = rows16.unpack;
+        k.tile16_unpacked = rows16.tile;
     }
     return k;
 }

@@ -116,7 +116,18 @@ struct DotKernels {
     void (*unpack_w)(int64_t n, const void* w, void* unpacked) = nullptr;
     void (*tile_unpacked)(int64_t n, const void* unpacked, const void* x, size_t x_stride, float* out,
                           int64_t out_stride) = nullptr;
+    // Where the family has one, the tile over kTile16Rows weight rows unpacked together:
+    // unpack16_w(n, w, w_stride, unpacked) writes unpacked16_w_bytes(n) bytes for rows w .. w + 15 *
+    // w_stride, once per prefill task; then tile16_unpacked(n, unpacked, x, x_stride, out, out_stride)
+    // gives out[c * out_stride + r] for r < 16 and c < kDotTileCols, exactly the outputs of tile for
+    // each of the 16 rows, faster (the rows sit in the lanes of a vector and their blocks are decoded
+    // once for all the groups of tokens; quant_avx512_k.cpp). All three nullptr where none.
+    size_t (*unpacked16_w_bytes)(int64_t n) = nullptr;
+    void (*unpack16_w)(int64_t n, const void* w, size_t w_stride, void* unpacked) = nullptr;
+    void (*tile16_unpacked)(int64_t n, const void* unpacked, const void* x, size_t x_stride, float* out,
+                            int64_t out_stride) = nullptr;
 };
+constexpr int kTile16Rows = 16;
 DotKernels dot_kernels(GgmlType weight_type, int64_t n, DotOrder order = DotOrder::kRow);
 
 // Plain quantizers (reference, round-to-nearest) for building test data and random-weight models.

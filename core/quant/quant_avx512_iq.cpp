@@ -101,6 +101,7 @@ KernelTable avx512_kernels() {
     // Its 512-bit tile is what this family is for; the AVX2 tile over unpacked rows is not measured
     // against it, so it does not replace it here.
     t.unpacked_in(DotOrder::kTiled, GgmlType::IQ4_XS) = {};
+    add_packed_avx512_kernels(t);  // quant_avx512_k.cpp: the Q4_K / Q5_K tiles
     return t;
 }
 

@@ -29,6 +29,12 @@ struct UnpackedTile {
     void (*unpack)(int64_t n, const void* w, void* unpacked) = nullptr;
     void (*tile)(int64_t n, const void* unpacked, const void* x, size_t x_stride, float* out, int64_t out_stride) = nullptr;
 };
+// A tile over 16 weight rows unpacked together, and its unpacking (DotKernels::tile16_unpacked in quant.h).
+struct Rows16Tile {
+    size_t (*bytes)(int64_t n) = nullptr;
+    void (*unpack)(int64_t n, const void* w, size_t w_stride, void* unpacked) = nullptr;
+    void (*tile)(int64_t n, const void* unpacked, const void* x, size_t x_stride, float* out, int64_t out_stride) = nullptr;
+};
 // 8 weight rows w_stride apart against one activation row (DotKernels::rows8 in quant.h).
 using DotRows8Fn = void (*)(int64_t n, const void* w, size_t w_stride, const void* x, float* out);
 using F16ToF32Fn = void (*)(const uint16_t* x, float* y, int64_t n);
@@ -73,6 +79,8 @@ struct KernelTable {
     PackedTile packed_tile[kDotOrders][kKernelSlots] = {};
     // Tiles over unpacked weight rows, [int(order)][slot] (any order, kRow included); empty = none.
     UnpackedTile unpacked_tile[kDotOrders][kKernelSlots] = {};
+    // Tiles over 16 weight rows unpacked together, [int(order)][slot]; empty = none.
+    Rows16Tile rows16_tile[kDotOrders][kKernelSlots] = {};
     // The row kernel over 8 rows at once, [int(order)][slot] (any order, kRow included); nullptr = none.
     DotRows8Fn dot_rows8[kDotOrders][kKernelSlots] = {};
 
@@ -87,6 +95,7 @@ struct KernelTable {
     DotTileFn& tile_in(DotOrder o, GgmlType t);
     PackedTile& packed_in(DotOrder o, GgmlType t);
     UnpackedTile& unpacked_in(DotOrder o, GgmlType t);
+    Rows16Tile& rows16_in(DotOrder o, GgmlType t);
     DotRows8Fn& rows8_in(DotOrder o, GgmlType t);
 };
 
@@ -107,6 +116,8 @@ void add_activation_avx2_kernels(KernelTable& t);
 void add_float_avx2_kernels(KernelTable& t);
 // The tiles over packed activations (quant_avx2_packed.cpp), and the in-place tiles built on them.
 void add_packed_avx2_kernels(KernelTable& t);
+// Their AVX-512 forms (quant_avx512_k.cpp), for the avx512 family.
+void add_packed_avx512_kernels(KernelTable& t);
 // The row kernels over 8 rows (quant_avx2_rows.cpp).
 void add_rows_avx2_kernels(KernelTable& t);
 #endif

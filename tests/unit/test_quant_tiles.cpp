@@ -115,6 +115,8 @@ private slots:
     void iq4_xs_tile_reads_every_scale_in_every_group();
     void packed_tile_equals_row_dot_bit_for_bit_data();
     void packed_tile_equals_row_dot_bit_for_bit();
+    void tile16_equals_row_dot_bit_for_bit_data();
+    void tile16_equals_row_dot_bit_for_bit();
     void rows8_equals_row_dot_bit_for_bit_data();
     void rows8_equals_row_dot_bit_for_bit();
 };
@@ -328,10 +330,13 @@ QString mismatch(const char* what, int r, int c, float got, float want) {
 
 void TestQuantTiles::packed_tile_equals_row_dot_bit_for_bit_data() {
     q4_k_cases(wb::DotOrder::kGemm);
+    QTest::addRow("Q4_K/8192 extreme") << uint32_t(GgmlType::Q4_K) << 8192 << true << int(wb::DotOrder::kGemm);
     const auto tiled = int(wb::DotOrder::kTiled);
     for (GgmlType t : {GgmlType::Q4_K, GgmlType::Q5_K})
         for (int n : {256, 2048}) QTest::addRow("%s/%d/tiled", wb::ggml_type_name(t).c_str(), n) << uint32_t(t) << n << false << tiled;
     QTest::addRow("Q5_K/256/tiled extreme") << uint32_t(GgmlType::Q5_K) << 256 << true << tiled;
+    QTest::addRow("Q5_K/8192/tiled") << uint32_t(GgmlType::Q5_K) << 8192 << false << tiled;
+    QTest::addRow("Q4_K/256/tiled extreme") << uint32_t(GgmlType::Q4_K) << 256 << true << tiled;
 }
 
 // The tiles over packed activations (DotKernels::pack_x / tile_packed, what the CPU backend uses for
@@ -345,16 +350,54 @@ void TestQuantTiles::packed_tile_equals_row_dot_bit_for_bit() {
     QFETCH(int, order);
     const RowsCase q(GgmlType(type), n, extreme);
     const auto o = wb::DotOrder(order);
+    // The best family (avx512 where the CPU has it: its own 512-bit tiles and packing) and plain AVX2,
+    // each against the AVX2 family's row dot (the scalar family has no row dot in the gemm order).
+    for (Form f : {Form::kBest, Form::kPlainAvx2}) {
+        std::vector<float> out(size_t(RowsCase::kRows * wb::kDotTileCols), -1.0f);
+        {
+            const FormGuard guard(f);
+            const wb::DotKernels k = wb::dot_kernels(q.t, n, o);
+            QVERIFY(k.pack_x && k.tile_packed && k.packed_x_bytes);
+            std::vector<uint8_t> packed(k.packed_x_bytes(n));
+            k.pack_x(n, q.xq.data(), q.x_stride, packed.data());
+            for (int r = 0; r < RowsCase::kRows; ++r) k.tile_packed(n, q.row(r), packed.data(), out.data() + r, RowsCase::kRows);
+        }
+        const FormGuard reference(Form::kPlainAvx2);
+        for (int r = 0; r < RowsCase::kRows; ++r)
+            for (int c = 0; c < wb::kDotTileCols; ++c) {
+                const float got = out[size_t(c * RowsCase::kRows + r)], want = q.want(n, r, c, o);
+                QVERIFY2(std::memcmp(&got, &want, sizeof got) == 0,
+                         qPrintable(QString(form_name(f)) + ": " + mismatch("packed tile", r, c, got, want)));
+            }
+    }
+}
+
+void TestQuantTiles::tile16_equals_row_dot_bit_for_bit_data() { packed_tile_equals_row_dot_bit_for_bit_data(); }
+
+// The tile over 16 rows unpacked together (DotKernels::tile16_unpacked, the avx512 family's prefill
+// form of Q4_K's gemm order and Q4_K's and Q5_K's tiled order): every output of the 16 rows and 8
+// tokens equal to the AVX2 family's row dot in that order, bit for bit.
+void TestQuantTiles::tile16_equals_row_dot_bit_for_bit() {
+    QFETCH(uint32_t, type);
+    QFETCH(int, n);
+    QFETCH(bool, extreme);
+    QFETCH(int, order);
+    const RowsCase q(GgmlType(type), n, extreme);
+    static_assert(RowsCase::kRows == wb::kTile16Rows, "one call covers the case's rows");
+    const auto o = wb::DotOrder(order);
     const wb::DotKernels k = wb::dot_kernels(q.t, n, o);
-    QVERIFY(k.pack_x && k.tile_packed && k.packed_x_bytes);
-    std::vector<uint8_t> packed(k.packed_x_bytes(n));
-    k.pack_x(n, q.xq.data(), q.x_stride, packed.data());
-    std::vector<float> out(size_t(RowsCase::kRows * wb::kDotTileCols), -1.0f);
-    for (int r = 0; r < RowsCase::kRows; ++r) k.tile_packed(n, q.row(r), packed.data(), out.data() + r, RowsCase::kRows);
+    if (!k.tile16_unpacked) QSKIP(qPrintable(QString("the %1 family has no 16-row tile").arg(wb::quant_kernel_name())));
+    QVERIFY(k.unpack16_w && k.unpacked16_w_bytes);
+    std::vector<uint8_t> unpacked(k.unpacked16_w_bytes(n) + 64);
+    uint8_t* u = unpacked.data() + 1;  // misaligned on purpose: the kernels must not assume alignment
+    k.unpack16_w(n, q.row(0), q.w_stride, u);
+    std::vector<float> out(size_t(wb::kTile16Rows * wb::kDotTileCols), -1.0f);
+    k.tile16_unpacked(n, u, q.xq.data(), q.x_stride, out.data(), wb::kTile16Rows);
+    const FormGuard reference(Form::kPlainAvx2);
     for (int r = 0; r < RowsCase::kRows; ++r)
         for (int c = 0; c < wb::kDotTileCols; ++c) {
-            const float got = out[size_t(c * RowsCase::kRows + r)], want = q.want(n, r, c, o);
-            QVERIFY2(std::memcmp(&got, &want, sizeof got) == 0, qPrintable(mismatch("packed tile", r, c, got, want)));
+            const float got = out[size_t(c * wb::kTile16Rows + r)], want = q.want(n, r, c, o);
+            QVERIFY2(std::memcmp(&got, &want, sizeof got) == 0, qPrintable(mismatch("tile16", r, c, got, want)));
         }
 }
 

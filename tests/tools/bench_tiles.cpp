@@ -1,0 +1,155 @@
+// The prefill tiles alone: one weight matrix of random blocks against 8 tokens, in each kernel family
+// the CPU has (the best one, e.g. avx512, and plain AVX2), timed in this thread's CPU time so that a
+// comparison of two families stays meaningful on a machine that is not idle (wall time is printed too).
+// What a kernel change to the tiles is measured with before the end-to-end benchmark (docs/benchmarks.md):
+//   build/tests/bench_tiles [--runs 20]
+// Per case: type, order, shape, then per family the median CPU microseconds of 512 tokens against the
+// matrix as a prefill's tasks meet them (packing and unpacking included) and the multiply-adds per CPU
+// nanosecond; where the family has a 16-row tile, the same through it.
+#include <time.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "quant/quant.h"
+#include "quant/quant_blocks.h"
+#include "quant/quant_internal.h"
+#include "util/fp16.h"
+
+using wb::GgmlType;
+
+namespace {
+
+double cpu_seconds() {
+    timespec ts{};
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    return double(ts.tv_sec) + 1e-9 * double(ts.tv_nsec);
+}
+
+struct Case {
+    GgmlType type;
+    wb::DotOrder order;
+    int64_t n, rows;
+};
+
+// Random bytes with sane scales: each block's leading fp16 fields (d, and dmin or m where the type has
+// them) are set to small values so that no NaN or infinity slows the float part.
+std::vector<uint8_t> random_matrix(std::mt19937& rng, GgmlType t, int64_t n, int64_t rows) {
+    const size_t row_bytes = wb::ggml_row_bytes(t, n);
+    std::vector<uint8_t> w(row_bytes * size_t(rows));
+    for (auto& b : w) b = uint8_t(rng());
+    const size_t block = wb::ggml_type_traits(t).block_bytes;
+    const uint16_t small = wb::f32_to_fp16(0.01f);
+    for (size_t off = 0; off + block <= w.size(); off += block) {
+        if (t == GgmlType::Q4_K || t == GgmlType::Q5_K) {  // d, dmin first
+            std::memcpy(&w[off], &small, 2);
+            std::memcpy(&w[off + 2], &small, 2);
+        } else if (t == GgmlType::Q6_K) {  // d last
+            std::memcpy(&w[off + block - 2], &small, 2);
+        } else {  // d first (Q8_0, IQ4_XS, ...)
+            std::memcpy(&w[off], &small, 2);
+        }
+    }
+    return w;
+}
+
+constexpr int64_t kTaskRows = 64;  // a prefill task's rows (backend_cpu.cpp), which meet every group of tokens
+constexpr int kGroups = 64;        // groups of 8 tokens: a 512-token prompt
+
+// Median CPU seconds of a prefill's pass over the matrix as the CPU backend makes it: per task of 64
+// rows, every group of 8 tokens against those rows, through the tile over packed activations (the
+// packing once per group and matmul) or, with sixteen = true, through the 16-row tile (the task's rows
+// unpacked once); 0 where the family has no such tile.
+double time_prefill(const Case& c, const std::vector<uint8_t>& w, const std::vector<uint8_t>& xq, size_t x_stride,
+                    int runs, bool sixteen) {
+    const wb::DotKernels k = wb::dot_kernels(c.type, c.n, c.order);
+    if (sixteen ? !k.tile16_unpacked : !k.tile) return 0.0;
+    const size_t w_stride = wb::ggml_row_bytes(c.type, c.n);
+    const size_t group_stride = x_stride * wb::kDotTileCols;
+    std::vector<uint8_t> unpacked(sixteen ? k.unpacked16_w_bytes(c.n) * size_t(kTaskRows / wb::kTile16Rows) : 0);
+    std::vector<uint8_t> packed(k.tile_packed ? k.packed_x_bytes(c.n) * kGroups : 0);
+    std::vector<float> out(size_t(c.rows * wb::kDotTileCols * kGroups));
+    std::vector<double> times;
+    for (int run = 0; run <= runs; ++run) {  // the first pass warms the caches and is not counted
+        const double t0 = cpu_seconds();
+        if (!sixteen && k.tile_packed)
+            for (int g = 0; g < kGroups; ++g)
+                k.pack_x(c.n, xq.data() + size_t(g) * group_stride, x_stride, packed.data() + size_t(g) * k.packed_x_bytes(c.n));
+        for (int64_t r0 = 0; r0 < c.rows; r0 += kTaskRows) {
+            const uint8_t* rows = w.data() + size_t(r0) * w_stride;
+            if (sixteen)
+                for (int64_t r = 0; r < kTaskRows; r += wb::kTile16Rows)
+                    k.unpack16_w(c.n, rows + size_t(r) * w_stride, w_stride,
+                                 unpacked.data() + size_t(r / wb::kTile16Rows) * k.unpacked16_w_bytes(c.n));
+            for (int g = 0; g < kGroups; ++g) {
+                float* o = out.data() + size_t(g) * wb::kDotTileCols * size_t(c.rows) + r0;
+                const uint8_t* x = xq.data() + size_t(g) * group_stride;
+                for (int64_t r = 0; r < kTaskRows; r += sixteen ? wb::kTile16Rows : 1) {
+                    if (sixteen)
+                        k.tile16_unpacked(c.n, unpacked.data() + size_t(r / wb::kTile16Rows) * k.unpacked16_w_bytes(c.n), x,
+                                          x_stride, o + r, c.rows);
+                    else if (k.tile_packed)
+                        k.tile_packed(c.n, rows + size_t(r) * w_stride, packed.data() + size_t(g) * k.packed_x_bytes(c.n),
+                                      o + r, c.rows);
+                    else
+                        k.tile(c.n, rows + size_t(r) * w_stride, w_stride, x, x_stride, o + r, c.rows);
+                }
+            }
+        }
+        if (run > 0) times.push_back(cpu_seconds() - t0);
+    }
+    std::sort(times.begin(), times.end());
+    return times[times.size() / 2];
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    int runs = 20;
+    for (int i = 1; i < argc; ++i) {
+        if (std::strcmp(argv[i], "--runs") == 0 && i + 1 < argc) {
+            runs = std::max(1, std::atoi(argv[++i]));
+        } else {
+            std::fprintf(stderr, "usage: bench_tiles [--runs N]\n");
+            return 2;
+        }
+    }
+    const std::vector<Case> cases = {
+        {GgmlType::Q5_K, wb::DotOrder::kTiled, 2048, 256},  {GgmlType::Q5_K, wb::DotOrder::kTiled, 8192, 128},
+        {GgmlType::Q4_K, wb::DotOrder::kGemm, 2048, 256},   {GgmlType::Q4_K, wb::DotOrder::kTiled, 2048, 256},
+        {GgmlType::Q6_K, wb::DotOrder::kTiled, 2048, 256},  {GgmlType::IQ4_XS, wb::DotOrder::kTiled, 2048, 256},
+        {GgmlType::Q8_0, wb::DotOrder::kLlamafile, 2048, 256},
+    };
+    std::mt19937 rng(7);
+    std::printf("%-7s %-9s %-11s %s\n", "type", "order", "n x rows", "family: median CPU us per matrix, MAC per ns");
+    for (const Case& c : cases) {
+        const std::vector<uint8_t> w = random_matrix(rng, c.type, c.n, c.rows);
+        const size_t x_stride = wb::activation_row_bytes(c.type, c.n);
+        std::vector<uint8_t> xq(x_stride * wb::kDotTileCols * kGroups);
+        std::uniform_real_distribution<float> u(-2.0f, 2.0f);
+        std::vector<float> x(size_t(c.n));
+        for (int t = 0; t < wb::kDotTileCols * kGroups; ++t) {
+            for (float& v : x) v = u(rng);
+            wb::quantize_activations(c.type, x.data(), xq.data() + size_t(t) * x_stride, c.n);
+        }
+        const char* order = c.order == wb::DotOrder::kTiled ? "tiled" : c.order == wb::DotOrder::kGemm ? "gemm" : "llamafile";
+        std::printf("%-7s %-9s %5lldx%-5lld", wb::ggml_type_name(c.type).c_str(), order, (long long)c.n, (long long)c.rows);
+        const double macs = double(c.n) * double(c.rows) * wb::kDotTileCols * kGroups;
+        for (bool plain : {false, true}) {
+            wb::quant_force_avx2(plain);
+            const std::string family = wb::quant_kernel_name();
+            const double s = time_prefill(c, w, xq, x_stride, runs, false);
+            std::printf("  %s: %8.0f us %5.1f", family.c_str(), 1e6 * s, macs / (1e9 * s));
+            if (const double s16 = time_prefill(c, w, xq, x_stride, runs, true); s16 > 0)
+                std::printf("  %s 16-row: %8.0f us %5.1f", family.c_str(), 1e6 * s16, macs / (1e9 * s16));
+        }
+        wb::quant_force_avx2(false);
+        std::printf("\n");
+    }
+    return 0;
+}
