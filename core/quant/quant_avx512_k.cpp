@@ -20,6 +20,7 @@
 #include <cstring>
 
 #include "quant/quant_avx2_common.h"
+#include "quant/quant_avx512_common.h"
 #include "quant/quant_blocks.h"
 #include "quant/quant_internal.h"
 #include "quant/quant_isa_local.h"
@@ -78,30 +79,6 @@ void pack_q8_k_x8w(int64_t n, const void* x, size_t x_stride, void* packed) {
 // A block's scales as 32-bit lanes (0-7) and minimums (8-15), zero-extended.
 WB_INLINE __m512i scales_mins_32(const uint8_t* scales) {
     return _mm512_cvtepu8_epi32(_mm256_castsi256_si128(q4_k_scales_mins(scales)));
-}
-
-// Chunk ch's codes: sub-block 2ch's 32 values in the low 256 bits, sub-block 2ch+1's in the high
-// ones. Q4_K: the low and high nibbles of the chunk's 32 bytes.
-WB_INLINE __m512i chunk_codes(const BlockQ4_K& w, int ch, __m512i) {
-    const __m512i raw = _mm512_broadcast_i64x4(load32(w.qs + 32 * ch));
-    return _mm512_and_si512(_mm512_mask_srli_epi16(raw, 0xFFFF0000u, raw, 4), _mm512_set1_epi8(0x0F));
-}
-
-// Q5_K: with the fifth bit (bit 2ch of qh byte b for value b of the low sub-block, bit 2ch+1 for the
-// high one) as 16 added where it is set. qh: the block's 32 qh bytes in both halves.
-WB_INLINE __m512i chunk_codes(const BlockQ5_K& w, int ch, __m512i qh) {
-    const __m512i raw = _mm512_broadcast_i64x4(load32(w.qs + 32 * ch));
-    const __m512i codes = _mm512_and_si512(_mm512_mask_srli_epi16(raw, 0xFFFF0000u, raw, 4), _mm512_set1_epi8(0x0F));
-    const __m512i bit = _mm512_inserti64x4(_mm512_set1_epi8(char(1 << (2 * ch))), _mm256_set1_epi8(char(2 << (2 * ch))), 1);
-    return _mm512_mask_add_epi8(codes, _mm512_test_epi8_mask(qh, bit), codes, _mm512_set1_epi8(16));
-}
-
-template <class BW>
-WB_INLINE __m512i block_qh(const BW& w) {
-    if constexpr (requires { w.qh; })
-        return _mm512_broadcast_i64x4(load32(w.qh));
-    else
-        return _mm512_setzero_si512();
 }
 
 // Chunk ch's scaled sums for tokens 4h..4h+3 (h = 0, 1): 32-bit lane 4L + t of sums[h] holds token
@@ -196,138 +173,6 @@ void dot_k45_tiled_tile_packed_512(int64_t n, const void* w, const void* packed,
     store_tile_lanes(acc, out, out_stride);
 }
 
-// ---- 16 rows unpacked together (DotKernels::tile16_unpacked) ----
-//
-// The tiles above decode a weight block again for every group of 8 tokens, and most of their
-// instructions are that decoding, not products. Here a prefill task's rows are decoded once, 16 at a
-// time, into codes laid out for vectors whose 16 32-bit lanes are the 16 rows: group g (4 values) of
-// sub-block s of a block is 64 bytes, row r's 4 codes at 4r. One _mm512_dpbusd_epi32 then meets one
-// token's 4 activations (broadcast from its Q8_K row in place) with 16 rows at once, and the tokens'
-// sums stay in their own registers. A sub-block's sums are exact integers, multiplied by the rows'
-// scales (_mm512_mullo_epi32: |sum| <= 32 * 31 * 128, times 63); the minimum term meets the pair of
-// bsums of each sub-block with _mm512_dpwssd_epi32. Every float operation is the one of the row dot in
-// the order served, each output in its own lane.
-struct Unpacked16 {
-    uint8_t codes[8][8][kTile16Rows][4];  // [sub-block][group of 4 values][row]
-    uint8_t scales[8][kTile16Rows];       // [sub-block][row], 6 bits
-    int32_t min_pairs[8][kTile16Rows];    // [sub-block][row]: the minimum twice, as two int16
-    float d[kTile16Rows], dmin[kTile16Rows];
-};
-static_assert(sizeof(Unpacked16) % 64 == 0, "whole cache lines: in a 64-byte aligned buffer every block's codes are");
-
-size_t unpacked16_bytes(int64_t n) { return size_t(n / kQKK) * sizeof(Unpacked16); }
-
-template <class BW>
-void unpack16(int64_t n, const void* w, size_t w_stride, void* unpacked) {
-    auto* out = static_cast<Unpacked16*>(unpacked);
-    alignas(64) uint8_t codes[kQKK];  // one block of one row, sub-blocks in order
-    for (int r = 0; r < kTile16Rows; ++r) {
-        const auto* row = reinterpret_cast<const BW*>(static_cast<const uint8_t*>(w) + size_t(r) * w_stride);
-        for (int64_t i = 0; i < n / kQKK; ++i) {
-            const BW& b = row[i];
-            Unpacked16& u = out[i];
-            const __m512i qh = block_qh(b);
-            for (int ch = 0; ch < 4; ++ch) _mm512_store_si512(codes + 64 * ch, chunk_codes(b, ch, qh));
-            for (int s = 0; s < 8; ++s)
-                for (int g = 0; g < 8; ++g) std::memcpy(u.codes[s][g][r], codes + 32 * s + 4 * g, 4);
-            for (int s = 0; s < 8; ++s) {
-                int sc = 0, mn = 0;
-                k4_scale_min(s, b.scales, sc, mn);
-                u.scales[s][r] = uint8_t(sc);
-                u.min_pairs[s][r] = mn | mn << 16;
-            }
-            u.d[r] = fp16(b.d);
-            u.dmin[r] = fp16(b.dmin);
-        }
-    }
-}
-
-// 4 bytes at p as a 32-bit lane in all 16 lanes.
-WB_INLINE __m512i broadcast4(const void* p) {
-    int v;
-    std::memcpy(&v, p, 4);
-    return _mm512_set1_epi32(v);
-}
-
-// Sub-block s of block b for 4 tokens: the products' exact sums, scaled, added to total[t]; the
-// minimum term added to min[t].
-WB_INLINE void sub_block16(const Unpacked16& b, const BlockQ8_K* const (&x)[4], int s, __m512i (&total)[4], __m512i (&min)[4]) {
-    __m512i a[4];
-    for (__m512i& v : a) v = _mm512_setzero_si512();
-#pragma GCC unroll 8
-    for (int g = 0; g < 8; ++g) {
-        const __m512i w = _mm512_loadu_si512(b.codes[s][g]);
-        for (int t = 0; t < 4; ++t) a[t] = _mm512_dpbusd_epi32(a[t], w, broadcast4(x[t]->qs + 32 * s + 4 * g));
-    }
-    const __m512i scale = _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(b.scales[s])));
-    const __m512i pairs = _mm512_loadu_si512(b.min_pairs[s]);
-    for (int t = 0; t < 4; ++t) {
-        total[t] = _mm512_add_epi32(total[t], _mm512_mullo_epi32(a[t], scale));
-        min[t] = _mm512_dpwssd_epi32(min[t], pairs, broadcast4(x[t]->bsums + 2 * s));
-    }
-}
-
-// Tokens x[0..3] (their Q8_K rows) against the 16 rows in the tiled order (dot_k_tiled: per block
-// r = d_w * float(sum), r = fma(-dmin_w, float(min), r), acc = fma(r, d_x, acc)), token t's 16 outputs
-// in acc[t].
-WB_INLINE void tiled_quad16(int64_t nb, const Unpacked16* u, const BlockQ8_K* const (&rows)[4], __m512 (&acc)[4]) {
-    for (__m512& v : acc) v = _mm512_setzero_ps();
-    for (int64_t i = 0; i < nb; ++i) {
-        const Unpacked16& b = u[i];
-        const BlockQ8_K* const x[4] = {rows[0] + i, rows[1] + i, rows[2] + i, rows[3] + i};
-        __m512i total[4], min[4];
-        for (int t = 0; t < 4; ++t) total[t] = min[t] = _mm512_setzero_si512();
-        for (int s = 0; s < 8; ++s) sub_block16(b, x, s, total, min);
-        const __m512 d = _mm512_loadu_ps(b.d);
-        const __m512 neg_dmin = _mm512_sub_ps(_mm512_setzero_ps(), _mm512_loadu_ps(b.dmin));  // exact
-        for (int t = 0; t < 4; ++t) {
-            __m512 r = _mm512_mul_ps(d, _mm512_cvtepi32_ps(total[t]));
-            r = _mm512_fmadd_ps(neg_dmin, _mm512_cvtepi32_ps(min[t]), r);
-            acc[t] = _mm512_fmadd_ps(r, _mm512_set1_ps(x[t]->d), acc[t]);
-        }
-    }
-}
-
-// The same in Q4_K's gemm order (dot_q4_k_gemm_tile_packed): per chunk of two sub-blocks
-// acc = fma(float(sum), d_w * d_x, acc), acc_min = fma(float(min), dmin_w * d_x, acc_min); acc - acc_min.
-WB_INLINE void gemm_quad16(int64_t nb, const Unpacked16* u, const BlockQ8_K* const (&rows)[4], __m512 (&out)[4]) {
-    __m512 acc[4], acc_min[4];
-    for (int t = 0; t < 4; ++t) acc[t] = acc_min[t] = _mm512_setzero_ps();
-    for (int64_t i = 0; i < nb; ++i) {
-        const Unpacked16& b = u[i];
-        const BlockQ8_K* const x[4] = {rows[0] + i, rows[1] + i, rows[2] + i, rows[3] + i};
-        for (int ch = 0; ch < 4; ++ch) {
-            __m512i sum[4], min[4];
-            for (int t = 0; t < 4; ++t) sum[t] = min[t] = _mm512_setzero_si512();
-            sub_block16(b, x, 2 * ch, sum, min);
-            sub_block16(b, x, 2 * ch + 1, sum, min);
-            for (int t = 0; t < 4; ++t) {
-                const __m512 dx = _mm512_set1_ps(x[t]->d);
-                acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sum[t]), _mm512_mul_ps(_mm512_loadu_ps(b.d), dx), acc[t]);
-                acc_min[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(min[t]), _mm512_mul_ps(_mm512_loadu_ps(b.dmin), dx), acc_min[t]);
-            }
-        }
-    }
-    for (int t = 0; t < 4; ++t) out[t] = _mm512_sub_ps(acc[t], acc_min[t]);
-}
-
-template <bool kGemm>
-void tile16(int64_t n, const void* unpacked, const void* x, size_t x_stride, float* out, int64_t out_stride) {
-    const auto* u = static_cast<const Unpacked16*>(unpacked);
-    static_assert(kDotTileCols == 8, "two groups of 4 tokens");
-    for (int q = 0; q < 2; ++q) {
-        const BlockQ8_K* rows[4];
-        for (int t = 0; t < 4; ++t)
-            rows[t] = reinterpret_cast<const BlockQ8_K*>(static_cast<const uint8_t*>(x) + size_t(4 * q + t) * x_stride);
-        __m512 acc[4];
-        if constexpr (kGemm)
-            gemm_quad16(n / kQKK, u, rows, acc);
-        else
-            tiled_quad16(n / kQKK, u, rows, acc);
-        for (int t = 0; t < 4; ++t) _mm512_storeu_ps(out + (4 * q + t) * out_stride, acc[t]);
-    }
-}
-
 // A tile over activation rows in place (DotKernels::tile) through its packed form, as the AVX2 file's.
 template <void (*Packed)(int64_t, const void*, const void*, float*, int64_t)>
 void tile_via_packed_512(int64_t n, const void* w, size_t, const void* x, size_t x_stride, float* out, int64_t out_stride) {
@@ -351,9 +196,6 @@ void add_packed_512(KernelTable& t, DotOrder o, GgmlType type) {
 }  // namespace
 
 void add_packed_avx512_kernels(KernelTable& t) {
-    t.rows16_in(DotOrder::kGemm, GgmlType::Q4_K) = {unpacked16_bytes, unpack16<BlockQ4_K>, tile16<true>};
-    t.rows16_in(DotOrder::kTiled, GgmlType::Q4_K) = {unpacked16_bytes, unpack16<BlockQ4_K>, tile16<false>};
-    t.rows16_in(DotOrder::kTiled, GgmlType::Q5_K) = {unpacked16_bytes, unpack16<BlockQ5_K>, tile16<false>};
     add_packed_512<dot_q4_k_gemm_tile_packed_512>(t, DotOrder::kGemm, GgmlType::Q4_K);
     add_packed_512<dot_k45_tiled_tile_packed_512<BlockQ4_K>>(t, DotOrder::kTiled, GgmlType::Q4_K);
     add_packed_512<dot_k45_tiled_tile_packed_512<BlockQ5_K>>(t, DotOrder::kTiled, GgmlType::Q5_K);

@@ -85,6 +85,7 @@ std::vector<uint8_t> random_row(std::mt19937& rng, GgmlType t, int64_t n) {
         case GgmlType::Q5_K: randomize_blocks<wb::BlockQ5_K>(rng, row.data(), n / wb::kQKK); break;
         case GgmlType::Q2_K: randomize_blocks<wb::BlockQ2_K>(rng, row.data(), n / wb::kQKK); break;
         case GgmlType::Q3_K: randomize_blocks<wb::BlockQ3_K>(rng, row.data(), n / wb::kQKK); break;
+        case GgmlType::IQ4_XS: randomize_blocks<wb::BlockIQ4_XS>(rng, row.data(), n / wb::kQKK); break;
         default: throw std::logic_error("random_row: no random blocks for " + wb::ggml_type_name(t));
     }
     return row;
@@ -268,9 +269,10 @@ void TestQuantTiles::iq4_xs_tile_reads_every_scale_in_every_group() {
 namespace {
 
 // 16 rows of random blocks (every code, and for Q4_K every scale and minimum byte pattern) and 8
-// tokens of mixed magnitudes; "extreme" (Q4_K, Q5_K): every code 15, resp. 31, and activation codes
-// -127 (even tokens) and +127 (odd tokens, after their first), the largest partial sums the packed tile adds in 16 bits before scaling (an overflow
-// would change them).
+// tokens of mixed magnitudes; "extreme": every code 15 (Q4_K), 31 (Q5_K), 63 with scales -128 and 127
+// (Q6_K), value -127 with scales -32 (IQ4_XS), and activation codes -127 (even tokens) and +127 (odd
+// tokens, after their first): the largest partial sums the packed tile adds in 16 bits before scaling
+// and the 16-row tile scales in 32 bits (an overflow would change them).
 struct RowsCase {
     static constexpr int kRows = 16;
     GgmlType t;
@@ -289,6 +291,20 @@ struct RowsCase {
                 for (int64_t b = 0; b < n / wb::kQKK; ++b)
                     std::memset(row.data() + size_t(b) * sizeof(wb::BlockQ5_K) + offsetof(wb::BlockQ5_K, qh), 0xFF,
                                 wb::kQKK / 8 + wb::kQKK / 2);
+            if (extreme && t == GgmlType::Q6_K)  // codes 63 (value 31), scales -128 and 127 alternating
+                for (int64_t b = 0; b < n / wb::kQKK; ++b) {
+                    auto* q6 = reinterpret_cast<wb::BlockQ6_K*>(row.data() + size_t(b) * sizeof(wb::BlockQ6_K));
+                    std::memset(q6->ql, 0xFF, sizeof q6->ql);
+                    std::memset(q6->qh, 0xFF, sizeof q6->qh);
+                    for (int k = 0; k < 16; ++k) q6->scales[k] = int8_t(k % 2 ? 127 : -128);
+                }
+            if (extreme && t == GgmlType::IQ4_XS)  // codes 0 (value -127), every scale -32
+                for (int64_t b = 0; b < n / wb::kQKK; ++b) {
+                    auto* iq = reinterpret_cast<wb::BlockIQ4_XS*>(row.data() + size_t(b) * sizeof(wb::BlockIQ4_XS));
+                    std::memset(iq->qs, 0, sizeof iq->qs);
+                    std::memset(iq->scales_l, 0, sizeof iq->scales_l);
+                    iq->scales_h = 0;
+                }
             std::copy(row.begin(), row.end(), w.begin() + long(size_t(r) * w_stride));
         }
         x_stride = wb::activation_row_bytes(t, n);
@@ -372,11 +388,18 @@ void TestQuantTiles::packed_tile_equals_row_dot_bit_for_bit() {
     }
 }
 
-void TestQuantTiles::tile16_equals_row_dot_bit_for_bit_data() { packed_tile_equals_row_dot_bit_for_bit_data(); }
+void TestQuantTiles::tile16_equals_row_dot_bit_for_bit_data() {
+    packed_tile_equals_row_dot_bit_for_bit_data();
+    const auto tiled = int(wb::DotOrder::kTiled);
+    for (GgmlType t : {GgmlType::Q6_K, GgmlType::IQ4_XS}) {
+        for (int n : {256, 2048}) QTest::addRow("%s/%d/tiled", wb::ggml_type_name(t).c_str(), n) << uint32_t(t) << n << false << tiled;
+        QTest::addRow("%s/256/tiled extreme", wb::ggml_type_name(t).c_str()) << uint32_t(t) << 256 << true << tiled;
+    }
+}
 
 // The tile over 16 rows unpacked together (DotKernels::tile16_unpacked, the avx512 family's prefill
-// form of Q4_K's gemm order and Q4_K's and Q5_K's tiled order): every output of the 16 rows and 8
-// tokens equal to the AVX2 family's row dot in that order, bit for bit.
+// form of Q4_K's gemm order and the tiled order of Q4_K, Q5_K, Q6_K and IQ4_XS): every output of the
+// 16 rows and 8 tokens equal to the AVX2 family's row dot in that order, bit for bit.
 void TestQuantTiles::tile16_equals_row_dot_bit_for_bit() {
     QFETCH(uint32_t, type);
     QFETCH(int, n);
