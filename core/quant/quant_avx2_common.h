@@ -78,6 +78,16 @@ template <class Rows>
                           bx[7][i].d);
 }
 
+// For the 8-row decode kernels (quant_avx2_rows.cpp, quant_avx512_rows8.cpp).
+// 8 fp16 scales, one per row (at byte offset `field` of each row's block i of type B), as floats in lanes 0-7.
+template <class B>
+[[gnu::always_inline]] inline __m256 row_scales(const uint8_t* w, size_t w_stride, int64_t i, size_t field) {
+    uint16_t h[8];
+    for (int r = 0; r < 8; ++r)
+        __builtin_memcpy(&h[r], w + size_t(r) * w_stride + size_t(i) * sizeof(B) + field, sizeof(uint16_t));
+    return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(h)));
+}
+
 // Lane c of v to out[c * out_stride]: a tile's 8 outputs of one weight row.
 [[gnu::always_inline]] inline void store_tile_lanes(__m256 v, float* out, int64_t out_stride) {
     alignas(32) float res[kDotTileCols];

@@ -63,14 +63,6 @@ WB_INLINE __m256i hsum_i32x4_x8(const __m128i (&m)[kRows]) {
     return _mm256_permutevar8x32_epi32(h, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
 }
 
-// 8 fp16 scales, one per row (at byte offset `field` of each row's block i), as floats in lanes 0-7.
-WB_INLINE __m256 row_scales(const uint8_t* w, size_t w_stride, int64_t i, size_t field) {
-    uint16_t h[kRows];
-    for (int r = 0; r < kRows; ++r)
-        __builtin_memcpy(&h[r], w + size_t(r) * w_stride + size_t(i) * sizeof(BlockQ4_K) + field, sizeof(uint16_t));
-    return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(h)));
-}
-
 void dot_q4_k_gemv_rows8(int64_t n, const void* w, size_t w_stride, const void* x, float* out) {
     const auto* rows = static_cast<const uint8_t*>(w);
     const auto* bx = static_cast<const BlockQ8_K*>(x);
@@ -90,8 +82,8 @@ void dot_q4_k_gemv_rows8(int64_t n, const void* w, size_t w_stride, const void* 
             mins[r] = q4_k_row_min(scales_mins, sub_sums);
         }
         const __m256 dx = _mm256_set1_ps(xb.d);
-        const __m256 d = _mm256_mul_ps(row_scales(rows, w_stride, i, offsetof(BlockQ4_K, d)), dx);
-        const __m256 dmin = _mm256_mul_ps(row_scales(rows, w_stride, i, offsetof(BlockQ4_K, dmin)), dx);
+        const __m256 d = _mm256_mul_ps(row_scales<BlockQ4_K>(rows, w_stride, i, offsetof(BlockQ4_K, d)), dx);
+        const __m256 dmin = _mm256_mul_ps(row_scales<BlockQ4_K>(rows, w_stride, i, offsetof(BlockQ4_K, dmin)), dx);
         acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(hsum_i32_x8(lanes)), d, acc);
         acc_min = _mm256_fmadd_ps(_mm256_cvtepi32_ps(hsum_i32x4_x8(mins)), dmin, acc_min);
     }

@@ -103,6 +103,7 @@ KernelTable avx512_kernels() {
     t.unpacked_in(DotOrder::kTiled, GgmlType::IQ4_XS) = {};
     add_packed_avx512_kernels(t);  // quant_avx512_k.cpp: the Q4_K / Q5_K tiles
     add_rows16_avx512_kernels(t);  // quant_avx512_rows16.cpp: Q4_K, Q5_K, Q6_K, IQ4_XS over 16 rows
+    add_rows8_avx512_kernels(t);   // quant_avx512_rows8.cpp: Q8_0's decode
     return t;
 }
 

@@ -120,6 +120,8 @@ void add_packed_avx2_kernels(KernelTable& t);
 void add_packed_avx512_kernels(KernelTable& t);
 // The AVX-512 tiles over 16 rows unpacked together (quant_avx512_rows16.cpp), for the avx512 family.
 void add_rows16_avx512_kernels(KernelTable& t);
+// The AVX-512 decode kernels over 8 rows (quant_avx512_rows8.cpp), for the avx512 family.
+void add_rows8_avx512_kernels(KernelTable& t);
 // The row kernels over 8 rows (quant_avx2_rows.cpp).
 void add_rows_avx2_kernels(KernelTable& t);
 #endif

@@ -5,7 +5,8 @@
 //   build/tests/bench_tiles [--runs 20]
 // Per case: type, order, shape, then per family the median CPU microseconds of 512 tokens against the
 // matrix as a prefill's tasks meet them (packing and unpacking included) and the multiply-adds per CPU
-// nanosecond; where the family has a 16-row tile, the same through it.
+// nanosecond; where the family has a 16-row tile, the same through it. Then the decode kernels over 8
+// rows on a matrix that stays in the L2 cache: the bytes of weights per CPU second they can take.
 #include <time.h>
 
 #include <algorithm>
@@ -107,6 +108,25 @@ double time_prefill(const Case& c, const std::vector<uint8_t>& w, const std::vec
     return times[times.size() / 2];
 }
 
+// Median CPU seconds of a decode's kernel over 8 rows (DotKernels::rows8) against one token, the
+// whole matrix; 0 where the family has none. The matrix is small enough to stay in the L2 cache, so
+// this measures the instructions per weight, not the memory.
+double time_rows8(const Case& c, const std::vector<uint8_t>& w, const std::vector<uint8_t>& xq, int runs) {
+    const wb::DotKernels k = wb::dot_kernels(c.type, c.n, c.order);
+    if (!k.rows8) return 0.0;
+    const size_t w_stride = wb::ggml_row_bytes(c.type, c.n);
+    std::vector<float> out(size_t(c.rows));
+    std::vector<double> times;
+    for (int run = 0; run <= runs; ++run) {
+        const double t0 = cpu_seconds();
+        for (int rep = 0; rep < kGroups; ++rep)
+            for (int64_t r = 0; r < c.rows; r += 8) k.rows8(c.n, w.data() + size_t(r) * w_stride, w_stride, xq.data(), out.data() + r);
+        if (run > 0) times.push_back((cpu_seconds() - t0) / kGroups);
+    }
+    std::sort(times.begin(), times.end());
+    return times[times.size() / 2];
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -147,6 +167,23 @@ int main(int argc, char** argv) {
             std::printf("  %s: %8.0f us %5.1f", family.c_str(), 1e6 * s, macs / (1e9 * s));
             if (const double s16 = time_prefill(c, w, xq, x_stride, runs, true); s16 > 0)
                 std::printf("  %s 16-row: %8.0f us %5.1f", family.c_str(), 1e6 * s16, macs / (1e9 * s16));
+        }
+        wb::quant_force_avx2(false);
+        std::printf("\n");
+    }
+    std::printf("decode, 8 rows at a time (DotKernels::rows8), one token, per matrix:\n");
+    for (const Case& c : {Case{GgmlType::Q4_K, wb::DotOrder::kGemv, 2048, 256}, Case{GgmlType::Q8_0, wb::DotOrder::kRow, 2048, 256}}) {
+        const std::vector<uint8_t> w = random_matrix(rng, c.type, c.n, c.rows);
+        std::vector<uint8_t> xq(wb::activation_row_bytes(c.type, c.n));
+        std::vector<float> x(size_t(c.n), 0.5f);
+        wb::quantize_activations(c.type, x.data(), xq.data(), c.n);
+        std::printf("%-7s %5lldx%-5lld", wb::ggml_type_name(c.type).c_str(), (long long)c.n, (long long)c.rows);
+        for (bool plain : {false, true}) {
+            wb::quant_force_avx2(plain);
+            const std::string family = wb::quant_kernel_name();
+            const double s = time_rows8(c, w, xq, runs);
+            const double bytes = double(wb::ggml_row_bytes(c.type, c.n)) * double(c.rows);
+            std::printf("  %s: %6.1f us %5.1f GB/s", family.c_str(), 1e6 * s, bytes / (1e9 * s));
         }
         wb::quant_force_avx2(false);
         std::printf("\n");

@@ -270,7 +270,7 @@ namespace {
 
 // 16 rows of random blocks (every code, and for Q4_K every scale and minimum byte pattern) and 8
 // tokens of mixed magnitudes; "extreme": every code 15 (Q4_K), 31 (Q5_K), 63 with scales -128 and 127
-// (Q6_K), value -127 with scales -32 (IQ4_XS), and activation codes -127 (even tokens) and +127 (odd
+// (Q6_K), value -127 with scales -32 (IQ4_XS), -128 and 127 (Q8_0), and activation codes -127 (even tokens) and +127 (odd
 // tokens, after their first): the largest partial sums the packed tile adds in 16 bits before scaling
 // and the 16-row tile scales in 32 bits (an overflow would change them).
 struct RowsCase {
@@ -291,6 +291,9 @@ struct RowsCase {
                 for (int64_t b = 0; b < n / wb::kQKK; ++b)
                     std::memset(row.data() + size_t(b) * sizeof(wb::BlockQ5_K) + offsetof(wb::BlockQ5_K, qh), 0xFF,
                                 wb::kQKK / 8 + wb::kQKK / 2);
+            if (extreme && t == GgmlType::Q8_0)  // codes -128 (even rows) and 127 (odd rows)
+                for (int64_t b = 0; b < n / wb::kQK; ++b)
+                    std::memset(row.data() + size_t(b) * sizeof(wb::BlockQ8_0) + offsetof(wb::BlockQ8_0, qs), r % 2 ? 0x7F : 0x80, wb::kQK);
             if (extreme && t == GgmlType::Q6_K)  // codes 63 (value 31), scales -128 and 127 alternating
                 for (int64_t b = 0; b < n / wb::kQKK; ++b) {
                     auto* q6 = reinterpret_cast<wb::BlockQ6_K*>(row.data() + size_t(b) * sizeof(wb::BlockQ6_K));
@@ -427,6 +430,7 @@ void TestQuantTiles::tile16_equals_row_dot_bit_for_bit() {
 void TestQuantTiles::rows8_equals_row_dot_bit_for_bit_data() {
     q4_k_cases(wb::DotOrder::kGemv);  // the decode's order
     for (int n : {32, 2304}) QTest::addRow("Q8_0/%d", n) << uint32_t(GgmlType::Q8_0) << n << false << int(wb::DotOrder::kRow);
+    QTest::addRow("Q8_0/2304 extreme") << uint32_t(GgmlType::Q8_0) << 2304 << true << int(wb::DotOrder::kRow);
 }
 
 // The kernels over 8 rows (DotKernels::rows8, what the CPU backend uses for decode: Q4_K's gemv order,
@@ -440,15 +444,24 @@ void TestQuantTiles::rows8_equals_row_dot_bit_for_bit() {
     QFETCH(int, order);
     const RowsCase q(GgmlType(type), n, extreme);
     const auto o = wb::DotOrder(order);
-    const wb::DotKernels k = wb::dot_kernels(q.t, n, o);
-    QVERIFY(k.rows8);
-    for (int c = 0; c < wb::kDotTileCols; ++c) {
-        float out[RowsCase::kRows];
-        for (int r = 0; r < RowsCase::kRows; r += 8) k.rows8(n, q.row(r), q.w_stride, q.token(c), out + r);
-        for (int r = 0; r < RowsCase::kRows; ++r) {
-            const float want = q.want(n, r, c, o);
-            QVERIFY2(std::memcmp(&out[r], &want, sizeof want) == 0, qPrintable(mismatch("rows8", r, c, out[r], want)));
+    // The best family (avx512's own 512-bit kernels where the CPU has them) and plain AVX2, each
+    // against the AVX2 family's row dot.
+    for (Form f : {Form::kBest, Form::kPlainAvx2}) {
+        float out[wb::kDotTileCols][RowsCase::kRows];
+        {
+            const FormGuard guard(f);
+            const wb::DotKernels k = wb::dot_kernels(q.t, n, o);
+            QVERIFY(k.rows8);
+            for (int c = 0; c < wb::kDotTileCols; ++c)
+                for (int r = 0; r < RowsCase::kRows; r += 8) k.rows8(n, q.row(r), q.w_stride, q.token(c), out[c] + r);
         }
+        const FormGuard reference(Form::kPlainAvx2);
+        for (int c = 0; c < wb::kDotTileCols; ++c)
+            for (int r = 0; r < RowsCase::kRows; ++r) {
+                const float want = q.want(n, r, c, o);
+                QVERIFY2(std::memcmp(&out[c][r], &want, sizeof want) == 0,
+                         qPrintable(QString(form_name(f)) + ": " + mismatch("rows8", r, c, out[c][r], want)));
+            }
     }
 }
 
