@@ -161,30 +161,39 @@ WB_INLINE __m256 tile_halves(const BX* const (&bx)[kDotTileCols], int64_t i, siz
 // AVX-VNNI's vpdpbusd (acc + four u8 * s8 products per int32 lane) and vpdpwssd (acc + two s16 * s16
 // products per lane) give exactly the integers of maddubs + madd by ones (whose 16-bit pair sums never
 // saturate here, see dot_u8_i8), resp. of madd + add, in one instruction instead of two. The kernels
-// below that use them take kVnni as a template parameter; their kVnni forms are installed only where
-// CPUID reports AVX-VNNI (avx2_kernels). The instructions are written as inline assembly because GCC
+// below that use them take kVnni as a template parameter; their kVex forms are installed only where
+// CPUID reports AVX-VNNI (avx2_kernels), their kEvex forms only in the avx512 family. The instructions are written as inline assembly because GCC
 // and clang refuse to inline a function of a wider target (the intrinsics) into one built for this
 // file's AVX2, so a template could not otherwise hold both forms.
-template <bool kVnni>
+// A CPU with AVX-512 VNNI and VL but not AVX-VNNI (Zen 4, Ice Lake .. Sapphire Rapids' predecessors)
+// has the same two instructions on 256-bit registers in their EVEX encoding: kEvex, installed by the
+// avx512 family (add_vnni_tiles_evex).
+enum class Vnni { kNone, kVex, kEvex };
+
+template <Vnni kVnni>
 WB_INLINE __m256i dot_u8_i8_x(__m256i u, __m256i s) {
-    if constexpr (kVnni) {
-        __m256i acc = _mm256_setzero_si256();
+    __m256i acc = _mm256_setzero_si256();
+    if constexpr (kVnni == Vnni::kVex) {
         asm("%{vex%} vpdpbusd %2, %1, %0" : "+x"(acc) : "x"(u), "x"(s));
-        return acc;
+    } else if constexpr (kVnni == Vnni::kEvex) {
+        asm("%{evex%} vpdpbusd %2, %1, %0" : "+x"(acc) : "x"(u), "x"(s));
     } else {
-        return dot_u8_i8(u, s);
+        acc = dot_u8_i8(u, s);
     }
+    return acc;
 }
 
 // acc + _mm256_madd_epi16(a, b)
-template <bool kVnni>
+template <Vnni kVnni>
 WB_INLINE __m256i add_madd_x(__m256i acc, __m256i a, __m256i b) {
-    if constexpr (kVnni) {
+    if constexpr (kVnni == Vnni::kVex) {
         asm("%{vex%} vpdpwssd %2, %1, %0" : "+x"(acc) : "x"(a), "x"(b));
-        return acc;
+    } else if constexpr (kVnni == Vnni::kEvex) {
+        asm("%{evex%} vpdpwssd %2, %1, %0" : "+x"(acc) : "x"(a), "x"(b));
     } else {
-        return _mm256_add_epi32(acc, _mm256_madd_epi16(a, b));
+        acc = _mm256_add_epi32(acc, _mm256_madd_epi16(a, b));
     }
+    return acc;
 }
 
 // One weight row of dot_tile32_rows: the tile's 8 tokens against the row's blocks, with the tokens'
@@ -194,7 +203,7 @@ WB_INLINE __m256i add_madd_x(__m256i acc, __m256i a, __m256i b) {
 // functions above in block order: acc = fma(d_w * d_x, float(lanes), acc), extra += m_w * s_x, out =
 // hsum(acc) + extra, so each output is bit-identical to dot_blocks. For signed codes |q| is taken once
 // per block and q's sign moved onto each token's activations, as dot_i8_i8 does.
-template <class BW, class BX, __m256i (*Codes)(const BW&), bool kSigned, bool kVnni>
+template <class BW, class BX, __m256i (*Codes)(const BW&), bool kSigned, Vnni kVnni>
 WB_INLINE void tile32_row(int64_t nb, const BW* bw, const BX* const (&bx)[kDotTileCols], const float* dx,
                           const float* sx, float* out, int64_t out_stride) {
     constexpr bool kOffset = std::is_same_v<BX, BlockQ8_1>;
@@ -223,7 +232,7 @@ WB_INLINE void tile32_row(int64_t nb, const BW* bw, const BX* const (&bx)[kDotTi
 // dot_tile for the 32-element types over n_rows weight rows at once (DotTileRowsFn): the 8 tokens'
 // fp16 activation scales of every block are converted once for all the rows (where one row at a time
 // converted them again for each row: about a third of the work per block).
-template <class BW, class BX, __m256i (*Codes)(const BW&), bool kSigned, bool kVnni>
+template <class BW, class BX, __m256i (*Codes)(const BW&), bool kSigned, Vnni kVnni>
 void dot_tile32_rows(int64_t n, const void* w, size_t w_stride, int64_t n_rows, const void* x, size_t x_stride,
                      float* out, int64_t out_stride) {
     static_assert(kDotTileRows == 1 && kDotTileCols == 8, "one weight row at a time, the 8 tokens in the lanes of a vector");
@@ -247,7 +256,7 @@ void dot_tile32_rows(int64_t n, const void* w, size_t w_stride, int64_t n_rows, 
             out_stride);
 }
 
-template <class BW, class BX, __m256i (*Codes)(const BW&), bool kSigned, bool kVnni>
+template <class BW, class BX, __m256i (*Codes)(const BW&), bool kSigned, Vnni kVnni>
 void dot_tile32(int64_t n, const void* w, size_t w_stride, const void* x, size_t x_stride, float* out, int64_t out_stride) {
     dot_tile32_rows<BW, BX, Codes, kSigned, kVnni>(n, w, w_stride, 1, x, x_stride, out, out_stride);
 }
@@ -610,7 +619,7 @@ static_assert(kDotTileCols == 8, "the tile's tokens are the 8 lanes of a vector"
 // subtracted lane by lane as block_q6_k does, and the 8 tokens reduced together (hsum_i32_x8); then
 // r = d_w * float(sum) is one vector multiply and acc = fma(r, d_x, acc) one vector FMA: per lane the
 // operands and order of dot_k_tiled. The codes of each run of 32 are unpacked once for the 8 tokens.
-template <bool kVnni>
+template <Vnni kVnni>
 void dot_q6_k_tiled_tile(int64_t n, const void* w, size_t, const void* x, size_t x_stride, float* out,
                          int64_t out_stride) {
     const auto* bw = static_cast<const BlockQ6_K*>(w);
@@ -811,7 +820,7 @@ constexpr DotOrder kTiledPaths[] = {DotOrder::kGemv, DotOrder::kGemm};
 void add_iq_tq_kernels(KernelTable& t) {
     t.dot[slot(GgmlType::IQ4_NL)] = dot_iq4_nl_row;
     t.dot_in(DotOrder::kLlamafile, GgmlType::IQ4_NL) = dot_blocks<BlockIQ4_NL, BlockQ8_0, block_iq4_nl>;
-    t.tile_in(DotOrder::kLlamafile, GgmlType::IQ4_NL) = dot_tile32<BlockIQ4_NL, BlockQ8_0, block_values, true, false>;
+    t.tile_in(DotOrder::kLlamafile, GgmlType::IQ4_NL) = dot_tile32<BlockIQ4_NL, BlockQ8_0, block_values, true, Vnni::kNone>;
     for (const DotOrder o : kTiledPaths) {
         t.dot_in(o, GgmlType::Q4_0) = dot_block_sums<BlockQ4_0>;
         t.tile_in(o, GgmlType::Q4_0) = dot_block_sums_tile<BlockQ4_0>;
@@ -1092,8 +1101,8 @@ bool cpu_has_avx_vnni() {
     return __get_cpuid_count(7, 1, &eax, &ebx, &ecx, &edx) && (eax & (1u << 4)) != 0;
 }
 
-// The 32-element types' tiles, in their AVX-VNNI form where kVnni (same outputs, fewer instructions).
-template <bool kVnni>
+// The 32-element types' tiles, in a VNNI form where kVnni says (same outputs, fewer instructions).
+template <Vnni kVnni>
 void add_tile32_kernels(KernelTable& t) {
     t.dot_tile[slot(GgmlType::Q4_0)] = dot_tile32<BlockQ4_0, BlockQ8_0, q4_0_codes, true, kVnni>;
     t.dot_tile_rows[slot(GgmlType::Q4_0)] = dot_tile32_rows<BlockQ4_0, BlockQ8_0, q4_0_codes, true, kVnni>;
@@ -1110,11 +1119,16 @@ void add_tile32_kernels(KernelTable& t) {
 // The tiles in their AVX-VNNI form (same outputs, fewer instructions).
 void add_vnni_tiles(KernelTable& t) {
     t.vnni = true;
-    t.tile_in(DotOrder::kTiled, GgmlType::Q6_K) = dot_q6_k_tiled_tile<true>;
-    add_tile32_kernels<true>(t);
+    t.tile_in(DotOrder::kTiled, GgmlType::Q6_K) = dot_q6_k_tiled_tile<Vnni::kVex>;
+    add_tile32_kernels<Vnni::kVex>(t);
 }
 
 }  // namespace
+
+void add_vnni_tiles_evex(KernelTable& t) {
+    t.tile_in(DotOrder::kTiled, GgmlType::Q6_K) = dot_q6_k_tiled_tile<Vnni::kEvex>;
+    add_tile32_kernels<Vnni::kEvex>(t);
+}
 
 KernelTable avx2_kernels(bool allow_vnni) {
     KernelTable t = scalar_kernels();
@@ -1127,7 +1141,7 @@ KernelTable avx2_kernels(bool allow_vnni) {
     t.dot[slot(GgmlType::Q5_0)] = dot_blocks<BlockQ5_0, BlockQ8_0, block_q5_0>;
     t.dot[slot(GgmlType::Q5_1)] = dot_blocks<BlockQ5_1, BlockQ8_1, block_q5_1>;
     t.dot[slot(GgmlType::Q8_0)] = dot_blocks<BlockQ8_0, BlockQ8_0, block_q8_0>;
-    add_tile32_kernels<false>(t);
+    add_tile32_kernels<Vnni::kNone>(t);
     t.dot[slot(GgmlType::Q2_K)] = dot_blocks<BlockQ2_K, BlockQ8_K, block_q2_k>;
     t.dot[slot(GgmlType::Q3_K)] = dot_blocks<BlockQ3_K, BlockQ8_K, block_q3_k>;
     t.dot[slot(GgmlType::Q4_K)] = dot_q4_k_row;
@@ -1142,7 +1156,7 @@ KernelTable avx2_kernels(bool allow_vnni) {
     t.dot_in(DotOrder::kTiled, GgmlType::Q6_K) = dot_k_tiled<BlockQ6_K, q6_k_ints, false>;
     t.tile_in(DotOrder::kTiled, GgmlType::Q2_K) = dot_k_tiled_tile<BlockQ2_K, q2_k_ints, true>;
     t.tile_in(DotOrder::kTiled, GgmlType::Q3_K) = dot_k_tiled_tile<BlockQ3_K, q3_k_ints, false>;
-    t.tile_in(DotOrder::kTiled, GgmlType::Q6_K) = dot_q6_k_tiled_tile<false>;
+    t.tile_in(DotOrder::kTiled, GgmlType::Q6_K) = dot_q6_k_tiled_tile<Vnni::kNone>;
     add_iq_tq_kernels(t);
     add_iq_grid_avx2_kernels(t);
     add_activation_avx2_kernels(t);

@@ -101,6 +101,7 @@ KernelTable avx512_kernels() {
     // Its 512-bit tile is what this family is for; the AVX2 tile over unpacked rows is not measured
     // against it, so it does not replace it here.
     t.unpacked_in(DotOrder::kTiled, GgmlType::IQ4_XS) = {};
+    if (!t.vnni) add_vnni_tiles_evex(t);  // the AVX-VNNI tiles' instructions in their AVX-512 encoding
     add_packed_avx512_kernels(t);  // quant_avx512_k.cpp: the Q4_K / Q5_K tiles
     add_rows16_avx512_kernels(t);  // quant_avx512_rows16.cpp: Q4_K, Q5_K, Q6_K, IQ4_XS over 16 rows
     add_rows8_avx512_kernels(t);   // quant_avx512_rows8.cpp: Q8_0's decode

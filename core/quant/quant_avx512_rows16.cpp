@@ -1,5 +1,6 @@
 // AVX-512 (F, BW, VL, VNNI) prefill tiles over 16 weight rows unpacked together (DotKernels::unpack16_w
-// / tile16_unpacked in quant.h), for Q4_K (gemm and tiled order), Q5_K, Q6_K and IQ4_XS (tiled order),
+// / tile16_unpacked in quant.h), for Q4_K (gemm and tiled order), Q5_K, Q6_K and IQ4_XS (tiled order)
+// and Q8_0 (row order: the end of the file),
 // built with those flags and handed out by quant.cpp only on a CPU that has them (the avx512 family).
 //
 // The tiles over packed activations (quant_avx2_packed.cpp, quant_avx512_k.cpp) decode a weight block
@@ -252,6 +253,85 @@ Rows16Tile rows16() {
     return {unpacked16_bytes<kSub>, unpack16<BW, kSub>, tile16<kSub, kStep, kGemm>};
 }
 
+// ---- Q8_0 in its row order (llamafile's, for batches) ----
+//
+// Each output keeps 8 float lanes (lane l: values 4l..4l+3 of every block), each block's 8 exact lane
+// sums folded in with one FMA by d_w * d_x, and the lanes summed at the end in hsum's tree (quant_avx2.cpp's
+// dot_blocks / block_q8_0). Here lane l of the 16 rows is one vector: a token's 8 accumulators are 8
+// registers, so a pass takes 2 tokens. The codes are signed, so the activations go in as the unsigned
+// operand, biased by 128, and each group's accumulator starts at -128 * (sum of its 4 codes), stored
+// with the codes: vpdpbusd then ends on exactly sum(code * y).
+struct Unpacked16Q8 {
+    int8_t codes[8][kTile16Rows][4];   // [group of 4 values][row]
+    int32_t start[8][kTile16Rows];     // -128 * the group's code sum
+    float d[kTile16Rows];
+};
+static_assert(sizeof(Unpacked16Q8) % 64 == 0, "whole cache lines");
+
+size_t unpacked16_q8_bytes(int64_t n) { return size_t(n / kQK) * sizeof(Unpacked16Q8); }
+
+void unpack16_q8_0(int64_t n, const void* w, size_t w_stride, void* unpacked) {
+    auto* out = static_cast<Unpacked16Q8*>(unpacked);
+    for (int r = 0; r < kTile16Rows; ++r) {
+        const auto* row = reinterpret_cast<const BlockQ8_0*>(static_cast<const uint8_t*>(w) + size_t(r) * w_stride);
+        for (int64_t i = 0; i < n / kQK; ++i) {
+            Unpacked16Q8& u = out[i];
+            for (int g = 0; g < 8; ++g) {
+                std::memcpy(u.codes[g][r], row[i].qs + 4 * g, 4);
+                int sum = 0;
+                for (int k = 0; k < 4; ++k) sum += row[i].qs[4 * g + k];
+                u.start[g][r] = -128 * sum;
+            }
+            u.d[r] = fp16(row[i].d);
+        }
+    }
+}
+
+// The 4 activations at p, each + 128 (as unsigned bytes), in all 16 lanes.
+WB_INLINE __m512i broadcast4_biased(const int8_t* p) {
+    uint32_t v;
+    std::memcpy(&v, p, 4);
+    return _mm512_set1_epi32(int(v ^ 0x80808080u));
+}
+
+// hsum's tree over lanes held in 8 vectors: ((l0 + l4) + (l2 + l6)) + ((l1 + l5) + (l3 + l7)).
+WB_INLINE __m512 lane_tree(const __m512 (&l)[8]) {
+    const __m512 a = _mm512_add_ps(_mm512_add_ps(l[0], l[4]), _mm512_add_ps(l[2], l[6]));
+    const __m512 b = _mm512_add_ps(_mm512_add_ps(l[1], l[5]), _mm512_add_ps(l[3], l[7]));
+    return _mm512_add_ps(a, b);
+}
+
+void tile16_q8_0(int64_t n, const void* unpacked, const void* x, size_t x_stride, float* out, int64_t out_stride) {
+    const auto* u = static_cast<const Unpacked16Q8*>(unpacked);
+    for (int pass = 0; pass < kDotTileCols / 2; ++pass) {
+        const BlockQ8_0* rows[2];
+        for (int t = 0; t < 2; ++t)
+            rows[t] = reinterpret_cast<const BlockQ8_0*>(static_cast<const uint8_t*>(x) + size_t(2 * pass + t) * x_stride);
+        __m512 acc[2][8];
+        for (auto& a : acc)
+            for (__m512& v : a) v = _mm512_setzero_ps();
+        for (int64_t i = 0; i < n / kQK; ++i) {
+            const Unpacked16Q8& b = u[i];
+            const __m512 d = _mm512_loadu_ps(b.d);
+            // fp16(d_w) * fp16(d_x), one rounding, as block_q8_0's scale_product
+            const __m512 dd[2] = {_mm512_mul_ps(d, _mm512_set1_ps(fp16(rows[0][i].d))),
+                                  _mm512_mul_ps(d, _mm512_set1_ps(fp16(rows[1][i].d)))};
+#pragma GCC unroll 8
+            for (int g = 0; g < 8; ++g) {
+                const __m512i w = _mm512_loadu_si512(b.codes[g]);
+                const __m512i start = _mm512_loadu_si512(b.start[g]);
+                for (int t = 0; t < 2; ++t) {
+                    const __m512i lanes = _mm512_dpbusd_epi32(start, broadcast4_biased(rows[t][i].qs + 4 * g), w);
+                    acc[t][g] = _mm512_fmadd_ps(dd[t], _mm512_cvtepi32_ps(lanes), acc[t][g]);
+                }
+            }
+        }
+        // + 0.0f: dot_blocks adds its (here empty) scalar terms after the sum, which turns -0 into +0.
+        for (int t = 0; t < 2; ++t)
+            _mm512_storeu_ps(out + (2 * pass + t) * out_stride, _mm512_add_ps(lane_tree(acc[t]), _mm512_setzero_ps()));
+    }
+}
+
 #if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC diagnostic pop
 #endif
@@ -264,6 +344,8 @@ void add_rows16_avx512_kernels(KernelTable& t) {
     t.rows16_in(DotOrder::kTiled, GgmlType::Q5_K) = rows16<BlockQ5_K, 8, Step::kMin>();
     t.rows16_in(DotOrder::kTiled, GgmlType::Q6_K) = rows16<BlockQ6_K, 16, Step::kOffset>();
     t.rows16_in(DotOrder::kTiled, GgmlType::IQ4_XS) = rows16<BlockIQ4_XS, 8, Step::kOffset>();
+    // llamafile's order for Q8_0 batches is the row order, so the row order's entry serves it
+    t.rows16_in(DotOrder::kRow, GgmlType::Q8_0) = {unpacked16_q8_bytes, unpack16_q8_0, tile16_q8_0};
 }
 
 }  // namespace wb
