@@ -1,6 +1,6 @@
 // AVX-512 (F, BW, VL, VNNI) prefill tiles over 16 weight rows unpacked together (DotKernels::unpack16_w
 // / tile16_unpacked in quant.h), for Q4_K (gemm and tiled order), Q5_K, Q6_K and IQ4_XS (tiled order)
-// and Q8_0 (row order: the end of the file),
+// and Q8_0, Q4_1, Q5_1 (row order: the end of the file),
 // built with those flags and handed out by quant.cpp only on a CPU that has them (the avx512 family).
 //
 // The tiles over packed activations (quant_avx2_packed.cpp, quant_avx512_k.cpp) decode a weight block
@@ -25,6 +25,7 @@
 #include <immintrin.h>
 
 #include <cstring>
+#include <type_traits>
 
 #include "quant/quant_avx2_common.h"
 #include "quant/quant_avx512_common.h"
@@ -253,36 +254,66 @@ Rows16Tile rows16() {
     return {unpacked16_bytes<kSub>, unpack16<BW, kSub>, tile16<kSub, kStep, kGemm>};
 }
 
-// ---- Q8_0 in its row order (llamafile's, for batches) ----
+// ---- The 32-element types in their row order (llamafile's, for batches): Q8_0, Q4_1, Q5_1 ----
 //
 // Each output keeps 8 float lanes (lane l: values 4l..4l+3 of every block), each block's 8 exact lane
-// sums folded in with one FMA by d_w * d_x, and the lanes summed at the end in hsum's tree (quant_avx2.cpp's
-// dot_blocks / block_q8_0). Here lane l of the 16 rows is one vector: a token's 8 accumulators are 8
-// registers, so a pass takes 2 tokens. The codes are signed, so the activations go in as the unsigned
-// operand, biased by 128, and each group's accumulator starts at -128 * (sum of its 4 codes), stored
-// with the codes: vpdpbusd then ends on exactly sum(code * y).
-struct Unpacked16Q8 {
-    int8_t codes[8][kTile16Rows][4];   // [group of 4 values][row]
-    int32_t start[8][kTile16Rows];     // -128 * the group's code sum
-    float d[kTile16Rows];
+// sums folded in with one FMA by d_w * d_x, Q4_1's and Q5_1's offset terms m_w * s_x summed apart, and
+// the lanes summed at the end in hsum's tree, the offsets added after (quant_avx2.cpp's dot_blocks and
+// block functions). Here lane l of the 16 rows is one vector: a token's 8 accumulators are 8 registers,
+// so a pass takes 2 tokens. Unsigned codes (Q4_1, Q5_1) are vpdpbusd's unsigned operand as they are.
+// Q8_0's are signed, so the activations go in as the unsigned operand, biased by 128, and each group's
+// accumulator starts at -128 * (the sum of its 4 codes), stored with the codes: vpdpbusd then ends on
+// exactly sum(code * y).
+struct Unpacked16Q32 {
+    uint8_t codes[8][kTile16Rows][4];  // [group of 4 values][row]
+    int32_t start[8][kTile16Rows];     // signed codes: -128 * the group's code sum
+    float d[kTile16Rows], m[kTile16Rows];
 };
-static_assert(sizeof(Unpacked16Q8) % 64 == 0, "whole cache lines");
+static_assert(sizeof(Unpacked16Q32) % 64 == 0, "whole cache lines");
 
-size_t unpacked16_q8_bytes(int64_t n) { return size_t(n / kQK) * sizeof(Unpacked16Q8); }
+size_t unpacked16_q32_bytes(int64_t n) { return size_t(n / kQK) * sizeof(Unpacked16Q32); }
 
-void unpack16_q8_0(int64_t n, const void* w, size_t w_stride, void* unpacked) {
-    auto* out = static_cast<Unpacked16Q8*>(unpacked);
+// One block's 32 codes in value order (bytes: int8 for Q8_0, 0..31 for the others), d and m.
+void decode32(const BlockQ8_0& b, uint8_t* codes, float& d, float&) {
+    std::memcpy(codes, b.qs, kQK);
+    d = fp16(b.d);
+}
+void decode32(const BlockQ4_1& b, uint8_t* codes, float& d, float& m) {
+    for (int j = 0; j < kQK / 2; ++j) {
+        codes[j] = uint8_t(b.qs[j] & 0xF);
+        codes[j + kQK / 2] = uint8_t(b.qs[j] >> 4);
+    }
+    d = fp16(b.d);
+    m = fp16(b.m);
+}
+void decode32(const BlockQ5_1& b, uint8_t* codes, float& d, float& m) {
+    uint32_t qh;
+    std::memcpy(&qh, b.qh, 4);
+    for (int j = 0; j < kQK / 2; ++j) {
+        codes[j] = uint8_t((b.qs[j] & 0xF) | ((qh >> j) & 1) << 4);
+        codes[j + kQK / 2] = uint8_t((b.qs[j] >> 4) | ((qh >> (j + 16)) & 1) << 4);
+    }
+    d = fp16(b.d);
+    m = fp16(b.m);
+}
+
+template <class BW, bool kSigned>
+void unpack16_q32(int64_t n, const void* w, size_t w_stride, void* unpacked) {
+    auto* out = static_cast<Unpacked16Q32*>(unpacked);
+    uint8_t codes[kQK];
     for (int r = 0; r < kTile16Rows; ++r) {
-        const auto* row = reinterpret_cast<const BlockQ8_0*>(static_cast<const uint8_t*>(w) + size_t(r) * w_stride);
+        const auto* row = reinterpret_cast<const BW*>(static_cast<const uint8_t*>(w) + size_t(r) * w_stride);
         for (int64_t i = 0; i < n / kQK; ++i) {
-            Unpacked16Q8& u = out[i];
+            Unpacked16Q32& u = out[i];
+            float m = 0.0f;
+            decode32(row[i], codes, u.d[r], m);
+            u.m[r] = m;
             for (int g = 0; g < 8; ++g) {
-                std::memcpy(u.codes[g][r], row[i].qs + 4 * g, 4);
+                std::memcpy(u.codes[g][r], codes + 4 * g, 4);
                 int sum = 0;
-                for (int k = 0; k < 4; ++k) sum += row[i].qs[4 * g + k];
-                u.start[g][r] = -128 * sum;
+                for (int k = 0; k < 4; ++k) sum += kSigned ? int(int8_t(codes[4 * g + k])) : int(codes[4 * g + k]);
+                u.start[g][r] = kSigned ? -128 * sum : 0;
             }
-            u.d[r] = fp16(row[i].d);
         }
     }
 }
@@ -301,35 +332,49 @@ WB_INLINE __m512 lane_tree(const __m512 (&l)[8]) {
     return _mm512_add_ps(a, b);
 }
 
-void tile16_q8_0(int64_t n, const void* unpacked, const void* x, size_t x_stride, float* out, int64_t out_stride) {
-    const auto* u = static_cast<const Unpacked16Q8*>(unpacked);
+// BX: the activations' block (Q8_0 for Q8_0, Q8_1 for Q4_1 / Q5_1, whose s = d_x * sum(y)).
+template <class BX, bool kSigned>
+void tile16_q32(int64_t n, const void* unpacked, const void* x, size_t x_stride, float* out, int64_t out_stride) {
+    constexpr bool kOffset = std::is_same_v<BX, BlockQ8_1>;
+    const auto* u = static_cast<const Unpacked16Q32*>(unpacked);
     for (int pass = 0; pass < kDotTileCols / 2; ++pass) {
-        const BlockQ8_0* rows[2];
+        const BX* rows[2];
         for (int t = 0; t < 2; ++t)
-            rows[t] = reinterpret_cast<const BlockQ8_0*>(static_cast<const uint8_t*>(x) + size_t(2 * pass + t) * x_stride);
-        __m512 acc[2][8];
+            rows[t] = reinterpret_cast<const BX*>(static_cast<const uint8_t*>(x) + size_t(2 * pass + t) * x_stride);
+        __m512 acc[2][8], extra[2] = {_mm512_setzero_ps(), _mm512_setzero_ps()};
         for (auto& a : acc)
             for (__m512& v : a) v = _mm512_setzero_ps();
         for (int64_t i = 0; i < n / kQK; ++i) {
-            const Unpacked16Q8& b = u[i];
+            const Unpacked16Q32& b = u[i];
             const __m512 d = _mm512_loadu_ps(b.d);
-            // fp16(d_w) * fp16(d_x), one rounding, as block_q8_0's scale_product
-            const __m512 dd[2] = {_mm512_mul_ps(d, _mm512_set1_ps(fp16(rows[0][i].d))),
-                                  _mm512_mul_ps(d, _mm512_set1_ps(fp16(rows[1][i].d)))};
+            __m512 dd[2];
+            for (int t = 0; t < 2; ++t) {
+                // fp16(d_w) * fp16(d_x), one rounding, as scale_product / q8_1_scales
+                dd[t] = _mm512_mul_ps(d, _mm512_set1_ps(fp16(rows[t][i].d)));
+                // extra += m_w * s_x: a rounded product, then a rounded sum, as the block functions
+                if constexpr (kOffset)
+                    extra[t] = _mm512_add_ps(extra[t], _mm512_mul_ps(_mm512_loadu_ps(b.m), _mm512_set1_ps(fp16(rows[t][i].s))));
+            }
 #pragma GCC unroll 8
             for (int g = 0; g < 8; ++g) {
                 const __m512i w = _mm512_loadu_si512(b.codes[g]);
-                const __m512i start = _mm512_loadu_si512(b.start[g]);
+                const __m512i start = kSigned ? _mm512_loadu_si512(b.start[g]) : _mm512_setzero_si512();
                 for (int t = 0; t < 2; ++t) {
-                    const __m512i lanes = _mm512_dpbusd_epi32(start, broadcast4_biased(rows[t][i].qs + 4 * g), w);
+                    const int8_t* y = rows[t][i].qs + 4 * g;
+                    const __m512i lanes = kSigned ? _mm512_dpbusd_epi32(start, broadcast4_biased(y), w)
+                                                  : _mm512_dpbusd_epi32(start, w, broadcast4(y));
                     acc[t][g] = _mm512_fmadd_ps(dd[t], _mm512_cvtepi32_ps(lanes), acc[t][g]);
                 }
             }
         }
-        // + 0.0f: dot_blocks adds its (here empty) scalar terms after the sum, which turns -0 into +0.
-        for (int t = 0; t < 2; ++t)
-            _mm512_storeu_ps(out + (2 * pass + t) * out_stride, _mm512_add_ps(lane_tree(acc[t]), _mm512_setzero_ps()));
+        // + extra: dot_blocks adds the offset terms after the lanes' sum (+0 where none, which turns -0 into +0).
+        for (int t = 0; t < 2; ++t) _mm512_storeu_ps(out + (2 * pass + t) * out_stride, _mm512_add_ps(lane_tree(acc[t]), extra[t]));
     }
+}
+
+template <class BW, class BX, bool kSigned>
+Rows16Tile rows16_q32() {
+    return {unpacked16_q32_bytes, unpack16_q32<BW, kSigned>, tile16_q32<BX, kSigned>};
 }
 
 #if defined(__GNUC__) && !defined(__clang__)
@@ -344,8 +389,10 @@ void add_rows16_avx512_kernels(KernelTable& t) {
     t.rows16_in(DotOrder::kTiled, GgmlType::Q5_K) = rows16<BlockQ5_K, 8, Step::kMin>();
     t.rows16_in(DotOrder::kTiled, GgmlType::Q6_K) = rows16<BlockQ6_K, 16, Step::kOffset>();
     t.rows16_in(DotOrder::kTiled, GgmlType::IQ4_XS) = rows16<BlockIQ4_XS, 8, Step::kOffset>();
-    // llamafile's order for Q8_0 batches is the row order, so the row order's entry serves it
-    t.rows16_in(DotOrder::kRow, GgmlType::Q8_0) = {unpacked16_q8_bytes, unpack16_q8_0, tile16_q8_0};
+    // llamafile's order for these types' batches is their row order, so the row order's entry serves it
+    t.rows16_in(DotOrder::kRow, GgmlType::Q8_0) = rows16_q32<BlockQ8_0, BlockQ8_0, true>();
+    t.rows16_in(DotOrder::kRow, GgmlType::Q4_1) = rows16_q32<BlockQ4_1, BlockQ8_1, false>();
+    t.rows16_in(DotOrder::kRow, GgmlType::Q5_1) = rows16_q32<BlockQ5_1, BlockQ8_1, false>();
 }
 
 }  // namespace wb

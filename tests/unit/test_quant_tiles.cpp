@@ -398,15 +398,15 @@ void TestQuantTiles::tile16_equals_row_dot_bit_for_bit_data() {
         for (int n : {256, 2048}) QTest::addRow("%s/%d/tiled", wb::ggml_type_name(t).c_str(), n) << uint32_t(t) << n << false << tiled;
         QTest::addRow("%s/256/tiled extreme", wb::ggml_type_name(t).c_str()) << uint32_t(t) << 256 << true << tiled;
     }
-    const auto q8_0 = uint32_t(GgmlType::Q8_0);
     const auto llamafile = int(wb::DotOrder::kLlamafile);
-    for (int n : {32, 2048}) QTest::addRow("Q8_0/%d/llamafile", n) << q8_0 << n << false << llamafile;
-    QTest::addRow("Q8_0/2048/llamafile extreme") << q8_0 << 2048 << true << llamafile;
+    for (GgmlType t : {GgmlType::Q8_0, GgmlType::Q4_1, GgmlType::Q5_1})
+        for (int n : {32, 2048}) QTest::addRow("%s/%d/llamafile", wb::ggml_type_name(t).c_str(), n) << uint32_t(t) << n << false << llamafile;
+    QTest::addRow("Q8_0/2048/llamafile extreme") << uint32_t(GgmlType::Q8_0) << 2048 << true << llamafile;
 }
 
 // The tile over 16 rows unpacked together (DotKernels::tile16_unpacked, the avx512 family's prefill
-// form of Q4_K's gemm order, the tiled order of Q4_K, Q5_K, Q6_K and IQ4_XS, and Q8_0's llamafile
-// order): every output of the 16 rows and 8 tokens equal to the AVX2 family's row dot in that order,
+// form of Q4_K's gemm order, the tiled order of Q4_K, Q5_K, Q6_K and IQ4_XS, and the llamafile
+// order of Q8_0, Q4_1 and Q5_1): every output of the 16 rows and 8 tokens equal to the AVX2 family's row dot in that order,
 // bit for bit.
 void TestQuantTiles::tile16_equals_row_dot_bit_for_bit() {
     QFETCH(uint32_t, type);
