@@ -8,6 +8,7 @@
 #include <QTableWidget>
 #include <QVBoxLayout>
 
+#include <algorithm>
 #include <utility>
 
 #include "engine_types.h"
@@ -65,6 +66,14 @@ ModelInfoPanel::ModelInfoPanel(QWidget* parent) : QWidget(parent) {
     m_tensors = makeTable({tr("tensor"), tr("type"), tr("shape"), tr("bytes")}, this);
     m_ledger = makeTable({tr("component"), tr("predicted"), tr("measured"), tr("how")}, this);
     m_ledger->setAccessibleName(tr("Memory ledger: predicted and measured bytes by component"));
+    // The notes are sentences, wider than the dock: sized to their text, the column ran past the dock's
+    // edge and was cut there. fitLedgerColumns gives the names and the notes the width the numbers
+    // leave, the text wraps and each row grows to hold it (and a note's tooltip has it whole).
+    m_ledger->horizontalHeader()->setStretchLastSection(false);
+    m_ledger->setWordWrap(true);
+    m_ledger->setTextElideMode(Qt::ElideNone);
+    m_ledger->verticalHeader()->setSectionResizeMode(QHeaderView::ResizeToContents);
+    m_ledger->viewport()->installEventFilter(this);
     m_tabs->addTab(summary, tr("Summary"));
     m_tabs->addTab(m_ledger, tr("Memory"));
     m_tabs->addTab(m_architecture, tr("Architecture"));
@@ -148,6 +157,8 @@ qint64 ModelInfoPanel::ledgerBytes(const QString& key, int column) const {
 
 bool ModelInfoPanel::eventFilter(QObject* watched, QEvent* event) {
     if (watched == m_ledger && event->type() == QEvent::Show && m_ledgerStale) fillLedger(ledgerRows());
+    // The dock resized, or a scroll bar came or went: the columns share the new width.
+    if (watched == m_ledger->viewport() && event->type() == QEvent::Resize) fitLedgerColumns();
     return QWidget::eventFilter(watched, event);
 }
 
@@ -201,7 +212,7 @@ void ModelInfoPanel::fillLedger(const QVector<LedgerRow>& rows) {
     m_ledger->setRowCount(0);
     m_ledger->setRowCount(int(rows.size()));
     for (int r = 0; r < rows.size(); ++r) setLedgerRow(r, rows[r]);
-    m_ledger->resizeColumnsToContents();
+    fitLedgerColumns();
     m_ledgerStale = false;
     ++m_ledgerRebuilds;
 }
@@ -216,11 +227,23 @@ void ModelInfoPanel::refreshLedger(const QVector<LedgerRow>& rows) {
     }
     QVector<bool> changed(m_ledger->columnCount(), false);
     for (int r = 0; r < rows.size(); ++r) setLedgerRow(r, rows[r], &changed);
-    // Only a column with a changed text is measured again, and widened when that text no longer fits
-    // (QTableView hides the measure that QAbstractItemView makes public).
+    // Only a changed text can need other widths (a streamed reply changes a few cells ~30 times a second).
+    if (changed.contains(true)) fitLedgerColumns();
+}
+
+void ModelInfoPanel::fitLedgerColumns() {
+    // QTableView hides the measure that QAbstractItemView makes public.
     const QAbstractItemView* view = m_ledger;
-    for (int c = 0; c < changed.size(); ++c)
-        if (changed[c] && view->sizeHintForColumn(c) > m_ledger->columnWidth(c)) m_ledger->resizeColumnToContents(c);
+    // The numbers never wrap: their columns take what their text (and header) needs.
+    m_ledger->resizeColumnToContents(PredictedColumn);
+    m_ledger->resizeColumnToContents(MeasuredColumn);
+    const int rest = m_ledger->viewport()->width() - m_ledger->columnWidth(PredictedColumn) - m_ledger->columnWidth(MeasuredColumn);
+    // A name takes what it needs up to 40 % of the rest, the notes the remainder; below a width where
+    // a note would wrap a word or two per line, the table scrolls instead.
+    const int minimum = m_ledger->fontMetrics().averageCharWidth() * 12;
+    const int name = std::clamp(view->sizeHintForColumn(ComponentColumn), minimum, std::max(minimum, rest * 2 / 5));
+    m_ledger->setColumnWidth(ComponentColumn, name);
+    m_ledger->setColumnWidth(NoteColumn, std::max(minimum, rest - name));
 }
 
 void ModelInfoPanel::setLedgerRow(int row, const LedgerRow& values, QVector<bool>* changed) {
@@ -242,7 +265,7 @@ void ModelInfoPanel::setLedgerRow(int row, const LedgerRow& values, QVector<bool
         item->setToolTip(bytes >= 0 ? tr("%1 bytes").arg(bytes) : QString());
         item->setTextAlignment(Qt::AlignRight | Qt::AlignVCenter);
     }
-    cell(NoteColumn, values.how);
+    cell(NoteColumn, values.how)->setToolTip(values.how);
 }
 
 void ModelInfoPanel::setFileHash(const QString& path, const QString& sha256) {

@@ -66,6 +66,8 @@ private:
     void fillLedger(const QVector<LedgerRow>& rows);
     // Same keys in the same order: only the cells whose text or bytes changed are set.
     void refreshLedger(const QVector<LedgerRow>& rows);
+    // The numbers' columns to their text; the names and the notes share the rest of the width and wrap.
+    void fitLedgerColumns();
     // Sets the row's cells; a column whose text changed is marked in `changed` when given.
     void setLedgerRow(int row, const LedgerRow& values, QVector<bool>* changed = nullptr);
     QString m_path;
