@@ -129,6 +129,7 @@ void ModelInfoPanel::setModel(const ModelSummary& s) {
     m_summary = s;
     m_hasModel = true;
     m_hasKv = false;
+    m_device = {};
     m_ledgerStale = true;  // other rows: rebuilt now if shown, else when shown
     updateLedger();
     for (QTableWidget* t : {m_architecture, m_metadata, m_tensors}) t->resizeColumnsToContents();
@@ -143,6 +144,11 @@ void ModelInfoPanel::setKvStats(const wb::KvStats& stats) {
 void ModelInfoPanel::setAttentionMemory(qint64 used, qint64 budget) {
     m_attentionUsed = used;
     m_attentionBudget = budget;
+    updateLedger();
+}
+
+void ModelInfoPanel::setDeviceMemory(const wb::DeviceMemory& memory) {
+    m_device = memory;
     updateLedger();
 }
 
@@ -179,7 +185,7 @@ QVector<ModelInfoPanel::LedgerRow> ModelInfoPanel::ledgerRows() const {
     QVector<LedgerRow> rows;
     const bool cpu = s.backendName == QLatin1String("cpu");
     const QString weightsHow = cpu ? tr("read in place from the file mapping (pages the system loads as they are used)")
-                                   : tr("copied to the device (not counted here)");
+                                   : tr("copied to the device (the device memory row counts the copies)");
     for (const auto& [type, bytes] : s.weightBytesByType) {
         int count = 0;
         for (const auto& [t, n] : s.tensorTypes)
@@ -205,7 +211,21 @@ QVector<ModelInfoPanel::LedgerRow> ModelInfoPanel::ledgerRows() const {
                                        : tr("batches of %1 tokens; this backend does not count its allocations").arg(s.batchTokens)});
     rows.append({QStringLiteral("attention"), tr("captured attention"), m_attentionBudget, m_attentionUsed,
                  tr("the Attention panel's store: predicted is its budget, measured what it holds")});
+    if (m_device.counted) rows.append(deviceRow());
     return rows;
+}
+
+ModelInfoPanel::LedgerRow ModelInfoPanel::deviceRow() const {
+    const ModelSummary& s = m_summary;
+    // Predicted: the rows above that live on the device (the weights, the KV cache now, the scratch).
+    const quint64 kv = m_hasKv ? s.predictedKvBytes(m_kv.n_tokens, m_kv.type_k, m_kv.type_v) : 0;
+    const qint64 predicted = qint64(s.weightBytes + kv + s.scratchPredicted);
+    const auto bytes = [](uint64_t b) { return formatBytes(double(b)); };
+    return {QStringLiteral("device"), tr("device memory (%1)").arg(s.backendName), predicted, qint64(m_device.total()),
+            tr("measured: the backend's own count of what it allocated on the device: weights %1, KV cache %2 "
+               "(blocks freed by a shorter context are kept for reuse), scratch %3 (activations, workspaces); "
+               "predicted: the weights, the KV cache now and the scratch above")
+                .arg(bytes(m_device.weights), bytes(m_device.kv_cache), bytes(m_device.scratch))};
 }
 
 void ModelInfoPanel::fillLedger(const QVector<LedgerRow>& rows) {

@@ -5,7 +5,7 @@
 // the file's alignment padding and nothing more); the scratch the formula predicts is what the CPU
 // backend's allocator holds. Model info's ledger and the KV panel show those figures; the ledger
 // follows a streamed reply without rebuilding its rows, and not at all while it is hidden; its notes
-// wrap within the dock.
+// wrap within the dock; the device memory row shows a GPU backend's own count and nothing on the CPU.
 #include <algorithm>
 
 #include <QTabWidget>
@@ -301,6 +301,62 @@ private Q_SLOTS:
         }
         // In a dock the notes do not fit on one line: the test saw wrapping, not only short notes.
         if (width < 600) QVERIFY(wrapped > 0);
+    }
+
+    // The device memory row: the CPU backend has no device memory of its own and its report adds no
+    // row; a CUDA backend's report (recorded figures here: no GPU on the test machines) shows its total
+    // measured beside the device's share of the predictions (weights, KV cache now, scratch), its parts
+    // in the note, follows later reports in place, and goes with the model it belongs to.
+    void deviceRowOnlyForABackendsOwnCount() {
+        Loaded l = load("SmolLM2-135M-Instruct.Q4_1.gguf", wb::KvType::F16, wb::KvType::F16);
+        run(l, 40);
+        const wb::KvStats st = l.session->kv_stats();
+        const wb::DeviceMemory cpu = l.backend.backend->device_memory();
+        QVERIFY(!cpu.counted);
+        ModelInfoPanel info;
+        info.resize(544, 420);
+        QVERIFY(showLedger(info));
+        info.setModel(l.summary);
+        info.setKvStats(st);
+        const int cpuRows = info.ledgerTable()->rowCount();
+        info.setDeviceMemory(cpu);
+        QCOMPARE(info.ledgerTable()->rowCount(), cpuRows);
+        QCOMPARE(info.ledgerBytes("device", ModelInfoPanel::MeasuredColumn), qint64(-1));
+
+        ModelSummary gpu = l.summary;
+        gpu.backendName = QStringLiteral("cuda");
+        info.setModel(gpu);
+        info.setKvStats(st);
+        wb::DeviceMemory m;
+        m.counted = true;
+        m.weights = 96558336;
+        m.kv_cache = 4718592;
+        m.scratch = 57081344;
+        info.setDeviceMemory(m);
+        QCOMPARE(info.ledgerTable()->rowCount(), cpuRows + 1);
+        QCOMPARE(info.ledgerBytes("device", ModelInfoPanel::MeasuredColumn), qint64(m.weights + m.kv_cache + m.scratch));
+        QCOMPARE(info.ledgerBytes("device", ModelInfoPanel::PredictedColumn),
+                 qint64(gpu.weightBytes + gpu.predictedKvBytes(st.n_tokens, st.type_k, st.type_v) + gpu.scratchPredicted));
+        const QTableWidget* t = info.ledgerTable();
+        const int row = t->rowCount() - 1;
+        QCOMPARE(t->item(row, ModelInfoPanel::ComponentColumn)->data(ModelInfoPanel::KeyRole).toString(), QString("device"));
+        QVERIFY(t->item(row, ModelInfoPanel::ComponentColumn)->text().contains("cuda"));
+        const QString note = t->item(row, ModelInfoPanel::NoteColumn)->text();
+        for (uint64_t part : {m.weights, m.kv_cache, m.scratch})
+            QVERIFY2(note.contains(formatBytes(double(part))), qPrintable(note));
+        QVERIFY(showsWhole(t, row, ModelInfoPanel::NoteColumn));
+
+        // A reply grows the cache: the same row, the new figure.
+        const int rebuilds = info.ledgerRebuilds();
+        m.kv_cache += 1 << 20;
+        info.setDeviceMemory(m);
+        QCOMPARE(info.ledgerRebuilds(), rebuilds);
+        QCOMPARE(info.ledgerBytes("device", ModelInfoPanel::MeasuredColumn), qint64(m.weights + m.kv_cache + m.scratch));
+
+        // Another model (here on the CPU): no device row until its backend reports one.
+        info.setModel(l.summary);
+        QCOMPARE(info.ledgerBytes("device", ModelInfoPanel::MeasuredColumn), qint64(-1));
+        QCOMPARE(info.ledgerTable()->rowCount(), cpuRows - 1);  // no KV figure yet either
     }
 
     void smolLm2WeightsAndScratch() { verifyWeightsAndScratch("SmolLM2-135M-Instruct.Q4_1.gguf"); }
