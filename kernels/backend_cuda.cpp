@@ -210,6 +210,22 @@ void CudaBackend::free(Tensor& t) {
     t = {};
 }
 
+DeviceMemory CudaBackend::device_memory() const {
+    // Every cudaMalloc this backend makes is counted here, from the sizes it asked for: a buffer
+    // added without a line below would make the ledger's device row wrong.
+    DeviceMemory m;
+    m.counted = true;
+    for (const auto& [host, u] : uploads_) m.weights += u.bytes;
+    for (const auto& [ptr, bytes] : kv_sizes_) m.kv_cache += bytes;
+    m.scratch = tensor_bytes_ + 2 * sizeof(int32_t);  // d_step_
+    for (const cuda::DeviceBuffer* b : {&ids_, &positions_, &capture_slots_, &capture_, &shift_angles_, &top_,
+                                        &matmul_ws_.w16, &matmul_ws_.x16, &matmul_ws_.xq8, &matmul_ws_.xq8_scales,
+                                        &attn_ws_.partial})
+        m.scratch += b->size();
+    for (const auto& [kv, mirror] : mirrors_) m.scratch += mirror.host.size() * sizeof(void*);
+    return m;
+}
+
 void* CudaBackend::kv_alloc(size_t bytes) {
     auto& pool = kv_pool_[bytes];
     if (!pool.empty()) {

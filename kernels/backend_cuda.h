@@ -37,6 +37,7 @@ public:
     Tensor alloc(int64_t n_rows, int64_t n_cols) override;
     void free(Tensor& t) override;
     uint64_t tensor_bytes() const override { return tensor_bytes_; }
+    DeviceMemory device_memory() const override;
 
     void embed(const Weight& table, const int32_t* ids, int32_t n, float scale, Tensor& out) override;
     void rms_norm(const Tensor& x, const Weight& gain, float eps, int64_t group, Tensor& out) override;

@@ -62,6 +62,7 @@ void ChatController::connectWorker() {
     connect(m_worker, &InferenceWorker::attentionCaptured, this, &ChatController::handleAttention, q);
     connect(m_worker, &InferenceWorker::tokenInspected, this, &ChatController::handleInspection, q);
     connect(m_worker, &InferenceWorker::kvStatsChanged, this, &ChatController::kvStatsChanged, q);
+    connect(m_worker, &InferenceWorker::deviceMemoryChanged, this, &ChatController::deviceMemoryChanged, q);
     connect(m_worker, &InferenceWorker::contextCut, this, &ChatController::handleContextCut, q);
     connect(m_worker, &InferenceWorker::grammarRefused, this, &ChatController::handleGrammarRefused, q);
     connect(m_worker, &InferenceWorker::timingsChanged, this, &ChatController::handleTimings, q);

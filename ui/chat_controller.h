@@ -154,6 +154,8 @@ Q_SIGNALS:
     void tokenEvent(const wb::TokenEvent& event);
     void promptReady(const PromptInfo& info);
     void kvStatsChanged(const wb::KvStats& stats);
+    // The backend's device memory by its own count (counted is false on the CPU): the ledger's device row.
+    void deviceMemoryChanged(const wb::DeviceMemory& memory);
     // The engine cut the context of the reply on screen (a shift, or a trim of old turns).
     void contextCut(const wb::ContextCut& cut);
     // A reply ended because the context is full (under Stop): the chat offers shift or trim.

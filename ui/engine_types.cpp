@@ -8,6 +8,7 @@
 void registerEngineTypes() {
     qRegisterMetaType<wb::TokenEvent>("wb::TokenEvent");
     qRegisterMetaType<wb::KvStats>("wb::KvStats");
+    qRegisterMetaType<wb::DeviceMemory>("wb::DeviceMemory");
     qRegisterMetaType<wb::Timings>("wb::Timings");
     qRegisterMetaType<wb::SamplingParams>("wb::SamplingParams");
     qRegisterMetaType<AttentionBatch>("AttentionBatch");

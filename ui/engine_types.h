@@ -122,6 +122,7 @@ using ModelCompareResultPtr = std::shared_ptr<const ModelCompareResult>;
 
 Q_DECLARE_METATYPE(wb::TokenEvent)
 Q_DECLARE_METATYPE(wb::KvStats)
+Q_DECLARE_METATYPE(wb::DeviceMemory)
 Q_DECLARE_METATYPE(wb::Timings)
 Q_DECLARE_METATYPE(wb::SamplingParams)
 Q_DECLARE_METATYPE(AttentionBatch)

@@ -169,7 +169,7 @@ void InferenceWorker::loadModel(const QString& path, const QString& backend, int
         useTemplate(m_model->chat_template(), templateSetting);
         Q_EMIT modelLoaded(summary);
         Q_EMIT chatTemplateChanged(m_templateInfo);
-        Q_EMIT kvStatsChanged(m_session->kv_stats());
+        emitMemory(m_session->kv_stats());
         startHash(path);
     } catch (const std::exception& e) {
         Q_EMIT loadFailed(path, QString::fromUtf8(e.what()));
@@ -217,15 +217,20 @@ void InferenceWorker::continueChat(quint64 requestId, const ChatMessages& messag
         summary.error = QString::fromUtf8(e.what());
     }
     summary.contextTokens = int(m_session->context_tokens().size());
-    Q_EMIT kvStatsChanged(m_session->kv_stats());
+    emitMemory(m_session->kv_stats());
     Q_EMIT generationFinished(summary);
+}
+
+void InferenceWorker::emitMemory(const wb::KvStats& stats) {
+    Q_EMIT kvStatsChanged(stats);
+    if (m_backend.backend) Q_EMIT deviceMemoryChanged(m_backend.backend->device_memory());
 }
 
 void InferenceWorker::resetSession() {
     m_trimFrom = 0;
     if (!m_session) return;
     m_session->reset();
-    Q_EMIT kvStatsChanged(m_session->kv_stats());
+    emitMemory(m_session->kv_stats());
 }
 
 void InferenceWorker::countPrompt(quint64 countId, const ChatMessages& messages) {

@@ -83,6 +83,9 @@ public:
 
     // --- Used by WorkerObserver on the worker thread. ---
     bool stopRequested(quint64 requestId) const { return requestId <= m_stopUpTo.load(); }
+    // The statistics of the session's cache (kvStatsChanged) and the backend's device memory
+    // (deviceMemoryChanged) as they are now, sent together so the ledger's rows agree.
+    void emitMemory(const wb::KvStats& stats);
 
 public Q_SLOTS:
     // backend: "auto", "cpu" or "cuda" (wb::parse_backend_kind: another name fails the load with its
@@ -130,6 +133,9 @@ Q_SIGNALS:
     // Right after tokenGenerated for the same token, when its logit lens or head statistics were asked for.
     void tokenInspected(quint64 requestId, const TokenInspectionPtr& inspection);
     void kvStatsChanged(const wb::KvStats& stats);
+    // The backend's device memory by its own count (DeviceMemory::counted is false on the CPU), sent
+    // with every kvStatsChanged: after a load, while a reply streams, after it, a reset, a replay.
+    void deviceMemoryChanged(const wb::DeviceMemory& memory);
     // The engine cut the full context (a shift during the generation, a trim before its prefill).
     void contextCut(quint64 requestId, const wb::ContextCut& cut);
     // A grammar set during the reply was not applied: the reply so far does not parse under it.

@@ -63,7 +63,7 @@ void InferenceWorker::replayTrace(quint64 job, const GenerationTracePtr& recorde
         m_session->reset();
         TraceRecorder recorder(*this, job, wb::replay_trace_candidates(rec));
         const wb::GenerateResult r = m_session->generate(rec.prompt, wb::LiveSamplingParams(params), &recorder);
-        Q_EMIT kvStatsChanged(m_session->kv_stats());
+        emitMemory(m_session->kv_stats());
         if (r.reason == wb::StopReason::ERROR) {
             Q_EMIT replayFinished(job, nullptr, QString::fromStdString(r.error));
             return;
@@ -126,14 +126,14 @@ void InferenceWorker::compareModel(quint64 job, const QString& otherPath, const 
         auto result = std::make_shared<ModelCompareResult>();
         result->otherPath = otherPath;
         result->comparison = wb::compare_models(first ? *first : *m_session, *second, prompt, reply, progress);
-        Q_EMIT kvStatsChanged(m_session->kv_stats());
+        emitMemory(m_session->kv_stats());
         const wb::Tokenizer& tok = m_model->tokenizer();
         for (const wb::TokenComparison& t : result->comparison.tokens)
             for (int32_t id : {t.token, t.top_a, t.top_b})
                 if (!result->pieces.contains(id)) result->pieces.insert(id, tokenText(tok.token_to_piece(id, true)));
         Q_EMIT compareFinished(job, result, QString());
     } catch (const std::exception& e) {
-        if (m_session) Q_EMIT kvStatsChanged(m_session->kv_stats());
+        if (m_session) emitMemory(m_session->kv_stats());
         if (jobCancelled(job)) return cancelled();
         Q_EMIT compareFinished(job, nullptr, QString::fromUtf8(e.what()));
     }

@@ -143,6 +143,7 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
     connect(m_controller, &ChatController::kvStatsChanged, this, &MainWindow::handleKvStats);
     connect(m_controller, &ChatController::kvStatsChanged, m_kv, &KvCachePanel::handleStats);
     connect(m_controller, &ChatController::kvStatsChanged, m_info, &ModelInfoPanel::setKvStats);
+    connect(m_controller, &ChatController::deviceMemoryChanged, m_info, &ModelInfoPanel::setDeviceMemory);
     connect(m_controller, &ChatController::timingsChanged, m_kv, &KvCachePanel::handleTimings);
     connect(m_controller->attentionStore(), &AttentionStore::memoryChanged, m_info, [this] {
         m_info->setAttentionMemory(m_controller->attentionStore()->bytesUsed(), m_controller->attentionStore()->budgetBytes());

@@ -8,6 +8,7 @@
 #include <QTableWidget>
 #include <QVBoxLayout>
 
+#include <algorithm>
 #include <utility>
 
 #include "engine_types.h"
@@ -65,6 +66,14 @@ ModelInfoPanel::ModelInfoPanel(QWidget* parent) : QWidget(parent) {
     m_tensors = makeTable({tr("tensor"), tr("type"), tr("shape"), tr("bytes")}, this);
     m_ledger = makeTable({tr("component"), tr("predicted"), tr("measured"), tr("how")}, this);
     m_ledger->setAccessibleName(tr("Memory ledger: predicted and measured bytes by component"));
+    // The notes are sentences, wider than the dock: sized to their text, the column ran past the dock's
+    // edge and was cut there. fitLedgerColumns gives the names and the notes the width the numbers
+    // leave, the text wraps and each row grows to hold it (and a note's tooltip has it whole).
+    m_ledger->horizontalHeader()->setStretchLastSection(false);
+    m_ledger->setWordWrap(true);
+    m_ledger->setTextElideMode(Qt::ElideNone);
+    m_ledger->verticalHeader()->setSectionResizeMode(QHeaderView::ResizeToContents);
+    m_ledger->viewport()->installEventFilter(this);
     m_tabs->addTab(summary, tr("Summary"));
     m_tabs->addTab(m_ledger, tr("Memory"));
     m_tabs->addTab(m_architecture, tr("Architecture"));
@@ -120,6 +129,7 @@ void ModelInfoPanel::setModel(const ModelSummary& s) {
     m_summary = s;
     m_hasModel = true;
     m_hasKv = false;
+    m_device = {};
     m_ledgerStale = true;  // other rows: rebuilt now if shown, else when shown
     updateLedger();
     for (QTableWidget* t : {m_architecture, m_metadata, m_tensors}) t->resizeColumnsToContents();
@@ -137,6 +147,11 @@ void ModelInfoPanel::setAttentionMemory(qint64 used, qint64 budget) {
     updateLedger();
 }
 
+void ModelInfoPanel::setDeviceMemory(const wb::DeviceMemory& memory) {
+    m_device = memory;
+    updateLedger();
+}
+
 qint64 ModelInfoPanel::ledgerBytes(const QString& key, int column) const {
     for (int r = 0; r < m_ledger->rowCount(); ++r) {
         if (m_ledger->item(r, ComponentColumn)->data(KeyRole).toString() != key) continue;
@@ -148,6 +163,8 @@ qint64 ModelInfoPanel::ledgerBytes(const QString& key, int column) const {
 
 bool ModelInfoPanel::eventFilter(QObject* watched, QEvent* event) {
     if (watched == m_ledger && event->type() == QEvent::Show && m_ledgerStale) fillLedger(ledgerRows());
+    // The dock resized, or a scroll bar came or went: the columns share the new width.
+    if (watched == m_ledger->viewport() && event->type() == QEvent::Resize) fitLedgerColumns();
     return QWidget::eventFilter(watched, event);
 }
 
@@ -168,7 +185,7 @@ QVector<ModelInfoPanel::LedgerRow> ModelInfoPanel::ledgerRows() const {
     QVector<LedgerRow> rows;
     const bool cpu = s.backendName == QLatin1String("cpu");
     const QString weightsHow = cpu ? tr("read in place from the file mapping (pages the system loads as they are used)")
-                                   : tr("copied to the device (not counted here)");
+                                   : tr("copied to the device (the device memory row counts the copies)");
     for (const auto& [type, bytes] : s.weightBytesByType) {
         int count = 0;
         for (const auto& [t, n] : s.tensorTypes)
@@ -194,14 +211,28 @@ QVector<ModelInfoPanel::LedgerRow> ModelInfoPanel::ledgerRows() const {
                                        : tr("batches of %1 tokens; this backend does not count its allocations").arg(s.batchTokens)});
     rows.append({QStringLiteral("attention"), tr("captured attention"), m_attentionBudget, m_attentionUsed,
                  tr("the Attention panel's store: predicted is its budget, measured what it holds")});
+    if (m_device.counted) rows.append(deviceRow());
     return rows;
+}
+
+ModelInfoPanel::LedgerRow ModelInfoPanel::deviceRow() const {
+    const ModelSummary& s = m_summary;
+    // Predicted: the rows above that live on the device (the weights, the KV cache now, the scratch).
+    const quint64 kv = m_hasKv ? s.predictedKvBytes(m_kv.n_tokens, m_kv.type_k, m_kv.type_v) : 0;
+    const qint64 predicted = qint64(s.weightBytes + kv + s.scratchPredicted);
+    const auto bytes = [](uint64_t b) { return formatBytes(double(b)); };
+    return {QStringLiteral("device"), tr("device memory (%1)").arg(s.backendName), predicted, qint64(m_device.total()),
+            tr("measured: the backend's own count of what it allocated on the device: weights %1, KV cache %2 "
+               "(blocks freed by a shorter context are kept for reuse), scratch %3 (activations, workspaces); "
+               "predicted: the weights, the KV cache now and the scratch above")
+                .arg(bytes(m_device.weights), bytes(m_device.kv_cache), bytes(m_device.scratch))};
 }
 
 void ModelInfoPanel::fillLedger(const QVector<LedgerRow>& rows) {
     m_ledger->setRowCount(0);
     m_ledger->setRowCount(int(rows.size()));
     for (int r = 0; r < rows.size(); ++r) setLedgerRow(r, rows[r]);
-    m_ledger->resizeColumnsToContents();
+    fitLedgerColumns();
     m_ledgerStale = false;
     ++m_ledgerRebuilds;
 }
@@ -216,11 +247,23 @@ void ModelInfoPanel::refreshLedger(const QVector<LedgerRow>& rows) {
     }
     QVector<bool> changed(m_ledger->columnCount(), false);
     for (int r = 0; r < rows.size(); ++r) setLedgerRow(r, rows[r], &changed);
-    // Only a column with a changed text is measured again, and widened when that text no longer fits
-    // (QTableView hides the measure that QAbstractItemView makes public).
+    // Only a changed text can need other widths (a streamed reply changes a few cells ~30 times a second).
+    if (changed.contains(true)) fitLedgerColumns();
+}
+
+void ModelInfoPanel::fitLedgerColumns() {
+    // QTableView hides the measure that QAbstractItemView makes public.
     const QAbstractItemView* view = m_ledger;
-    for (int c = 0; c < changed.size(); ++c)
-        if (changed[c] && view->sizeHintForColumn(c) > m_ledger->columnWidth(c)) m_ledger->resizeColumnToContents(c);
+    // The numbers never wrap: their columns take what their text (and header) needs.
+    m_ledger->resizeColumnToContents(PredictedColumn);
+    m_ledger->resizeColumnToContents(MeasuredColumn);
+    const int rest = m_ledger->viewport()->width() - m_ledger->columnWidth(PredictedColumn) - m_ledger->columnWidth(MeasuredColumn);
+    // A name takes what it needs up to 40 % of the rest, the notes the remainder; below a width where
+    // a note would wrap a word or two per line, the table scrolls instead.
+    const int minimum = m_ledger->fontMetrics().averageCharWidth() * 12;
+    const int name = std::clamp(view->sizeHintForColumn(ComponentColumn), minimum, std::max(minimum, rest * 2 / 5));
+    m_ledger->setColumnWidth(ComponentColumn, name);
+    m_ledger->setColumnWidth(NoteColumn, std::max(minimum, rest - name));
 }
 
 void ModelInfoPanel::setLedgerRow(int row, const LedgerRow& values, QVector<bool>* changed) {
@@ -242,7 +285,7 @@ void ModelInfoPanel::setLedgerRow(int row, const LedgerRow& values, QVector<bool
         item->setToolTip(bytes >= 0 ? tr("%1 bytes").arg(bytes) : QString());
         item->setTextAlignment(Qt::AlignRight | Qt::AlignVCenter);
     }
-    cell(NoteColumn, values.how);
+    cell(NoteColumn, values.how)->setToolTip(values.how);
 }
 
 void ModelInfoPanel::setFileHash(const QString& path, const QString& sha256) {

@@ -9,6 +9,7 @@
 #include <QVector>
 #include <QWidget>
 
+#include "engine/backend.h"
 #include "kv/kv_cache.h"
 #include "model_summary.h"
 
@@ -28,7 +29,7 @@ public:
     QTableWidget* tensorTable() const { return m_tensors; }
     QTableWidget* architectureTable() const { return m_architecture; }
     // The ledger: one row per component; column 0 holds its key (KeyRole: "weights:<type>", "weights",
-    // "kv_full", "kv_now", "scratch", "attention"), columns 1 and 2 the predicted and measured bytes
+    // "kv_full", "kv_now", "scratch", "attention", "device"), columns 1 and 2 the predicted and measured bytes
     // (BytesRole; no value where there is none).
     enum LedgerColumn { ComponentColumn = 0, PredictedColumn = 1, MeasuredColumn = 2, NoteColumn = 3 };
     static constexpr int KeyRole = Qt::UserRole;
@@ -48,6 +49,10 @@ public Q_SLOTS:
     void setKvStats(const wb::KvStats& stats);
     // The captured attention's store: bytes held and its budget.
     void setAttentionMemory(qint64 used, qint64 budget);
+    // The backend's device memory by its own count: the "device" row, shown while a backend with
+    // memory of its own (CUDA) reports one (counted); the CPU backend's report adds no row. A model
+    // loaded clears it until its backend's first report.
+    void setDeviceMemory(const wb::DeviceMemory& memory);
 
 protected:
     bool eventFilter(QObject* watched, QEvent* event) override;
@@ -61,11 +66,15 @@ private:
     };
     void applyTheme();
     QVector<LedgerRow> ledgerRows() const;
+    // The device memory row (m_device.counted): predicted from the summary, measured the backend's count.
+    LedgerRow deviceRow() const;
     // Brings the ledger up to date, or marks it stale while it is hidden.
     void updateLedger();
     void fillLedger(const QVector<LedgerRow>& rows);
     // Same keys in the same order: only the cells whose text or bytes changed are set.
     void refreshLedger(const QVector<LedgerRow>& rows);
+    // The numbers' columns to their text; the names and the notes share the rest of the width and wrap.
+    void fitLedgerColumns();
     // Sets the row's cells; a column whose text changed is marked in `changed` when given.
     void setLedgerRow(int row, const LedgerRow& values, QVector<bool>* changed = nullptr);
     QString m_path;
@@ -74,6 +83,7 @@ private:
     wb::KvStats m_kv;
     bool m_hasKv = false;
     qint64 m_attentionUsed = 0, m_attentionBudget = 0;
+    wb::DeviceMemory m_device;
     bool m_ledgerStale = false;
     int m_ledgerRebuilds = 0;
     QTabWidget* m_tabs;

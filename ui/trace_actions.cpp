@@ -50,6 +50,20 @@ bool traceOfReply(const ChatEntry& reply, const QString& modelSha256, wb::Genera
     return true;
 }
 
+std::vector<wb::TraceStepInspection> inspectionOfReply(const ChatEntry& reply) {
+    std::vector<wb::TraceStepInspection> out;
+    const int given = reply.run ? reply.run->given : 0;
+    for (int i = given; i < reply.tokens.size(); ++i) {
+        wb::TraceStepInspection s;
+        if (const TokenInspectionPtr& in = reply.tokens[i].inspection) {
+            s.lens = in->lens;
+            s.heads = in->heads;
+        }
+        out.push_back(std::move(s));
+    }
+    return out;
+}
+
 QString replayReport(const wb::GenerationTrace& recorded, const wb::GenerationTrace& now, bool* same) {
     const wb::TraceDivergence d = wb::compare_traces(recorded, now);
     *same = d.same;
@@ -100,7 +114,13 @@ bool TraceActions::exportReply(int messageIndex, const QString& path, QString* e
     const QString sha = reply.run ? m_controller->fileSha256(reply.run->modelPath) : QString();
     if (!traceOfReply(reply, sha, &trace, error)) return false;
     QSaveFile file(path);  // the old file or the new one, never half of one
-    const QByteArray text = QByteArray::fromStdString(wb::write_trace_json(trace)) + '\n';
+    QByteArray text;
+    try {
+        text = QByteArray::fromStdString(wb::write_inspected_trace_json(trace, inspectionOfReply(reply))) + '\n';
+    } catch (const wb::Error& e) {
+        *error = QString::fromUtf8(e.what());
+        return false;
+    }
     if (!file.open(QIODevice::WriteOnly) || file.write(text) != text.size() || !file.commit()) {
         *error = tr("Cannot write %1: %2").arg(path, file.errorString());
         return false;
@@ -117,7 +137,8 @@ quint64 TraceActions::replayFile(const QString& path, QString* error) {
     }
     wb::GenerationTrace recorded;
     try {
-        recorded = wb::read_trace_json(file.readAll().toStdString());
+        // The lens and head records are not replayed, but a damaged one is refused as the rest would be.
+        recorded = wb::read_inspected_trace_json(file.readAll().toStdString()).trace;
     } catch (const wb::Error& e) {
         *error = tr("%1: %2").arg(QFileInfo(path).fileName(), QString::fromUtf8(e.what()));
         return 0;

@@ -9,7 +9,7 @@
 #include <QPointer>
 
 #include "conversation.h"
-#include "sampling/trace_file.h"
+#include "engine/trace_inspection.h"
 
 class ChatController;
 class CompareDialog;
@@ -20,6 +20,11 @@ class QWidget;
 // reply the user stopped records max_tokens = its length, so that a replay stops where it did. False
 // with *error saying why the reply cannot be exported.
 bool traceOfReply(const ChatEntry& reply, const QString& modelSha256, wb::GenerationTrace* trace, QString* error);
+
+// Per drawn token of reply `reply`, its logit lens and head statistics when their panels recorded
+// them (TokenRecord::inspection): the trace file's optional "lens" and "heads". All empty when none
+// were recorded.
+std::vector<wb::TraceStepInspection> inspectionOfReply(const ChatEntry& reply);
 
 // "Same: ..." or where `now` first differs from `recorded` (compare_traces), in words.
 QString replayReport(const wb::GenerationTrace& recorded, const wb::GenerationTrace& now, bool* same);

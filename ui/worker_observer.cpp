@@ -78,7 +78,7 @@ void WorkerObserver::on_kv_cache(const wb::KvStats& stats) {
     m_pendingKv = stats;
     m_hasKv = true;
     if (m_kvClock.elapsed() >= kMinIntervalMs) {
-        Q_EMIT m_worker.kvStatsChanged(m_pendingKv);
+        m_worker.emitMemory(m_pendingKv);
         m_hasKv = false;
         m_kvClock.restart();
     }
@@ -118,7 +118,7 @@ void WorkerObserver::flushAttention() {
 
 void WorkerObserver::flush() {
     flushAttention();
-    if (m_hasKv) Q_EMIT m_worker.kvStatsChanged(m_pendingKv);
+    if (m_hasKv) m_worker.emitMemory(m_pendingKv);
     if (m_hasTimings) emitTimings();
     m_hasKv = false;
 }

@@ -41,6 +41,15 @@ GenerationTrace trace_of(const GenerateObserver& obs, GenerationTrace header) {
     return header;
 }
 
+std::vector<TraceStepInspection> inspection_of(const GenerateObserver& obs) {
+    std::vector<TraceStepInspection> out(obs.steps().size());
+    for (size_t i = 0; i < out.size(); ++i) {
+        out[i].lens = obs.steps()[i].lens;
+        if (i < obs.step_heads().size()) out[i].heads = obs.step_heads()[i];
+    }
+    return out;
+}
+
 TraceEngine engine_of(const CliOptions& o, const Session& s) {
     TraceEngine e;
     e.recorded = true;
@@ -75,8 +84,9 @@ void apply_trace_engine(const GenerationTrace& t, CliOptions& o) {
                  [&] { o.keep = e.keep; });
 }
 
-void write_trace_file(const std::string& path, const GenerationTrace& trace) {
-    const std::string text = write_trace_json(trace);
+void write_trace_file(const std::string& path, const GenerationTrace& trace,
+                      const std::vector<TraceStepInspection>& inspection) {
+    const std::string text = write_inspected_trace_json(trace, inspection);
     const std::string tmp = path + ".tmp";  // renamed into place: a half-written file never has the name
     FILE* f = std::fopen(tmp.c_str(), "wb");
     if (!f) throw Error("cannot write " + tmp + ": " + std::strerror(errno));
@@ -95,7 +105,7 @@ GenerationTrace read_trace_file(const std::string& path) {
     text << in.rdbuf();
     if (in.bad()) throw Error("cannot read the trace file " + path);
     try {
-        return read_trace_json(text.str());
+        return read_inspected_trace_json(text.str()).trace;
     } catch (const Error& e) {
         throw Error(path + ": " + e.what());
     }

@@ -5,7 +5,7 @@
 #include "cli/generate_observer.h"
 #include "engine/model.h"
 #ifdef WB_HAVE_TRACE_FILE
-#include "sampling/trace_file.h"
+#include "engine/trace_inspection.h"
 #endif
 
 namespace wb {
@@ -37,8 +37,13 @@ void require_chat_template(const ChatTemplate& t);
 // file renamed into place) and read (wb::Error naming the path), and the replay's verdict printed
 // (exit code: 0 the same, 1 differs).
 GenerationTrace trace_of(const GenerateObserver& obs, GenerationTrace header);
+// Per step, the logit lens (--logit-lens) and head statistics (--head-stats) the observer collected:
+// the trace file's optional "lens" and "heads" (docs/trace-format.md).
+std::vector<TraceStepInspection> inspection_of(const GenerateObserver& obs);
 TraceEngine engine_of(const CliOptions& o, const Session& s);
-void write_trace_file(const std::string& path, const GenerationTrace& trace);
+void write_trace_file(const std::string& path, const GenerationTrace& trace,
+                      const std::vector<TraceStepInspection>& inspection);
+// The sampler trace; the file's lens and head records are checked too (a damaged one is refused).
 GenerationTrace read_trace_file(const std::string& path);
 // --replay's defaults from the trace: its backend and engine settings, except where a flag was given
 // (a note says where they differ).

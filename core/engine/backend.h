@@ -89,6 +89,16 @@ struct AttentionParams {
     int32_t n_capture_heads = 0;
 };
 
+// Device memory a GPU backend holds, by kind: the bytes its own allocations asked for (cudaMalloc's
+// sizes), not the driver's view of the device (which other processes and the runtime share).
+struct DeviceMemory {
+    bool counted = false;   // false: the backend has no device memory of its own (CPU)
+    uint64_t weights = 0;   // uploaded weight tensors (a tensor shared by sessions or tied: once)
+    uint64_t kv_cache = 0;  // KV cache blocks, those kept for reuse after a truncation included
+    uint64_t scratch = 0;   // activations, matmul and attention workspaces, staging, block tables
+    uint64_t total() const { return weights + kv_cache + scratch; }
+};
+
 class Backend : public KvAllocator {
 public:
     ~Backend() override = default;
@@ -105,6 +115,10 @@ public:
     // Bytes the tensors alloc() handed out and free() has not taken back hold now (the sessions'
     // scratch activations; the memory ledger's measured figure). 0: this backend does not count them.
     virtual uint64_t tensor_bytes() const { return 0; }
+    // The device memory this backend holds by its own count of what it allocated (the memory
+    // ledger's device row); counted == false for a backend without memory of its own (the CPU's).
+    // Call on the thread that runs the backend's operations.
+    virtual DeviceMemory device_memory() const { return {}; }
 
     // out[i] = table row ids[i] (dequantized) * scale. ids are host memory.
     virtual void embed(const Weight& table, const int32_t* ids, int32_t n, float scale, Tensor& out) = 0;

@@ -18,7 +18,9 @@
 //     scratch after a decode step was recorded (gemma3: 800 tokens, so its steps also run over
 //     released window blocks): identical token sequences on >= 10 of the 11;
 //   - decode with graphs on and off (WB_CUDA_GRAPHS=0) gives bit-identical logits;
-//   - gemma3: the GPU session's KV cache holds only the window on local layers.
+//   - gemma3: the GPU session's KV cache holds only the window on local layers;
+//   - the backend's count of its device memory (the memory ledger's device row) against the file's
+//     weights, the session's KV cache and the driver's figure.
 //
 // The reference is the CPU backend with the GPU's arithmetic where the two differ
 // (gpu_reference_backend.h): the GEMV's 8-bit activations and integer part dots, f16 operands where
@@ -181,6 +183,32 @@ Plan plan_for(const ModelConfig& c) {
     return p;
 }
 
+// The memory ledger's device row (Backend::device_memory, the backend's own count of what it
+// allocated): the weights are the file's tensors uploaded once each (a tied output shares the
+// embedding's copy; a tensor the forward never reads, such as rope factors kept on the host, may be
+// left out: at most 1 % here); the KV figure holds at least the blocks the session's cache reserves
+// (freed blocks stay pooled); the scratch at least alloc()'s tensors; and the driver has at least
+// that much in use (its figure also holds the context, cuBLAS and the other backends of this test).
+void check_device_memory(const Model& model, const Backend& cuda, const Session& s) {
+    const DeviceMemory m = cuda.device_memory();
+    uint64_t file_bytes = 0;
+    for (const GgufTensor& t : model.file().tensors()) file_bytes += t.n_bytes;
+    size_t free_bytes = 0, total_bytes = 0;
+    const bool info = cudaMemGetInfo(&free_bytes, &total_bytes) == cudaSuccess;
+    const uint64_t in_use = uint64_t(total_bytes - free_bytes);
+    const KvStats kv = s.kv_stats();
+    char buf[300];
+    std::snprintf(buf, sizeof buf, "device memory count: weights %llu of the file's %llu, KV %llu >= reserved %llu, "
+                  "scratch %llu >= tensors %llu, total %llu <= in use %llu",
+                  (unsigned long long)m.weights, (unsigned long long)file_bytes, (unsigned long long)m.kv_cache,
+                  (unsigned long long)kv.bytes_reserved, (unsigned long long)m.scratch,
+                  (unsigned long long)cuda.tensor_bytes(), (unsigned long long)m.total(), (unsigned long long)in_use);
+    report(m.counted && info && m.weights <= file_bytes && m.weights * 100 >= file_bytes * 99 &&
+               m.kv_cache >= kv.bytes_reserved && kv.bytes_reserved > 0 && m.scratch >= cuda.tensor_bytes() &&
+               m.total() <= in_use,
+           buf);
+}
+
 void run(const std::string& model_path) {
     const auto model = Model::load(model_path);
     const ModelConfig& cfg = model->config();
@@ -278,6 +306,7 @@ void run(const std::string& model_path) {
                    (temperature > 0.0f ? "sampled" : "greedy") + ", " + std::to_string(b.tokens.size()) + " tokens" +
                    (a.error.empty() && b.error.empty() ? "" : ", error: " + a.error + b.error) + ")");
     }
+    check_device_memory(*model, *cuda, s_gpu);
 }
 
 }  // namespace

@@ -58,6 +58,7 @@ private Q_SLOTS:
         c.setSamplingParams(greedy(12));
         QSignalSpy tokens(&c, &ChatController::tokenAppended);
         QSignalSpy kv(&c, &ChatController::kvStatsChanged);
+        QSignalSpy device(&c, &ChatController::deviceMemoryChanged);
         QSignalSpy prompts(&c, &ChatController::promptReady);
         QSignalSpy finished(&c, &ChatController::generationFinished);
         QVERIFY(c.sendMessage("What is the capital of France?"));
@@ -79,6 +80,10 @@ private Q_SLOTS:
         const wb::KvStats stats = kv.last().at(0).value<wb::KvStats>();
         QCOMPARE(stats.n_tokens, s.contextTokens);
         QVERIFY(stats.bytes_used > 0);
+        // The backend's device memory goes with every KV figure (the ledger's device row); only a
+        // backend with memory of its own counts it.
+        QCOMPARE(device.count(), kv.count());
+        QCOMPARE(device.last().at(0).value<wb::DeviceMemory>().counted, c.model().backendName == QLatin1String("cuda"));
         QVERIFY(s.timings.ttft_ms > 0);
         QVERIFY(!c.isGenerating());
     }

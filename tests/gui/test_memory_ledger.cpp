@@ -4,7 +4,8 @@
 // of what they hold; the weights' total equals the file's tensor data (the gaps between tensors are
 // the file's alignment padding and nothing more); the scratch the formula predicts is what the CPU
 // backend's allocator holds. Model info's ledger and the KV panel show those figures; the ledger
-// follows a streamed reply without rebuilding its rows, and not at all while it is hidden.
+// follows a streamed reply without rebuilding its rows, and not at all while it is hidden; its notes
+// wrap within the dock; the device memory row shows a GPU backend's own count and nothing on the CPU.
 #include <algorithm>
 
 #include <QTabWidget>
@@ -65,6 +66,19 @@ void run(Loaded& l, int tokens) {
     p.max_tokens = 1;
     const wb::GenerateResult r = l.session->generate(ids, wb::LiveSamplingParams(p));
     QVERIFY2(r.reason != wb::StopReason::ERROR, r.error.c_str());
+}
+
+// The cell's text is on screen whole: wrapped to its column (less the delegate's margins), no word
+// wider than the column and every line inside the row.
+bool showsWhole(const QTableWidget* t, int row, int column) {
+    const QString text = t->item(row, column)->text();
+    const int margin = t->style()->pixelMetric(QStyle::PM_FocusFrameHMargin, nullptr, t) + 1;
+    const int width = t->columnWidth(column) - 2 * margin;
+    const QRect need = t->fontMetrics().boundingRect(QRect(0, 0, width, 1 << 20), Qt::AlignLeft | Qt::TextWordWrap, text);
+    if (need.width() <= width && need.height() <= t->rowHeight(row)) return true;
+    qWarning("row %d column %d (%d x %d) needs %d x %d: %s", row, column, width, t->rowHeight(row), need.width(),
+             need.height(), qPrintable(text));
+    return false;
 }
 
 // The ledger on screen: the panel shown with its Memory tab current (a hidden ledger is not kept up to date).
@@ -230,9 +244,9 @@ private Q_SLOTS:
             QVERIFY2(t->item(r, ModelInfoPanel::ComponentColumn)->text().contains(QString("(%1 tokens)").arg(last.n_tokens)),
                      qPrintable(t->item(r, ModelInfoPanel::ComponentColumn)->text()));
             QCOMPARE(t->item(r, ModelInfoPanel::MeasuredColumn)->text(), formatBytes(double(last.bytes_used)));
-            // Widened when its text outgrew it, never left cut.
-            const QAbstractItemView* view = t;
-            QVERIFY(t->columnWidth(ModelInfoPanel::ComponentColumn) >= view->sizeHintForColumn(ModelInfoPanel::ComponentColumn));
+            // Its longer text fits (wrapped, in a taller row), never left cut.
+            QVERIFY(showsWhole(t, r, ModelInfoPanel::ComponentColumn));
+            QVERIFY(showsWhole(t, r, ModelInfoPanel::MeasuredColumn));
         }
         QVERIFY(kvRow);
 
@@ -250,6 +264,99 @@ private Q_SLOTS:
         info.setKvStats(base);
         QCOMPARE(info.ledgerRebuilds(), 4);
         QCOMPARE(info.ledgerBytes("kv_now", ModelInfoPanel::MeasuredColumn), qint64(base.bytes_used));
+    }
+
+    // The notes are sentences wider than the dock: at the Model info dock's width on a 1366x768 and a
+    // 1920x1080 screen (and wider) each note and name wraps inside the visible width, every row is tall
+    // enough for its lines, and a note's tooltip holds it whole.
+    void notesWrapWithinTheDockAndTooltipsHoldThem_data() {
+        QTest::addColumn<int>("width");
+        QTest::newRow("dock at 1366x768") << 408;
+        QTest::newRow("dock at 1920x1080") << 544;
+        QTest::newRow("wide window") << 1400;
+    }
+    void notesWrapWithinTheDockAndTooltipsHoldThem() {
+        QFETCH(int, width);
+        Loaded l = load("SmolLM2-135M-Instruct.Q4_1.gguf", wb::KvType::F16, wb::KvType::F16);
+        run(l, 40);
+        ModelInfoPanel info;
+        info.resize(width, 420);
+        QVERIFY(showLedger(info));
+        info.setModel(l.summary);
+        info.setKvStats(l.session->kv_stats());
+        info.setAttentionMemory(300000, kAttentionBudget);
+        QCoreApplication::processEvents();
+        const QTableWidget* t = info.ledgerTable();
+        QVERIFY(t->rowCount() >= 6);
+        const int right = t->columnViewportPosition(ModelInfoPanel::NoteColumn) + t->columnWidth(ModelInfoPanel::NoteColumn);
+        QVERIFY2(right <= t->viewport()->width(), qPrintable(QString("%1 > %2").arg(right).arg(t->viewport()->width())));
+        int wrapped = 0;
+        for (int r = 0; r < t->rowCount(); ++r) {
+            const QTableWidgetItem* note = t->item(r, ModelInfoPanel::NoteColumn);
+            QVERIFY(!note->text().isEmpty());
+            QCOMPARE(note->toolTip(), note->text());
+            QVERIFY(showsWhole(t, r, ModelInfoPanel::ComponentColumn));
+            QVERIFY(showsWhole(t, r, ModelInfoPanel::NoteColumn));
+            if (t->rowHeight(r) >= 2 * t->fontMetrics().lineSpacing()) ++wrapped;
+        }
+        // In a dock the notes do not fit on one line: the test saw wrapping, not only short notes.
+        if (width < 600) QVERIFY(wrapped > 0);
+    }
+
+    // The device memory row: the CPU backend has no device memory of its own and its report adds no
+    // row; a CUDA backend's report (recorded figures here: no GPU on the test machines) shows its total
+    // measured beside the device's share of the predictions (weights, KV cache now, scratch), its parts
+    // in the note, follows later reports in place, and goes with the model it belongs to.
+    void deviceRowOnlyForABackendsOwnCount() {
+        Loaded l = load("SmolLM2-135M-Instruct.Q4_1.gguf", wb::KvType::F16, wb::KvType::F16);
+        run(l, 40);
+        const wb::KvStats st = l.session->kv_stats();
+        const wb::DeviceMemory cpu = l.backend.backend->device_memory();
+        QVERIFY(!cpu.counted);
+        ModelInfoPanel info;
+        info.resize(544, 420);
+        QVERIFY(showLedger(info));
+        info.setModel(l.summary);
+        info.setKvStats(st);
+        const int cpuRows = info.ledgerTable()->rowCount();
+        info.setDeviceMemory(cpu);
+        QCOMPARE(info.ledgerTable()->rowCount(), cpuRows);
+        QCOMPARE(info.ledgerBytes("device", ModelInfoPanel::MeasuredColumn), qint64(-1));
+
+        ModelSummary gpu = l.summary;
+        gpu.backendName = QStringLiteral("cuda");
+        info.setModel(gpu);
+        info.setKvStats(st);
+        wb::DeviceMemory m;
+        m.counted = true;
+        m.weights = 96558336;
+        m.kv_cache = 4718592;
+        m.scratch = 57081344;
+        info.setDeviceMemory(m);
+        QCOMPARE(info.ledgerTable()->rowCount(), cpuRows + 1);
+        QCOMPARE(info.ledgerBytes("device", ModelInfoPanel::MeasuredColumn), qint64(m.weights + m.kv_cache + m.scratch));
+        QCOMPARE(info.ledgerBytes("device", ModelInfoPanel::PredictedColumn),
+                 qint64(gpu.weightBytes + gpu.predictedKvBytes(st.n_tokens, st.type_k, st.type_v) + gpu.scratchPredicted));
+        const QTableWidget* t = info.ledgerTable();
+        const int row = t->rowCount() - 1;
+        QCOMPARE(t->item(row, ModelInfoPanel::ComponentColumn)->data(ModelInfoPanel::KeyRole).toString(), QString("device"));
+        QVERIFY(t->item(row, ModelInfoPanel::ComponentColumn)->text().contains("cuda"));
+        const QString note = t->item(row, ModelInfoPanel::NoteColumn)->text();
+        for (uint64_t part : {m.weights, m.kv_cache, m.scratch})
+            QVERIFY2(note.contains(formatBytes(double(part))), qPrintable(note));
+        QVERIFY(showsWhole(t, row, ModelInfoPanel::NoteColumn));
+
+        // A reply grows the cache: the same row, the new figure.
+        const int rebuilds = info.ledgerRebuilds();
+        m.kv_cache += 1 << 20;
+        info.setDeviceMemory(m);
+        QCOMPARE(info.ledgerRebuilds(), rebuilds);
+        QCOMPARE(info.ledgerBytes("device", ModelInfoPanel::MeasuredColumn), qint64(m.weights + m.kv_cache + m.scratch));
+
+        // Another model (here on the CPU): no device row until its backend reports one.
+        info.setModel(l.summary);
+        QCOMPARE(info.ledgerBytes("device", ModelInfoPanel::MeasuredColumn), qint64(-1));
+        QCOMPARE(info.ledgerTable()->rowCount(), cpuRows - 1);  // no KV figure yet either
     }
 
     void smolLm2WeightsAndScratch() { verifyWeightsAndScratch("SmolLM2-135M-Instruct.Q4_1.gguf"); }

@@ -217,6 +217,57 @@ private Q_SLOTS:
         QVERIFY(reply(QStringLiteral("Say hello.")));
     }
 
+    // The logit lens and head statistics the chat recorded of a reply travel in its export, bit for
+    // bit, and the file replays as the same reply; a reply without them exports none.
+    void exportCarriesTheRecordedLensAndHeadStats() {
+        QString error;
+        const QString plain = m_dir.filePath(QStringLiteral("plain.json"));
+        QVERIFY2(actions()->exportReply(lastIndex(), plain, &error), qPrintable(error));
+        QFile pf(plain);
+        QVERIFY(pf.open(QIODevice::ReadOnly));
+        for (const wb::TraceStepInspection& s : wb::read_inspected_trace_json(pf.readAll().toStdString()).inspection)
+            QVERIFY(s.empty());
+
+        m_window->setRecordInspection(true);
+        const bool replied = reply(QStringLiteral("Name a fruit."));
+        m_window->setRecordInspection(false);
+        QVERIFY(replied);
+        const QString path = m_dir.filePath(QStringLiteral("inspected.json"));
+        QVERIFY2(actions()->exportReply(lastIndex(), path, &error), qPrintable(error));
+        QFile f(path);
+        QVERIFY(f.open(QIODevice::ReadOnly));
+        const wb::InspectedTrace t = wb::read_inspected_trace_json(f.readAll().toStdString());
+        const ChatEntry& r = controller()->conversation().messages.last();
+        QCOMPARE(int(t.inspection.size()), int(r.tokens.size()));
+        for (int i = 0; i < r.tokens.size(); ++i) {
+            const TokenInspectionPtr& rec = r.tokens[i].inspection;
+            QVERIFY(rec);
+            const wb::TraceStepInspection& s = t.inspection[size_t(i)];
+            QCOMPARE(s.lens.size(), rec->lens.size());
+            QVERIFY(!s.lens.empty());
+            for (size_t l = 0; l < s.lens.size(); ++l) {
+                QCOMPARE(s.lens[l].layer, rec->lens[l].layer);
+                QCOMPARE(s.lens[l].top_ids, rec->lens[l].top_ids);
+                for (size_t k = 0; k < s.lens[l].top_p.size(); ++k) QVERIFY(bitsEqual(s.lens[l].top_p[k], rec->lens[l].top_p[k]));
+                QVERIFY(bitsEqual(s.lens[l].entropy, rec->lens[l].entropy));
+                QVERIFY(bitsEqual(s.lens[l].p_drawn, rec->lens[l].p_drawn));
+            }
+            QCOMPARE(s.heads.size(), rec->heads.size());
+            QVERIFY(!s.heads.empty());
+            for (size_t h = 0; h < s.heads.size(); ++h) {
+                QCOMPARE(s.heads[h].layer, rec->heads[h].layer);
+                QCOMPARE(s.heads[h].head, rec->heads[h].head);
+                QCOMPARE(s.heads[h].kv_head, rec->heads[h].kv_head);
+                QVERIFY(bitsEqual(s.heads[h].entropy, rec->heads[h].entropy));
+                QVERIFY(bitsEqual(s.heads[h].sink, rec->heads[h].sink));
+                QVERIFY(bitsEqual(s.heads[h].distance, rec->heads[h].distance));
+            }
+        }
+        bool same = false;
+        const QString report = replay(path, &same);
+        QVERIFY2(same, qPrintable(report));
+    }
+
     void replayAfterASettingChangeNamesTheFirstDifference() {
         // top_k 40 -> 2 in the file: the first token's top_k stage keeps 2, not 40.
         const QString edited = writeEdited(QStringLiteral("top_k.json"), [](nlohmann::json& j) { j["params"]["top_k"] = 2; });

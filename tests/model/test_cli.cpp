@@ -653,6 +653,75 @@ private Q_SLOTS:
         QCOMPARE(replay.out.trimmed(), QByteArray("replay: the same 6 tokens and sampler trace"));
     }
 
+    // --export-trace with --logit-lens and --head-stats: each step of the file carries the lens and the
+    // head statistics --json printed (the same numbers, as floats), the file replays as the same reply,
+    // and a replay refuses a file whose lens record is damaged, naming it. Without the flags the file
+    // has neither.
+    void traceCarriesTheLensAndHeadStatsJsonPrinted() {
+        QTemporaryDir dir;
+        const QString path = dir.filePath("trace.json");
+        const Run r = run_cli({"generate", "-m", model(), "-p", "The capital of France is", "-n", "3", "--ignore-eos",
+                               "--backend", "cpu", "--json", "--logit-lens", "3", "--head-stats", "--layers", "0,17",
+                               "--export-trace", path});
+        QCOMPARE(r.exit_code, 0);
+        const QJsonArray printed = json_of(r)["steps"].toArray();
+        QFile f(path);
+        QVERIFY(f.open(QIODevice::ReadOnly));
+        QJsonObject file = QJsonDocument::fromJson(f.readAll()).object();
+        f.close();
+        const QJsonArray steps = file["steps"].toArray();
+        QCOMPARE(steps.size(), 3);
+        const auto same_floats = [](const QJsonValue& a, const QJsonValue& b) { return float(a.toDouble()) == float(b.toDouble()); };
+        for (int s = 0; s < steps.size(); ++s) {
+            const QJsonArray lens = steps[s].toObject()["lens"].toArray();
+            const QJsonArray want = printed[s].toObject()["lens"].toArray();
+            QCOMPARE(lens.size(), 30);
+            QCOMPARE(lens.size(), want.size());
+            for (int l = 0; l < lens.size(); ++l) {
+                const QJsonObject a = lens[l].toObject(), b = want[l].toObject();
+                QCOMPARE(a["layer"].toInt(), b["layer"].toInt());
+                QVERIFY(same_floats(a["entropy"], b["entropy"]) && same_floats(a["p_drawn"], b["p_drawn"]));
+                QCOMPARE(a["top"].toArray().size(), 3);
+                for (int i = 0; i < 3; ++i) {
+                    const QJsonArray x = a["top"].toArray()[i].toArray(), y = b["top"].toArray()[i].toArray();
+                    QCOMPARE(x[0].toInt(), y[0].toInt());
+                    QVERIFY(same_floats(x[1], y[1]));
+                }
+            }
+            const QJsonArray heads = steps[s].toObject()["heads"].toArray();
+            const QJsonArray want_heads = printed[s].toObject()["heads"].toArray();
+            QCOMPARE(heads.size(), 2 * 9);
+            QCOMPARE(heads.size(), want_heads.size());
+            for (int i = 0; i < heads.size(); ++i) {
+                const QJsonObject a = heads[i].toObject(), b = want_heads[i].toObject();
+                for (const char* key : {"layer", "head", "kv_head", "window"}) QCOMPARE(a[key].toInt(), b[key].toInt());
+                for (const char* key : {"entropy", "sink", "prev", "distance", "in_window"})
+                    QVERIFY2(same_floats(a[key], b[key]), key);
+            }
+        }
+        const Run replay = run_cli({"generate", "-m", model(), "--backend", "cpu", "--replay", path});
+        QCOMPARE(replay.exit_code, 0);
+        QCOMPARE(replay.out.trimmed(), QByteArray("replay: the same 3 tokens and sampler trace"));
+
+        QJsonArray damaged = steps;
+        QJsonObject step = damaged[1].toObject();
+        step["lens"] = 7;
+        damaged[1] = step;
+        file["steps"] = damaged;
+        const QString bad = write_file(dir, "bad.json", QJsonDocument(file).toJson());
+        const Run refused = run_cli({"generate", "-m", model(), "--backend", "cpu", "--replay", bad});
+        QCOMPARE(refused.exit_code, 1);
+        QVERIFY2(refused.err.contains("steps[1].lens must be an array, got number 7"), refused.err.constData());
+
+        const QString plain = dir.filePath("plain.json");
+        QCOMPARE(run_cli({"generate", "-m", model(), "-p", "Hi", "-n", "1", "--backend", "cpu", "--export-trace", plain})
+                     .exit_code, 0);
+        QFile p(plain);
+        QVERIFY(p.open(QIODevice::ReadOnly));
+        const QJsonObject first = QJsonDocument::fromJson(p.readAll()).object()["steps"].toArray()[0].toObject();
+        QVERIFY(!first.contains("lens") && !first.contains("heads"));
+    }
+
     void traceOfABiggerVocabularyIsRefusedBeforeGenerating() {
         // Gemma 3's token ids go past SmolLM2's vocabulary: the hash must be checked before the prompt
         // runs, or the replay fails on "token id N outside the vocabulary" instead.

@@ -11,6 +11,7 @@
 #include <random>
 
 #include "sampling/sampler.h"
+#include "engine/trace_inspection.h"
 #include "sampling/trace_file.h"
 #include "util/error.h"
 
@@ -100,6 +101,55 @@ bool bits_equal(T a, T b) {
     return std::memcmp(&a, &b, sizeof a) == 0;
 }
 
+// A lens of `layers` layers with `k` tokens each and head statistics of `heads` heads, every number a
+// different unusual float (and a NaN and an infinity among the head statistics) so that a field read
+// into the wrong place or rounded through text shows.
+TraceStepInspection inspection_of(int layers, int k, int heads, float salt) {
+    TraceStepInspection s;
+    for (int l = 0; l < layers; ++l) {
+        LensLayer x;
+        x.layer = l;
+        for (int i = 0; i < k; ++i) {
+            x.top_ids.push_back(1000 * l + 7 * i + 3);
+            x.top_p.push_back(salt / float(3 + i + l));
+        }
+        x.p_drawn = salt / float(11 + l);
+        x.entropy = salt * float(l + 1) / 7.0f;
+        s.lens.push_back(x);
+    }
+    for (int h = 0; h < heads; ++h)
+        s.heads.push_back({h / 3, h % 3, (h % 3) / 2, salt / 3.0f + float(h), salt / 13.0f, salt / 17.0f,
+                           salt * float(h) / 19.0f, h == 1 ? std::numeric_limits<float>::quiet_NaN() : salt / 23.0f,
+                           h == 2 ? 0 : 512});
+    if (heads > 0) s.heads[0].distance = std::numeric_limits<float>::infinity();
+    return s;
+}
+
+bool same_float(float a, float b) { return bits_equal(a, b) || (std::isnan(a) && std::isnan(b)); }
+
+void compare_inspection(const TraceStepInspection& a, const TraceStepInspection& b) {
+    QCOMPARE(b.lens.size(), a.lens.size());
+    for (size_t l = 0; l < a.lens.size(); ++l) {
+        QCOMPARE(b.lens[l].layer, a.lens[l].layer);
+        QCOMPARE(b.lens[l].top_ids, a.lens[l].top_ids);
+        QCOMPARE(b.lens[l].top_p.size(), a.lens[l].top_p.size());
+        for (size_t i = 0; i < a.lens[l].top_p.size(); ++i) QVERIFY(bits_equal(b.lens[l].top_p[i], a.lens[l].top_p[i]));
+        QVERIFY(bits_equal(b.lens[l].p_drawn, a.lens[l].p_drawn));
+        QVERIFY(bits_equal(b.lens[l].entropy, a.lens[l].entropy));
+    }
+    QCOMPARE(b.heads.size(), a.heads.size());
+    for (size_t h = 0; h < a.heads.size(); ++h) {
+        const HeadStats& x = a.heads[h];
+        const HeadStats& y = b.heads[h];
+        QCOMPARE(y.layer, x.layer);
+        QCOMPARE(y.head, x.head);
+        QCOMPARE(y.kv_head, x.kv_head);
+        QCOMPARE(y.window, x.window);
+        for (auto f : {&HeadStats::entropy, &HeadStats::sink, &HeadStats::prev, &HeadStats::distance, &HeadStats::in_window})
+            QVERIFY(same_float(y.*f, x.*f));
+    }
+}
+
 }  // namespace
 
 class TestTraceFile : public QObject {
@@ -115,6 +165,9 @@ private slots:
     void replay_asks_for_the_longest_record();
     void invalid_utf8_text_is_refused_by_name();
     void seeds_above_2_pow_53_survive_a_double_based_tool();
+    void lens_and_head_records_round_trip_bit_exact();
+    void files_without_lens_or_heads_read_as_none();
+    void bad_lens_or_head_records_get_specific_errors();
 };
 
 void TestTraceFile::export_import_round_trip_is_bit_exact() {
@@ -386,6 +439,73 @@ void TestTraceFile::seeds_above_2_pow_53_survive_a_double_based_tool() {
     } catch (const Error& e) {
         QCOMPARE(std::string(e.what()), std::string("trace file: seed_in_use_text must be a decimal 64-bit seed, got string \"12x\""));
     }
+}
+
+// The inspector's records of a reply (issue 16 item 7) travel in the file beside the sampler trace: a
+// step that had them gets them back bit for bit, a step that had none gets none, and the sampler
+// trace's own reader (an older build's replay) still reads the file.
+void TestTraceFile::lens_and_head_records_round_trip_bit_exact() {
+    const GenerationTrace t = generate(busy_params(11), random_rows(3, 50, 5));
+    const std::vector<TraceStepInspection> in = {inspection_of(4, 3, 6, 0.7f), {}, inspection_of(2, 5, 0, 0.3f)};
+    const std::string text = write_inspected_trace_json(t, in);
+    const nlohmann::json j = nlohmann::json::parse(text);
+    QCOMPARE(j["steps"][0]["lens"].size(), size_t(4));
+    QCOMPARE(j["steps"][0]["heads"].size(), size_t(6));
+    QVERIFY(!j["steps"][1].contains("lens") && !j["steps"][1].contains("heads"));
+    QVERIFY(!j["steps"][2].contains("heads"));
+    QCOMPARE(j["steps"][0]["heads"][1]["in_window"], nlohmann::json("nan"));  // NaN travels as a string
+
+    const InspectedTrace back = read_inspected_trace_json(text);
+    QVERIFY(compare_traces(t, back.trace).same);
+    QCOMPARE(back.inspection.size(), t.steps.size());
+    for (size_t i = 0; i < in.size(); ++i) compare_inspection(in[i], back.inspection[i]);
+    QVERIFY(back.inspection[1].empty());
+    QVERIFY(compare_traces(t, read_trace_json(text)).same);
+    QCOMPARE(write_inspected_trace_json(back.trace, back.inspection), text);
+}
+
+void TestTraceFile::files_without_lens_or_heads_read_as_none() {
+    const GenerationTrace t = generate(busy_params(12), random_rows(3, 50, 6));
+    // Nothing captured: the file is the sampler trace's, byte for byte (an inspection of empty steps too).
+    QCOMPARE(write_inspected_trace_json(t, {}), write_trace_json(t));
+    QCOMPARE(write_inspected_trace_json(t, std::vector<TraceStepInspection>(3)), write_trace_json(t));
+    const InspectedTrace back = read_inspected_trace_json(write_trace_json(t));
+    QCOMPARE(back.inspection.size(), t.steps.size());
+    for (const TraceStepInspection& s : back.inspection) QVERIFY(s.empty());
+    // Records for more steps than the trace has would be attached to no token.
+    QVERIFY_THROWS_EXCEPTION(Error, write_inspected_trace_json(t, std::vector<TraceStepInspection>(4)));
+}
+
+void TestTraceFile::bad_lens_or_head_records_get_specific_errors() {
+    const GenerationTrace t = generate(busy_params(13), random_rows(2, 50, 7));
+    const std::string good = write_inspected_trace_json(t, {inspection_of(2, 2, 2, 0.5f), inspection_of(2, 2, 2, 0.25f)});
+    auto error_of = [&good](const std::function<void(nlohmann::json&)>& edit) -> std::string {
+        nlohmann::json j = nlohmann::json::parse(good);
+        edit(j);
+        try {
+            read_inspected_trace_json(j.dump());
+        } catch (const Error& e) {
+            return e.what();
+        }
+        return "(no error)";
+    };
+    QCOMPARE(error_of([](auto&) {}), std::string("(no error)"));
+    QCOMPARE(error_of([](auto& j) { j["steps"][1]["lens"] = 3; }),
+             std::string("trace file: steps[1].lens must be an array, got number 3"));
+    QCOMPARE(error_of([](auto& j) { j["steps"][0]["lens"][1]["layer"] = -1; }),
+             std::string("trace file: steps[0].lens[1].layer must be a non-negative integer, got number -1"));
+    QCOMPARE(error_of([](auto& j) { j["steps"][0]["lens"][0]["top"][1] = {5}; }),
+             std::string("trace file: steps[0].lens[0].top[1] must be [id, p], got array"));
+    QCOMPARE(error_of([](auto& j) { j["steps"][0]["lens"][0]["top"][0][0] = 2.5; }),
+             std::string("trace file: steps[0].lens[0].top[0] id must be a non-negative integer, got number 2.5"));
+    QCOMPARE(error_of([](auto& j) { j["steps"][1]["lens"][0].erase("entropy"); }),
+             std::string("trace file: steps[1].lens[0] has no \"entropy\""));
+    QCOMPARE(error_of([](auto& j) { j["steps"][1]["heads"][1]["sink"] = true; }),
+             std::string("trace file: steps[1].heads[1].sink must be a number (or \"nan\", \"inf\", \"-inf\"), got boolean true"));
+    QCOMPARE(error_of([](auto& j) { j["steps"][0]["heads"][0].erase("kv_head"); }),
+             std::string("trace file: steps[0].heads[0] has no \"kv_head\""));
+    QCOMPARE(error_of([](auto& j) { j["steps"][0]["heads"] = nlohmann::json::object(); }),
+             std::string("trace file: steps[0].heads must be an array, got object"));
 }
 
 QTEST_GUILESS_MAIN(TestTraceFile)

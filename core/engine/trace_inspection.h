@@ -1,0 +1,42 @@
+#pragma once
+// The inspector's records of a reply in its trace file (issue 16 item 7, "optionally attention and
+// lens"): per generated token, the logit lens and the attention head statistics, when they were
+// captured. They are optional keys of each step ("lens", "heads"; docs/trace-format.md) beside the
+// sampler trace that sampling/trace_file.h writes and reads; that reader ignores them, so a file with
+// them still replays, and a file without them reads here as no records.
+//
+// Kept out of sampling/trace_file.h on purpose: the lens and head statistics are engine types
+// (engine/observer.h, engine/head_stats.h), and the sampler library does not depend on the engine.
+#include <string>
+#include <vector>
+
+#include "engine/head_stats.h"
+#include "engine/observer.h"
+#include "sampling/trace_file.h"
+
+namespace wb {
+
+// What the inspector recorded for one generated token (either may be empty: not captured).
+struct TraceStepInspection {
+    std::vector<LensLayer> lens;   // every layer's logit lens (TokenEvent::lens)
+    std::vector<HeadStats> heads;  // every captured head's statistics of the row that drew the token
+    bool empty() const { return lens.empty() && heads.empty(); }
+};
+
+// A trace file's contents: the sampler trace and, step by step, the inspector's records.
+struct InspectedTrace {
+    GenerationTrace trace;
+    std::vector<TraceStepInspection> inspection;  // trace.steps.size() entries (all empty: none recorded)
+};
+
+// write_trace_json's file with each step's "lens" and "heads" added where `inspection` has them.
+// inspection may be shorter than the steps (the rest recorded nothing); longer is a wb::Error.
+// Floats round-trip bit for bit; NaN and infinities are "nan", "inf", "-inf" as in the rest of the file.
+std::string write_inspected_trace_json(const GenerationTrace& trace, const std::vector<TraceStepInspection>& inspection);
+
+// read_trace_json, and each step's "lens" and "heads" when present. wb::Error naming the step and key
+// when one is there but malformed (not an array, a layer or id that is not a non-negative integer, a
+// top entry that is not [id, p], a missing field), so a damaged file is refused rather than half read.
+InspectedTrace read_inspected_trace_json(const std::string& text);
+
+}  // namespace wb
