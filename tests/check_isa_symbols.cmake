@@ -16,7 +16,7 @@
 if(NOT NM OR NOT OBJECTS)
   message(FATAL_ERROR "check_isa_symbols: NM and OBJECTS must be set")
 endif()
-set(allowed "^wb::(avx2_kernels|add_vnni_tiles_evex|avx512_kernels|add_activation_avx2_kernels|add_float_avx2_kernels|add_iq_grid_avx2_kernels|add_packed_avx2_kernels|add_packed_avx512_kernels|add_rows16_avx512_kernels|add_rows8_avx512_kernels|add_rows_avx2_kernels|exp_sum_avx2)\\(")
+set(allowed "^wb::(avx2_kernels|add_vnni_tiles_evex|avx512_kernels|add_activation_avx2_kernels|add_float_avx2_kernels|add_iq_grid_avx2_kernels|add_packed_avx2_kernels|add_packed_avx512_kernels|add_rows16_avx512_kernels|add_rows8_avx512_kernels|add_attention_avx512_kernels|add_rows_avx2_kernels|exp_sum_avx2)\\(")
 set(bad "")
 list(LENGTH OBJECTS n_objects)
 if(n_objects LESS 8)

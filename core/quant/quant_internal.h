@@ -122,6 +122,8 @@ void add_packed_avx512_kernels(KernelTable& t);
 void add_rows16_avx512_kernels(KernelTable& t);
 // The AVX-512 decode kernels over 8 rows (quant_avx512_rows8.cpp), for the avx512 family.
 void add_rows8_avx512_kernels(KernelTable& t);
+// The AVX-512 forms of the decode attention's f16 products (quant_avx512_attn.cpp), for the avx512 family.
+void add_attention_avx512_kernels(KernelTable& t);
 // The row kernels over 8 rows (quant_avx2_rows.cpp).
 void add_rows_avx2_kernels(KernelTable& t);
 #endif
