@@ -9,6 +9,7 @@
 #include <mutex>
 #include <optional>
 #include <random>
+#include <span>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -188,22 +189,38 @@ public:
     // lift a token from beyond the best top_k + (tokens in the penalty window) into them. So the
     // chain draws exactly what sample() draws on the whole row from that many best raw logits — on a
     // GPU the row then never crosses to the host, and no stage sorts the vocabulary.
+    //
+    // With a grammar the same holds for both of its draws: the second one runs the stages over the
+    // tokens the grammar allows, and the allowed ones among the best raw logits are the best of those
+    // (every allowed token outside the list ranks below them). When the list holds as many allowed
+    // ones as the first draw needed, the second draw takes them; otherwise it reads the whole row.
 
     // The most best-logits sample_top() works from; more and the caller reads the whole row.
     static constexpr int32_t kMaxTopNeeded = 1024;
+    // The best logits a grammar's chain reads beyond what its first draw needs: a grammar that allows
+    // common tokens then finds enough of them there for its second draw, which otherwise reads and
+    // filters the whole row. Selecting them costs ~40 us more than 40 alone on a 262k-entry row.
+    static constexpr int32_t kGrammarSlack = 192;
 
     // How many of the best raw logits (the order of select_top_logits) sample_top() needs to draw as
     // sample() would on the whole row, with n_lowered more ids the caller masks to -inf (ignore_eos);
     // 0 when the whole row is needed: no top-k stage, top_k + window above kMaxTopNeeded or n_vocab,
     // a penalty that can raise a logit, or greedy when vocab_p (its p is a softmax over the whole
     // vocabulary, which the inspector shows; over a few logits it would be another number; see
-    // sample_greedy_row for that case).
+    // sample_greedy_row for that case). With a grammar, kGrammarSlack more (up to kMaxTopNeeded), so
+    // that its second draw finds enough allowed tokens among them more often.
     int32_t top_needed(int32_t n_vocab, int32_t n_lowered, bool vocab_p) const;
 
-    // sample() from the n = top_needed() best raw logits of a row: ids and logits best first, the
+    // The logits row sample_top() reads when the best few do not serve a grammar's second draw: every
+    // entry, the caller's masked ids -inf (as sample() would be given it). Called at most once.
+    using RowReader = std::function<std::span<const float>()>;
+
+    // sample() from the n >= top_needed() best raw logits of a row: ids and logits best first, the
     // caller's masked ids already -inf. Draws the same token from the same random stream, and
-    // last_candidates() ends with the same survivors and p (for greedy, see vocab_p above).
-    int32_t sample_top(const int32_t* ids, const float* logits, int32_t n);
+    // last_candidates() ends with the same survivors and p (for greedy, see vocab_p above). With a
+    // grammar it advances the grammar as sample() does, and may need whole_row (wb::Error without
+    // one when it does).
+    int32_t sample_top(const int32_t* ids, const float* logits, int32_t n, const RowReader& whole_row = {});
 
     // ---- Greedy over the raw row ----
     //
@@ -236,6 +253,15 @@ private:
     void run_stages(std::vector<SamplerStageTrace>* trace, size_t trace_top);
     int32_t sample_with_grammar(const float* logits, int32_t n_vocab, std::vector<SamplerStageTrace>* trace,
                                 size_t trace_top);
+    // The grammar's second draw, from every token of the row it allows (first: the refused token).
+    int32_t redraw_with_grammar(const float* logits, int32_t n_vocab, int32_t first,
+                                std::vector<SamplerStageTrace>* trace, size_t trace_top);
+    // The same from the best few (sample_top's list); -1 when they hold too few allowed tokens.
+    int32_t redraw_from_top(const int32_t* ids, const float* logits, int32_t n);
+    // top_needed() before the grammar's slack and the caps (0: the whole row).
+    int64_t best_needed(int32_t n_lowered, bool vocab_p) const;
+    // scratch_ = the list sample_top() was given.
+    void assign_top(const int32_t* ids, const float* logits, int32_t n);
     void install_grammar(const std::string& gbnf);
     // set_params' grammar part: params' grammar fields become those in force after it.
     std::unique_ptr<GrammarConstraint> change_grammar(SamplingParams& params, bool& replace);
