@@ -136,7 +136,8 @@ public:
     // (logit bias, penalties, dry) before the argmax; mirostat replaces the sequence with
     // temperature -> mirostat (llama.cpp: no penalties, top-k, ...). seed kRandomSeed picks a
     // random seed. vocab is needed only for DRY's sequence breakers (wb::Error without it).
-    // Throws wb::Error naming the parameter when a value is not usable (see set_params).
+    // Throws wb::Error naming the parameter when a value is not usable (see set_params), and for a
+    // grammar that is malformed or that no token of the vocabulary can begin.
     explicit SamplerChain(const SamplingParams& params, std::shared_ptr<const SamplerVocab> vocab = nullptr);
     ~SamplerChain() override;
     // The stages refer to the chain's history and random stream, so a chain stays where it was built.
@@ -156,9 +157,11 @@ public:
     // version or tau changed).
     // A grammar changed after the reply's first draw applies from the next token, its parse advanced
     // over the reply so far (the tokens accept()ed since the first sample() after reset()); an empty
-    // one drops the constraint. When the reply so far does not parse under it, the grammar in force
-    // stays (params() keeps its grammar, grammar_mode and grammar_source), take_grammar_refusal()
-    // says why, and that text is not tried again until a set_params gives the grammar in force back.
+    // one drops the constraint. One given before the first draw that no token can begin throws
+    // wb::Error (GrammarConstraint::check_can_start), as a malformed one does. When the reply so far
+    // does not parse under it, the grammar in force stays (params() keeps its grammar, grammar_mode
+    // and grammar_source), take_grammar_refusal() says why, and that text is not tried again until a
+    // set_params gives the grammar in force back.
     // Rules: NaN or infinite floats, repeat_penalty <= 0 and repeat_last_n < -1 throw wb::Error
     // naming the parameter (the chain keeps its previous settings). Out-of-range values that have an
     // obvious meaning are taken as such: temperature < 0 is greedy; top_k <= 0 is off; top_p and

@@ -148,6 +148,7 @@ void SamplerChain::install_grammar(const std::string& gbnf) {
         return;
     }
     grammar_ = std::make_unique<GrammarConstraint>(gbnf, vocab_);
+    grammar_->check_can_start();
 }
 
 SamplerChain::~SamplerChain() = default;
@@ -216,7 +217,12 @@ std::unique_ptr<GrammarConstraint> SamplerChain::change_grammar(SamplingParams& 
     replace = true;
     // Parsed first: a malformed grammar throws here, with nothing changed.
     auto grammar = std::make_unique<GrammarConstraint>(params.grammar, vocab_);
-    if (!reply_started_) return grammar;
+    if (!reply_started_) {
+        // From the reply's start: one no token can begin is refused now, before any prefill. (Mid-reply
+        // the reply so far decides, below.)
+        grammar->check_can_start();
+        return grammar;
+    }
     std::string why;
     const size_t n_reply = history_.size() - reply_begin_;
     if (n_reply == 0 || grammar->accept_all(history_.data() + reply_begin_, n_reply, &why)) return grammar;
