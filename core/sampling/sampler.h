@@ -237,7 +237,7 @@ public:
     // sample() for a chain with greedy_over_raw_row() (wb::Error otherwise, or for n_vocab <= 0): the
     // first index of the row's maximum (NaN as -inf), p = 1 / exp_sum(row, max), the same bits as
     // GreedySampler's. last_candidates() then holds the drawn token alone. A row without a finite
-    // maximum (all masked, or +inf) goes through sample() itself.
+    // maximum (all masked, or +inf) goes through sample() itself. Starts the reply as sample() does.
     int32_t sample_greedy_row(const float* logits, int32_t n_vocab);
 
     uint64_t seed_in_use() const { return seed_in_use_; }

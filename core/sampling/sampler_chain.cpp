@@ -468,6 +468,8 @@ int32_t SamplerChain::sample_greedy_row(const float* logits, int32_t n_vocab) {
     const int32_t best = first_max_index(logits, n_vocab);
     const float max_logit = logits[best];
     if (!std::isfinite(max_logit)) return sample(logits, n_vocab);  // NaN too: a row of NaN and -inf only
+    // As sample(): a grammar set from now on must parse what this reply has drawn.
+    begin_reply();
     // GreedySampler's p of its token: its term exp(0) = 1 times 1 / sum, the same sum.
     const double sum = exp_sum(logits, size_t(n_vocab), max_logit);
     scratch_.data.assign(1, Candidate{best, max_logit, static_cast<float>(1.0 / sum)});

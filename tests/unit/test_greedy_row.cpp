@@ -7,6 +7,7 @@
 #include <cstring>
 #include <limits>
 #include <memory>
+#include <optional>
 #include <random>
 #include <string>
 #include <vector>
@@ -151,6 +152,23 @@ private Q_SLOTS:
             const float pt = trace.back().top_after[0].p;
             QVERIFY(same_bits(pt, pa) || (std::isnan(pa) && std::isnan(pt)));
         }
+    }
+
+    // The raw-row path starts the reply as sample() does: a grammar set after its draws must parse the
+    // reply so far ("b" here, which it does not: refused), not start from an empty text.
+    void aGrammarSetAfterRawRowDrawsParsesTheReplySoFar() {
+        SamplerChain chain(greedy(), tiny_vocab());
+        std::vector<float> row(16, 0.0f);
+        row[1] = 5.0f;  // "b"
+        QCOMPARE(chain.sample_greedy_row(row.data(), 16), 1);
+        chain.accept(1);
+        SamplingParams p = greedy();
+        p.grammar = "root ::= \"a\" [a-p]*";
+        chain.set_params(p);
+        const std::optional<GrammarRefusal> refusal = chain.take_grammar_refusal();
+        QVERIFY(refusal.has_value());
+        QVERIFY2(refusal->why.find("cannot start with \"b\"") != std::string::npos, refusal->why.c_str());
+        QVERIFY(chain.params().grammar.empty());
     }
 };
 
