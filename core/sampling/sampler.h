@@ -229,15 +229,17 @@ public:
     //
     // Observed greedy needs its token's p over the whole vocabulary (vocab_p above), so the chain
     // would run over every candidate of the row. When no stage before the argmax changes anything
-    // (no logit bias, grammar, XTC or typical sampling; penalties and DRY with nothing to penalise
-    // yet), the argmax and its p come straight from the raw row instead.
+    // (no logit bias, XTC or typical sampling; penalties and DRY with nothing to penalise yet), the
+    // argmax and its p come straight from the raw row instead; a grammar checks that argmax, and only
+    // where it refuses it is the row filtered for the second draw, as sample() does.
 
     // Whether sample_greedy_row() draws what sample() draws on a row, with the same p.
     bool greedy_over_raw_row() const;
     // sample() for a chain with greedy_over_raw_row() (wb::Error otherwise, or for n_vocab <= 0): the
     // first index of the row's maximum (NaN as -inf), p = 1 / exp_sum(row, max), the same bits as
-    // GreedySampler's. last_candidates() then holds the drawn token alone. A row without a finite
-    // maximum (all masked, or +inf) goes through sample() itself. Starts the reply as sample() does.
+    // GreedySampler's. last_candidates() then holds the drawn token alone (after a grammar's second
+    // draw: sample()'s candidates). A row without a finite maximum (all masked, or +inf) goes through
+    // sample() itself. Starts the reply and advances the grammar as sample() does.
     int32_t sample_greedy_row(const float* logits, int32_t n_vocab);
 
     uint64_t seed_in_use() const { return seed_in_use_; }

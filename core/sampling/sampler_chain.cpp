@@ -453,7 +453,7 @@ int32_t SamplerChain::sample_top(const int32_t* ids, const float* logits, int32_
 }
 
 bool SamplerChain::greedy_over_raw_row() const {
-    if (!params_.is_greedy() || grammar_) return false;
+    if (!params_.is_greedy()) return false;
     // The last stage is the argmax (rebuild); every one before it must leave the row as it is.
     for (size_t i = 0; i + 1 < stages_.size(); ++i)
         if (stages_[i]->changes_candidates()) return false;
@@ -470,11 +470,18 @@ int32_t SamplerChain::sample_greedy_row(const float* logits, int32_t n_vocab) {
     if (!std::isfinite(max_logit)) return sample(logits, n_vocab);  // NaN too: a row of NaN and -inf only
     // As sample(): a grammar set from now on must parse what this reply has drawn.
     begin_reply();
+    // A grammar that refuses the argmax gets sample()'s second draw, over the allowed part of the row.
+    if (grammar_ && !grammar_->allows(best)) {
+        const int32_t id = redraw_with_grammar(logits, n_vocab, best, nullptr, 0);
+        if (!grammar_->is_eog(id)) grammar_->accept(id);
+        return id;
+    }
     // GreedySampler's p of its token: its term exp(0) = 1 times 1 / sum, the same sum.
     const double sum = exp_sum(logits, size_t(n_vocab), max_logit);
     scratch_.data.assign(1, Candidate{best, max_logit, static_cast<float>(1.0 / sum)});
     scratch_.sorted = true;
     scratch_.selected = 0;
+    if (grammar_ && !grammar_->is_eog(best)) grammar_->accept(best);
     return best;
 }
 

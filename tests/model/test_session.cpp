@@ -429,16 +429,20 @@ private Q_SLOTS:
     void observedGreedyFromTheRawRowHasTheSameBits_data() {
         QTest::addColumn<bool>("ignore_eos");
         QTest::addColumn<float>("repeat_penalty");
-        QTest::newRow("greedy") << false << 1.0f;
-        QTest::newRow("greedy, eos ignored") << true << 1.0f;
-        QTest::newRow("greedy, penalties (the whole chain on both sides)") << false << 1.3f;
+        QTest::addColumn<QString>("grammar");  // checks the argmax; filters the row where it refuses it
+        QTest::newRow("greedy") << false << 1.0f << QString();
+        QTest::newRow("greedy, eos ignored") << true << 1.0f << QString();
+        QTest::newRow("greedy, penalties (the whole chain on both sides)") << false << 1.3f << QString();
+        QTest::newRow("greedy, grammar") << false << 1.0f << QString("root ::= [^e]*");
     }
     void observedGreedyFromTheRawRowHasTheSameBits() {
         QFETCH(bool, ignore_eos);
         QFETCH(float, repeat_penalty);
+        QFETCH(QString, grammar);
         SamplingParams p = greedy(24);
         p.ignore_eos = ignore_eos;
         p.repeat_penalty = repeat_penalty;
+        p.grammar = grammar.toStdString();
         const std::vector<int32_t> prompt = chat({{"user", "Write a line about the sea."}});
         CountingBackend raw_backend;
         Session raw(*model_, raw_backend), whole(*model_, *backend_);
