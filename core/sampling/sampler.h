@@ -9,6 +9,7 @@
 #include <mutex>
 #include <optional>
 #include <random>
+#include <span>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -135,7 +136,8 @@ public:
     // (logit bias, penalties, dry) before the argmax; mirostat replaces the sequence with
     // temperature -> mirostat (llama.cpp: no penalties, top-k, ...). seed kRandomSeed picks a
     // random seed. vocab is needed only for DRY's sequence breakers (wb::Error without it).
-    // Throws wb::Error naming the parameter when a value is not usable (see set_params).
+    // Throws wb::Error naming the parameter when a value is not usable (see set_params), and for a
+    // grammar that is malformed or that no token of the vocabulary can begin.
     explicit SamplerChain(const SamplingParams& params, std::shared_ptr<const SamplerVocab> vocab = nullptr);
     ~SamplerChain() override;
     // The stages refer to the chain's history and random stream, so a chain stays where it was built.
@@ -155,9 +157,11 @@ public:
     // version or tau changed).
     // A grammar changed after the reply's first draw applies from the next token, its parse advanced
     // over the reply so far (the tokens accept()ed since the first sample() after reset()); an empty
-    // one drops the constraint. When the reply so far does not parse under it, the grammar in force
-    // stays (params() keeps its grammar, grammar_mode and grammar_source), take_grammar_refusal()
-    // says why, and that text is not tried again until a set_params gives the grammar in force back.
+    // one drops the constraint. One given before the first draw that no token can begin throws
+    // wb::Error (GrammarConstraint::check_can_start), as a malformed one does. When the reply so far
+    // does not parse under it, the grammar in force stays (params() keeps its grammar, grammar_mode
+    // and grammar_source), take_grammar_refusal() says why, and that text is not tried again until a
+    // set_params gives the grammar in force back.
     // Rules: NaN or infinite floats, repeat_penalty <= 0 and repeat_last_n < -1 throw wb::Error
     // naming the parameter (the chain keeps its previous settings). Out-of-range values that have an
     // obvious meaning are taken as such: temperature < 0 is greedy; top_k <= 0 is off; top_p and
@@ -188,36 +192,54 @@ public:
     // lift a token from beyond the best top_k + (tokens in the penalty window) into them. So the
     // chain draws exactly what sample() draws on the whole row from that many best raw logits — on a
     // GPU the row then never crosses to the host, and no stage sorts the vocabulary.
+    //
+    // With a grammar the same holds for both of its draws: the second one runs the stages over the
+    // tokens the grammar allows, and the allowed ones among the best raw logits are the best of those
+    // (every allowed token outside the list ranks below them). When the list holds as many allowed
+    // ones as the first draw needed, the second draw takes them; otherwise it reads the whole row.
 
     // The most best-logits sample_top() works from; more and the caller reads the whole row.
     static constexpr int32_t kMaxTopNeeded = 1024;
+    // The best logits a grammar's chain reads beyond what its first draw needs: a grammar that allows
+    // common tokens then finds enough of them there for its second draw, which otherwise reads and
+    // filters the whole row. Selecting them costs ~40 us more than 40 alone on a 262k-entry row.
+    static constexpr int32_t kGrammarSlack = 192;
 
     // How many of the best raw logits (the order of select_top_logits) sample_top() needs to draw as
     // sample() would on the whole row, with n_lowered more ids the caller masks to -inf (ignore_eos);
     // 0 when the whole row is needed: no top-k stage, top_k + window above kMaxTopNeeded or n_vocab,
     // a penalty that can raise a logit, or greedy when vocab_p (its p is a softmax over the whole
     // vocabulary, which the inspector shows; over a few logits it would be another number; see
-    // sample_greedy_row for that case).
+    // sample_greedy_row for that case). With a grammar, kGrammarSlack more (up to kMaxTopNeeded), so
+    // that its second draw finds enough allowed tokens among them more often.
     int32_t top_needed(int32_t n_vocab, int32_t n_lowered, bool vocab_p) const;
 
-    // sample() from the n = top_needed() best raw logits of a row: ids and logits best first, the
+    // The logits row sample_top() reads when the best few do not serve a grammar's second draw: every
+    // entry, the caller's masked ids -inf (as sample() would be given it). Called at most once.
+    using RowReader = std::function<std::span<const float>()>;
+
+    // sample() from the n >= top_needed() best raw logits of a row: ids and logits best first, the
     // caller's masked ids already -inf. Draws the same token from the same random stream, and
-    // last_candidates() ends with the same survivors and p (for greedy, see vocab_p above).
-    int32_t sample_top(const int32_t* ids, const float* logits, int32_t n);
+    // last_candidates() ends with the same survivors and p (for greedy, see vocab_p above). With a
+    // grammar it advances the grammar as sample() does, and may need whole_row (wb::Error without
+    // one when it does).
+    int32_t sample_top(const int32_t* ids, const float* logits, int32_t n, const RowReader& whole_row = {});
 
     // ---- Greedy over the raw row ----
     //
     // Observed greedy needs its token's p over the whole vocabulary (vocab_p above), so the chain
     // would run over every candidate of the row. When no stage before the argmax changes anything
-    // (no logit bias, grammar, XTC or typical sampling; penalties and DRY with nothing to penalise
-    // yet), the argmax and its p come straight from the raw row instead.
+    // (no logit bias, XTC or typical sampling; penalties and DRY with nothing to penalise yet), the
+    // argmax and its p come straight from the raw row instead; a grammar checks that argmax, and only
+    // where it refuses it is the row filtered for the second draw, as sample() does.
 
     // Whether sample_greedy_row() draws what sample() draws on a row, with the same p.
     bool greedy_over_raw_row() const;
     // sample() for a chain with greedy_over_raw_row() (wb::Error otherwise, or for n_vocab <= 0): the
     // first index of the row's maximum (NaN as -inf), p = 1 / exp_sum(row, max), the same bits as
-    // GreedySampler's. last_candidates() then holds the drawn token alone. A row without a finite
-    // maximum (all masked, or +inf) goes through sample() itself.
+    // GreedySampler's. last_candidates() then holds the drawn token alone (after a grammar's second
+    // draw: sample()'s candidates). A row without a finite maximum (all masked, or +inf) goes through
+    // sample() itself. Starts the reply and advances the grammar as sample() does.
     int32_t sample_greedy_row(const float* logits, int32_t n_vocab);
 
     uint64_t seed_in_use() const { return seed_in_use_; }
@@ -236,6 +258,15 @@ private:
     void run_stages(std::vector<SamplerStageTrace>* trace, size_t trace_top);
     int32_t sample_with_grammar(const float* logits, int32_t n_vocab, std::vector<SamplerStageTrace>* trace,
                                 size_t trace_top);
+    // The grammar's second draw, from every token of the row it allows (first: the refused token).
+    int32_t redraw_with_grammar(const float* logits, int32_t n_vocab, int32_t first,
+                                std::vector<SamplerStageTrace>* trace, size_t trace_top);
+    // The same from the best few (sample_top's list); -1 when they hold too few allowed tokens.
+    int32_t redraw_from_top(const int32_t* ids, const float* logits, int32_t n);
+    // top_needed() before the grammar's slack and the caps (0: the whole row).
+    int64_t best_needed(int32_t n_lowered, bool vocab_p) const;
+    // scratch_ = the list sample_top() was given.
+    void assign_top(const int32_t* ids, const float* logits, int32_t n);
     void install_grammar(const std::string& gbnf);
     // set_params' grammar part: params' grammar fields become those in force after it.
     std::unique_ptr<GrammarConstraint> change_grammar(SamplingParams& params, bool& replace);

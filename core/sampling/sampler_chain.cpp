@@ -148,6 +148,7 @@ void SamplerChain::install_grammar(const std::string& gbnf) {
         return;
     }
     grammar_ = std::make_unique<GrammarConstraint>(gbnf, vocab_);
+    grammar_->check_can_start();
 }
 
 SamplerChain::~SamplerChain() = default;
@@ -216,7 +217,12 @@ std::unique_ptr<GrammarConstraint> SamplerChain::change_grammar(SamplingParams& 
     replace = true;
     // Parsed first: a malformed grammar throws here, with nothing changed.
     auto grammar = std::make_unique<GrammarConstraint>(params.grammar, vocab_);
-    if (!reply_started_) return grammar;
+    if (!reply_started_) {
+        // From the reply's start: one no token can begin is refused now, before any prefill. (Mid-reply
+        // the reply so far decides, below.)
+        grammar->check_can_start();
+        return grammar;
+    }
     std::string why;
     const size_t n_reply = history_.size() - reply_begin_;
     if (n_reply == 0 || grammar->accept_all(history_.data() + reply_begin_, n_reply, &why)) return grammar;
@@ -283,9 +289,6 @@ void SamplerChain::run_stages(std::vector<SamplerStageTrace>* trace, size_t trac
 int32_t SamplerChain::sample_with_grammar(const float* logits, int32_t n_vocab, std::vector<SamplerStageTrace>* trace,
                                           size_t trace_top) {
     if (trace) trace->clear();
-    SamplerStageTrace entry;
-    entry.stage = "grammar";
-    entry.n_before = size_t(n_vocab);
     // The model's own choice first: checking one token is cheap, and where the grammar leaves the
     // choice open (inside a string) it almost always fits.
     scratch_.assign(logits, n_vocab);
@@ -294,27 +297,59 @@ int32_t SamplerChain::sample_with_grammar(const float* logits, int32_t n_vocab, 
     int32_t id = scratch_.data[static_cast<size_t>(scratch_.selected)].id;
     if (grammar_->allows(id)) {
         if (trace) {
-            entry.n_after = size_t(n_vocab);
+            SamplerStageTrace entry;
+            entry.stage = "grammar";
+            entry.n_before = entry.n_after = size_t(n_vocab);
             entry.top_after = drawn_candidates(scratch_, trace_top, params_.is_greedy());
             entry.detail = "the drawn token fits the grammar; nothing removed";
             *trace = std::move(first);
             trace->push_back(std::move(entry));
         }
     } else {
-        scratch_.assign(logits, n_vocab);
-        grammar_->filter(scratch_);
-        entry.n_after = scratch_.data.size();
-        if (trace) {
-            entry.top_after = top_candidates(scratch_, trace_top);
-            entry.detail = "the first draw (token " + std::to_string(id) + ") does not fit; " + grammar_->last_filter() +
-                           ", then drew again";
-            trace->push_back(std::move(entry));
-        }
-        run_stages(trace, trace_top);
-        id = scratch_.data[static_cast<size_t>(scratch_.selected)].id;
+        id = redraw_with_grammar(logits, n_vocab, id, trace, trace_top);
     }
     if (!grammar_->is_eog(id)) grammar_->accept(id);
     return id;
+}
+
+int32_t SamplerChain::redraw_with_grammar(const float* logits, int32_t n_vocab, int32_t first,
+                                          std::vector<SamplerStageTrace>* trace, size_t trace_top) {
+    scratch_.assign(logits, n_vocab);
+    grammar_->filter(scratch_);
+    if (trace) {
+        SamplerStageTrace entry;
+        entry.stage = "grammar";
+        entry.n_before = size_t(n_vocab);
+        entry.n_after = scratch_.data.size();
+        entry.top_after = top_candidates(scratch_, trace_top);
+        entry.detail = "the first draw (token " + std::to_string(first) + ") does not fit; " + grammar_->last_filter() +
+                       ", then drew again";
+        trace->push_back(std::move(entry));
+    }
+    run_stages(trace, trace_top);
+    return scratch_.data[static_cast<size_t>(scratch_.selected)].id;
+}
+
+int32_t SamplerChain::redraw_from_top(const int32_t* ids, const float* logits, int32_t n) {
+    int64_t want = best_needed(0, false);
+    if (want <= 0) return -1;
+    std::vector<Candidate>& data = scratch_.data;
+    data.clear();
+    // The list is in raw order, so the allowed ones come best first; checking stops once there are
+    // enough of them, which is where the draw costs a few pieces' checks instead of a whole filter.
+    for (int32_t i = 0; i < n && int64_t(data.size()) < want; ++i) {
+        if (!grammar_->allows(ids[i])) continue;
+        const float logit = std::isnan(logits[i]) ? -std::numeric_limits<float>::infinity() : logits[i];
+        // A masked id (the caller's -inf) sits among the best by its raw logit only: like a penalised
+        // token it may leave the best, so it needs one more behind it.
+        if (logit == -std::numeric_limits<float>::infinity()) ++want;
+        data.push_back(Candidate{ids[i], logit, 0.0f});
+    }
+    if (int64_t(data.size()) < want) return -1;
+    scratch_.sorted = std::is_sorted(data.begin(), data.end(), candidate_before);
+    scratch_.selected = -1;
+    apply(scratch_);
+    return data[static_cast<size_t>(scratch_.selected)].id;
 }
 
 // Whether every stage the sequence runs before its first top_k leaves the top-k survivors and their
@@ -332,11 +367,8 @@ static bool prefix_keeps_top_k(const SamplingParams& p) {
     return false;  // no top_k stage
 }
 
-int32_t SamplerChain::top_needed(int32_t n_vocab, int32_t n_lowered, bool vocab_p) const {
+int64_t SamplerChain::best_needed(int32_t n_lowered, bool vocab_p) const {
     const SamplingParams& p = params_;
-    if (grammar_) {
-        return 0;  // the grammar's second draw needs the whole row
-    }
     int64_t need = 0;
     if (p.is_greedy()) {
         // XTC and typical sampling may remove the best tokens: the argmax of what is left needs the row.
@@ -374,16 +406,17 @@ int32_t SamplerChain::top_needed(int32_t n_vocab, int32_t n_lowered, bool vocab_
         }
         need += window(p.dry_penalty_last_n);  // each lowered token follows a position of the window
     }
-    need += std::max(n_lowered, 0);
-    return need > kMaxTopNeeded || need >= n_vocab ? 0 : static_cast<int32_t>(need);
+    return need + std::max(n_lowered, 0);
 }
 
-int32_t SamplerChain::sample_top(const int32_t* ids, const float* logits, int32_t n) {
-    if (n <= 0) {
-        throw Error("cannot sample from an empty candidate list (n = " + std::to_string(n) + ")");
-    }
-    if (grammar_) throw Error("a grammar needs the whole logits row (top_needed() is 0 with one)");
-    begin_reply();
+int32_t SamplerChain::top_needed(int32_t n_vocab, int32_t n_lowered, bool vocab_p) const {
+    int64_t need = best_needed(n_lowered, vocab_p);
+    if (need == 0 || need > kMaxTopNeeded) return 0;
+    if (grammar_) need = std::min<int64_t>({need + kGrammarSlack, kMaxTopNeeded, std::max<int64_t>(need, n_vocab - 1)});
+    return need >= n_vocab ? 0 : static_cast<int32_t>(need);
+}
+
+void SamplerChain::assign_top(const int32_t* ids, const float* logits, int32_t n) {
     CandidateSet& set = scratch_;
     set.data.resize(static_cast<size_t>(n));
     for (int32_t i = 0; i < n; ++i) {
@@ -394,12 +427,33 @@ int32_t SamplerChain::sample_top(const int32_t* ids, const float* logits, int32_
     // top-k would have left it.
     set.sorted = std::is_sorted(set.data.begin(), set.data.end(), candidate_before);
     set.selected = -1;
-    apply(set);
-    return set.data[static_cast<size_t>(set.selected)].id;
+}
+
+int32_t SamplerChain::sample_top(const int32_t* ids, const float* logits, int32_t n, const RowReader& whole_row) {
+    if (n <= 0) {
+        throw Error("cannot sample from an empty candidate list (n = " + std::to_string(n) + ")");
+    }
+    begin_reply();
+    assign_top(ids, logits, n);
+    apply(scratch_);
+    int32_t id = scratch_.data[static_cast<size_t>(scratch_.selected)].id;
+    if (!grammar_ || grammar_->allows(id)) {
+        if (grammar_ && !grammar_->is_eog(id)) grammar_->accept(id);
+        return id;
+    }
+    const int32_t refused = id;
+    id = redraw_from_top(ids, logits, n);
+    if (id < 0) {
+        if (!whole_row) throw Error("sample_top: the grammar's second draw needs the whole logits row, and none was given");
+        const std::span<const float> row = whole_row();
+        id = redraw_with_grammar(row.data(), static_cast<int32_t>(row.size()), refused, nullptr, 0);
+    }
+    if (!grammar_->is_eog(id)) grammar_->accept(id);
+    return id;
 }
 
 bool SamplerChain::greedy_over_raw_row() const {
-    if (!params_.is_greedy() || grammar_) return false;
+    if (!params_.is_greedy()) return false;
     // The last stage is the argmax (rebuild); every one before it must leave the row as it is.
     for (size_t i = 0; i + 1 < stages_.size(); ++i)
         if (stages_[i]->changes_candidates()) return false;
@@ -414,11 +468,20 @@ int32_t SamplerChain::sample_greedy_row(const float* logits, int32_t n_vocab) {
     const int32_t best = first_max_index(logits, n_vocab);
     const float max_logit = logits[best];
     if (!std::isfinite(max_logit)) return sample(logits, n_vocab);  // NaN too: a row of NaN and -inf only
+    // As sample(): a grammar set from now on must parse what this reply has drawn.
+    begin_reply();
+    // A grammar that refuses the argmax gets sample()'s second draw, over the allowed part of the row.
+    if (grammar_ && !grammar_->allows(best)) {
+        const int32_t id = redraw_with_grammar(logits, n_vocab, best, nullptr, 0);
+        if (!grammar_->is_eog(id)) grammar_->accept(id);
+        return id;
+    }
     // GreedySampler's p of its token: its term exp(0) = 1 times 1 / sum, the same sum.
     const double sum = exp_sum(logits, size_t(n_vocab), max_logit);
     scratch_.data.assign(1, Candidate{best, max_logit, static_cast<float>(1.0 / sum)});
     scratch_.sorted = true;
     scratch_.selected = 0;
+    if (grammar_ && !grammar_->is_eog(best)) grammar_->accept(best);
     return best;
 }
 

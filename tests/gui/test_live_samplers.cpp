@@ -166,6 +166,31 @@ private Q_SLOTS:
         QCOMPARE(c.worker()->samplingParams().dry_multiplier, 0.8f);
     }
 
+    // A grammar no token of the model can begin (a piece that starts with NUL counts as no text) is
+    // the app's error before the prompt is even evaluated, naming what the grammar must start with;
+    // no reply is kept. The editor cannot know it (the text parses): the engine, with the vocabulary, does.
+    void grammarNoTokenCanBeginIsAnErrorBeforeTheReply() {
+        GrammarRig rig;
+        QVERIFY(rig.load());
+        rig.panel.grammarControls()->setSource(wb::GrammarMode::GBNF, QStringLiteral("root ::= \"\\x00\" [a-z]+"));
+        QVERIFY(rig.panel.grammarControls()->errorLabel()->text().isEmpty());
+        QVERIFY(!rig.c.worker()->samplingParams().grammar.empty());
+        QSignalSpy errors(&rig.c, &ChatController::errorOccurred);
+        QSignalSpy tokens(&rig.c, &ChatController::tokenAppended);
+        QSignalSpy finished(&rig.c, &ChatController::generationFinished);
+        QVERIFY(rig.c.sendMessage("Say hello."));
+        QVERIFY(finished.wait(kTimeoutMs));
+        QCOMPARE(tokens.count(), 0);
+        const GenerationSummary summary = finished.first().first().value<GenerationSummary>();
+        QCOMPARE(summary.reason, wb::StopReason::ERROR);
+        QCOMPARE(summary.timings.n_prefill, 0);  // refused before the prompt's prefill
+        QCOMPARE(errors.count(), 1);
+        const QString message = errors.first().first().toString();
+        QVERIFY2(message.startsWith(QStringLiteral("the grammar cannot begin the reply: it must start with \"\\x00\"")),
+                 qPrintable(message));
+        QVERIFY(rig.c.conversation().messages.isEmpty() || rig.c.conversation().messages.last().role != QLatin1String("assistant"));
+    }
+
     // A grammar chosen mid-reply applies from the next token the engine draws: no grammar stage in the
     // trace before it, one in every draw after it, and no '7' after it (the model's own choice refused).
     void grammarChosenMidReplyConstrainsTheNextTokens() {

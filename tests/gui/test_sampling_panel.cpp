@@ -24,6 +24,7 @@
 #include "sampler_chain_controls.h"
 #include "sampling_panel.h"
 #include "inference_worker.h"
+#include "main_window.h"
 #include <QListWidget>
 #include <QPushButton>
 #include "sampling/grammar/gbnf.h"
@@ -637,6 +638,113 @@ private Q_SLOTS:
         QCOMPARE(plot.topPCount(), 2);
         QVERIFY(plot.minPThreshold() < 0.0);  // min-p is not in the chain
         QVERIFY(plot.note().isEmpty());
+    }
+
+    // Top-nσ and XTC get the min-p kind of mark, at what the trace recorded. Over raw {.4 .3 .2 .06 .04}
+    // top-nσ 1.5 keeps the first three (its cut-off falls between .2 and .06 in the raw distribution it
+    // saw); XTC then sees {4 3 2}/9 and, triggering, removes the one top choice above the least likely
+    // one over its threshold 0.25.
+    void chartDrawsTheRecordedTopNSigmaAndXtcCutOffs() {
+        wb::SamplingParams p;
+        p.temperature = 1.0f;
+        p.seed = 1;
+        p.top_n_sigma = 1.5f;
+        p.xtc_probability = 1.0f;
+        p.xtc_threshold = 0.25f;
+        p.samplers = {"top_n_sigma", "xtc"};
+        const wb::TokenEvent e = sampledEvent({0.4, 0.3, 0.2, 0.06, 0.04}, p);
+        CandidatePlot plot;
+        plot.setCandidates(e);
+        const wb::SamplerStageTrace& sigma = e.trace.at(0);
+        QCOMPARE(QString::fromStdString(sigma.stage), QString("top_n_sigma"));
+        QCOMPARE(sigma.n_after, size_t(3));
+        QCOMPARE(plot.cutOff("top_n_sigma"), sigma.p_cutoff);
+        QVERIFY(plot.cutOff("top_n_sigma") > 0.06 && plot.cutOff("top_n_sigma") <= 0.2);
+        QCOMPARE(plot.seenTicks("top_n_sigma")->data()->size(), 5);  // it came first: the raw p
+        QVERIFY(plot.markLabel("top_n_sigma").startsWith("top-nσ cut-off"));
+
+        QCOMPARE(plot.cutOff("xtc"), double(0.25f));
+        const QCPGraphDataContainer& seen = *plot.seenTicks("xtc")->data();
+        QCOMPARE(seen.size(), 3);  // top-nσ's survivors, as XTC saw them
+        QVERIFY(std::fabs(seen.at(0)->value - 4.0 / 9.0) < 1e-6);
+        QVERIFY(std::fabs(seen.at(2)->value - 2.0 / 9.0) < 1e-6);
+        QVERIFY2(plot.markLabel("xtc").contains("removed 1"), qPrintable(plot.markLabel("xtc")));
+        QVERIFY(plot.minPThreshold() < 0.0);  // min-p is not in the chain
+        QVERIFY2(plot.note().isEmpty(), qPrintable(plot.note()));
+
+        // Where XTC's draw lets the token through it records no threshold: no line, a note.
+        p.xtc_probability = 1e-9f;
+        plot.setCandidates(sampledEvent({0.4, 0.3, 0.2, 0.06, 0.04}, p));
+        QVERIFY(plot.cutOff("xtc") < 0.0);
+        QVERIFY(!plot.seenTicks("xtc")->visible());
+        QVERIFY(plot.cutOff("top_n_sigma") > 0.0);
+        QVERIFY2(plot.note().contains("XTC did not trigger"), qPrintable(plot.note()));
+    }
+
+    // Mirostat keeps its best few: a line after them, with its k (and mirostat 2's mu).
+    void chartDrawsMirostatsKeptCandidates_data() {
+        QTest::addColumn<int>("version");
+        QTest::addColumn<QString>("label");
+        QTest::newRow("mirostat") << 1 << "mirostat: k = ";
+        QTest::newRow("mirostat 2") << 2 << "mirostat 2: mu 2 bits, kept 2";
+    }
+    void chartDrawsMirostatsKeptCandidates() {
+        QFETCH(int, version);
+        QFETCH(QString, label);
+        wb::SamplingParams p;
+        p.temperature = 1.0f;
+        p.seed = 1;
+        p.mirostat = version;
+        p.mirostat_tau = 1.0f;  // mu starts at 2 bits: mirostat 2 keeps p >= 1/4
+        CandidatePlot plot;
+        const wb::TokenEvent e = sampledEvent({0.4, 0.3, 0.2, 0.06, 0.04}, p);
+        plot.setCandidates(e);
+        const char* stage = version == 1 ? "mirostat" : "mirostat_v2";
+        const wb::SamplerStageTrace& m = e.trace.back();
+        QCOMPARE(QString::fromStdString(m.stage), QString(stage));
+        QVERIFY2(m.n_after >= 1 && m.n_after < 5, qPrintable(QString::number(m.n_after)));
+        QCOMPARE(plot.keptCount(stage), int(m.n_after));
+        QVERIFY2(plot.markLabel(stage).contains(label), qPrintable(plot.markLabel(stage)));
+        QCOMPARE(plot.keptCount(version == 1 ? "mirostat_v2" : "mirostat"), -1);
+        QCOMPARE(plot.topPCount(), -1);
+    }
+
+    // Not a check: with WB_CHART_SCREENSHOTS=DIR set, the Sampling dock's chart with the top-nσ, XTC
+    // and mirostat marks beside top-p and min-p, at 1366x768 and 1920x1080, light and dark, to look at.
+    void chartPicturesOfTheNewMarks() {
+        const QString dir = qEnvironmentVariable("WB_CHART_SCREENSHOTS");
+        if (dir.isEmpty()) QSKIP("set WB_CHART_SCREENSHOTS=DIR to write the pictures");
+        const std::vector<double> probs = {0.26, 0.2, 0.13, 0.1, 0.07, 0.05, 0.04, 0.03, 0.025, 0.02, 0.015, 0.012, 0.01, 0.008};
+        const char* words[] = {" the", " a", " sea", " waves", " blue", " deep", " calm", " salt", " wind", " light", " dark", " foam", " tide", " sky"};
+        wb::SamplingParams cuts;
+        cuts.seed = 3;
+        cuts.top_n_sigma = 2.0f;
+        cuts.xtc_probability = 1.0f;
+        cuts.xtc_threshold = 0.1f;
+        cuts.top_p = 0.9f;
+        wb::SamplingParams mirostat;
+        mirostat.seed = 3;
+        mirostat.mirostat = 2;
+        mirostat.mirostat_tau = 2.0f;
+        MainWindow w;
+        w.show();
+        for (const auto& [name, params] : {std::pair<QString, wb::SamplingParams>{"cuts", cuts}, {"mirostat", mirostat}}) {
+            wb::TokenEvent e = sampledEvent(probs, params);
+            for (wb::TokenCandidate& c : e.candidates) c.piece = words[c.id];
+            e.piece = e.token_piece = words[e.id];
+            for (const auto& [size, theme, suffix] : {std::tuple{QSize(1366, 768), ThemeMode::Light, "1366"},
+                                                      std::tuple{QSize(1366, 768), ThemeMode::Dark, "1366-dark"},
+                                                      std::tuple{QSize(1920, 1080), ThemeMode::Light, "1920"},
+                                                      std::tuple{QSize(1920, 1080), ThemeMode::Dark, "1920-dark"}}) {
+                w.setTheme(theme, false);
+                w.resize(size);
+                w.samplingPanel()->setParams(params);  // the knobs as the chart's token was drawn
+                w.samplingPanel()->handleTokenEvent(e);
+                QTest::qWait(300);
+                QVERIFY(w.dock("samplingDock")->grab().save(QDir(dir).filePath(QString("chart-%1-%2.png").arg(name, suffix))));
+            }
+        }
+        w.setTheme(ThemeMode::Light, false);
     }
 
     // A greedy reply records no cut-off stage: the chart says so instead of drawing the settings'.

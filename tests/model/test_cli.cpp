@@ -167,6 +167,9 @@ private Q_SLOTS:
         QTest::newRow("grammar and schema") << QStringList{"generate", "-p", "x", "--grammar", "root ::= \"a\"",
                                                            "--json-schema", "{}"}
                                             << "--json-schema and --grammar were both given";
+        QTest::newRow("grammar no token can begin")  // (a piece that starts with NUL counts as no text)
+            << QStringList{"generate", "-m", model(), "-p", "x", "--backend", "cpu", "--grammar", "root ::= \"\\x00\" [a-z]+"}
+            << "error: the grammar cannot begin the reply: it must start with \"\\x00\", and no token of the model's vocabulary";
         QTest::newRow("logit bias beyond vocab")
             << QStringList{"generate", "-m", model(), "-p", "x", "--backend", "cpu", "--logit-bias", "99999999+1"}
             << "beyond the vocabulary";

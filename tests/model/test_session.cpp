@@ -383,22 +383,66 @@ private Q_SLOTS:
         QCOMPARE(top_backend.tops > 0, temperature > 0.0f);
     }
 
+    // With a grammar the best few serve the first draw and, where they hold enough tokens the grammar
+    // allows, the second; the whole row is read only for the rest. The replies and the probabilities
+    // of the drawn tokens are those of whole rows. "No e" refuses many of the model's draws and allows
+    // most tokens (second draws from the best few); digits allow few of the best (second draws that
+    // read the row).
+    void aGrammarReadsTheWholeRowOnlyWhereTheBestFewFallShort_data() {
+        QTest::addColumn<QString>("grammar");
+        QTest::addColumn<bool>("rows");  // whether some draws must read the whole row
+        QTest::newRow("no e") << "root ::= [^e]*" << false;
+        QTest::newRow("digits") << "root ::= [0-9] [0-9 ,]*" << true;
+    }
+    void aGrammarReadsTheWholeRowOnlyWhereTheBestFewFallShort() {
+        QFETCH(QString, grammar);
+        QFETCH(bool, rows);
+        SamplingParams p;
+        p.seed = 5;
+        p.max_tokens = 24;
+        p.grammar = grammar.toStdString();
+        const std::vector<int32_t> prompt = chat({{"user", "Write a line about the sea."}});
+        CountingBackend whole_backend, top_backend;
+        Session whole(*model_, whole_backend), top(*model_, top_backend);
+        CandidateRecorder with_candidates;  // whole rows
+        const GenerateResult a = whole.generate(prompt, LiveSamplingParams(p), &with_candidates);
+        const GenerateResult b = top.generate(prompt, LiveSamplingParams(p));
+        QCOMPARE(b.tokens, a.tokens);
+        QVERIFY2(a.reason != StopReason::ERROR, a.error.c_str());
+        QCOMPARE(whole_backend.tops, 0);
+        QCOMPARE(top_backend.tops, int(b.tokens.size()) + (b.reason == StopReason::EOS ? 1 : 0));
+        QVERIFY2(rows ? top_backend.rows > 0 : top_backend.rows < top_backend.tops / 2,
+                 qPrintable(QString("%1 whole rows for %2 draws").arg(top_backend.rows).arg(top_backend.tops)));
+        if (!rows) QVERIFY2(b.text.find('e') == std::string::npos && !b.text.empty(), b.text.c_str());
+        // Observed (the p of each drawn token shown), still from the best few: the same p.
+        top.reset();
+        Recorder plain;
+        const GenerateResult c = top.generate(prompt, LiveSamplingParams(p), &plain);
+        QCOMPARE(c.tokens, a.tokens);
+        QCOMPARE(plain.tokens.size(), with_candidates.tokens.size());
+        for (size_t i = 0; i < plain.tokens.size(); ++i) QCOMPARE(plain.tokens[i].p, with_candidates.tokens[i].p);
+    }
+
     // Observed greedy without the inspector's candidates takes the raw row's argmax and p
     // (SamplerChain::sample_greedy_row) instead of running the chain over every candidate; the
     // tokens and the bits of every p are those of the whole-row draw the candidate view runs.
     void observedGreedyFromTheRawRowHasTheSameBits_data() {
         QTest::addColumn<bool>("ignore_eos");
         QTest::addColumn<float>("repeat_penalty");
-        QTest::newRow("greedy") << false << 1.0f;
-        QTest::newRow("greedy, eos ignored") << true << 1.0f;
-        QTest::newRow("greedy, penalties (the whole chain on both sides)") << false << 1.3f;
+        QTest::addColumn<QString>("grammar");  // checks the argmax; filters the row where it refuses it
+        QTest::newRow("greedy") << false << 1.0f << QString();
+        QTest::newRow("greedy, eos ignored") << true << 1.0f << QString();
+        QTest::newRow("greedy, penalties (the whole chain on both sides)") << false << 1.3f << QString();
+        QTest::newRow("greedy, grammar") << false << 1.0f << QString("root ::= [^e]*");
     }
     void observedGreedyFromTheRawRowHasTheSameBits() {
         QFETCH(bool, ignore_eos);
         QFETCH(float, repeat_penalty);
+        QFETCH(QString, grammar);
         SamplingParams p = greedy(24);
         p.ignore_eos = ignore_eos;
         p.repeat_penalty = repeat_penalty;
+        p.grammar = grammar.toStdString();
         const std::vector<int32_t> prompt = chat({{"user", "Write a line about the sea."}});
         CountingBackend raw_backend;
         Session raw(*model_, raw_backend), whole(*model_, *backend_);

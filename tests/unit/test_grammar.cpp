@@ -348,14 +348,39 @@ private Q_SLOTS:
         QVERIFY(trace.back().detail.find("fits the grammar") != std::string::npos);
     }
 
-    void unsatisfiableGrammarIsAnError() {
+    // A grammar no token can begin is refused where it is set, before any draw, naming what it must
+    // start with; one that can begin but runs out of tokens later fails at that draw.
+    void grammarNoTokenCanBeginIsRefusedWhenSet() {
         auto vocab = tiny_vocab({"a", "b"});
         SamplingParams p;
         p.temperature = 0.0f;
-        p.grammar = "root ::= \"c\"";
-        SamplerChain chain(p, vocab);
+        p.grammar = "root ::= \"c\" | [x-z] \"a\"";
+        try {
+            SamplerChain chain(p, vocab);
+            QFAIL("a grammar no token can begin was accepted");
+        } catch (const Error& e) {
+            QCOMPARE(std::string(e.what()), std::string("the grammar cannot begin the reply: it must start with \"c\" or [x-z], "
+                                                        "and no token of the model's vocabulary (3 tokens) can begin that way"));
+        }
+        SamplingParams can_begin = p;
+        can_begin.grammar = "root ::= \"a\" \"c\"";
+        SamplerChain chain(can_begin, vocab);
+        QVERIFY_THROWS_EXCEPTION(Error, chain.set_params(p));  // before the first draw: refused too
+        QCOMPARE(chain.params().grammar, can_begin.grammar);
         const std::vector<float> logits = {1.0f, 0.0f, -1.0f};
-        QVERIFY_THROWS_EXCEPTION(Error, chain.sample(logits.data(), 3));
+        QCOMPARE(chain.sample(logits.data(), 3), 0);  // "a"
+        chain.accept(0);
+        QVERIFY_THROWS_EXCEPTION(Error, chain.sample(logits.data(), 3));  // nothing gives "c"
+        // Mid-reply the reply so far decides (a refusal, the grammar in force kept), not the start.
+        SamplerChain mid(can_begin, vocab);
+        QCOMPARE(mid.sample(logits.data(), 3), 0);
+        mid.accept(0);
+        mid.set_params(p);
+        QVERIFY(mid.take_grammar_refusal().has_value());
+        // The empty text is a start where an end of generation exists to end it.
+        p.grammar = "root ::= \"c\"?";
+        SamplerChain empty(p, vocab);
+        QCOMPARE(empty.sample(logits.data(), 3), 2);
     }
 
     void malformedGrammarRefusedByTheChain() {

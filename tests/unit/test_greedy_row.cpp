@@ -7,6 +7,7 @@
 #include <cstring>
 #include <limits>
 #include <memory>
+#include <optional>
 #include <random>
 #include <string>
 #include <vector>
@@ -87,7 +88,7 @@ private Q_SLOTS:
         with("logit bias", [](SamplingParams& p) { p.logit_bias = {{5, -1.0f}}; }, {}, false);
         with("XTC", [](SamplingParams& p) { p.xtc_probability = 0.5f; }, {}, false);
         with("typical", [](SamplingParams& p) { p.typical_p = 0.9f; }, {}, false);
-        with("grammar", [](SamplingParams& p) { p.grammar = "root ::= \"a\""; }, {}, false);
+        with("grammar (it checks the argmax)", [](SamplingParams& p) { p.grammar = "root ::= \"a\""; }, {}, true);
         const auto repeat = [](SamplingParams& p) { p.repeat_penalty = 1.3f; };
         with("repeat penalty, no history yet", repeat, {}, true);
         with("repeat penalty with history", repeat, {7}, false);
@@ -151,6 +152,58 @@ private Q_SLOTS:
             const float pt = trace.back().top_after[0].p;
             QVERIFY(same_bits(pt, pa) || (std::isnan(pa) && std::isnan(pt)));
         }
+    }
+
+    // With a grammar: the argmax when it fits, else the second draw over the allowed part of the row,
+    // as sample() draws them, with the same p bits; the grammar advances the same way on both (a
+    // draw that went wrong once would show in every later one). Over 400 random rows of the 16-token
+    // vocabulary, where each grammar refuses many argmaxes.
+    void withAGrammarDrawsTheChainsTokenWithTheSameBits_data() {
+        QTest::addColumn<QString>("grammar");
+        QTest::addColumn<QString>("kind");
+        QTest::newRow("vowels") << "root ::= [aeiou]+" << "normal";
+        QTest::newRow("words") << "root ::= (\"ab\" | \"cab\" | \"h\")+" << "normal";
+        QTest::newRow("letters, ties") << "root ::= [a-h]+" << "ties";
+    }
+    void withAGrammarDrawsTheChainsTokenWithTheSameBits() {
+        QFETCH(QString, grammar);
+        QFETCH(QString, kind);
+        SamplingParams p = greedy();
+        p.grammar = grammar.toStdString();
+        SamplerChain whole(p, tiny_vocab()), fast(p, tiny_vocab());
+        QVERIFY(fast.greedy_over_raw_row());
+        int refused = 0;
+        for (uint64_t seed = 1; seed <= 400; ++seed) {
+            const std::vector<float> row = make_row(kind, 16, seed);
+            std::vector<SamplerStageTrace> trace;
+            const int32_t a = whole.sample(row.data(), 16, &trace, 0);
+            const int32_t b = fast.sample_greedy_row(row.data(), 16);
+            QCOMPARE(b, a);
+            refused += trace.back().stage == "greedy";  // the grammar entry came first: a second draw
+            const CandidateSet& wa = whole.last_candidates();
+            const CandidateSet& fb = fast.last_candidates();
+            QVERIFY(same_bits(fb.data[size_t(fb.selected)].p, wa.data[size_t(wa.selected)].p));
+            whole.accept(a);
+            fast.accept(b);
+        }
+        QVERIFY2(refused > 20, qPrintable(QString::number(refused)));
+    }
+
+    // The raw-row path starts the reply as sample() does: a grammar set after its draws must parse the
+    // reply so far ("b" here, which it does not: refused), not start from an empty text.
+    void aGrammarSetAfterRawRowDrawsParsesTheReplySoFar() {
+        SamplerChain chain(greedy(), tiny_vocab());
+        std::vector<float> row(16, 0.0f);
+        row[1] = 5.0f;  // "b"
+        QCOMPARE(chain.sample_greedy_row(row.data(), 16), 1);
+        chain.accept(1);
+        SamplingParams p = greedy();
+        p.grammar = "root ::= \"a\" [a-p]*";
+        chain.set_params(p);
+        const std::optional<GrammarRefusal> refusal = chain.take_grammar_refusal();
+        QVERIFY(refusal.has_value());
+        QVERIFY2(refusal->why.find("cannot start with \"b\"") != std::string::npos, refusal->why.c_str());
+        QVERIFY(chain.params().grammar.empty());
     }
 };
 

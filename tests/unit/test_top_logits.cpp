@@ -8,7 +8,10 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <memory>
 #include <random>
+#include <span>
+#include <string>
 
 #include "sampling/sampler.h"
 #include "sampling/samplers.h"
@@ -39,6 +42,40 @@ std::vector<float> make_row(const QString& kind, int32_t n, uint64_t seed) {
 }
 
 bool same_bits(float a, float b) { return std::memcmp(&a, &b, sizeof a) == 0; }
+
+// A vocabulary of random pieces of one to three letters of "abcdefgh" (repeats included, as real
+// vocabularies have), its last token the end of generation.
+std::shared_ptr<SamplerVocab> letter_vocab(int32_t n_vocab, uint64_t seed) {
+    std::mt19937_64 rng(seed);
+    auto pieces = std::make_shared<std::vector<std::string>>(size_t(n_vocab));
+    for (int32_t id = 0; id + 1 < n_vocab; ++id)
+        for (uint64_t len = 1 + rng() % 3; len > 0; --len) (*pieces)[size_t(id)] += char('a' + rng() % 8);
+    auto vocab = std::make_shared<SamplerVocab>();
+    vocab->n_vocab = n_vocab;
+    vocab->piece = [pieces](int32_t id) { return (*pieces)[size_t(id)]; };
+    vocab->is_eog = [n_vocab](int32_t id) { return id == n_vocab - 1; };
+    return vocab;
+}
+
+// A random grammar over those letters, from one that allows most pieces to one that allows a handful:
+// runs of a letter class, sequences of short words, or one word out of a few (then only the end).
+std::string random_grammar(std::mt19937_64& rng) {
+    const auto letters = [&](size_t n) {
+        std::string all = "abcdefgh", out;
+        std::shuffle(all.begin(), all.end(), rng);
+        return all.substr(0, n);
+    };
+    const auto words = [&](int n) {
+        std::string out;
+        for (int i = 0; i < n; ++i) out += std::string(i ? " | " : "") + "\"" + letters(2 + rng() % 2) + "\"";
+        return out;
+    };
+    switch (rng() % 3) {
+        case 0: return "root ::= [" + letters(2 + rng() % 7) + "]+";
+        case 1: return "root ::= (" + words(2 + int(rng() % 4)) + ")+";
+        default: return "root ::= " + words(1 + int(rng() % 3));
+    }
+}
 
 }  // namespace
 
@@ -255,6 +292,105 @@ private slots:
             whole.accept(from_whole);
             top.accept(from_top);
         }
+    }
+
+    // The same with a grammar, on random grammars over random rows: the first draw fits or not, and
+    // the second comes from the best few when they hold enough allowed tokens, else from the whole
+    // row. Either way the token and the final candidates are those of the whole-row chain, and both
+    // ways are taken in every row here (otherwise it would prove nothing about one of them).
+    void sample_top_with_a_grammar_draws_what_sample_draws_data() {
+        QTest::addColumn<SamplingParams>("params");
+        QTest::addColumn<QString>("kind");
+        QTest::addColumn<bool>("mask");
+        SamplingParams p;
+        p.seed = 4321;
+        QTest::addRow("defaults") << p << QString("normal") << false;
+        QTest::addRow("defaults, ties") << p << QString("ties") << false;
+        QTest::addRow("defaults, masked row") << p << QString("masked") << false;
+        QTest::addRow("defaults, ids masked") << p << QString("normal") << true;
+        SamplingParams q = p;
+        q.top_k = 3;
+        q.top_p = 1.0f;
+        q.min_p = 0.0f;
+        QTest::addRow("top_k 3, every survivor compared") << q << QString("normal") << true;
+        q = p;
+        q.repeat_penalty = 1.4f;
+        q.repeat_last_n = 16;
+        q.top_p = 1.0f;
+        q.min_p = 0.0f;
+        QTest::addRow("repeat penalty") << q << QString("normal") << true;
+        q = p;
+        q.dry_multiplier = 0.8f;
+        q.dry_sequence_breakers.clear();  // the defaults need a tokenizer
+        q.logit_bias = {{5, -2.0f}, {9, -kInf}};
+        QTest::addRow("dry, lowering bias") << q << QString("normal") << false;
+        q = p;
+        q.temperature = 0.0f;
+        QTest::addRow("greedy") << q << QString("normal") << false;
+        q.repeat_penalty = 1.5f;
+        QTest::addRow("greedy, repeat penalty, ids masked") << q << QString("ties") << true;
+    }
+    void sample_top_with_a_grammar_draws_what_sample_draws() {
+        QFETCH(SamplingParams, params);
+        QFETCH(QString, kind);
+        QFETCH(bool, mask);
+        constexpr int32_t n_vocab = 3000;
+        auto vocab = letter_vocab(n_vocab, 17);
+        const std::vector<int32_t> masked = mask ? std::vector<int32_t>{3, 17, 400} : std::vector<int32_t>{};
+        std::mt19937_64 rng(29);
+        SamplerChain whole(params, vocab), top(params, vocab);
+        int from_best = 0, from_row = 0, steps = 0;
+        for (int reply = 0; reply < 40; ++reply) {
+            SamplingParams now = params;
+            now.grammar = random_grammar(rng);
+            whole.reset();
+            top.reset();
+            whole.set_params(now);
+            top.set_params(now);
+            for (int step = 0; step < 25; ++step, ++steps) {
+                std::vector<float> row = make_row(kind, n_vocab, 1000 + uint64_t(steps));
+                const int32_t k = top.top_needed(n_vocab, int32_t(masked.size()), false);
+                QVERIFY(k > 0);
+                std::vector<int32_t> ids(static_cast<size_t>(k));
+                std::vector<float> values(static_cast<size_t>(k));
+                select_top_logits(row.data(), n_vocab, k, ids.data(), values.data());
+                for (int32_t i = 0; i < k; ++i)
+                    if (std::count(masked.begin(), masked.end(), ids[size_t(i)])) values[size_t(i)] = -kInf;
+                for (int32_t id : masked) row[size_t(id)] = -kInf;
+                int rows_read = 0;
+                const int32_t from_top = top.sample_top(ids.data(), values.data(), k, [&] {
+                    ++rows_read;
+                    return std::span<const float>(row);
+                });
+                std::vector<SamplerStageTrace> trace;  // says whether the first draw was refused
+                const int32_t from_whole = whole.sample(row.data(), n_vocab, &trace, 0);
+                QCOMPARE(from_top, from_whole);
+                QVERIFY(rows_read <= 1);
+                const bool redrawn = std::any_of(trace.begin(), trace.end(), [](const SamplerStageTrace& t) {
+                    return t.stage == "grammar" && t.detail.starts_with("the first draw");
+                });
+                if (redrawn) ++(rows_read ? from_row : from_best);
+                else QCOMPARE(rows_read, 0);
+                const CandidateSet& a = whole.last_candidates();
+                const CandidateSet& b = top.last_candidates();
+                QCOMPARE(b.data[size_t(b.selected)].id, a.data[size_t(a.selected)].id);
+                if (!params.is_greedy()) {
+                    QCOMPARE(b.data.size(), a.data.size());
+                    QCOMPARE(b.selected, a.selected);
+                    for (size_t i = 0; i < a.data.size(); ++i) {
+                        QCOMPARE(b.data[i].id, a.data[i].id);
+                        QVERIFY(same_bits(b.data[i].logit, a.data[i].logit));
+                        QVERIFY(same_bits(b.data[i].p, a.data[i].p));
+                    }
+                }
+                if (vocab->is_eog(from_whole)) break;
+                whole.accept(from_whole);
+                top.accept(from_top);
+            }
+        }
+        qInfo("second draws from the best few: %d, from the row: %d, of %d draws", from_best, from_row, steps);
+        QVERIFY2(from_row > 0 && from_best > 0, qPrintable(QString("second draws from the best few: %1, from the row: %2")
+                                                              .arg(from_best).arg(from_row)));
     }
 };
 

@@ -1,6 +1,9 @@
 #include "sampling/grammar/grammar_constraint.h"
 
+#include <algorithm>
 #include <chrono>
+#include <cstdio>
+#include <string_view>
 
 #include "sampling/samplers.h"
 #include "util/error.h"
@@ -71,6 +74,44 @@ void GrammarConstraint::filter(CandidateSet& cands) {
         throw Error("the grammar allows no token after \"" + text_ +
                     "\": it cannot be satisfied from here (is an end-of-generation token needed but missing?)");
     }
+}
+
+// One code point for a message, as GBNF would write it inside a class or a literal.
+static std::string gbnf_char(uint32_t cp) {
+    if (cp >= 0x20 && cp < 0x7F && std::string_view("\"\\[]^-").find(char(cp)) == std::string_view::npos)
+        return std::string(1, char(cp));
+    char buf[16];
+    std::snprintf(buf, sizeof buf, cp < 0x100 ? "\\x%02X" : (cp < 0x10000 ? "\\u%04X" : "\\U%08X"), unsigned(cp));
+    return buf;
+}
+
+// What a character element matches, as GBNF: "c" for one character, a class, or . for any.
+static std::string describe_elem(const GrammarElem& e) {
+    if (e.kind == GRAMMAR_ANY) return ".";
+    if (!e.negated && e.ranges.size() == 1 && e.ranges[0].first == e.ranges[0].second)
+        return "\"" + gbnf_char(e.ranges[0].first) + "\"";
+    std::string out = e.negated ? "[^" : "[";
+    for (const auto& [lo, hi] : e.ranges) out += lo == hi ? gbnf_char(lo) : gbnf_char(lo) + "-" + gbnf_char(hi);
+    return out + "]";
+}
+
+void GrammarConstraint::check_can_start() const {
+    // Token by token rather than by the trie: single characters and bytes come early in every
+    // vocabulary, so a grammar that can start is found to within a few hundred checks, and only one
+    // that cannot pays a pass over the whole vocabulary (and then no reply is generated).
+    for (int32_t id = 0; id < vocab_->n_vocab; ++id)
+        if (allows(id)) return;
+    if (vocab_->n_vocab <= 0) return;
+    std::vector<std::string> firsts;
+    for (const GrammarMatcher::Stack& stack : matcher_.state().stacks) {
+        const std::string what = stack.empty() ? "the end of generation" : describe_elem(matcher_.grammar().elems[size_t(stack.back())]);
+        if (std::find(firsts.begin(), firsts.end(), what) == firsts.end()) firsts.push_back(what);
+    }
+    std::string expected;
+    for (size_t i = 0; i < firsts.size() && i < 4; ++i) expected += (i ? " or " : "") + firsts[i];
+    if (firsts.size() > 4) expected += " or ...";
+    throw Error("the grammar cannot begin the reply: it must start with " + expected + ", and no token of the model's " +
+                "vocabulary (" + std::to_string(vocab_->n_vocab) + " tokens) can begin that way");
 }
 
 // The end of a text for a message: at most max_bytes, starting on a whole UTF-8 character, new lines

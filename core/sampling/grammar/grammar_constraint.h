@@ -19,6 +19,11 @@ public:
     GrammarConstraint(const std::string& gbnf, std::shared_ptr<const SamplerVocab> vocab);
 
     const std::string& source() const { return source_; }
+    // wb::Error when no token of the vocabulary can begin a text the grammar accepts (an end of
+    // generation counts where the grammar accepts the empty text), naming what it must start with:
+    // such a grammar would otherwise fail only at the reply's first draw, after the prompt's prefill.
+    // Nothing is checked when the vocabulary's size is not known (n_vocab <= 0).
+    void check_can_start() const;
     // Back to an empty text.
     void reset();
     bool allows(int32_t token) const;
