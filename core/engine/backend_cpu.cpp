@@ -25,6 +25,7 @@ constexpr size_t kAlign = 64;
 // Rows of W handled by one task of a batch's matmul (a few tokens take up to four times as many, see
 // plan_matmuls): large enough to amortise the task hand-out, small enough to split evenly.
 constexpr int64_t kRowsPerTask = 16;
+static_assert(kRowsPerTask % kTile16Rows == 0, "a batch's tasks are whole runs of the 16-row tile (the last may be short)");
 
 
 // SiLU with the polynomial exp (see util/exp_poly.h); `tail` elements, those past the last full run

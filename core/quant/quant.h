@@ -121,7 +121,7 @@ struct DotKernels {
     // w_stride, once per prefill task; then tile16_unpacked(n, unpacked, x, x_stride, out, out_stride)
     // gives out[c * out_stride + r] for r < 16 and c < kDotTileCols, exactly the outputs of tile for
     // each of the 16 rows, faster (the rows sit in the lanes of a vector and their blocks are decoded
-    // once for all the groups of tokens; quant_avx512_k.cpp). All three nullptr where none.
+    // once for all the groups of tokens; quant_avx512_rows16.cpp). All three nullptr where none.
     size_t (*unpacked16_w_bytes)(int64_t n) = nullptr;
     void (*unpack16_w)(int64_t n, const void* w, size_t w_stride, void* unpacked) = nullptr;
     void (*tile16_unpacked)(int64_t n, const void* unpacked, const void* x, size_t x_stride, float* out,

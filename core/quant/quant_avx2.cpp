@@ -165,7 +165,7 @@ WB_INLINE __m256 tile_halves(const BX* const (&bx)[kDotTileCols], int64_t i, siz
 // CPUID reports AVX-VNNI (avx2_kernels), their kEvex forms only in the avx512 family. The instructions are written as inline assembly because GCC
 // and clang refuse to inline a function of a wider target (the intrinsics) into one built for this
 // file's AVX2, so a template could not otherwise hold both forms.
-// A CPU with AVX-512 VNNI and VL but not AVX-VNNI (Zen 4, Ice Lake .. Sapphire Rapids' predecessors)
+// A CPU with AVX-512 VNNI and VL but not AVX-VNNI (Zen 4, Cascade Lake, Ice Lake, Tiger Lake)
 // has the same two instructions on 256-bit registers in their EVEX encoding: kEvex, installed by the
 // avx512 family (add_vnni_tiles_evex).
 enum class Vnni { kNone, kVex, kEvex };

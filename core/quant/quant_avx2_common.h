@@ -1,6 +1,6 @@
 #pragma once
-// AVX2 pieces shared by the files built with AVX2 flags (quant_avx2.cpp, quant_avx2_iq.cpp,
-// quant_avx2_packed.cpp, quant_avx2_rows.cpp, quant_avx512_iq.cpp), with internal linkage (the unnamed namespace) for the reason
+// AVX2 pieces shared by the files built with AVX2 flags (quant_avx2*.cpp, and the AVX-512 ones,
+// quant_avx512_*.cpp, which build on them), with internal linkage (the unnamed namespace) for the reason
 // quant_isa_local.h gives: each object keeps its own copy, compiled with its own flags.
 #include <immintrin.h>
 

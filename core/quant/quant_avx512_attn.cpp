@@ -131,6 +131,9 @@ void fma_f16_keys_avx512(int64_t n, const uint16_t* v, int64_t v_stride, int64_t
 }  // namespace
 
 void add_attention_avx512_kernels(KernelTable& t) {
+    // Called on the AVX2 table each time the avx512 family is built: the fallbacks are the AVX2 forms,
+    // never these (which would call themselves).
+    if (t.dot_f16_keys == dot_f16_keys_avx512 || t.fma_f16_keys == fma_f16_keys_avx512) return;
     g_dot_keys_avx2 = t.dot_f16_keys;
     g_fma_keys_avx2 = t.fma_f16_keys;
     t.dot_f16_keys = dot_f16_keys_avx512;

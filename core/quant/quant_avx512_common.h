@@ -1,6 +1,6 @@
 #pragma once
-// AVX-512 pieces shared by the files built with AVX-512 flags (quant_avx512_k.cpp,
-// quant_avx512_rows16.cpp), with internal linkage for the reason quant_isa_local.h gives.
+// AVX-512 pieces shared by the files built with AVX-512 flags that decode Q4_K / Q5_K chunks
+// (quant_avx512_k.cpp, quant_avx512_rows16.cpp), with internal linkage for the reason quant_isa_local.h gives.
 #include <immintrin.h>
 
 #include "quant/quant_avx2_common.h"

@@ -94,7 +94,7 @@ WB_INLINE void chunk_sums(__m512i codes, const PackedQ8Kx8w& x, __m512i sc32, in
         s = _mm512_dpbusd_epi32(s, w1, _mm512_loadu_si512(x.qs[ch][1][h]));
         s = _mm512_dpbusd_epi32(s, w2, _mm512_loadu_si512(x.qs[ch][2][h]));
         s = _mm512_dpbusd_epi32(s, w3, _mm512_loadu_si512(x.qs[ch][3][h]));
-        sums[h] = _mm512_mullo_epi32(s, scale);  // |s| <= 32 * 31 * 128, times a 6-bit scale: exact
+        sums[h] = _mm512_mullo_epi32(s, scale);  // |s| <= 16 * 31 * 128 (a lane: 4 groups of 4), times 63: exact
     }
 }
 

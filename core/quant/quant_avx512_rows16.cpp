@@ -192,7 +192,9 @@ WB_INLINE void tiled_quad16(int64_t nb, const Unpacked16<kSub>* u, const BlockQ8
         for (int s = 0; s < kSub; ++s) sub_block16(b, x, s, sum);
         for (int p = 0; p < 8; ++p) bsum_pair16(b, x, p, m);
         const __m512 d = _mm512_loadu_ps(b.d);
-        const __m512 neg_dmin = _mm512_sub_ps(_mm512_setzero_ps(), _mm512_loadu_ps(b.dmin));  // exact
+        // -dmin exactly (the sign bit flipped, so +0 gives -0 as the scalar negation does)
+        const __m512 neg_dmin =
+            _mm512_castsi512_ps(_mm512_xor_si512(_mm512_castps_si512(_mm512_loadu_ps(b.dmin)), _mm512_set1_epi32(int(0x80000000u))));
         for (int t = 0; t < 4; ++t) {
             __m512 r;
             if constexpr (kStep == Step::kMin) {

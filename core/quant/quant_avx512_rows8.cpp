@@ -13,7 +13,6 @@
 #include <immintrin.h>
 
 #include "quant/quant_avx2_common.h"
-#include "quant/quant_avx512_common.h"
 #include "quant/quant_blocks.h"
 #include "quant/quant_internal.h"
 #include "quant/quant_isa_local.h"

@@ -136,8 +136,8 @@ KernelTable avx2_kernels(bool allow_vnni = true);
 // The tiles that have a VNNI form, in its EVEX encoding on 256-bit registers (AVX-512 VNNI + VL, for
 // CPUs without AVX-VNNI), added to the avx512 family's table (quant_avx2.cpp).
 void add_vnni_tiles_evex(KernelTable& t);
-// The AVX2 table with the kernels of quant_avx512_iq.cpp put in; only valid on a CPU with AVX-512 F, BW,
-// VL and VNNI too.
+// The AVX2 table with the AVX-512 kernels put in (quant_avx512_*.cpp; built in quant_avx512_iq.cpp);
+// only valid on a CPU with AVX-512 F, BW, VL and VNNI too.
 KernelTable avx512_kernels();
 #endif
 

@@ -1,5 +1,5 @@
 #pragma once
-// For the files built with AVX2 / AVX-512 flags only (quant_avx2*.cpp, quant_avx512_iq.cpp): what they
+// For the files built with AVX2 / AVX-512 flags only (quant_avx2*.cpp, quant_avx512_*.cpp): what they
 // would otherwise take from the standard library's inline functions, all with internal linkage (the
 // unnamed namespace), so each of those objects keeps its own copy compiled for its instructions. An
 // inline function of external linkage (std::fma, std::min, std::vector's members) is a weak symbol

@@ -59,7 +59,7 @@ std::vector<uint8_t> random_matrix(std::mt19937& rng, GgmlType t, int64_t n, int
     return w;
 }
 
-constexpr int64_t kTaskRows = 64;  // a prefill task's rows (backend_cpu.cpp), which meet every group of tokens
+constexpr int64_t kTaskRows = 64;  // rows meeting every group of tokens in turn (the backend's tasks take 16)
 constexpr int kGroups = 64;        // groups of 8 tokens: a 512-token prompt
 
 // Median CPU seconds of a prefill's pass over the matrix as the CPU backend makes it: per task of 64

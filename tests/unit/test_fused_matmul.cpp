@@ -135,7 +135,7 @@ int main() {
             check_glu(be, T::Q6_K, Activation::GELU_TANH, n_tok);
         }
         for (int64_t n_tok : {1, 8, 21, 40})
-            for (T type : {T::Q4_K, T::Q5_K, T::Q6_K, T::Q8_0, T::IQ4_XS, T::IQ2_XS, T::IQ3_S, T::IQ1_M})
+            for (T type : {T::Q4_K, T::Q5_K, T::Q6_K, T::Q8_0, T::Q4_1, T::Q5_1, T::IQ4_XS, T::IQ2_XS, T::IQ3_S, T::IQ1_M})
                 check_rows(be, type, 512, 700, n_tok);
     } catch (const std::exception& e) {
         report(false, std::string("exception: ") + e.what());
