@@ -33,13 +33,15 @@ inline float exp_poly(float x) {
     const float scale = bits_to_f32(e + f32_to_bits(1.0f));  // 2^n for |n| <= 126
     const float b2 = b * b;
     const float poly = std::fma(std::fma(std::fma(kC5, b, kC4), b2, std::fma(kC3, b, kC2)), b2, kC1 * b);
-    if (!(std::fabs(n) > 126.0f)) return std::fma(poly, scale, scale);
-    // Large |x|: 2^n = s1 * s2 with s1 = 2^(+-127) chosen by the sign of n.
+    const float normal = std::fma(poly, scale, scale);
+    // Large |x|: 2^n = s1 * s2 with s1 = 2^(+-127) chosen by the sign of n. Both results are computed
+    // and one is selected, without a branch, so a loop over exp_poly vectorises (the softmax over
+    // thousands of keys); every lane still gets exactly the operations of its own case.
     const uint32_t neg = n <= 0.0f ? 0x82000000u : 0u;
     const float s1 = bits_to_f32(neg + 0x7f000000u);
     const float s2 = bits_to_f32(e - neg);
-    if (std::fabs(n) > 192.0f) return s1 * s1;  // certain overflow to inf / underflow to 0
-    return std::fma(s2, poly, s2) * s1;
+    const float large = std::fabs(n) > 192.0f ? s1 * s1 : std::fma(s2, poly, s2) * s1;  // > 192: certain inf / 0
+    return std::fabs(n) > 126.0f ? large : normal;
 }
 
 }  // namespace wb
