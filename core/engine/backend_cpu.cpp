@@ -300,15 +300,19 @@ void CpuBackend::matmul_rows(const MatmulJob& job, int64_t n_tok, int64_t r0, in
     const bool several_groups = n_tok >= 2 * kDotTileCols && job.group_tiled.size() >= 2 && job.group_tiled[1];
     // The 16-row tile where the family has one (the rows in the lanes of a vector): the task's rows in
     // runs of 16 decoded once, the rest through the tiles below.
-    thread_local std::vector<uint8_t> unpacked16;
+    thread_local std::vector<uint8_t> unpacked16_buf;
+    uint8_t* unpacked16 = nullptr;  // 64-byte aligned within unpacked16_buf (DotKernels::unpack16_w)
     void (*unpacked16_by)(int64_t, const void*, size_t, void*) = nullptr;
     const int64_t nr16 = nr / kTile16Rows * kTile16Rows;
     const auto unpack16 = [&](const DotKernels& k) {
         unpacked16_by = k.unpack16_w;
         const size_t bytes = k.unpacked16_w_bytes(n_in);
-        if (unpacked16.size() < bytes * size_t(nr16 / kTile16Rows)) unpacked16.resize(bytes * size_t(nr16 / kTile16Rows));
+        const size_t need = bytes * size_t(nr16 / kTile16Rows) + kAlign;
+        if (unpacked16_buf.size() < need) unpacked16_buf.resize(need);
+        const auto addr = reinterpret_cast<uintptr_t>(unpacked16_buf.data());
+        unpacked16 = unpacked16_buf.data() + (kAlign - addr % kAlign) % kAlign;
         for (int64_t r = 0; r < nr16; r += kTile16Rows)
-            k.unpack16_w(n_in, wdata + size_t(r) * w_row, w_row, unpacked16.data() + size_t(r / kTile16Rows) * bytes);
+            k.unpack16_w(n_in, wdata + size_t(r) * w_row, w_row, unpacked16 + size_t(r / kTile16Rows) * bytes);
     };
     int64_t t = 0;
     for (; t + kDotTileCols <= n_tok && job.group_tiled[size_t(t / kDotTileCols)]; t += kDotTileCols) {
@@ -318,7 +322,7 @@ void CpuBackend::matmul_rows(const MatmulJob& job, int64_t n_tok, int64_t r0, in
             if (unpacked16_by != k.unpack16_w) unpack16(k);
             const size_t bytes = k.unpacked16_w_bytes(n_in);
             for (int64_t r = 0; r < nr16; r += kTile16Rows)
-                k.tile16_unpacked(n_in, unpacked16.data() + size_t(r / kTile16Rows) * bytes, act + size_t(t) * act_row,
+                k.tile16_unpacked(n_in, unpacked16 + size_t(r / kTile16Rows) * bytes, act + size_t(t) * act_row,
                                   act_row, out + t * out_cols + r, out_cols);
             r_first = nr16;
         }

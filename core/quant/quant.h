@@ -118,7 +118,8 @@ struct DotKernels {
                           int64_t out_stride) = nullptr;
     // Where the family has one, the tile over kTile16Rows weight rows unpacked together:
     // unpack16_w(n, w, w_stride, unpacked) writes unpacked16_w_bytes(n) bytes for rows w .. w + 15 *
-    // w_stride, once per prefill task; then tile16_unpacked(n, unpacked, x, x_stride, out, out_stride)
+    // w_stride (unpacked 64-byte aligned: the layout is whole cache lines of 4-byte fields), once per
+    // prefill task; then tile16_unpacked(n, unpacked, x, x_stride, out, out_stride)
     // gives out[c * out_stride + r] for r < 16 and c < kDotTileCols, exactly the outputs of tile for
     // each of the 16 rows, faster (the rows sit in the lanes of a vector and their blocks are decoded
     // once for all the groups of tokens; quant_avx512_rows16.cpp). All three nullptr where none.

@@ -72,7 +72,8 @@ double time_prefill(const Case& c, const std::vector<uint8_t>& w, const std::vec
     if (sixteen ? !k.tile16_unpacked : !k.tile) return 0.0;
     const size_t w_stride = wb::ggml_row_bytes(c.type, c.n);
     const size_t group_stride = x_stride * wb::kDotTileCols;
-    std::vector<uint8_t> unpacked(sixteen ? k.unpacked16_w_bytes(c.n) * size_t(kTaskRows / wb::kTile16Rows) : 0);
+    std::vector<uint8_t> unpacked_buf(sixteen ? k.unpacked16_w_bytes(c.n) * size_t(kTaskRows / wb::kTile16Rows) + 64 : 0);
+    uint8_t* unpacked = unpacked_buf.data() + (64 - reinterpret_cast<uintptr_t>(unpacked_buf.data()) % 64) % 64;  // as quant.h asks
     std::vector<uint8_t> packed(k.tile_packed ? k.packed_x_bytes(c.n) * kGroups : 0);
     std::vector<float> out(size_t(c.rows * wb::kDotTileCols * kGroups));
     std::vector<double> times;
@@ -86,13 +87,13 @@ double time_prefill(const Case& c, const std::vector<uint8_t>& w, const std::vec
             if (sixteen)
                 for (int64_t r = 0; r < kTaskRows; r += wb::kTile16Rows)
                     k.unpack16_w(c.n, rows + size_t(r) * w_stride, w_stride,
-                                 unpacked.data() + size_t(r / wb::kTile16Rows) * k.unpacked16_w_bytes(c.n));
+                                 unpacked + size_t(r / wb::kTile16Rows) * k.unpacked16_w_bytes(c.n));
             for (int g = 0; g < kGroups; ++g) {
                 float* o = out.data() + size_t(g) * wb::kDotTileCols * size_t(c.rows) + r0;
                 const uint8_t* x = xq.data() + size_t(g) * group_stride;
                 for (int64_t r = 0; r < kTaskRows; r += sixteen ? wb::kTile16Rows : 1) {
                     if (sixteen)
-                        k.tile16_unpacked(c.n, unpacked.data() + size_t(r / wb::kTile16Rows) * k.unpacked16_w_bytes(c.n), x,
+                        k.tile16_unpacked(c.n, unpacked + size_t(r / wb::kTile16Rows) * k.unpacked16_w_bytes(c.n), x,
                                           x_stride, o + r, c.rows);
                     else if (k.tile_packed)
                         k.tile_packed(c.n, rows + size_t(r) * w_stride, packed.data() + size_t(g) * k.packed_x_bytes(c.n),

