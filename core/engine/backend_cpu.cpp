@@ -242,6 +242,11 @@ void CpuBackend::pack_activations(int i, MatmulJob* jobs) {
     job.packed = nullptr;
     job.packed_groups = 0;
     if (!job.first.tile_packed) return;
+    // Where the 16-row tile takes every row of every task (whole runs of 16, several groups of tokens:
+    // matmul_rows), nothing would read the packing.
+    const bool several_groups = job.group_tiled.size() >= 2 && job.group_tiled[1];
+    if (job.first.tile16_unpacked && several_groups && job.w->n_out % kTile16Rows == 0 && job.rows_per_task % kTile16Rows == 0)
+        return;
     const int64_t n_in = job.w->n_in;
     while (job.packed_groups < int64_t(job.group_tiled.size()) && job.group_tiled[size_t(job.packed_groups)] &&
            (job.packed_groups + 1) * kDotTileCols <= job.split)

@@ -217,6 +217,12 @@ WB_INLINE void gemm_quad16(int64_t nb, const Unpacked16<8>* u, const BlockQ8_K* 
     for (int64_t i = 0; i < nb; ++i) {
         const Unpacked16<8>& b = u[i];
         const BlockQ8_K* const x[4] = {rows[0] + i, rows[1] + i, rows[2] + i, rows[3] + i};
+        __m512 d[4], dmin[4];  // d_w * d_x and dmin_w * d_x, once per block (the same roundings)
+        for (int t = 0; t < 4; ++t) {
+            const __m512 dx = _mm512_set1_ps(x[t]->d);
+            d[t] = _mm512_mul_ps(_mm512_loadu_ps(b.d), dx);
+            dmin[t] = _mm512_mul_ps(_mm512_loadu_ps(b.dmin), dx);
+        }
         for (int ch = 0; ch < 4; ++ch) {
             __m512i sum[4], min[4];
             for (int t = 0; t < 4; ++t) sum[t] = min[t] = _mm512_setzero_si512();
@@ -225,9 +231,8 @@ WB_INLINE void gemm_quad16(int64_t nb, const Unpacked16<8>* u, const BlockQ8_K* 
             bsum_pair16(b, x, 2 * ch, min);
             bsum_pair16(b, x, 2 * ch + 1, min);
             for (int t = 0; t < 4; ++t) {
-                const __m512 dx = _mm512_set1_ps(x[t]->d);
-                acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sum[t]), _mm512_mul_ps(_mm512_loadu_ps(b.d), dx), acc[t]);
-                acc_min[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(min[t]), _mm512_mul_ps(_mm512_loadu_ps(b.dmin), dx), acc_min[t]);
+                acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sum[t]), d[t], acc[t]);
+                acc_min[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(min[t]), dmin[t], acc_min[t]);
             }
         }
     }
