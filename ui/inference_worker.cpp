@@ -150,10 +150,7 @@ void InferenceWorker::loadModel(const QString& path, const QString& backend, int
         // The session clamps its batch to the context (Session::Session).
         const int batch = std::clamp(options.n_batch, 1, session->n_ctx());
         ModelSummary summary = ModelSummary::fromModel(*model, path, session->n_ctx(), options.kv_type_k, options.kv_type_v, batch);
-        // Only the new session has used this backend yet: what it holds is that session's scratch.
-        summary.scratchMeasured = choice.backend->tensor_bytes();
-        summary.backendName = QString::fromStdString(choice.backend->name());
-        summary.backendDescription = QString::fromStdString(choice.backend->description());
+        summary.measureBackend(*choice.backend);
         summary.backendNote = QString::fromStdString(choice.note);
         releaseEngine();
         {

@@ -190,7 +190,15 @@ QVector<ModelInfoPanel::LedgerRow> ModelInfoPanel::ledgerRows() const {
         int count = 0;
         for (const auto& [t, n] : s.tensorTypes)
             if (t == type) count = n;
-        rows.append({QStringLiteral("weights:") + type, tr("weights, %1 (%2 tensors)").arg(type).arg(count), qint64(bytes), -1, weightsHow});
+        qint64 repacked = -1;
+        for (const auto& [t, n] : s.repackedBytesByType)
+            if (t == type) repacked = qint64(n);
+        if (repacked >= 0)
+            rows.append({QStringLiteral("weights:") + type, tr("weights, %1 (%2 tensors)").arg(type).arg(count), qint64(bytes), repacked,
+                         tr("measured: the matrices the CPU kernels read repacked at load into a layout of their own (the "
+                            "backend's count); the file mapping's pages of them are given back to the system")});
+        else
+            rows.append({QStringLiteral("weights:") + type, tr("weights, %1 (%2 tensors)").arg(type).arg(count), qint64(bytes), -1, weightsHow});
     }
     rows.append({QStringLiteral("weights"), tr("weights, all types"), qint64(s.weightBytes), -1, tr("the file's tensor data")});
     const int local = s.localLayerCount();

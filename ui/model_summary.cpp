@@ -5,6 +5,7 @@
 #include <QFileInfo>
 #include <QMap>
 
+#include "engine/backend.h"
 #include "engine/model.h"
 #include "gguf/gguf_file.h"
 
@@ -124,4 +125,13 @@ quint64 ModelSummary::predictedScratchBytes(const wb::ModelConfig& c, int batch)
     const quint64 widths = 3 * quint64(c.n_embd) + 2 * quint64(c.q_dim()) + 2 * quint64(c.kv_dim()) + quint64(c.v_dim()) +
                            2 * quint64(c.n_ff) + quint64(c.n_vocab);
     return quint64(batch) * widths * sizeof(float);
+}
+
+void ModelSummary::measureBackend(const wb::Backend& backend) {
+    scratchMeasured = backend.tensor_bytes();
+    repackedBytesByType.clear();
+    for (const auto& [type, bytes] : backend.repacked_weights())
+        repackedBytesByType.append({QString::fromStdString(wb::ggml_type_name(type)), quint64(bytes)});
+    backendName = QString::fromStdString(backend.name());
+    backendDescription = QString::fromStdString(backend.description());
 }

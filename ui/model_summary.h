@@ -9,6 +9,10 @@
 #include "kv/kv_types.h"
 
 namespace wb {
+class Backend;
+}
+
+namespace wb {
 class Model;
 class Backend;
 struct ModelConfig;
@@ -33,6 +37,9 @@ struct ModelSummary {
     QVector<QPair<QString, int>> tensorTypes;      // type name, tensor count
     QVector<QPair<QString, quint64>> weightBytesByType;  // type name, bytes of its tensors in the file
     quint64 weightBytes = 0;                       // every tensor's bytes in the file
+    // Type name, bytes of the backend's own copies of those tensors (CPU: repacked at load; the
+    // backend's figure, Backend::repacked_weights); empty where it reads them all in place.
+    QVector<QPair<QString, quint64>> repackedBytesByType;
     quint64 kvBytesPerToken = 0;    // layers x kv_heads x (bytes of a head's K row + V row) in the cache's types
     QString kvTypes;                // "f16", or "K q8_0, V f16" when they differ
     wb::KvType kvTypeK = wb::KvType::F16;  // the keys' type (a context shift needs f16 keys)
@@ -61,6 +68,9 @@ struct ModelSummary {
     static ModelSummary fromModel(const wb::Model& model, const QString& path, int contextSize,
                                   wb::KvType typeK = wb::KvType::F16, wb::KvType typeV = wb::KvType::F16,
                                   int batchTokens = 0);
+    // The backend fields, the measured scratch and the repacked weights from the backend a session
+    // has just been made on (only that session has used it: what it holds is that session's).
+    void measureBackend(const wb::Backend& backend);
 
     // The KV cache's bytes in use at `tokens` positions with these element types, sliding window
     // counted: a global layer holds every position, a local one at most the window's (the textbook

@@ -7,8 +7,10 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
+#include "gguf/ggml_type.h"
 #include "kv/kv_cache.h"
 #include "model/model_config.h"
 #include "sampling/top_logits.h"
@@ -115,6 +117,10 @@ public:
     // Bytes the tensors alloc() handed out and free() has not taken back hold now (the sessions'
     // scratch activations; the memory ledger's measured figure). 0: this backend does not count them.
     virtual uint64_t tensor_bytes() const { return 0; }
+    // Weight bytes this backend reads from copies in a layout of its own rather than from the file
+    // mapping, by type (the CPU backend's load-time repacking, engine/cpu_repack.h); empty where none.
+    // A GPU backend counts its copies in device_memory instead.
+    virtual std::vector<std::pair<GgmlType, uint64_t>> repacked_weights() const { return {}; }
     // The device memory this backend holds by its own count of what it allocated (the memory
     // ledger's device row); counted == false for a backend without memory of its own (the CPU's).
     // Call on the thread that runs the backend's operations.

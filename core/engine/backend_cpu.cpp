@@ -8,6 +8,7 @@
 #include <new>
 
 #include "engine/backend_cpu_fma.h"
+#include "engine/cpu_repack.h"
 #include "engine/rope_shift.h"
 #include "gguf/gguf_file.h"
 #include "model/weights.h"
@@ -123,8 +124,35 @@ std::string CpuBackend::description() const {
            (quant_uses_vnni() ? "+vnni" : "") + " kernels";
 }
 
-void CpuBackend::prepare_weights(ModelWeights&) {
-    // The weights are used in place from the read-only file mapping: nothing to copy.
+// A matrix is repacked where the kernel family has a load-time layout for its decode order (the order
+// of a one-token matmul) and its rows come in whole runs of 16. The embedding table itself is only
+// looked up by rows (embed), so it stays in the mapping; a tied output is repacked, but the mapping's
+// pages stay for the lookups.
+void CpuBackend::prepare_weights(ModelWeights& weights) {
+    for (Weight* w : weights.all()) {
+        if (!*w || w == &weights.token_embd || w->n_out % kTile16Rows != 0 || w->device) continue;
+        const DotKernels k = dot_kernels(w->type, w->n_in, llama_cpp_dot_order(*w, 1, 0));
+        if (!k.repack16) continue;
+        const bool shared_with_lookups = weights.token_embd && w->src == weights.token_embd.src;
+        std::shared_ptr<const RepackedMatrix> m = repacked_matrix(*w, k, pool_, !shared_with_lookups);
+        w->device = m->data;
+        repacked_[m->data] = std::move(m);
+    }
+}
+
+std::vector<std::pair<GgmlType, uint64_t>> CpuBackend::repacked_weights() const {
+    std::vector<std::pair<GgmlType, uint64_t>> out;
+    for (const auto& [data, m] : repacked_) {
+        auto it = std::find_if(out.begin(), out.end(), [&](const auto& e) { return e.first == m->type; });
+        if (it == out.end()) it = out.insert(out.end(), {m->type, 0});
+        it->second += m->bytes;
+    }
+    return out;
+}
+
+void CpuBackend::release_weights(ModelWeights& weights) {
+    for (Weight* w : weights.all())
+        if (w->device && repacked_.erase(w->device)) w->device = nullptr;
 }
 
 size_t CpuBackend::alloc_bytes(int64_t n_rows, int64_t n_cols) {
@@ -214,13 +242,24 @@ void CpuBackend::plan_matmuls(const Tensor& x, const Weight* const* weights, Ten
             for (job.split = 1; job.split < n_tok && llama_cpp_dot_order(w, n_tok, job.split) == first;) ++job.split;
         job.first = dot_kernels(w.type, w.n_in, first);
         job.rest = first == last ? job.first : dot_kernels(w.type, w.n_in, last);
+        // The repacked copy serves where both orders read its layout (else the mapping, still valid).
+        job.repacked = nullptr;
+        if (auto it = w.device ? repacked_.find(w.device) : repacked_.end(); it != repacked_.end()) {
+            const RepackedMatrix& m = *it->second;
+            if (job.first.repack16 == m.layout && job.rest.repack16 == m.layout) {
+                job.repacked = m.data;
+                job.repacked_group = m.group_bytes;
+            }
+        }
         // Tokens go in groups of kDotTileCols through a tile kernel where the group's tokens share an
         // order that has one.
         const int64_t n_groups = n_tok / kDotTileCols;
         job.group_tiled.assign(size_t(n_groups), 0);
         for (int64_t gi = 0; gi < n_groups; ++gi) {
             const int64_t t0 = gi * kDotTileCols, t1 = t0 + kDotTileCols - 1;
-            job.group_tiled[size_t(gi)] = (t1 < job.split || t0 >= job.split) && job.kernels(t0).tile;
+            const DotKernels& k = job.kernels(t0);
+            // repacked rows have a tile only through unpack16_repacked
+            job.group_tiled[size_t(gi)] = (t1 < job.split || t0 >= job.split) && (job.repacked ? k.unpack16_repacked != nullptr : k.tile != nullptr);
         }
         // A batch keeps tasks of 16 rows (each walks all tokens with its rows in cache); a few tokens
         // take up to 64 rows a task, about 8 tasks a thread at least: fewer hand-outs (each a contended
@@ -241,7 +280,7 @@ void CpuBackend::pack_activations(int i, MatmulJob* jobs) {
     MatmulJob& job = jobs[i];
     job.packed = nullptr;
     job.packed_groups = 0;
-    if (!job.first.tile_packed) return;
+    if (!job.first.tile_packed || job.repacked) return;  // repacked rows go through the 16-row tile
     // Where the 16-row tile takes every row of every task (whole runs of 16, several groups of tokens:
     // matmul_rows), nothing would read the packing.
     const bool several_groups = job.group_tiled.size() >= 2 && job.group_tiled[1];
@@ -279,11 +318,17 @@ void CpuBackend::matmul_rows(const MatmulJob& job, int64_t n_tok, int64_t r0, in
     const uint8_t* act = job.act;
     float* out = job.out->data + r0;
     const int64_t out_cols = job.out->n_cols;
+    // Repacked rows: r0 and nr are whole runs of 16 (prepare_weights, plan_matmuls).
+    const uint8_t* repacked = job.repacked ? job.repacked + size_t(r0 / kTile16Rows) * job.repacked_group : nullptr;
     const auto rows = [&](int64_t t, int64_t r_begin) {
         const DotKernels& k = job.kernels(t);
         const uint8_t* x = act + size_t(t) * act_row;
         float* o = out + t * out_cols;
         int64_t r = r_begin;
+        if (repacked) {
+            for (; r < nr; r += kTile16Rows) k.row16_repacked(n_in, repacked + size_t(r / kTile16Rows) * job.repacked_group, x, o + r);
+            return;
+        }
         if (k.rows8)
             for (; r + 8 <= nr; r += 8) k.rows8(n_in, wdata + size_t(r) * w_row, w_row, x, o + r);
         for (; r < nr; ++r) o[r] = k.row(n_in, wdata + size_t(r) * w_row, x);
@@ -307,24 +352,30 @@ void CpuBackend::matmul_rows(const MatmulJob& job, int64_t n_tok, int64_t r0, in
     // runs of 16 decoded once, the rest through the tiles below.
     thread_local std::vector<uint8_t> unpacked16_buf;
     uint8_t* unpacked16 = nullptr;  // 64-byte aligned within unpacked16_buf (DotKernels::unpack16_w)
-    void (*unpacked16_by)(int64_t, const void*, size_t, void*) = nullptr;
+    const DotKernels* unpacked16_by = nullptr;  // whose unpack16 wrote it: the groups' orders may differ
     const int64_t nr16 = nr / kTile16Rows * kTile16Rows;
     const auto unpack16 = [&](const DotKernels& k) {
-        unpacked16_by = k.unpack16_w;
+        unpacked16_by = &k;
         const size_t bytes = k.unpacked16_w_bytes(n_in);
         const size_t need = bytes * size_t(nr16 / kTile16Rows) + kAlign;
         if (unpacked16_buf.size() < need) unpacked16_buf.resize(need);
         const auto addr = reinterpret_cast<uintptr_t>(unpacked16_buf.data());
         unpacked16 = unpacked16_buf.data() + (kAlign - addr % kAlign) % kAlign;
-        for (int64_t r = 0; r < nr16; r += kTile16Rows)
-            k.unpack16_w(n_in, wdata + size_t(r) * w_row, w_row, unpacked16 + size_t(r / kTile16Rows) * bytes);
+        for (int64_t r = 0; r < nr16; r += kTile16Rows) {
+            uint8_t* u = unpacked16 + size_t(r / kTile16Rows) * bytes;
+            if (repacked)
+                k.unpack16_repacked(n_in, repacked + size_t(r / kTile16Rows) * job.repacked_group, u);
+            else
+                k.unpack16_w(n_in, wdata + size_t(r) * w_row, w_row, u);
+        }
     };
     int64_t t = 0;
     for (; t + kDotTileCols <= n_tok && job.group_tiled[size_t(t / kDotTileCols)]; t += kDotTileCols) {
         const DotKernels& k = job.kernels(t);
         int64_t r_first = 0;  // the first row of the tiles below
-        if (k.tile16_unpacked && several_groups && nr16 > 0) {
-            if (unpacked16_by != k.unpack16_w) unpack16(k);
+        // (repacked rows: even for one group, the only tile that reads them)
+        if (k.tile16_unpacked && (several_groups || repacked) && nr16 > 0) {
+            if (unpacked16_by != &k) unpack16(k);
             const size_t bytes = k.unpacked16_w_bytes(n_in);
             for (int64_t r = 0; r < nr16; r += kTile16Rows)
                 k.tile16_unpacked(n_in, unpacked16 + size_t(r / kTile16Rows) * bytes, act + size_t(t) * act_row,

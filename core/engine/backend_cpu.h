@@ -4,6 +4,7 @@
 // pool; attention splits its work over the same pool (backend_cpu_attention.cpp).
 #include <atomic>
 #include <memory>
+#include <unordered_map>
 #include <vector>
 
 #include "engine/backend.h"
@@ -11,6 +12,8 @@
 #include "util/thread_pool.h"
 
 namespace wb {
+
+struct RepackedMatrix;  // engine/cpu_repack.h
 
 class CpuBackend : public Backend {
 public:
@@ -21,10 +24,14 @@ public:
     std::string description() const override;
     int n_threads() const { return pool_.size(); }
 
+    // Repacks the matrices the kernel family has a load-time layout for (engine/cpu_repack.h); the
+    // rest are read in place from the file mapping.
     void prepare_weights(ModelWeights& weights) override;
+    void release_weights(ModelWeights& weights) override;
     Tensor alloc(int64_t n_rows, int64_t n_cols) override;
     void free(Tensor& t) override;
     uint64_t tensor_bytes() const override { return tensor_bytes_.load(); }
+    std::vector<std::pair<GgmlType, uint64_t>> repacked_weights() const override;
 
     void embed(const Weight& table, const int32_t* ids, int32_t n, float scale, Tensor& out) override;
     void rms_norm(const Tensor& x, const Weight& gain, float eps, int64_t group, Tensor& out) override;
@@ -69,6 +76,10 @@ private:
         size_t packed_bytes = 0;
         int64_t packed_groups = 0;
         DotKernels first, rest;
+        // The weight's rows repacked at load (RepackedMatrix::data; nullptr: read from the mapping),
+        // in the layout of both orders' repack16.
+        const uint8_t* repacked = nullptr;
+        size_t repacked_group = 0;
         int64_t split = 0;
         int64_t rows_per_task = 16;
         int64_t n_tasks = 0;
@@ -97,6 +108,8 @@ private:
                           Tensor& out);
 
     ThreadPool pool_;
+    // The repacked copies this backend's weights point to (Weight::device), by that pointer.
+    std::unordered_map<const void*, std::shared_ptr<const RepackedMatrix>> repacked_;
     std::vector<uint8_t> act_buf_[kMaxJobs];         // activations converted to the weights' dot types
     std::vector<uint8_t> packed_buf_[kMaxJobs];      // and packed for a tile (MatmulJob::packed)
     std::vector<std::vector<float>> thread_buf_;     // per-thread scratch (attention scores, lanes)

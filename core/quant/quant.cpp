@@ -25,6 +25,7 @@ PackedTile& KernelTable::packed_in(DotOrder o, GgmlType t) { return packed_tile[
 UnpackedTile& KernelTable::unpacked_in(DotOrder o, GgmlType t) { return unpacked_tile[int(o)][slot(t)]; }
 Rows16Tile& KernelTable::rows16_in(DotOrder o, GgmlType t) { return rows16_tile[int(o)][slot(t)]; }
 DotRows8Fn& KernelTable::rows8_in(DotOrder o, GgmlType t) { return dot_rows8[int(o)][slot(t)]; }
+Repacked16& KernelTable::repacked16_in(DotOrder o, GgmlType t) { return repacked16[int(o)][slot(t)]; }
 
 namespace {
 
@@ -356,6 +357,14 @@ DotKernels dot_kernels(GgmlType weight_type, int64_t n, DotOrder order) {
         k.unpacked16_w_bytes = rows16.bytes;
         k.unpack16_w = rows16.unpack;
         k.tile16_unpacked = rows16.tile;
+    }
+    const Repacked16 repacked =
+        has_slot(weight_type) ? table.repacked16[served_order(table, weight_type, order)][slot(weight_type)] : Repacked16{};
+    if (repacked.row16) {
+        k.repacked16_bytes = repacked.bytes;
+        k.repack16 = repacked.repack;
+        k.row16_repacked = repacked.row16;
+        if (k.tile16_unpacked) k.unpack16_repacked = repacked.unpack16;
     }
     return k;
 }

@@ -127,6 +127,17 @@ struct DotKernels {
     void (*unpack16_w)(int64_t n, const void* w, size_t w_stride, void* unpacked) = nullptr;
     void (*tile16_unpacked)(int64_t n, const void* unpacked, const void* x, size_t x_stride, float* out,
                             int64_t out_stride) = nullptr;
+    // Where the family has one, a layout of kTile16Rows weight rows repacked once, at load, for the
+    // decode (quant_avx512_repack.cpp; Q4_K): repack16(n, w, w_stride, out) writes repacked16_bytes(n)
+    // bytes for rows w .. w + 15 * w_stride (out 64-byte aligned); then row16_repacked(n, repacked, x,
+    // out) gives out[r] = row(n, w + r * w_stride, x) for r < 16, bit for bit, and unpack16_repacked(n,
+    // repacked, unpacked) writes exactly what unpack16_w(n, w, w_stride, unpacked) does (nullptr where
+    // this order has no 16-row tile). Every order of a type shares the layout (the same repack16). All
+    // nullptr where none.
+    size_t (*repacked16_bytes)(int64_t n) = nullptr;
+    void (*repack16)(int64_t n, const void* w, size_t w_stride, void* out) = nullptr;
+    void (*row16_repacked)(int64_t n, const void* repacked, const void* x, float* out) = nullptr;
+    void (*unpack16_repacked)(int64_t n, const void* repacked, void* unpacked) = nullptr;
 };
 constexpr int kTile16Rows = 16;
 DotKernels dot_kernels(GgmlType weight_type, int64_t n, DotOrder order = DotOrder::kRow);

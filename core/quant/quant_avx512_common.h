@@ -1,8 +1,10 @@
 #pragma once
 // AVX-512 pieces shared by the files built with AVX-512 flags that decode Q4_K / Q5_K chunks
-// (quant_avx512_k.cpp, quant_avx512_rows16.cpp), with internal linkage for the reason quant_isa_local.h gives.
+// (quant_avx512_k.cpp, quant_avx512_rows16.cpp, quant_avx512_repack.cpp), with internal linkage for the
+// reason quant_isa_local.h gives.
 #include <immintrin.h>
 
+#include "quant/quant.h"
 #include "quant/quant_avx2_common.h"
 #include "quant/quant_blocks.h"
 
@@ -14,6 +16,18 @@ namespace {
 #pragma GCC diagnostic ignored "-Wuninitialized"
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #endif
+
+// The 16-row tile's unpacked layout (DotKernels::unpack16_w; quant_avx512_rows16.cpp says how the tile
+// reads it): one block (256 values) of 16 rows. kSub sub-blocks: 8 of 32 values, or Q6_K's 16 of 16.
+template <int kSub>
+struct Unpacked16 {
+    uint8_t codes[kQKK / 4][kTile16Rows][4];  // [group of 4 values][row]
+    int8_t scales[kSub][kTile16Rows];         // [sub-block][row]
+    int32_t m_pairs[8][kTile16Rows];          // [bsum pair][row]: m_2p | m_2p+1 << 16
+    float d[kTile16Rows], dmin[kTile16Rows];
+};
+static_assert(sizeof(Unpacked16<8>) % 64 == 0 && sizeof(Unpacked16<16>) % 64 == 0,
+              "whole cache lines: in a 64-byte aligned buffer every block's codes are");
 
 // Chunk ch's codes: sub-block 2ch's 32 values in the low 256 bits, sub-block 2ch+1's in the high
 // ones. Q4_K: the low and high nibbles of the chunk's 32 bytes.

@@ -105,6 +105,7 @@ KernelTable avx512_kernels() {
     add_packed_avx512_kernels(t);  // quant_avx512_k.cpp: the Q4_K / Q5_K tiles
     add_rows16_avx512_kernels(t);  // quant_avx512_rows16.cpp: Q4_K, Q5_K, Q6_K, IQ4_XS, Q8_0, Q4_1, Q5_1 over 16 rows
     add_rows8_avx512_kernels(t);   // quant_avx512_rows8.cpp: Q8_0's decode
+    add_repack_avx512_kernels(t);  // quant_avx512_repack.cpp: Q4_K repacked for the decode
     add_attention_avx512_kernels(t);  // quant_avx512_attn.cpp: the decode attention's f16 products
     return t;
 }

@@ -49,17 +49,6 @@ namespace {
 
 static_assert(kDotTileCols == 8, "two groups of 4 tokens");
 
-// One block (256 values) of 16 rows. kSub sub-blocks: 8 of 32 values, or Q6_K's 16 of 16.
-template <int kSub>
-struct Unpacked16 {
-    uint8_t codes[kQKK / 4][kTile16Rows][4];  // [group of 4 values][row]
-    int8_t scales[kSub][kTile16Rows];         // [sub-block][row]
-    int32_t m_pairs[8][kTile16Rows];          // [bsum pair][row]: m_2p | m_2p+1 << 16
-    float d[kTile16Rows], dmin[kTile16Rows];
-};
-static_assert(sizeof(Unpacked16<8>) % 64 == 0 && sizeof(Unpacked16<16>) % 64 == 0,
-              "whole cache lines: in a 64-byte aligned buffer every block's codes are");
-
 // What decoding one block of one row gives: its codes in value order and the per-row fields.
 template <int kSub>
 struct RowBlock {

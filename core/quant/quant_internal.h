@@ -35,6 +35,15 @@ struct Rows16Tile {
     void (*unpack)(int64_t n, const void* w, size_t w_stride, void* unpacked) = nullptr;
     void (*tile)(int64_t n, const void* unpacked, const void* x, size_t x_stride, float* out, int64_t out_stride) = nullptr;
 };
+// 16 weight rows repacked at load into the family's own layout, and the kernels that read it
+// (DotKernels::repack16 in quant.h). One layout per type: every order's entry has the same bytes and
+// repack, and row16 / unpack16 of that order.
+struct Repacked16 {
+    size_t (*bytes)(int64_t n) = nullptr;
+    void (*repack)(int64_t n, const void* w, size_t w_stride, void* out) = nullptr;
+    void (*row16)(int64_t n, const void* repacked, const void* x, float* out) = nullptr;
+    void (*unpack16)(int64_t n, const void* repacked, void* unpacked) = nullptr;
+};
 // 8 weight rows w_stride apart against one activation row (DotKernels::rows8 in quant.h).
 using DotRows8Fn = void (*)(int64_t n, const void* w, size_t w_stride, const void* x, float* out);
 using F16ToF32Fn = void (*)(const uint16_t* x, float* y, int64_t n);
@@ -83,6 +92,8 @@ struct KernelTable {
     Rows16Tile rows16_tile[kDotOrders][kKernelSlots] = {};
     // The row kernel over 8 rows at once, [int(order)][slot] (any order, kRow included); nullptr = none.
     DotRows8Fn dot_rows8[kDotOrders][kKernelSlots] = {};
+    // 16 rows repacked at load, [int(order)][slot]; empty = none.
+    Repacked16 repacked16[kDotOrders][kKernelSlots] = {};
 
     // The activation quantizers (bit-identical in both families; quantize_row_q8_* below).
     RowQuantFn quantize_q8_0 = nullptr;
@@ -97,6 +108,7 @@ struct KernelTable {
     UnpackedTile& unpacked_in(DotOrder o, GgmlType t);
     Rows16Tile& rows16_in(DotOrder o, GgmlType t);
     DotRows8Fn& rows8_in(DotOrder o, GgmlType t);
+    Repacked16& repacked16_in(DotOrder o, GgmlType t);
 };
 
 // The lane-sum trees of the two F16DotOrder orders (shared by both families).
@@ -120,6 +132,8 @@ void add_packed_avx2_kernels(KernelTable& t);
 void add_packed_avx512_kernels(KernelTable& t);
 // The AVX-512 tiles over 16 rows unpacked together (quant_avx512_rows16.cpp), for the avx512 family.
 void add_rows16_avx512_kernels(KernelTable& t);
+// Q4_K repacked at load for decode (quant_avx512_repack.cpp), for the avx512 family.
+void add_repack_avx512_kernels(KernelTable& t);
 // The AVX-512 decode kernels over 8 rows (quant_avx512_rows8.cpp), for the avx512 family.
 void add_rows8_avx512_kernels(KernelTable& t);
 // The AVX-512 forms of the decode attention's f16 products (quant_avx512_attn.cpp), for the avx512 family.

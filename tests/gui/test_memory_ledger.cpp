@@ -24,6 +24,7 @@
 #include "model/model_paths.h"
 #include "model_info_panel.h"
 #include "model_summary.h"
+#include "quant/quant.h"
 
 namespace {
 
@@ -48,9 +49,14 @@ Loaded load(const char* file, wb::KvType k, wb::KvType v) {
     o.kv_type_v = v;
     l.session = std::make_unique<wb::Session>(*l.model, *l.backend.backend, o);
     l.summary = ModelSummary::fromModel(*l.model, QString::fromStdString(path), l.session->n_ctx(), k, v, std::min(o.n_batch, kContext));
-    l.summary.backendName = QStringLiteral("cpu");
-    l.summary.scratchMeasured = l.backend.backend->tensor_bytes();
+    l.summary.measureBackend(*l.backend.backend);
     return l;
+}
+
+QVector<QPair<QString, quint64>> repackedByType(const wb::Backend& b) {
+    QVector<QPair<QString, quint64>> out;
+    for (const auto& [type, bytes] : b.repacked_weights()) out.append({QString::fromStdString(wb::ggml_type_name(type)), quint64(bytes)});
+    return out;
 }
 
 // A prompt of about `tokens` tokens, one token generated after it.
@@ -172,6 +178,17 @@ class TestMemoryLedger : public QObject {
         QCOMPARE(info.ledgerBytes("weights", ModelInfoPanel::PredictedColumn), qint64(s.weightBytes));
         for (const auto& [type, bytes] : s.weightBytesByType)
             QCOMPARE(info.ledgerBytes("weights:" + type, ModelInfoPanel::PredictedColumn), qint64(bytes));
+        // A type the CPU backend repacked at load shows its copy's bytes, the backend's count, as
+        // measured; the others have no measured figure (read in place).
+        QCOMPARE(s.repackedBytesByType, repackedByType(*l.backend.backend));
+        if (std::string(wb::quant_kernel_name()) == "avx512" && std::string(file).find("Q4_K") != std::string::npos)
+            QVERIFY2(!s.repackedBytesByType.isEmpty(), "the avx512 family repacks Q4_K");
+        for (const auto& [type, bytes] : s.weightBytesByType) {
+            qint64 repacked = -1;
+            for (const auto& [t, n] : s.repackedBytesByType)
+                if (t == type) repacked = qint64(n);
+            QCOMPARE(info.ledgerBytes("weights:" + type, ModelInfoPanel::MeasuredColumn), repacked);
+        }
 
         // Scratch: the allocator rounds each of the 11 buffers up to 64 bytes.
         QVERIFY(s.scratchPredicted > 0);

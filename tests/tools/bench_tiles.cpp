@@ -6,7 +6,8 @@
 // Per case: type, order, shape, then per family the median CPU microseconds of 512 tokens against the
 // matrix as a prefill's tasks meet them (packing and unpacking included) and the multiply-adds per CPU
 // nanosecond; where the family has a 16-row tile, the same through it. Then the decode kernels over 8
-// rows on a matrix that stays in the L2 cache: the bytes of weights per CPU second they can take.
+// rows on a matrix that stays in the L2 cache: the bytes of weights per CPU second they can take (the
+// file's bytes, also for the rows repacked at load, whose copy is 3 % larger).
 #include <time.h>
 
 #include <algorithm>
@@ -128,6 +129,27 @@ double time_rows8(const Case& c, const std::vector<uint8_t>& w, const std::vecto
     return times[times.size() / 2];
 }
 
+// The same for the rows repacked at load (DotKernels::row16_repacked) where the family has them; 0
+// where not. The repacking itself is load-time work and not timed.
+double time_repacked(const Case& c, const std::vector<uint8_t>& w, const std::vector<uint8_t>& xq, int runs) {
+    const wb::DotKernels k = wb::dot_kernels(c.type, c.n, c.order);
+    if (!k.row16_repacked) return 0.0;
+    const size_t w_stride = wb::ggml_row_bytes(c.type, c.n), group = k.repacked16_bytes(c.n);
+    std::vector<uint8_t> buf(group * size_t(c.rows / 16) + 64);
+    uint8_t* repacked = buf.data() + (64 - reinterpret_cast<uintptr_t>(buf.data()) % 64) % 64;
+    for (int64_t r = 0; r < c.rows; r += 16) k.repack16(c.n, w.data() + size_t(r) * w_stride, w_stride, repacked + size_t(r / 16) * group);
+    std::vector<float> out(size_t(c.rows));
+    std::vector<double> times;
+    for (int run = 0; run <= runs; ++run) {
+        const double t0 = cpu_seconds();
+        for (int rep = 0; rep < kGroups; ++rep)
+            for (int64_t r = 0; r < c.rows; r += 16) k.row16_repacked(c.n, repacked + size_t(r / 16) * group, xq.data(), out.data() + r);
+        if (run > 0) times.push_back((cpu_seconds() - t0) / kGroups);
+    }
+    std::sort(times.begin(), times.end());
+    return times[times.size() / 2];
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -185,6 +207,8 @@ int main(int argc, char** argv) {
             const double s = time_rows8(c, w, xq, runs);
             const double bytes = double(wb::ggml_row_bytes(c.type, c.n)) * double(c.rows);
             std::printf("  %s: %6.1f us %5.1f GB/s", family.c_str(), 1e6 * s, bytes / (1e9 * s));
+            if (const double sr = time_repacked(c, w, xq, runs); sr > 0)
+                std::printf("  %s repacked: %6.1f us %5.1f GB/s", family.c_str(), 1e6 * sr, bytes / (1e9 * sr));
         }
         wb::quant_force_avx2(false);
         std::printf("\n");

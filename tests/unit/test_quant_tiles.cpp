@@ -120,6 +120,8 @@ private slots:
     void tile16_equals_row_dot_bit_for_bit();
     void rows8_equals_row_dot_bit_for_bit_data();
     void rows8_equals_row_dot_bit_for_bit();
+    void repacked16_equals_row_dot_bit_for_bit_data();
+    void repacked16_equals_row_dot_bit_for_bit();
 };
 
 // quant_force_scalar and quant_force_avx2 switch the family in use (the forms the tests run through),
@@ -478,6 +480,57 @@ void TestQuantTiles::rows8_equals_row_dot_bit_for_bit() {
                          qPrintable(QString(form_name(f)) + ": " + mismatch("rows8", r, c, out[c][r], want)));
             }
     }
+}
+
+void TestQuantTiles::repacked16_equals_row_dot_bit_for_bit_data() {
+    q4_k_cases(wb::DotOrder::kGemv);  // the decode's order
+    QTest::addRow("Q4_K/8192 extreme") << uint32_t(GgmlType::Q4_K) << 8192 << true << int(wb::DotOrder::kGemv);
+    for (int n : {256, 2048}) QTest::addRow("Q4_K/%d/gemm", n) << uint32_t(GgmlType::Q4_K) << n << false << int(wb::DotOrder::kGemm);
+    QTest::addRow("Q4_K/256/gemm extreme") << uint32_t(GgmlType::Q4_K) << 256 << true << int(wb::DotOrder::kGemm);
+}
+
+// The layout repacked at load (DotKernels::repack16, the avx512 family's decode form of Q4_K): each
+// of the 16 rows against each token through row16_repacked equal to the AVX2 family's row dot in that
+// order, bit for bit; and where the order has a 16-row tile, unpack16_repacked writing exactly the
+// bytes unpack16_w writes from the file's rows (the prefill then reads only the repacked copy).
+void TestQuantTiles::repacked16_equals_row_dot_bit_for_bit() {
+    QFETCH(uint32_t, type);
+    QFETCH(int, n);
+    QFETCH(bool, extreme);
+    QFETCH(int, order);
+    const RowsCase q(GgmlType(type), n, extreme);
+    const auto o = wb::DotOrder(order);
+    if (std::string(wb::quant_kernel_name()) != "avx512")
+        QSKIP(qPrintable(QString("the %1 family repacks nothing").arg(wb::quant_kernel_name())));
+    const wb::DotKernels k = wb::dot_kernels(q.t, n, o), gemv = wb::dot_kernels(q.t, n, wb::DotOrder::kGemv);
+    QVERIFY(k.repack16 && k.row16_repacked && k.repacked16_bytes);
+    QVERIFY2(k.repack16 == gemv.repack16 && k.repacked16_bytes == gemv.repacked16_bytes, "one layout for every order");
+    const auto aligned = [](std::vector<uint8_t>& buf, size_t bytes) {  // 64-byte aligned, as quant.h asks
+        buf.assign(bytes + 64, 0xA5);
+        return buf.data() + (64 - reinterpret_cast<uintptr_t>(buf.data()) % 64) % 64;
+    };
+    std::vector<uint8_t> rbuf;
+    uint8_t* repacked = aligned(rbuf, k.repacked16_bytes(n));
+    k.repack16(n, q.row(0), q.w_stride, repacked);
+    float out[wb::kDotTileCols][RowsCase::kRows];
+    for (int c = 0; c < wb::kDotTileCols; ++c) k.row16_repacked(n, repacked, q.token(c), out[c]);
+    if (k.tile16_unpacked) {
+        QVERIFY(k.unpack16_repacked);
+        std::vector<uint8_t> a, b;
+        uint8_t* from_file = aligned(a, k.unpacked16_w_bytes(n));
+        uint8_t* from_repacked = aligned(b, k.unpacked16_w_bytes(n));
+        k.unpack16_w(n, q.row(0), q.w_stride, from_file);
+        k.unpack16_repacked(n, repacked, from_repacked);
+        QVERIFY2(std::memcmp(from_file, from_repacked, k.unpacked16_w_bytes(n)) == 0, "unpack16 from the repacked rows");
+    } else {
+        QVERIFY(!k.unpack16_repacked);
+    }
+    const FormGuard reference(Form::kPlainAvx2);
+    for (int c = 0; c < wb::kDotTileCols; ++c)
+        for (int r = 0; r < RowsCase::kRows; ++r) {
+            const float want = q.want(n, r, c, o);
+            QVERIFY2(std::memcmp(&out[c][r], &want, sizeof want) == 0, qPrintable(mismatch("row16_repacked", r, c, out[c][r], want)));
+        }
 }
 
 QTEST_GUILESS_MAIN(TestQuantTiles)

@@ -1,0 +1,198 @@
+// Q4_K repacked at load for the decode (DotKernels::repack16 / row16_repacked / unpack16_repacked in
+// quant.h), AVX-512 (F, BW, VL, VNNI), built with those flags and handed out by quant.cpp only on a CPU
+// that has them (the avx512 family).
+//
+// Why: a decode matmul is one token against every row, so it is paced by how fast the weights stream
+// in. Read in the file's layout (quant_avx2_rows.cpp's dot_q4_k_gemv_rows8) each row's blocks are
+// unpacked, their 12 scale bytes decoded and their 8 lanes summed horizontally on every token: about
+// 23 GB/s on the Zen 4 VM, where llama.cpp, which repacks Q4_K at load, reads 35. Here the CPU backend
+// repacks each Q4_K matrix once (CpuBackend::prepare_weights) so that 16 rows sit in the 16 32-bit
+// lanes of a vector, their nibbles interleaved and their scales already decoded:
+//  - group g of 8 values of a block is 64 bytes: lane r holds row r's codes of values 8g..8g+3 in its
+//    4 low nibbles and of values 8g+4..8g+7 in its 4 high ones, so one load and two masks give two
+//    operands of _mm512_dpbusd_epi32, each against 4 activations broadcast from the Q8_K row;
+//  - the 6-bit scales and minimums are bytes, [sub-block][row] (the minimums of sub-blocks 2q, 2q+1
+//    side by side, for one _mm512_dpwssd_epi32 per pair against the activations' sub-block sums);
+//  - d and dmin stay f16, 16 rows in 32 bytes each.
+// 2368 bytes per block of 16 rows against the file's 2304: the stream is 3 % longer, but no lane sum
+// and no scale decoding is left, and the 16 outputs come out in the lanes where they are stored.
+//
+// The integers are the exact sums the row kernels form (every bound below 2^31: at most 256 products
+// of 15 * 127 times a scale of 63), and the float operations per output are those of the order served,
+// each in its own lane, so every output is bit for bit the row kernel's:
+//  - gemv (llama.cpp's repacked gemv): per block acc = fma(float(sum), d_w * d_x, acc) and acc_min =
+//    fma(float(min), dmin_w * d_x, acc_min); the result acc - acc_min;
+//  - gemm (the batched order, here for a token of a batch that meets no tile): the same per chunk of
+//    two sub-blocks.
+// A prefill's 16-row tile (quant_avx512_rows16.cpp) reads the same repacked rows through
+// unpack16_repacked, so once a matrix is repacked the file's copy of it is not read again.
+#include <immintrin.h>
+
+#include <cstring>
+
+#include "quant/quant_avx2_common.h"
+#include "quant/quant_avx512_common.h"
+#include "quant/quant_blocks.h"
+#include "quant/quant_internal.h"
+#include "quant/quant_isa_local.h"
+
+namespace wb {
+
+namespace {
+
+// GCC 12's AVX-512 intrinsics start some results from _mm512_undefined_*, which its -Wall then reports
+// as used uninitialized wherever they are inlined: false alarms (see quant_avx512_iq.cpp).
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
+
+#define WB_INLINE [[gnu::always_inline]] inline
+
+constexpr int kRows = kTile16Rows;
+
+// One block (256 values) of 16 Q4_K rows, repacked.
+struct Q4KRepacked16 {
+    uint8_t nib[kQKK / 8][kRows][4];  // [group of 8 values][row]: byte k = code 8g+k | code 8g+4+k << 4
+    uint8_t scales[8][kRows];         // [sub-block][row], 0..63
+    uint8_t mins[4][kRows][2];        // [pair of sub-blocks][row][sub-block 2q, 2q+1], 0..63
+    uint16_t d[kRows], dmin[kRows];   // f16, as in the file
+};
+static_assert(sizeof(Q4KRepacked16) % 64 == 0, "whole cache lines: a 64-byte aligned group's blocks stay aligned");
+
+size_t q4_k_repacked_bytes(int64_t n) { return size_t(n / kQKK) * sizeof(Q4KRepacked16); }
+
+// Row r's codes of a block in value order: chunk ch (64 values) is the low nibbles of its 32 bytes,
+// then the high ones (k4 sub-blocks 2ch and 2ch+1).
+void q4_k_codes(const BlockQ4_K& b, uint8_t (&codes)[kQKK]) {
+    for (int ch = 0; ch < 4; ++ch)
+        for (int l = 0; l < 32; ++l) {
+            codes[64 * ch + l] = uint8_t(b.qs[32 * ch + l] & 0x0F);
+            codes[64 * ch + 32 + l] = uint8_t(b.qs[32 * ch + l] >> 4);
+        }
+}
+
+// Load-time work, a few milliseconds per matrix: plain code.
+void repack_q4_k(int64_t n, const void* w, size_t w_stride, void* out) {
+    auto* blocks = static_cast<Q4KRepacked16*>(out);
+    uint8_t codes[kQKK];
+    for (int r = 0; r < kRows; ++r) {
+        const auto* row = reinterpret_cast<const BlockQ4_K*>(static_cast<const uint8_t*>(w) + size_t(r) * w_stride);
+        for (int64_t i = 0; i < n / kQKK; ++i) {
+            Q4KRepacked16& p = blocks[i];
+            q4_k_codes(row[i], codes);
+            for (int g = 0; g < kQKK / 8; ++g)
+                for (int k = 0; k < 4; ++k) p.nib[g][r][k] = uint8_t(codes[8 * g + k] | codes[8 * g + 4 + k] << 4);
+            for (int s = 0; s < 8; ++s) {
+                int sc = 0, mn = 0;
+                k4_scale_min(s, row[i].scales, sc, mn);
+                p.scales[s][r] = uint8_t(sc);
+                p.mins[s / 2][r][s % 2] = uint8_t(mn);
+            }
+            p.d[r] = row[i].d;
+            p.dmin[r] = row[i].dmin;
+        }
+    }
+}
+
+// 4 bytes at p as a 32-bit lane in all 16 lanes.
+WB_INLINE __m512i broadcast4(const void* p) {
+    int v;
+    std::memcpy(&v, p, 4);
+    return _mm512_set1_epi32(v);
+}
+
+// Sub-block s of the 16 rows against the token: the products' exact sums times the rows' scales.
+WB_INLINE __m512i sub_block(const Q4KRepacked16& b, const BlockQ8_K& x, int s) {
+    const __m512i m4 = _mm512_set1_epi8(0x0F);
+    __m512i lo = _mm512_setzero_si512(), hi = _mm512_setzero_si512();  // two chains of dependent dpbusd
+#pragma GCC unroll 4
+    for (int g = 4 * s; g < 4 * s + 4; ++g) {
+        const __m512i w = _mm512_load_si512(b.nib[g]);
+        lo = _mm512_dpbusd_epi32(lo, _mm512_and_si512(w, m4), broadcast4(x.qs + 8 * g));
+        hi = _mm512_dpbusd_epi32(hi, _mm512_and_si512(_mm512_srli_epi16(w, 4), m4), broadcast4(x.qs + 8 * g + 4));
+    }
+    const __m512i scale = _mm512_cvtepu8_epi32(_mm_load_si128(reinterpret_cast<const __m128i*>(b.scales[s])));
+    return _mm512_mullo_epi32(_mm512_add_epi32(lo, hi), scale);
+}
+
+// Pair q of sub-blocks (2q, 2q+1) of the rows' minimums times the token's sub-block sums, added to m.
+// sub_sums: the 8 sums of 32 activations as int16, pair q in 32-bit lane q.
+WB_INLINE __m512i min_pair(const Q4KRepacked16& b, __m128i sub_sums, int q, __m512i m) {
+    const __m512i mins = _mm512_cvtepu8_epi16(_mm256_load_si256(reinterpret_cast<const __m256i*>(b.mins[q])));
+    int pair;
+    std::memcpy(&pair, reinterpret_cast<const char*>(&sub_sums) + 4 * q, 4);
+    return _mm512_dpwssd_epi32(m, mins, _mm512_set1_epi32(pair));
+}
+
+// The 16 rows against one token in the gemv order (kPerChunk false) or the gemm order (true).
+template <bool kPerChunk>
+void row16_q4_k(int64_t n, const void* repacked, const void* x, float* out) {
+    const auto* blocks = static_cast<const Q4KRepacked16*>(repacked);
+    const auto* bx = static_cast<const BlockQ8_K*>(x);
+    __m512 acc = _mm512_setzero_ps(), acc_min = _mm512_setzero_ps();
+    for (int64_t i = 0; i < n / kQKK; ++i) {
+        const Q4KRepacked16& b = blocks[i];
+        const BlockQ8_K& xb = bx[i];
+        const __m256i bsums = load32(xb.bsums);
+        // sub-block k's activation sum: bsums 2k + 2k+1 (|sum| <= 32 * 128, within int16)
+        const __m128i sub_sums = _mm_hadd_epi16(_mm256_castsi256_si128(bsums), _mm256_extracti128_si256(bsums, 1));
+        const __m512 dx = _mm512_set1_ps(xb.d);
+        const __m512 d = _mm512_mul_ps(_mm512_cvtph_ps(_mm256_load_si256(reinterpret_cast<const __m256i*>(b.d))), dx);
+        const __m512 dmin = _mm512_mul_ps(_mm512_cvtph_ps(_mm256_load_si256(reinterpret_cast<const __m256i*>(b.dmin))), dx);
+        if constexpr (kPerChunk) {
+            for (int ch = 0; ch < 4; ++ch) {
+                const __m512i sum = _mm512_add_epi32(sub_block(b, xb, 2 * ch), sub_block(b, xb, 2 * ch + 1));
+                const __m512i min = min_pair(b, sub_sums, ch, _mm512_setzero_si512());
+                acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sum), d, acc);
+                acc_min = _mm512_fmadd_ps(_mm512_cvtepi32_ps(min), dmin, acc_min);
+            }
+        } else {
+            __m512i sum = sub_block(b, xb, 0), min = _mm512_setzero_si512();
+            for (int s = 1; s < 8; ++s) sum = _mm512_add_epi32(sum, sub_block(b, xb, s));
+            for (int q = 0; q < 4; ++q) min = min_pair(b, sub_sums, q, min);
+            acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sum), d, acc);
+            acc_min = _mm512_fmadd_ps(_mm512_cvtepi32_ps(min), dmin, acc_min);
+        }
+    }
+    _mm512_storeu_ps(out, _mm512_sub_ps(acc, acc_min));
+}
+
+// The 16-row tile's layout (Unpacked16<8>, what unpack16 of the file's rows gives), from the repacked
+// rows: group g8's low nibbles are the tile's group 2 * g8, its high nibbles group 2 * g8 + 1.
+void unpack16_q4_k(int64_t n, const void* repacked, void* unpacked) {
+    const auto* blocks = static_cast<const Q4KRepacked16*>(repacked);
+    auto* out = static_cast<Unpacked16<8>*>(unpacked);
+    const __m512i m4 = _mm512_set1_epi8(0x0F);
+    for (int64_t i = 0; i < n / kQKK; ++i) {
+        const Q4KRepacked16& b = blocks[i];
+        Unpacked16<8>& u = out[i];
+        for (int g = 0; g < kQKK / 8; ++g) {
+            const __m512i w = _mm512_load_si512(b.nib[g]);
+            _mm512_store_si512(u.codes[2 * g], _mm512_and_si512(w, m4));
+            _mm512_store_si512(u.codes[2 * g + 1], _mm512_and_si512(_mm512_srli_epi16(w, 4), m4));
+        }
+        for (int s = 0; s < 8; ++s)
+            for (int r = 0; r < kRows; ++r) {
+                u.scales[s][r] = int8_t(b.scales[s][r]);
+                const auto m = uint32_t(b.mins[s / 2][r][s % 2]);  // both bsums of sub-block s
+                u.m_pairs[s][r] = int32_t(m | m << 16);
+            }
+        _mm512_storeu_ps(u.d, _mm512_cvtph_ps(_mm256_load_si256(reinterpret_cast<const __m256i*>(b.d))));
+        _mm512_storeu_ps(u.dmin, _mm512_cvtph_ps(_mm256_load_si256(reinterpret_cast<const __m256i*>(b.dmin))));
+    }
+}
+
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic pop
+#endif
+
+}  // namespace
+
+void add_repack_avx512_kernels(KernelTable& t) {
+    t.repacked16_in(DotOrder::kGemv, GgmlType::Q4_K) = {q4_k_repacked_bytes, repack_q4_k, row16_q4_k<false>, unpack16_q4_k};
+    t.repacked16_in(DotOrder::kGemm, GgmlType::Q4_K) = {q4_k_repacked_bytes, repack_q4_k, row16_q4_k<true>, unpack16_q4_k};
+}
+
+}  // namespace wb
