@@ -31,6 +31,10 @@ struct CompletionRequest {
     // Sampling settings: the server's defaults with the request's fields applied. max_tokens is left
     // to the server (it knows the context); logit_bias ids are checked against the vocabulary there.
     SamplingParams sampling;
+    // The field sampling.grammar came from ("grammar", "response_format.json_schema.schema", ...),
+    // for an error about the grammar found later (one no token of the vocabulary can begin); empty
+    // without a grammar.
+    std::string grammar_field;
 };
 
 inline constexpr int32_t kMaxTopLogprobs = 20;

@@ -11,6 +11,8 @@
 #include <thread>
 
 #include "engine/chat_prompt.h"
+#include "engine/sampler_vocab.h"
+#include "sampling/grammar/grammar_constraint.h"
 #include "server/guarded_server.h"
 #include "server/loopback.h"
 #include "util/error.h"
@@ -59,6 +61,21 @@ std::string new_id(Endpoint e) {
 
 bool write(httplib::DataSink& sink, const std::string& s) { return sink.write(s.data(), s.size()); }
 
+// A request's grammar that no token of the vocabulary can begin is the client's mistake (400), found
+// here on the request's own HTTP thread: a worker would find it only when the job reached a session,
+// after the reply's 200 had gone out. A grammar that can begin costs a few hundred token checks; one
+// that cannot, one pass over the vocabulary, which holds up no other request.
+void check_grammar_can_start(const CompletionRequest& r, const std::string& grammar,
+                             const std::shared_ptr<const SamplerVocab>& vocab) {
+    if (grammar.empty()) return;
+    try {
+        GrammarConstraint(grammar, vocab).check_can_start();
+    } catch (const Error& e) {
+        const std::string field = r.grammar_field.empty() ? "grammar" : r.grammar_field;
+        throw ApiError(400, "'" + field + "': " + e.what(), "invalid_request_error", field, "invalid_value");
+    }
+}
+
 }  // namespace
 
 HttpServer::HttpServer(const Model& model, ServerOptions options) : HttpServer(model, std::move(options), nullptr, nullptr) {}
@@ -68,7 +85,8 @@ HttpServer::HttpServer(const Model& model, ServerOptions options, JobExecutor& e
 
 HttpServer::HttpServer(const Model& model, ServerOptions options, std::unique_ptr<GenerationQueue> own,
                        JobExecutor* executor)
-    : model_(model), options_(std::move(options)), queue_(std::move(own)), exec_(executor), started_(unix_now()) {
+    : model_(model), vocab_(make_sampler_vocab(model)), options_(std::move(options)), queue_(std::move(own)),
+      exec_(executor), started_(unix_now()) {
     if (!is_loopback_host(options_.host) && options_.api_key.empty())
         throw Error("refusing to serve on " + options_.host + " without --api-key: anyone who can reach it could use "
                     "the model (bind 127.0.0.1, or give a key that clients send as 'Authorization: Bearer KEY')");
@@ -275,6 +293,7 @@ std::shared_ptr<Job> HttpServer::make_job(const CompletionRequest& r) const {
             throw ApiError(400, "logit_bias: token " + std::to_string(b.token) + " is beyond the vocabulary of " +
                                     std::to_string(tok.n_vocab()) + " tokens",
                            "invalid_request_error", "logit_bias", "invalid_value");
+    check_grammar_can_start(r, p.grammar, vocab_);
     auto job = std::make_shared<Job>(std::move(prompt), std::move(p), r.logprobs, r.top_logprobs);
     job->messages = r.messages;
     return job;

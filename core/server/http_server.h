@@ -73,6 +73,7 @@ private:
     HttpServer(const Model& model, ServerOptions options, std::unique_ptr<GenerationQueue> own, JobExecutor* executor);
 
     const Model& model_;
+    std::shared_ptr<const SamplerVocab> vocab_;  // the model's, for a request's grammar (make_job)
     ServerOptions options_;
     Metrics metrics_;
     std::unique_ptr<GenerationQueue> queue_;  // the server's own executor; null over a given one

@@ -1,9 +1,11 @@
 // HttpServer over a given JobExecutor (the constructor the desktop app uses), here a fake one with no
 // generation: a request reaches the executor as a Job (its messages and max_tokens as sent), the
 // tokens the executor pushes come back whole and streamed, a refusal is a 429, an endpoint the
-// executor does not serve is a 400 with its reason, /metrics shows the executor's queue, and a client
-// that leaves mid-stream makes the server cancel its job through the executor.
-// The default model is loaded only because the server renders and tokenises prompts.
+// executor does not serve is a 400 with its reason, so is a grammar no token can begin, /metrics
+// shows the executor's queue, and a client that leaves mid-stream makes the server cancel its job
+// through the executor.
+// The default model is loaded because the server renders and tokenises prompts and checks grammars
+// against its vocabulary.
 // Plain executable (label model): PASS/FAIL lines, exit status 1 on any failure.
 #include <httplib.h>
 #include <netinet/in.h>
@@ -139,6 +141,24 @@ void refusals(httplib::Client& cli, FakeExecutor& fake) {
     report(res && res->status == 200 && has(res->body, "whitebox_queue_waiting 3"), "/metrics shows the executor's queue");
 }
 
+// A grammar no token of the model's vocabulary can begin (none begins with a NUL) is the client's
+// mistake: a 400 naming the field, and the executor never sees the request. One that can begin is
+// handed over with its grammar.
+void grammar_checked_against_the_vocabulary(httplib::Client& cli, FakeExecutor& fake) {
+    const size_t before = fake.count();
+    auto res = cli.Post("/v1/chat/completions", kChat + R"(,"grammar":"root ::= \"\\x00\" [a-z]+"})",
+                        "application/json");
+    report(res && res->status == 400 && has(res->body, R"("type":"invalid_request_error")") &&
+               has(res->body, R"("param":"grammar")") &&
+               has(res->body, R"('grammar': the grammar cannot begin the reply: it must start with \"\\x00\")"),
+           "a grammar no token can begin is a 400 naming the field and what it must start with");
+    report(fake.count() == before, "and the executor never got it");
+    res = cli.Post("/v1/chat/completions", kChat + R"(,"grammar":"root ::= \"Hel\" \"lo\""})", "application/json");
+    const auto job = fake.last();
+    report(res && res->status == 200 && fake.count() == before + 1 && job && !job->params.grammar.empty(),
+           "a grammar a token can begin reaches the executor");
+}
+
 // A streamed client that reads the first token and hangs up: the server cancels the job through the
 // executor (the fake then ends it, as a worker would).
 void disconnect_cancels(int port, FakeExecutor& fake) {
@@ -254,6 +274,7 @@ int main() {
         cli.set_read_timeout(20, 0);
         whole_and_streamed(cli, fake);
         refusals(cli, fake);
+        grammar_checked_against_the_vocabulary(cli, fake);
         disconnect_cancels(port, fake);
         server.stop();
         run.join();

@@ -568,6 +568,10 @@ def main():
              "grammar", "only one"),
             ("json_schema without a schema", dict(good, response_format={"type": "json_schema", "json_schema": {}}),
              "response_format.json_schema.schema", "required"),
+            # Well formed, but no token of the vocabulary begins with a NUL: found against the model's
+            # vocabulary before the request is queued, not by a session after the 200.
+            ("a grammar no token can begin", dict(good, grammar='root ::= "\\x00" [a-z]+'), "grammar",
+             'the grammar cannot begin the reply: it must start with "\\x00"'),
         ]
         for name, body, param, part in cases:
             got, reply = srv.raw("POST", "/v1/chat/completions", json.dumps(body).encode())
