@@ -261,40 +261,62 @@ void HttpServer::routes() {
         });
 }
 
-// The prompt and the sampling settings of a request, checked against the model and the context.
-std::shared_ptr<Job> HttpServer::make_job(const CompletionRequest& r) const {
-    const Tokenizer& tok = model_.tokenizer();
-    std::vector<int32_t> prompt;
-    SamplingParams p = r.sampling;
+// The prompt of a request as its executor will feed it: tokens, how many of them must fit the
+// context, and the room the reply must have after them.
+ExecutorPrompt HttpServer::render(const CompletionRequest& r) const {
     try {
         if (r.endpoint == Endpoint::CHAT) {
-            prompt = build_chat_prompt(model_, r.messages, true).ids;
-            // As `generate --chat`: the template's end-of-turn text ends a reply even when the file
-            // does not mark it as a control token.
-            for (const std::string& s : model_.chat_template().end_of_turn_texts()) p.stop.push_back(s);
-        } else {
-            prompt = tok.encode(r.prompt, tok.add_bos(), true);
+            if (std::optional<ExecutorPrompt> own = exec_->chat_prompt(r.messages)) return std::move(*own);
+            ExecutorPrompt out;
+            out.ids = build_chat_prompt(model_, r.messages, true).ids;
+            out.must_fit = int32_t(out.ids.size());
+            return out;
         }
+        const Tokenizer& tok = model_.tokenizer();
+        ExecutorPrompt out;
+        out.ids = tok.encode(r.prompt, tok.add_bos(), true);
+        out.must_fit = int32_t(out.ids.size());
+        return out;
     } catch (const Error& e) {
         throw ApiError(400, e.what(), "invalid_request_error", r.endpoint == Endpoint::CHAT ? "messages" : "prompt");
     }
-    if (prompt.empty()) throw ApiError(400, "the prompt is empty", "invalid_request_error", "prompt");
+}
+
+// A prompt, with max_tokens when given, that does not fit the context is refused here (400), by the
+// executor's count: a prompt it would refuse must not get as far as the 200.
+void HttpServer::check_fits(const CompletionRequest& r, const ExecutorPrompt& prompt) const {
     const int32_t n_ctx = exec_->n_ctx();
-    const int32_t n_prompt = int32_t(prompt.size());
-    if (n_prompt >= n_ctx || (r.max_tokens > 0 && n_prompt + r.max_tokens > n_ctx))
-        throw ApiError(400, "the prompt is " + std::to_string(n_prompt) + " tokens" +
-                                (r.max_tokens > 0 ? " and max_tokens " + std::to_string(r.max_tokens) : "") +
-                                ", but the context holds " + std::to_string(n_ctx) + " tokens (serve --ctx)",
-                       "invalid_request_error", r.max_tokens > 0 && n_prompt < n_ctx ? "max_tokens" : "messages",
-                       "context_length_exceeded");
-    p.max_tokens = r.max_tokens > 0 ? r.max_tokens : n_ctx - n_prompt;
+    const int32_t room = std::max(prompt.reply_room, 1);
+    const bool prompt_fits = prompt.must_fit + room <= n_ctx;
+    if (prompt_fits && (r.max_tokens <= 0 || prompt.must_fit + r.max_tokens <= n_ctx)) return;
+    const std::string kept = room > 1 ? " with at least " + std::to_string(room) + " kept for the reply" : "";
+    throw ApiError(400, "the prompt is " + std::to_string(prompt.must_fit) + " tokens" +
+                            (r.max_tokens > 0 ? " and max_tokens " + std::to_string(r.max_tokens) : "") +
+                            ", but the context holds " + std::to_string(n_ctx) + " tokens" + kept + " (" +
+                            exec_->context_setting() + ")",
+                   "invalid_request_error", prompt_fits ? "max_tokens" : (r.endpoint == Endpoint::CHAT ? "messages" : "prompt"),
+                   "context_length_exceeded");
+}
+
+// The prompt and the sampling settings of a request, checked against the model and the context.
+std::shared_ptr<Job> HttpServer::make_job(const CompletionRequest& r) const {
+    const Tokenizer& tok = model_.tokenizer();
+    ExecutorPrompt prompt = render(r);
+    if (prompt.ids.empty()) throw ApiError(400, "the prompt is empty", "invalid_request_error", "prompt");
+    check_fits(r, prompt);
+    SamplingParams p = r.sampling;
+    // As `generate --chat`: the template's end-of-turn text ends a reply even when the file does not
+    // mark it as a control token.
+    if (r.endpoint == Endpoint::CHAT)
+        for (const std::string& s : model_.chat_template().end_of_turn_texts()) p.stop.push_back(s);
+    p.max_tokens = r.max_tokens > 0 ? r.max_tokens : exec_->n_ctx() - prompt.must_fit;
     for (const LogitBias& b : p.logit_bias)
         if (b.token >= tok.n_vocab())
             throw ApiError(400, "logit_bias: token " + std::to_string(b.token) + " is beyond the vocabulary of " +
                                     std::to_string(tok.n_vocab()) + " tokens",
                            "invalid_request_error", "logit_bias", "invalid_value");
     check_grammar_can_start(r, p.grammar, vocab_);
-    auto job = std::make_shared<Job>(std::move(prompt), std::move(p), r.logprobs, r.top_logprobs);
+    auto job = std::make_shared<Job>(std::move(prompt.ids), std::move(p), r.logprobs, r.top_logprobs);
     job->messages = r.messages;
     return job;
 }

@@ -69,6 +69,8 @@ private:
     std::string failure_of(const GenerateResult& g) const;
     bool stream(Job& job, const ResponseMeta& meta, bool include_usage, httplib::DataSink& sink);
     std::shared_ptr<Job> make_job(const CompletionRequest& r) const;
+    ExecutorPrompt render(const CompletionRequest& r) const;
+    void check_fits(const CompletionRequest& r, const ExecutorPrompt& prompt) const;
 
     HttpServer(const Model& model, ServerOptions options, std::unique_ptr<GenerationQueue> own, JobExecutor* executor);
 

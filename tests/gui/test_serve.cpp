@@ -27,6 +27,10 @@
 #include <future>
 
 #include "chat_controller.h"
+#include "chat_template_setting.h"
+#include "context_budget.h"
+#include "engine/chat_prompt.h"
+#include "inference_worker.h"
 #include "conversation_list.h"
 #include "conversation_store.h"
 #include "gui_test_support.h"
@@ -345,6 +349,62 @@ private Q_SLOTS:
         QVERIFY(ctl->conversation().messages.last().tokens.size() < 400);
         QVERIFY(r.body.find(R"("finish_reason":"stop")") != std::string::npos);
         QVERIFY(r.body.find("data: [DONE]") != std::string::npos);
+    }
+
+    // The worker renders an API request with the template the user chose, and keeps room for the reply
+    // (context_budget): the server counts the prompt the same way, so a prompt one token over that
+    // edge is a 400 before any 200, and one at the edge is answered, its usage counting those tokens.
+    void aPromptAtTheWorkersEdgeIsCheckedAsTheWorkerCountsIt() {
+        MainWindow& w = *m_w;
+        ChatController* ctl = w.controller();
+        // Longer than the model's own: the model's count of a prompt over the worker's edge fits.
+        ChatTemplateSetting longer;
+        longer.source = QStringLiteral(
+            "{% for m in messages %}<|im_start|>{{ m.role }}\nThis message was relayed to you by the WhiteBox "
+            "desktop application on behalf of another program that uses its server.\n{{ m.content }}<|im_end|>\n"
+            "{% endfor %}{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}");
+        longer.origin = QStringLiteral("longer.jinja");
+        QSignalSpy changed(ctl, &ChatController::chatTemplateChanged);
+        ctl->applyChatTemplate(longer);
+        QVERIFY(changed.wait(kTimeoutMs));
+        const int port = serveFrom(w, "127.0.0.1", 0);
+        QVERIFY(port > 0);
+
+        const wb::Model& model = *ctl->worker()->loadedModel();
+        const wb::ChatTemplate user = wb::choose_chat_template(model.file(), model.tokenizer(),
+                                                               chat_template_setting::toChoice(longer));
+        const auto words = [](int n) { return QString("word ").repeated(n).trimmed(); };
+        const auto count = [&](const wb::ChatTemplate& t, int n) {
+            const ChatMessages m{{"user", words(n).toStdString()}};
+            return int(wb::build_chat_prompt(t, model.tokenizer(), wb::chat_messages_value(m), wb::jinja::Value::none(), true).ids.size());
+        };
+        const int n_ctx = ctl->model().contextSize;
+        const int edge = n_ctx - context_budget::replyRoom(n_ctx);  // the most prompt tokens the worker takes
+        int n = std::max(0, edge - count(user, 0));
+        while (n > 0 && count(user, n) > edge) --n;
+        while (count(user, n + 1) <= edge) ++n;
+        QCOMPARE(count(user, n), edge);
+        QCOMPARE(count(user, n + 1), edge + 1);
+        QVERIFY2(count(model.chat_template(), n + 1) <= edge, "the model's own template must fit where the user's does not");
+
+        const int before = w.conversationStore()->conversations().size();
+        auto over = postAsync(port, "/v1/chat/completions", chatBody(words(n + 1), 1, false));
+        const Reply refused = finish(over);
+        QCOMPARE(refused.status, 400);
+        const QJsonObject error = QJsonDocument::fromJson(QByteArray::fromStdString(refused.body)).object()["error"].toObject();
+        QCOMPARE(error["code"].toString(), QString("context_length_exceeded"));
+        QVERIFY2(error["message"].toString().contains(QString("the prompt is %1 tokens").arg(edge + 1)), refused.body.c_str());
+        QVERIFY2(error["message"].toString().contains("kept for the reply"), refused.body.c_str());
+        QCOMPARE(w.conversationStore()->conversations().size(), before);  // never became a conversation
+
+        auto at = postAsync(port, "/v1/chat/completions", chatBody(words(n), 1, false));
+        const Reply answered = finish(at);
+        QCOMPARE(answered.status, 200);
+        const QJsonObject o = QJsonDocument::fromJson(QByteArray::fromStdString(answered.body)).object();
+        QVERIFY2(!o.contains("error"), answered.body.c_str());
+        QCOMPARE(o["usage"].toObject()["prompt_tokens"].toInt(), edge);
+        ctl->applyChatTemplate({});
+        QVERIFY(changed.wait(kTimeoutMs));
     }
 
     void completionsIsRefusedWithAReason() {
