@@ -121,7 +121,8 @@ bool ServeController::start(const ServeSettings& settings, QString* error) {
 void ServeController::stop() {
     if (!m_server) return;
     // Ends every job (the HTTP threads waiting on them return), then stops listening and waits for
-    // the server's threads: none is left blocked on the GUI thread, which this is.
+    // the server's threads: none is left blocked on the GUI thread, which this is, and their waits on
+    // a slow client's socket end at once (GuardedServer::stop_now), so this takes milliseconds.
     m_server->stop();
     if (m_thread.joinable()) m_thread.join();
     m_server.reset();

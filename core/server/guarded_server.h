@@ -24,8 +24,18 @@ namespace wb::server {
 
 class GuardedServer : public httplib::Server {
 public:
-    GuardedServer(std::chrono::milliseconds request_timeout, std::string timeout_body)
-        : request_timeout_(request_timeout), timeout_body_(std::move(timeout_body)) {}
+    // wb::Error when the pipe that wakes the connection threads cannot be made.
+    GuardedServer(std::chrono::milliseconds request_timeout, std::string timeout_body);
+    ~GuardedServer() override;
+    GuardedServer(const GuardedServer&) = delete;
+    GuardedServer& operator=(const GuardedServer&) = delete;
+
+    // httplib's stop(), and every connection thread's wait on its socket (for a request, for room to
+    // write a reply, for the next request of a keep-alive connection) ends at once: httplib's
+    // listen_after_bind() returns only when those threads have, and a client that does not read its
+    // reply would otherwise hold it for the write timeout (the app stops serving on its GUI thread).
+    // A socket that is ready still goes first, so a client that reads gets the end of its reply.
+    void stop_now();
 
     // Called once for every request answered, with its status: 408 for one that missed its deadline
     // (httplib itself would log those as 400, or not at all when the request line was cut short).
@@ -41,6 +51,7 @@ private:
     const std::chrono::milliseconds request_timeout_;
     const std::string timeout_body_;
     std::function<void(int)> log_;
+    int wake_[2] = {-1, -1};  // a pipe: stop_now() writes to [1], and every wait polls [0] beside its socket
 };
 
 }  // namespace wb::server

@@ -161,7 +161,9 @@ void HttpServer::stop() {
     // run() that has just begun (the app stops right after a start) would then accept forever: wait
     // for the mark. It is set before the accept loop, so the wait is short; bounded all the same.
     for (int i = 0; !http_->is_running() && i < 2000; ++i) std::this_thread::sleep_for(milliseconds(1));
-    http_->stop();
+    // The connection threads' waits end too: run() returns when those threads have, and a client that
+    // does not read its reply would hold one for the write timeout.
+    http_->stop_now();
 }
 
 void HttpServer::routes() {

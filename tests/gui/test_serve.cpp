@@ -4,8 +4,13 @@
 // got, its tokens in the panels; a request waits behind the user's own reply, which is saved, not
 // lost; a client that hangs up stops its reply; /v1/completions is a 400 that says why; a port that
 // will not bind and a non-loopback host without a key leave the toggle off and the settings
-// unsaved; loading a model stops serving; the port is free after a stop.
+// unsaved; loading a model stops serving; the port is free after a stop, which a client that does
+// not read its reply does not hold up; a prompt is counted as the worker counts it (its template,
+// the room for the reply), so one over that edge is a 400.
 #include <httplib.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include <QAction>
 #include <QDialog>
@@ -405,6 +410,43 @@ private Q_SLOTS:
         QCOMPARE(o["usage"].toObject()["prompt_tokens"].toInt(), edge);
         ctl->applyChatTemplate({});
         QVERIFY(changed.wait(kTimeoutMs));
+    }
+
+    // A client that does not read its reply holds an HTTP thread in a write; turning serving off (on
+    // the GUI thread) must not wait for it: well under 50 ms, not httplib's 5 s write timeout.
+    void stoppingIsNotHeldUpByAClientThatDoesNotRead() {
+        MainWindow& w = *m_w;
+        ChatController* ctl = w.controller();
+        const int port = serveFrom(w, "127.0.0.1", 0);
+        QVERIFY(port > 0);
+        // A whole reply of 300 tokens with 20 alternatives each (hundreds of KiB) to a small buffer.
+        QJsonObject o{{"messages", QJsonArray{QJsonObject{{"role", "user"}, {"content", "Count to 500."}}}},
+                      {"max_tokens", 300}, {"temperature", 0.0}, {"ignore_eos", true}, {"logprobs", true},
+                      {"top_logprobs", 20}};
+        const QByteArray body = QJsonDocument(o).toJson(QJsonDocument::Compact);
+        const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+        const int rcvbuf = 4096;
+        setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &rcvbuf, sizeof rcvbuf);
+        sockaddr_in a{};
+        a.sin_family = AF_INET;
+        a.sin_port = htons(uint16_t(port));
+        a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+        QCOMPARE(::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a), 0);
+        const QByteArray request = "POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: "
+                                   "application/json\r\nContent-Length: " + QByteArray::number(body.size()) + "\r\n\r\n" + body;
+        QCOMPARE(::send(fd, request.data(), size_t(request.size()), MSG_NOSIGNAL), ssize_t(request.size()));
+        QSignalSpy finished(ctl, &ChatController::generationFinished);
+        QTRY_VERIFY_WITH_TIMEOUT(!finished.isEmpty(), kTimeoutMs);
+        QCOMPARE(finished.last().at(0).value<GenerationSummary>().reason, wb::StopReason::MAX_TOKENS);
+        QTest::qWait(300);  // the reply is written: the socket's buffers are full
+        QElapsedTimer t;
+        t.start();
+        w.serveMenu()->toggleAction()->trigger();
+        const qint64 ms = t.elapsed();
+        QVERIFY(!w.serveController()->isServing());
+        QVERIFY2(ms < 50, qPrintable(QString("stopping took %1 ms").arg(ms)));
+        QVERIFY(portIsFree(port));
+        ::close(fd);
     }
 
     void completionsIsRefusedWithAReason() {

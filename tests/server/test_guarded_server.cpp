@@ -3,7 +3,8 @@
 // closed, logged once as 408 either way; two requests inside their deadlines on one kept-alive
 // connection are both answered (the deadline restarts with each request); and a response body far
 // larger than the socket's buffers reaches a client that reads it late, whole (the stream's writes
-// do not block: each waits for room, up to the write timeout, and sends what fits).
+// do not block: each waits for room, up to the write timeout, and sends what fits); stop_now() is not
+// held up by clients that do not read, or by kept-alive connections.
 // Plain executable (label unit): PASS/FAIL lines, exit status 1 on any failure.
 #include <netinet/in.h>
 #include <sys/socket.h>
@@ -92,6 +93,39 @@ std::pair<std::string, double> dribble(int port, const std::string& start, const
     return {answer, std::chrono::duration<double>(Clock::now() - t0).count()};
 }
 
+// stop_now() with every kind of connection thread waiting on its client: four clients that never
+// read an 8 MiB reply (their threads wait for room to write), and a kept-alive connection between two
+// requests (its thread waits for the next). httplib's listen_after_bind() returns only when those
+// threads have; the app stops serving on its GUI thread, so that must take milliseconds, not the
+// write or keep-alive timeout (5 s each).
+void stop_is_not_held_up(GuardedServer& svr, std::thread& serving, int port) {
+    std::vector<int> stalled;
+    for (int i = 0; i < 4; ++i) {
+        stalled.push_back(connect_to(port, 4096));
+        send_all(stalled.back(), "GET /big HTTP/1.1\r\nHost: x\r\n\r\n");
+    }
+    const int idle = connect_to(port);
+    send_all(idle, "GET /ok HTTP/1.1\r\nHost: x\r\n\r\n");
+    const bool answered = read_response(idle).rfind("HTTP/1.1 200 ", 0) == 0;
+    std::this_thread::sleep_for(milliseconds(300));  // the writers have filled the sockets' buffers
+    const auto t0 = Clock::now();
+    svr.stop_now();
+    serving.join();
+    const double ms = std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
+    report(answered && ms < 50, "stop_now() and the end of listen_after_bind() with 4 clients that do not read and "
+                                "one kept alive: " + std::to_string(ms) + " ms (under 50)");
+    // Their connections are closed: a client reads what was sent, then the end of stream.
+    bool closed = true;
+    for (int fd : stalled) {
+        const std::string got = read_to_end(fd);
+        closed = closed && got.rfind("HTTP/1.1 200 ", 0) == 0 && got.size() < (8u << 20);
+        ::close(fd);
+    }
+    closed = closed && read_to_end(idle).empty();
+    ::close(idle);
+    report(closed, "and the connections are closed, the replies cut short");
+}
+
 }  // namespace
 
 int main() {
@@ -149,8 +183,7 @@ int main() {
            "an 8 MiB body arrives whole (" + std::to_string(body_at == std::string::npos ? 0 : whole.size() - body_at - 4) +
                " bytes)");
 
-    svr.stop();
-    serving.join();
+    stop_is_not_held_up(svr, serving, port);
     std::printf("%s\n", g_failures == 0 ? "all passed" : (std::to_string(g_failures) + " failed").c_str());
     return g_failures == 0 ? 0 : 1;
 }
