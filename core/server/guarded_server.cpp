@@ -25,12 +25,46 @@ namespace wb::server {
 
 GuardedServer::GuardedServer(std::chrono::milliseconds request_timeout, std::string timeout_body)
     : request_timeout_(request_timeout), timeout_body_(std::move(timeout_body)) {
-    if (::pipe2(wake_, O_CLOEXEC | O_NONBLOCK) != 0)
-        throw Error(std::string("the server cannot make its wake-up pipe: ") + std::strerror(errno));
+    if (::pipe2(wake_, O_CLOEXEC | O_NONBLOCK) != 0 || ::pipe2(give_way_, O_CLOEXEC | O_NONBLOCK) != 0)
+        throw Error(std::string("the server cannot make its wake-up pipes: ") + std::strerror(errno));
 }
 
 GuardedServer::~GuardedServer() {
-    for (int fd : wake_) ::close(fd);
+    for (int fd : {wake_[0], wake_[1], give_way_[0], give_way_[1]})
+        if (fd >= 0) ::close(fd);
+}
+
+namespace {
+
+// httplib's pool, counting the connections that have a thread or wait for one: one that finds every
+// thread taken writes a byte to the give-way pipe.
+class GivingPool : public httplib::TaskQueue {
+public:
+    GivingPool(size_t n, std::atomic<size_t>& taken, int give_way) : pool_(n), n_(n), taken_(taken), give_way_(give_way) {}
+    void enqueue(std::function<void()> fn) override {
+        if (taken_.fetch_add(1) >= n_) {
+            const char byte = 1;
+            (void)!::write(give_way_, &byte, 1);  // a full pipe (thousands waiting) drops one: no harm
+        }
+        pool_.enqueue([this, fn = std::move(fn)] {
+            fn();
+            taken_.fetch_sub(1);
+        });
+    }
+    void shutdown() override { pool_.shutdown(); }
+
+private:
+    httplib::ThreadPool pool_;
+    const size_t n_;
+    std::atomic<size_t>& taken_;
+    const int give_way_;
+};
+
+}  // namespace
+
+void GuardedServer::set_thread_count(size_t n) {
+    threads_ = n;
+    new_task_queue = [this] { return new GivingPool(threads_, taken_, give_way_[1]); };
 }
 
 void GuardedServer::stop_now() {
@@ -206,6 +240,25 @@ void GuardedServer::set_status_logger(std::function<void(int)> log) {
     });
 }
 
+int GuardedServer::wait_for_request(socket_t sock) {
+    const auto until = Clock::now() + std::chrono::seconds(keep_alive_timeout_sec_);
+    for (;;) {
+        const auto left = std::max(std::chrono::ceil<milliseconds>(until - Clock::now()), milliseconds(0));
+        pollfd p[3] = {{sock, POLLIN, 0}, {wake_[0], POLLIN, 0}, {give_way_[0], POLLIN, 0}};
+        const int rc = ::poll(p, 3, int(left.count()));
+        if (rc < 0 && errno == EINTR) continue;
+        if (rc < 0 || (p[0].revents & (POLLERR | POLLNVAL))) return -1;
+        if (p[0].revents) return 1;
+        if (rc == 0 || p[1].revents) return 0;
+        // A connection found every thread taken. Its byte is this connection's to take if it is still
+        // waiting (one thread has not freed meanwhile); a byte another idle connection took, or a stale
+        // one (read and dropped), leaves this one waiting.
+        const bool waiting = taken_.load() > threads_;
+        char byte;
+        if (::read(give_way_[0], &byte, 1) == 1 && waiting) return 0;
+    }
+}
+
 bool GuardedServer::process_and_close_socket(socket_t sock) {
     DeadlineStream strm(sock, ms_of(read_timeout_sec_, read_timeout_usec_),
                         ms_of(write_timeout_sec_, write_timeout_usec_), request_timeout_, timeout_body_, wake_[0]);
@@ -214,9 +267,7 @@ bool GuardedServer::process_and_close_socket(socket_t sock) {
     // As httplib: up to keep_alive_max_count_ requests on one connection, each after at most
     // keep_alive_timeout_sec_ of quiet (a request already buffered, pipelined, starts at once).
     for (size_t left = keep_alive_max_count_; left > 0 && svr_sock_ != INVALID_SOCKET; --left) {
-        if (!strm.buffered() &&
-            wait_for(sock, POLLIN, std::chrono::seconds(keep_alive_timeout_sec_), wake_[0]) <= 0)
-            break;
+        if (!strm.buffered() && wait_for_request(sock) <= 0) break;
         strm.begin_request();
         bool closed = false;
         ok = process_request(strm, left == 1, closed, nullptr);

@@ -169,9 +169,9 @@ void HttpServer::stop() {
 void HttpServer::routes() {
     httplib::Server& s = *http_;
     // Every waiting request holds a connection thread while it waits; a few more keep /health,
-    // /metrics and the 429 answers of a full queue responsive.
-    const size_t threads = size_t(exec_->sessions() + exec_->capacity() + 4);
-    s.new_task_queue = [threads] { return new httplib::ThreadPool(threads); };
+    // /metrics and the 429 answers of a full queue responsive. A connection only kept alive between
+    // requests gives its thread up to a new one that would wait for a thread.
+    http_->set_thread_count(size_t(exec_->sessions() + exec_->capacity() + 4));
     s.set_payload_max_length(options_.max_body);
     // httplib's default also sets SO_REUSEPORT, with which a second server (another `serve`, the
     // app) binds beside one that listens and the kernel splits the connections between them: a port

@@ -4,7 +4,8 @@
 // connection are both answered (the deadline restarts with each request); and a response body far
 // larger than the socket's buffers reaches a client that reads it late, whole (the stream's writes
 // do not block: each waits for room, up to the write timeout, and sends what fits); stop_now() is not
-// held up by clients that do not read, or by kept-alive connections.
+// held up by clients that do not read, or by kept-alive connections; and idle kept-alive connections
+// give their threads to new ones when every thread is taken.
 // Plain executable (label unit): PASS/FAIL lines, exit status 1 on any failure.
 #include <netinet/in.h>
 #include <sys/socket.h>
@@ -126,6 +127,62 @@ void stop_is_not_held_up(GuardedServer& svr, std::thread& serving, int port) {
     report(closed, "and the connections are closed, the replies cut short");
 }
 
+// Two connection threads, both held by clients kept alive between requests: a third client is answered
+// at once (one idle connection closes and gives it its thread), not after the keep-alive timeout (5 s),
+// and only one of the idle connections is closed.
+void idle_connections_give_way() {
+    GuardedServer svr(milliseconds(2000), "{}");
+    svr.set_thread_count(2);
+    svr.Get("/ok", [](const httplib::Request&, httplib::Response& res) { res.set_content("ok", "text/plain"); });
+    svr.Get("/slow", [](const httplib::Request&, httplib::Response& res) {
+        std::this_thread::sleep_for(milliseconds(300));
+        res.set_content("slow", "text/plain");
+    });
+    const int port = svr.bind_to_any_port("127.0.0.1");
+    std::thread serving([&] { svr.listen_after_bind(); });
+    while (!svr.is_running()) std::this_thread::sleep_for(milliseconds(10));
+    int idle[2];
+    bool kept = true;
+    for (int& fd : idle) {
+        fd = connect_to(port);
+        send_all(fd, "GET /ok HTTP/1.1\r\nHost: x\r\n\r\n");
+        kept = kept && read_response(fd).rfind("HTTP/1.1 200 ", 0) == 0;
+    }
+    const auto t0 = Clock::now();
+    const int third = connect_to(port);
+    send_all(third, "GET /ok HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
+    const std::string answer = read_to_end(third);
+    const double ms = std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
+    ::close(third);
+    report(kept && answer.rfind("HTTP/1.1 200 ", 0) == 0 && ms < 1000,
+           "with both threads held by idle kept-alive clients, a third is answered in " + std::to_string(ms) +
+               " ms (under 1000; the keep-alive timeout is 5000)");
+    int closed = 0;
+    for (int fd : idle) {
+        char c;
+        closed += ::recv(fd, &c, 1, MSG_DONTWAIT) == 0 ? 1 : 0;
+    }
+    report(closed == 1, "one idle connection gave way, the other is still open (" + std::to_string(closed) + " closed)");
+
+    // Both threads busy answering (no idle connection to give way): a third waits for one that frees.
+    // The want it signalled is then stale and must not close a connection later kept alive.
+    const int busy[2] = {connect_to(port), connect_to(port)};
+    for (int fd : busy) send_all(fd, "GET /slow HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
+    std::this_thread::sleep_for(milliseconds(100));
+    const int late = connect_to(port);
+    send_all(late, "GET /ok HTTP/1.1\r\nHost: x\r\n\r\n");
+    const bool first = read_response(late).rfind("HTTP/1.1 200 ", 0) == 0;
+    std::this_thread::sleep_for(milliseconds(100));  // idle now, with the stale want in the pipe
+    send_all(late, "GET /ok HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
+    const bool again = read_to_end(late).rfind("HTTP/1.1 200 ", 0) == 0;
+    report(first && again, "a connection that waited for a busy thread is kept alive afterwards (a stale want closes nothing)");
+    for (int fd : busy) ::close(fd);
+    ::close(late);
+    svr.stop_now();
+    serving.join();
+    for (int fd : idle) ::close(fd);
+}
+
 }  // namespace
 
 int main() {
@@ -184,6 +241,7 @@ int main() {
                " bytes)");
 
     stop_is_not_held_up(svr, serving, port);
+    idle_connections_give_way();
     std::printf("%s\n", g_failures == 0 ? "all passed" : (std::to_string(g_failures) + " failed").c_str());
     return g_failures == 0 ? 0 : 1;
 }
