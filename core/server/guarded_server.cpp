@@ -11,6 +11,7 @@
 #include <atomic>
 #include <cerrno>
 #include <cstring>
+#include <optional>
 #include <string_view>
 
 #include "util/error.h"
@@ -135,8 +136,11 @@ public:
 
     void begin_request() {
         deadline_ = Clock::now() + request_timeout_;
+        reply_deadline_.reset();
         logged_ = false;
     }
+    // The rest of the current reply must be written within the request timeout (limit_reply_time).
+    void limit_reply() { reply_deadline_ = Clock::now() + request_timeout_; }
     bool buffered() const { return pos_ < end_; }
     bool expired() const { return expired_; }
     // Whether httplib's logger saw the current request (it does not for a request line cut short).
@@ -149,7 +153,8 @@ public:
     // half-closes (shutdown(SHUT_WR) after sending its request, still reading) counts as gone too: the
     // peek cannot tell the two apart, and later httplib versions treat it the same way.
     bool is_writable() const override {
-        if (expired_ || wait_for(sock_, POLLOUT, write_timeout_, wake_) <= 0) return false;
+        const milliseconds wait = write_wait();
+        if (expired_ || wait < milliseconds(0) || wait_for(sock_, POLLOUT, wait, wake_) <= 0) return false;
         char c;
         const ssize_t n = ::recv(sock_, &c, 1, MSG_PEEK | MSG_DONTWAIT);
         return n > 0 || (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR));
@@ -169,10 +174,12 @@ public:
         // httplib answers a request it could not read with 400 ("malformed"); the 408 went out instead.
         if (expired_) return -1;
         // All of it, as a blocking send would: httplib writes a response's body in one call and takes
-        // any non-negative count as success. Each wait for room is bounded by the write timeout.
+        // any non-negative count as success. Each wait for room is bounded by the write timeout, and
+        // by the reply's deadline when it has one.
         size_t sent = 0;
         while (sent < size) {
-            if (wait_for(sock_, POLLOUT, write_timeout_, wake_) <= 0) return -1;
+            const milliseconds wait = write_wait();
+            if (wait < milliseconds(0) || wait_for(sock_, POLLOUT, wait, wake_) <= 0) return -1;
             const ssize_t n = ::send(sock_, ptr + sent, size - sent, MSG_NOSIGNAL | MSG_DONTWAIT);
             if (n < 0 && (errno == EINTR || errno == EAGAIN || errno == EWOULDBLOCK)) continue;
             if (n < 0) return -1;
@@ -185,6 +192,13 @@ public:
     socket_t socket() const override { return sock_; }
 
 private:
+    // The write timeout, cut short by the reply's deadline; negative past it (nothing more is written).
+    milliseconds write_wait() const {
+        if (!reply_deadline_) return write_timeout_;
+        const auto now = Clock::now();
+        if (now >= *reply_deadline_) return milliseconds(-1);
+        return std::min(write_timeout_, std::chrono::ceil<milliseconds>(*reply_deadline_ - now));
+    }
     // The read timeout, cut short by the request's deadline.
     milliseconds read_wait() const {
         const auto left = std::chrono::ceil<milliseconds>(deadline_ - Clock::now());
@@ -221,6 +235,7 @@ private:
     const std::string& timeout_body_;
     const int wake_;
     Clock::time_point deadline_ = Clock::now();
+    std::optional<Clock::time_point> reply_deadline_;  // limit_reply() of the current request
     bool expired_ = false;  // a request's deadline passed: 408 sent, nothing more is read or written
     bool logged_ = false;
     char buf_[4096];
@@ -231,6 +246,10 @@ private:
 thread_local DeadlineStream* t_stream = nullptr;
 
 }  // namespace
+
+void GuardedServer::limit_reply_time() {
+    if (t_stream) t_stream->limit_reply();
+}
 
 void GuardedServer::set_status_logger(std::function<void(int)> log) {
     log_ = std::move(log);

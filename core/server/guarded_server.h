@@ -43,6 +43,12 @@ public:
     // timeout, which HTTP clients expect of a kept-alive connection) and takes its thread, so idle
     // clients cannot keep a new one waiting.
     void set_thread_count(size_t n);
+    // Called on a connection thread of a GuardedServer (a handler, a content provider): the rest of the
+    // reply it is writing must reach the client within the request timeout, else the connection is
+    // dropped. For a reply whose content is all there (a generation that has ended), so that a client
+    // that reads slowly cannot hold the thread beyond that: each wait for room is bounded by the
+    // write timeout, but a client that reads a little now and then never hits it. Elsewhere: nothing.
+    static void limit_reply_time();
 
     // Called once for every request answered, with its status: 408 for one that missed its deadline
     // (httplib itself would log those as 400, or not at all when the request line was cut short).

@@ -379,6 +379,8 @@ bool HttpServer::respond_whole(Job& job, const ResponseMeta& meta, httplib::Data
             exec_->cancel(job);
             return false;
         }
+    // The reply is all there: a client that reads it slowly may not hold this thread past the timeout.
+    GuardedServer::limit_reply_time();
     const GenerateResult& g = job.result();
     std::string body;
     if (const std::string failure = failure_of(g); !failure.empty()) {
@@ -410,6 +412,9 @@ bool HttpServer::stream(Job& job, const ResponseMeta& meta, bool include_usage, 
     for (bool done = false; !done;) {
         std::vector<StreamToken> tokens;
         done = job.wait(tokens, milliseconds(100));
+        // The rest of the reply is all there (what a slow reader left behind included): it may not
+        // hold this thread past the timeout.
+        if (done) GuardedServer::limit_reply_time();
         if (!sink.is_writable()) return gone();
         for (StreamToken& t : tokens) {
             if (t.text.empty() && !job.logprobs) continue;

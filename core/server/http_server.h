@@ -30,7 +30,8 @@ struct ServerOptions {
     int port = 8080;                   // 0: any free port (bound_port() says which)
     std::string api_key;               // non-empty: every request but /health needs "Authorization: Bearer KEY"
     size_t max_body = 4u << 20;        // request bodies over this get 413
-    int32_t request_timeout_ms = 30000;  // a request (line, headers, body) arriving slower gets 408 (GuardedServer)
+    int32_t request_timeout_ms = 30000;  // a request (line, headers, body) arriving slower gets 408, and a
+                                         // finished reply read slower is cut (GuardedServer)
     std::string model_id;              // the name /v1/models lists and requests may give
     SamplingParams defaults;           // sampling settings of a request that sets none
     QueueOptions queue;

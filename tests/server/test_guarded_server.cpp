@@ -4,13 +4,15 @@
 // connection are both answered (the deadline restarts with each request); and a response body far
 // larger than the socket's buffers reaches a client that reads it late, whole (the stream's writes
 // do not block: each waits for room, up to the write timeout, and sends what fits); stop_now() is not
-// held up by clients that do not read, or by kept-alive connections; and idle kept-alive connections
+// held up by clients that do not read, or by kept-alive connections; a reply under limit_reply_time()
+// is cut when its client reads it slower than the request timeout; and idle kept-alive connections
 // give their threads to new ones when every thread is taken.
 // Plain executable (label unit): PASS/FAIL lines, exit status 1 on any failure.
 #include <netinet/in.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <mutex>
@@ -92,6 +94,52 @@ std::pair<std::string, double> dribble(int port, const std::string& start, const
     answer += read_to_end(fd);
     ::close(fd);
     return {answer, std::chrono::duration<double>(Clock::now() - t0).count()};
+}
+
+// A reply under limit_reply_time() on a server of one thread: 8 MiB to a client that reads 4 KiB
+// every 20 ms (it would take 40 s; each wait for room is far inside the 5 s write timeout) gives the
+// thread back at the request timeout (500 ms), so another client is answered then; a client that
+// reads at once gets it whole.
+void slow_reader_is_cut(const std::string& big) {
+    GuardedServer svr(milliseconds(500), "{}");
+    svr.set_thread_count(1);
+    svr.Get("/ok", [](const httplib::Request&, httplib::Response& res) { res.set_content("ok", "text/plain"); });
+    svr.Get("/big-limited", [&](const httplib::Request&, httplib::Response& res) {
+        GuardedServer::limit_reply_time();
+        res.set_content(big, "text/plain");
+    });
+    const int port = svr.bind_to_any_port("127.0.0.1");
+    std::thread serving([&] { svr.listen_after_bind(); });
+    while (!svr.is_running()) std::this_thread::sleep_for(milliseconds(10));
+    std::atomic<bool> done{false};
+    std::thread slow([&] {
+        const int fd = connect_to(port, 4096);
+        send_all(fd, "GET /big-limited HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
+        char buf[4096];
+        while (!done && ::recv(fd, buf, sizeof buf, 0) > 0) std::this_thread::sleep_for(milliseconds(20));
+        ::close(fd);
+    });
+    std::this_thread::sleep_for(milliseconds(100));  // the slow reader has the one thread
+    const auto t0 = Clock::now();
+    const int fd = connect_to(port);
+    send_all(fd, "GET /ok HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
+    const std::string answer = read_to_end(fd);
+    const double seconds = std::chrono::duration<double>(Clock::now() - t0).count();
+    ::close(fd);
+    done = true;
+    slow.join();
+    report(answer.rfind("HTTP/1.1 200 ", 0) == 0 && seconds < 2.0,
+           "a slow reader of a limited reply gives its thread back: another client answered in " +
+               std::to_string(seconds) + " s (the limit is 0.5 s)");
+    const int whole_fd = connect_to(port);
+    send_all(whole_fd, "GET /big-limited HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
+    const std::string whole = read_to_end(whole_fd);
+    ::close(whole_fd);
+    const size_t body_at = whole.find("\r\n\r\n");
+    report(body_at != std::string::npos && whole.compare(body_at + 4, std::string::npos, big) == 0,
+           "a client that reads it at once gets it whole");
+    svr.stop_now();
+    serving.join();
 }
 
 // stop_now() with every kind of connection thread waiting on its client: four clients that never
@@ -240,6 +288,7 @@ int main() {
            "an 8 MiB body arrives whole (" + std::to_string(body_at == std::string::npos ? 0 : whole.size() - body_at - 4) +
                " bytes)");
 
+    slow_reader_is_cut(big);
     stop_is_not_held_up(svr, serving, port);
     idle_connections_give_way();
     std::printf("%s\n", g_failures == 0 ? "all passed" : (std::to_string(g_failures) + " failed").c_str());

@@ -2,8 +2,8 @@
 // generation: a request reaches the executor as a Job (its messages and max_tokens as sent), the
 // tokens the executor pushes come back whole and streamed, a refusal is a 429, an endpoint the
 // executor does not serve is a 400 with its reason, so is a grammar no token can begin, /metrics
-// shows the executor's queue, and a client that leaves mid-stream makes the server cancel its job
-// through the executor.
+// shows the executor's queue, a client that leaves mid-stream makes the server cancel its job
+// through the executor, and so does one that reads a finished reply slower than the request timeout.
 // The default model is loaded because the server renders and tokenises prompts and checks grammars
 // against its vocabulary.
 // Plain executable (label model): PASS/FAIL lines, exit status 1 on any failure.
@@ -47,12 +47,13 @@ class FakeExecutor : public JobExecutor {
 public:
     std::atomic<bool> refuse{false};
     std::atomic<bool> hold{false};
+    std::atomic<size_t> big{0};  // > 0: the first token's text is this many bytes
 
     bool submit(std::shared_ptr<Job> job) override {
         std::lock_guard<std::mutex> lock(mutex_);
         if (refuse) return false;
         jobs_.push_back(job);
-        if (!hold) answer(*job);
+        if (!hold) answer(*job, big);
         return true;
     }
     void cancel(Job& job) override {
@@ -71,17 +72,17 @@ public:
     int32_t capacity() const override { return 16; }
     int32_t n_ctx() const override { return 2048; }
 
-    static void answer(Job& job) {
+    static void answer(Job& job, size_t big = 0) {
         for (const char* piece : {"Hel", "lo"}) {
             StreamToken t;
-            t.text = piece;
+            t.text = big > 0 && piece[0] == 'H' ? std::string(big, 'x') : piece;
             t.logprob.token = piece;
             t.logprob.logprob = -0.5f;
             job.push(t);
         }
         GenerateResult r;
         r.tokens = {1, 2};
-        r.text = "Hello";
+        r.text = big > 0 ? std::string(big, 'x') + "lo" : "Hello";
         r.reason = StopReason::EOS;
         job.finish(r);
     }
@@ -195,6 +196,60 @@ void disconnect_cancels(int port, FakeExecutor& fake) {
     fake.hold = false;
 }
 
+// A finished reply of 12 MiB (over the kernel's 4 MiB send buffer), whole and streamed, to a client
+// that reads 4 KiB every 20 ms (it would
+// take a minute; each wait for room is far inside the write timeout): the rest of a finished reply must be
+// read within the request timeout (here 500 ms), so the server cuts it and cancels the job through
+// the executor within about that, giving its thread back.
+void slow_reader_of_a_finished_reply_is_cut(const Model& model) {
+    FakeExecutor fake;  // the other tests' one was shut down with its server
+    ServerOptions o;
+    o.port = 0;
+    o.request_timeout_ms = 500;
+    HttpServer server(model, o, fake);
+    const int port = server.bind();
+    std::thread run([&] { server.run(); });
+    fake.big = 12u << 20;
+    for (const bool stream : {false, true}) {
+        const size_t before = fake.count();
+        std::atomic<bool> done{false};
+        std::thread slow([&] {
+            const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+            const int rcvbuf = 4096;
+            setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &rcvbuf, sizeof rcvbuf);
+            sockaddr_in a{};
+            a.sin_family = AF_INET;
+            a.sin_port = htons(uint16_t(port));
+            a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+            if (::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0) {
+                const std::string body = kChat + (stream ? R"(,"stream":true})" : "}");
+                const std::string req = "POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: "
+                                        "application/json\r\nContent-Length: " + std::to_string(body.size()) +
+                                        "\r\n\r\n" + body;
+                (void)::send(fd, req.data(), req.size(), MSG_NOSIGNAL);
+                char buf[4096];
+                while (!done && ::recv(fd, buf, sizeof buf, 0) > 0) std::this_thread::sleep_for(milliseconds(20));
+            }
+            ::close(fd);
+        });
+        std::shared_ptr<Job> job;
+        for (int i = 0; i < 500 && fake.count() == before; ++i) std::this_thread::sleep_for(milliseconds(10));
+        if (fake.count() > before) job = fake.last();
+        const auto t0 = std::chrono::steady_clock::now();
+        bool cancelled = false;
+        for (int i = 0; i < 500 && !(cancelled = job && fake.was_cancelled(job.get())); ++i)
+            std::this_thread::sleep_for(milliseconds(10));
+        const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+        done = true;
+        slow.join();
+        report(cancelled && seconds < 2.0, std::string(stream ? "streamed" : "whole") +
+                                               ": a slow reader of a finished reply is cut, its job cancelled, in " +
+                                               std::to_string(seconds) + " s (the request timeout is 0.5 s)");
+    }
+    server.stop();
+    run.join();
+}
+
 // Whether a socket without SO_REUSEPORT can listen on the loopback port (httplib's own sockets set
 // SO_REUSEPORT, so a second httplib server would bind beside a listening one and prove nothing).
 bool port_free(int port) {
@@ -280,6 +335,7 @@ int main() {
         run.join();
         report(fake.stopping(), "stopping the server shuts its executor down");
     }
+    slow_reader_of_a_finished_reply_is_cut(*model);
     stop_right_after_start(*model, fake);
     std::printf("%s\n", g_failures == 0 ? "all passed" : (std::to_string(g_failures) + " failed").c_str());
     return g_failures == 0 ? 0 : 1;
