@@ -41,7 +41,8 @@ namespace {
 // thread taken writes a byte to the give-way pipe.
 class GivingPool : public httplib::TaskQueue {
 public:
-    GivingPool(size_t n, std::atomic<size_t>& taken, int give_way) : pool_(n), n_(n), taken_(taken), give_way_(give_way) {}
+    GivingPool(size_t n, std::atomic<size_t>& taken, int give_way)
+        : pool_(n), n_(n), taken_(taken), give_way_(give_way) {}
     void enqueue(std::function<void()> fn) override {
         if (taken_.fetch_add(1) >= n_) {
             const char byte = 1;

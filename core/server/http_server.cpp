@@ -292,12 +292,12 @@ void HttpServer::check_fits(const CompletionRequest& r, const ExecutorPrompt& pr
     const bool prompt_fits = prompt.must_fit + room <= n_ctx;
     if (prompt_fits && (r.max_tokens <= 0 || prompt.must_fit + r.max_tokens <= n_ctx)) return;
     const std::string kept = room > 1 ? " with at least " + std::to_string(room) + " kept for the reply" : "";
+    const std::string param = prompt_fits ? "max_tokens" : (r.endpoint == Endpoint::CHAT ? "messages" : "prompt");
     throw ApiError(400, "the prompt is " + std::to_string(prompt.must_fit) + " tokens" +
                             (r.max_tokens > 0 ? " and max_tokens " + std::to_string(r.max_tokens) : "") +
                             ", but the context holds " + std::to_string(n_ctx) + " tokens" + kept + " (" +
                             exec_->context_setting() + ")",
-                   "invalid_request_error", prompt_fits ? "max_tokens" : (r.endpoint == Endpoint::CHAT ? "messages" : "prompt"),
-                   "context_length_exceeded");
+                   "invalid_request_error", param, "context_length_exceeded");
 }
 
 // The prompt and the sampling settings of a request, checked against the model and the context.

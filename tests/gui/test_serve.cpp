@@ -381,7 +381,9 @@ private Q_SLOTS:
         const auto words = [](int n) { return QString("word ").repeated(n).trimmed(); };
         const auto count = [&](const wb::ChatTemplate& t, int n) {
             const ChatMessages m{{"user", words(n).toStdString()}};
-            return int(wb::build_chat_prompt(t, model.tokenizer(), wb::chat_messages_value(m), wb::jinja::Value::none(), true).ids.size());
+            const wb::ChatPrompt prompt =
+                wb::build_chat_prompt(t, model.tokenizer(), wb::chat_messages_value(m), wb::jinja::Value::none(), true);
+            return int(prompt.ids.size());
         };
         const int n_ctx = ctl->model().contextSize;
         const int edge = n_ctx - context_budget::replyRoom(n_ctx);  // the most prompt tokens the worker takes
@@ -390,16 +392,19 @@ private Q_SLOTS:
         while (count(user, n + 1) <= edge) ++n;
         QCOMPARE(count(user, n), edge);
         QCOMPARE(count(user, n + 1), edge + 1);
-        QVERIFY2(count(model.chat_template(), n + 1) <= edge, "the model's own template must fit where the user's does not");
+        QVERIFY2(count(model.chat_template(), n + 1) <= edge,
+                 "the model's own template must fit where the user's does not");
 
         const int before = w.conversationStore()->conversations().size();
         auto over = postAsync(port, "/v1/chat/completions", chatBody(words(n + 1), 1, false));
         const Reply refused = finish(over);
         QCOMPARE(refused.status, 400);
-        const QJsonObject error = QJsonDocument::fromJson(QByteArray::fromStdString(refused.body)).object()["error"].toObject();
+        const QJsonObject error =
+            QJsonDocument::fromJson(QByteArray::fromStdString(refused.body)).object()["error"].toObject();
+        const QString message = error["message"].toString();
         QCOMPARE(error["code"].toString(), QString("context_length_exceeded"));
-        QVERIFY2(error["message"].toString().contains(QString("the prompt is %1 tokens").arg(edge + 1)), refused.body.c_str());
-        QVERIFY2(error["message"].toString().contains("kept for the reply"), refused.body.c_str());
+        QVERIFY2(message.contains(QString("the prompt is %1 tokens").arg(edge + 1)), refused.body.c_str());
+        QVERIFY2(message.contains("kept for the reply"), refused.body.c_str());
         QCOMPARE(w.conversationStore()->conversations().size(), before);  // never became a conversation
 
         auto at = postAsync(port, "/v1/chat/completions", chatBody(words(n), 1, false));
@@ -432,8 +437,9 @@ private Q_SLOTS:
         a.sin_port = htons(uint16_t(port));
         a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
         QCOMPARE(::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a), 0);
-        const QByteArray request = "POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: "
-                                   "application/json\r\nContent-Length: " + QByteArray::number(body.size()) + "\r\n\r\n" + body;
+        const QByteArray request = "POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+                                   "Content-Type: application/json\r\nContent-Length: " +
+                                   QByteArray::number(body.size()) + "\r\n\r\n" + body;
         QCOMPARE(::send(fd, request.data(), size_t(request.size()), MSG_NOSIGNAL), ssize_t(request.size()));
         QSignalSpy finished(ctl, &ChatController::generationFinished);
         QTRY_VERIFY_WITH_TIMEOUT(!finished.isEmpty(), kTimeoutMs);

@@ -210,7 +210,8 @@ void idle_connections_give_way() {
         char c;
         closed += ::recv(fd, &c, 1, MSG_DONTWAIT) == 0 ? 1 : 0;
     }
-    report(closed == 1, "one idle connection gave way, the other is still open (" + std::to_string(closed) + " closed)");
+    report(closed == 1,
+           "one idle connection gave way, the other is still open (" + std::to_string(closed) + " closed)");
 
     // Both threads busy answering (no idle connection to give way): a third waits for one that frees.
     // The want it signalled is then stale and must not close a connection later kept alive.

@@ -196,11 +196,10 @@ void disconnect_cancels(int port, FakeExecutor& fake) {
     fake.hold = false;
 }
 
-// A finished reply of 12 MiB (over the kernel's 4 MiB send buffer), whole and streamed, to a client
-// that reads 4 KiB every 20 ms (it would
-// take a minute; each wait for room is far inside the write timeout): the rest of a finished reply must be
-// read within the request timeout (here 500 ms), so the server cuts it and cancels the job through
-// the executor within about that, giving its thread back.
+// A finished reply of 12 MiB (more than the kernel's 4 MiB send buffer takes), whole and streamed,
+// to a client that reads 4 KiB every 20 ms (it would take a minute; each wait for room is far inside
+// the write timeout): the rest of a finished reply must be read within the request timeout (here
+// 500 ms), so the server cuts it and cancels the job through the executor then, giving its thread back.
 void slow_reader_of_a_finished_reply_is_cut(const Model& model) {
     FakeExecutor fake;  // the other tests' one was shut down with its server
     ServerOptions o;
