@@ -48,6 +48,7 @@ public:
     std::atomic<bool> refuse{false};
     std::atomic<bool> hold{false};
     std::atomic<size_t> big{0};  // > 0: the first token's text is this many bytes
+    std::atomic<int32_t> own_must_fit{0};  // > 0: chat_prompt renders its own (see own_prompt_is_checked)
 
     bool submit(std::shared_ptr<Job> job) override {
         std::lock_guard<std::mutex> lock(mutex_);
@@ -71,6 +72,13 @@ public:
     int32_t sessions() const override { return 1; }
     int32_t capacity() const override { return 16; }
     int32_t n_ctx() const override { return 2048; }
+    // As the app's worker: its own tokens (1, 2, 3), of which own_must_fit must fit with 64 kept for
+    // the reply.
+    std::optional<ExecutorPrompt> chat_prompt(const std::vector<ChatMessage>&) const override {
+        if (own_must_fit <= 0) return std::nullopt;
+        return ExecutorPrompt{{1, 2, 3}, own_must_fit, 64};
+    }
+    std::string context_setting() const override { return "the fake's context"; }
 
     static void answer(Job& job, size_t big = 0) {
         for (const char* piece : {"Hel", "lo"}) {
@@ -158,6 +166,30 @@ void grammar_checked_against_the_vocabulary(httplib::Client& cli, FakeExecutor& 
     const auto job = fake.last();
     report(res && res->status == 200 && fake.count() == before + 1 && job && !job->params.grammar.empty(),
            "a grammar a token can begin reaches the executor");
+}
+
+// An executor that renders prompts its own way (the app's worker) is checked by its own count: its
+// tokens, the part that must fit and the room it keeps for the reply, named in the refusal.
+void own_prompt_is_checked(httplib::Client& cli, FakeExecutor& fake) {
+    const size_t before = fake.count();
+    fake.own_must_fit = 2048 - 64 + 1;  // one token over the fake's edge
+    auto res = cli.Post("/v1/chat/completions", kChat + "}", "application/json");
+    report(res && res->status == 400 && has(res->body, R"("code":"context_length_exceeded")") &&
+               has(res->body, R"("param":"messages")") &&
+               has(res->body, "the prompt is 1985 tokens and max_tokens 7, but the context holds 2048 tokens with at "
+                              "least 64 kept for the reply (the fake's context)") &&
+               fake.count() == before,
+           "a prompt over the executor's own edge is a 400 naming its count, the reply room and where the context is set");
+    fake.own_must_fit = 2048 - 64;
+    res = cli.Post("/v1/chat/completions", R"({"messages":[{"role":"user","content":"Say hello."}]})", "application/json");
+    const auto job = fake.last();
+    report(res && res->status == 200 && fake.count() == before + 1 && job &&
+               job->prompt == std::vector<int32_t>{1, 2, 3} && job->params.max_tokens == 64,
+           "one at the edge is taken with the executor's tokens, max_tokens what the context has left");
+    res = cli.Post("/v1/chat/completions", kChat.substr(0, kChat.find("\"max_tokens\"")) + R"("max_tokens":65})",
+                   "application/json");
+    report(res && res->status == 400 && has(res->body, R"("param":"max_tokens")"), "max_tokens past the context: 400");
+    fake.own_must_fit = 0;
 }
 
 // A streamed client that reads the first token and hangs up: the server cancels the job through the
@@ -329,6 +361,7 @@ int main() {
         whole_and_streamed(cli, fake);
         refusals(cli, fake);
         grammar_checked_against_the_vocabulary(cli, fake);
+        own_prompt_is_checked(cli, fake);
         disconnect_cancels(port, fake);
         server.stop();
         run.join();
