@@ -193,6 +193,7 @@ void parse_sampling(const Fields& f, SamplingParams& s) {
 
 void parse_output_options(const Fields& f, const json& body, CompletionRequest& r) {
     f.boolean("stream", r.stream);
+    f.boolean("cache_prompt", r.cache_prompt);
     if (const json* so = f.get("stream_options")) {
         if (!so->is_object()) throw bad("stream_options", "'stream_options' must be an object");
         Fields(*so).boolean("include_usage", r.include_usage);

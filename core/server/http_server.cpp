@@ -320,6 +320,7 @@ std::shared_ptr<Job> HttpServer::make_job(const CompletionRequest& r) const {
     check_grammar_can_start(r, p.grammar, vocab_);
     auto job = std::make_shared<Job>(std::move(prompt.ids), std::move(p), r.logprobs, r.top_logprobs);
     job->messages = r.messages;
+    job->reuse_prefix = r.cache_prompt;
     return job;
 }
 
@@ -388,7 +389,7 @@ bool HttpServer::respond_whole(Job& job, const ResponseMeta& meta, httplib::Data
     } else {
         std::vector<TokenLogprob> lps;
         for (StreamToken& t : tokens) lps.push_back(std::move(t.logprob));
-        const Usage usage{int32_t(job.prompt.size()), int32_t(g.tokens.size())};
+        const Usage usage{int32_t(job.prompt.size()), int32_t(g.tokens.size()), g.timings.n_reused};
         body = completion_json(meta, g.text, finish_reason(g.reason), job.logprobs ? &lps : nullptr, usage);
     }
     if (!write(sink, body)) return false;
@@ -446,7 +447,8 @@ bool HttpServer::stream(Job& job, const ResponseMeta& meta, bool include_usage, 
         last.finish_reason = finish_reason(g.reason);
         if (!write(sink, sse_event(chunk_json(meta, last)))) return gone();
         if (include_usage &&
-            !write(sink, sse_event(usage_chunk_json(meta, {int32_t(job.prompt.size()), int32_t(g.tokens.size())}))))
+            !write(sink, sse_event(usage_chunk_json(
+                meta, {int32_t(job.prompt.size()), int32_t(g.tokens.size()), g.timings.n_reused}))))
             return gone();
     }
     if (!write(sink, "data: [DONE]\n\n")) return gone();

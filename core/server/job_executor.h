@@ -41,6 +41,8 @@ public:
     // A chat request's messages, which `prompt` was rendered from (the app shows them as a
     // conversation and renders them with its own template); empty for a completion.
     std::vector<ChatMessage> messages;
+    // The request's cache_prompt: it may start from the cache an earlier request left (GenerationQueue).
+    bool reuse_prefix = false;
 
     // Worker side.
     void push(StreamToken t);
