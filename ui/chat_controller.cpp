@@ -216,16 +216,10 @@ quint64 ChatController::startApiConversation(const ChatMessages& messages, const
     // The user's conversation is on disk before it leaves the screen.
     QString saveError;
     if (!saveNow(&saveError)) return refuse(tr("the conversation on screen could not be saved: %1").arg(saveError));
-    Conversation c;
+    Conversation c = Conversation::fromApiMessages(messages);
     c.sampling = params;
     c.title = apiTitle(messages);
     c.modelName = m_model.name;
-    size_t i = 0;
-    QStringList system;
-    for (; i < messages.size() && messages[i].role == "system"; ++i) system << QString::fromStdString(messages[i].content);
-    c.systemPrompt = system.join(QStringLiteral("\n\n"));
-    for (; i < messages.size(); ++i)
-        c.append({QString::fromStdString(messages[i].role), QString::fromStdString(messages[i].content), {}, {}});
     c.append({QStringLiteral("assistant"), {}, {}, {}});
     adopt(c, QString());
     startGeneration();

@@ -261,6 +261,17 @@ QString Conversation::displayTitle() const {
     return QObject::tr("New chat");
 }
 
+Conversation Conversation::fromApiMessages(const ChatMessages& messages) {
+    Conversation c;
+    size_t i = 0;
+    QStringList system;
+    for (; i < messages.size() && messages[i].role == "system"; ++i) system << QString::fromStdString(messages[i].content);
+    c.systemPrompt = system.join(QStringLiteral("\n\n"));
+    for (; i < messages.size(); ++i)
+        c.append({QString::fromStdString(messages[i].role), QString::fromStdString(messages[i].content), {}, {}});
+    return c;
+}
+
 ChatMessages Conversation::toEngineMessages(int count) const {
     ChatMessages out;
     if (!systemPrompt.isEmpty()) out.push_back({"system", systemPrompt.toStdString()});

@@ -102,6 +102,10 @@ public:
     // The messages for the chat template: the system prompt (when set) then the first `count` messages
     // of the active path (-1: all).
     ChatMessages toEngineMessages(int count = -1) const;
+    // A conversation of an API request's messages (the app's server): its leading system messages
+    // joined into the system prompt, the rest as messages. toEngineMessages() then gives what the
+    // worker renders, which the server checks the request against before it queues it.
+    static Conversation fromApiMessages(const ChatMessages& messages);
 
     QJsonObject toJson() const;
     static std::optional<Conversation> fromJson(const QJsonObject& json, QString* error);

@@ -236,23 +236,49 @@ void InferenceWorker::countPrompt(quint64 countId, const ChatMessages& messages)
         return;
     }
     try {
-        const int tokens = int(buildPrompt(mustFit(messages, contextPolicy())).ids.size());
-        Q_EMIT promptCounted(countId, tokens, m_session->n_ctx(), QString());
+        Q_EMIT promptCounted(countId, measurePrompt(messages).mustFit, m_session->n_ctx(), QString());
     } catch (const std::exception& e) {
         Q_EMIT promptCounted(countId, 0, m_session->n_ctx(), QString::fromUtf8(e.what()));
     }
 }
 
+namespace {
+
+wb::ChatPrompt renderPrompt(const wb::ChatTemplate& t, const wb::Tokenizer& tok, const ChatMessages& messages) {
+    return wb::build_chat_prompt(t, tok, wb::chat_messages_value(messages), wb::jinja::Value::none(), true);
+}
+
+}  // namespace
+
 wb::ChatPrompt InferenceWorker::buildPrompt(const ChatMessages& messages) const {
-    return wb::build_chat_prompt(m_template, m_model->tokenizer(), wb::chat_messages_value(messages), wb::jinja::Value::none(), true);
+    return renderPrompt(*m_template, m_model->tokenizer(), messages);
+}
+
+InferenceWorker::PromptMeasure InferenceWorker::measurePrompt(const ChatMessages& messages) const {
+    std::shared_ptr<const wb::ChatTemplate> t;
+    wb::ContextPolicy policy;
+    {
+        QMutexLocker lock(&m_paramsMutex);
+        t = m_template;
+        policy = m_policy;
+    }
+    // As encodeText: the lock keeps the model from being swapped meanwhile (the tokenizer is safe to share).
+    QMutexLocker lock(&m_sessionMutex);
+    if (!m_model || !t) return {};
+    PromptMeasure out;
+    out.ids = renderPrompt(*t, m_model->tokenizer(), messages).ids;
+    out.mustFit = policy == wb::ContextPolicy::STOP ? int(out.ids.size())
+                                                    : int(renderPrompt(*t, m_model->tokenizer(), mustFit(messages, policy)).ids.size());
+    return out;
 }
 
 void InferenceWorker::useTemplate(wb::ChatTemplate t, const ChatTemplateSetting& setting) {
-    m_template = std::move(t);
-    m_templateInfo = chat_template_setting::describe(m_template, setting, m_modelPath);
+    auto shared = std::make_shared<const wb::ChatTemplate>(std::move(t));
+    m_templateInfo = chat_template_setting::describe(*shared, setting, m_modelPath);
     // The template's end-of-turn marker ends a reply even if a file forgot to type it as a control token.
     QMutexLocker lock(&m_paramsMutex);
-    m_turnStops = m_template.end_of_turn_texts();
+    m_template = std::move(shared);
+    m_turnStops = m_template->end_of_turn_texts();
     applyParams();
 }
 

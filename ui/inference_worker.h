@@ -73,6 +73,17 @@ public:
     // first load.
     const wb::Model* loadedModel() const;
 
+    // A conversation's prompt as generateChat builds it, from any thread (the app's server checks a
+    // request before it queues it, so that a prompt the worker would refuse is refused up front):
+    // rendered with the template in force, and how many of its tokens must fit the context under the
+    // context policy in force, with context_budget's room for the reply (countPrompt's count).
+    // wb::Error when the template cannot render the messages; empty without a model.
+    struct PromptMeasure {
+        std::vector<int32_t> ids;
+        int mustFit = 0;
+    };
+    PromptMeasure measurePrompt(const ChatMessages& messages) const;
+
     // Tests only (test_worker_threads): called once, on the worker thread, at the next teardown of the
     // engine (a model switch, the worker's end), after the old engine was taken out of the locked
     // members and before it is destroyed. A test parks the worker there to prove that the GUI
@@ -158,7 +169,7 @@ private:
     void hashNextChunk(quint64 job);
     void applyParams();  // m_userParams + the template's end-of-turn texts -> m_live
     void releaseEngine();
-    // The prompt as it is fed: m_template renders, the model's tokenizer encodes.
+    // The prompt as it is fed: m_template renders, the model's tokenizer encodes (worker thread).
     wb::ChatPrompt buildPrompt(const ChatMessages& messages) const;
     void useTemplate(wb::ChatTemplate t, const ChatTemplateSetting& setting);
     // One generation of the reply after `forced` (inference_worker_context.cpp); false when the prompt
@@ -173,15 +184,16 @@ private:
     ChatMessages trimmed(quint64 requestId, const ChatMessages& messages, int forced, bool force, GenerationSummary& summary);
     // The prompt that must fit the context for the request to go on: all of it under STOP, what the
     // trim keeps under TRIM, the system messages and the last turn under SHIFT (the rest can be shifted out).
-    ChatMessages mustFit(const ChatMessages& messages, wb::ContextPolicy policy) const;
+    static ChatMessages mustFit(const ChatMessages& messages, wb::ContextPolicy policy);
 
     // Declaration order matters for destruction: the session refers to the backend and the model.
     std::unique_ptr<wb::Model> m_model;
     wb::BackendChoice m_backend;
     std::unique_ptr<wb::Session> m_session;
     QString m_modelPath;
-    // The loaded model's template, or the replacement applied since (applyChatTemplate).
-    wb::ChatTemplate m_template;
+    // The loaded model's template, or the replacement applied since (applyChatTemplate). Replaced on
+    // the worker thread under m_paramsMutex, so measurePrompt can take it from another thread.
+    std::shared_ptr<const wb::ChatTemplate> m_template;
     ChatTemplateInfo m_templateInfo;
 
     mutable QMutex m_sessionMutex;  // guards the engine's swap (loadModel, releaseEngine)

@@ -30,7 +30,7 @@ wb::ContextPolicy InferenceWorker::contextPolicy() const {
     return m_policy;
 }
 
-ChatMessages InferenceWorker::mustFit(const ChatMessages& messages, wb::ContextPolicy policy) const {
+ChatMessages InferenceWorker::mustFit(const ChatMessages& messages, wb::ContextPolicy policy) {
     if (policy == wb::ContextPolicy::STOP) return messages;
     const size_t head = systemCount(messages);
     size_t last = messages.size();

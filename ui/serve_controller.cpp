@@ -8,6 +8,9 @@
 #include <cmath>
 
 #include "chat_controller.h"
+#include "context_budget.h"
+#include "conversation.h"
+#include "inference_worker.h"
 #include "serve_executor.h"
 #include "server/http_server.h"
 #include "server/loopback.h"
@@ -84,7 +87,20 @@ bool ServeController::start(const ServeSettings& settings, QString* error) {
     o.defaults.grammar_source.clear();
     o.defaults.stop.clear();
     o.defaults.max_tokens = 0;
-    auto executor = std::make_unique<AppJobExecutor>([this] { postDispatch(); }, m_chat->model().contextSize);
+    // A request is checked against the prompt the worker will build (the template the user chose, the
+    // context policy, the room kept for the reply), so the worker never refuses one after its 200.
+    const int n_ctx = m_chat->model().contextSize;
+    InferenceWorker* worker = m_chat->worker();
+    auto measure = [worker, n_ctx](const std::vector<wb::ChatMessage>& messages) {
+        const InferenceWorker::PromptMeasure m =
+            worker->measurePrompt(Conversation::fromApiMessages(messages).toEngineMessages());
+        wb::server::ExecutorPrompt out;
+        out.ids = m.ids;
+        out.must_fit = m.mustFit;
+        out.reply_room = context_budget::replyRoom(n_ctx);
+        return out;
+    };
+    auto executor = std::make_unique<AppJobExecutor>([this] { postDispatch(); }, n_ctx, measure);
     std::unique_ptr<wb::server::HttpServer> server;
     try {
         server = std::make_unique<wb::server::HttpServer>(*model, o, *executor);
@@ -105,7 +121,8 @@ bool ServeController::start(const ServeSettings& settings, QString* error) {
 void ServeController::stop() {
     if (!m_server) return;
     // Ends every job (the HTTP threads waiting on them return), then stops listening and waits for
-    // the server's threads: none is left blocked on the GUI thread, which this is.
+    // the server's threads: none is left blocked on the GUI thread, which this is, and their waits on
+    // a slow client's socket end at once (GuardedServer::stop_now), so this takes milliseconds.
     m_server->stop();
     if (m_thread.joinable()) m_thread.join();
     m_server.reset();

@@ -6,7 +6,13 @@ using wb::server::Endpoint;
 using wb::server::Job;
 using wb::server::JobEnd;
 
-AppJobExecutor::AppJobExecutor(std::function<void()> wake, int32_t n_ctx) : wake_(std::move(wake)), n_ctx_(n_ctx) {}
+AppJobExecutor::AppJobExecutor(std::function<void()> wake, int32_t n_ctx, Measure measure)
+    : wake_(std::move(wake)), n_ctx_(n_ctx), measure_(std::move(measure)) {}
+
+std::optional<wb::server::ExecutorPrompt> AppJobExecutor::chat_prompt(const std::vector<wb::ChatMessage>& messages) const {
+    if (!measure_) return std::nullopt;
+    return measure_(messages);
+}
 
 AppJobExecutor::~AppJobExecutor() { shutdown(); }
 

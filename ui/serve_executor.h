@@ -15,7 +15,12 @@ class AppJobExecutor : public wb::server::JobExecutor {
 public:
     static constexpr int32_t kCapacity = 16;
 
-    AppJobExecutor(std::function<void()> wake, int32_t n_ctx);
+    // How the worker will see a chat request's prompt (its template, its context policy's count,
+    // context_budget's room for the reply): chat_prompt's answer, on the HTTP thread. Empty: the
+    // server's own rendering.
+    using Measure = std::function<wb::server::ExecutorPrompt(const std::vector<wb::ChatMessage>&)>;
+
+    AppJobExecutor(std::function<void()> wake, int32_t n_ctx, Measure measure = {});
     ~AppJobExecutor() override;
 
     // --- JobExecutor (HTTP threads; shutdown on whichever thread stops the server) ---
@@ -32,6 +37,8 @@ public:
     int32_t sessions() const override { return 1; }
     int32_t capacity() const override { return kCapacity; }
     int32_t n_ctx() const override { return n_ctx_; }
+    std::optional<wb::server::ExecutorPrompt> chat_prompt(const std::vector<wb::ChatMessage>& messages) const override;
+    std::string context_setting() const override { return "the app's Model > Context size"; }
 
     // --- GUI thread ---
     // The oldest waiting job, now the running one; null when none waits or one runs.
@@ -48,6 +55,7 @@ public:
 private:
     std::function<void()> wake_;
     const int32_t n_ctx_;
+    const Measure measure_;
     mutable std::mutex mutex_;
     std::deque<std::shared_ptr<wb::server::Job>> waiting_;
     std::shared_ptr<wb::server::Job> running_;

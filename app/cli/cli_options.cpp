@@ -131,7 +131,8 @@ template: the model's own tokenizer.chat_template (Jinja, rendered as Hugging Fa
            an OpenAI-compatible HTTP API (GET /v1/models, POST /v1/chat/completions and /v1/completions,
            GET /health, /metrics); --port 0 picks a free port; a host other than loopback needs --api-key;
            the sampling flags are the defaults of requests that do not set them; --max-body in KiB;
-           --request-timeout: seconds for a request's line, headers and body to arrive (else 408)
+           --request-timeout: seconds for a request's line, headers and body to arrive (else 408),
+             and for a client to read the rest of a finished reply (else it is cut)
 common: --backend cpu|cuda|auto  --threads N  --ctx N  --version  --help
         --cache-type-k T --cache-type-v T   KV cache element types of keys / values: f16 (default), q8_0,
            q4_0 (llama.cpp's block formats; a quantized cache runs on the CPU backend only)

@@ -6,6 +6,7 @@
 #include <span>
 
 #include "engine/forward_hooks.h"
+#include "engine/sampler_vocab.h"
 #include "engine/stop_strings.h"
 #include "engine/token_inspection.h"
 #include "sampling/sampler.h"
@@ -197,16 +198,8 @@ void Session::forward_batch(const int32_t* tokens, int32_t nb, SessionHooks* hoo
 }
 
 std::shared_ptr<const SamplerVocab> Session::sampler_vocab() {
-    if (sampler_vocab_) return sampler_vocab_;
-    // DRY turns its sequence breakers into tokens through the model's tokenizer; a grammar reads pieces.
     // Made once and kept: the grammar's trie of the vocabulary is cached in it for every later reply.
-    const Tokenizer& tok = model_.tokenizer();
-    auto vocab = std::make_shared<SamplerVocab>();
-    vocab->n_vocab = model_.config().n_vocab;
-    vocab->piece = [&tok](int32_t id) { return tok.token_to_piece(id, true); };
-    vocab->tokenize = [&tok](const std::string& text) { return tok.encode(text, false, false); };
-    vocab->is_eog = [&tok](int32_t id) { return tok.is_eog(id); };  // a grammar ends only where complete
-    sampler_vocab_ = std::move(vocab);
+    if (!sampler_vocab_) sampler_vocab_ = make_sampler_vocab(model_);
     return sampler_vocab_;
 }
 

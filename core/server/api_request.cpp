@@ -193,6 +193,7 @@ void parse_sampling(const Fields& f, SamplingParams& s) {
 
 void parse_output_options(const Fields& f, const json& body, CompletionRequest& r) {
     f.boolean("stream", r.stream);
+    f.boolean("cache_prompt", r.cache_prompt);
     if (const json* so = f.get("stream_options")) {
         if (!so->is_object()) throw bad("stream_options", "'stream_options' must be an object");
         Fields(*so).boolean("include_usage", r.include_usage);
@@ -267,7 +268,8 @@ std::optional<Constraint> response_format_constraint(const Fields& f) {
 // The reply's grammar from response_format or llama-server's grammar (GBNF text) / json_schema (a
 // schema object), compiled and parsed here: a malformed one is a 400 naming its field (with the
 // line and column of GBNF, the place in the schema), never an error of a worker mid-request.
-void parse_constraint(const Fields& f, SamplingParams& s) {
+void parse_constraint(const Fields& f, CompletionRequest& r) {
+    SamplingParams& s = r.sampling;
     std::vector<Constraint> given;
     if (std::optional<Constraint> c = response_format_constraint(f)) given.push_back(*c);
     // An empty grammar is no grammar, as in llama-server.
@@ -288,6 +290,7 @@ void parse_constraint(const Fields& f, SamplingParams& s) {
         std::string gbnf = c.is_schema ? json_schema_to_gbnf(c.value->dump()) : c.value->get<std::string>();
         parse_gbnf(gbnf);
         s.grammar = std::move(gbnf);
+        r.grammar_field = c.field;
     } catch (const Error& e) {
         throw bad(c.field, "'" + c.field + "': " + e.what());
     }
@@ -320,7 +323,7 @@ CompletionRequest parse_completion_request(const std::string& body, Endpoint end
     else r.prompt = parse_prompt(j);
     parse_sampling(f, r.sampling);
     parse_output_options(f, j, r);
-    parse_constraint(f, r.sampling);
+    parse_constraint(f, r);
     return r;
 }
 

@@ -28,9 +28,16 @@ struct CompletionRequest {
     int32_t max_tokens = 0;             // > 0 when given; 0: until end of text or the context is full
     bool logprobs = false;              // report the chosen token's log probability
     int32_t top_logprobs = 0;           // and this many alternatives (0 .. 20)
+    // llama-server's cache_prompt: the reply may start from what an earlier request left in the cache
+    // (faster; its log probabilities are then not always bit for bit a fresh evaluation's).
+    bool cache_prompt = false;
     // Sampling settings: the server's defaults with the request's fields applied. max_tokens is left
     // to the server (it knows the context); logit_bias ids are checked against the vocabulary there.
     SamplingParams sampling;
+    // The field sampling.grammar came from ("grammar", "response_format.json_schema.schema", ...),
+    // for an error about the grammar found later (one no token of the vocabulary can begin); empty
+    // without a grammar.
+    std::string grammar_field;
 };
 
 inline constexpr int32_t kMaxTopLogprobs = 20;

@@ -52,7 +52,8 @@ json text_logprobs(const std::vector<TokenLogprob>& tokens, size_t text_offset0)
 
 json usage_json(const Usage& u) {
     return {{"prompt_tokens", u.prompt_tokens}, {"completion_tokens", u.completion_tokens},
-            {"total_tokens", u.prompt_tokens + u.completion_tokens}};
+            {"total_tokens", u.prompt_tokens + u.completion_tokens},
+            {"prompt_tokens_details", {{"cached_tokens", u.cached_tokens}}}};
 }
 
 json envelope(const ResponseMeta& meta, const char* chat_object, const char* text_object) {

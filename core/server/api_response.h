@@ -23,6 +23,7 @@ struct TokenLogprob {
 struct Usage {
     int32_t prompt_tokens = 0;
     int32_t completion_tokens = 0;
+    int32_t cached_tokens = 0;  // of the prompt, taken from the cache (prompt_tokens_details)
 };
 
 struct ResponseMeta {

@@ -117,9 +117,14 @@ void GenerationQueue::work(Slot& slot) {
             r.reason = StopReason::STOPPED;
             end = job->cancelled_for_shutdown() ? JobEnd::DROPPED : JobEnd::ABANDONED;
         } else {
-            // Every request starts from an empty context, so a seeded request gives the same tokens
-            // as `generate` with that seed whatever ran before it (no prefix reuse across requests).
-            slot.session->reset();
+            // A request starts from an empty context, so a seeded request gives exactly what
+            // `generate` gives with that seed whatever ran before it. One that asks (cache_prompt)
+            // starts from the session's cache of the last request instead: generate() evaluates only
+            // what follows the longest cached prefix (a chat client's next turn repeats the
+            // conversation so far), faster, but a reply token that was decoded alone and is now part
+            // of the prompt carries its decode-time K/V, which are not bit for bit a prefill's, so
+            // the log probabilities may differ in their last digits.
+            if (!job->reuse_prefix) slot.session->reset();
             JobObserver observer(*job);
             r = slot.session->generate(job->prompt, LiveSamplingParams(job->params), &observer);
             if (r.reason == StopReason::STOPPED)

@@ -1,6 +1,7 @@
 #include "server/guarded_server.h"
 
 #include <arpa/inet.h>
+#include <fcntl.h>
 #include <netinet/in.h>
 #include <poll.h>
 #include <sys/socket.h>
@@ -10,7 +11,10 @@
 #include <atomic>
 #include <cerrno>
 #include <cstring>
+#include <optional>
 #include <string_view>
+
+#include "util/error.h"
 
 // The keep-alive loop below is httplib 0.11's (detail::process_server_socket_core and keep_alive), and
 // process_request's signature is 0.11's; later versions changed both. Check them against the new
@@ -19,6 +23,58 @@ static_assert(std::string_view(CPPHTTPLIB_VERSION).substr(0, 5) == "0.11.",
               "GuardedServer mirrors cpp-httplib 0.11's Server::process_and_close_socket");
 
 namespace wb::server {
+
+GuardedServer::GuardedServer(std::chrono::milliseconds request_timeout, std::string timeout_body)
+    : request_timeout_(request_timeout), timeout_body_(std::move(timeout_body)) {
+    if (::pipe2(wake_, O_CLOEXEC | O_NONBLOCK) != 0 || ::pipe2(give_way_, O_CLOEXEC | O_NONBLOCK) != 0)
+        throw Error(std::string("the server cannot make its wake-up pipes: ") + std::strerror(errno));
+}
+
+GuardedServer::~GuardedServer() {
+    for (int fd : {wake_[0], wake_[1], give_way_[0], give_way_[1]})
+        if (fd >= 0) ::close(fd);
+}
+
+namespace {
+
+// httplib's pool, counting the connections that have a thread or wait for one: one that finds every
+// thread taken writes a byte to the give-way pipe.
+class GivingPool : public httplib::TaskQueue {
+public:
+    GivingPool(size_t n, std::atomic<size_t>& taken, int give_way)
+        : pool_(n), n_(n), taken_(taken), give_way_(give_way) {}
+    void enqueue(std::function<void()> fn) override {
+        if (taken_.fetch_add(1) >= n_) {
+            const char byte = 1;
+            (void)!::write(give_way_, &byte, 1);  // a full pipe (thousands waiting) drops one: no harm
+        }
+        pool_.enqueue([this, fn = std::move(fn)] {
+            fn();
+            taken_.fetch_sub(1);
+        });
+    }
+    void shutdown() override { pool_.shutdown(); }
+
+private:
+    httplib::ThreadPool pool_;
+    const size_t n_;
+    std::atomic<size_t>& taken_;
+    const int give_way_;
+};
+
+}  // namespace
+
+void GuardedServer::set_thread_count(size_t n) {
+    threads_ = n;
+    new_task_queue = [this] { return new GivingPool(threads_, taken_, give_way_[1]); };
+}
+
+void GuardedServer::stop_now() {
+    // Never read: once written, every poll of wake_[0] returns at once, the later ones included.
+    const char byte = 1;
+    (void)!::write(wake_[1], &byte, 1);
+    stop();
+}
 
 void GuardedServer::close_unused_listener() {
     const socket_t sock = svr_sock_.exchange(INVALID_SOCKET);
@@ -30,22 +86,18 @@ namespace {
 using Clock = std::chrono::steady_clock;
 using std::chrono::milliseconds;
 
-// Waits are cut into slices of this, so that Server::stop() (which waits for every connection
-// thread) is not kept waiting for a read or keep-alive timeout.
-constexpr milliseconds kSlice{100};
-
-// poll() for `events` up to `timeout`: > 0 when they came, 0 on timeout or when the server stops,
-// < 0 on a socket error.
-int wait_for(socket_t sock, short events, milliseconds timeout, const std::atomic<socket_t>& svr_sock) {
+// poll() for `events` up to `timeout`: > 0 when they came, 0 on timeout or once the server stops
+// (`wake` readable; a socket that is ready goes first), < 0 on a socket error.
+int wait_for(socket_t sock, short events, milliseconds timeout, int wake) {
     const auto until = Clock::now() + timeout;
     for (;;) {
         const auto left = std::chrono::ceil<milliseconds>(until - Clock::now());
-        pollfd p{sock, events, 0};
-        const int rc = ::poll(&p, 1, int(std::clamp(left, milliseconds(0), kSlice).count()));
+        pollfd p[2] = {{sock, events, 0}, {wake, POLLIN, 0}};
+        const int rc = ::poll(p, 2, int(std::max(left, milliseconds(0)).count()));
         if (rc < 0 && errno == EINTR) continue;
-        if (rc < 0 || (rc > 0 && (p.revents & (POLLERR | POLLNVAL)))) return -1;
-        if (rc > 0) return rc;
-        if (left <= milliseconds(0) || svr_sock == INVALID_SOCKET) return 0;
+        if (rc < 0 || (p[0].revents & (POLLERR | POLLNVAL))) return -1;
+        if (p[0].revents) return 1;
+        return 0;
     }
 }
 
@@ -79,27 +131,31 @@ void address_of(socket_t sock, bool peer, std::string& ip, int& port) {
 class DeadlineStream : public httplib::Stream {
 public:
     DeadlineStream(socket_t sock, milliseconds read_timeout, milliseconds write_timeout, milliseconds request_timeout,
-                   const std::string& timeout_body, const std::atomic<socket_t>& svr_sock)
+                   const std::string& timeout_body, int wake)
         : sock_(sock), read_timeout_(read_timeout), write_timeout_(write_timeout), request_timeout_(request_timeout),
-          timeout_body_(timeout_body), svr_sock_(svr_sock) {}
+          timeout_body_(timeout_body), wake_(wake) {}
 
     void begin_request() {
         deadline_ = Clock::now() + request_timeout_;
+        reply_deadline_.reset();
         logged_ = false;
     }
+    // The rest of the current reply must be written within the request timeout (limit_reply_time).
+    void limit_reply() { reply_deadline_ = Clock::now() + request_timeout_; }
     bool buffered() const { return pos_ < end_; }
     bool expired() const { return expired_; }
     // Whether httplib's logger saw the current request (it does not for a request line cut short).
     bool logged() const { return logged_; }
     void mark_logged() { logged_ = true; }
 
-    bool is_readable() const override { return buffered() || wait_for(sock_, POLLIN, read_wait(), svr_sock_) > 0; }
+    bool is_readable() const override { return buffered() || wait_for(sock_, POLLIN, read_wait(), wake_) > 0; }
     // As later httplib versions: writable, and the client has not closed its side (a peek finds no end
     // of stream), so a reply whose client left is found out before its next write. A client that only
     // half-closes (shutdown(SHUT_WR) after sending its request, still reading) counts as gone too: the
     // peek cannot tell the two apart, and later httplib versions treat it the same way.
     bool is_writable() const override {
-        if (expired_ || wait_for(sock_, POLLOUT, write_timeout_, svr_sock_) <= 0) return false;
+        const milliseconds wait = write_wait();
+        if (expired_ || wait < milliseconds(0) || wait_for(sock_, POLLOUT, wait, wake_) <= 0) return false;
         char c;
         const ssize_t n = ::recv(sock_, &c, 1, MSG_PEEK | MSG_DONTWAIT);
         return n > 0 || (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR));
@@ -119,10 +175,12 @@ public:
         // httplib answers a request it could not read with 400 ("malformed"); the 408 went out instead.
         if (expired_) return -1;
         // All of it, as a blocking send would: httplib writes a response's body in one call and takes
-        // any non-negative count as success. Each wait for room is bounded by the write timeout.
+        // any non-negative count as success. Each wait for room is bounded by the write timeout, and
+        // by the reply's deadline when it has one.
         size_t sent = 0;
         while (sent < size) {
-            if (wait_for(sock_, POLLOUT, write_timeout_, svr_sock_) <= 0) return -1;
+            const milliseconds wait = write_wait();
+            if (wait < milliseconds(0) || wait_for(sock_, POLLOUT, wait, wake_) <= 0) return -1;
             const ssize_t n = ::send(sock_, ptr + sent, size - sent, MSG_NOSIGNAL | MSG_DONTWAIT);
             if (n < 0 && (errno == EINTR || errno == EAGAIN || errno == EWOULDBLOCK)) continue;
             if (n < 0) return -1;
@@ -135,6 +193,13 @@ public:
     socket_t socket() const override { return sock_; }
 
 private:
+    // The write timeout, cut short by the reply's deadline; negative past it (nothing more is written).
+    milliseconds write_wait() const {
+        if (!reply_deadline_) return write_timeout_;
+        const auto now = Clock::now();
+        if (now >= *reply_deadline_) return milliseconds(-1);
+        return std::min(write_timeout_, std::chrono::ceil<milliseconds>(*reply_deadline_ - now));
+    }
     // The read timeout, cut short by the request's deadline.
     milliseconds read_wait() const {
         const auto left = std::chrono::ceil<milliseconds>(deadline_ - Clock::now());
@@ -169,8 +234,9 @@ private:
     const socket_t sock_;
     const milliseconds read_timeout_, write_timeout_, request_timeout_;
     const std::string& timeout_body_;
-    const std::atomic<socket_t>& svr_sock_;
+    const int wake_;
     Clock::time_point deadline_ = Clock::now();
+    std::optional<Clock::time_point> reply_deadline_;  // limit_reply() of the current request
     bool expired_ = false;  // a request's deadline passed: 408 sent, nothing more is read or written
     bool logged_ = false;
     char buf_[4096];
@@ -182,6 +248,10 @@ thread_local DeadlineStream* t_stream = nullptr;
 
 }  // namespace
 
+void GuardedServer::limit_reply_time() {
+    if (t_stream) t_stream->limit_reply();
+}
+
 void GuardedServer::set_status_logger(std::function<void(int)> log) {
     log_ = std::move(log);
     set_logger([this](const httplib::Request&, const httplib::Response& res) {
@@ -190,17 +260,34 @@ void GuardedServer::set_status_logger(std::function<void(int)> log) {
     });
 }
 
+int GuardedServer::wait_for_request(socket_t sock) {
+    const auto until = Clock::now() + std::chrono::seconds(keep_alive_timeout_sec_);
+    for (;;) {
+        const auto left = std::max(std::chrono::ceil<milliseconds>(until - Clock::now()), milliseconds(0));
+        pollfd p[3] = {{sock, POLLIN, 0}, {wake_[0], POLLIN, 0}, {give_way_[0], POLLIN, 0}};
+        const int rc = ::poll(p, 3, int(left.count()));
+        if (rc < 0 && errno == EINTR) continue;
+        if (rc < 0 || (p[0].revents & (POLLERR | POLLNVAL))) return -1;
+        if (p[0].revents) return 1;
+        if (rc == 0 || p[1].revents) return 0;
+        // A connection found every thread taken. Its byte is this connection's to take if it is still
+        // waiting (one thread has not freed meanwhile); a byte another idle connection took, or a stale
+        // one (read and dropped), leaves this one waiting.
+        const bool waiting = taken_.load() > threads_;
+        char byte;
+        if (::read(give_way_[0], &byte, 1) == 1 && waiting) return 0;
+    }
+}
+
 bool GuardedServer::process_and_close_socket(socket_t sock) {
     DeadlineStream strm(sock, ms_of(read_timeout_sec_, read_timeout_usec_),
-                        ms_of(write_timeout_sec_, write_timeout_usec_), request_timeout_, timeout_body_, svr_sock_);
+                        ms_of(write_timeout_sec_, write_timeout_usec_), request_timeout_, timeout_body_, wake_[0]);
     t_stream = &strm;
     bool ok = false;
     // As httplib: up to keep_alive_max_count_ requests on one connection, each after at most
     // keep_alive_timeout_sec_ of quiet (a request already buffered, pipelined, starts at once).
     for (size_t left = keep_alive_max_count_; left > 0 && svr_sock_ != INVALID_SOCKET; --left) {
-        if (!strm.buffered() &&
-            wait_for(sock, POLLIN, std::chrono::seconds(keep_alive_timeout_sec_), svr_sock_) <= 0)
-            break;
+        if (!strm.buffered() && wait_for_request(sock) <= 0) break;
         strm.begin_request();
         bool closed = false;
         ok = process_request(strm, left == 1, closed, nullptr);

@@ -11,6 +11,8 @@
 #include <thread>
 
 #include "engine/chat_prompt.h"
+#include "engine/sampler_vocab.h"
+#include "sampling/grammar/grammar_constraint.h"
 #include "server/guarded_server.h"
 #include "server/loopback.h"
 #include "util/error.h"
@@ -59,6 +61,21 @@ std::string new_id(Endpoint e) {
 
 bool write(httplib::DataSink& sink, const std::string& s) { return sink.write(s.data(), s.size()); }
 
+// A request's grammar that no token of the vocabulary can begin is the client's mistake (400), found
+// here on the request's own HTTP thread: a worker would find it only when the job reached a session,
+// after the reply's 200 had gone out. A grammar that can begin costs a few hundred token checks; one
+// that cannot, one pass over the vocabulary, which holds up no other request.
+void check_grammar_can_start(const CompletionRequest& r, const std::string& grammar,
+                             const std::shared_ptr<const SamplerVocab>& vocab) {
+    if (grammar.empty()) return;
+    try {
+        GrammarConstraint(grammar, vocab).check_can_start();
+    } catch (const Error& e) {
+        const std::string field = r.grammar_field.empty() ? "grammar" : r.grammar_field;
+        throw ApiError(400, "'" + field + "': " + e.what(), "invalid_request_error", field, "invalid_value");
+    }
+}
+
 }  // namespace
 
 HttpServer::HttpServer(const Model& model, ServerOptions options) : HttpServer(model, std::move(options), nullptr, nullptr) {}
@@ -68,7 +85,8 @@ HttpServer::HttpServer(const Model& model, ServerOptions options, JobExecutor& e
 
 HttpServer::HttpServer(const Model& model, ServerOptions options, std::unique_ptr<GenerationQueue> own,
                        JobExecutor* executor)
-    : model_(model), options_(std::move(options)), queue_(std::move(own)), exec_(executor), started_(unix_now()) {
+    : model_(model), vocab_(make_sampler_vocab(model)), options_(std::move(options)), queue_(std::move(own)),
+      exec_(executor), started_(unix_now()) {
     if (!is_loopback_host(options_.host) && options_.api_key.empty())
         throw Error("refusing to serve on " + options_.host + " without --api-key: anyone who can reach it could use "
                     "the model (bind 127.0.0.1, or give a key that clients send as 'Authorization: Bearer KEY')");
@@ -143,15 +161,17 @@ void HttpServer::stop() {
     // run() that has just begun (the app stops right after a start) would then accept forever: wait
     // for the mark. It is set before the accept loop, so the wait is short; bounded all the same.
     for (int i = 0; !http_->is_running() && i < 2000; ++i) std::this_thread::sleep_for(milliseconds(1));
-    http_->stop();
+    // The connection threads' waits end too: run() returns when those threads have, and a client that
+    // does not read its reply would hold one for the write timeout.
+    http_->stop_now();
 }
 
 void HttpServer::routes() {
     httplib::Server& s = *http_;
     // Every waiting request holds a connection thread while it waits; a few more keep /health,
-    // /metrics and the 429 answers of a full queue responsive.
-    const size_t threads = size_t(exec_->sessions() + exec_->capacity() + 4);
-    s.new_task_queue = [threads] { return new httplib::ThreadPool(threads); };
+    // /metrics and the 429 answers of a full queue responsive. A connection only kept alive between
+    // requests gives its thread up to a new one that would wait for a thread.
+    http_->set_thread_count(size_t(exec_->sessions() + exec_->capacity() + 4));
     s.set_payload_max_length(options_.max_body);
     // httplib's default also sets SO_REUSEPORT, with which a second server (another `serve`, the
     // app) binds beside one that listens and the kernel splits the connections between them: a port
@@ -243,40 +263,64 @@ void HttpServer::routes() {
         });
 }
 
-// The prompt and the sampling settings of a request, checked against the model and the context.
-std::shared_ptr<Job> HttpServer::make_job(const CompletionRequest& r) const {
-    const Tokenizer& tok = model_.tokenizer();
-    std::vector<int32_t> prompt;
-    SamplingParams p = r.sampling;
+// The prompt of a request as its executor will feed it: tokens, how many of them must fit the
+// context, and the room the reply must have after them.
+ExecutorPrompt HttpServer::render(const CompletionRequest& r) const {
     try {
         if (r.endpoint == Endpoint::CHAT) {
-            prompt = build_chat_prompt(model_, r.messages, true).ids;
-            // As `generate --chat`: the template's end-of-turn text ends a reply even when the file
-            // does not mark it as a control token.
-            for (const std::string& s : model_.chat_template().end_of_turn_texts()) p.stop.push_back(s);
-        } else {
-            prompt = tok.encode(r.prompt, tok.add_bos(), true);
+            if (std::optional<ExecutorPrompt> own = exec_->chat_prompt(r.messages)) return std::move(*own);
+            ExecutorPrompt out;
+            out.ids = build_chat_prompt(model_, r.messages, true).ids;
+            out.must_fit = int32_t(out.ids.size());
+            return out;
         }
+        const Tokenizer& tok = model_.tokenizer();
+        ExecutorPrompt out;
+        out.ids = tok.encode(r.prompt, tok.add_bos(), true);
+        out.must_fit = int32_t(out.ids.size());
+        return out;
     } catch (const Error& e) {
         throw ApiError(400, e.what(), "invalid_request_error", r.endpoint == Endpoint::CHAT ? "messages" : "prompt");
     }
-    if (prompt.empty()) throw ApiError(400, "the prompt is empty", "invalid_request_error", "prompt");
+}
+
+// A prompt, with max_tokens when given, that does not fit the context is refused here (400), by the
+// executor's count: a prompt it would refuse must not get as far as the 200.
+void HttpServer::check_fits(const CompletionRequest& r, const ExecutorPrompt& prompt) const {
     const int32_t n_ctx = exec_->n_ctx();
-    const int32_t n_prompt = int32_t(prompt.size());
-    if (n_prompt >= n_ctx || (r.max_tokens > 0 && n_prompt + r.max_tokens > n_ctx))
-        throw ApiError(400, "the prompt is " + std::to_string(n_prompt) + " tokens" +
-                                (r.max_tokens > 0 ? " and max_tokens " + std::to_string(r.max_tokens) : "") +
-                                ", but the context holds " + std::to_string(n_ctx) + " tokens (serve --ctx)",
-                       "invalid_request_error", r.max_tokens > 0 && n_prompt < n_ctx ? "max_tokens" : "messages",
-                       "context_length_exceeded");
-    p.max_tokens = r.max_tokens > 0 ? r.max_tokens : n_ctx - n_prompt;
+    const int32_t room = std::max(prompt.reply_room, 1);
+    const bool prompt_fits = prompt.must_fit + room <= n_ctx;
+    if (prompt_fits && (r.max_tokens <= 0 || prompt.must_fit + r.max_tokens <= n_ctx)) return;
+    const std::string kept = room > 1 ? " with at least " + std::to_string(room) + " kept for the reply" : "";
+    const std::string param = prompt_fits ? "max_tokens" : (r.endpoint == Endpoint::CHAT ? "messages" : "prompt");
+    throw ApiError(400, "the prompt is " + std::to_string(prompt.must_fit) + " tokens" +
+                            (r.max_tokens > 0 ? " and max_tokens " + std::to_string(r.max_tokens) : "") +
+                            ", but the context holds " + std::to_string(n_ctx) + " tokens" + kept + " (" +
+                            exec_->context_setting() + ")",
+                   "invalid_request_error", param, "context_length_exceeded");
+}
+
+// The prompt and the sampling settings of a request, checked against the model and the context.
+std::shared_ptr<Job> HttpServer::make_job(const CompletionRequest& r) const {
+    const Tokenizer& tok = model_.tokenizer();
+    ExecutorPrompt prompt = render(r);
+    if (prompt.ids.empty()) throw ApiError(400, "the prompt is empty", "invalid_request_error", "prompt");
+    check_fits(r, prompt);
+    SamplingParams p = r.sampling;
+    // As `generate --chat`: the template's end-of-turn text ends a reply even when the file does not
+    // mark it as a control token.
+    if (r.endpoint == Endpoint::CHAT)
+        for (const std::string& s : model_.chat_template().end_of_turn_texts()) p.stop.push_back(s);
+    p.max_tokens = r.max_tokens > 0 ? r.max_tokens : exec_->n_ctx() - prompt.must_fit;
     for (const LogitBias& b : p.logit_bias)
         if (b.token >= tok.n_vocab())
             throw ApiError(400, "logit_bias: token " + std::to_string(b.token) + " is beyond the vocabulary of " +
                                     std::to_string(tok.n_vocab()) + " tokens",
                            "invalid_request_error", "logit_bias", "invalid_value");
-    auto job = std::make_shared<Job>(std::move(prompt), std::move(p), r.logprobs, r.top_logprobs);
+    check_grammar_can_start(r, p.grammar, vocab_);
+    auto job = std::make_shared<Job>(std::move(prompt.ids), std::move(p), r.logprobs, r.top_logprobs);
     job->messages = r.messages;
+    job->reuse_prefix = r.cache_prompt;
     return job;
 }
 
@@ -336,6 +380,8 @@ bool HttpServer::respond_whole(Job& job, const ResponseMeta& meta, httplib::Data
             exec_->cancel(job);
             return false;
         }
+    // The reply is all there: a client that reads it slowly may not hold this thread past the timeout.
+    GuardedServer::limit_reply_time();
     const GenerateResult& g = job.result();
     std::string body;
     if (const std::string failure = failure_of(g); !failure.empty()) {
@@ -343,7 +389,7 @@ bool HttpServer::respond_whole(Job& job, const ResponseMeta& meta, httplib::Data
     } else {
         std::vector<TokenLogprob> lps;
         for (StreamToken& t : tokens) lps.push_back(std::move(t.logprob));
-        const Usage usage{int32_t(job.prompt.size()), int32_t(g.tokens.size())};
+        const Usage usage{int32_t(job.prompt.size()), int32_t(g.tokens.size()), g.timings.n_reused};
         body = completion_json(meta, g.text, finish_reason(g.reason), job.logprobs ? &lps : nullptr, usage);
     }
     if (!write(sink, body)) return false;
@@ -367,6 +413,9 @@ bool HttpServer::stream(Job& job, const ResponseMeta& meta, bool include_usage, 
     for (bool done = false; !done;) {
         std::vector<StreamToken> tokens;
         done = job.wait(tokens, milliseconds(100));
+        // The rest of the reply is all there (what a slow reader left behind included): it may not
+        // hold this thread past the timeout.
+        if (done) GuardedServer::limit_reply_time();
         if (!sink.is_writable()) return gone();
         for (StreamToken& t : tokens) {
             if (t.text.empty() && !job.logprobs) continue;
@@ -398,7 +447,8 @@ bool HttpServer::stream(Job& job, const ResponseMeta& meta, bool include_usage, 
         last.finish_reason = finish_reason(g.reason);
         if (!write(sink, sse_event(chunk_json(meta, last)))) return gone();
         if (include_usage &&
-            !write(sink, sse_event(usage_chunk_json(meta, {int32_t(job.prompt.size()), int32_t(g.tokens.size())}))))
+            !write(sink, sse_event(usage_chunk_json(
+                meta, {int32_t(job.prompt.size()), int32_t(g.tokens.size()), g.timings.n_reused}))))
             return gone();
     }
     if (!write(sink, "data: [DONE]\n\n")) return gone();

@@ -30,7 +30,8 @@ struct ServerOptions {
     int port = 8080;                   // 0: any free port (bound_port() says which)
     std::string api_key;               // non-empty: every request but /health needs "Authorization: Bearer KEY"
     size_t max_body = 4u << 20;        // request bodies over this get 413
-    int32_t request_timeout_ms = 30000;  // a request (line, headers, body) arriving slower gets 408 (GuardedServer)
+    int32_t request_timeout_ms = 30000;  // a request (line, headers, body) arriving slower gets 408, and a
+                                         // finished reply read slower is cut (GuardedServer)
     std::string model_id;              // the name /v1/models lists and requests may give
     SamplingParams defaults;           // sampling settings of a request that sets none
     QueueOptions queue;
@@ -69,10 +70,13 @@ private:
     std::string failure_of(const GenerateResult& g) const;
     bool stream(Job& job, const ResponseMeta& meta, bool include_usage, httplib::DataSink& sink);
     std::shared_ptr<Job> make_job(const CompletionRequest& r) const;
+    ExecutorPrompt render(const CompletionRequest& r) const;
+    void check_fits(const CompletionRequest& r, const ExecutorPrompt& prompt) const;
 
     HttpServer(const Model& model, ServerOptions options, std::unique_ptr<GenerationQueue> own, JobExecutor* executor);
 
     const Model& model_;
+    std::shared_ptr<const SamplerVocab> vocab_;  // the model's, for a request's grammar (make_job)
     ServerOptions options_;
     Metrics metrics_;
     std::unique_ptr<GenerationQueue> queue_;  // the server's own executor; null over a given one

@@ -12,6 +12,7 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -40,6 +41,8 @@ public:
     // A chat request's messages, which `prompt` was rendered from (the app shows them as a
     // conversation and renders them with its own template); empty for a completion.
     std::vector<ChatMessage> messages;
+    // The request's cache_prompt: it may start from the cache an earlier request left (GenerationQueue).
+    bool reuse_prefix = false;
 
     // Worker side.
     void push(StreamToken t);
@@ -71,6 +74,15 @@ private:
     std::atomic<Cause> cause_{Cause::NONE};
 };
 
+// A chat request's prompt as an executor that renders prompts its own way will feed it
+// (JobExecutor::chat_prompt).
+struct ExecutorPrompt {
+    std::vector<int32_t> ids;  // the prompt as fed (the usage's prompt_tokens)
+    int32_t must_fit = 0;      // how many of its tokens the context must hold (fewer than ids.size() where
+                               // the executor drops or shifts out old turns when the context is full)
+    int32_t reply_room = 1;    // the tokens the context must have left after them for the reply
+};
+
 class JobExecutor {
 public:
     // Called once for every job submitted, when it ends (the server's metrics), on whichever thread
@@ -92,6 +104,15 @@ public:
 
     // Why this executor does not serve an endpoint (the client gets 400 with it); empty when it does.
     virtual std::string unsupported(Endpoint) const { return {}; }
+    // A chat request's prompt as this executor will feed it, when that is not the server's way (the
+    // model's own template, the whole prompt in the context, one token left for the reply): the app's
+    // worker renders with the template the user chose, and refuses a prompt that leaves the reply
+    // less room. The server checks the request against it before submit, so a prompt the executor
+    // would refuse is a 400, not an error after the 200. Called on the request's HTTP thread;
+    // wb::Error when the messages cannot be rendered.
+    virtual std::optional<ExecutorPrompt> chat_prompt(const std::vector<ChatMessage>&) const { return std::nullopt; }
+    // Where the context's size is set, for the message of a prompt that does not fit.
+    virtual std::string context_setting() const { return "serve --ctx"; }
 
     // The queue, for /metrics and the 429 message.
     virtual int32_t waiting() const = 0;

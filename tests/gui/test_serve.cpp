@@ -4,8 +4,13 @@
 // got, its tokens in the panels; a request waits behind the user's own reply, which is saved, not
 // lost; a client that hangs up stops its reply; /v1/completions is a 400 that says why; a port that
 // will not bind and a non-loopback host without a key leave the toggle off and the settings
-// unsaved; loading a model stops serving; the port is free after a stop.
+// unsaved; loading a model stops serving; the port is free after a stop, which a client that does
+// not read its reply does not hold up; a prompt is counted as the worker counts it (its template,
+// the room for the reply), so one over that edge is a 400.
 #include <httplib.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include <QAction>
 #include <QDialog>
@@ -27,6 +32,10 @@
 #include <future>
 
 #include "chat_controller.h"
+#include "chat_template_setting.h"
+#include "context_budget.h"
+#include "engine/chat_prompt.h"
+#include "inference_worker.h"
 #include "conversation_list.h"
 #include "conversation_store.h"
 #include "gui_test_support.h"
@@ -345,6 +354,105 @@ private Q_SLOTS:
         QVERIFY(ctl->conversation().messages.last().tokens.size() < 400);
         QVERIFY(r.body.find(R"("finish_reason":"stop")") != std::string::npos);
         QVERIFY(r.body.find("data: [DONE]") != std::string::npos);
+    }
+
+    // The worker renders an API request with the template the user chose, and keeps room for the reply
+    // (context_budget): the server counts the prompt the same way, so a prompt one token over that
+    // edge is a 400 before any 200, and one at the edge is answered, its usage counting those tokens.
+    void aPromptAtTheWorkersEdgeIsCheckedAsTheWorkerCountsIt() {
+        MainWindow& w = *m_w;
+        ChatController* ctl = w.controller();
+        // Longer than the model's own: the model's count of a prompt over the worker's edge fits.
+        ChatTemplateSetting longer;
+        longer.source = QStringLiteral(
+            "{% for m in messages %}<|im_start|>{{ m.role }}\nThis message was relayed to you by the WhiteBox "
+            "desktop application on behalf of another program that uses its server.\n{{ m.content }}<|im_end|>\n"
+            "{% endfor %}{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}");
+        longer.origin = QStringLiteral("longer.jinja");
+        QSignalSpy changed(ctl, &ChatController::chatTemplateChanged);
+        ctl->applyChatTemplate(longer);
+        QVERIFY(changed.wait(kTimeoutMs));
+        const int port = serveFrom(w, "127.0.0.1", 0);
+        QVERIFY(port > 0);
+
+        const wb::Model& model = *ctl->worker()->loadedModel();
+        const wb::ChatTemplate user = wb::choose_chat_template(model.file(), model.tokenizer(),
+                                                               chat_template_setting::toChoice(longer));
+        const auto words = [](int n) { return QString("word ").repeated(n).trimmed(); };
+        const auto count = [&](const wb::ChatTemplate& t, int n) {
+            const ChatMessages m{{"user", words(n).toStdString()}};
+            const wb::ChatPrompt prompt =
+                wb::build_chat_prompt(t, model.tokenizer(), wb::chat_messages_value(m), wb::jinja::Value::none(), true);
+            return int(prompt.ids.size());
+        };
+        const int n_ctx = ctl->model().contextSize;
+        const int edge = n_ctx - context_budget::replyRoom(n_ctx);  // the most prompt tokens the worker takes
+        int n = std::max(0, edge - count(user, 0));
+        while (n > 0 && count(user, n) > edge) --n;
+        while (count(user, n + 1) <= edge) ++n;
+        QCOMPARE(count(user, n), edge);
+        QCOMPARE(count(user, n + 1), edge + 1);
+        QVERIFY2(count(model.chat_template(), n + 1) <= edge,
+                 "the model's own template must fit where the user's does not");
+
+        const int before = w.conversationStore()->conversations().size();
+        auto over = postAsync(port, "/v1/chat/completions", chatBody(words(n + 1), 1, false));
+        const Reply refused = finish(over);
+        QCOMPARE(refused.status, 400);
+        const QJsonObject error =
+            QJsonDocument::fromJson(QByteArray::fromStdString(refused.body)).object()["error"].toObject();
+        const QString message = error["message"].toString();
+        QCOMPARE(error["code"].toString(), QString("context_length_exceeded"));
+        QVERIFY2(message.contains(QString("the prompt is %1 tokens").arg(edge + 1)), refused.body.c_str());
+        QVERIFY2(message.contains("kept for the reply"), refused.body.c_str());
+        QCOMPARE(w.conversationStore()->conversations().size(), before);  // never became a conversation
+
+        auto at = postAsync(port, "/v1/chat/completions", chatBody(words(n), 1, false));
+        const Reply answered = finish(at);
+        QCOMPARE(answered.status, 200);
+        const QJsonObject o = QJsonDocument::fromJson(QByteArray::fromStdString(answered.body)).object();
+        QVERIFY2(!o.contains("error"), answered.body.c_str());
+        QCOMPARE(o["usage"].toObject()["prompt_tokens"].toInt(), edge);
+        ctl->applyChatTemplate({});
+        QVERIFY(changed.wait(kTimeoutMs));
+    }
+
+    // A client that does not read its reply holds an HTTP thread in a write; turning serving off (on
+    // the GUI thread) must not wait for it: well under 50 ms, not httplib's 5 s write timeout.
+    void stoppingIsNotHeldUpByAClientThatDoesNotRead() {
+        MainWindow& w = *m_w;
+        ChatController* ctl = w.controller();
+        const int port = serveFrom(w, "127.0.0.1", 0);
+        QVERIFY(port > 0);
+        // A whole reply of 300 tokens with 20 alternatives each (hundreds of KiB) to a small buffer.
+        QJsonObject o{{"messages", QJsonArray{QJsonObject{{"role", "user"}, {"content", "Count to 500."}}}},
+                      {"max_tokens", 300}, {"temperature", 0.0}, {"ignore_eos", true}, {"logprobs", true},
+                      {"top_logprobs", 20}};
+        const QByteArray body = QJsonDocument(o).toJson(QJsonDocument::Compact);
+        const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+        const int rcvbuf = 4096;
+        setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &rcvbuf, sizeof rcvbuf);
+        sockaddr_in a{};
+        a.sin_family = AF_INET;
+        a.sin_port = htons(uint16_t(port));
+        a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+        QCOMPARE(::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a), 0);
+        const QByteArray request = "POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+                                   "Content-Type: application/json\r\nContent-Length: " +
+                                   QByteArray::number(body.size()) + "\r\n\r\n" + body;
+        QCOMPARE(::send(fd, request.data(), size_t(request.size()), MSG_NOSIGNAL), ssize_t(request.size()));
+        QSignalSpy finished(ctl, &ChatController::generationFinished);
+        QTRY_VERIFY_WITH_TIMEOUT(!finished.isEmpty(), kTimeoutMs);
+        QCOMPARE(finished.last().at(0).value<GenerationSummary>().reason, wb::StopReason::MAX_TOKENS);
+        QTest::qWait(300);  // the reply is written: the socket's buffers are full
+        QElapsedTimer t;
+        t.start();
+        w.serveMenu()->toggleAction()->trigger();
+        const qint64 ms = t.elapsed();
+        QVERIFY(!w.serveController()->isServing());
+        QVERIFY2(ms < 50, qPrintable(QString("stopping took %1 ms").arg(ms)));
+        QVERIFY(portIsFree(port));
+        ::close(fd);
     }
 
     void completionsIsRefusedWithAReason() {

@@ -2,7 +2,8 @@
 // text count it. A job generated to its end, one whose client left while it was generated, one whose
 // client left while it waited (never generated), and at shutdown the one running and those still
 // waiting: each is reported exactly once, with its own end, and only the generated ones count as
-// generations, tokens and time.
+// generations, tokens and time. And a request starts from an empty context (bit for bit a fresh
+// session's reply) unless it asks for the prompt cache, which then evaluates only what is new.
 // Plain executable (label model): PASS/FAIL lines, exit status 1 on any failure.
 #include <chrono>
 #include <cstdio>
@@ -150,6 +151,66 @@ void shutdown_ends(const Model& model, Ends& ends) {
     report(ends.of(*left) == "abandoned", "waiting at shutdown, its client gone: abandoned (" + ends.of(*left) + ")");
 }
 
+// A job's tokens as its client gets them, and its result, once it has finished.
+std::vector<StreamToken> run_to_end(GenerationQueue& queue, const std::shared_ptr<Job>& job) {
+    std::vector<StreamToken> tokens;
+    if (!queue.submit(job)) return tokens;
+    const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+    while (std::chrono::steady_clock::now() < until && !job->wait(tokens, milliseconds(50))) {}
+    return tokens;
+}
+
+bool same_logprobs(const std::vector<StreamToken>& a, const std::vector<StreamToken>& b) {
+    if (a.size() != b.size() || a.empty()) return false;
+    for (size_t i = 0; i < a.size(); ++i) {
+        const TokenLogprob &x = a[i].logprob, &y = b[i].logprob;
+        if (a[i].text != b[i].text || x.token != y.token || x.logprob != y.logprob || x.top.size() != y.top.size())
+            return false;
+        for (size_t k = 0; k < x.top.size(); ++k)
+            if (x.top[k] != y.top[k]) return false;
+    }
+    return true;
+}
+
+// A chat client's next request repeats the last one's prompt and reply and adds a turn. By default it
+// starts from an empty context: its tokens and log probabilities are bit for bit those of a session
+// that never ran anything (what `generate` gives). With cache_prompt (Job::reuse_prefix) it starts
+// from the cache the last request left and evaluates only what is new.
+void prefix_reuse(const Model& model) {
+    Ends ends;  // apart from the metrics main() checks
+    const Tokenizer& tok = model.tokenizer();
+    for (const float temperature : {0.0f, 0.8f}) {
+        SamplingParams p;
+        p.temperature = temperature;
+        p.seed = 7;
+        p.max_tokens = 12;
+        p.ignore_eos = true;  // both replies have tokens to compare
+        const std::vector<int32_t> first = tok.encode("Name a color.", tok.add_bos(), true);
+        GenerationQueue queue(model, one_session(2), ends.fn());
+        const auto job1 = std::make_shared<Job>(first, p, true, 5);
+        run_to_end(queue, job1);
+        std::vector<int32_t> second = first;
+        second.insert(second.end(), job1->result().tokens.begin(), job1->result().tokens.end());
+        const std::vector<int32_t> more = tok.encode(" Name another one.", false, true);
+        second.insert(second.end(), more.begin(), more.end());
+        const auto again = std::make_shared<Job>(second, p, true, 5);
+        const std::vector<StreamToken> got = run_to_end(queue, again);
+        GenerationQueue fresh(model, one_session(2), ends.fn());
+        const std::vector<StreamToken> want = run_to_end(fresh, std::make_shared<Job>(second, p, true, 5));
+        const std::string what = temperature > 0 ? "seeded at temperature 0.8" : "greedy";
+        report(again->result().timings.n_reused == 0 && same_logprobs(got, want),
+               what + ": the next request starts empty, its tokens and log probabilities bit for bit a fresh "
+                      "session's");
+        const auto cached = std::make_shared<Job>(second, p, true, 5);
+        cached->reuse_prefix = true;
+        const std::vector<StreamToken> reply = run_to_end(queue, cached);
+        report(cached->result().timings.n_reused == int32_t(second.size()) - 1 &&
+                   cached->result().timings.n_prefill == 1 && reply.size() == 12,
+               what + ": with cache_prompt it evaluates only its last prompt token (reused " +
+                   std::to_string(cached->result().timings.n_reused) + " of " + std::to_string(second.size()) + ")");
+    }
+}
+
 double metric(const std::string& text, const std::string& name) {
     std::smatch m;
     if (!std::regex_search(text, m, std::regex("\n" + name + " (\\S+)\n"))) return -1;
@@ -177,6 +238,7 @@ int main() {
                                 "whitebox_queue_dropped_total"})
         report(text.find(std::string("# TYPE ") + counter + " counter\n") != std::string::npos,
                std::string(counter) + " is typed a counter");
+    prefix_reuse(*model);
     std::printf("%s\n", g_failures == 0 ? "all passed" : (std::to_string(g_failures) + " failed").c_str());
     return g_failures == 0 ? 0 : 1;
 }

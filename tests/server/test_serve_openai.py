@@ -371,6 +371,25 @@ def main():
         finally:
             small.stop()
 
+    def prompt_cache():
+        # llama-server's cache_prompt: a request may start from the cache the last one left (one session,
+        # so the second lands where the first ran). The same chat again reuses all of its prompt but the
+        # last token, reported as usage.prompt_tokens_details.cached_tokens; without it a request starts
+        # empty and gives what generate gives.
+        own = Server("--parallel", "1", "--queue", "1")
+        try:
+            client = own.client()
+            first = chat(client, own.model, extra_body={"cache_prompt": True})
+            again = chat(client, own.model, extra_body={"cache_prompt": True})
+            cached = again.usage.prompt_tokens_details.cached_tokens
+            assert cached == again.usage.prompt_tokens - 1, (cached, again.usage)
+            assert first.usage.prompt_tokens_details.cached_tokens == 0, first.usage
+            plain = chat(client, own.model)
+            assert plain.usage.prompt_tokens_details.cached_tokens == 0, plain.usage
+            assert plain.choices[0].message.content == state["text"], (plain.choices[0].message.content, state)
+        finally:
+            own.stop()
+
     def waiting_client_leaves():
         # A client that leaves while its request waits for the only session: once the session is free
         # the request is dropped unstarted, counted as abandoned in the queue, not as a generation (nor
@@ -568,6 +587,10 @@ def main():
              "grammar", "only one"),
             ("json_schema without a schema", dict(good, response_format={"type": "json_schema", "json_schema": {}}),
              "response_format.json_schema.schema", "required"),
+            # Well formed, but no token of the vocabulary begins with a NUL: found against the model's
+            # vocabulary before the request is queued, not by a session after the 200.
+            ("a grammar no token can begin", dict(good, grammar='root ::= "\\x00" [a-z]+'), "grammar",
+             'the grammar cannot begin the reply: it must start with "\\x00"'),
         ]
         for name, body, param, part in cases:
             got, reply = srv.raw("POST", "/v1/chat/completions", json.dumps(body).encode())
@@ -592,6 +615,7 @@ def main():
         check("a non-loopback host needs --api-key", refuses_open_host_without_key)
         check("SIGTERM cancels the running generation", sigterm_ends_running_generations)
         check("a client that leaves while waiting: abandoned, not a cancelled generation", waiting_client_leaves)
+        check("cache_prompt reuses the last request's cache; without it a request starts empty", prompt_cache)
         check("clients that send a request slowly get 408 and free their threads", slow_clients_are_timed_out)
         check("structured output: JSON Schema, json_object and GBNF replies follow them", structured_output)
         check("a malformed grammar or schema is a 400 and never reaches a session",

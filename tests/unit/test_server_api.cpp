@@ -61,7 +61,7 @@ void fields_are_read() {
         "dry_sequence_breakers": ["x"], "xtc_probability": 0.5, "xtc_threshold": 0.2, "top_n_sigma": 1.5,
         "mirostat": 2, "mirostat_tau": 4, "mirostat_eta": 0.2, "typical_p": 0.7, "samplers": ["top_k", "temperature"],
         "stream": true, "stream_options": {"include_usage": true}, "logprobs": true, "top_logprobs": 20,
-        "ignore_eos": true, "user": "unknown fields are ignored", "n": 1})");
+        "ignore_eos": true, "cache_prompt": true, "user": "unknown fields are ignored", "n": 1})");
     const SamplingParams& s = r.sampling;
     report(r.model == "m" && r.messages.size() == 1 && r.messages[0].role == "user" && r.messages[0].content == "hi",
            "model and messages");
@@ -82,12 +82,13 @@ void fields_are_read() {
            "XTC, top-n-sigma, Mirostat, typical, ignore_eos");
     report(s.samplers == std::vector<std::string>{"top_k", "temperature"}, "samplers");
     report(r.stream && r.include_usage && r.logprobs && r.top_logprobs == 20, "stream, usage, logprobs");
+    report(r.cache_prompt, "cache_prompt (llama-server's)");
 
     SamplingParams defaults;
     defaults.temperature = 0.3f;
     defaults.top_k = 5;
     const CompletionRequest d = parse_completion_request("{" + kMsg + R"(, "top_k": 9})", Endpoint::CHAT, defaults);
-    report(d.sampling.temperature == 0.3f && d.sampling.top_k == 9 && d.max_tokens == 0 && !d.stream,
+    report(d.sampling.temperature == 0.3f && d.sampling.top_k == 9 && d.max_tokens == 0 && !d.stream && !d.cache_prompt,
            "unset fields keep the server's defaults");
     const CompletionRequest seeded = chat("{" + kMsg + R"(, "seed": -1, "max_tokens": null})");
     report(seeded.sampling.seed == SamplingParams::kRandomSeed && seeded.max_tokens == 0, "seed -1 = random, null = unset");
@@ -127,7 +128,7 @@ void bad_requests_are_400() {
         {"frequency_penalty", "\"x\""}, {"presence_penalty", "1e9"}, {"repeat_penalty", "-1"},
         {"logit_bias", "[1]"}, {"logit_bias", "{\"abc\": 1}"}, {"logit_bias", "{\"1\": \"x\"}"},
         {"logit_bias", "{\"1\": true}"}, {"logit_bias", "{\"99999999999\": 1}"}, {"mirostat", "3"},
-        {"samplers", "[\"nope\"]"}, {"dry_sequence_breakers", "{}"}, {"stream", "\"yes\""}, {"stream_options", "1"},
+        {"samplers", "[\"nope\"]"}, {"dry_sequence_breakers", "{}"}, {"stream", "\"yes\""}, {"cache_prompt", "1"}, {"stream_options", "1"},
         {"logprobs", "1"}, {"top_logprobs", "21"}, {"top_logprobs", "-1"}, {"n", "2"}, {"model", "5"},
         {"tools", "[{\"type\": \"function\"}]"}};
     for (const auto& [name, value] : fields)
@@ -277,6 +278,9 @@ void responses_have_openai_shapes() {
     later.text_offset = 2;
     report(json::parse(chunk_json(text_meta, later))["choices"][0]["logprobs"]["text_offset"] == json({2}),
            "a later completions chunk's text_offset continues from the tokens before it");
+    report(json::parse(completion_json(chat_meta, "x", "stop", nullptr, {5, 1, 4}))["usage"]["prompt_tokens_details"] ==
+               json({{"cached_tokens", 4}}),
+           "usage: prompt_tokens_details.cached_tokens");
     report(json::parse(usage_chunk_json(chat_meta, {3, 4}))["usage"]["completion_tokens"] == 4 &&
                sse_event("{}") == "data: {}\n\n",
            "the usage chunk and the SSE framing");
