@@ -195,8 +195,8 @@ QVector<ModelInfoPanel::LedgerRow> ModelInfoPanel::ledgerRows() const {
             if (t == type) repacked = qint64(n);
         if (repacked >= 0)
             rows.append({QStringLiteral("weights:") + type, tr("weights, %1 (%2 tensors)").arg(type).arg(count), qint64(bytes), repacked,
-                         tr("measured: the matrices the CPU kernels read repacked at load into a layout of their own (the "
-                            "backend's count); the file mapping's pages of them are given back to the system")});
+                         tr("repacked at load for the CPU kernels (measured: the copy, by the backend's count); the "
+                            "file mapping's pages of it are given back")});
         else
             rows.append({QStringLiteral("weights:") + type, tr("weights, %1 (%2 tensors)").arg(type).arg(count), qint64(bytes), -1, weightsHow});
     }

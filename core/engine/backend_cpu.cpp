@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <new>
+#include <set>
 
 #include "engine/backend_cpu_fma.h"
 #include "engine/cpu_repack.h"
@@ -126,23 +127,33 @@ std::string CpuBackend::description() const {
 
 // A matrix is repacked where the kernel family has a load-time layout for its decode order (the order
 // of a one-token matmul) and its rows come in whole runs of 16. The embedding table itself is only
-// looked up by rows (embed), so it stays in the mapping; a tied output is repacked, but the mapping's
-// pages stay for the lookups.
+// looked up by rows, so it is repacked only as a tied output head: then embed reads its rows from the
+// copy too (unrepack_row), and the mapping's pages of it go like the others'.
 void CpuBackend::prepare_weights(ModelWeights& weights) {
-    for (Weight* w : weights.all()) {
-        if (!*w || w == &weights.token_embd || w->n_out % kTile16Rows != 0 || w->device) continue;
-        const DotKernels k = dot_kernels(w->type, w->n_in, llama_cpp_dot_order(*w, 1, 0));
-        if (!k.repack16) continue;
-        const bool shared_with_lookups = weights.token_embd && w->src == weights.token_embd.src;
-        std::shared_ptr<const RepackedMatrix> m = repacked_matrix(*w, k, pool_, !shared_with_lookups);
-        w->device = m->data;
-        repacked_[m->data] = std::move(m);
+    std::set<const void*> used;  // one use per copy and weight set (release_weights counts so)
+    try {
+        for (Weight* w : weights.all()) {
+            if (!*w || w == &weights.token_embd || w->n_out % kTile16Rows != 0 || w->device) continue;
+            const DotKernels k = dot_kernels(w->type, w->n_in, llama_cpp_dot_order(*w, 1, 0));
+            if (!k.repack16 || !k.unrepack_row) continue;
+            std::shared_ptr<const RepackedMatrix> m = repacked_matrix(*w, k, pool_, true);
+            RepackedUse& use = repacked_[m->data];
+            use.copy = std::move(m);
+            if (used.insert(use.copy->data).second) ++use.users;
+            w->device = use.copy->data;
+            if (weights.token_embd && w->src == weights.token_embd.src && w->host == weights.token_embd.host)
+                weights.token_embd.device = w->device;
+        }
+    } catch (...) {
+        release_weights(weights);  // the copies made before the failure (out of memory)
+        throw;
     }
 }
 
 std::vector<std::pair<GgmlType, uint64_t>> CpuBackend::repacked_weights() const {
     std::vector<std::pair<GgmlType, uint64_t>> out;
-    for (const auto& [data, m] : repacked_) {
+    for (const auto& [data, use] : repacked_) {
+        const RepackedMatrix* m = use.copy.get();
         auto it = std::find_if(out.begin(), out.end(), [&](const auto& e) { return e.first == m->type; });
         if (it == out.end()) it = out.insert(out.end(), {m->type, 0});
         it->second += m->bytes;
@@ -151,8 +162,14 @@ std::vector<std::pair<GgmlType, uint64_t>> CpuBackend::repacked_weights() const 
 }
 
 void CpuBackend::release_weights(ModelWeights& weights) {
+    std::set<const void*> copies;  // a tied table and its output head are one use of one copy
     for (Weight* w : weights.all())
-        if (w->device && repacked_.erase(w->device)) w->device = nullptr;
+        if (w->device && repacked_.count(w->device)) {
+            copies.insert(w->device);
+            w->device = nullptr;
+        }
+    for (const void* p : copies)
+        if (auto it = repacked_.find(p); --it->second.users == 0) repacked_.erase(it);
 }
 
 size_t CpuBackend::alloc_bytes(int64_t n_rows, int64_t n_cols) {
@@ -182,12 +199,21 @@ void CpuBackend::kv_free(void* p) { std::free(p); }
 
 void CpuBackend::embed(const Weight& table, const int32_t* ids, int32_t n, float scale, Tensor& out) {
     const size_t row_bytes = ggml_row_bytes(table.type, table.n_in);
+    // A tied table repacked as the output head: its rows come back from the copy, byte for byte.
+    const auto copy = table.device ? repacked_.find(table.device) : repacked_.end();
+    std::vector<uint8_t> unrepacked(copy != repacked_.end() ? row_bytes : 0);
     for (int32_t i = 0; i < n; ++i) {
         if (ids[i] < 0 || ids[i] >= table.n_out)
             throw Error("token id " + std::to_string(ids[i]) + " is outside the vocabulary (0.." +
                         std::to_string(table.n_out - 1) + ")");
         float* row = out.data + int64_t(i) * out.n_cols;
-        dequantize_row(table.type, static_cast<const uint8_t*>(table.host) + size_t(ids[i]) * row_bytes, row, table.n_in);
+        const uint8_t* bytes = static_cast<const uint8_t*>(table.host) + size_t(ids[i]) * row_bytes;
+        if (copy != repacked_.end()) {
+            const RepackedMatrix& m = *copy->second.copy;
+            m.unrepack_row(table.n_in, m.data + size_t(ids[i] / kTile16Rows) * m.group_bytes, ids[i] % kTile16Rows, unrepacked.data());
+            bytes = unrepacked.data();
+        }
+        dequantize_row(table.type, bytes, row, table.n_in);
         if (scale != 1.0f)
             for (int64_t j = 0; j < table.n_in; ++j) row[j] *= scale;
     }
@@ -245,7 +271,7 @@ void CpuBackend::plan_matmuls(const Tensor& x, const Weight* const* weights, Ten
         // The repacked copy serves where both orders read its layout (else the mapping, still valid).
         job.repacked = nullptr;
         if (auto it = w.device ? repacked_.find(w.device) : repacked_.end(); it != repacked_.end()) {
-            const RepackedMatrix& m = *it->second;
+            const RepackedMatrix& m = *it->second.copy;
             if (job.first.repack16 == m.layout && job.rest.repack16 == m.layout) {
                 job.repacked = m.data;
                 job.repacked_group = m.group_bytes;

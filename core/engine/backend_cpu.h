@@ -108,8 +108,14 @@ private:
                           Tensor& out);
 
     ThreadPool pool_;
-    // The repacked copies this backend's weights point to (Weight::device), by that pointer.
-    std::unordered_map<const void*, std::shared_ptr<const RepackedMatrix>> repacked_;
+    // The repacked copies this backend's weights point to (Weight::device), by that pointer, with the
+    // number of prepared weight sets (sessions) using each: a comparison's second session on this
+    // backend shares the chat session's copies, and its release must not free them.
+    struct RepackedUse {
+        std::shared_ptr<const RepackedMatrix> copy;
+        int users = 0;
+    };
+    std::unordered_map<const void*, RepackedUse> repacked_;
     std::vector<uint8_t> act_buf_[kMaxJobs];         // activations converted to the weights' dot types
     std::vector<uint8_t> packed_buf_[kMaxJobs];      // and packed for a tile (MatmulJob::packed)
     std::vector<std::vector<float>> thread_buf_;     // per-thread scratch (attention scores, lanes)

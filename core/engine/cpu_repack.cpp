@@ -13,6 +13,7 @@
 #endif
 
 #include "gguf/ggml_type.h"
+#include "gguf/gguf_file.h"
 #include "util/error.h"
 
 namespace wb {
@@ -23,15 +24,17 @@ constexpr size_t kAlign = 64;
 
 std::atomic<uint64_t> g_total{0};
 
-// The copies alive, by what they were made from: the rows' address in the mapping, their shape and
-// the layout. Weak: a copy lives as long as a backend holds it.
-using Key = std::tuple<const void*, int64_t, int64_t, void (*)(int64_t, const void*, size_t, void*)>;
+// The copies alive of rows in a file mapping, by what they were made from: the mapping (gguf_mapping_id:
+// two files mapped at one address in turn are two), the rows' address in it, their shape and the
+// layout. Weak: a copy lives as long as a backend holds it.
+using Key = std::tuple<uint64_t, const void*, int64_t, int64_t, void (*)(int64_t, const void*, size_t, void*)>;
 std::mutex g_mutex;
 std::map<Key, std::weak_ptr<const RepackedMatrix>> g_copies;
 
 // Drops the mapping's whole pages inside [p, p + bytes) from this process: nothing reads them any
 // more, and a later read (a kernel family switched in a test) would fault them in again from the file,
-// so this only ever changes the memory held, never a result.
+// so this only ever changes the memory held, never a result. Only inside a GGUF file's read-only
+// mapping: on the heap (weights a test built in memory) MADV_DONTNEED would zero the data.
 void give_back(const void* p, size_t bytes) {
 #if defined(__unix__) && defined(MADV_DONTNEED)
     const auto page = size_t(sysconf(_SC_PAGESIZE));
@@ -54,24 +57,28 @@ RepackedMatrix::~RepackedMatrix() {
 std::shared_ptr<const RepackedMatrix> repacked_matrix(const Weight& w, const DotKernels& k, ThreadPool& pool,
                                                       bool give_back_mapping) {
     if (!k.repack16 || w.n_out % kTile16Rows != 0) throw Error("repacked_matrix: no 16-row layout for this matrix");
-    const Key key{w.host, w.n_in, w.n_out, k.repack16};
+    const size_t row_bytes = ggml_row_bytes(w.type, w.n_in);
+    // Rows on the heap (weights a test built in memory) are neither shared nor given back.
+    const uint64_t mapping = gguf_mapping_id(w.host, row_bytes * size_t(w.n_out));
+    const Key key{mapping, w.host, w.n_in, w.n_out, k.repack16};
     std::lock_guard<std::mutex> lock(g_mutex);
-    if (auto it = g_copies.find(key); it != g_copies.end())
+    if (auto it = mapping ? g_copies.find(key) : g_copies.end(); it != g_copies.end())
         if (auto alive = it->second.lock()) return alive;
     auto m = std::make_shared<RepackedMatrix>();
     m->layout = k.repack16;
     m->type = w.type;
+    m->unrepack_row = k.unrepack_row;
     m->group_bytes = k.repacked16_bytes(w.n_in);
     m->bytes = m->group_bytes * size_t(w.n_out / kTile16Rows);
     m->data = static_cast<uint8_t*>(std::aligned_alloc(kAlign, (m->bytes + kAlign - 1) / kAlign * kAlign));
     if (!m->data) throw Error("out of memory repacking a " + std::to_string(m->bytes) + "-byte weight matrix");
     g_total += m->bytes;
-    const size_t row_bytes = ggml_row_bytes(w.type, w.n_in);
     const auto* rows = static_cast<const uint8_t*>(w.host);
     RepackedMatrix& out = *m;
     pool.parallel_for(w.n_out / kTile16Rows, [&](int64_t g, int) {
         k.repack16(w.n_in, rows + size_t(g * kTile16Rows) * row_bytes, row_bytes, out.data + size_t(g) * out.group_bytes);
     });
+    if (!mapping) return m;
     if (give_back_mapping) give_back(w.host, row_bytes * size_t(w.n_out));
     for (auto it = g_copies.begin(); it != g_copies.end();) it = it->second.expired() ? g_copies.erase(it) : std::next(it);
     g_copies[key] = m;

@@ -3,10 +3,11 @@
 // decode (DotKernels::repack16 in quant/quant.h: Q4_K on a CPU with AVX-512 VNNI, where the file's
 // layout held the decode to two thirds of the memory's speed).
 //
-// One copy per matrix for the whole process: every CpuBackend that prepares the same model (the
-// server's parallel slots, a comparison's sessions) shares it, and it is freed when the last one
+// One copy per matrix of a file for the whole process: every CpuBackend that prepares the same model
+// (the server's parallel slots, a comparison's sessions) shares it, and it is freed when the last one
 // releases it. Once a matrix is repacked, the backend reads only the copy (decode and prefill), so the
 // file mapping's pages of it are given back to the system (madvise): the weights are not held twice.
+// (Rows on the heap, as tests build them, get a copy of their own and keep their memory.)
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -23,6 +24,7 @@ struct RepackedMatrix {
     size_t bytes = 0;
     GgmlType type = GgmlType::F32;  // of the matrix it was made from
     void (*layout)(int64_t, const void*, size_t, void*) = nullptr;  // the repack16 that wrote it
+    void (*unrepack_row)(int64_t, const void*, int, void*) = nullptr;  // its DotKernels::unrepack_row
 
     RepackedMatrix() = default;
     RepackedMatrix(const RepackedMatrix&) = delete;
@@ -33,7 +35,7 @@ struct RepackedMatrix {
 // The repacked copy of w for kernels k (k.repack16 set; w.n_out a multiple of kTile16Rows): the one
 // already made for the same rows and layout if another backend still holds it, else a new one,
 // repacked on the pool's threads. give_back_mapping: whether the mapping's pages of w may be dropped
-// (false for a matrix something still reads in place, e.g. a tied output's embedding table).
+// (false for a matrix something still reads in place).
 std::shared_ptr<const RepackedMatrix> repacked_matrix(const Weight& w, const DotKernels& k, ThreadPool& pool,
                                                       bool give_back_mapping);
 

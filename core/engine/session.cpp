@@ -50,7 +50,21 @@ Session::Session(const Model& model, Backend& backend, const SessionOptions& opt
                     std::to_string(c.n_ctx_train));
     n_batch_ = std::clamp(options.n_batch, 1, n_ctx_);
     backend_.prepare_weights(weights_);
+    try {
+        make_cache_and_buffers(options);
+    } catch (...) {
+        // No destructor runs for a constructor that throws: give back what prepare_weights took (a
+        // CPU backend's repacked copies, a GPU backend's uploads), which would otherwise stay with
+        // the backend, here possibly the chat's, for as long as it lives.
+        kv_.reset();
+        buffers_.release(backend_);
+        backend_.release_weights(weights_);
+        throw;
+    }
+}
 
+void Session::make_cache_and_buffers(const SessionOptions& options) {
+    const ModelConfig& c = model_.config();
     KvCacheConfig kc;
     kc.n_layer = c.n_layer;
     kc.n_head_kv = c.n_head_kv;

@@ -148,6 +148,8 @@ private:
     // ContextPolicy::SHIFT when the cache is full: drops half of what follows the kept tokens
     // (shift_kv), or recomputes the rest when sliding-window layers cannot continue from the shift.
     void shift_context();
+    // The constructor's KV cache, scratch buffers and logits row (after prepare_weights).
+    void make_cache_and_buffers(const SessionOptions& options);
 
     const Model& model_;
     Backend& backend_;

@@ -9,7 +9,9 @@
 #include <cerrno>
 #include <cstring>
 #include <limits>
+#include <mutex>
 #include <new>
+#include <vector>
 
 #include "util/error.h"
 
@@ -327,7 +329,32 @@ std::unique_ptr<GgufFile> GgufFile::open(const std::string& path, GgufTensorData
     return f;
 }
 
+namespace {
+
+// The mappings of the GgufFiles alive (gguf_mapping_id).
+struct Mapping {
+    uintptr_t begin, end;
+    uint64_t id;
+};
+std::mutex g_mappings_mutex;
+std::vector<Mapping> g_mappings;
+uint64_t g_last_mapping_id = 0;
+
+}  // namespace
+
+uint64_t gguf_mapping_id(const void* p, size_t bytes) {
+    const auto begin = reinterpret_cast<uintptr_t>(p);
+    std::lock_guard<std::mutex> lock(g_mappings_mutex);
+    for (const Mapping& m : g_mappings)
+        if (begin >= m.begin && begin <= m.end && bytes <= m.end - begin) return m.id;
+    return 0;
+}
+
 GgufFile::~GgufFile() {
+    if (base_) {
+        std::lock_guard<std::mutex> lock(g_mappings_mutex);
+        std::erase_if(g_mappings, [&](const Mapping& m) { return m.begin == reinterpret_cast<uintptr_t>(base_); });
+    }
     if (base_) munmap(const_cast<uint8_t*>(base_), size_t(size_));
     if (fd_ >= 0) ::close(fd_);
 }
@@ -344,6 +371,8 @@ void GgufFile::map() {
     void* p = mmap(nullptr, size_t(size_), PROT_READ, MAP_PRIVATE, fd_, 0);
     if (p == MAP_FAILED) throw Error(std::string("cannot map into memory: ") + std::strerror(errno));
     base_ = static_cast<const uint8_t*>(p);
+    std::lock_guard<std::mutex> lock(g_mappings_mutex);
+    g_mappings.push_back({reinterpret_cast<uintptr_t>(base_), reinterpret_cast<uintptr_t>(base_) + uintptr_t(size_), ++g_last_mapping_id});
 }
 
 void GgufFile::parse(GgufTensorData tensor_data) {

@@ -66,6 +66,12 @@ enum class GgufTensorData {
     MAY_BE_TRUNCATED,
 };
 
+// The read-only file mapping of a GgufFile alive now that [p, p + bytes) lies in, as a number no other
+// mapping of the process has had; 0 if none. Such memory can be dropped (madvise) and read again from
+// the file, unlike the heap, and the number tells two files mapped at the same address apart
+// (engine/cpu_repack.cpp).
+uint64_t gguf_mapping_id(const void* p, size_t bytes);
+
 class GgufFile {
 public:
     // Maps and validates the file; throws wb::Error naming what is wrong and where.

@@ -364,6 +364,7 @@ DotKernels dot_kernels(GgmlType weight_type, int64_t n, DotOrder order) {
         k.repacked16_bytes = repacked.bytes;
         k.repack16 = repacked.repack;
         k.row16_repacked = repacked.row16;
+        k.unrepack_row = repacked.unrepack_row;
         if (k.tile16_unpacked) k.unpack16_repacked = repacked.unpack16;
     }
     return k;

@@ -133,11 +133,14 @@ struct DotKernels {
     // out) gives out[r] = row(n, w + r * w_stride, x) for r < 16, bit for bit, and unpack16_repacked(n,
     // repacked, unpacked) writes exactly what unpack16_w(n, w, w_stride, unpacked) does (nullptr where
     // this order has no 16-row tile). Every order of a type shares the layout (the same repack16). All
-    // nullptr where none.
+    // nullptr where none. unrepack_row(n, repacked, r, row) writes row r (< 16) back in the file's
+    // layout, byte for byte (the repacking loses nothing): what reads a row by itself (an embedding
+    // lookup in a tied table) reads the copy too, so the mapping's pages can go.
     size_t (*repacked16_bytes)(int64_t n) = nullptr;
     void (*repack16)(int64_t n, const void* w, size_t w_stride, void* out) = nullptr;
     void (*row16_repacked)(int64_t n, const void* repacked, const void* x, float* out) = nullptr;
     void (*unpack16_repacked)(int64_t n, const void* repacked, void* unpacked) = nullptr;
+    void (*unrepack_row)(int64_t n, const void* repacked, int r, void* row) = nullptr;
 };
 constexpr int kTile16Rows = 16;
 DotKernels dot_kernels(GgmlType weight_type, int64_t n, DotOrder order = DotOrder::kRow);

@@ -29,6 +29,15 @@ struct Unpacked16 {
 static_assert(sizeof(Unpacked16<8>) % 64 == 0 && sizeof(Unpacked16<16>) % 64 == 0,
               "whole cache lines: in a 64-byte aligned buffer every block's codes are");
 
+// The 16-row tile's layout for the 32-element types (quant_avx512_rows16.cpp's Q8_0, Q4_1, Q5_1 tile):
+// one block (32 values) of 16 rows.
+struct Unpacked16Q32 {
+    uint8_t codes[8][kTile16Rows][4];  // [group of 4 values][row]
+    int32_t start[8][kTile16Rows];     // signed codes: -128 * the group's code sum
+    float d[kTile16Rows], m[kTile16Rows];
+};
+static_assert(sizeof(Unpacked16Q32) % 64 == 0, "whole cache lines");
+
 // Chunk ch's codes: sub-block 2ch's 32 values in the low 256 bits, sub-block 2ch+1's in the high
 // ones. Q4_K: the low and high nibbles of the chunk's 32 bytes.
 [[gnu::always_inline]] inline __m512i chunk_codes(const BlockQ4_K& w, int ch, __m512i) {

@@ -1,6 +1,7 @@
-// Q4_K repacked at load for the decode (DotKernels::repack16 / row16_repacked / unpack16_repacked in
-// quant.h), AVX-512 (F, BW, VL, VNNI), built with those flags and handed out by quant.cpp only on a CPU
-// that has them (the avx512 family).
+// Q4_K and Q8_0 repacked at load for the decode (DotKernels::repack16 / row16_repacked /
+// unpack16_repacked / unrepack_row in quant.h), AVX-512 (F, BW, VL, VNNI), built with those flags and
+// handed out by quant.cpp only on a CPU that has them (the avx512 family). Q8_0's part is at the end
+// of the file.
 //
 // Why: a decode matmul is one token against every row, so it is paced by how fast the weights stream
 // in. Read in the file's layout (quant_avx2_rows.cpp's dot_q4_k_gemv_rows8) each row's blocks are
@@ -184,6 +185,127 @@ void unpack16_q4_k(int64_t n, const void* repacked, void* unpacked) {
     }
 }
 
+// Row r's blocks back in the file's layout: the codes from the nibbles, the 12 scale bytes packed
+// again as k4_scale_min reads them (scales and minimums 0-3 in the low 6 bits of bytes 0-3 and 4-7,
+// 4-7 in the nibbles of bytes 8-11 with their top 2 bits in the top bits of bytes 0-7).
+void unrepack_q4_k(int64_t n, const void* repacked, int r, void* row) {
+    const auto* blocks = static_cast<const Q4KRepacked16*>(repacked);
+    auto* out = static_cast<BlockQ4_K*>(row);
+    for (int64_t i = 0; i < n / kQKK; ++i) {
+        const Q4KRepacked16& p = blocks[i];
+        BlockQ4_K& b = out[i];
+        uint8_t codes[kQKK];
+        for (int g = 0; g < kQKK / 8; ++g)
+            for (int k = 0; k < 4; ++k) {
+                codes[8 * g + k] = uint8_t(p.nib[g][r][k] & 0x0F);
+                codes[8 * g + 4 + k] = uint8_t(p.nib[g][r][k] >> 4);
+            }
+        for (int ch = 0; ch < 4; ++ch)
+            for (int l = 0; l < 32; ++l) b.qs[32 * ch + l] = uint8_t(codes[64 * ch + l] | codes[64 * ch + 32 + l] << 4);
+        const auto sc = [&](int s) { return p.scales[s][r]; };
+        const auto mn = [&](int s) { return p.mins[s / 2][r][s % 2]; };
+        for (int j = 0; j < 4; ++j) {
+            b.scales[j] = uint8_t(sc(j) | (sc(j + 4) >> 4) << 6);
+            b.scales[j + 4] = uint8_t(mn(j) | (mn(j + 4) >> 4) << 6);
+            b.scales[j + 8] = uint8_t((sc(j + 4) & 0x0F) | (mn(j + 4) & 0x0F) << 4);
+        }
+        b.d = p.d[r];
+        b.dmin = p.dmin[r];
+    }
+}
+
+// ---- Q8_0 in its row order (the decode of a Q8_0 matrix, often a model's tied output) ----
+//
+// A group of 16 rows is the codes of every block ([block][group of 4 values][row][4]: 512 bytes a
+// block, 64-byte aligned) and then their d ([block][row], f16): the same bytes as the file's, read as
+// one stream instead of 16. The row kernel (dot_blocks<BlockQ8_0> in quant_avx2.cpp) keeps 8 float
+// lanes, lane l the exact sums of values 4l..4l+3 of each block folded in by one FMA with
+// fp16(d_w) * fp16(d_x), and sums them in hsum's tree; here lane l of the 16 rows is one vector.
+constexpr size_t kQ80Codes = kQK * kRows;  // bytes of one block's codes for the 16 rows
+
+size_t q8_0_repacked_bytes(int64_t n) {
+    const size_t nb = size_t(n / kQK);
+    return (nb * (kQ80Codes + 2 * kRows) + 63) / 64 * 64;
+}
+
+void repack_q8_0(int64_t n, const void* w, size_t w_stride, void* out) {
+    const int64_t nb = n / kQK;
+    auto* codes = static_cast<int8_t*>(out);
+    auto* d = reinterpret_cast<uint16_t*>(codes + size_t(nb) * kQ80Codes);
+    for (int r = 0; r < kRows; ++r) {
+        const auto* row = reinterpret_cast<const BlockQ8_0*>(static_cast<const uint8_t*>(w) + size_t(r) * w_stride);
+        for (int64_t i = 0; i < nb; ++i) {
+            for (int g = 0; g < kQK / 4; ++g) std::memcpy(codes + size_t(i) * kQ80Codes + 64 * g + 4 * r, row[i].qs + 4 * g, 4);
+            d[i * kRows + r] = row[i].d;
+        }
+    }
+}
+
+void unrepack_q8_0(int64_t n, const void* repacked, int r, void* row) {
+    const int64_t nb = n / kQK;
+    const auto* codes = static_cast<const int8_t*>(repacked);
+    const auto* d = reinterpret_cast<const uint16_t*>(codes + size_t(nb) * kQ80Codes);
+    auto* out = static_cast<BlockQ8_0*>(row);
+    for (int64_t i = 0; i < nb; ++i) {
+        for (int g = 0; g < kQK / 4; ++g) std::memcpy(out[i].qs + 4 * g, codes + size_t(i) * kQ80Codes + 64 * g + 4 * r, 4);
+        out[i].d = d[i * kRows + r];
+    }
+}
+
+// hsum's tree over lanes held in 8 vectors: ((l0 + l4) + (l2 + l6)) + ((l1 + l5) + (l3 + l7)).
+WB_INLINE __m512 lane_tree(const __m512 (&l)[8]) {
+    const __m512 a = _mm512_add_ps(_mm512_add_ps(l[0], l[4]), _mm512_add_ps(l[2], l[6]));
+    const __m512 b = _mm512_add_ps(_mm512_add_ps(l[1], l[5]), _mm512_add_ps(l[3], l[7]));
+    return _mm512_add_ps(a, b);
+}
+
+void row16_q8_0(int64_t n, const void* repacked, const void* x, float* out) {
+    const int64_t nb = n / kQK;
+    const auto* codes = static_cast<const int8_t*>(repacked);
+    const auto* d = reinterpret_cast<const uint16_t*>(codes + size_t(nb) * kQ80Codes);
+    const auto* bx = static_cast<const BlockQ8_0*>(x);
+    __m512 acc[8];
+    for (__m512& a : acc) a = _mm512_setzero_ps();
+    for (int64_t i = 0; i < nb; ++i) {
+        // fp16(d_w) * fp16(d_x) per row, one rounding as the row kernel's scalar product
+        const __m512 dd = _mm512_mul_ps(_mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(d + i * kRows))),
+                                        _mm512_set1_ps(fp16(bx[i].d)));
+        const int8_t* c = codes + size_t(i) * kQ80Codes;
+#pragma GCC unroll 8
+        for (int g = 0; g < kQK / 4; ++g) {
+            const __m512i q = _mm512_load_si512(c + 64 * g);
+            const __m512i y = broadcast4(bx[i].qs + 4 * g);
+            // |q| (-128 as 128, unsigned) times y with q's sign: the row kernel's exact lane sums
+            const __m512i sy = _mm512_mask_sub_epi8(y, _mm512_movepi8_mask(q), _mm512_setzero_si512(), y);
+            const __m512i lanes = _mm512_dpbusd_epi32(_mm512_setzero_si512(), _mm512_abs_epi8(q), sy);
+            acc[g] = _mm512_fmadd_ps(dd, _mm512_cvtepi32_ps(lanes), acc[g]);
+        }
+    }
+    // + 0.0f: the row kernel adds its (here empty) scalar terms after the sum, which turns -0 into +0.
+    _mm512_storeu_ps(out, _mm512_add_ps(lane_tree(acc), _mm512_setzero_ps()));
+}
+
+// The 16-row tile's layout for Q8_0 (Unpacked16Q32: the same codes, each group's start -128 times
+// its code sum, d as float).
+void unpack16_q8_0(int64_t n, const void* repacked, void* unpacked) {
+    const int64_t nb = n / kQK;
+    const auto* codes = static_cast<const int8_t*>(repacked);
+    const auto* d = reinterpret_cast<const uint16_t*>(codes + size_t(nb) * kQ80Codes);
+    auto* out = static_cast<Unpacked16Q32*>(unpacked);
+    const __m512i ones = _mm512_set1_epi8(1);
+    for (int64_t i = 0; i < nb; ++i) {
+        Unpacked16Q32& u = out[i];
+        for (int g = 0; g < kQK / 4; ++g) {
+            const __m512i q = _mm512_load_si512(codes + size_t(i) * kQ80Codes + 64 * g);
+            _mm512_store_si512(u.codes[g], q);
+            const __m512i sum = _mm512_dpbusd_epi32(_mm512_setzero_si512(), ones, q);  // the group's 4 codes, signed
+            _mm512_store_si512(u.start[g], _mm512_mullo_epi32(sum, _mm512_set1_epi32(-128)));
+        }
+        _mm512_store_ps(u.d, _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(d + i * kRows))));
+        _mm512_store_ps(u.m, _mm512_setzero_ps());
+    }
+}
+
 #if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC diagnostic pop
 #endif
@@ -191,8 +313,12 @@ void unpack16_q4_k(int64_t n, const void* repacked, void* unpacked) {
 }  // namespace
 
 void add_repack_avx512_kernels(KernelTable& t) {
-    t.repacked16_in(DotOrder::kGemv, GgmlType::Q4_K) = {q4_k_repacked_bytes, repack_q4_k, row16_q4_k<false>, unpack16_q4_k};
-    t.repacked16_in(DotOrder::kGemm, GgmlType::Q4_K) = {q4_k_repacked_bytes, repack_q4_k, row16_q4_k<true>, unpack16_q4_k};
+    t.repacked16_in(DotOrder::kGemv, GgmlType::Q4_K) = {q4_k_repacked_bytes, repack_q4_k, row16_q4_k<false>, unpack16_q4_k,
+                                                          unrepack_q4_k};
+    t.repacked16_in(DotOrder::kGemm, GgmlType::Q4_K) = {q4_k_repacked_bytes, repack_q4_k, row16_q4_k<true>, unpack16_q4_k,
+                                                          unrepack_q4_k};
+    // the batches' llamafile order is served by the row order's kernels (quant.cpp's served_order)
+    t.repacked16_in(DotOrder::kRow, GgmlType::Q8_0) = {q8_0_repacked_bytes, repack_q8_0, row16_q8_0, unpack16_q8_0, unrepack_q8_0};
 }
 
 }  // namespace wb

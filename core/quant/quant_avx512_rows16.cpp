@@ -260,13 +260,6 @@ Rows16Tile rows16() {
 // Q8_0's are signed, so the activations go in as the unsigned operand, biased by 128, and each group's
 // accumulator starts at -128 * (the sum of its 4 codes), stored with the codes: vpdpbusd then ends on
 // exactly sum(code * y).
-struct Unpacked16Q32 {
-    uint8_t codes[8][kTile16Rows][4];  // [group of 4 values][row]
-    int32_t start[8][kTile16Rows];     // signed codes: -128 * the group's code sum
-    float d[kTile16Rows], m[kTile16Rows];
-};
-static_assert(sizeof(Unpacked16Q32) % 64 == 0, "whole cache lines");
-
 size_t unpacked16_q32_bytes(int64_t n) { return size_t(n / kQK) * sizeof(Unpacked16Q32); }
 
 // One block's 32 codes in value order (bytes: int8 for Q8_0, 0..31 for the others), d and m.

@@ -43,6 +43,7 @@ struct Repacked16 {
     void (*repack)(int64_t n, const void* w, size_t w_stride, void* out) = nullptr;
     void (*row16)(int64_t n, const void* repacked, const void* x, float* out) = nullptr;
     void (*unpack16)(int64_t n, const void* repacked, void* unpacked) = nullptr;
+    void (*unrepack_row)(int64_t n, const void* repacked, int r, void* row) = nullptr;
 };
 // 8 weight rows w_stride apart against one activation row (DotKernels::rows8 in quant.h).
 using DotRows8Fn = void (*)(int64_t n, const void* w, size_t w_stride, const void* x, float* out);

@@ -123,7 +123,7 @@ void GenerationQueue::work(Slot& slot) {
             // what follows the longest cached prefix (a chat client's next turn repeats the
             // conversation so far), faster, but a reply token that was decoded alone and is now part
             // of the prompt carries its decode-time K/V, which are not bit for bit a prefill's, so
-            // the log probabilities may differ in their last digits.
+            // the log probabilities may differ (up to ~0.2 was seen on SmolLM2; docs/architecture.md).
             if (!job->reuse_prefix) slot.session->reset();
             JobObserver observer(*job);
             r = slot.session->generate(job->prompt, LiveSamplingParams(job->params), &observer);

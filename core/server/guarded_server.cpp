@@ -26,8 +26,12 @@ namespace wb::server {
 
 GuardedServer::GuardedServer(std::chrono::milliseconds request_timeout, std::string timeout_body)
     : request_timeout_(request_timeout), timeout_body_(std::move(timeout_body)) {
-    if (::pipe2(wake_, O_CLOEXEC | O_NONBLOCK) != 0 || ::pipe2(give_way_, O_CLOEXEC | O_NONBLOCK) != 0)
-        throw Error(std::string("the server cannot make its wake-up pipes: ") + std::strerror(errno));
+    if (::pipe2(wake_, O_CLOEXEC | O_NONBLOCK) != 0 || ::pipe2(give_way_, O_CLOEXEC | O_NONBLOCK) != 0) {
+        const std::string why = std::strerror(errno);
+        for (int fd : {wake_[0], wake_[1]})  // no destructor runs for a constructor that throws
+            if (fd >= 0) ::close(fd);
+        throw Error("the server cannot make its wake-up pipes: " + why);
+    }
 }
 
 GuardedServer::~GuardedServer() {
@@ -260,12 +264,12 @@ void GuardedServer::set_status_logger(std::function<void(int)> log) {
     });
 }
 
-int GuardedServer::wait_for_request(socket_t sock) {
+int GuardedServer::wait_for_request(socket_t sock, bool may_give_way) {
     const auto until = Clock::now() + std::chrono::seconds(keep_alive_timeout_sec_);
     for (;;) {
         const auto left = std::max(std::chrono::ceil<milliseconds>(until - Clock::now()), milliseconds(0));
         pollfd p[3] = {{sock, POLLIN, 0}, {wake_[0], POLLIN, 0}, {give_way_[0], POLLIN, 0}};
-        const int rc = ::poll(p, 3, int(left.count()));
+        const int rc = ::poll(p, may_give_way ? 3 : 2, int(left.count()));
         if (rc < 0 && errno == EINTR) continue;
         if (rc < 0 || (p[0].revents & (POLLERR | POLLNVAL))) return -1;
         if (p[0].revents) return 1;
@@ -287,7 +291,10 @@ bool GuardedServer::process_and_close_socket(socket_t sock) {
     // As httplib: up to keep_alive_max_count_ requests on one connection, each after at most
     // keep_alive_timeout_sec_ of quiet (a request already buffered, pipelined, starts at once).
     for (size_t left = keep_alive_max_count_; left > 0 && svr_sock_ != INVALID_SOCKET; --left) {
-        if (!strm.buffered() && wait_for_request(sock) <= 0) break;
+        // Only a connection kept alive after a reply gives way: a new one's request may still be on
+        // its way, and closing it unanswered would lose it (a POST is not retried).
+        const bool kept_alive = left < keep_alive_max_count_;
+        if (!strm.buffered() && wait_for_request(sock, kept_alive) <= 0) break;
         strm.begin_request();
         bool closed = false;
         ok = process_request(strm, left == 1, closed, nullptr);

@@ -61,9 +61,9 @@ public:
 private:
     bool process_and_close_socket(socket_t sock) override;
     // The wait for a connection's next request (its first included): > 0 when bytes (or the client's
-    // end) come, 0 at the keep-alive timeout, at a stop, or when this connection gives its thread to
-    // one waiting for a thread; < 0 on a socket error.
-    int wait_for_request(socket_t sock);
+    // end) come, 0 at the keep-alive timeout, at a stop, or (may_give_way: it has been answered before)
+    // when this connection gives its thread to one waiting for a thread; < 0 on a socket error.
+    int wait_for_request(socket_t sock, bool may_give_way);
 
     const std::chrono::milliseconds request_timeout_;
     const std::string timeout_body_;

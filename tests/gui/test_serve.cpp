@@ -450,7 +450,8 @@ private Q_SLOTS:
         w.serveMenu()->toggleAction()->trigger();
         const qint64 ms = t.elapsed();
         QVERIFY(!w.serveController()->isServing());
-        QVERIFY2(ms < 50, qPrintable(QString("stopping took %1 ms").arg(ms)));
+        // The bug this guards cost 5 s (the write timeout); 1 s keeps a loaded 2-core CI machine green.
+        QVERIFY2(ms < 1000, qPrintable(QString("stopping took %1 ms").arg(ms)));
         QVERIFY(portIsFree(port));
         ::close(fd);
     }

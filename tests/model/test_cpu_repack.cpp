@@ -1,11 +1,13 @@
-// The CPU backend's load-time repacking (engine/cpu_repack.h) on a real file, Gemma 3 270M Q4_K_M:
-// which matrices it repacks and what it reports for the memory ledger, one copy shared by two
+// The CPU backend's load-time repacking (engine/cpu_repack.h) on a real file, Gemma 3 270M Q4_K_M
+// (Q4_K layers, a tied Q8_0 embedding table): which matrices it repacks and what it reports for the
+// memory ledger, one copy shared by two
 // backends and freed after the last, the file mapping's pages of them given back, and logits bit for
 // bit those of the same session reading the file's layout.
 #include <QtTest>
 
 #include <cstring>
 #include <fstream>
+#include <map>
 #include <string>
 
 #include "engine/backend_cpu.h"
@@ -16,6 +18,7 @@
 #include "quant/quant.h"
 #include "quant/quant_internal.h"
 #include "test_paths.h"
+#include "util/error.h"
 
 using namespace wb;
 
@@ -40,16 +43,21 @@ uint64_t mapped_rss(const std::string& name) {
     return kb * 1024;
 }
 
-// The Q4_K matrices the backend should repack: every Q4_K layer matrix and output head (not the
-// embedding table, which is only looked up) with whole runs of 16 rows; their bytes in the file.
-uint64_t q4_k_matrix_bytes(const Model& m) {
-    uint64_t total = 0;
+// The matrices the backend should repack and their file bytes, by type: every Q4_K and Q8_0 layer
+// matrix and output head with whole runs of 16 rows (a tied head once, as the table it is); not the
+// embedding table on its own, which is only looked up.
+std::map<GgmlType, uint64_t> repackable_bytes(const Model& m) {
+    std::map<GgmlType, uint64_t> total;
     ModelWeights w = m.weights();
     for (const Weight* x : w.all())
-        if (*x && x != &w.token_embd && x->type == GgmlType::Q4_K && x->n_out % kTile16Rows == 0)
-            total += x->src->n_bytes;
+        if (*x && x != &w.token_embd && (x->type == GgmlType::Q4_K || x->type == GgmlType::Q8_0) && x->n_out % kTile16Rows == 0)
+            total[x->type] += x->src->n_bytes;
     return total;
 }
+
+// Their repacked bytes: Q4_K 2368 bytes per block of 16 rows against 16 x 144 (37/36); Q8_0 the
+// same bytes as the file's (rows of whole 64-byte runs of blocks, as every row here is).
+uint64_t repacked_size(GgmlType t, uint64_t file_bytes) { return t == GgmlType::Q4_K ? file_bytes / 36 * 37 : file_bytes; }
 
 bool avx512_family() { return std::string(quant_kernel_name()) == "avx512"; }
 
@@ -76,31 +84,66 @@ private slots:
         QVERIFY2(std::ifstream(gemma_path()).good(), "run scripts/fetch-models.sh");
     }
 
-    // Every eligible Q4_K matrix is repacked, at 37/36 of its file bytes (2368 bytes per block of 16
-    // rows against 16 x 144), and the backend says so by type; two backends share one copy, and the
-    // last one to release it frees it.
-    void repacksTheQ4KMatricesOnceForTheProcess() {
+    // Every eligible Q4_K and Q8_0 matrix is repacked (Gemma 3's tied Q8_0 head among them), and the
+    // backend reports the bytes by type; two backends share one copy, and the last one to release it
+    // frees it.
+    void repacksOnceForTheProcess() {
         const std::unique_ptr<Model> m = Model::load(gemma_path());
-        const uint64_t want = q4_k_matrix_bytes(*m) / 36 * 37;
-        QVERIFY(want > 0);
+        const std::map<GgmlType, uint64_t> file = repackable_bytes(*m);
+        QVERIFY(file.count(GgmlType::Q4_K) && file.count(GgmlType::Q8_0));
+        QVERIFY(m->weights().output.src == m->weights().token_embd.src);  // the tied head this test is about
+        uint64_t want_total = 0;
+        for (const auto& [t, bytes] : file) want_total += repacked_size(t, bytes);
         QCOMPARE(repacked_bytes_total(), uint64_t(0));
         CpuBackend a(2), b(2);
         {
             Session sa(*m, a), sb(*m, b);
             for (const CpuBackend* be : {&a, &b}) {
                 const auto r = be->repacked_weights();
-                QCOMPARE(int(r.size()), 1);
-                QCOMPARE(r[0].first, GgmlType::Q4_K);
-                QCOMPARE(r[0].second, want);
+                QCOMPARE(r.size(), file.size());
+                for (const auto& [t, bytes] : r) {
+                    QVERIFY(file.count(t));
+                    QCOMPARE(bytes, repacked_size(t, file.at(t)));
+                }
             }
-            QCOMPARE(repacked_bytes_total(), want);  // one copy, not two
+            QCOMPARE(repacked_bytes_total(), want_total);  // one copy, not two
         }
         QVERIFY(a.repacked_weights().empty() && b.repacked_weights().empty());
         QCOMPARE(repacked_bytes_total(), uint64_t(0));
     }
 
-    // Once repacked, the mapping's pages of those matrices are not held: the file's resident share
-    // drops by at least their bytes less a page at each end of each matrix.
+    // A comparison puts a second session of the model on the chat's backend: the two share the
+    // backend's copies, and the second one's end leaves the first one's in place (its decode keeps
+    // reading them, and the ledger keeps counting them).
+    void aSecondSessionOnTheBackendLeavesTheFirstOnesCopies() {
+        const std::unique_ptr<Model> m = Model::load(gemma_path());
+        CpuBackend backend(2);
+        Session first(*m, backend);
+        const auto held = backend.repacked_weights();
+        QVERIFY(!held.empty());
+        const uint64_t total = repacked_bytes_total();
+        { Session second(*m, backend); }
+        QCOMPARE(backend.repacked_weights(), held);
+        QCOMPARE(repacked_bytes_total(), total);
+    }
+
+    // A session whose construction fails after prepare_weights (here the backend refuses the KV types)
+    // gives its copies back: no destructor runs for it.
+    void aFailedSessionStartGivesItsCopiesBack() {
+        struct Refusing : CpuBackend {
+            Refusing() : CpuBackend(2) {}
+            void check_kv_types(KvType, KvType) const override { throw Error("refused for the test"); }
+        };
+        const std::unique_ptr<Model> m = Model::load(gemma_path());
+        Refusing backend;
+        QVERIFY_THROWS_EXCEPTION(Error, Session(*m, backend));
+        QVERIFY(backend.repacked_weights().empty());
+        QCOMPARE(repacked_bytes_total(), uint64_t(0));
+    }
+
+    // Once repacked, the mapping's pages of those matrices (the tied embedding table's too: its
+    // lookups read the copy) are not held: the file's resident share drops by at least their bytes
+    // less a page at each end of each matrix.
     void givesTheMappingsPagesBack() {
         const std::unique_ptr<Model> m = Model::load(gemma_path());
         const std::string name = "/gemma-3-270m-Q4_K_M.gguf";
@@ -113,14 +156,17 @@ private slots:
         CpuBackend backend(2);
         Session s(*m, backend);
         const uint64_t after = mapped_rss(name);
-        const uint64_t dropped_at_least = q4_k_matrix_bytes(*m) - 2 * 4096 * 7 * uint64_t(m->config().n_layer + 1);
+        uint64_t repacked = 0;
+        for (const auto& [t, bytes] : repackable_bytes(*m)) repacked += bytes;
+        const uint64_t dropped_at_least = repacked - 2 * 4096 * 7 * uint64_t(m->config().n_layer + 1);
         QVERIFY2(before >= after + dropped_at_least,
                  qPrintable(QString("resident %1 -> %2 bytes, expected a drop of at least %3").arg(before).arg(after).arg(dropped_at_least)));
     }
 
     // The repacked layout changes how the weights are read, not one bit of the logits: the same
     // prompt and tokens through a session whose backend reads the file's layout (the plain AVX2
-    // family, which repacks nothing, prepared and run while it is forced).
+    // family, which repacks nothing, prepared and run while it is forced). The embedding lookups read
+    // the tied table from the copy in the first session and from the file in the second.
     void logitsAreTheFilesLayoutsBitForBit() {
         const std::unique_ptr<Model> m = Model::load(gemma_path());
         CpuBackend repacking(2);
@@ -130,15 +176,16 @@ private slots:
             QVERIFY(!repacking.repacked_weights().empty());
             repacked = logits_of(s);
         }
-        quant_force_avx2(true);
         std::vector<float> in_place;
         {
+            struct ForcePlainAvx2 {  // off again however the block ends
+                ForcePlainAvx2() { quant_force_avx2(true); }
+                ~ForcePlainAvx2() { quant_force_avx2(false); }
+            } plain_avx2;
             CpuBackend plain(2);
             Session s(*m, plain);
-            const bool none = plain.repacked_weights().empty();
+            QVERIFY(plain.repacked_weights().empty());
             in_place = logits_of(s);
-            quant_force_avx2(false);
-            QVERIFY(none);
         }
         QCOMPARE(repacked.size(), in_place.size());
         QVERIFY(std::memcmp(repacked.data(), in_place.data(), repacked.size() * sizeof(float)) == 0);

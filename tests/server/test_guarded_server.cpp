@@ -161,8 +161,9 @@ void stop_is_not_held_up(GuardedServer& svr, std::thread& serving, int port) {
     svr.stop_now();
     serving.join();
     const double ms = std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
-    report(answered && ms < 50, "stop_now() and the end of listen_after_bind() with 4 clients that do not read and "
-                                "one kept alive: " + std::to_string(ms) + " ms (under 50)");
+    // Without the wake-up the stop waits out the 5 s write timeout; 1 s keeps a loaded CI machine green.
+    report(answered && ms < 1000, "stop_now() and the end of listen_after_bind() with 4 clients that do not read and "
+                                  "one kept alive: " + std::to_string(ms) + " ms (under 1000)");
     // Their connections are closed: a client reads what was sent, then the end of stream.
     bool closed = true;
     for (int fd : stalled) {

@@ -487,12 +487,15 @@ void TestQuantTiles::repacked16_equals_row_dot_bit_for_bit_data() {
     QTest::addRow("Q4_K/8192 extreme") << uint32_t(GgmlType::Q4_K) << 8192 << true << int(wb::DotOrder::kGemv);
     for (int n : {256, 2048}) QTest::addRow("Q4_K/%d/gemm", n) << uint32_t(GgmlType::Q4_K) << n << false << int(wb::DotOrder::kGemm);
     QTest::addRow("Q4_K/256/gemm extreme") << uint32_t(GgmlType::Q4_K) << 256 << true << int(wb::DotOrder::kGemm);
+    for (int n : {32, 96, 2304}) QTest::addRow("Q8_0/%d", n) << uint32_t(GgmlType::Q8_0) << n << false << int(wb::DotOrder::kRow);
+    QTest::addRow("Q8_0/2304 extreme") << uint32_t(GgmlType::Q8_0) << 2304 << true << int(wb::DotOrder::kRow);
 }
 
-// The layout repacked at load (DotKernels::repack16, the avx512 family's decode form of Q4_K): each
-// of the 16 rows against each token through row16_repacked equal to the AVX2 family's row dot in that
-// order, bit for bit; and where the order has a 16-row tile, unpack16_repacked writing exactly the
-// bytes unpack16_w writes from the file's rows (the prefill then reads only the repacked copy).
+// The layout repacked at load (DotKernels::repack16, the avx512 family's decode form of Q4_K and
+// Q8_0): each of the 16 rows against each token through row16_repacked equal to the AVX2 family's
+// row dot in that order, bit for bit; every row unrepacked byte for byte; and where the order has a
+// 16-row tile, unpack16_repacked writing exactly the bytes unpack16_w writes from the file's rows (the
+// prefill then reads only the repacked copy).
 void TestQuantTiles::repacked16_equals_row_dot_bit_for_bit() {
     QFETCH(uint32_t, type);
     QFETCH(int, n);
@@ -502,9 +505,12 @@ void TestQuantTiles::repacked16_equals_row_dot_bit_for_bit() {
     const auto o = wb::DotOrder(order);
     if (std::string(wb::quant_kernel_name()) != "avx512")
         QSKIP(qPrintable(QString("the %1 family repacks nothing").arg(wb::quant_kernel_name())));
-    const wb::DotKernels k = wb::dot_kernels(q.t, n, o), gemv = wb::dot_kernels(q.t, n, wb::DotOrder::kGemv);
-    QVERIFY(k.repack16 && k.row16_repacked && k.repacked16_bytes);
-    QVERIFY2(k.repack16 == gemv.repack16 && k.repacked16_bytes == gemv.repacked16_bytes, "one layout for every order");
+    const wb::DotKernels k = wb::dot_kernels(q.t, n, o);
+    QVERIFY(k.repack16 && k.row16_repacked && k.repacked16_bytes && k.unrepack_row);
+    for (wb::DotOrder other : {wb::DotOrder::kRow, wb::DotOrder::kTiled, wb::DotOrder::kGemv, wb::DotOrder::kGemm, wb::DotOrder::kLlamafile}) {
+        const wb::DotKernels k2 = wb::dot_kernels(q.t, n, other);
+        QVERIFY2(!k2.repack16 || (k2.repack16 == k.repack16 && k2.repacked16_bytes == k.repacked16_bytes), "one layout for every order");
+    }
     const auto aligned = [](std::vector<uint8_t>& buf, size_t bytes) {  // 64-byte aligned, as quant.h asks
         buf.assign(bytes + 64, 0xA5);
         return buf.data() + (64 - reinterpret_cast<uintptr_t>(buf.data()) % 64) % 64;
@@ -514,6 +520,12 @@ void TestQuantTiles::repacked16_equals_row_dot_bit_for_bit() {
     k.repack16(n, q.row(0), q.w_stride, repacked);
     float out[wb::kDotTileCols][RowsCase::kRows];
     for (int c = 0; c < wb::kDotTileCols; ++c) k.row16_repacked(n, repacked, q.token(c), out[c]);
+    // Nothing is lost: every row comes back byte for byte (an embedding lookup reads it so).
+    std::vector<uint8_t> back(q.w_stride);
+    for (int r = 0; r < RowsCase::kRows; ++r) {
+        k.unrepack_row(n, repacked, r, back.data());
+        QVERIFY2(std::memcmp(back.data(), q.row(r), q.w_stride) == 0, qPrintable(QString("row %1 unrepacked").arg(r)));
+    }
     if (k.tile16_unpacked) {
         QVERIFY(k.unpack16_repacked);
         std::vector<uint8_t> a, b;
