@@ -78,6 +78,8 @@ private Q_SLOTS:
             std::sort(kept.begin(), kept.end());
             const json& s = steps[i];
             const QString where = QString("%1, before token %2").arg(c["name"].get<std::string>().c_str()).arg(i);
+            // What the chain's second draw reads (the allowed tokens' logits only) is the same set.
+            QCOMPARE(grammar.allowed_tokens(vocab_->n_vocab), kept);
             if (s.contains("kept")) QCOMPARE(kept, s["kept"].get<std::vector<int32_t>>());
             QVERIFY2(kept.size() == s["n_kept"].get<size_t>(),
                      qPrintable(where + QString(": kept %1, llama.cpp %2").arg(kept.size()).arg(s["n_kept"].get<size_t>())));

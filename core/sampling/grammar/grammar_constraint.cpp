@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <cstring>
 #include <string_view>
 
 #include "sampling/samplers.h"
@@ -40,12 +41,41 @@ void GrammarConstraint::build_trie() {
     std::lock_guard<std::mutex> lock(cache.mutex);
     if (!cache.trie) {
         std::vector<std::string> pieces(size_t(vocab_->n_vocab));
-        for (int32_t id = 0; id < vocab_->n_vocab; ++id)
-            if (!is_eog(id)) pieces[size_t(id)] = piece(id);
+        std::vector<int32_t> eog;
+        for (int32_t id = 0; id < vocab_->n_vocab; ++id) {
+            if (is_eog(id)) eog.push_back(id);
+            else pieces[size_t(id)] = piece(id);
+        }
         cache.trie = std::make_shared<const VocabTrie>(pieces);
+        cache.eog = std::move(eog);
     }
     trie_ = cache.trie;
+    eog_ = cache.eog;
     allowed_.assign(size_t(vocab_->n_vocab), 0);
+}
+
+size_t GrammarConstraint::mark_allowed() {
+    if (!trie_) build_trie();
+    std::fill(allowed_.begin(), allowed_.end(), 0);
+    const size_t visited = trie_->mark_allowed(matcher_, allowed_);
+    // From the list rather than asking is_eog of every candidate: a call through std::function per
+    // token of a 262k row cost more than the trie walk of a JSON structure's state.
+    if (matcher_.complete())
+        for (int32_t id : eog_) allowed_[size_t(id)] = 1;
+    return visited;
+}
+
+void GrammarConstraint::report_filter(size_t before, size_t kept, double ms, const std::string& how) {
+    last_filter_ = "kept " + std::to_string(kept) + " of " + std::to_string(before) +
+                   " tokens the grammar allows (" + format_number(ms) + " ms" + how + ")";
+    if (kept == 0) {
+        throw Error("the grammar allows no token after \"" + text_ +
+                    "\": it cannot be satisfied from here (is an end-of-generation token needed but missing?)");
+    }
+}
+
+static double ms_since(std::chrono::steady_clock::time_point t0) {
+    return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
 }
 
 void GrammarConstraint::filter(CandidateSet& cands) {
@@ -53,27 +83,43 @@ void GrammarConstraint::filter(CandidateSet& cands) {
     const auto t0 = std::chrono::steady_clock::now();
     std::string how;
     if (before >= kTrieFrom && vocab_->n_vocab > 0) {
-        if (!trie_) build_trie();
-        std::fill(allowed_.begin(), allowed_.end(), 0);
-        const size_t visited = trie_->mark_allowed(matcher_, allowed_);
-        const bool eog_ok = matcher_.complete();
-        auto keep = [&](const Candidate& c) {
-            if (c.id < 0 || size_t(c.id) >= allowed_.size()) return false;
-            return is_eog(c.id) ? eog_ok : allowed_[size_t(c.id)] != 0;
-        };
-        std::erase_if(cands.data, [&](const Candidate& c) { return !keep(c); });
+        const size_t visited = mark_allowed();
+        std::erase_if(cands.data, [&](const Candidate& c) {
+            return c.id < 0 || size_t(c.id) >= allowed_.size() || allowed_[size_t(c.id)] == 0;
+        });
         how = ", " + std::to_string(visited) + " trie nodes";
     } else {
         std::erase_if(cands.data, [&](const Candidate& c) { return !allows(c.id); });
     }
     cands.selected = -1;
-    const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-    last_filter_ = "kept " + std::to_string(cands.data.size()) + " of " + std::to_string(before) +
-                   " tokens the grammar allows (" + format_number(ms) + " ms" + how + ")";
-    if (cands.data.empty()) {
-        throw Error("the grammar allows no token after \"" + text_ +
-                    "\": it cannot be satisfied from here (is an end-of-generation token needed but missing?)");
+    report_filter(before, cands.data.size(), ms_since(t0), how);
+}
+
+const std::vector<int32_t>& GrammarConstraint::allowed_tokens(int32_t n_row) {
+    const auto t0 = std::chrono::steady_clock::now();
+    allowed_ids_.clear();
+    std::string how;
+    if (vocab_->n_vocab > 0) {
+        const size_t visited = mark_allowed();
+        const size_t n = std::min(allowed_.size(), size_t(std::max(n_row, 0)));
+        // Eight marks at a time: inside a JSON structure nearly every word of 262k marks is zero.
+        for (size_t id = 0; id < n;) {
+            uint64_t word = 0;
+            if (id + 8 <= n) std::memcpy(&word, allowed_.data() + id, 8);
+            if (id + 8 <= n && word == 0) {
+                id += 8;
+                continue;
+            }
+            if (allowed_[id]) allowed_ids_.push_back(int32_t(id));
+            ++id;
+        }
+        how = ", " + std::to_string(visited) + " trie nodes";
+    } else {
+        for (int32_t id = 0; id < n_row; ++id)
+            if (allows(id)) allowed_ids_.push_back(id);
     }
+    report_filter(size_t(std::max(n_row, 0)), allowed_ids_.size(), ms_since(t0), how);
+    return allowed_ids_;
 }
 
 // One code point for a message, as GBNF would write it inside a class or a literal.
