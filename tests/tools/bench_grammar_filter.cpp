@@ -1,11 +1,9 @@
 // The grammar stage's full filter, alone: every token of a model's vocabulary checked against a
 // grammar at a given point of a text (the step the chain takes when the model's own draw does not fit
-// and the best few logits hold too few allowed tokens). Prints, per case, the tokens kept and the trie
-// nodes visited, then for GrammarConstraint::filter over a row already made candidates, the whole-row
-// path (copy the row, make candidates, filter) and the allowed-tokens path (allowed_tokens() and a read
-// of only their logits): the first run (the first filter builds the vocabulary trie), then the
-// min / median / max of --runs more. Issue 17 asks for this in ms/token on Gemma 3's 262,144-token vocabulary; run it on an idle
-// machine (docs/benchmarks.md), e.g.
+// and the best few logits hold too few allowed tokens: GrammarConstraint::allowed_tokens and a read of
+// those logits). Prints, per case, the first run (it builds the vocabulary trie), then the min /
+// median / max of --runs more, the tokens kept and the trie nodes visited. Issue 17 asks for this in
+// ms/token on Gemma 3's 262,144-token vocabulary; run it on an idle machine (docs/benchmarks.md), e.g.
 //   build/tests/bench_grammar_filter -m ~/.cache/whitebox/models/gemma-3-270m-Q4_K_M.gguf --runs 20
 #include <algorithm>
 #include <chrono>
@@ -56,48 +54,27 @@ void accept_text(wb::GrammarConstraint& g, const wb::Tokenizer& tok, const std::
     for (int32_t id : tok.encode(text, false, false)) g.accept(id);
 }
 
-struct Stats {
-    double first = 0.0;
-    std::vector<double> ms;
-    void add(int run, double t) {
-        if (run == 0) first = t;
-        else ms.push_back(t);
-    }
-    void print(const char* what) {
-        std::sort(ms.begin(), ms.end());
-        std::printf("  %-34s first %8.3f ms | min %8.3f  median %8.3f  max %8.3f ms\n", what, first, ms.front(),
-                    ms[ms.size() / 2], ms.back());
-    }
-};
-
-// Per run, the two ways the chain's second draw can get the allowed candidates of a row: filter the
-// whole row (copied from the backend and made candidates, as sample() given a row did), and
-// allowed_tokens() with a read of only those logits (what sample_top's second draw does now).
+// The step as the chain's second draw takes it: allowed_tokens() (the trie walk) and a read of just
+// those logits from the row.
 void run_case(const Case& c, const wb::Tokenizer& tok, const std::shared_ptr<const wb::SamplerVocab>& vocab, int runs) {
     wb::GrammarConstraint g(c.gbnf, vocab);
     accept_text(g, tok, c.text);
-    const std::vector<float> backend_row(size_t(vocab->n_vocab), 0.0f);
-    std::vector<float> row(backend_row.size()), columns;
-    wb::CandidateSet cands;
-    Stats filter_only, whole_row, allowed;
+    const std::vector<float> row(size_t(vocab->n_vocab), 0.0f);
+    std::vector<float> logits;
+    std::vector<double> ms;
+    double first = 0.0;
     for (int r = 0; r <= runs; ++r) {
-        auto t0 = std::chrono::steady_clock::now();
-        std::copy(backend_row.begin(), backend_row.end(), row.begin());
-        cands.assign(row.data(), vocab->n_vocab);
-        const auto t1 = std::chrono::steady_clock::now();
-        g.filter(cands);
-        filter_only.add(r, ms_since(t1));
-        whole_row.add(r, ms_since(t0));
-        t0 = std::chrono::steady_clock::now();
+        const auto t0 = std::chrono::steady_clock::now();
         const std::vector<int32_t>& ids = g.allowed_tokens(vocab->n_vocab);
-        columns.resize(ids.size());
-        for (size_t i = 0; i < ids.size(); ++i) columns[i] = backend_row[size_t(ids[i])];
-        allowed.add(r, ms_since(t0));
+        logits.resize(ids.size());
+        for (size_t i = 0; i < ids.size(); ++i) logits[i] = row[size_t(ids[i])];
+        const double t = ms_since(t0);
+        if (r == 0) first = t;
+        else ms.push_back(t);
     }
-    std::printf("%s: %s\n", c.name.c_str(), g.last_filter().c_str());
-    filter_only.print("filter (the row already candidates)");
-    whole_row.print("copy row + candidates + filter");
-    allowed.print("allowed_tokens + read their logits");
+    std::sort(ms.begin(), ms.end());
+    std::printf("%-22s first %8.3f ms | min %8.3f  median %8.3f  max %8.3f ms | %s\n", c.name.c_str(), first,
+                ms.front(), ms[ms.size() / 2], ms.back(), g.last_filter().c_str());
 }
 
 int usage() {

@@ -11,9 +11,6 @@
 
 namespace wb {
 
-// Below this many candidates checking each piece on its own beats a walk of the whole trie.
-constexpr size_t kTrieFrom = 1024;
-
 GrammarConstraint::GrammarConstraint(const std::string& gbnf, std::shared_ptr<const SamplerVocab> vocab)
     : source_(gbnf), vocab_(std::move(vocab)), matcher_(std::make_shared<const Grammar>(parse_gbnf(gbnf))) {
     if (!vocab_ || !vocab_->piece) throw Error("a grammar needs the model's vocabulary (none was given to the sampler)");
@@ -58,41 +55,15 @@ size_t GrammarConstraint::mark_allowed() {
     if (!trie_) build_trie();
     std::fill(allowed_.begin(), allowed_.end(), 0);
     const size_t visited = trie_->mark_allowed(matcher_, allowed_);
-    // From the list rather than asking is_eog of every candidate: a call through std::function per
-    // token of a 262k row cost more than the trie walk of a JSON structure's state.
+    // From the list rather than asking is_eog of every token: a call through std::function per token
+    // of a 262k vocabulary cost more than the trie walk of a JSON structure's state.
     if (matcher_.complete())
         for (int32_t id : eog_) allowed_[size_t(id)] = 1;
     return visited;
 }
 
-void GrammarConstraint::report_filter(size_t before, size_t kept, double ms, const std::string& how) {
-    last_filter_ = "kept " + std::to_string(kept) + " of " + std::to_string(before) +
-                   " tokens the grammar allows (" + format_number(ms) + " ms" + how + ")";
-    if (kept == 0) {
-        throw Error("the grammar allows no token after \"" + text_ +
-                    "\": it cannot be satisfied from here (is an end-of-generation token needed but missing?)");
-    }
-}
-
 static double ms_since(std::chrono::steady_clock::time_point t0) {
     return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-}
-
-void GrammarConstraint::filter(CandidateSet& cands) {
-    const size_t before = cands.data.size();
-    const auto t0 = std::chrono::steady_clock::now();
-    std::string how;
-    if (before >= kTrieFrom && vocab_->n_vocab > 0) {
-        const size_t visited = mark_allowed();
-        std::erase_if(cands.data, [&](const Candidate& c) {
-            return c.id < 0 || size_t(c.id) >= allowed_.size() || allowed_[size_t(c.id)] == 0;
-        });
-        how = ", " + std::to_string(visited) + " trie nodes";
-    } else {
-        std::erase_if(cands.data, [&](const Candidate& c) { return !allows(c.id); });
-    }
-    cands.selected = -1;
-    report_filter(before, cands.data.size(), ms_since(t0), how);
 }
 
 const std::vector<int32_t>& GrammarConstraint::allowed_tokens(int32_t n_row) {
@@ -118,7 +89,12 @@ const std::vector<int32_t>& GrammarConstraint::allowed_tokens(int32_t n_row) {
         for (int32_t id = 0; id < n_row; ++id)
             if (allows(id)) allowed_ids_.push_back(id);
     }
-    report_filter(size_t(std::max(n_row, 0)), allowed_ids_.size(), ms_since(t0), how);
+    last_filter_ = "kept " + std::to_string(allowed_ids_.size()) + " of " + std::to_string(std::max(n_row, 0)) +
+                   " tokens the grammar allows (" + format_number(ms_since(t0)) + " ms" + how + ")";
+    if (allowed_ids_.empty()) {
+        throw Error("the grammar allows no token after \"" + text_ +
+                    "\": it cannot be satisfied from here (is an end-of-generation token needed but missing?)");
+    }
     return allowed_ids_;
 }
 
