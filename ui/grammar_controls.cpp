@@ -26,7 +26,8 @@ struct Example {
     const char* text;
 };
 
-// What people constrain a small model to most often; each compiles (test_sampling_panel checks).
+// What people constrain a small model to most often; each compiles (test_sampling_panel checks) and holds
+// the default model's replies to what its title promises (test_grammar_examples).
 const Example kExamples[] = {
     {QT_TRANSLATE_NOOP("GrammarControls", "JSON object (name, age)"), GrammarControls::Mode::JSON_SCHEMA,
      "{\n  \"type\": \"object\",\n  \"properties\": {\n    \"name\": {\"type\": \"string\"},\n"

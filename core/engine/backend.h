@@ -178,6 +178,14 @@ public:
         read(row, host.data());
         select_top_logits(host.data(), int32_t(row.n_cols), k, ids, values);
     }
+    // values[i] = row[cols[i]] for i < n, into host memory (cols within [0, n_cols)): the logits of
+    // the few tokens a grammar allows, without the rest of the row. The default reads the whole row;
+    // the CPU backend reads only those columns.
+    virtual void read_columns(const Tensor& row, const int32_t* cols, int32_t n, float* values) {
+        std::vector<float> host(size_t(row.n_cols));
+        read(row, host.data());
+        for (int32_t i = 0; i < n; ++i) values[i] = host[size_t(cols[i])];
+    }
 
     // ---- Fused forms, with defaults made of the operations above ----
     //

@@ -594,4 +594,8 @@ void CpuBackend::read_top(const Tensor& row, int32_t k, int32_t* ids, float* val
     select_top_logits(row.data, int32_t(row.n_cols), k, ids, values);
 }
 
+void CpuBackend::read_columns(const Tensor& row, const int32_t* cols, int32_t n, float* values) {
+    for (int32_t i = 0; i < n; ++i) values[i] = row.data[cols[i]];
+}
+
 }  // namespace wb

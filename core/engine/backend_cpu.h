@@ -51,6 +51,7 @@ public:
     void copy(const Tensor& src, Tensor& dst) override;
     void read(const Tensor& x, float* host) override;
     void read_top(const Tensor& row, int32_t k, int32_t* ids, float* values) override;  // no copy of the row
+    void read_columns(const Tensor& row, const int32_t* cols, int32_t n, float* values) override;  // those only
 
     void* kv_alloc(size_t bytes) override;
     void kv_free(void* p) override;

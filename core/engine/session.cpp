@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
-#include <span>
 
 #include "engine/forward_hooks.h"
 #include "engine/sampler_vocab.h"
@@ -223,13 +222,6 @@ int32_t Session::sample_next(SamplerChain& chain, const SamplingParams& now, boo
     const int32_t n_vocab = model_.config().n_vocab;
     const Tensor row = buffers_.logits.rows(0, 1);
     const int32_t n_masked = now.ignore_eos ? int32_t(tok.eog_ids().size()) : 0;
-    const auto read_row = [&] {
-        backend_.read(row, last_logits_.data());
-        // last_logits_ is the session's own copy, so masking it changes nothing else.
-        if (now.ignore_eos)
-            for (int32_t eog : tok.eog_ids()) last_logits_[size_t(eog)] = -INFINITY;
-        return std::span<const float>(last_logits_.data(), size_t(n_vocab));
-    };
     const int32_t k = whole_row ? 0 : chain.top_needed(n_vocab, n_masked, vocab_p);
     if (k > 0) {
         top_ids_.resize(size_t(k));
@@ -238,10 +230,20 @@ int32_t Session::sample_next(SamplerChain& chain, const SamplingParams& now, boo
         if (now.ignore_eos)
             for (int32_t i = 0; i < k; ++i)
                 if (tok.is_eog(top_ids_[size_t(i)])) top_logits_[size_t(i)] = -INFINITY;
-        // A grammar's second draw reads the whole row only when the best few hold too few tokens it allows.
-        return chain.sample_top(top_ids_.data(), top_logits_.data(), k, read_row);
+        // A grammar's second draw reads the logits of the tokens it allows, only when the best few
+        // hold too few of them.
+        const auto read_allowed = [&](const int32_t* ids, int32_t n, float* logits) {
+            backend_.read_columns(row, ids, n, logits);
+            if (now.ignore_eos)
+                for (int32_t i = 0; i < n; ++i)
+                    if (tok.is_eog(ids[i])) logits[i] = -INFINITY;
+        };
+        return chain.sample_top(top_ids_.data(), top_logits_.data(), k, read_allowed);
     }
-    read_row();
+    backend_.read(row, last_logits_.data());
+    // last_logits_ is the session's own copy, so masking it changes nothing else.
+    if (now.ignore_eos)
+        for (int32_t eog : tok.eog_ids()) last_logits_[size_t(eog)] = -INFINITY;
     // Observed greedy without the inspector's candidates or trace: the argmax and its p straight from
     // the row, instead of the chain's stages over every candidate (issue 16's hooks' cost).
     if (!whole_row && chain.greedy_over_raw_row()) return chain.sample_greedy_row(last_logits_.data(), n_vocab);

@@ -9,7 +9,6 @@
 #include <mutex>
 #include <optional>
 #include <random>
-#include <span>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -73,6 +72,7 @@ class VocabTrie;
 struct VocabTrieCache {
     std::mutex mutex;
     std::shared_ptr<const VocabTrie> trie;
+    std::vector<int32_t> eog;  // the vocabulary's end-of-generation tokens, found with the trie (never in it)
 };
 
 struct SamplerVocab {
@@ -196,13 +196,15 @@ public:
     // With a grammar the same holds for both of its draws: the second one runs the stages over the
     // tokens the grammar allows, and the allowed ones among the best raw logits are the best of those
     // (every allowed token outside the list ranks below them). When the list holds as many allowed
-    // ones as the first draw needed, the second draw takes them; otherwise it reads the whole row.
+    // ones as the first draw needed, the second draw takes them; otherwise it reads the logits of the
+    // tokens the grammar allows (ColumnReader below).
 
     // The most best-logits sample_top() works from; more and the caller reads the whole row.
     static constexpr int32_t kMaxTopNeeded = 1024;
     // The best logits a grammar's chain reads beyond what its first draw needs: a grammar that allows
-    // common tokens then finds enough of them there for its second draw, which otherwise reads and
-    // filters the whole row. Selecting them costs ~40 us more than 40 alone on a 262k-entry row.
+    // common tokens then finds enough of them there for its second draw, which otherwise walks the
+    // vocabulary's trie for them (a 30-50 ms walk where most of 262k pieces fit). Selecting them costs
+    // ~40 us more than 40 alone on a 262k-entry row.
     static constexpr int32_t kGrammarSlack = 192;
 
     // How many of the best raw logits (the order of select_top_logits) sample_top() needs to draw as
@@ -214,16 +216,18 @@ public:
     // that its second draw finds enough allowed tokens among them more often.
     int32_t top_needed(int32_t n_vocab, int32_t n_lowered, bool vocab_p) const;
 
-    // The logits row sample_top() reads when the best few do not serve a grammar's second draw: every
-    // entry, the caller's masked ids -inf (as sample() would be given it). Called at most once.
-    using RowReader = std::function<std::span<const float>()>;
+    // What sample_top() reads when the best few do not serve a grammar's second draw: the logits of
+    // the n columns ids (ascending, below the vocabulary's size) of the row, into logits, the caller's
+    // masked ids -inf (as sample() would be given them). Those are the tokens the grammar allows —
+    // inside a JSON structure a few dozen — so the rest of the row is never read. Called at most once.
+    using ColumnReader = std::function<void(const int32_t* ids, int32_t n, float* logits)>;
 
     // sample() from the n >= top_needed() best raw logits of a row: ids and logits best first, the
     // caller's masked ids already -inf. Draws the same token from the same random stream, and
     // last_candidates() ends with the same survivors and p (for greedy, see vocab_p above). With a
-    // grammar it advances the grammar as sample() does, and may need whole_row (wb::Error without
-    // one when it does).
-    int32_t sample_top(const int32_t* ids, const float* logits, int32_t n, const RowReader& whole_row = {});
+    // grammar it advances the grammar as sample() does, and may need columns (wb::Error without
+    // them when it does, or when the vocabulary's size is not known).
+    int32_t sample_top(const int32_t* ids, const float* logits, int32_t n, const ColumnReader& columns = {});
 
     // ---- Greedy over the raw row ----
     //
@@ -258,8 +262,9 @@ private:
     void run_stages(std::vector<SamplerStageTrace>* trace, size_t trace_top);
     int32_t sample_with_grammar(const float* logits, int32_t n_vocab, std::vector<SamplerStageTrace>* trace,
                                 size_t trace_top);
-    // The grammar's second draw, from every token of the row it allows (first: the refused token).
-    int32_t redraw_with_grammar(const float* logits, int32_t n_vocab, int32_t first,
+    // The grammar's second draw, from every token of a row of n_row logits it allows, their logits
+    // read by columns (first: the refused token).
+    int32_t redraw_with_grammar(int32_t n_row, const ColumnReader& columns, int32_t first,
                                 std::vector<SamplerStageTrace>* trace, size_t trace_top);
     // The same from the best few (sample_top's list); -1 when they hold too few allowed tokens.
     int32_t redraw_from_top(const int32_t* ids, const float* logits, int32_t n);
@@ -286,6 +291,7 @@ private:
     std::vector<int32_t> history_;  // accepted tokens, newest last
     std::vector<std::unique_ptr<Sampler>> stages_;
     CandidateSet scratch_;
+    std::vector<float> allowed_logits_;  // redraw_with_grammar's columns
     // The grammar in force (null: none); its source is always params_.grammar.
     std::unique_ptr<GrammarConstraint> grammar_;
     bool reply_started_ = false;  // a sample() since reset(): a new grammar must parse the reply so far

@@ -286,6 +286,13 @@ void SamplerChain::run_stages(std::vector<SamplerStageTrace>* trace, size_t trac
     }
 }
 
+// A ColumnReader over a row the chain was given whole.
+static SamplerChain::ColumnReader row_columns(const float* row) {
+    return [row](const int32_t* ids, int32_t n, float* logits) {
+        for (int32_t i = 0; i < n; ++i) logits[i] = row[ids[i]];
+    };
+}
+
 int32_t SamplerChain::sample_with_grammar(const float* logits, int32_t n_vocab, std::vector<SamplerStageTrace>* trace,
                                           size_t trace_top) {
     if (trace) trace->clear();
@@ -306,20 +313,30 @@ int32_t SamplerChain::sample_with_grammar(const float* logits, int32_t n_vocab, 
             trace->push_back(std::move(entry));
         }
     } else {
-        id = redraw_with_grammar(logits, n_vocab, id, trace, trace_top);
+        id = redraw_with_grammar(n_vocab, row_columns(logits), id, trace, trace_top);
     }
     if (!grammar_->is_eog(id)) grammar_->accept(id);
     return id;
 }
 
-int32_t SamplerChain::redraw_with_grammar(const float* logits, int32_t n_vocab, int32_t first,
+int32_t SamplerChain::redraw_with_grammar(int32_t n_row, const ColumnReader& columns, int32_t first,
                                           std::vector<SamplerStageTrace>* trace, size_t trace_top) {
-    scratch_.assign(logits, n_vocab);
-    grammar_->filter(scratch_);
+    // The candidates filtering the whole row would leave, in the same (id) order with the same logits,
+    // so the stages draw the same token bit for bit; only the allowed columns are read.
+    const std::vector<int32_t>& ids = grammar_->allowed_tokens(n_row);
+    allowed_logits_.resize(ids.size());
+    columns(ids.data(), static_cast<int32_t>(ids.size()), allowed_logits_.data());
+    scratch_.data.resize(ids.size());
+    for (size_t i = 0; i < ids.size(); ++i) {
+        const float logit = std::isnan(allowed_logits_[i]) ? -std::numeric_limits<float>::infinity() : allowed_logits_[i];
+        scratch_.data[i] = Candidate{ids[i], logit, 0.0f};
+    }
+    scratch_.sorted = false;
+    scratch_.selected = -1;
     if (trace) {
         SamplerStageTrace entry;
         entry.stage = "grammar";
-        entry.n_before = size_t(n_vocab);
+        entry.n_before = size_t(n_row);
         entry.n_after = scratch_.data.size();
         entry.top_after = top_candidates(scratch_, trace_top);
         entry.detail = "the first draw (token " + std::to_string(first) + ") does not fit; " + grammar_->last_filter() +
@@ -429,7 +446,7 @@ void SamplerChain::assign_top(const int32_t* ids, const float* logits, int32_t n
     set.selected = -1;
 }
 
-int32_t SamplerChain::sample_top(const int32_t* ids, const float* logits, int32_t n, const RowReader& whole_row) {
+int32_t SamplerChain::sample_top(const int32_t* ids, const float* logits, int32_t n, const ColumnReader& columns) {
     if (n <= 0) {
         throw Error("cannot sample from an empty candidate list (n = " + std::to_string(n) + ")");
     }
@@ -444,9 +461,9 @@ int32_t SamplerChain::sample_top(const int32_t* ids, const float* logits, int32_
     const int32_t refused = id;
     id = redraw_from_top(ids, logits, n);
     if (id < 0) {
-        if (!whole_row) throw Error("sample_top: the grammar's second draw needs the whole logits row, and none was given");
-        const std::span<const float> row = whole_row();
-        id = redraw_with_grammar(row.data(), static_cast<int32_t>(row.size()), refused, nullptr, 0);
+        if (!columns) throw Error("sample_top: the grammar's second draw needs the allowed tokens' logits, and no reader was given");
+        if (!vocab_ || vocab_->n_vocab <= 0) throw Error("sample_top: the grammar's second draw needs the vocabulary's size");
+        id = redraw_with_grammar(vocab_->n_vocab, columns, refused, nullptr, 0);
     }
     if (!grammar_->is_eog(id)) grammar_->accept(id);
     return id;
@@ -472,7 +489,7 @@ int32_t SamplerChain::sample_greedy_row(const float* logits, int32_t n_vocab) {
     begin_reply();
     // A grammar that refuses the argmax gets sample()'s second draw, over the allowed part of the row.
     if (grammar_ && !grammar_->allows(best)) {
-        const int32_t id = redraw_with_grammar(logits, n_vocab, best, nullptr, 0);
+        const int32_t id = redraw_with_grammar(n_vocab, row_columns(logits), best, nullptr, 0);
         if (!grammar_->is_eog(id)) grammar_->accept(id);
         return id;
     }

@@ -1,7 +1,8 @@
 // The new samplers' controls with the real default model, changed while a reply is being generated:
 // a logit bias typed into the Sampling panel mid-reply bans its token from the next tokens on, and a
 // DRY multiplier set mid-reply puts the DRY stage into the chain, as the sampler trace of each token
-// shows (the panel -> controller -> worker -> LiveSamplingParams path the other knobs take). A grammar
+// shows (the panel -> controller -> worker -> LiveSamplingParams path the other knobs take); XTC with
+// top-nσ and a new order, or mirostat, chosen mid-reply likewise rebuild the chain. A grammar
 // chosen mid-reply constrains the next tokens; one the reply so far does not parse under is refused,
 // the old one staying in force and shown again with a notice; None drops the constraint.
 #include <algorithm>
@@ -22,6 +23,8 @@
 #include <QComboBox>
 #include <QDoubleSpinBox>
 #include <QLabel>
+#include <QListWidget>
+#include <QPushButton>
 #include <QPlainTextEdit>
 
 namespace {
@@ -164,6 +167,54 @@ private Q_SLOTS:
         QVERIFY2(detail.contains("0.8"), qPrintable(detail));
         for (int i = dryFrom; i < tokens.size(); ++i) QVERIFY(hasStage(tokens[i], "dry"));
         QCOMPARE(c.worker()->samplingParams().dry_multiplier, 0.8f);
+    }
+
+    // XTC with top-nσ and a new order, or mirostat, chosen in the panel mid-reply: every draw's trace
+    // shows the chain in force when it was drawn, the default sequence up to some token after the
+    // change and the new one (the new stages in the new order; mirostat after temperature, alone) from
+    // there to the end (the chain is rebuilt between tokens, as for the other knobs).
+    void newStagesAndOrderChangedMidReplyTakeEffect_data() {
+        QTest::addColumn<QString>("change");
+        QTest::addColumn<QStringList>("after");
+        QTest::newRow("xtc, top-nσ, xtc first") << "xtc" << QStringList{"xtc", "penalties", "top_n_sigma", "top_k", "typical_p",
+                                                                       "top_p", "min_p", "temperature", "dist"};
+        QTest::newRow("mirostat 2") << "mirostat" << QStringList{"temperature", "mirostat_v2"};
+    }
+    void newStagesAndOrderChangedMidReplyTakeEffect() {
+        QFETCH(QString, change);
+        QFETCH(QStringList, after);
+        GrammarRig rig;
+        QVERIFY(rig.load());
+        wb::SamplingParams p = rig.panel.params();
+        p.temperature = 0.8f;
+        p.seed = 11;
+        rig.panel.setParams(p);
+        rig.c.setSamplingParams(rig.panel.params());
+        SamplerChainControls* chain = rig.panel.chainControls();
+        const QVector<TokenRecord> tokens = rig.reply([&] {
+            if (change == "mirostat") {
+                chain->mirostatBox()->setCurrentIndex(chain->mirostatBox()->findData(2));
+                return;
+            }
+            rig.panel.control("xtc_probability")->spinBox()->setValue(0.5);
+            rig.panel.control("top_n_sigma")->spinBox()->setValue(2.0);
+            const QList<QListWidgetItem*> xtc = chain->orderList()->findItems("xtc", Qt::MatchExactly);
+            QCOMPARE(xtc.size(), 1);
+            chain->orderList()->setCurrentItem(xtc[0]);
+            while (chain->orderList()->currentRow() > 0) chain->upButton()->click();
+        });
+        const auto stages = [](const TokenRecord& t) {
+            QStringList out;
+            for (const wb::SamplerStageTrace& s : t.trace) out << QString::fromStdString(s.stage);
+            return out;
+        };
+        const QStringList before{"penalties", "top_k", "typical_p", "top_p", "min_p", "temperature", "dist"};
+        int from = 0;
+        while (from < tokens.size() && stages(tokens[from]) == before) ++from;
+        QVERIFY2(from >= kChangeAt && from + 10 < tokens.size(),
+                 qPrintable(QString("the new chain from token %1 of %2: ").arg(from).arg(tokens.size()) + rig.replyText()));
+        for (int i = from; i < tokens.size(); ++i)
+            QVERIFY2(stages(tokens[i]) == after, qPrintable(QString("token %1: ").arg(i) + stages(tokens[i]).join(", ")));
     }
 
     // A grammar no token of the model can begin (a piece that starts with NUL counts as no text) is

@@ -4,11 +4,15 @@
 #include <QTreeWidget>
 #include <QtTest>
 
+#include <cmath>
+#include <memory>
+
 #include <qcustomplot.h>
 
 #include "attention_store.h"
 #include "gui_test_support.h"
 #include "model_info_panel.h"
+#include "sampling/sampler.h"
 #include "token_inspector.h"
 
 class TestTokenInspector : public QObject {
@@ -78,6 +82,100 @@ private Q_SLOTS:
         QTreeWidgetItem* row = inspector.traceTree()->topLevelItem(0);
         QCOMPARE(row->text(2), QString("p >= 0.05 x p_max · cut-off p = 0.0301"));
         QCOMPARE(row->text(3), QString("'t1' 0.700, #777 0.300"));
+    }
+
+    // Every stage of a real chain's trace is a row of the stage table with what it kept and the
+    // threshold it applied: the original six, the new stages (logit bias, DRY, top-nσ, XTC), both
+    // mirostats and the grammar, each run where it acts. A threshold shows as the stage wrote it (its
+    // detail); a logit cut-off (min-p, top-nσ) also as the probability it cut at.
+    void stageTableShowsEveryStageWithWhatItKeptAndItsThreshold_data() {
+        QTest::addColumn<QString>("chain");
+        QTest::addColumn<QStringList>("stages");
+        QTest::newRow("every stage") << "all" << QStringList{"logit_bias", "penalties", "dry", "top_n_sigma", "top_k", "typical_p",
+                                                          "top_p", "min_p", "xtc", "temperature", "dist"};
+        QTest::newRow("mirostat 1") << "mirostat" << QStringList{"temperature", "mirostat"};
+        QTest::newRow("mirostat 2") << "mirostat_v2" << QStringList{"temperature", "mirostat_v2"};
+        // The model's favourite ("maybe") does not fit: the grammar filters, then the stages draw again.
+        QTest::newRow("grammar") << "grammar" << QStringList{"grammar", "penalties", "top_k", "typical_p", "top_p", "min_p",
+                                                           "temperature", "dist"};
+    }
+    void stageTableShowsEveryStageWithWhatItKeptAndItsThreshold() {
+        QFETCH(QString, chain);
+        QFETCH(QStringList, stages);
+        const std::vector<std::string> pieces = {"maybe", "yes", "no", "perhaps", "sure", "never", "ok", "fine"};
+        auto vocab = std::make_shared<wb::SamplerVocab>();
+        vocab->n_vocab = int32_t(pieces.size());
+        vocab->piece = [pieces](int32_t id) { return pieces.at(size_t(id)); };
+        vocab->is_eog = [](int32_t) { return false; };
+        wb::SamplingParams p;
+        p.seed = 7;
+        p.top_k = 6;
+        p.top_p = 0.97f;
+        p.min_p = 0.02f;
+        p.typical_p = 0.99f;
+        if (chain == "all") {
+            p.logit_bias = {{7, -1.0f}};
+            p.dry_multiplier = 0.8f;
+            p.dry_sequence_breakers.clear();
+            p.top_n_sigma = 2.0f;
+            p.xtc_probability = 1.0f;
+            p.xtc_threshold = 0.1f;
+        } else if (chain.startsWith("mirostat")) {
+            p.mirostat = chain == "mirostat" ? 1 : 2;
+        } else {
+            p.grammar = R"(root ::= "yes" | "no")";
+        }
+        wb::SamplerChain sampler(p, vocab);
+        for (int32_t t : {3, 4, 5, 3, 4}) sampler.accept(t);  // "perhaps sure never perhaps sure": DRY penalises "never"
+        std::vector<float> logits = {3.0f, 2.5f, 2.2f, 2.0f, 1.8f, 1.0f, 0.5f, 0.2f};
+        if (chain == "grammar") logits[0] = 9.0f;  // the first draw surely takes "maybe"
+        TokenRecord t;
+        t.id = sampler.sample(logits.data(), int32_t(logits.size()), &t.trace, 5);
+        t.piece = QString::fromStdString(pieces[size_t(t.id)]);
+        for (int32_t id = 0; id < int32_t(pieces.size()); ++id) t.candidates.push_back({id, pieces[size_t(id)], 0.1f, 0.1f});
+        AttentionStore store;
+        TokenInspector inspector(&store);
+        inspector.setToken(t);
+
+        QTreeWidget* table = inspector.traceTree();
+        QStringList shown;
+        for (int r = 0; r < table->topLevelItemCount(); ++r) shown << table->topLevelItem(r)->text(0);
+        QCOMPARE(shown, stages);
+        for (int r = 0; r < table->topLevelItemCount(); ++r) {
+            const wb::SamplerStageTrace& s = t.trace[size_t(r)];
+            const QTreeWidgetItem* row = table->topLevelItem(r);
+            const QString where = row->text(0) + ": " + row->text(2);
+            QCOMPARE(row->text(1), QString("%1 → %2").arg(s.n_before).arg(s.n_after));
+            // Only the draw has nothing to add to its name.
+            QVERIFY2(row->text(2).startsWith(QString::fromStdString(s.detail)) && (!s.detail.empty() || s.stage == "dist"),
+                     qPrintable(where));
+            if (std::isfinite(s.p_cutoff)) {
+                QVERIFY2(row->text(2).endsWith(QString(" · cut-off p = %1").arg(s.p_cutoff, 0, 'g', 3)), qPrintable(where));
+            } else if (std::isfinite(s.threshold)) {
+                QVERIFY2(row->text(2).contains(QString::asprintf("%.4g", s.threshold)), qPrintable(where));
+            }
+            // The best survivors by their text, the first as the stage left it.
+            QVERIFY2(row->text(3).startsWith(QString("'%1' ").arg(QString::fromStdString(pieces[size_t(s.top_after.at(0).id)]))),
+                     qPrintable(row->text(0) + ": " + row->text(3)));
+        }
+        // Each stage that cuts did, and recorded its threshold: the table explains the draw.
+        const auto entry = [&](const char* stage) {
+            for (const wb::SamplerStageTrace& s : t.trace)
+                if (s.stage == stage) return s;
+            return wb::SamplerStageTrace{};
+        };
+        if (chain == "all") {
+            for (const char* stage : {"top_n_sigma", "top_k", "typical_p", "top_p", "min_p", "xtc"})
+                QVERIFY2(std::isfinite(entry(stage).threshold), stage);
+            QVERIFY(entry("top_n_sigma").n_after < entry("top_n_sigma").n_before && entry("xtc").n_after < entry("xtc").n_before);
+            QVERIFY2(entry("dry").detail.find("penalised 1 tokens") != std::string::npos, entry("dry").detail.c_str());
+            QVERIFY2(entry("logit_bias").detail.find("7-1") != std::string::npos, entry("logit_bias").detail.c_str());
+        } else if (chain == "grammar") {
+            QCOMPARE(entry("grammar").n_after, size_t(2));
+            QVERIFY(t.id == 1 || t.id == 2);
+        } else {
+            QVERIFY(std::isfinite(entry(qPrintable(chain)).threshold));
+        }
     }
 
     // The header names the token's own piece, also when the reply held its text back (it added nothing

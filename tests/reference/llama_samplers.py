@@ -66,9 +66,13 @@ def main():
     for n_sigma in (0.5, 1.0, 2.0):
         logits = random_logits(rng, 200, 6.0)
         logits[5] = -math.inf
-        smpl = l.llama_sampler_init_top_n_sigma(n_sigma)
+        # llama.cpp's top-nσ masks logits and leaves p unset; the draw that follows it in a chain
+        # (dist) writes the softmax over the survivors, which is the p it draws from.
+        smpl = l.llama_sampler_chain_init(l.llama_sampler_chain_default_params())
+        l.llama_sampler_chain_add(smpl, l.llama_sampler_init_top_n_sigma(n_sigma))
+        l.llama_sampler_chain_add(smpl, l.llama_sampler_init_dist(1234))
         out, _ = apply(smpl, logits)
-        kept = sorted(i for i, lg, _ in out if lg != -math.inf)
+        kept = sorted([i, p] for i, lg, p in out if lg != -math.inf)
         cases["top_n_sigma"].append({"n": n_sigma, "logits": [None if v == -math.inf else v for v in logits],
                                      "kept": kept})
         l.llama_sampler_free(smpl)

@@ -293,30 +293,19 @@ private Q_SLOTS:
     // filters each grammar by its own rules.
     void grammarsOverOneVocabularyShareItsTrie() {
         std::vector<std::string> pieces;
-        for (int i = 0; i < 1500; ++i) pieces.push_back(std::to_string(i));  // over kTrieFrom candidates
+        for (int i = 0; i < 1500; ++i) pieces.push_back(std::to_string(i));
         pieces.push_back("a");
         auto vocab = tiny_vocab(pieces);
-        const auto all = [&] {
-            CandidateSet c;
-            for (int32_t id = 0; id < vocab->n_vocab; ++id) c.data.push_back({id, 0.0f, 0.0f});
-            return c;
-        };
         GrammarConstraint digits("root ::= [0-9]+", vocab), letter("root ::= \"a\"", vocab);
         QVERIFY(digits.trie() == nullptr);
-        CandidateSet d = all();
-        digits.filter(d);
+        QCOMPARE(digits.allowed_tokens(vocab->n_vocab).size(), size_t(1500));  // every number, not "a" nor the end of generation
         QVERIFY(digits.trie() != nullptr);
-        QCOMPARE(d.data.size(), size_t(1500));  // every number, not "a" nor the end of generation
-        CandidateSet l = all();
-        letter.filter(l);
+        QCOMPARE(letter.allowed_tokens(vocab->n_vocab), std::vector<int32_t>{1500});
         QCOMPARE(letter.trie(), digits.trie());  // the same trie, not a second one
-        QCOMPARE(l.data.size(), size_t(1));
-        QCOMPARE(l.data[0].id, int32_t(1500));
         // Another vocabulary gets its own.
         auto other = tiny_vocab(pieces);
         GrammarConstraint third("root ::= [0-9]+", other);
-        CandidateSet t = all();
-        third.filter(t);
+        third.allowed_tokens(other->n_vocab);
         QVERIFY(third.trie() != nullptr && third.trie() != digits.trie());
     }
 

@@ -2,7 +2,7 @@
 // on the same logits (tests/reference/llama_samplers.json, written by llama_samplers.py through
 // llama-cpp-python). Bit-identical where the arithmetic is the same (top-nσ's cut-off, DRY's and the
 // logit bias's logits); within float tolerance where llama.cpp's softmax sums in float and ours in
-// double (XTC's, mirostat's p).
+// double (XTC's, top-nσ's and mirostat's p).
 #include <bit>
 #include <QtTest>
 
@@ -57,6 +57,8 @@ class TestSamplerParity : public QObject {
     Q_OBJECT
 
 private Q_SLOTS:
+    // The survivors and the p a draw after the stage sees: llama.cpp's top-nσ masks logits and leaves p
+    // to the draw (dist's softmax over the survivors), ours removes them and the next softmax renormalises.
     void top_n_sigma_keeps_what_llama_cpp_keeps() {
         const QJsonArray cases = reference()["top_n_sigma"].toArray();
         QVERIFY(!cases.isEmpty());
@@ -64,12 +66,9 @@ private Q_SLOTS:
             const QJsonObject o = c.toObject();
             CandidateSet cands = set_of(o["logits"].toArray());
             TopNSigmaSampler(static_cast<float>(o["n"].toDouble())).apply(cands);
-            std::vector<int32_t> ids;
-            for (const Candidate& k : cands.data) ids.push_back(k.id);
-            std::sort(ids.begin(), ids.end());
-            std::vector<int32_t> expected;
-            for (const auto& v : o["kept"].toArray()) expected.push_back(v.toInt());
-            QCOMPARE(ids, expected);
+            cands.softmax();
+            std::sort(cands.data.begin(), cands.data.end(), [](const Candidate& a, const Candidate& b) { return a.id < b.id; });
+            compare_kept(cands, o["kept"].toArray(), 1e-6);
         }
     }
 
@@ -83,6 +82,42 @@ private Q_SLOTS:
             XtcSampler(1.0f, static_cast<float>(o["threshold"].toDouble()), rng).apply(cands);
             compare_kept(cands, o["kept"].toArray(), 1e-6);
         }
+    }
+
+    // Below probability 1, llama.cpp draws one uniform number per application, before anything else,
+    // and acts unless it exceeds the probability; acting, XTC removes what it removes at probability 1.
+    // Our draw is the chain's 53-bit uniform (as the final draw's), so a copy of the generator says
+    // which applications act; the rest leave the set untouched.
+    void xtc_below_probability_one_acts_when_its_draw_is_at_most_the_probability() {
+        const QJsonArray cases = reference()["xtc"].toArray();
+        QVERIFY(!cases.isEmpty());
+        const float probability = 0.3f;
+        std::mt19937_64 rng(17);
+        std::mt19937_64 copy = rng;
+        int acted = 0, skipped = 0;
+        for (int round = 0; round < 20; ++round) {
+            for (const auto& c : cases) {
+                const QJsonObject o = c.toObject();
+                const QJsonArray logits = o["logits"].toArray();
+                CandidateSet cands = set_of(logits);
+                XtcSampler(probability, static_cast<float>(o["threshold"].toDouble()), rng).apply(cands);
+                const double chance = static_cast<double>(copy() >> 11) * 0x1.0p-53;
+                QCOMPARE(rng, copy);  // exactly one draw per application
+                if (chance <= probability) {
+                    ++acted;
+                    compare_kept(cands, o["kept"].toArray(), 1e-6);
+                    continue;
+                }
+                ++skipped;
+                QCOMPARE(cands.data.size(), static_cast<size_t>(logits.size()));
+                for (qsizetype i = 0; i < logits.size(); ++i) {
+                    QCOMPARE(cands.data[size_t(i)].id, int32_t(i));
+                    QCOMPARE(std::bit_cast<uint32_t>(cands.data[size_t(i)].logit), std::bit_cast<uint32_t>(as_logit(logits[i])));
+                }
+            }
+        }
+        // Both branches ran, in about the proportion the probability asks (60 draws: 18 expected).
+        QVERIFY2(acted >= 8 && acted <= 30 && skipped > 0, qPrintable(QString("acted %1, skipped %2").arg(acted).arg(skipped)));
     }
 
     void mirostat_follows_llama_cpp_over_several_tokens_data() {

@@ -436,6 +436,41 @@ private Q_SLOTS:
         QCOMPARE(names(), (QStringList{"top_n_sigma", "dry", "dist"}));
     }
 
+    // Mirostat's mu lives across tokens and across live changes: a new eta only changes the next
+    // update (mu goes on as in a chain left alone), a new tau or version restarts it at 2 * tau.
+    void mirostat_mu_survives_a_live_change_unless_tau_or_version_changes() {
+        SamplingParams p = plain(9);
+        p.mirostat = 2;
+        p.mirostat_tau = 5.0f;
+        SamplerChain changed(p), alone(p);
+        const auto logits = log_probs({0.4, 0.2, 0.15, 0.1, 0.08, 0.04, 0.02, 0.01});
+        std::vector<SamplerStageTrace> a, b;
+        const auto mu = [](const std::vector<SamplerStageTrace>& trace) { return trace.back().threshold; };
+        for (int step = 0; step < 3; ++step) {
+            changed.sample(logits.data(), 8, &a, 1);
+            alone.sample(logits.data(), 8, &b, 1);
+        }
+        QVERIFY(mu(a) != 10.0);  // it moved from 2 * tau
+        p.mirostat_eta = 0.3f;
+        changed.set_params(p);
+        changed.sample(logits.data(), 8, &a, 1);
+        alone.sample(logits.data(), 8, &b, 1);
+        QCOMPARE(mu(a), mu(b));
+        p.mirostat_tau = 4.0f;
+        changed.set_params(p);
+        changed.sample(logits.data(), 8, &a, 1);
+        QCOMPARE(mu(a), 8.0);
+        changed.sample(logits.data(), 8, &a, 1);
+        QVERIFY(mu(a) != 8.0);
+        p.mirostat = 1;
+        changed.set_params(p);
+        changed.sample(logits.data(), 8, &a, 1);
+        p.mirostat = 2;
+        changed.set_params(p);
+        changed.sample(logits.data(), 8, &a, 1);
+        QCOMPARE(mu(a), 8.0);
+    }
+
     void new_stages_are_validated() {
         auto rejects = [](auto edit, const char* name) {
             SamplingParams p;

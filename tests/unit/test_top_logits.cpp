@@ -10,9 +10,9 @@
 #include <limits>
 #include <memory>
 #include <random>
-#include <span>
 #include <string>
 
+#include "sampling/grammar/grammar_constraint.h"
 #include "sampling/sampler.h"
 #include "sampling/samplers.h"
 #include "sampling/top_logits.h"
@@ -294,6 +294,38 @@ private slots:
         }
     }
 
+    // What a grammar's second draw reads: the tokens allowed_tokens() finds by the trie are, in
+    // ascending order, those allows() accepts one by one (the end of generation exactly where the text
+    // is complete); a shorter row gets those below its size.
+    void allowed_tokens_are_those_the_grammar_allows_one_by_one() {
+        constexpr int32_t n_vocab = 3000;
+        auto vocab = letter_vocab(n_vocab, 23);
+        std::mt19937_64 rng(31);
+        int states = 0, complete = 0, few = 0;
+        for (int g = 0; g < 30; ++g) {
+            GrammarConstraint grammar(random_grammar(rng), vocab);
+            for (int step = 0; step < 6; ++step, ++states) {
+                std::vector<int32_t> expected, pieces;
+                for (int32_t id = 0; id < n_vocab; ++id) {
+                    if (!grammar.allows(id)) continue;
+                    expected.push_back(id);
+                    if (!vocab->is_eog(id)) pieces.push_back(id);
+                }
+                QCOMPARE(grammar.allowed_tokens(n_vocab), expected);
+                std::vector<int32_t> below;
+                for (int32_t id : expected)
+                    if (id < n_vocab / 2) below.push_back(id);
+                if (!below.empty()) QCOMPARE(grammar.allowed_tokens(n_vocab / 2), below);
+                complete += grammar.complete();
+                few += expected.size() < 40;
+                if (pieces.empty()) break;
+                grammar.accept(pieces[size_t(rng() % pieces.size())]);
+            }
+        }
+        QVERIFY2(complete > 10 && few >= 5 && states > 100, qPrintable(QString("%1 states, %2 complete, %3 with few allowed")
+                                                                         .arg(states).arg(complete).arg(few)));
+    }
+
     // The same with a grammar, on random grammars over random rows: the first draw fits or not, and
     // the second comes from the best few when they hold enough allowed tokens, else from the whole
     // row. Either way the token and the final candidates are those of the whole-row chain, and both
@@ -358,19 +390,24 @@ private slots:
                     if (std::count(masked.begin(), masked.end(), ids[size_t(i)])) values[size_t(i)] = -kInf;
                 for (int32_t id : masked) row[size_t(id)] = -kInf;
                 int rows_read = 0;
-                const int32_t from_top = top.sample_top(ids.data(), values.data(), k, [&] {
+                int32_t columns_read = 0;
+                const int32_t from_top = top.sample_top(ids.data(), values.data(), k, [&](const int32_t* cols, int32_t n, float* out) {
                     ++rows_read;
-                    return std::span<const float>(row);
+                    columns_read = n;
+                    QVERIFY(std::is_sorted(cols, cols + n));
+                    for (int32_t i = 0; i < n; ++i) out[i] = row[size_t(cols[i])];
                 });
                 std::vector<SamplerStageTrace> trace;  // says whether the first draw was refused
                 const int32_t from_whole = whole.sample(row.data(), n_vocab, &trace, 0);
                 QCOMPARE(from_top, from_whole);
                 QVERIFY(rows_read <= 1);
-                const bool redrawn = std::any_of(trace.begin(), trace.end(), [](const SamplerStageTrace& t) {
+                const auto redrawn = std::find_if(trace.begin(), trace.end(), [](const SamplerStageTrace& t) {
                     return t.stage == "grammar" && t.detail.starts_with("the first draw");
                 });
-                if (redrawn) ++(rows_read ? from_row : from_best);
+                if (redrawn != trace.end()) ++(rows_read ? from_row : from_best);
                 else QCOMPARE(rows_read, 0);
+                // Only the allowed tokens' columns are read: those the whole-row chain kept.
+                if (rows_read) QCOMPARE(size_t(columns_read), redrawn->n_after);
                 const CandidateSet& a = whole.last_candidates();
                 const CandidateSet& b = top.last_candidates();
                 QCOMPARE(b.data[size_t(b.selected)].id, a.data[size_t(a.selected)].id);
@@ -388,8 +425,8 @@ private slots:
                 top.accept(from_top);
             }
         }
-        qInfo("second draws from the best few: %d, from the row: %d, of %d draws", from_best, from_row, steps);
-        QVERIFY2(from_row > 0 && from_best > 0, qPrintable(QString("second draws from the best few: %1, from the row: %2")
+        qInfo("second draws from the best few: %d, from the allowed columns: %d, of %d draws", from_best, from_row, steps);
+        QVERIFY2(from_row > 0 && from_best > 0, qPrintable(QString("second draws from the best few: %1, from the allowed columns: %2")
                                                               .arg(from_best).arg(from_row)));
     }
 };

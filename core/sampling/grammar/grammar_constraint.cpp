@@ -3,15 +3,13 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <cstring>
 #include <string_view>
 
 #include "sampling/samplers.h"
 #include "util/error.h"
 
 namespace wb {
-
-// Below this many candidates checking each piece on its own beats a walk of the whole trie.
-constexpr size_t kTrieFrom = 1024;
 
 GrammarConstraint::GrammarConstraint(const std::string& gbnf, std::shared_ptr<const SamplerVocab> vocab)
     : source_(gbnf), vocab_(std::move(vocab)), matcher_(std::make_shared<const Grammar>(parse_gbnf(gbnf))) {
@@ -40,40 +38,64 @@ void GrammarConstraint::build_trie() {
     std::lock_guard<std::mutex> lock(cache.mutex);
     if (!cache.trie) {
         std::vector<std::string> pieces(size_t(vocab_->n_vocab));
-        for (int32_t id = 0; id < vocab_->n_vocab; ++id)
-            if (!is_eog(id)) pieces[size_t(id)] = piece(id);
+        std::vector<int32_t> eog;
+        for (int32_t id = 0; id < vocab_->n_vocab; ++id) {
+            if (is_eog(id)) eog.push_back(id);
+            else pieces[size_t(id)] = piece(id);
+        }
         cache.trie = std::make_shared<const VocabTrie>(pieces);
+        cache.eog = std::move(eog);
     }
     trie_ = cache.trie;
+    eog_ = cache.eog;
     allowed_.assign(size_t(vocab_->n_vocab), 0);
 }
 
-void GrammarConstraint::filter(CandidateSet& cands) {
-    const size_t before = cands.data.size();
+size_t GrammarConstraint::mark_allowed() {
+    if (!trie_) build_trie();
+    std::fill(allowed_.begin(), allowed_.end(), 0);
+    const size_t visited = trie_->mark_allowed(matcher_, allowed_);
+    // From the list rather than asking is_eog of every token: a call through std::function per token
+    // of a 262k vocabulary cost more than the trie walk of a JSON structure's state.
+    if (matcher_.complete())
+        for (int32_t id : eog_) allowed_[size_t(id)] = 1;
+    return visited;
+}
+
+static double ms_since(std::chrono::steady_clock::time_point t0) {
+    return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+}
+
+const std::vector<int32_t>& GrammarConstraint::allowed_tokens(int32_t n_row) {
     const auto t0 = std::chrono::steady_clock::now();
+    allowed_ids_.clear();
     std::string how;
-    if (before >= kTrieFrom && vocab_->n_vocab > 0) {
-        if (!trie_) build_trie();
-        std::fill(allowed_.begin(), allowed_.end(), 0);
-        const size_t visited = trie_->mark_allowed(matcher_, allowed_);
-        const bool eog_ok = matcher_.complete();
-        auto keep = [&](const Candidate& c) {
-            if (c.id < 0 || size_t(c.id) >= allowed_.size()) return false;
-            return is_eog(c.id) ? eog_ok : allowed_[size_t(c.id)] != 0;
-        };
-        std::erase_if(cands.data, [&](const Candidate& c) { return !keep(c); });
+    if (vocab_->n_vocab > 0) {
+        const size_t visited = mark_allowed();
+        const size_t n = std::min(allowed_.size(), size_t(std::max(n_row, 0)));
+        // Eight marks at a time: inside a JSON structure nearly every word of 262k marks is zero.
+        for (size_t id = 0; id < n;) {
+            uint64_t word = 0;
+            if (id + 8 <= n) std::memcpy(&word, allowed_.data() + id, 8);
+            if (id + 8 <= n && word == 0) {
+                id += 8;
+                continue;
+            }
+            if (allowed_[id]) allowed_ids_.push_back(int32_t(id));
+            ++id;
+        }
         how = ", " + std::to_string(visited) + " trie nodes";
     } else {
-        std::erase_if(cands.data, [&](const Candidate& c) { return !allows(c.id); });
+        for (int32_t id = 0; id < n_row; ++id)
+            if (allows(id)) allowed_ids_.push_back(id);
     }
-    cands.selected = -1;
-    const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-    last_filter_ = "kept " + std::to_string(cands.data.size()) + " of " + std::to_string(before) +
-                   " tokens the grammar allows (" + format_number(ms) + " ms" + how + ")";
-    if (cands.data.empty()) {
+    last_filter_ = "kept " + std::to_string(allowed_ids_.size()) + " of " + std::to_string(std::max(n_row, 0)) +
+                   " tokens the grammar allows (" + format_number(ms_since(t0)) + " ms" + how + ")";
+    if (allowed_ids_.empty()) {
         throw Error("the grammar allows no token after \"" + text_ +
                     "\": it cannot be satisfied from here (is an end-of-generation token needed but missing?)");
     }
+    return allowed_ids_;
 }
 
 // One code point for a message, as GBNF would write it inside a class or a literal.

@@ -27,9 +27,12 @@ public:
     // Back to an empty text.
     void reset();
     bool allows(int32_t token) const;
-    // Removes every candidate the grammar does not allow, keeping the order of the rest; wb::Error
-    // when none is left (the grammar cannot continue from the text so far).
-    void filter(CandidateSet& cands);
+    // The tokens below n_row that the grammar allows, ascending (the candidates of a row of n_row
+    // logits it keeps, in the row's order), found without a pass over candidates: one walk of the
+    // vocabulary's trie, the end-of-generation tokens from a list. A caller then reads only their
+    // logits; inside a JSON structure that is a few dozen of 262k. wb::Error when none is allowed
+    // (the grammar cannot continue from the text so far).
+    const std::vector<int32_t>& allowed_tokens(int32_t n_row);
     // Appends the token's piece to the text (wb::Error if the grammar does not allow it).
     void accept(int32_t token);
     // accept() of each token in turn (a reply generated before this grammar was chosen); false at the
@@ -38,22 +41,26 @@ public:
     bool accept_all(const int32_t* tokens, size_t n, std::string* why);
     bool complete() const { return matcher_.complete(); }
     bool is_eog(int32_t token) const { return vocab_->is_eog && vocab_->is_eog(token); }
-    // What the last filter() did, for the sampler trace.
+    // What the last allowed_tokens() found, for the sampler trace.
     const std::string& last_filter() const { return last_filter_; }
-    // The trie the full filters walk (null before the first): the same object for every grammar over
+    // The trie allowed_tokens() walks (null before the first): the same object for every grammar over
     // one SamplerVocab.
     const VocabTrie* trie() const { return trie_.get(); }
 
 private:
     std::string piece(int32_t token) const;
     void build_trie();
+    // allowed_[id] = 1 for every token allowed now (builds the trie first); returns the nodes visited.
+    size_t mark_allowed();
 
     std::string source_;
     std::shared_ptr<const SamplerVocab> vocab_;
     GrammarMatcher matcher_;
     std::string text_;  // accepted so far, for error messages
-    std::shared_ptr<const VocabTrie> trie_;  // the vocabulary's (SamplerVocab::tries), from the first large filter
+    std::shared_ptr<const VocabTrie> trie_;  // the vocabulary's (SamplerVocab::tries), from the first allowed_tokens()
+    std::vector<int32_t> eog_;  // the vocabulary's end-of-generation tokens (not in the trie), with it
     std::vector<uint8_t> allowed_;
+    std::vector<int32_t> allowed_ids_;  // allowed_tokens()' answer
     std::string last_filter_;
 };
 
