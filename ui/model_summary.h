@@ -9,10 +9,6 @@
 #include "kv/kv_types.h"
 
 namespace wb {
-class Backend;
-}
-
-namespace wb {
 class Model;
 class Backend;
 struct ModelConfig;
