@@ -1,7 +1,7 @@
-// Q4_K and Q8_0 repacked at load for the decode (DotKernels::repack16 / row16_repacked /
+// Q4_K, Q8_0 and Q6_K repacked at load for the decode (DotKernels::repack16 / row16_repacked /
 // unpack16_repacked / unrepack_row in quant.h), AVX-512 (F, BW, VL, VNNI), built with those flags and
-// handed out by quant.cpp only on a CPU that has them (the avx512 family). Q8_0's part is at the end
-// of the file.
+// handed out by quant.cpp only on a CPU that has them (the avx512 family). Q8_0's and Q6_K's parts
+// follow Q4_K's.
 //
 // Why: a decode matmul is one token against every row, so it is paced by how fast the weights stream
 // in. Read in the file's layout (quant_avx2_rows.cpp's dot_q4_k_gemv_rows8) each row's blocks are
@@ -306,6 +306,165 @@ void unpack16_q8_0(int64_t n, const void* repacked, void* unpacked) {
     }
 }
 
+// ---- Q6_K (the decode's row order, and the batches' tiled order with its 16-row tile) ----
+//
+// Read in the file's layout (dot_blocks<BlockQ6_K> in quant_avx2.cpp) a Q6_K row takes 18.9 GB/s per
+// CPU second in cache on the Zen 4 VM, the slowest decode kernel of a Q4_K_M file (its output head and
+// half of its attn_v and ffn_down are Q6_K). The row dot keeps 8 int32 lanes per block: lane l holds,
+// for each run R of 32 values, sc * (the products of values 32R+4l..32R+4l+3) with sc the scale of the
+// run's first 16 values for l < 4 and of its last 16 for l >= 4, less the offset 32 * (sc_2l bsum_2l +
+// sc_2l+1 bsum_2l+1); each lane is folded into its own float lane by one FMA with d_x * d_w, and the 8
+// lanes are summed in hsum's tree. Here group g of 4 values (values 4g..4g+3, lane g % 8) is one vector
+// of the 16 rows' codes, so vpmaddubsw and one vpdpwssd against the rows' scales (16-bit, twice in a
+// lane) add it to lane g % 8 of all 16 rows at once: integers, so exactly the row dot's lanes.
+//
+// Unit u is sub-block u (values 16u..16u+15, groups 4u..4u+3, one scale): the groups' low nibbles in two
+// vectors (groups 4u and 4u+2 in the low nibbles, 4u+1 and 4u+3 in the high ones) and their top 2 bits
+// in a third (group 4u+j's at bits 2j of each byte): 192 bytes for 16 rows x 16 values, the file's 6
+// bits a value. With the scales as bytes and d as f16, a block of 16 rows is the file's 3360 bytes,
+// padded to whole cache lines (3392).
+struct Q6KUnit {
+    uint8_t nib[2][kRows][4];  // [pair p][row]: byte k = code k of group 4u+2p & 15 | code k of group 4u+2p+1 << 4
+    uint8_t high[kRows][4];    // [row]: byte k = the top 2 bits of code k of group 4u+j at bits 2j
+};
+struct Q6KRepacked16 {
+    Q6KUnit units[16];
+    int8_t scales[16][kRows];  // [sub-block][row]
+    uint16_t d[kRows];         // f16, as in the file
+    uint8_t pad[32];
+};
+static_assert(sizeof(Q6KRepacked16) == 3392, "the file's 3360 bytes in whole cache lines");
+
+size_t q6_k_repacked_bytes(int64_t n) { return size_t(n / kQKK) * sizeof(Q6KRepacked16); }
+
+void repack_q6_k(int64_t n, const void* w, size_t w_stride, void* out) {
+    auto* blocks = static_cast<Q6KRepacked16*>(out);
+    std::memset(out, 0, q6_k_repacked_bytes(n));
+    for (int r = 0; r < kRows; ++r) {
+        const auto* row = reinterpret_cast<const BlockQ6_K*>(static_cast<const uint8_t*>(w) + size_t(r) * w_stride);
+        for (int64_t i = 0; i < n / kQKK; ++i) {
+            Q6KRepacked16& p = blocks[i];
+            for (int v = 0; v < kQKK; ++v) {
+                const int c = q6_k_code(row[i], v), u = v / 16, j = v % 16 / 4, k = v % 4;
+                p.units[u].nib[j / 2][r][k] |= uint8_t((c & 0xF) << (4 * (j % 2)));
+                p.units[u].high[r][k] |= uint8_t((c >> 4) << (2 * j));
+            }
+            for (int s = 0; s < 16; ++s) p.scales[s][r] = row[i].scales[s];
+            p.d[r] = row[i].d;
+        }
+    }
+}
+
+// Unit u's four groups of codes (0..63), 16 rows x 4 values each.
+WB_INLINE void q6_k_unit_codes(const Q6KUnit& u, __m512i (&q)[4]) {
+    const __m512i m4 = _mm512_set1_epi8(0x0F), m30 = _mm512_set1_epi8(0x30);
+    const __m512i n0 = _mm512_load_si512(u.nib[0]), n1 = _mm512_load_si512(u.nib[1]), h = _mm512_load_si512(u.high);
+    // 0xEA: (a & b) | c. The top bits moved to bits 4-5 of each byte; 16-bit shifts do not carry
+    // between the bytes' fields that the masks keep.
+    q[0] = _mm512_ternarylogic_epi32(n0, m4, _mm512_and_si512(_mm512_slli_epi16(h, 4), m30), 0xEA);
+    q[1] = _mm512_ternarylogic_epi32(_mm512_srli_epi16(n0, 4), m4, _mm512_and_si512(_mm512_slli_epi16(h, 2), m30), 0xEA);
+    q[2] = _mm512_ternarylogic_epi32(n1, m4, _mm512_and_si512(h, m30), 0xEA);
+    q[3] = _mm512_ternarylogic_epi32(_mm512_srli_epi16(n1, 4), m4, _mm512_and_si512(_mm512_srli_epi16(h, 2), m30), 0xEA);
+}
+
+// The row dot's 8 integer lanes of one block for the 16 rows (lane[l], row r in 32-bit lane r).
+WB_INLINE void q6_k_block_lanes(const Q6KRepacked16& b, const BlockQ8_K& x, __m512i (&lane)[8]) {
+    for (__m512i& l : lane) l = _mm512_setzero_si512();
+    __m512i sc_even = _mm512_setzero_si512();
+#pragma GCC unroll 16
+    for (int u = 0; u < 16; ++u) {
+        // sub-block u's scale in both 16-bit halves of each row's lane
+        const __m512i s32 = _mm512_cvtepi8_epi32(_mm_load_si128(reinterpret_cast<const __m128i*>(b.scales[u])));
+        const __m512i sc = _mm512_mask_blend_epi16(0xAAAAAAAAu, s32, _mm512_slli_epi32(s32, 16));
+        __m512i q[4];
+        q6_k_unit_codes(b.units[u], q);
+#pragma GCC unroll 4
+        for (int j = 0; j < 4; ++j) {
+            const int g = 4 * u + j;  // |pair sums| <= 2 * 63 * 128: vpmaddubsw does not saturate
+            lane[g % 8] = _mm512_dpwssd_epi32(lane[g % 8], _mm512_maddubs_epi16(q[j], broadcast4(x.qs + 4 * g)), sc);
+        }
+        if (u % 2 == 0) {
+            sc_even = sc;
+        } else {  // lane u / 2's offset: 32 * (sc_u-1 * bsum_u-1 + sc_u * bsum_u)
+            const __m512i pair = _mm512_mask_blend_epi16(0xAAAAAAAAu, sc_even, sc);
+            const __m512i off = _mm512_dpwssd_epi32(_mm512_setzero_si512(), pair, broadcast4(x.bsums + u - 1));
+            lane[u / 2] = _mm512_sub_epi32(lane[u / 2], _mm512_slli_epi32(off, 5));
+        }
+    }
+}
+
+// The 16 rows against one token: the row dot's order (kTiled false: each lane folded by an FMA with
+// d_x * d_w, hsum's tree, + 0 as dot_blocks adds its empty scalar part) or the tiled order (true:
+// per block r = d_w * float(the lanes' sum), acc = fma(r, d_x, acc); dot_k_tiled).
+template <bool kTiled>
+void row16_q6_k(int64_t n, const void* repacked, const void* x, float* out) {
+    const auto* blocks = static_cast<const Q6KRepacked16*>(repacked);
+    const auto* bx = static_cast<const BlockQ8_K*>(x);
+    __m512 acc[8];
+    for (__m512& a : acc) a = _mm512_setzero_ps();
+    for (int64_t i = 0; i < n / kQKK; ++i) {
+        __m512i lane[8];
+        q6_k_block_lanes(blocks[i], bx[i], lane);
+        const __m512 d = _mm512_cvtph_ps(_mm256_load_si256(reinterpret_cast<const __m256i*>(blocks[i].d)));
+        if constexpr (kTiled) {
+            const __m512i sum = _mm512_add_epi32(
+                _mm512_add_epi32(_mm512_add_epi32(lane[0], lane[1]), _mm512_add_epi32(lane[2], lane[3])),
+                _mm512_add_epi32(_mm512_add_epi32(lane[4], lane[5]), _mm512_add_epi32(lane[6], lane[7])));
+            acc[0] = _mm512_fmadd_ps(_mm512_mul_ps(d, _mm512_cvtepi32_ps(sum)), _mm512_set1_ps(bx[i].d), acc[0]);
+        } else {
+            const __m512 dd = _mm512_mul_ps(d, _mm512_set1_ps(bx[i].d));
+#pragma GCC unroll 8
+            for (int l = 0; l < 8; ++l) acc[l] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(lane[l]), dd, acc[l]);
+        }
+    }
+    if constexpr (kTiled)
+        _mm512_storeu_ps(out, acc[0]);
+    else
+        _mm512_storeu_ps(out, _mm512_add_ps(lane_tree(acc), _mm512_setzero_ps()));
+}
+
+// The 16-row tile's layout for Q6_K (Unpacked16<16>, what unpack16 of the file's rows gives): the codes
+// by group, the scales as they are, m = 32 * sc per 16-value sub-block in pairs, d as float.
+void unpack16_q6_k(int64_t n, const void* repacked, void* unpacked) {
+    const auto* blocks = static_cast<const Q6KRepacked16*>(repacked);
+    auto* out = static_cast<Unpacked16<16>*>(unpacked);
+    for (int64_t i = 0; i < n / kQKK; ++i) {
+        const Q6KRepacked16& b = blocks[i];
+        Unpacked16<16>& u = out[i];
+        for (int un = 0; un < 16; ++un) {
+            __m512i q[4];
+            q6_k_unit_codes(b.units[un], q);
+            for (int j = 0; j < 4; ++j) _mm512_store_si512(u.codes[4 * un + j], q[j]);
+        }
+        std::memcpy(u.scales, b.scales, sizeof u.scales);
+        for (int p = 0; p < 8; ++p)
+            for (int r = 0; r < kRows; ++r)
+                u.m_pairs[p][r] = int32_t(uint32_t(uint16_t(32 * b.scales[2 * p][r])) | uint32_t(uint16_t(32 * b.scales[2 * p + 1][r])) << 16);
+        _mm512_store_ps(u.d, _mm512_cvtph_ps(_mm256_load_si256(reinterpret_cast<const __m256i*>(b.d))));
+        _mm512_store_ps(u.dmin, _mm512_setzero_ps());
+    }
+}
+
+// Row r's blocks back in the file's layout (the inverse of q6_k_code's reading).
+void unrepack_q6_k(int64_t n, const void* repacked, int r, void* row) {
+    const auto* blocks = static_cast<const Q6KRepacked16*>(repacked);
+    auto* out = static_cast<BlockQ6_K*>(row);
+    for (int64_t i = 0; i < n / kQKK; ++i) {
+        const Q6KRepacked16& p = blocks[i];
+        BlockQ6_K& b = out[i];
+        std::memset(&b, 0, sizeof b);
+        for (int v = 0; v < kQKK; ++v) {
+            const int u = v / 16, j = v % 16 / 4, k = v % 4;
+            const int c = (p.units[u].nib[j / 2][r][k] >> (4 * (j % 2)) & 0xF) | (p.units[u].high[r][k] >> (2 * j) & 3) << 4;
+            const int h = v / 128, quarter = v % 128 / 32, l = v % 32;
+            b.ql[64 * h + 32 * (quarter & 1) + l] |= uint8_t((c & 0xF) << (quarter < 2 ? 0 : 4));
+            b.qh[32 * h + l] |= uint8_t((c >> 4) << (2 * quarter));
+        }
+        for (int s = 0; s < 16; ++s) b.scales[s] = p.scales[s][r];
+        b.d = p.d[r];
+    }
+}
+
 #if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC diagnostic pop
 #endif
@@ -319,6 +478,10 @@ void add_repack_avx512_kernels(KernelTable& t) {
                                                           unrepack_q4_k};
     // the batches' llamafile order is served by the row order's kernels (quant.cpp's served_order)
     t.repacked16_in(DotOrder::kRow, GgmlType::Q8_0) = {q8_0_repacked_bytes, repack_q8_0, row16_q8_0, unpack16_q8_0, unrepack_q8_0};
+    // the decode (row order, no 16-row tile) and the batches (tiled order) read one layout
+    t.repacked16_in(DotOrder::kRow, GgmlType::Q6_K) = {q6_k_repacked_bytes, repack_q6_k, row16_q6_k<false>, nullptr, unrepack_q6_k};
+    t.repacked16_in(DotOrder::kTiled, GgmlType::Q6_K) = {q6_k_repacked_bytes, repack_q6_k, row16_q6_k<true>, unpack16_q6_k,
+                                                          unrepack_q6_k};
 }
 
 }  // namespace wb

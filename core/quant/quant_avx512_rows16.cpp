@@ -77,17 +77,7 @@ void decode(const BlockQ5_K& b, RowBlock<8>& out) { decode_k45(b, out); }
 
 // Q6_K: the 6-bit codes (dequantize_block's reading), its 16 scales.
 void decode(const BlockQ6_K& b, RowBlock<16>& out) {
-    for (int h = 0; h < 2; ++h) {
-        const uint8_t* ql = b.ql + 64 * h;
-        const uint8_t* qh = b.qh + 32 * h;
-        uint8_t* c = out.codes + 128 * h;
-        for (int l = 0; l < 32; ++l) {
-            c[l] = uint8_t((ql[l] & 0xF) | ((qh[l] >> 0) & 3) << 4);
-            c[l + 32] = uint8_t((ql[l + 32] & 0xF) | ((qh[l] >> 2) & 3) << 4);
-            c[l + 64] = uint8_t((ql[l] >> 4) | ((qh[l] >> 4) & 3) << 4);
-            c[l + 96] = uint8_t((ql[l + 32] >> 4) | ((qh[l] >> 6) & 3) << 4);
-        }
-    }
+    for (int v = 0; v < kQKK; ++v) out.codes[v] = uint8_t(q6_k_code(b, v));
     for (int k = 0; k < 16; ++k) {
         out.scales[k] = b.scales[k];
         out.m[k] = int16_t(32 * b.scales[k]);

@@ -288,6 +288,15 @@ WB_HD void dequantize_block(const BlockQ5_K& b, float* y) {
     }
 }
 
+// Q6_K's code of value v (0..255) of a block: 0..63, the value + 32, read as dequantize_block reads
+// it (quarter q of each half: the low or high nibbles of ql's first or second 32 bytes, and bits 2q,
+// 2q+1 of qh).
+WB_HD int q6_k_code(const BlockQ6_K& b, int v) {
+    const int h = v / 128, quarter = (v % 128) / 32, l = v % 32;
+    const uint8_t ql = b.ql[64 * h + 32 * (quarter & 1) + l];
+    return (quarter < 2 ? ql & 0xF : ql >> 4) | ((b.qh[32 * h + l] >> (2 * quarter)) & 3) << 4;
+}
+
 WB_HD void dequantize_block(const BlockQ6_K& b, float* y) {
     const float d = fp16_to_f32(b.d);
     for (int h = 0; h < 2; ++h) {

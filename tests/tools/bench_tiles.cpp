@@ -111,18 +111,22 @@ double time_prefill(const Case& c, const std::vector<uint8_t>& w, const std::vec
 }
 
 // Median CPU seconds of a decode's kernel over 8 rows (DotKernels::rows8) against one token, the
-// whole matrix; 0 where the family has none. The matrix is small enough to stay in the L2 cache, so
-// this measures the instructions per weight, not the memory.
+// whole matrix; the row kernel (DotKernels::dot) one row at a time where the family has no rows8. The
+// matrix is small enough to stay in the L2 cache, so this measures the instructions per weight, not
+// the memory.
 double time_rows8(const Case& c, const std::vector<uint8_t>& w, const std::vector<uint8_t>& xq, int runs) {
     const wb::DotKernels k = wb::dot_kernels(c.type, c.n, c.order);
-    if (!k.rows8) return 0.0;
     const size_t w_stride = wb::ggml_row_bytes(c.type, c.n);
     std::vector<float> out(size_t(c.rows));
     std::vector<double> times;
     for (int run = 0; run <= runs; ++run) {
         const double t0 = cpu_seconds();
-        for (int rep = 0; rep < kGroups; ++rep)
-            for (int64_t r = 0; r < c.rows; r += 8) k.rows8(c.n, w.data() + size_t(r) * w_stride, w_stride, xq.data(), out.data() + r);
+        for (int rep = 0; rep < kGroups; ++rep) {
+            if (k.rows8)
+                for (int64_t r = 0; r < c.rows; r += 8) k.rows8(c.n, w.data() + size_t(r) * w_stride, w_stride, xq.data(), out.data() + r);
+            else
+                for (int64_t r = 0; r < c.rows; ++r) out[size_t(r)] = k.row(c.n, w.data() + size_t(r) * w_stride, xq.data());
+        }
         if (run > 0) times.push_back((cpu_seconds() - t0) / kGroups);
     }
     std::sort(times.begin(), times.end());
@@ -194,8 +198,9 @@ int main(int argc, char** argv) {
         wb::quant_force_avx2(false);
         std::printf("\n");
     }
-    std::printf("decode, 8 rows at a time (DotKernels::rows8), one token, per matrix:\n");
-    for (const Case& c : {Case{GgmlType::Q4_K, wb::DotOrder::kGemv, 2048, 256}, Case{GgmlType::Q8_0, wb::DotOrder::kRow, 2048, 256}}) {
+    std::printf("decode, 8 rows at a time (DotKernels::rows8, else one row at a time), one token, per matrix:\n");
+    for (const Case& c : {Case{GgmlType::Q4_K, wb::DotOrder::kGemv, 2048, 256}, Case{GgmlType::Q8_0, wb::DotOrder::kRow, 2048, 256},
+                          Case{GgmlType::Q6_K, wb::DotOrder::kRow, 2048, 256}}) {
         const std::vector<uint8_t> w = random_matrix(rng, c.type, c.n, c.rows);
         std::vector<uint8_t> xq(wb::activation_row_bytes(c.type, c.n));
         std::vector<float> x(size_t(c.n), 0.5f);
