@@ -14,6 +14,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <memory>
 #include <random>
 #include <string>
 #include <vector>
@@ -156,6 +157,53 @@ double time_repacked(const Case& c, const std::vector<uint8_t>& w, const std::ve
 
 }  // namespace
 
+// Decode attention's f16 products over a cache larger than the L3, as one token of SmolLM2 at depth
+// 4096 meets them (3 kv heads of 64 dims with 3 query heads each, 30 layers, blocks of 128 positions
+// holding K then V as kv/kv_cache.h lays them out): the scores (dot_f16_keys, kStep32 order) and V^T p
+// (fma_f16_keys into 32 lanes, 16 dims a task), in CPU milliseconds per token on one thread.
+void bench_attention(int runs) {
+    constexpr int kLayers = 30, kKv = 3, kHd = 64, kGroup = 3, kDepth = 4096, kBlock = 128, kLanes = 32, kDims = 16;
+    constexpr int64_t kRow = kKv * kHd, kBlocks = kDepth / kBlock;
+    constexpr size_t kBlockHalves = size_t(2 * kBlock * kRow);
+    std::mt19937 rng(7);
+    std::uniform_real_distribution<float> u(-1.0f, 1.0f);
+    const size_t n_halves = size_t(kLayers * kBlocks) * kBlockHalves;
+    void* mem = nullptr;
+    if (posix_memalign(&mem, size_t(2) << 20, n_halves * 2) != 0) return;
+    const std::unique_ptr<uint16_t, decltype(&std::free)> cache(static_cast<uint16_t*>(mem), &std::free);
+    for (size_t i = 0; i < n_halves; ++i) cache.get()[i] = wb::f32_to_fp16(u(rng));
+    std::vector<float> q(size_t(kKv * kGroup * kHd)), scores(size_t(kGroup) * kDepth), lanes(size_t(kGroup * kLanes * kDims));
+    for (float& x : q) x = wb::fp16_to_f32(wb::f32_to_fp16(u(rng)));
+    for (float& x : scores) x = 1.0f / kDepth;
+    std::vector<double> tk, tv;
+    for (int run = 0; run <= runs; ++run) {
+        double t0 = cpu_seconds();
+        for (int l = 0; l < kLayers; ++l)
+            for (int h = 0; h < kKv; ++h)
+                for (int64_t b = 0; b < kBlocks; ++b)
+                    wb::dot_f16_keys(wb::F16DotOrder::kStep32, kHd, cache.get() + size_t(l * kBlocks + b) * kBlockHalves + h * kHd, kRow,
+                                     kBlock, q.data() + h * kGroup * kHd, kHd, kGroup, scores.data() + b * kBlock, kDepth);
+        double t1 = cpu_seconds();
+        for (int l = 0; l < kLayers; ++l)
+            for (int h = 0; h < kKv; ++h)
+                for (int d = 0; d < kHd; d += kDims) {
+                    std::fill(lanes.begin(), lanes.end(), 0.0f);
+                    for (int64_t b = 0; b < kBlocks; ++b)
+                        wb::fma_f16_keys(kDims, cache.get() + size_t(l * kBlocks + b) * kBlockHalves + kBlock * kRow + h * kHd + d, kRow,
+                                         kBlock, (b * kBlock) % kLanes, kLanes, scores.data() + b * kBlock, kDepth, kGroup, lanes.data(),
+                                         kLanes * kDims);
+                }
+        if (run > 0) {
+            tk.push_back(t1 - t0);
+            tv.push_back(cpu_seconds() - t1);
+        }
+    }
+    std::sort(tk.begin(), tk.end());
+    std::sort(tv.begin(), tv.end());
+    std::printf("decode attention, SmolLM2's shape at depth %d (%zu MB of cache), one thread, per token: scores %.2f ms, V^T p %.2f ms\n",
+                kDepth, n_halves * 2 >> 20, 1e3 * tk[tk.size() / 2], 1e3 * tv[tv.size() / 2]);
+}
+
 int main(int argc, char** argv) {
     int runs = 20;
     for (int i = 1; i < argc; ++i) {
@@ -218,5 +266,6 @@ int main(int argc, char** argv) {
         wb::quant_force_avx2(false);
         std::printf("\n");
     }
+    bench_attention(runs);
     return 0;
 }
