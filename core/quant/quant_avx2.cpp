@@ -24,10 +24,6 @@ namespace wb {
 
 namespace {
 
-// The per-block functions are passed to dot_blocks as template arguments; GCC does not always inline
-// those, and a call per block (with the accumulators spilled around it) costs more than the block.
-#define WB_INLINE [[gnu::always_inline]] inline
-
 // 16 bytes of packed nibbles -> 32 values in element order (low nibbles are elements 0..15).
 WB_INLINE __m256i unpack_nibbles(const uint8_t* qs) {
     const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(qs));

@@ -19,8 +19,6 @@ namespace wb {
 
 namespace {
 
-#define WB_INLINE [[gnu::always_inline]] inline
-
 WB_INLINE __m256 load8(const float* p) { return _mm256_loadu_ps(p); }
 WB_INLINE __m256 load8(const uint16_t* p) {  // BF16: the 16 bits are the high half of the float
     const __m256i wide = _mm256_cvtepu16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));

@@ -25,8 +25,6 @@ namespace wb {
 
 namespace {
 
-#define WB_INLINE [[gnu::always_inline]] inline
-
 // 32 bits -> 32 bytes, 0xFF where bit i (element i of the run) is set.
 WB_INLINE __m256i bits_to_bytes(uint32_t bits) {
     const __m256i spread = _mm256_shuffle_epi8(

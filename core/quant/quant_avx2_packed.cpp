@@ -33,8 +33,6 @@ namespace wb {
 
 namespace {
 
-#define WB_INLINE [[gnu::always_inline]] inline
-
 static_assert(kDotTileRows == 1 && kDotTileCols == 8, "one weight row, the tile's 8 tokens in the lanes of a vector");
 
 // One Q8_K block (256 values) of a group of 8 tokens, interleaved.

@@ -28,8 +28,6 @@ namespace wb {
 
 namespace {
 
-#define WB_INLINE [[gnu::always_inline]] inline
-
 constexpr int kRows = 8;
 
 // Row r's block sums of the scaled products in 8 int32 lanes (lane l: values 4l..4l+3 of each run of 32).

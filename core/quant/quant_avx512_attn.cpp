@@ -20,13 +20,7 @@ namespace wb {
 
 namespace {
 
-#if defined(__GNUC__) && !defined(__clang__)
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wuninitialized"
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-#endif
-
-#define WB_INLINE [[gnu::always_inline]] inline
+WB_AVX512_WARNINGS_OFF
 
 // The AVX2 forms, for what these do not cover (set once by add_attention_avx512_kernels, before use).
 F16DotKeysFn g_dot_keys_avx2 = nullptr;
@@ -139,9 +133,7 @@ void fma_f16_keys_avx512(int64_t n, const uint16_t* v, int64_t v_stride, int64_t
     g_fma_keys_avx2(n, v, v_stride, n_keys, lane0, n_lanes, p, p_stride, g, lanes, lanes_stride);
 }
 
-#if defined(__GNUC__) && !defined(__clang__)
-#pragma GCC diagnostic pop
-#endif
+WB_AVX512_WARNINGS_ON
 
 }  // namespace
 

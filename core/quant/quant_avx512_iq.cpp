@@ -19,16 +19,7 @@ namespace wb {
 
 namespace {
 
-// GCC 12's AVX-512 intrinsics start some results from _mm512_undefined_*, which its -Wall then reports
-// as used uninitialized wherever they are inlined (broadcast, permute, insert, extract): false alarms,
-// silenced for this file's kernel only (down to the pop below).
-#if defined(__GNUC__) && !defined(__clang__)
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wuninitialized"
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-#endif
-
-#define WB_INLINE [[gnu::always_inline]] inline
+WB_AVX512_WARNINGS_OFF
 
 // kvalues_iq4nl as a byte shuffle table in all four 128-bit lanes.
 WB_INLINE __m512i iq4_nl_table512() {
@@ -88,9 +79,7 @@ void dot_iq4_xs_tile(int64_t n, const void* w, size_t, const void* x, size_t x_s
     store_tile_lanes(acc, out, out_stride);
 }
 
-#if defined(__GNUC__) && !defined(__clang__)
-#pragma GCC diagnostic pop
-#endif
+WB_AVX512_WARNINGS_ON
 
 }  // namespace
 

@@ -29,15 +29,7 @@ namespace wb {
 
 namespace {
 
-// GCC 12's AVX-512 intrinsics start some results from _mm512_undefined_*, which its -Wall then reports
-// as used uninitialized wherever they are inlined: false alarms (see quant_avx512_iq.cpp).
-#if defined(__GNUC__) && !defined(__clang__)
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wuninitialized"
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-#endif
-
-#define WB_INLINE [[gnu::always_inline]] inline
+WB_AVX512_WARNINGS_OFF
 
 static_assert(kDotTileRows == 1 && kDotTileCols == 8, "one weight row, the tile's 8 tokens in the lanes of a vector");
 
@@ -189,9 +181,7 @@ void add_packed_512(KernelTable& t, DotOrder o, GgmlType type) {
     t.packed_in(o, type) = {packed_q8_k_x8w_bytes, pack_q8_k_x8w, Packed};
 }
 
-#if defined(__GNUC__) && !defined(__clang__)
-#pragma GCC diagnostic pop
-#endif
+WB_AVX512_WARNINGS_ON
 
 }  // namespace
 

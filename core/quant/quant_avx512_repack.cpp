@@ -41,15 +41,7 @@ namespace wb {
 
 namespace {
 
-// GCC 12's AVX-512 intrinsics start some results from _mm512_undefined_*, which its -Wall then reports
-// as used uninitialized wherever they are inlined: false alarms (see quant_avx512_iq.cpp).
-#if defined(__GNUC__) && !defined(__clang__)
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wuninitialized"
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-#endif
-
-#define WB_INLINE [[gnu::always_inline]] inline
+WB_AVX512_WARNINGS_OFF
 
 constexpr int kRows = kTile16Rows;
 
@@ -95,13 +87,6 @@ void repack_q4_k(int64_t n, const void* w, size_t w_stride, void* out) {
             p.dmin[r] = row[i].dmin;
         }
     }
-}
-
-// 4 bytes at p as a 32-bit lane in all 16 lanes.
-WB_INLINE __m512i broadcast4(const void* p) {
-    int v;
-    std::memcpy(&v, p, 4);
-    return _mm512_set1_epi32(v);
 }
 
 // Sub-block s of the 16 rows against the token: the products' exact sums times the rows' scales.
@@ -250,13 +235,6 @@ void unrepack_q8_0(int64_t n, const void* repacked, int r, void* row) {
         for (int g = 0; g < kQK / 4; ++g) std::memcpy(out[i].qs + 4 * g, codes + size_t(i) * kQ80Codes + 64 * g + 4 * r, 4);
         out[i].d = d[i * kRows + r];
     }
-}
-
-// hsum's tree over lanes held in 8 vectors: ((l0 + l4) + (l2 + l6)) + ((l1 + l5) + (l3 + l7)).
-WB_INLINE __m512 lane_tree(const __m512 (&l)[8]) {
-    const __m512 a = _mm512_add_ps(_mm512_add_ps(l[0], l[4]), _mm512_add_ps(l[2], l[6]));
-    const __m512 b = _mm512_add_ps(_mm512_add_ps(l[1], l[5]), _mm512_add_ps(l[3], l[7]));
-    return _mm512_add_ps(a, b);
 }
 
 void row16_q8_0(int64_t n, const void* repacked, const void* x, float* out) {
@@ -465,9 +443,7 @@ void unrepack_q6_k(int64_t n, const void* repacked, int r, void* row) {
     }
 }
 
-#if defined(__GNUC__) && !defined(__clang__)
-#pragma GCC diagnostic pop
-#endif
+WB_AVX512_WARNINGS_ON
 
 }  // namespace
 

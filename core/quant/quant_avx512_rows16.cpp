@@ -37,15 +37,7 @@ namespace wb {
 
 namespace {
 
-// GCC 12's AVX-512 intrinsics start some results from _mm512_undefined_*, which its -Wall then reports
-// as used uninitialized wherever they are inlined: false alarms (see quant_avx512_iq.cpp).
-#if defined(__GNUC__) && !defined(__clang__)
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wuninitialized"
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-#endif
-
-#define WB_INLINE [[gnu::always_inline]] inline
+WB_AVX512_WARNINGS_OFF
 
 static_assert(kDotTileCols == 8, "two groups of 4 tokens");
 
@@ -123,13 +115,6 @@ void unpack16(int64_t n, const void* w, size_t w_stride, void* unpacked) {
 template <int kSub>
 size_t unpacked16_bytes(int64_t n) {
     return size_t(n / kQKK) * sizeof(Unpacked16<kSub>);
-}
-
-// 4 bytes at p as a 32-bit lane in all 16 lanes.
-WB_INLINE __m512i broadcast4(const void* p) {
-    int v;
-    std::memcpy(&v, p, 4);
-    return _mm512_set1_epi32(v);
 }
 
 // Sub-block s of block b for 4 tokens (x[t]: their Q8_K blocks): the products' exact sums, times the
@@ -304,13 +289,6 @@ WB_INLINE __m512i broadcast4_biased(const int8_t* p) {
     return _mm512_set1_epi32(int(v ^ 0x80808080u));
 }
 
-// hsum's tree over lanes held in 8 vectors: ((l0 + l4) + (l2 + l6)) + ((l1 + l5) + (l3 + l7)).
-WB_INLINE __m512 lane_tree(const __m512 (&l)[8]) {
-    const __m512 a = _mm512_add_ps(_mm512_add_ps(l[0], l[4]), _mm512_add_ps(l[2], l[6]));
-    const __m512 b = _mm512_add_ps(_mm512_add_ps(l[1], l[5]), _mm512_add_ps(l[3], l[7]));
-    return _mm512_add_ps(a, b);
-}
-
 // BX: the activations' block (Q8_0 for Q8_0, Q8_1 for Q4_1 / Q5_1, whose s = d_x * sum(y)).
 template <class BX, bool kSigned>
 void tile16_q32(int64_t n, const void* unpacked, const void* x, size_t x_stride, float* out, int64_t out_stride) {
@@ -356,9 +334,7 @@ Rows16Tile rows16_q32() {
     return {unpacked16_q32_bytes, unpack16_q32<BW, kSigned>, tile16_q32<BX, kSigned>};
 }
 
-#if defined(__GNUC__) && !defined(__clang__)
-#pragma GCC diagnostic pop
-#endif
+WB_AVX512_WARNINGS_ON
 
 }  // namespace
 

@@ -21,15 +21,7 @@ namespace wb {
 
 namespace {
 
-// GCC 12's AVX-512 intrinsics start some results from _mm512_undefined_*, which its -Wall then reports
-// as used uninitialized wherever they are inlined: false alarms (see quant_avx512_iq.cpp).
-#if defined(__GNUC__) && !defined(__clang__)
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wuninitialized"
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-#endif
-
-#define WB_INLINE [[gnu::always_inline]] inline
+WB_AVX512_WARNINGS_OFF
 
 constexpr int kRows = 8;
 
@@ -64,9 +56,7 @@ void dot_q8_0_rows8_512(int64_t n, const void* w, size_t w_stride, const void* x
     }
 }
 
-#if defined(__GNUC__) && !defined(__clang__)
-#pragma GCC diagnostic pop
-#endif
+WB_AVX512_WARNINGS_ON
 
 }  // namespace
 

@@ -9,6 +9,25 @@
 #include <cstddef>
 #include <new>
 
+// Forced inlining for the kernels' small helpers: the per-block functions are passed to the dot loops
+// as template arguments, GCC does not always inline those, and a call per block (with the
+// accumulators spilled around it) costs more than the block.
+#define WB_INLINE [[gnu::always_inline]] inline
+
+// GCC 12's AVX-512 intrinsics start some results from _mm512_undefined_*, which its -Wall then reports
+// as used uninitialized wherever they are inlined (broadcast, permute, insert, extract): false alarms.
+// The AVX-512 files bracket their kernels with these two (and nothing else is silenced).
+#if defined(__GNUC__) && !defined(__clang__)
+#define WB_AVX512_WARNINGS_OFF                                 \
+    _Pragma("GCC diagnostic push")                             \
+    _Pragma("GCC diagnostic ignored \"-Wuninitialized\"")      \
+    _Pragma("GCC diagnostic ignored \"-Wmaybe-uninitialized\"")
+#define WB_AVX512_WARNINGS_ON _Pragma("GCC diagnostic pop")
+#else
+#define WB_AVX512_WARNINGS_OFF
+#define WB_AVX512_WARNINGS_ON
+#endif
+
 namespace wb {
 namespace {
 
