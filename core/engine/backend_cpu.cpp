@@ -336,100 +336,133 @@ void CpuBackend::pack_activations(int i, MatmulJob* jobs) {
 // A task owns a run of weight rows and walks all tokens with them, so those rows stay in cache while
 // every token is multiplied by them (prefill). The tile gives every output exactly what vec_dot_rows
 // would (quant.h), only faster: each weight block is unpacked once per group of tokens.
+namespace {
+
+// One matmul task's weight rows: where they are read from (the mapping, or the load-time copy in runs
+// of 16) and, made at most once per task and order, the forms some tiles read instead: rows unpacked
+// one by one (DotKernels::unpack_w) and 16 at a time (unpack16_w, or unpack16_repacked from the copy).
+// The buffers are per thread and reused from task to task; each form remembers the kernels that wrote
+// it, as a batch's two orders (MatmulJob::split) may differ.
+class TaskRows {
+public:
+    TaskRows(int64_t n_in, const uint8_t* wdata, size_t w_row, const uint8_t* repacked, size_t repacked_group, int64_t nr)
+        : n_in_(n_in), wdata_(wdata), w_row_(w_row), repacked_(repacked), repacked_group_(repacked_group), nr_(nr) {}
+
+    const uint8_t* row(int64_t r) const { return wdata_ + size_t(r) * w_row_; }
+    size_t w_row() const { return w_row_; }
+    // Group g (rows 16g .. 16g + 15) of the load-time copy; nullptr where the rows are not repacked.
+    const uint8_t* repacked(int64_t g) const { return repacked_ ? repacked_ + size_t(g) * repacked_group_ : nullptr; }
+
+    // The first n rows unpacked by k.unpack_w, unpacked_w_bytes(n_in) bytes a row.
+    const uint8_t* unpacked(const DotKernels& k, int64_t n) {
+        thread_local std::vector<uint8_t> buf;
+        if (unpacked_by_ != k.unpack_w) {
+            unpacked_by_ = k.unpack_w;
+            const size_t bytes = k.unpacked_w_bytes(n_in_);
+            if (buf.size() < bytes * size_t(n)) buf.resize(bytes * size_t(n));
+            for (int64_t r = 0; r < n; ++r) k.unpack_w(n_in_, row(r), buf.data() + size_t(r) * bytes);
+        }
+        return buf.data();
+    }
+
+    // The first n rows (a multiple of 16) in k's 16-row layout, unpacked16_w_bytes(n_in) bytes a run,
+    // 64-byte aligned (DotKernels::unpack16_w).
+    const uint8_t* unpacked16(const DotKernels& k, int64_t n) {
+        thread_local std::vector<uint8_t> buf;
+        if (unpacked16_by_ != &k) {
+            unpacked16_by_ = &k;
+            const size_t bytes = k.unpacked16_w_bytes(n_in_);
+            const size_t need = bytes * size_t(n / kTile16Rows) + kAlign;
+            if (buf.size() < need) buf.resize(need);
+            const auto addr = reinterpret_cast<uintptr_t>(buf.data());
+            unpacked16_ = buf.data() + (kAlign - addr % kAlign) % kAlign;
+            for (int64_t r = 0; r < n; r += kTile16Rows) {
+                uint8_t* u = unpacked16_ + size_t(r / kTile16Rows) * bytes;
+                if (repacked_)
+                    k.unpack16_repacked(n_in_, repacked(r / kTile16Rows), u);
+                else
+                    k.unpack16_w(n_in_, row(r), w_row_, u);
+            }
+        }
+        return unpacked16_;
+    }
+
+    // Token x's rows from r_begin through the row kernels (the copy's 16-row one where repacked).
+    void row_dots(const DotKernels& k, const uint8_t* x, int64_t r_begin, float* o) const {
+        int64_t r = r_begin;
+        if (repacked_) {
+            for (; r < nr_; r += kTile16Rows) k.row16_repacked(n_in_, repacked(r / kTile16Rows), x, o + r);
+            return;
+        }
+        if (k.rows8)
+            for (; r + 8 <= nr_; r += 8) k.rows8(n_in_, row(r), w_row_, x, o + r);
+        for (; r < nr_; ++r) o[r] = k.row(n_in_, row(r), x);
+    }
+
+private:
+    int64_t n_in_;
+    const uint8_t* wdata_;
+    size_t w_row_;
+    const uint8_t* repacked_;
+    size_t repacked_group_;
+    int64_t nr_;
+    void (*unpacked_by_)(int64_t, const void*, void*) = nullptr;
+    const DotKernels* unpacked16_by_ = nullptr;
+    uint8_t* unpacked16_ = nullptr;
+};
+
+}  // namespace
+
 void CpuBackend::matmul_rows(const MatmulJob& job, int64_t n_tok, int64_t r0, int64_t nr) const {
     const Weight& w = *job.w;
     const int64_t n_in = w.n_in;
-    const size_t w_row = ggml_row_bytes(w.type, n_in), act_row = job.act_row;
-    const auto* wdata = static_cast<const uint8_t*>(w.host) + size_t(r0) * w_row;
+    const size_t act_row = job.act_row;
     const uint8_t* act = job.act;
     float* out = job.out->data + r0;
     const int64_t out_cols = job.out->n_cols;
     // Repacked rows: r0 and nr are whole runs of 16 (prepare_weights, plan_matmuls).
+    const size_t w_row = ggml_row_bytes(w.type, n_in);
     const uint8_t* repacked = job.repacked ? job.repacked + size_t(r0 / kTile16Rows) * job.repacked_group : nullptr;
-    const auto rows = [&](int64_t t, int64_t r_begin) {
-        const DotKernels& k = job.kernels(t);
-        const uint8_t* x = act + size_t(t) * act_row;
-        float* o = out + t * out_cols;
-        int64_t r = r_begin;
-        if (repacked) {
-            for (; r < nr; r += kTile16Rows) k.row16_repacked(n_in, repacked + size_t(r / kTile16Rows) * job.repacked_group, x, o + r);
-            return;
-        }
-        if (k.rows8)
-            for (; r + 8 <= nr; r += 8) k.rows8(n_in, wdata + size_t(r) * w_row, w_row, x, o + r);
-        for (; r < nr; ++r) o[r] = k.row(n_in, wdata + size_t(r) * w_row, x);
-    };
+    TaskRows rows(n_in, static_cast<const uint8_t*>(w.host) + size_t(r0) * w_row, w_row, repacked, job.repacked_group, nr);
     const int64_t nr_tiles = nr / kDotTileRows * kDotTileRows;
-    // Rows unpacked for the tile over unpacked rows, once per task, where several groups of tokens meet them
-    // (with one group the unpacking would cost what it saves).
-    thread_local std::vector<uint8_t> unpacked;
-    const uint8_t* unpacked_rows = nullptr;
-    size_t unpacked_row = 0;
-    void (*unpacked_by)(int64_t, const void*, void*) = nullptr;  // the groups' orders may differ (job.split)
-    const auto unpack = [&](const DotKernels& k) {
-        unpacked_by = k.unpack_w;
-        unpacked_row = k.unpacked_w_bytes(n_in);
-        if (unpacked.size() < unpacked_row * size_t(nr_tiles)) unpacked.resize(unpacked_row * size_t(nr_tiles));
-        for (int64_t r = 0; r < nr_tiles; ++r) k.unpack_w(n_in, wdata + size_t(r) * w_row, unpacked.data() + size_t(r) * unpacked_row);
-        unpacked_rows = unpacked.data();
-    };
-    const bool several_groups = n_tok >= 2 * kDotTileCols && job.group_tiled.size() >= 2 && job.group_tiled[1];
-    // The 16-row tile where the family has one (the rows in the lanes of a vector): the task's rows in
-    // runs of 16 decoded once, the rest through the tiles below.
-    thread_local std::vector<uint8_t> unpacked16_buf;
-    uint8_t* unpacked16 = nullptr;  // 64-byte aligned within unpacked16_buf (DotKernels::unpack16_w)
-    const DotKernels* unpacked16_by = nullptr;  // whose unpack16 wrote it: the groups' orders may differ
     const int64_t nr16 = nr / kTile16Rows * kTile16Rows;
-    const auto unpack16 = [&](const DotKernels& k) {
-        unpacked16_by = &k;
-        const size_t bytes = k.unpacked16_w_bytes(n_in);
-        const size_t need = bytes * size_t(nr16 / kTile16Rows) + kAlign;
-        if (unpacked16_buf.size() < need) unpacked16_buf.resize(need);
-        const auto addr = reinterpret_cast<uintptr_t>(unpacked16_buf.data());
-        unpacked16 = unpacked16_buf.data() + (kAlign - addr % kAlign) % kAlign;
-        for (int64_t r = 0; r < nr16; r += kTile16Rows) {
-            uint8_t* u = unpacked16 + size_t(r / kTile16Rows) * bytes;
-            if (repacked)
-                k.unpack16_repacked(n_in, repacked + size_t(r / kTile16Rows) * job.repacked_group, u);
-            else
-                k.unpack16_w(n_in, wdata + size_t(r) * w_row, w_row, u);
-        }
-    };
+    // Rows are unpacked once per task only where several groups of tokens meet them (with one group the
+    // unpacking would cost what it saves), except that repacked rows have no other tile.
+    const bool several_groups = n_tok >= 2 * kDotTileCols && job.group_tiled.size() >= 2 && job.group_tiled[1];
     int64_t t = 0;
     for (; t + kDotTileCols <= n_tok && job.group_tiled[size_t(t / kDotTileCols)]; t += kDotTileCols) {
         const DotKernels& k = job.kernels(t);
-        int64_t r_first = 0;  // the first row of the tiles below
-        // (repacked rows: even for one group, the only tile that reads them)
-        if (k.tile16_unpacked && (several_groups || repacked) && nr16 > 0) {
-            if (unpacked16_by != &k) unpack16(k);
+        const uint8_t* x = act + size_t(t) * act_row;
+        float* o = out + t * out_cols;
+        int64_t r_first = 0;  // the first row of the tiles after the 16-row one
+        if (k.tile16_unpacked && (several_groups || job.repacked) && nr16 > 0) {
+            const uint8_t* u = rows.unpacked16(k, nr16);
             const size_t bytes = k.unpacked16_w_bytes(n_in);
             for (int64_t r = 0; r < nr16; r += kTile16Rows)
-                k.tile16_unpacked(n_in, unpacked16 + size_t(r / kTile16Rows) * bytes, act + size_t(t) * act_row,
-                                  act_row, out + t * out_cols + r, out_cols);
+                k.tile16_unpacked(n_in, u + size_t(r / kTile16Rows) * bytes, x, act_row, o + r, out_cols);
             r_first = nr16;
         }
         if (r_first >= nr_tiles) {
             // every row went through the 16-row tile
         } else if (k.tile_unpacked && several_groups && t / kDotTileCols >= job.packed_groups) {
-            if (unpacked_by != k.unpack_w) unpack(k);
+            const uint8_t* u = rows.unpacked(k, nr_tiles);
+            const size_t bytes = k.unpacked_w_bytes(n_in);
             for (int64_t r = r_first; r < nr_tiles; r += kDotTileRows)
-                k.tile_unpacked(n_in, unpacked_rows + size_t(r) * unpacked_row, act + size_t(t) * act_row, act_row,
-                                out + t * out_cols + r, out_cols);
+                k.tile_unpacked(n_in, u + size_t(r) * bytes, x, act_row, o + r, out_cols);
         } else if (t / kDotTileCols < job.packed_groups) {
             const uint8_t* packed = job.packed + size_t(t / kDotTileCols) * job.packed_bytes;
+            for (int64_t r = r_first; r < nr_tiles; r += kDotTileRows) k.tile_packed(n_in, rows.row(r), packed, o + r, out_cols);
+        } else if (k.tile_rows) {
+            k.tile_rows(n_in, rows.row(r_first), rows.w_row(), nr_tiles - r_first, x, act_row, o + r_first, out_cols);
+        } else {
             for (int64_t r = r_first; r < nr_tiles; r += kDotTileRows)
-                k.tile_packed(n_in, wdata + size_t(r) * w_row, packed, out + t * out_cols + r, out_cols);
-        } else if (k.tile_rows)
-            k.tile_rows(n_in, wdata + size_t(r_first) * w_row, w_row, nr_tiles - r_first, act + size_t(t) * act_row, act_row,
-                        out + t * out_cols + r_first, out_cols);
-        else
-            for (int64_t r = r_first; r < nr_tiles; r += kDotTileRows)
-                k.tile(n_in, wdata + size_t(r) * w_row, w_row, act + size_t(t) * act_row, act_row, out + t * out_cols + r,
-                       out_cols);
+                k.tile(n_in, rows.row(r), rows.w_row(), x, act_row, o + r, out_cols);
+        }
         if (nr_tiles < nr)
-            for (int64_t c = t; c < t + kDotTileCols; ++c) rows(c, nr_tiles);
+            for (int64_t c = t; c < t + kDotTileCols; ++c)
+                rows.row_dots(job.kernels(c), act + size_t(c) * act_row, nr_tiles, out + c * out_cols);
     }
-    for (; t < n_tok; ++t) rows(t, 0);
+    for (; t < n_tok; ++t) rows.row_dots(job.kernels(t), act + size_t(t) * act_row, 0, out + t * out_cols);
 }
 
 void CpuBackend::matmul(const Weight& w, const Tensor& x, Tensor& out) {
