@@ -49,25 +49,43 @@ void give_back(const void* p, size_t bytes) {
 #endif
 }
 
-// A copy's bytes, uninitialised. A copy of 2 MiB or more starts on a 2 MiB boundary and asks for
-// transparent huge pages over its whole 2 MiB pages (not its tail: a huge page there would hold memory
-// past the copy): a decode streams every copy once per token, and with 4 KiB pages this VM read about
-// 25 GB/s where 2 MiB pages gave 32 (a page-table walk every 4 KiB). Where the system has no such
-// pages the request does nothing.
-uint8_t* allocate_copy(size_t bytes) {
-    const size_t align = bytes >= kHugePage ? kHugePage : kAlign;
-    void* p = nullptr;
-    if (posix_memalign(&p, align, (bytes + kAlign - 1) / kAlign * kAlign) != 0) return nullptr;
+// A copy's bytes, uninitialised, into m.data (and m.mapped). A copy of 2 MiB or more gets a mapping of
+// its own that starts on a 2 MiB boundary and asks for transparent huge pages over its whole 2 MiB
+// pages: a decode streams every copy once per token, and with 4 KiB pages this VM read about 25 GB/s
+// where 2 MiB pages gave 32 (a page-table walk every 4 KiB). The mapping ends with the copy (rounded
+// to a page), so no huge page can hold memory past it, and the advice goes with the mapping when it is
+// unmapped (on the heap it would stay on ranges reused by other allocations). Where the system has no
+// such pages the advice does nothing; with the kernel's default defrag setting a load may compact
+// memory to find them.
+void allocate_copy(RepackedMatrix& m) {
 #if defined(__linux__) && defined(MADV_HUGEPAGE)
-    if (align == kHugePage) madvise(p, bytes / kHugePage * kHugePage, MADV_HUGEPAGE);
+    if (m.bytes >= kHugePage) {
+        const auto page = size_t(sysconf(_SC_PAGESIZE));
+        const size_t len = (m.bytes + page - 1) / page * page;
+        void* raw = mmap(nullptr, len + kHugePage, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        if (raw == MAP_FAILED) return;
+        const auto at = reinterpret_cast<uintptr_t>(raw);
+        const uintptr_t start = (at + kHugePage - 1) / kHugePage * kHugePage;
+        if (start > at) munmap(raw, start - at);                                      // the head before the boundary
+        if (at + len + kHugePage > start + len) munmap(reinterpret_cast<void*>(start + len), at + len + kHugePage - (start + len));
+        madvise(reinterpret_cast<void*>(start), m.bytes / kHugePage * kHugePage, MADV_HUGEPAGE);
+        m.data = reinterpret_cast<uint8_t*>(start);
+        m.mapped = len;
+        return;
+    }
 #endif
-    return static_cast<uint8_t*>(p);
+    m.data = static_cast<uint8_t*>(std::aligned_alloc(kAlign, (m.bytes + kAlign - 1) / kAlign * kAlign));
 }
 
 }  // namespace
 
 RepackedMatrix::~RepackedMatrix() {
-    std::free(data);
+    if (!data) return;  // its allocation failed: nothing held, nothing counted
+#if defined(__unix__)
+    if (mapped) munmap(data, mapped);
+    else
+#endif
+        std::free(data);
     g_total -= bytes;
 }
 
@@ -87,7 +105,7 @@ std::shared_ptr<const RepackedMatrix> repacked_matrix(const Weight& w, const Dot
     m->unrepack_row = k.unrepack_row;
     m->group_bytes = k.repacked16_bytes(w.n_in);
     m->bytes = m->group_bytes * size_t(w.n_out / kTile16Rows);
-    m->data = allocate_copy(m->bytes);
+    allocate_copy(*m);
     if (!m->data) throw Error("out of memory repacking a " + std::to_string(m->bytes) + "-byte weight matrix");
     g_total += m->bytes;
     const auto* rows = static_cast<const uint8_t*>(w.host);

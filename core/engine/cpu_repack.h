@@ -1,7 +1,7 @@
 #pragma once
 // Weight matrices repacked once, at load, into a kernel family's own layout for the CPU backend's
-// decode (DotKernels::repack16 in quant/quant.h: Q4_K on a CPU with AVX-512 VNNI, where the file's
-// layout held the decode to two thirds of the memory's speed).
+// decode (DotKernels::repack16 in quant/quant.h: Q4_K, Q8_0 and Q6_K on a CPU with AVX-512 VNNI, where
+// the file's layout held the decode below the memory's speed).
 //
 // One copy per matrix of a file for the whole process: every CpuBackend that prepares the same model
 // (the server's parallel slots, a comparison's sessions) shares it, and it is freed when the last one
@@ -20,6 +20,7 @@ namespace wb {
 
 struct RepackedMatrix {
     uint8_t* data = nullptr;  // 64-byte aligned; group g (rows 16g .. 16g + 15) at data + g * group_bytes
+    size_t mapped = 0;        // the bytes of data's own mapping (munmap), 0 where data is from the heap (free)
     size_t group_bytes = 0;
     size_t bytes = 0;
     GgmlType type = GgmlType::F32;  // of the matrix it was made from

@@ -36,9 +36,11 @@ WB_INLINE __m512 load16(const uint16_t* p) { return _mm512_cvtph_ps(_mm256_loadu
 // block): a prefetch never faults.
 constexpr int64_t kPrefetchKeys = 16;
 
-WB_INLINE void prefetch_row(const uint16_t* row, int64_t n) {
-    const auto at = reinterpret_cast<uintptr_t>(row);
-    for (uintptr_t line = at & ~uintptr_t(63); line < at + uintptr_t(n) * 2; line += 64)
+// The lines of n halves at row + ahead * stride halves, computed as an integer: the address may lie
+// past the object, which a pointer may not.
+WB_INLINE void prefetch_row(const uint16_t* row, int64_t ahead, int64_t stride, int64_t n) {
+    const uintptr_t at = reinterpret_cast<uintptr_t>(row) + uintptr_t(ahead * stride) * sizeof(uint16_t);
+    for (uintptr_t line = at & ~uintptr_t(63); line < at + uintptr_t(n) * sizeof(uint16_t); line += 64)
         _mm_prefetch(reinterpret_cast<const char*>(line), _MM_HINT_T0);
 }
 
@@ -52,7 +54,7 @@ int64_t dot_keys_step32_by4(int64_t n, const uint16_t* k, int64_t k_stride, int6
     for (int64_t j0 = 0; j0 < n4; j0 += 4) {
         for (int r = 0; r < 4; ++r) {
             const uint16_t* kj = k + (j0 + r) * k_stride;
-            prefetch_row(kj + kPrefetchKeys * k_stride, n);
+            prefetch_row(kj, kPrefetchKeys, k_stride, n);
             for (int64_t e = 0; e < n; e += 16) _mm512_store_ps(kf[r] + e, load16(kj + e));
         }
         for (int i = 0; i < g; ++i) {

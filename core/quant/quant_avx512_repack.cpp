@@ -320,10 +320,12 @@ void repack_q6_k(int64_t n, const void* w, size_t w_stride, void* out) {
     std::memset(out, 0, q6_k_repacked_bytes(n));
     for (int r = 0; r < kRows; ++r) {
         const auto* row = reinterpret_cast<const BlockQ6_K*>(static_cast<const uint8_t*>(w) + size_t(r) * w_stride);
+        uint8_t codes[kQKK];
         for (int64_t i = 0; i < n / kQKK; ++i) {
             Q6KRepacked16& p = blocks[i];
+            q6_k_codes(row[i], codes);
             for (int v = 0; v < kQKK; ++v) {
-                const int c = q6_k_code(row[i], v), u = v / 16, j = v % 16 / 4, k = v % 4;
+                const int c = codes[v], u = v / 16, j = v % 16 / 4, k = v % 4;
                 p.units[u].nib[j / 2][r][k] |= uint8_t((c & 0xF) << (4 * (j % 2)));
                 p.units[u].high[r][k] |= uint8_t((c >> 4) << (2 * j));
             }
@@ -423,7 +425,7 @@ void unpack16_q6_k(int64_t n, const void* repacked, void* unpacked) {
     }
 }
 
-// Row r's blocks back in the file's layout (the inverse of q6_k_code's reading).
+// Row r's blocks back in the file's layout (the inverse of q6_k_codes' reading).
 void unrepack_q6_k(int64_t n, const void* repacked, int r, void* row) {
     const auto* blocks = static_cast<const Q6KRepacked16*>(repacked);
     auto* out = static_cast<BlockQ6_K*>(row);

@@ -69,7 +69,7 @@ void decode(const BlockQ5_K& b, RowBlock<8>& out) { decode_k45(b, out); }
 
 // Q6_K: the 6-bit codes (dequantize_block's reading), its 16 scales.
 void decode(const BlockQ6_K& b, RowBlock<16>& out) {
-    for (int v = 0; v < kQKK; ++v) out.codes[v] = uint8_t(q6_k_code(b, v));
+    q6_k_codes(b, out.codes);
     for (int k = 0; k < 16; ++k) {
         out.scales[k] = b.scales[k];
         out.m[k] = int16_t(32 * b.scales[k]);

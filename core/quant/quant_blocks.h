@@ -288,13 +288,21 @@ WB_HD void dequantize_block(const BlockQ5_K& b, float* y) {
     }
 }
 
-// Q6_K's code of value v (0..255) of a block: 0..63, the value + 32, read as dequantize_block reads
-// it (quarter q of each half: the low or high nibbles of ql's first or second 32 bytes, and bits 2q,
+// Q6_K's codes of a block in value order: 0..63, the values + 32, read as dequantize_block reads them
+// (quarter q of each half: the low or high nibbles of ql's first or second 32 bytes, and bits 2q,
 // 2q+1 of qh).
-WB_HD int q6_k_code(const BlockQ6_K& b, int v) {
-    const int h = v / 128, quarter = (v % 128) / 32, l = v % 32;
-    const uint8_t ql = b.ql[64 * h + 32 * (quarter & 1) + l];
-    return (quarter < 2 ? ql & 0xF : ql >> 4) | ((b.qh[32 * h + l] >> (2 * quarter)) & 3) << 4;
+WB_HD void q6_k_codes(const BlockQ6_K& b, uint8_t* codes) {
+    for (int h = 0; h < 2; ++h) {
+        const uint8_t* ql = b.ql + 64 * h;
+        const uint8_t* qh = b.qh + 32 * h;
+        uint8_t* c = codes + 128 * h;
+        for (int l = 0; l < 32; ++l) {
+            c[l] = uint8_t((ql[l] & 0xF) | ((qh[l] >> 0) & 3) << 4);
+            c[l + 32] = uint8_t((ql[l + 32] & 0xF) | ((qh[l] >> 2) & 3) << 4);
+            c[l + 64] = uint8_t((ql[l] >> 4) | ((qh[l] >> 4) & 3) << 4);
+            c[l + 96] = uint8_t((ql[l + 32] >> 4) | ((qh[l] >> 6) & 3) << 4);
+        }
+    }
 }
 
 WB_HD void dequantize_block(const BlockQ6_K& b, float* y) {
