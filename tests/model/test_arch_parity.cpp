@@ -3,7 +3,9 @@
 // Each case of tests/reference/random-archs/ (made by tests/reference/make_random_reference.py with
 // llama-cpp-python) names the make_random_gguf arguments that wrote its model. The test writes the
 // same file again (its SHA-256 must equal the recorded one: the weights are the reference's), loads
-// it and checks, as the real-model parity suites do:
+// it and checks, as the real-model parity suites do. The qwen2-llamaq-* cases (make_quantized_reference.py)
+// are files llama.cpp's quantizer made from an F32 random model, committed in tests/reference/
+// llama-quantized/ (a test cannot run llama.cpp); their SHA-256 is checked the same way. Checks:
 //  - teacher forcing over three sequences of random tokens: top-1 agreement >= 99 % and mean
 //    KL(llama.cpp || WhiteBox) <= 0.005 nats (the bounds), and beyond them, since the CPU
 //    backend follows llama.cpp's arithmetic in every case, logits bit-identical (SHA-256 of every
@@ -186,6 +188,10 @@ private Q_SLOTS:
               // Real vocabularies (and the chat template) of fetched files: their texts tokenized too.
               "qwen2-dsvocab-q4_k_m", "llama31-l32vocab-q4_k_m"})
             add_row(QString(name));
+        // Quantized by llama.cpp itself from an F32 random model (make_quantized_reference.py): every
+        // type of the matrix it makes without an importance matrix, with its own types by role.
+        for (const char* type : {"q8_0", "q6_k", "q5_k_m", "q4_k_m", "q3_k_m", "q2_k", "iq4_xs", "iq4_nl", "iq3_s"})
+            add_row(QString("qwen2-llamaq-%1").arg(type));
         // The matrix, as make_random_reference.py's MATRIX_SHAPES x MATRIX_TYPES: every
         // architecture in every type people download (the _M files with llama.cpp's types by role).
         for (const char* arch : {"llama31", "qwen2", "qwen3", "phi3", "gemma2", "gemma3"})
@@ -204,7 +210,11 @@ private Q_SLOTS:
         for (qsizetype i = 0; i + 1 < args.size(); ++i)
             if (args[i] == "--vocab-from" && !QFileInfo::exists(args[i + 1]))
                 QSKIP(qPrintable(args[i + 1] + " is missing; run scripts/fetch-models.sh --all to download it"));
-        const QString path = write_model(dir_.path(), name, args);
+        // The model: a file llama.cpp's quantizer wrote (committed beside the reference), or written
+        // again by make_random_gguf.
+        const QString committed = ref["llama_quantized"].toObject()["file"].toString();
+        const QString path = committed.isEmpty() ? write_model(dir_.path(), name, args)
+                                                 : QString::fromStdString(wb_test::reference_dir()) + "/" + committed;
         QVERIFY(!path.isEmpty());
         QCOMPARE(sha256_of(path), ref["sha256"].toString());  // the reference's weights, byte for byte
         QCOMPARE(ref["cases"].toArray().size(), 10);

@@ -230,6 +230,12 @@ def text_cases(llm: Llama) -> list[dict]:
 def make_case(name: str, args: list[str], make_random: Path, out: Path, tmp: Path) -> None:
     gguf = tmp / f"{name}.gguf"
     subprocess.run([str(make_random), str(gguf), *expand_models(args)], check=True, stdout=subprocess.DEVNULL)
+    evaluate_case(name, gguf, out, {"make_random_gguf": args}, texts="--vocab-from" in args)
+
+
+def evaluate_case(name: str, gguf: Path, out: Path, source: dict, texts: bool = False) -> None:
+    """llama.cpp's teacher-forced logits and greedy steps on gguf, written to out/NAME.json with `source`
+    (what made the file: make_random_gguf's arguments, or the quantizer's) and its SHA-256."""
     llm = Llama(model_path=str(gguf), n_ctx=N_CTX, n_batch=N_BATCH, n_ubatch=N_BATCH, n_threads=N_THREADS,
                 n_threads_batch=N_THREADS, n_gpu_layers=0, logits_all=True, flash_attn=False, seed=0, verbose=False)
     n_vocab = llm.n_vocab()
@@ -249,11 +255,11 @@ def make_case(name: str, args: list[str], make_random: Path, out: Path, tmp: Pat
         prompt = lcg_tokens(PROMPT_LEN, 2000 + p, n_vocab)
         generated, sha = greedy(llm, prompt)
         cases.append({"prompt_ids": prompt, "generated": generated, "steps_sha256": sha})
-    extra = {"texts": text_cases(llm)} if "--vocab-from" in args else {}
+    extra = {"texts": text_cases(llm)} if texts else {}
     write_json(out / f"{name}.json", {
         "generator": f"llama-cpp-python {llama_cpp.__version__}",
         "case": name,
-        "make_random_gguf": args,
+        **source,
         "sha256": sha256_file(gguf),
         "llama_context": {"n_threads": N_THREADS, "n_ctx": N_CTX, "n_batch": N_BATCH, "n_ubatch": N_BATCH,
                           "flash_attn": False, "type_k": "f16", "type_v": "f16", "backend": "CPU"},

@@ -1,0 +1,72 @@
+#!/usr/bin/env python3
+"""Random-weight models quantized by llama.cpp's own quantizer, and llama.cpp's logits on them.
+
+The other random-model cases (make_random_reference.py) are written block by block by our own
+make_random_gguf, so their quantized blocks never came from llama.cpp. Here make_random_gguf writes one
+small model in F32 (qwen2-tiny's shape with one layer, a 256-wide FFN and a tied embedding, so the
+files stay small), and `llama_cpp.llama_model_quantize` turns it into every type of the issue's
+matrix that llama.cpp makes without an importance matrix (IQ3_XXS and IQ2_XS refuse to go without one,
+and llama-cpp-python cannot pass one): Q8_0, Q6_K, Q5_K_M, Q4_K_M, Q3_K_M, Q2_K, IQ4_XS, IQ4_NL and
+IQ3_S, each with llama.cpp's own choice of types by role. A test cannot run llama.cpp, so the quantized files are
+committed (tests/reference/llama-quantized/, random numbers, a few hundred KB each) beside the
+reference data, which is made exactly as make_random_reference.py makes its cases (same contexts,
+sequences and greedy prompts; tests/model/test_arch_parity.cpp checks both kinds).
+
+Usage (llama-cpp-python 0.3.36 in a venv, as tests/reference/README.md describes):
+    /tmp/lcpvenv/bin/python tests/reference/make_quantized_reference.py \\
+        --make-random build/tests/make_random_gguf --out tests/reference
+"""
+from __future__ import annotations
+
+import argparse
+import ctypes
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from make_random_reference import evaluate_case  # noqa: E402
+
+import llama_cpp  # noqa: E402
+
+# The F32 model every file is quantized from.
+F32_ARGS = ["--shape", "qwen2-tiny", "--layers", "1", "--ff", "256", "--tied", "--quantize",
+            "--type", "F32", "--embd-type", "F32", "--output-type", "F32"]
+FTYPES = ["Q8_0", "Q6_K", "Q5_K_M", "Q4_K_M", "Q3_K_M", "Q2_K", "IQ4_XS", "IQ4_NL", "IQ3_S"]
+
+
+def quantize(src: Path, dst: Path, ftype: str) -> None:
+    params = llama_cpp.llama_model_quantize_default_params()
+    params.ftype = getattr(llama_cpp, f"LLAMA_FTYPE_MOSTLY_{ftype}")
+    params.nthread = 2
+    rc = llama_cpp.llama_model_quantize(str(src).encode(), str(dst).encode(), ctypes.byref(params))
+    if rc != 0:
+        sys.exit(f"llama_model_quantize {ftype} failed ({rc})")
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--make-random", type=Path, required=True, help="path of the built make_random_gguf")
+    ap.add_argument("--out", type=Path, required=True, help="tests/reference")
+    args = ap.parse_args()
+    files = args.out / "llama-quantized"
+    files.mkdir(parents=True, exist_ok=True)
+    (args.out / "random-archs").mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory() as tmp:
+        f32 = Path(tmp) / "qwen2-f32.gguf"
+        subprocess.run([str(args.make_random.resolve()), str(f32), *F32_ARGS], check=True, stdout=subprocess.DEVNULL)
+        for ftype in FTYPES:
+            name = f"qwen2-llamaq-{ftype.lower()}"
+            gguf = files / f"{name}.gguf"
+            quantize(f32, gguf, ftype)
+            evaluate_case(name, gguf, args.out / "random-archs",
+                          {"llama_quantized": {"file": f"llama-quantized/{gguf.name}", "from_make_random_gguf": F32_ARGS,
+                                               "ftype": ftype, "by": f"llama_model_quantize, llama-cpp-python "
+                                                                      f"{llama_cpp.__version__}"}})
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
