@@ -68,14 +68,10 @@ void InferenceWorker::cancelLoad() {
 
 void InferenceWorker::setSamplingParams(const wb::SamplingParams& params) {
     QMutexLocker lock(&m_paramsMutex);
+    const wb::SamplingParams before = m_userParams;
     m_userParams = params;
     applyParams();
-    // A server reads its settings once per request: the stream is ended and the reply goes on with
-    // these (generateRemote).
-    if (m_remoteRequest.load() != 0) {
-        m_remoteRestart.store(true);
-        m_remoteCancel.store(true);
-    }
+    restartRemoteFor(before, params);
 }
 
 wb::SamplingParams InferenceWorker::samplingParams() const {
@@ -163,6 +159,8 @@ void InferenceWorker::loadModel(const QString& path, const QString& backend, int
         summary.backendNote = QString::fromStdString(choice.note);
         releaseEngine();
         m_remote.reset();  // back from a remote engine
+        m_remoteTemplate.reset();
+        m_remoteContinues.store(false);
         {
             QMutexLocker lock(&m_sessionMutex);
             m_model = std::move(model);

@@ -200,6 +200,12 @@ private:
     // A reply from the remote engine (inference_worker_remote.cpp), streamed as tokenGenerated events;
     // a live sampling change continues it with the new settings (see there). Fills summary.
     void generateRemote(quint64 requestId, const ChatMessages& messages, GenerationSummary& summary);
+    // Called by setSamplingParams under m_paramsMutex: ends a remote stream that these new settings
+    // change (and that can be continued), so that it goes on with them.
+    void restartRemoteFor(const wb::SamplingParams& before, const wb::SamplingParams& now);
+    // The prompt that continues `reply` of a remote chat: the server's template rendered here, the
+    // reply so far after it (worker thread; m_remoteTemplate set).
+    std::string remoteContinuation(const ChatMessages& messages, const std::string& reply) const;
 
     // Declaration order matters for destruction: the session refers to the backend and the model.
     std::unique_ptr<wb::Model> m_model;
@@ -234,6 +240,11 @@ private:
     std::atomic<quint64> m_remoteRequest{0};
     std::atomic<bool> m_remoteCancel{false};
     std::atomic<bool> m_remoteRestart{false};
+    // The server's chat template (GET /props), so a reply can go on through /v1/completions after a
+    // sampling change; null when the server does not tell it (the change then applies from the next
+    // reply, and m_remoteContinues is false).
+    std::shared_ptr<const wb::ChatTemplate> m_remoteTemplate;
+    std::atomic<bool> m_remoteContinues{false};
 
     std::atomic<quint64> m_stopUpTo{0};
     std::atomic<bool> m_cancelLoad{false};

@@ -23,9 +23,24 @@ QString joined(const std::vector<std::string>& names) {
     return out.join(QStringLiteral(", "));
 }
 
+// The server's template as this side renders it to continue a reply (null when it gives none, or one
+// that does not parse here). bos_token is empty: the server's tokenizer adds the BOS to a completion
+// prompt as to any (llama-server and WhiteBox do), so the template's own would be a second one.
+std::shared_ptr<const wb::ChatTemplate> serverTemplate(const wb::remote::OpenAiClient& client) {
+    const std::optional<wb::remote::ServerChatTemplate> t = client.chat_template();
+    if (!t) return nullptr;
+    try {
+        if (!t->source.empty()) return std::make_shared<const wb::ChatTemplate>(wb::ChatTemplate::from_jinja(t->source, {}, t->eos_token));
+        if (const auto kind = wb::builtin_chat_format(t->format)) return std::make_shared<const wb::ChatTemplate>(wb::ChatTemplate::of_kind(*kind));
+    } catch (const wb::Error&) {
+        // A template this renderer cannot parse: replies still work, a change waits for the next one.
+    }
+    return nullptr;
+}
+
 // What the Model info panel and the status bar show of a remote engine: nothing of the local
 // engine's (ModelSummary::isRemote).
-ModelSummary remoteSummary(const wb::remote::OpenAiClient& client, const std::string& model) {
+ModelSummary remoteSummary(const wb::remote::OpenAiClient& client, const std::string& model, bool continues) {
     ModelSummary s;
     s.remoteUrl = QString::fromStdString(client.endpoint());
     s.path = s.remoteUrl;
@@ -33,7 +48,8 @@ ModelSummary remoteSummary(const wb::remote::OpenAiClient& client, const std::st
     s.arch = QObject::tr("remote");
     s.backendName = QStringLiteral("remote");
     s.backendDescription = QObject::tr("OpenAI-compatible server at %1").arg(s.remoteUrl);
-    s.chatTemplate = QObject::tr("the server's");
+    s.chatTemplate = continues ? QObject::tr("the server's (from its /props: a sampling change continues a reply)")
+                               : QObject::tr("the server's (not exposed: a sampling change applies from the next reply)");
     return s;
 }
 
@@ -62,11 +78,18 @@ void InferenceWorker::connectRemote(const QString& url, const QString& apiKey, c
                                 .arg(QString::fromStdString(client->endpoint()), model.trimmed(), joined(listed))
                                 .toStdString());
         const std::string name = o.model.empty() ? listed.front() : o.model;
+        std::shared_ptr<const wb::ChatTemplate> chatTemplate = serverTemplate(*client);
+        if (m_cancelLoad.load()) {
+            Q_EMIT loadCanceled(url);
+            return;
+        }
         releaseEngine();
         m_remote = std::move(client);
+        m_remoteTemplate = std::move(chatTemplate);
+        m_remoteContinues.store(m_remoteTemplate != nullptr);
         m_modelPath = QString::fromStdString(m_remote->endpoint());
         m_trimFrom = 0;
-        Q_EMIT modelLoaded(remoteSummary(*m_remote, name));
+        Q_EMIT modelLoaded(remoteSummary(*m_remote, name, m_remoteTemplate != nullptr));
     } catch (const std::exception& e) {
         Q_EMIT loadFailed(url, QString::fromUtf8(e.what()));
     }
@@ -90,15 +113,37 @@ void InferenceWorker::generateRemote(quint64 requestId, const ChatMessages& mess
         wb::remote::RemoteRequest r;
         r.messages = messages;
         r.top_logprobs = remote_reply::kTopLogprobs;
-        const wb::SamplingParams p = samplingParams();
-        r.sampling = remote_reply::sampling(p);
-        r.max_tokens = p.max_tokens;
-        summary.params = p;
-        const wb::remote::RemoteResult res = client->complete(r, [&](const wb::remote::StreamDelta& d) {
+        const auto onDelta = [&](const wb::remote::StreamDelta& d) {
             for (const wb::TokenEvent& ev : remote_reply::tokenEvents(d, &made)) Q_EMIT tokenGenerated(requestId, ev);
             text += d.text;
-        }, &m_remoteCancel);
-        summary.reason = remote_reply::stopReason(res);
+        };
+        // One round per settings in force: a live change ends the stream (restartRemoteFor) and the
+        // next round continues the same reply with the new settings.
+        for (;;) {
+            const wb::SamplingParams p = samplingParams();
+            summary.params = p;
+            r.sampling = remote_reply::sampling(p);
+            // A completions request does not add the template's end-of-turn texts as a chat does.
+            if (r.prompt)
+                for (const std::string& s : m_remoteTemplate->end_of_turn_texts()) r.sampling.stop.push_back(s);
+            r.max_tokens = p.max_tokens - made;  // the limit is the reply's, not the round's
+            if (r.max_tokens <= 0) {
+                summary.reason = wb::StopReason::MAX_TOKENS;
+                break;
+            }
+            const wb::remote::RemoteResult res = client->complete(r, onDelta, &m_remoteCancel);
+            if (res.cancelled && m_remoteRestart.exchange(false) && !stopRequested(requestId)) {
+                m_remoteCancel.store(false);
+                // A Stop that came before the flag was cleared: its cancel must hold.
+                if (stopRequested(requestId)) m_remoteCancel.store(true);
+                r.prompt = remoteContinuation(messages, text);
+                r.messages.clear();
+                summary.paramsChanged = true;
+                continue;
+            }
+            summary.reason = remote_reply::stopReason(res);
+            break;
+        }
     } catch (const std::exception& e) {
         summary.reason = wb::StopReason::ERROR;
         // Every message names the server (some of the client's, a malformed event's, do not).
@@ -110,6 +155,27 @@ void InferenceWorker::generateRemote(quint64 requestId, const ChatMessages& mess
     summary.text = QString::fromStdString(text);
 }
 
+void InferenceWorker::restartRemoteFor(const wb::SamplingParams& before, const wb::SamplingParams& now) {
+    // Only what a request carries counts: a change of the app's own samplers (grammar, DRY, ...)
+    // would restart a stream the server then runs with the same settings.
+    const wb::remote::RemoteSampling a = remote_reply::sampling(before), b = remote_reply::sampling(now);
+    const bool same = a.temperature == b.temperature && a.top_k == b.top_k && a.top_p == b.top_p && a.min_p == b.min_p &&
+                      a.typical_p == b.typical_p && a.repeat_penalty == b.repeat_penalty &&
+                      a.repeat_last_n == b.repeat_last_n && a.frequency_penalty == b.frequency_penalty &&
+                      a.presence_penalty == b.presence_penalty && a.seed == b.seed && a.stop == b.stop &&
+                      before.max_tokens == now.max_tokens;
+    if (same || !m_remoteContinues.load() || m_remoteRequest.load() == 0) return;
+    m_remoteRestart.store(true);
+    m_remoteCancel.store(true);
+}
+
+std::string InferenceWorker::remoteContinuation(const ChatMessages& messages, const std::string& reply) const {
+    // The server's own template gives the prompt it rendered for the chat; the reply so far follows
+    // as text, which the server tokenizes again (its tokens at the seam may differ from the streamed
+    // ones, the text does not).
+    return m_remoteTemplate->render(messages, true) + reply;
+}
+
 #else  // no remote client in this build
 
 void InferenceWorker::connectRemote(const QString& url, const QString&, const QString&) {
@@ -119,6 +185,12 @@ void InferenceWorker::connectRemote(const QString& url, const QString&, const QS
 void InferenceWorker::generateRemote(quint64, const ChatMessages&, GenerationSummary& summary) {
     summary.reason = wb::StopReason::ERROR;
     summary.error = tr("This build of WhiteBox has no remote client.");
+}
+
+void InferenceWorker::restartRemoteFor(const wb::SamplingParams&, const wb::SamplingParams&) {}
+
+std::string InferenceWorker::remoteContinuation(const ChatMessages&, const std::string&) const {
+    return {};
 }
 
 #endif

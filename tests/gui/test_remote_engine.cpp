@@ -26,6 +26,7 @@
 #include <cmath>
 
 #include "app_settings.h"
+#include "chat/chat_template.h"
 #include "chat_controller.h"
 #include "chat_panel.h"
 #include "gui_test_support.h"
@@ -122,6 +123,16 @@ class TestRemoteEngine : public QObject {
         const auto r = c.Post("/v1/chat/completions", QJsonDocument(body).toJson().toStdString(), "application/json");
         if (!r || r->status != 200) return {};
         return QJsonDocument::fromJson(QByteArray::fromStdString(r->body)).object()["choices"].toArray().at(0).toObject();
+    }
+
+    // A counter of the server's GET /metrics (-1 when it is not there).
+    double metric(const char* name) {
+        httplib::Client c("127.0.0.1", m_port);
+        const auto r = c.Get("/metrics");
+        if (!r) return -1;
+        for (const QByteArray& line : QByteArray::fromStdString(r->body).split('\n'))
+            if (line.startsWith(QByteArray(name) + ' ')) return line.mid(int(strlen(name)) + 1).toDouble();
+        return -1;
     }
 
 private Q_SLOTS:
@@ -264,6 +275,80 @@ private Q_SLOTS:
         QCOMPARE(reply.role, QStringLiteral("assistant"));
         QVERIFY(reply.tokens.size() >= 3);
         QVERIFY(reply.tokens.size() < 400);
+    }
+
+    // The server's greedy /v1/completions text for `prompt`, at most maxTokens.
+    QString complete(const std::string& prompt, int maxTokens) {
+        httplib::Client c("127.0.0.1", m_port);
+        c.set_read_timeout(kTimeoutMs / 1000, 0);
+        const QJsonObject body{{"prompt", QString::fromStdString(prompt)}, {"max_tokens", maxTokens}, {"temperature", 0.0},
+                               {"stop", QJsonArray{"<|im_end|>"}}};
+        const auto r = c.Post("/v1/completions", QJsonDocument(body).toJson().toStdString(), "application/json");
+        if (!r || r->status != 200) return QStringLiteral("(failed)");
+        return QJsonDocument::fromJson(QByteArray::fromStdString(r->body)).object()["choices"].toArray().at(0).toObject()["text"].toString();
+    }
+
+    // The chat prompt as the server's template (its /props) renders it, the BOS left to its tokenizer.
+    std::string rendered(const QString& user) {
+        httplib::Client c("127.0.0.1", m_port);
+        const auto r = c.Get("/props");
+        if (!r || r->status != 200) return {};
+        const QJsonObject props = QJsonDocument::fromJson(QByteArray::fromStdString(r->body)).object();
+        const wb::ChatTemplate t = wb::ChatTemplate::from_jinja(props["chat_template"].toString().toStdString(), {},
+                                                                props["eos_token"].toString().toStdString());
+        return t.render({{"user", user.toStdString()}}, true);
+    }
+
+    // A sampling change mid-reply hangs up and the reply goes on from its text with the new settings,
+    // through /v1/completions with the server's template: the reply is its text up to where the
+    // change came plus the server's own greedy completion of that text.
+    void samplingChangeContinuesTheReply() {
+        if (!m_w->controller()->isRemote()) QVERIFY(connectByDialog(url()));
+        const QString prompt = QStringLiteral("Write a short poem about the sea.");
+        constexpr int kTokens = 60;
+        // The template rendered here is the one the server renders a chat with: the same greedy text.
+        const std::string chatPrompt = rendered(prompt);
+        QVERIFY(!chatPrompt.empty());
+        m_w->controller()->newChat();
+        useSampling(greedy(kTokens));
+        const GenerationSummary plain = sendAndWait(prompt);
+        QVERIFY2(plain.reason != wb::StopReason::ERROR, qPrintable(plain.error));
+        QVERIFY(!plain.paramsChanged);
+        QCOMPARE(complete(chatPrompt, kTokens), m_w->controller()->conversation().messages.last().content);
+
+        const double cancelled = metric("whitebox_generations_cancelled_total");
+        QVERIFY(cancelled >= 0);
+        m_w->controller()->newChat();
+        useSampling(greedy(kTokens));
+        QSignalSpy appended(m_w->controller(), &ChatController::tokenAppended);
+        QSignalSpy finished(m_w->controller(), &ChatController::generationFinished);
+        m_w->chatPanel()->input()->setPlainText(prompt);
+        m_w->chatPanel()->sendButton()->click();
+        QTRY_VERIFY_WITH_TIMEOUT(appended.size() >= 4, kTimeoutMs);
+        QVERIFY(finished.isEmpty());
+        const int tokensAtChange = int(m_w->controller()->conversation().messages.last().tokens.size());
+        wb::SamplingParams changed = greedy(kTokens);
+        changed.top_k = 7;
+        useSampling(changed);
+        QVERIFY(finished.wait(kTimeoutMs));
+        const GenerationSummary s = finished.last().at(0).value<GenerationSummary>();
+        QVERIFY2(s.reason == wb::StopReason::EOS || s.reason == wb::StopReason::MAX_TOKENS, wb::stop_reason_name(s.reason));
+        QVERIFY(s.paramsChanged);
+        QCOMPARE(s.params.top_k, 7);
+        const ChatEntry& reply = m_w->controller()->conversation().messages.last();
+        QVERIFY(reply.tokens.size() <= kTokens);
+        // The stream ended within a few tokens of the change (the client looks every 50 ms): the
+        // seam is one of those token boundaries, and from it on the reply is the server's completion.
+        bool continued = false;
+        QString prefix;
+        for (int k = 0; k < reply.tokens.size() && k <= tokensAtChange + 8 && !continued; ++k) {
+            prefix += reply.tokens[k].piece;
+            if (k + 1 < tokensAtChange || !reply.content.startsWith(prefix)) continue;
+            continued = reply.content == prefix + complete(chatPrompt + prefix.toStdString(), kTokens - k - 1);
+        }
+        QVERIFY2(continued, qPrintable(reply.content));
+        // The first stream was hung up (the server counts a client that left), not left to run.
+        QTRY_COMPARE_WITH_TIMEOUT(metric("whitebox_generations_cancelled_total"), cancelled + 1, 5000);
     }
 
     // A 500 and a malformed stream: the message says what the server did, the user's message stays.
