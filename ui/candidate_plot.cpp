@@ -338,7 +338,8 @@ QStringList CandidatePlot::notes(int shown) const {
     if (shown == 0) return lines;
     if (m_event.id < 0) {
         // Only a remote engine's tokens have no id (remote_reply.h).
-        lines << tr("the server reports the distribution before its sampling only: no final p, no cut-offs");
+        // The server reports the distribution before its sampling only.
+        lines << tr("server's raw p only: no final p, no cut-offs");
     } else if (m_event.trace.empty()) {
         lines << tr("no sampler trace recorded: no cut-offs drawn");
     } else if (findStage(m_event.trace, "greedy").stage) {  // not always the last entry (a grammar follows it)

@@ -197,7 +197,10 @@ void TokenInspector::setToken(const TokenRecord& token) {
         item->setToolTip(2, detail);
         m_trace->addTopLevelItem(item);
     }
-    if (token.candidates.empty() && token.trace.empty())
+    // Only a remote engine's tokens have no id (remote_reply.h): its server reports neither.
+    if (token.id < 0)
+        m_trace->addTopLevelItem(new QTreeWidgetItem({tr("(a remote engine reports no sampler stages)")}));
+    else if (token.candidates.empty() && token.trace.empty())
         m_trace->addTopLevelItem(new QTreeWidgetItem({tr("(no candidates or trace were captured for this token)")}));
     refreshAttention();
 }
@@ -223,10 +226,14 @@ void TokenInspector::refreshAttention() {
             if (k % stride == 0) ticker->addTick(k, m_store->tokenLabel(k));
         }
         m_attentionNote->setText(tr("Attention of layer %1, head %2 at the step that chose it (query position %3)").arg(m_layer).arg(m_head).arg(query));
+    } else if (m_hasToken && m_token.id < 0) {
+        m_attentionNote->setText(tr("A remote engine does not expose its attention."));
     } else if (m_hasToken) {
         m_attentionNote->setText(tr("No attention row captured for layer %1, head %2 at position %3.").arg(m_layer).arg(m_head).arg(query));
     }
     m_attentionBars->setData(keys, values, true);
+    // No empty axes for a remote token: there is nothing that could be drawn there.
+    m_attentionPlot->setVisible(!(m_hasToken && m_token.id < 0));
     m_attentionPlot->xAxis->setRange(-0.5, std::max<double>(1, double(keys.size())) - 0.5);
     double top = 0.0;
     for (double v : values) top = std::max(top, v);

@@ -21,6 +21,7 @@
 #include <QSignalSpy>
 #include <QTableWidget>
 #include <QTcpServer>
+#include <QTreeWidget>
 #include <QtTest>
 
 #include <cmath>
@@ -250,6 +251,9 @@ private Q_SLOTS:
         QVERIFY(std::abs(table->item(0, 2)->text().toDouble() - p0) < 2e-3);
         QCOMPARE(table->item(0, 3)->text(), QStringLiteral("—"));
         QVERIFY(!m_w->tokenInspector()->forkButton()->isEnabled());
+        // No sampler stages and no attention from a server: said, not left empty.
+        QCOMPARE(m_w->tokenInspector()->traceTree()->topLevelItemCount(), 1);
+        QVERIFY(m_w->tokenInspector()->traceTree()->topLevelItem(0)->text(0).contains(QStringLiteral("remote engine")));
     }
 
     // Stop ends a streaming reply at once: the client hangs up, what arrived stays.
