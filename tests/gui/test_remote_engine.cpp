@@ -37,6 +37,7 @@
 #include "model/model_paths.h"
 #include "remote_connect_dialog.h"
 #include "remote_engine_ui.h"
+#include "remote_reply.h"
 #include "remote_test_support.h"
 #include "sampling_panel.h"
 #include "token_inspector.h"
@@ -175,6 +176,38 @@ private Q_SLOTS:
 
     void cleanup() {
         closeMessages(m_w);
+    }
+
+    // A chunk's tokens become one event each, its text goes with the last (the reply is the texts
+    // joined), the alternatives are the raw p; a chunk without logprobs is one event of unknown p.
+    void chunksBecomeTokenEvents() {
+        wb::remote::StreamDelta d;
+        d.text = "Hello wor";
+        d.tokens = {{"Hello", std::log(0.5f), {{"Hello", std::log(0.5f)}, {"Hi", std::log(0.25f)}}},
+                    {" wor", std::log(0.125f), {{" world", std::log(0.75f)}, {" wor", std::log(0.125f)}}}};
+        int32_t next = 7;
+        const std::vector<wb::TokenEvent> ev = remote_reply::tokenEvents(d, &next);
+        QCOMPARE(int(ev.size()), 2);
+        QCOMPARE(next, 9);
+        QCOMPARE(ev[0].index, 7);
+        QCOMPARE(ev[0].piece, std::string());
+        QCOMPARE(ev[1].piece, std::string("Hello wor"));
+        QCOMPARE(ev[1].token_piece, std::string(" wor"));
+        QVERIFY(std::abs(ev[1].p_raw - 0.125f) < 1e-6f);
+        QCOMPARE(int(ev[1].candidates.size()), 2);
+        QVERIFY(std::abs(ev[1].candidates[0].p_raw - 0.75f) < 1e-6f);
+        QVERIFY(std::isnan(ev[1].candidates[0].p_final));
+        // The drawn token's candidate shares its id; the others have ids of their own.
+        QVERIFY(ev[1].candidates[0].id != ev[1].id);
+        QCOMPARE(ev[1].candidates[1].id, ev[1].id);
+        wb::remote::StreamDelta plain;
+        plain.text = "text";
+        const std::vector<wb::TokenEvent> one = remote_reply::tokenEvents(plain, &next);
+        QCOMPARE(int(one.size()), 1);
+        QCOMPARE(one[0].piece, std::string("text"));
+        QVERIFY(std::isnan(one[0].p));
+        QVERIFY(remote_reply::tokenEvents(wb::remote::StreamDelta{}, &next).empty());
+        QCOMPARE(next, 10);
     }
 
     // Nothing listening: a message that says so, the local model stays, no setting is kept.
