@@ -112,6 +112,9 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
     m_remoteUi->addNotice(m_lens, tr("the logit lens (its layers' predictions)"));
     m_remoteUi->addNotice(m_heads, tr("head statistics"));
     m_remoteUi->addNotice(m_info->ledgerTable(), tr("its memory (weights, KV cache, activations)"));
+    // These two would go on showing the last local model's prompt and timings.
+    m_remoteUi->addNotice(m_prompt, tr("the prompt as its template and tokenizer made it"));
+    m_remoteUi->addNotice(m_timings, tr("the timings of its tokens and layers"));
 
     m_loadOptions = new LoadOptionsMenu(m_controller, this);
     m_contextPolicy = new ContextPolicyMenu(m_controller, this);

@@ -234,7 +234,7 @@ private Q_SLOTS:
         QCOMPARE(kept.url, url());
         QCOMPARE(kept.apiKey, QStringLiteral("test-key"));
         const QList<InternalsNotice*>& notices = m_w->remoteEngineUi()->notices();
-        QCOMPARE(notices.size(), 5);
+        QCOMPARE(notices.size(), 7);  // attention, KV cache, lens, heads, ledger, prompt, timings
         for (InternalsNotice* n : notices) {
             QVERIFY(n->isShown());
             QVERIFY2(n->text().contains(QStringLiteral("does not expose")), qPrintable(n->text()));
