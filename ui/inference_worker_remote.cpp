@@ -17,6 +17,9 @@
 
 namespace {
 
+// The longest silence while connecting (GET /v1/models, GET /props).
+constexpr int kProbeTimeoutMs = 15000;
+
 QString joined(const std::vector<std::string>& names) {
     QStringList out;
     for (const std::string& n : names) out << QString::fromStdString(n);
@@ -65,8 +68,13 @@ void InferenceWorker::connectRemote(const QString& url, const QString& apiKey, c
         o.model = model.trimmed().toStdString();
         auto client = std::make_shared<const wb::remote::OpenAiClient>(o);
         // Asked now, not at the first message: a wrong address, key or model is said before anything
-        // changes (the model in use stays) and before the app keeps the setting.
-        const std::vector<std::string> listed = client->models();
+        // changes (the model in use stays) and before the app keeps the setting. A list and a template
+        // come at once from a live server: a shorter silence than a reply's is allowed, so a server
+        // that accepts and never answers does not hold the connection (and its Cancel) for a minute.
+        wb::remote::RemoteOptions probeOptions = o;
+        probeOptions.read_timeout_ms = kProbeTimeoutMs;
+        const wb::remote::OpenAiClient probe(probeOptions);
+        const std::vector<std::string> listed = probe.models();
         if (m_cancelLoad.load()) {
             Q_EMIT loadCanceled(url);
             return;
@@ -78,7 +86,7 @@ void InferenceWorker::connectRemote(const QString& url, const QString& apiKey, c
                                 .arg(QString::fromStdString(client->endpoint()), model.trimmed(), joined(listed))
                                 .toStdString());
         const std::string name = o.model.empty() ? listed.front() : o.model;
-        std::shared_ptr<const wb::ChatTemplate> chatTemplate = serverTemplate(*client);
+        std::shared_ptr<const wb::ChatTemplate> chatTemplate = serverTemplate(probe);
         if (m_cancelLoad.load()) {
             Q_EMIT loadCanceled(url);
             return;
