@@ -6,6 +6,7 @@
 
 #include "chat_controller.h"
 #include "main_window.h"
+#include "remote_engine_ui.h"
 #include "screenshot_runner.h"
 #include "theme.h"
 #include "wb_version.h"
@@ -35,15 +36,22 @@ int main(int argc, char** argv) {
     const QCommandLineOption theme(QStringLiteral("theme"),
                                    QStringLiteral("Colours for this run: system, light or dark (View > Theme keeps a choice)."),
                                    QStringLiteral("name"));
+    const QCommandLineOption remote(QStringLiteral("remote"),
+                                    QStringLiteral("Chat with the OpenAI-compatible server at URL instead of a local model "
+                                                   "(as File > Connect to server…; kept once it answers)."),
+                                    QStringLiteral("url"));
     parser.addOption(QCommandLineOption(QStringLiteral("version"), QStringLiteral("Print the version and exit.")));
-    parser.addOptions({model, shots, prompt, theme});
+    parser.addOptions({model, shots, prompt, theme, remote});
     parser.process(app);
 
     MainWindow window;
     if (parser.isSet(theme)) window.setTheme(Theme::modeFromName(parser.value(theme)), false);
     window.show();
-    if (parser.isSet(shots)) new ScreenshotRunner(&window, parser.value(shots), parser.value(prompt), &window);
-    if (parser.isSet(model))
+    if (parser.isSet(shots))
+        new ScreenshotRunner(&window, parser.value(shots), parser.value(prompt), parser.isSet(remote), &window);
+    if (parser.isSet(remote))
+        window.remoteEngineUi()->connectTo({parser.value(remote), QString(), QString()});
+    else if (parser.isSet(model))
         window.controller()->loadModel(parser.value(model));
     else
         window.start();

@@ -28,6 +28,9 @@ const QString kLegacyDraft = QStringLiteral("chat/draft");
 const QString kCaptureAll = QStringLiteral("capture/allLayers");
 const QString kAttentionLayer = QStringLiteral("capture/layer");
 const QString kCaptureBudget = QStringLiteral("capture/budgetMiB");
+const QString kRemoteUrl = QStringLiteral("remote/url");
+const QString kRemoteApiKey = QStringLiteral("remote/apiKey");
+const QString kRemoteModel = QStringLiteral("remote/model");
 
 void set(const QString& key, const QVariant& value) {
     QSettings().setValue(key, value);
@@ -143,4 +146,14 @@ void AppSettings::setChatTemplate(const QString& modelPath, const ChatTemplateSe
     s.setValue(QStringLiteral("source"), setting.source);
     s.setValue(QStringLiteral("origin"), setting.origin);
     s.setValue(QStringLiteral("builtin"), setting.builtin);
+}
+
+AppSettings::RemoteEngine AppSettings::remoteEngine() {
+    return {get(kRemoteUrl).toString(), get(kRemoteApiKey).toString(), get(kRemoteModel).toString()};
+}
+
+void AppSettings::setRemoteEngine(const RemoteEngine& engine) {
+    set(kRemoteUrl, engine.url);
+    set(kRemoteApiKey, engine.apiKey);
+    set(kRemoteModel, engine.model);
 }

@@ -27,6 +27,15 @@ public:
     static QString cacheTypeV();
     static void setCacheTypeV(const QString& type);
 
+    // The remote engine (File > Connect to server…) of the last connection that succeeded: address,
+    // API key (plain text, as every setting here; the dialog says so) and model name (empty: the
+    // server's first). Written only after a connection worked, never for one that failed.
+    struct RemoteEngine {
+        QString url, apiKey, model;
+    };
+    static RemoteEngine remoteEngine();
+    static void setRemoteEngine(const RemoteEngine& engine);
+
     // What a full context does: "shift" (default), "trim" or "stop" (wb::context_policy_name's names).
     static QString contextPolicy();
     static void setContextPolicy(const QString& name);

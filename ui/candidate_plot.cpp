@@ -166,21 +166,25 @@ QString CandidatePlot::tickLabel(int index) const {
 void CandidatePlot::setCandidates(const wb::TokenEvent& event) {
     m_event = event;
     const int n = std::min<int>(int(event.candidates.size()), kMaxShown);
-    QVector<double> keys, raw, fin;
+    QVector<double> keys, raw, finKeys, fin;
     m_ticker->clear();
     m_labels.clear();
     for (int i = 0; i < n; ++i) {
         const wb::TokenCandidate& c = event.candidates[size_t(i)];
         keys << i + 1;
         raw << c.p_raw;
-        fin << c.p_final;
+        // A remote engine reports no final p (NaN): no bar rather than one at 0.
+        if (std::isfinite(c.p_final)) {
+            finKeys << i + 1;
+            fin << c.p_final;
+        }
         QString label = visibleText(QString::fromStdString(c.piece));
         if (c.id == event.id) label = QStringLiteral("▶ ") + label;  // the token that was drawn
         m_labels << label;
         m_ticker->addTick(i + 1, label);
     }
     m_raw->setData(keys, raw, true);
-    m_final->setData(keys, fin, true);
+    m_final->setData(finKeys, fin, true);
     xAxis->setRange(0.4, std::max(n, 1) + 0.6);
     updateMarks();
 }
@@ -325,14 +329,18 @@ QStringList CandidatePlot::notes(int shown) const {
         const std::string& own = m_event.token_piece.empty() ? m_event.piece : m_event.token_piece;
         QString line = tr("▶ drawn: %1 (id %2) p = %3, raw %4")
                            .arg(visibleText(QString::fromStdString(own)))
-                           .arg(m_event.id)
+                           .arg(m_event.id < 0 ? QStringLiteral("—") : QString::number(m_event.id))
                            .arg(double(m_event.p), 0, 'g', 3)
                            .arg(double(m_event.p_raw), 0, 'g', 3);
         line += rank >= 0 ? tr(", raw rank %1").arg(rank + 1) : tr(", not among the top %1 raw").arg(cands.size());
         lines << line;
     }
     if (shown == 0) return lines;
-    if (m_event.trace.empty()) {
+    if (m_event.id < 0) {
+        // Only a remote engine's tokens have no id (remote_reply.h).
+        // The server reports the distribution before its sampling only.
+        lines << tr("server's raw p only: no final p, no cut-offs");
+    } else if (m_event.trace.empty()) {
         lines << tr("no sampler trace recorded: no cut-offs drawn");
     } else if (findStage(m_event.trace, "greedy").stage) {  // not always the last entry (a grammar follows it)
         lines << tr("greedy: the most likely token was taken, no cut-offs");

@@ -49,6 +49,7 @@ ChatController::~ChatController() {
 void ChatController::connectWorker() {
     const auto q = Qt::QueuedConnection;
     connect(this, &ChatController::loadRequested, m_worker, &InferenceWorker::loadModel, q);
+    connect(this, &ChatController::remoteRequested, m_worker, &InferenceWorker::connectRemote, q);
     connect(this, &ChatController::generateRequested, m_worker, &InferenceWorker::continueChat, q);
     connect(this, &ChatController::resetRequested, m_worker, &InferenceWorker::resetSession, q);
 
@@ -109,6 +110,13 @@ void ChatController::loadModel(const QString& path) {
     Q_EMIT loadRequested(path, m_backendName, m_contextSize, threads, m_cacheTypeK, m_cacheTypeV);
 }
 
+void ChatController::connectRemote(const QString& url, const QString& apiKey, const QString& model) {
+    Q_EMIT aboutToLoad(url);
+    if (m_generating) stop();
+    setLoading(true);
+    Q_EMIT remoteRequested(url, apiKey, model);
+}
+
 void ChatController::cancelLoad() {
     m_worker->cancelLoad();
 }
@@ -150,7 +158,8 @@ bool ChatController::editAndResend(int index, const QString& text) {
 
 bool ChatController::forkFromToken(int messageIndex, int tokenIndex, int candidateId) {
     const auto& messages = m_conversation.messages;
-    if (m_generating || messageIndex < 0 || messageIndex >= messages.size()) return false;
+    // A server takes text, not token ids: a reply cannot be forced to a given token there.
+    if (isRemote() || m_generating || messageIndex < 0 || messageIndex >= messages.size()) return false;
     const ChatEntry& from = messages[messageIndex];
     if (from.role != QLatin1String("assistant") || tokenIndex < 0 || tokenIndex >= from.tokens.size()) return false;
     const TokenRecord& at = from.tokens[tokenIndex];

@@ -32,6 +32,8 @@ public:
     bool isGenerating() const { return m_generating; }
     bool isLoading() const { return m_loading; }
     bool hasModel() const { return !m_model.path.isEmpty(); }
+    // Replies come from a remote engine (connectRemote), not a local model.
+    bool isRemote() const { return m_model.isRemote(); }
     const ModelSummary& model() const { return m_model; }
     const wb::SamplingParams& samplingParams() const { return m_conversation.sampling; }
 
@@ -73,6 +75,9 @@ public:
 
 public Q_SLOTS:
     void loadModel(const QString& path);
+    // An OpenAI-compatible server in place of the local model (InferenceWorker::connectRemote): the
+    // same load signals answer, loadFailed keeping the model in use; a later loadModel goes back.
+    void connectRemote(const QString& url, const QString& apiKey, const QString& model);
     void cancelLoad();
     // Appends a user message and starts the reply; false while a reply is being generated.
     bool sendMessage(const QString& text);
@@ -188,6 +193,7 @@ Q_SIGNALS:
     // To the worker (queued); private use, connected in connectWorker.
     void loadRequested(const QString& path, const QString& backend, int contextSize, int threads,
                        const QString& cacheTypeK, const QString& cacheTypeV);
+    void remoteRequested(const QString& url, const QString& apiKey, const QString& model);
     void generateRequested(quint64 requestId, const ChatMessages& messages, const QVector<int>& forced, int policy);
     void resetRequested();
     void countRequested(quint64 countId, const ChatMessages& messages);

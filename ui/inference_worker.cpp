@@ -57,6 +57,9 @@ void InferenceWorker::requestStop(quint64 upToRequest) {
     quint64 cur = m_stopUpTo.load();
     while (cur < upToRequest && !m_stopUpTo.compare_exchange_weak(cur, upToRequest)) {
     }
+    // A remote reply waits on the network, not between tokens: its client is told to hang up.
+    const quint64 remote = m_remoteRequest.load();
+    if (remote != 0 && remote <= upToRequest) m_remoteCancel.store(true);
 }
 
 void InferenceWorker::cancelLoad() {
@@ -65,8 +68,10 @@ void InferenceWorker::cancelLoad() {
 
 void InferenceWorker::setSamplingParams(const wb::SamplingParams& params) {
     QMutexLocker lock(&m_paramsMutex);
+    const wb::SamplingParams before = m_userParams;
     m_userParams = params;
     applyParams();
+    restartRemoteFor(before, params);
 }
 
 wb::SamplingParams InferenceWorker::samplingParams() const {
@@ -153,6 +158,9 @@ void InferenceWorker::loadModel(const QString& path, const QString& backend, int
         summary.measureBackend(*choice.backend);
         summary.backendNote = QString::fromStdString(choice.note);
         releaseEngine();
+        m_remote.reset();  // back from a remote engine
+        m_remoteTemplate.reset();
+        m_remoteContinues.store(false);
         {
             QMutexLocker lock(&m_sessionMutex);
             m_model = std::move(model);
@@ -180,6 +188,11 @@ void InferenceWorker::generateChat(quint64 requestId, const ChatMessages& messag
 void InferenceWorker::continueChat(quint64 requestId, const ChatMessages& messages, const QVector<int>& forced, int policy) {
     GenerationSummary summary;
     summary.requestId = requestId;
+    if (m_remote) {
+        generateRemote(requestId, messages, summary);
+        Q_EMIT generationFinished(summary);
+        return;
+    }
     if (!m_session) {
         summary.reason = wb::StopReason::ERROR;
         summary.error = tr("No model is loaded.");
@@ -231,6 +244,11 @@ void InferenceWorker::resetSession() {
 }
 
 void InferenceWorker::countPrompt(quint64 countId, const ChatMessages& messages) {
+    if (m_remote) {
+        // The server's tokenizer and template make its prompt; the app has neither to count with.
+        Q_EMIT promptCounted(countId, 0, 0, tr("A remote engine counts its prompt itself."));
+        return;
+    }
     if (!m_session) {
         Q_EMIT promptCounted(countId, 0, 0, tr("No model is loaded."));
         return;

@@ -21,6 +21,10 @@
 #include "engine_types.h"
 #include "model_summary.h"
 
+namespace wb::remote {
+class OpenAiClient;
+}
+
 class InferenceWorker : public QObject {
     Q_OBJECT
 
@@ -104,6 +108,14 @@ public Q_SLOTS:
     // cacheTypeK / cacheTypeV: the KV cache element types by name (kv_type_from_name; a bad name fails the load).
     void loadModel(const QString& path, const QString& backend, int contextSize, int threads,
                    const QString& cacheTypeK = QStringLiteral("f16"), const QString& cacheTypeV = QStringLiteral("f16"));
+    // A remote engine in place of a local model (inference_worker_remote.cpp): an OpenAI-compatible
+    // server at url, asked for its models before anything changes, so a wrong address, key or model
+    // name is a loadFailed(url, why) and the model in use stays. On success the local engine is
+    // released and modelLoaded says so (ModelSummary::isRemote); replies then stream from the server
+    // (generateChat, continueChat) until the next loadModel goes back to a local model. model: the
+    // server's model to use, empty for the first it lists. Builds without the remote client
+    // (WB_SERVER=OFF) answer loadFailed.
+    void connectRemote(const QString& url, const QString& apiKey, const QString& model);
     // Renders the conversation with the model's chat template, tokenises it and generates the reply.
     // The session reuses the cached prefix, so an edited or regenerated turn truncates the cache.
     void generateChat(quint64 requestId, const ChatMessages& messages);
@@ -185,6 +197,15 @@ private:
     // The prompt that must fit the context for the request to go on: all of it under STOP, what the
     // trim keeps under TRIM, the system messages and the last turn under SHIFT (the rest can be shifted out).
     static ChatMessages mustFit(const ChatMessages& messages, wb::ContextPolicy policy);
+    // A reply from the remote engine (inference_worker_remote.cpp), streamed as tokenGenerated events;
+    // a live sampling change continues it with the new settings (see there). Fills summary.
+    void generateRemote(quint64 requestId, const ChatMessages& messages, GenerationSummary& summary);
+    // Called by setSamplingParams under m_paramsMutex: ends a remote stream that these new settings
+    // change (and that can be continued), so that it goes on with them.
+    void restartRemoteFor(const wb::SamplingParams& before, const wb::SamplingParams& now);
+    // The prompt that continues `reply` of a remote chat: the server's template rendered here, the
+    // reply so far after it (worker thread; m_remoteTemplate set).
+    std::string remoteContinuation(const ChatMessages& messages, const std::string& reply) const;
 
     // Declaration order matters for destruction: the session refers to the backend and the model.
     std::unique_ptr<wb::Model> m_model;
@@ -209,6 +230,21 @@ private:
     size_t m_trimFrom = 0;
 
     std::function<void()> m_releaseProbe;  // setReleaseProbeForTest
+
+    // The remote engine in use (connectRemote), null with a local model. Shared, so its type stays
+    // incomplete here (builds without the remote client have none).
+    std::shared_ptr<const wb::remote::OpenAiClient> m_remote;
+    // The remote request streaming now (0: none), and the flag its client reads to close the
+    // connection: requestStop sets it for that request, setSamplingParams with m_remoteRestart (the
+    // reply goes on with the new settings) for any.
+    std::atomic<quint64> m_remoteRequest{0};
+    std::atomic<bool> m_remoteCancel{false};
+    std::atomic<bool> m_remoteRestart{false};
+    // The server's chat template (GET /props), so a reply can go on through /v1/completions after a
+    // sampling change; null when the server does not tell it (the change then applies from the next
+    // reply, and m_remoteContinues is false).
+    std::shared_ptr<const wb::ChatTemplate> m_remoteTemplate;
+    std::atomic<bool> m_remoteContinues{false};
 
     std::atomic<quint64> m_stopUpTo{0};
     std::atomic<bool> m_cancelLoad{false};

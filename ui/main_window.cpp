@@ -19,6 +19,7 @@
 #include <QProgressBar>
 #include <QProgressDialog>
 #include <QSettings>
+#include <QTableWidget>
 #include <QStatusBar>
 #include <QStyle>
 #include <QTextDocument>
@@ -37,6 +38,7 @@
 #include "head_grid_panel.h"
 #include "help_dialogs.h"
 #include "kv_cache_panel.h"
+#include "remote_engine_ui.h"
 #include "load_options_menu.h"
 #include "context_policy_menu.h"
 #include "logit_lens_panel.h"
@@ -103,6 +105,16 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
     m_lens = new LogitLensPanel(this);
     m_heads = new HeadGridPanel(this);
     m_timings = new TimingsPanel(this);
+    // The panels of the model's internals, which a remote engine does not expose.
+    m_remoteUi = new RemoteEngineUi(m_controller, this);
+    m_remoteUi->addNotice(m_attention, tr("the attention of its layers and heads"));
+    m_remoteUi->addNotice(m_kv, tr("its KV cache"));
+    m_remoteUi->addNotice(m_lens, tr("the logit lens (its layers' predictions)"));
+    m_remoteUi->addNotice(m_heads, tr("head statistics"));
+    m_remoteUi->addNotice(m_info->ledgerTable(), tr("its memory (weights, KV cache, activations)"));
+    // These two would go on showing the last local model's prompt and timings.
+    m_remoteUi->addNotice(m_prompt, tr("the prompt as its template and tokenizer made it"));
+    m_remoteUi->addNotice(m_timings, tr("the timings of its tokens and layers"));
 
     m_loadOptions = new LoadOptionsMenu(m_controller, this);
     m_contextPolicy = new ContextPolicyMenu(m_controller, this);
@@ -224,6 +236,9 @@ void MainWindow::createActions() {
     models->setIcon(style()->standardIcon(QStyle::SP_DirHomeIcon));
     models->setToolTip(tr("The models in the cache; download or fetch one"));
     m_recentMenu = file->addMenu(tr("Recent models"));
+#ifdef WB_HAVE_REMOTE
+    file->addAction(m_remoteUi->connectAction());
+#endif
     file->addSeparator();
     // Conversations are saved on their own; these exchange one as a file.
     QAction* openConv = file->addAction(tr("&Import conversation…"), this, &MainWindow::openConversationDialog);
@@ -273,6 +288,9 @@ void MainWindow::createActions() {
     bar->setToolButtonStyle(Qt::ToolButtonTextBesideIcon);
     bar->addAction(open);
     bar->addAction(models);
+#ifdef WB_HAVE_REMOTE
+    bar->addAction(m_remoteUi->connectAction());
+#endif
     bar->addSeparator();
     bar->addAction(newChat);
     bar->addAction(m_stopAction);
@@ -657,11 +675,13 @@ void MainWindow::handleLoadStarted(const QString& path) {
         m_progress->setMinimumDuration(300);
         connect(m_progress, &QProgressDialog::canceled, m_controller, &ChatController::cancelLoad);
     }
-    m_progress->setLabelText(tr("Loading %1…").arg(QFileInfo(path).fileName()));
+    const bool remote = path.contains(QStringLiteral("://"));
+    m_progress->setWindowTitle(remote ? tr("Connecting") : tr("Loading model"));
+    m_progress->setLabelText(remote ? tr("Connecting to %1…").arg(path) : tr("Loading %1…").arg(QFileInfo(path).fileName()));
     m_progress->reset();
     m_progress->setRange(0, 0);
     m_progress->setValue(0);
-    statusBar()->showMessage(tr("Loading %1…").arg(path));
+    statusBar()->showMessage(remote ? tr("Connecting to %1…").arg(path) : tr("Loading %1…").arg(path));
 }
 
 void MainWindow::handleLoadFinished() {
@@ -684,6 +704,8 @@ void MainWindow::handleModelLoaded(const ModelSummary& s) {
     }
     updateBackendLabel();
     if (!s.backendNote.isEmpty()) statusBar()->showMessage(tr("Running on the CPU: %1").arg(s.backendNote), 15000);
+    // A server is not a file to open at the next start (its own setting is RemoteEngineUi's).
+    if (s.isRemote()) return;
     QSettings().setValue(QStringLiteral("lastModel"), s.path);
     addRecent(s.path);
 }
@@ -709,6 +731,10 @@ void MainWindow::updateBackendLabel() {
 
 void MainWindow::handleLoadFailed(const QString& path, const QString& error) {
     handleLoadFinished();
+    if (m_remoteUi->takeFailure(path)) {
+        showError(tr("Cannot connect to the server"), tr("%1\n\n%2\n\nThe model in use stays; nothing was saved.").arg(path, error));
+        return;
+    }
     const QString kept = m_loadOptions->revertAfterFailure(path);
     if (kept.isEmpty())
         showError(tr("Cannot open the model"), tr("%1\n\n%2").arg(path, error));

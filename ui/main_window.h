@@ -29,6 +29,7 @@ class ContextPolicyMenu;
 class LogitLensPanel;
 class ModelInfoPanel;
 class PromptView;
+class RemoteEngineUi;
 class ModelsDialog;
 class QActionGroup;
 class QDockWidget;
@@ -74,6 +75,7 @@ public:
     ServeMenu* serveMenu() const { return m_serveMenu; }
     // Created the first time it is opened.
     ModelsDialog* modelsDialog() const { return m_modelsDialog; }
+    RemoteEngineUi* remoteEngineUi() const { return m_remoteUi; }
     QDockWidget* dock(const QString& objectName) const;
     QLabel* backendLabel() const { return m_backendLabel; }
     QLabel* speedLabel() const { return m_speedLabel; }
@@ -167,6 +169,7 @@ private:
     LogitLensPanel* m_lens;
     HeadGridPanel* m_heads;
     TimingsPanel* m_timings;
+    RemoteEngineUi* m_remoteUi;
     ServeController* m_serve = nullptr;
     ServeMenu* m_serveMenu = nullptr;
     QVector<int> m_captureLayers;  // the attention panel's choice (empty: all)

@@ -97,8 +97,14 @@ QString ModelInfoPanel::memoryText() const { return m_memory->text(); }
 void ModelInfoPanel::setModel(const ModelSummary& s) {
     m_path = s.path;
     m_name->setText(QStringLiteral("<b>%1</b> (%2)").arg(s.name.toHtmlEscaped(), s.arch.toHtmlEscaped()));
-    m_file->setText(tr("%1\n%2, GGUF v%3").arg(s.path, formatBytes(double(s.fileSize))).arg(s.ggufVersion));
-    m_hash->setText(tr("computing…"));
+    if (s.isRemote()) {
+        // No file, no hash, no memory figures: a server exposes none of them.
+        m_file->setText(tr("served by %1").arg(s.remoteUrl));
+        m_hash->setText(tr("(the server's file is not visible)"));
+    } else {
+        m_file->setText(tr("%1\n%2, GGUF v%3").arg(s.path, formatBytes(double(s.fileSize))).arg(s.ggufVersion));
+        m_hash->setText(tr("computing…"));
+    }
     QString backend = s.backendDescription.isEmpty() ? s.backendName : s.backendDescription;
     if (!s.backendNote.isEmpty()) backend += QLatin1Char('\n') + s.backendNote;
     m_backend->setText(backend);
@@ -114,6 +120,7 @@ void ModelInfoPanel::setModel(const ModelSummary& s) {
                           .arg(s.kvTypes.isEmpty() ? QStringLiteral("f16") : s.kvTypes)
                           .arg(s.localLayerCount() > 0 ? tr(", %1 local layers keep %2 positions").arg(s.localLayerCount()).arg(s.slidingWindow)
                                                        : QString()));
+    if (s.isRemote()) m_memory->setText(tr("A remote engine does not expose its memory: no weights, KV cache or activations to show."));
     m_warnings->setText(s.warnings);
     m_warnings->setVisible(!s.warnings.isEmpty());
 

@@ -22,6 +22,12 @@ struct TensorRow {
 };
 
 struct ModelSummary {
+    // A remote engine (an OpenAI-compatible server, remote_engine.h): its endpoint ("http://host:port/v1").
+    // Then path is that endpoint too (hasModel and the panels key on it), name the server's model id,
+    // and every field of the local engine (file, tensors, layers, cache, context) is empty or 0: the
+    // server does not expose them.
+    QString remoteUrl;
+    bool isRemote() const { return !remoteUrl.isEmpty(); }
     QString path;
     QString name;            // display name (general.name or the file name)
     QString arch;

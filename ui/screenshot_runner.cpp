@@ -36,8 +36,9 @@ constexpr int kStreamingShotAfter = 24;
 constexpr int kModelsHashWaitMs = 60000;
 }
 
-ScreenshotRunner::ScreenshotRunner(MainWindow* window, const QString& directory, const QString& prompt, QObject* parent)
-    : QObject(parent), m_window(window), m_directory(directory), m_prompt(prompt) {
+ScreenshotRunner::ScreenshotRunner(MainWindow* window, const QString& directory, const QString& prompt, bool remote,
+                                   QObject* parent)
+    : QObject(parent), m_window(window), m_directory(directory), m_prompt(prompt), m_remote(remote) {
     QDir().mkpath(directory);
     ChatController* c = window->controller();
     // The logit lens and head statistics pictures need their data, though those panels are tabs behind
@@ -55,6 +56,12 @@ ScreenshotRunner::ScreenshotRunner(MainWindow* window, const QString& directory,
         }
     });
     connect(c, &ChatController::generationFinished, this, [this] {
+        if (m_remote) {
+            const auto& messages = m_window->controller()->conversation().messages;
+            if (!messages.isEmpty() && messages.last().tokens.size() > 3) m_window->inspectToken(int(messages.size()) - 1, 3);
+            QTimer::singleShot(800, this, [this] { grabRemote(); });
+            return;
+        }
         // Once more, so the reply shows its versions ("< 2/2 >") in the pictures.
         if (!m_regenerated) {
             m_regenerated = true;
@@ -111,6 +118,30 @@ void ScreenshotRunner::grabAll() {
     QApplication::processEvents();
     save(m_window->dock(QStringLiteral("samplingDock")), QStringLiteral("sampling-samplers.png"));
     grabGrammarEditor(sampling);
+}
+
+// A remote engine's pictures: the window with the token inspector on the server's logprobs, and the
+// panels it feeds or covers with the "not exposed" notice.
+void ScreenshotRunner::grabRemote() {
+    save(m_window, QStringLiteral("remote-window.png"));
+    const QList<QPair<QString, QString>> docks = {
+        {QStringLiteral("samplingDock"), QStringLiteral("remote-sampling.png")},
+        {QStringLiteral("tokenInspectorDock"), QStringLiteral("remote-token-inspector.png")},
+        {QStringLiteral("attentionDock"), QStringLiteral("remote-attention.png")},
+        {QStringLiteral("modelInfoDock"), QStringLiteral("remote-model-info.png")},
+    };
+    for (const auto& [dockName, file] : docks) {
+        QDockWidget* d = m_window->dock(dockName);
+        if (!d) continue;
+        d->raise();
+        QApplication::processEvents();
+        save(d, file);
+    }
+    // The window again with a covered panel in front (the inspector was in front above).
+    m_window->dock(QStringLiteral("attentionDock"))->raise();
+    QApplication::processEvents();
+    save(m_window, QStringLiteral("remote-window-attention.png"));
+    QApplication::quit();
 }
 
 // The "Constrain output" group with a JSON Schema example, then with a text that does not compile,

@@ -2,7 +2,8 @@
 // Takes the screenshots of docs/screenshots/ (whitebox --screenshot DIR): waits for the model, sends
 // a prompt, grabs the window while the reply streams, regenerates it once (two versions of the reply),
 // then, when that has finished, selects a token in the inspector and grabs the window and every panel,
-// then the Models dialog, and quits.
+// then the Models dialog, and quits. With `remote` (whitebox --remote URL) the replies come from that
+// server: one reply, then the window and the panels as a remote engine shows them (remote-*.png).
 #include <QObject>
 #include <QString>
 
@@ -13,10 +14,12 @@ class ScreenshotRunner : public QObject {
     Q_OBJECT
 
 public:
-    ScreenshotRunner(MainWindow* window, const QString& directory, const QString& prompt, QObject* parent = nullptr);
+    ScreenshotRunner(MainWindow* window, const QString& directory, const QString& prompt, bool remote = false,
+                     QObject* parent = nullptr);
 
 private:
     void grabAll();
+    void grabRemote();
     void grabGrammarEditor(SamplingPanel* sampling);
     void grabPresets(SamplingPanel* sampling);
     void grabModelsDialog();
@@ -28,4 +31,5 @@ private:
     bool m_grabbedStreaming = false;
     bool m_regenerated = false;
     bool m_grabbedModels = false;
+    bool m_remote = false;
 };

@@ -1,5 +1,7 @@
 #include "theme.h"
 
+#include <cmath>
+
 #include <QApplication>
 #include <QEvent>
 #include <QLabel>
@@ -150,7 +152,8 @@ QColor Theme::color(Role role) {
 }
 
 QColor Theme::probabilityColor(float p) {
-    p = std::clamp(p, 0.0f, 1.0f);
+    // No probability recorded (a remote engine's token without logprobs): the colour of p = 0.
+    p = std::isfinite(p) ? std::clamp(p, 0.0f, 1.0f) : 0.0f;
     return isDark() ? QColor::fromHsvF(0.33f * p, 0.65f, 0.42f) : QColor::fromHsvF(0.33f * p, 0.35f, 1.0f);
 }
 

@@ -17,6 +17,15 @@
 #include "attention_store.h"
 #include "theme.h"
 
+namespace {
+
+// A probability as the table shows it; "—" where none was recorded (NaN: a remote engine's final p).
+QString probabilityText(float p) {
+    return std::isfinite(p) ? QString::number(double(p), 'f', 4) : QStringLiteral("—");
+}
+
+}  // namespace
+
 TokenInspector::TokenInspector(AttentionStore* store, QWidget* parent) : QWidget(parent), m_store(store) {
     m_title = new QLabel(tr("Click a token of a reply to inspect it."), this);
     m_title->setWordWrap(true);
@@ -122,7 +131,9 @@ void TokenInspector::setToken(const TokenRecord& token, int messageIndex, int to
 
 void TokenInspector::updateForkButton() {
     const int row = m_candidates->currentRow();
-    const bool other = m_hasToken && row >= 0 && row < int(m_token.candidates.size()) && m_token.candidates[size_t(row)].id != m_token.id;
+    // A negative id is a remote engine's token (remote_reply.h): a server cannot be given a token to go on from.
+    const bool other = m_hasToken && row >= 0 && row < int(m_token.candidates.size()) && m_token.candidates[size_t(row)].id != m_token.id &&
+                       m_token.candidates[size_t(row)].id >= 0;
     m_forkButton->setEnabled(other && m_messageIndex >= 0);
 }
 
@@ -140,7 +151,10 @@ void TokenInspector::setToken(const TokenRecord& token) {
     // The token's own text: the reply may hold it back (part of a stop string or of a typed marker), so
     // the text it added can be empty or differ.
     const QString own = token.tokenPiece.isEmpty() ? token.piece : token.tokenPiece;
-    QString title = tr("%1 · id %2 · position %3 · p = %4").arg(quotedPiece(own)).arg(token.id).arg(token.position).arg(double(token.p), 0, 'f', 4);
+    QString title = tr("%1 · id %2 · position %3 · p = %4")
+                        .arg(quotedPiece(own), token.id < 0 ? QStringLiteral("—") : QString::number(token.id))
+                        .arg(token.position)
+                        .arg(probabilityText(token.p));
     if (own != token.piece) title += tr(" · added %1 to the reply").arg(quotedPiece(token.piece));
     if (token.entropy > 0) title += tr(" · entropy %1 nats").arg(double(token.entropy), 0, 'f', 3);
     m_title->setText(title);
@@ -149,10 +163,11 @@ void TokenInspector::setToken(const TokenRecord& token) {
     for (int i = 0; i < int(token.candidates.size()); ++i) {
         const wb::TokenCandidate& c = token.candidates[size_t(i)];
         auto* name = new QTableWidgetItem(quotedPiece(QString::fromStdString(c.piece)));
-        auto* id = new QTableWidgetItem(QString::number(c.id));
-        auto* raw = new QTableWidgetItem(QString::number(double(c.p_raw), 'f', 4));
-        auto* fin = new QTableWidgetItem(QString::number(double(c.p_final), 'f', 4));
-        raw->setBackground(Theme::probabilityColor(c.p_raw));
+        // A remote engine's tokens have no id and no final p (remote_reply.h): a dash, not a number.
+        auto* id = new QTableWidgetItem(c.id < 0 ? QStringLiteral("—") : QString::number(c.id));
+        auto* raw = new QTableWidgetItem(probabilityText(c.p_raw));
+        auto* fin = new QTableWidgetItem(probabilityText(c.p_final));
+        if (std::isfinite(c.p_raw)) raw->setBackground(Theme::probabilityColor(c.p_raw));
         if (c.id == token.id) {
             QFont bold = name->font();
             bold.setBold(true);
@@ -182,7 +197,10 @@ void TokenInspector::setToken(const TokenRecord& token) {
         item->setToolTip(2, detail);
         m_trace->addTopLevelItem(item);
     }
-    if (token.candidates.empty() && token.trace.empty())
+    // Only a remote engine's tokens have no id (remote_reply.h): its server reports neither.
+    if (token.id < 0)
+        m_trace->addTopLevelItem(new QTreeWidgetItem({tr("(a remote engine reports no sampler stages)")}));
+    else if (token.candidates.empty() && token.trace.empty())
         m_trace->addTopLevelItem(new QTreeWidgetItem({tr("(no candidates or trace were captured for this token)")}));
     refreshAttention();
 }
@@ -208,10 +226,14 @@ void TokenInspector::refreshAttention() {
             if (k % stride == 0) ticker->addTick(k, m_store->tokenLabel(k));
         }
         m_attentionNote->setText(tr("Attention of layer %1, head %2 at the step that chose it (query position %3)").arg(m_layer).arg(m_head).arg(query));
+    } else if (m_hasToken && m_token.id < 0) {
+        m_attentionNote->setText(tr("A remote engine does not expose its attention."));
     } else if (m_hasToken) {
         m_attentionNote->setText(tr("No attention row captured for layer %1, head %2 at position %3.").arg(m_layer).arg(m_head).arg(query));
     }
     m_attentionBars->setData(keys, values, true);
+    // No empty axes for a remote token: there is nothing that could be drawn there.
+    m_attentionPlot->setVisible(!(m_hasToken && m_token.id < 0));
     m_attentionPlot->xAxis->setRange(-0.5, std::max<double>(1, double(keys.size())) - 0.5);
     double top = 0.0;
     for (double v : values) top = std::max(top, v);

@@ -294,6 +294,21 @@ std::vector<std::string> OpenAiClient::list_models(const std::atomic<bool>* canc
     return parse_models(res->body);
 }
 
+std::optional<ServerChatTemplate> OpenAiClient::chat_template() const {
+    httplib::Client c = make_client(origin_, options_);
+    // /props sits beside /v1, not under it (llama-server's layout).
+    const std::string root = prefix_.substr(0, prefix_.size() - 3);
+    const std::string where = origin_ + root + "/props";
+    httplib::Request req;
+    req.method = "GET";
+    req.path = root + "/props";
+    const Clock::time_point start = Clock::now();
+    const httplib::Result res = send_cancellable(c, req, nullptr);
+    if (!res) transport_error(res.error(), where, host_, options_, Clock::now() - start);
+    if (res->status < 200 || res->status >= 300) return std::nullopt;
+    return parse_props(res->body);
+}
+
 std::string OpenAiClient::model_for_request(const std::atomic<bool>* cancel, const std::string& stale) const {
     if (!options_.model.empty()) return options_.model;
     {

@@ -92,6 +92,14 @@ struct RemoteResult {
     bool cancelled = false;            // the cancel flag ended the stream
 };
 
+// The chat template a server renders chat requests with, as llama-server's GET /props tells it
+// (WhiteBox's server too): the Jinja source and its BOS / EOS texts, or a built-in format's name.
+struct ServerChatTemplate {
+    std::string source;     // empty for a built-in format
+    std::string format;     // "chatml", ... when source is empty (WhiteBox's "chat_format")
+    std::string bos_token, eos_token;
+};
+
 // Each request opens its own connection, so one client serves any number of requests, on several
 // threads at once; it is neither copied nor moved (its model cache has a lock), but shared by
 // reference for as long as the server is used.
@@ -105,6 +113,10 @@ public:
 
     // GET /v1/models: the ids the server lists. RemoteError on any failure.
     std::vector<std::string> models() const;
+    // GET /props beside /v1 (llama-server's, WhiteBox's): the template the server renders chats with.
+    // nullopt when the server does not say (no /props, as vLLM, Ollama and OpenAI; no template in
+    // it); RemoteError when the server cannot be reached.
+    std::optional<ServerChatTemplate> chat_template() const;
 
     // Streams one reply (stream=true), calling on_delta for every chunk that carries text or logprobs.
     // *cancel, when given, is read before anything is sent, after each event and, while no bytes come

@@ -158,4 +158,16 @@ std::vector<std::string> parse_models(const std::string& body) {
     return ids;
 }
 
+std::optional<ServerChatTemplate> parse_props(const std::string& body) {
+    const json j = parse_bounded(body);
+    if (!j.is_object()) return std::nullopt;
+    const auto text = [&](const char* key) {
+        const auto it = j.find(key);
+        return it != j.end() && it->is_string() ? it->get<std::string>() : std::string();
+    };
+    ServerChatTemplate t{text("chat_template"), text("chat_format"), text("bos_token"), text("eos_token")};
+    if (t.source.empty() && t.format.empty()) return std::nullopt;
+    return t;
+}
+
 }  // namespace wb::remote

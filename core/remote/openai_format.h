@@ -26,6 +26,9 @@ StreamChunk parse_stream_chunk(const std::string& data, bool chat);
 // {"detail": ...}, {"message": ...}, else the start of the body itself.
 std::string error_message_of(const std::string& body);
 
+// GET /props's chat template (ServerChatTemplate); nullopt when the body is not JSON or names none.
+std::optional<ServerChatTemplate> parse_props(const std::string& body);
+
 // The ids of GET /v1/models. RemoteError MALFORMED when the body is not a models list.
 std::vector<std::string> parse_models(const std::string& body);
 

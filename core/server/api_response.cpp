@@ -111,4 +111,12 @@ std::string models_json(const std::string& model_id, int64_t created) {
     return dump(json{{"object", "list"}, {"data", json::array({m})}});
 }
 
+std::string props_json(const ChatTemplate& chat_template) {
+    json j = {{"chat_template", chat_template.source()},
+              {"bos_token", chat_template.bos_token()},
+              {"eos_token", chat_template.eos_token()}};
+    if (chat_template.kind() != ChatTemplateKind::JINJA) j["chat_format"] = chat_template_kind_name(chat_template.kind());
+    return j.dump();
+}
+
 }  // namespace wb::server

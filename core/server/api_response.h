@@ -7,6 +7,7 @@
 #include <utility>
 #include <vector>
 
+#include "chat/chat_template.h"
 #include "server/api_request.h"
 
 namespace wb::server {
@@ -55,5 +56,10 @@ std::string sse_event(const std::string& json);
 
 // GET /v1/models for one model.
 std::string models_json(const std::string& model_id, int64_t created);
+// GET /props as llama-server answers it, the part a client needs to render a prompt as the server
+// does (the app's remote engine continues a reply through /v1/completions with it): the chat
+// template's Jinja source with its BOS and EOS texts; a built-in format has no source and is named
+// in "chat_format" (WhiteBox's own field).
+std::string props_json(const ChatTemplate& chat_template);
 
 }  // namespace wb::server

@@ -249,6 +249,9 @@ void HttpServer::routes() {
             return MetricsSnapshotGauges{exec_->waiting(), exec_->busy(), exec_->sessions(), exec_->capacity()};
         }), "text/plain; version=0.0.4");
     });
+    s.Get("/props", [this](const httplib::Request&, httplib::Response& res) {
+        res.set_content(props_json(model_.chat_template()), "application/json");
+    });
     for (const char* path : {"/v1/models", "/models"})
         s.Get(path, [this](const httplib::Request&, httplib::Response& res) {
             res.set_content(models_json(options_.model_id, started_), "application/json");

@@ -107,6 +107,37 @@ void base_urls() {
            "models() lists the ids");
 }
 
+// GET /props beside /v1 gives the server's chat template (llama-server's fields, WhiteBox's
+// chat_format for a built-in one); a server without it (404) or naming none gives nothing.
+void chat_template_from_props() {
+    FakeServer with;
+    with.http.Get("/api/props", [](const httplib::Request&, httplib::Response& res) {
+        res.set_content(R"({"chat_template":"{{ bos_token }}{% for m in messages %}{{ m.content }}{% endfor %}",)"
+                        R"("bos_token":"<s>","eos_token":"</s>","n_ctx":4096})", "application/json");
+    });
+    with.start();
+    const std::optional<ServerChatTemplate> t = OpenAiClient(options_for(with, "/api/v1")).chat_template();
+    report(t && t->source.find("for m in messages") != std::string::npos && t->bos_token == "<s>" && t->eos_token == "</s>" &&
+               t->format.empty(),
+           "chat_template() reads /props beside the /v1 of the base URL");
+    FakeServer builtin;
+    builtin.http.Get("/props", [](const httplib::Request&, httplib::Response& res) {
+        res.set_content(R"({"chat_template":"","chat_format":"chatml","bos_token":"","eos_token":""})", "application/json");
+    });
+    builtin.start();
+    const std::optional<ServerChatTemplate> b = OpenAiClient(options_for(builtin)).chat_template();
+    report(b && b->source.empty() && b->format == "chatml", "a built-in format is named by chat_format");
+    FakeServer without;
+    without.http.Get("/props", [](const httplib::Request&, httplib::Response& res) {
+        res.set_content(R"({"n_ctx":4096})", "application/json");
+    });
+    without.start();
+    report(!OpenAiClient(options_for(without)).chat_template(), "a /props that names no template gives none");
+    FakeServer none;
+    none.start();
+    report(!OpenAiClient(options_for(none)).chat_template(), "a server without /props (404) gives none");
+}
+
 // Each malformed URL is refused with its own reason (the message names the URL, except one that
 // carries a password, which is not echoed).
 void bad_urls() {
@@ -534,6 +565,7 @@ void cancel_before_and_during_lookup() {
 int main() {
     good_stream();
     base_urls();
+    chat_template_from_props();
     bad_urls();
     bad_timeouts();
     models_asked_once();

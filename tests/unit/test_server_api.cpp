@@ -337,8 +337,19 @@ void kv_budget() {
 
 }  // namespace
 
+// GET /props: a Jinja template's source with its BOS / EOS texts; a built-in format by name.
+void props_have_llama_server_fields() {
+    const json jinja = json::parse(props_json(ChatTemplate::from_jinja("{{ bos_token }}{{ messages[0].content }}", "<s>", "</s>")));
+    report(jinja["chat_template"] == "{{ bos_token }}{{ messages[0].content }}" && jinja["bos_token"] == "<s>" &&
+               jinja["eos_token"] == "</s>" && !jinja.contains("chat_format"),
+           "/props gives a Jinja template's source, BOS and EOS");
+    const json builtin = json::parse(props_json(ChatTemplate::of_kind(ChatTemplateKind::CHATML)));
+    report(builtin["chat_template"] == "" && builtin["chat_format"] == "chatml", "/props names a built-in format");
+}
+
 int main() {
     loopback_checks();
+    props_have_llama_server_fields();
     kv_budget();
     fields_are_read();
     bad_requests_are_400();

@@ -1,0 +1,451 @@
+// A remote engine in the desktop app (issue 19 item 3), in the main window against a real
+// `whitebox-cli serve` of the default model on a free loopback port, and against small fake servers:
+// a connection that fails (nothing listening) is a clear message and keeps neither the setting nor
+// anything else, the model in use stays; one that works keeps the setting, covers the internals
+// panels with the "not exposed" notice, streams the reply into the chat with the server's logprobs
+// as the token inspector's candidates (compared with the server's own non-streamed answer); Stop ends
+// a reply at once; a sampling change mid-reply continues it from the text so far; a 500 and a
+// malformed stream are clear messages and the user's message stays; loading a local model goes back.
+#include <QAction>
+#include <QElapsedTimer>
+#include <QFileInfo>
+#include <QJsonArray>
+#include <QJsonDocument>
+#include <QJsonObject>
+#include <QLabel>
+#include <QLineEdit>
+#include <QMessageBox>
+#include <QProcess>
+#include <QPushButton>
+#include <QRegularExpression>
+#include <QSignalSpy>
+#include <QTableWidget>
+#include <QTcpServer>
+#include <QTreeWidget>
+#include <QtTest>
+
+#include <cmath>
+
+#include "app_settings.h"
+#include "chat/chat_template.h"
+#include "chat_controller.h"
+#include "chat_panel.h"
+#include "gui_test_support.h"
+#include "internals_notice.h"
+#include "main_window.h"
+#include "message_edit.h"
+#include "model/model_paths.h"
+#include "remote_connect_dialog.h"
+#include "remote_engine_ui.h"
+#include "remote_reply.h"
+#include "remote_test_support.h"
+#include "sampling_panel.h"
+#include "token_inspector.h"
+
+namespace {
+
+constexpr int kTimeoutMs = 120000;
+
+// A port nothing listens on (bound for a moment, then let go).
+int freePort() {
+    QTcpServer probe;
+    probe.listen(QHostAddress::LocalHost, 0);
+    return probe.serverPort();
+}
+
+// The text of the message boxes the window has open (errors are shown so).
+QString openMessages(QWidget* window) {
+    QStringList texts;
+    for (QMessageBox* box : window->findChildren<QMessageBox*>())
+        if (box->isVisible()) texts << box->windowTitle() + QStringLiteral(": ") + box->text();
+    return texts.join(QLatin1Char('\n'));
+}
+
+void closeMessages(QWidget* window) {
+    for (QMessageBox* box : window->findChildren<QMessageBox*>()) box->close();
+}
+
+wb::SamplingParams greedy(int maxTokens) {
+    wb::SamplingParams p;
+    p.temperature = 0.0f;
+    p.max_tokens = maxTokens;
+    return p;
+}
+
+}  // namespace
+
+class TestRemoteEngine : public QObject {
+    Q_OBJECT
+
+    QProcess m_server;
+    int m_port = 0;
+    MainWindow* m_w = nullptr;
+
+    QString url() const { return QStringLiteral("http://127.0.0.1:%1").arg(m_port); }
+
+    // Sets the sampling panel (and so the controller) to p.
+    void useSampling(const wb::SamplingParams& p) {
+        m_w->samplingPanel()->setParams(p);
+        m_w->controller()->setSamplingParams(p);
+    }
+
+    // Connects through File > Connect to server…'s dialog; true when the window reports the engine loaded.
+    bool connectByDialog(const QString& address, const QString& model = {}) {
+        QSignalSpy loaded(m_w->controller(), &ChatController::modelLoaded);
+        QSignalSpy failed(m_w->controller(), &ChatController::loadFailed);
+        m_w->remoteEngineUi()->connectAction()->trigger();
+        RemoteConnectDialog* d = m_w->remoteEngineUi()->dialog();
+        if (!d || !d->isVisible()) return false;
+        d->urlEdit()->setText(address);
+        d->keyEdit()->setText(QStringLiteral("test-key"));
+        d->modelEdit()->setText(model);
+        d->connectButton()->click();
+        QElapsedTimer t;
+        t.start();
+        while (loaded.isEmpty() && failed.isEmpty() && t.elapsed() < kTimeoutMs) QTest::qWait(10);
+        return !loaded.isEmpty();
+    }
+
+    // Sends `text` through the message box; the finished summary (reason NONE when none came in time).
+    GenerationSummary sendAndWait(const QString& text) {
+        QSignalSpy finished(m_w->controller(), &ChatController::generationFinished);
+        m_w->chatPanel()->input()->setPlainText(text);
+        m_w->chatPanel()->sendButton()->click();
+        if (!finished.wait(kTimeoutMs)) return {};
+        return finished.last().at(0).value<GenerationSummary>();
+    }
+
+    // The server's own non-streamed answer to one user message, greedy, with logprobs.
+    QJsonObject reference(const QString& user, int maxTokens) {
+        httplib::Client c("127.0.0.1", m_port);
+        c.set_read_timeout(kTimeoutMs / 1000, 0);
+        const QJsonObject body{{"messages", QJsonArray{QJsonObject{{"role", "user"}, {"content", user}}}},
+                               {"max_tokens", maxTokens}, {"temperature", 0.0}, {"logprobs", true},
+                               {"top_logprobs", 20}, {"stream", false}};
+        const auto r = c.Post("/v1/chat/completions", QJsonDocument(body).toJson().toStdString(), "application/json");
+        if (!r || r->status != 200) return {};
+        return QJsonDocument::fromJson(QByteArray::fromStdString(r->body)).object()["choices"].toArray().at(0).toObject();
+    }
+
+    // A counter of the server's GET /metrics (-1 when it is not there).
+    double metric(const char* name) {
+        httplib::Client c("127.0.0.1", m_port);
+        const auto r = c.Get("/metrics");
+        if (!r) return -1;
+        for (const QByteArray& line : QByteArray::fromStdString(r->body).split('\n'))
+            if (line.startsWith(QByteArray(name) + ' ')) return line.mid(int(strlen(name)) + 1).toDouble();
+        return -1;
+    }
+
+private Q_SLOTS:
+    void initTestCase() {
+        wb_gui_test::isolateSettings("test_remote_engine");
+        const QString model = QString::fromStdString(wb::default_model_path());
+        if (!QFileInfo::exists(model)) QFAIL("default model missing: run scripts/fetch-models.sh");
+        // The real server, as a user starts it; it names its port on stderr.
+        m_server.setProgram(QStringLiteral(WB_CLI_PATH));
+        m_server.setArguments({QStringLiteral("serve"), QStringLiteral("-m"), model, QStringLiteral("--port"), QStringLiteral("0"),
+                               QStringLiteral("--ctx"), QStringLiteral("1024"), QStringLiteral("--threads"), QStringLiteral("1")});
+        m_server.start();
+        QVERIFY(m_server.waitForStarted());
+        const QRegularExpression serving(QStringLiteral("at http://127\\.0\\.0\\.1:(\\d+)/v1"));
+        QByteArray err;
+        QElapsedTimer t;
+        t.start();
+        while (m_port == 0 && t.elapsed() < kTimeoutMs && m_server.state() == QProcess::Running) {
+            m_server.waitForReadyRead(100);
+            err += m_server.readAllStandardError();
+            const auto m = serving.match(QString::fromUtf8(err));
+            if (m.hasMatch()) m_port = m.captured(1).toInt();
+        }
+        QVERIFY2(m_port > 0, err.constData());
+        m_w = new MainWindow;
+        m_w->show();
+        QSignalSpy loaded(m_w->controller(), &ChatController::modelLoaded);
+        m_w->start();
+        QVERIFY(loaded.wait(kTimeoutMs));
+        QVERIFY(!m_w->controller()->isRemote());
+        m_w->chatPanel()->systemPromptEdit()->setPlainText(QString());
+    }
+
+    void cleanupTestCase() {
+        delete m_w;
+        m_server.terminate();
+        m_server.waitForFinished(10000);
+    }
+
+    void cleanup() {
+        closeMessages(m_w);
+    }
+
+    // A chunk's tokens become one event each, its text goes with the last (the reply is the texts
+    // joined), the alternatives are the raw p; a chunk without logprobs is one event of unknown p.
+    void chunksBecomeTokenEvents() {
+        wb::remote::StreamDelta d;
+        d.text = "Hello wor";
+        d.tokens = {{"Hello", std::log(0.5f), {{"Hello", std::log(0.5f)}, {"Hi", std::log(0.25f)}}},
+                    {" wor", std::log(0.125f), {{" world", std::log(0.75f)}, {" wor", std::log(0.125f)}}}};
+        int32_t next = 7;
+        const std::vector<wb::TokenEvent> ev = remote_reply::tokenEvents(d, &next);
+        QCOMPARE(int(ev.size()), 2);
+        QCOMPARE(next, 9);
+        QCOMPARE(ev[0].index, 7);
+        QCOMPARE(ev[0].piece, std::string());
+        QCOMPARE(ev[1].piece, std::string("Hello wor"));
+        QCOMPARE(ev[1].token_piece, std::string(" wor"));
+        QVERIFY(std::abs(ev[1].p_raw - 0.125f) < 1e-6f);
+        QCOMPARE(int(ev[1].candidates.size()), 2);
+        QVERIFY(std::abs(ev[1].candidates[0].p_raw - 0.75f) < 1e-6f);
+        QVERIFY(std::isnan(ev[1].candidates[0].p_final));
+        // The drawn token's candidate shares its id; the others have ids of their own.
+        QVERIFY(ev[1].candidates[0].id != ev[1].id);
+        QCOMPARE(ev[1].candidates[1].id, ev[1].id);
+        wb::remote::StreamDelta plain;
+        plain.text = "text";
+        const std::vector<wb::TokenEvent> one = remote_reply::tokenEvents(plain, &next);
+        QCOMPARE(int(one.size()), 1);
+        QCOMPARE(one[0].piece, std::string("text"));
+        QVERIFY(std::isnan(one[0].p));
+        QVERIFY(remote_reply::tokenEvents(wb::remote::StreamDelta{}, &next).empty());
+        QCOMPARE(next, 10);
+    }
+
+    // Nothing listening: a message that says so, the local model stays, no setting is kept.
+    void nothingListeningIsAClearMessageAndKeepsNothing() {
+        const QString dead = QStringLiteral("http://127.0.0.1:%1").arg(freePort());
+        QVERIFY(!connectByDialog(dead));
+        QTRY_VERIFY_WITH_TIMEOUT(openMessages(m_w).contains(QStringLiteral("connection refused")), 5000);
+        QVERIFY2(openMessages(m_w).contains(QStringLiteral("Cannot connect to the server")), qPrintable(openMessages(m_w)));
+        QVERIFY(!m_w->controller()->isRemote());
+        QVERIFY(m_w->controller()->hasModel());
+        QVERIFY(AppSettings::remoteEngine().url.isEmpty());
+        // A server that does not list the model asked for is refused before anything changes, too.
+        QVERIFY(!connectByDialog(url(), QStringLiteral("no-such-model")));
+        QTRY_VERIFY_WITH_TIMEOUT(openMessages(m_w).contains(QStringLiteral("does not list the model no-such-model")), 5000);
+        QVERIFY(!m_w->controller()->isRemote());
+        QVERIFY(AppSettings::remoteEngine().url.isEmpty());
+    }
+
+    // Connected: the setting is kept, the internals panels say they are not exposed.
+    void connectKeepsTheSettingAndCoversTheInternals() {
+        QVERIFY(connectByDialog(url()));
+        QVERIFY(m_w->controller()->isRemote());
+        const AppSettings::RemoteEngine kept = AppSettings::remoteEngine();
+        QCOMPARE(kept.url, url());
+        QCOMPARE(kept.apiKey, QStringLiteral("test-key"));
+        const QList<InternalsNotice*>& notices = m_w->remoteEngineUi()->notices();
+        QCOMPARE(notices.size(), 7);  // attention, KV cache, lens, heads, ledger, prompt, timings
+        for (InternalsNotice* n : notices) {
+            QVERIFY(n->isShown());
+            QVERIFY2(n->text().contains(QStringLiteral("does not expose")), qPrintable(n->text()));
+            // It covers the whole panel: nothing of an empty or stale plot shows.
+            QCOMPARE(n->label()->geometry(), n->label()->parentWidget()->rect());
+        }
+    }
+
+    // The reply streams into the chat; its tokens carry the server's top logprobs as candidates.
+    void replyStreamsWithTheServersLogprobs() {
+        if (!m_w->controller()->isRemote()) QVERIFY(connectByDialog(url()));
+        m_w->controller()->newChat();
+        const QString prompt = QStringLiteral("Name three colors.");
+        constexpr int kTokens = 12;
+        useSampling(greedy(kTokens));
+        QSignalSpy appended(m_w->controller(), &ChatController::tokenAppended);
+        const GenerationSummary s = sendAndWait(prompt);
+        QVERIFY2(s.reason != wb::StopReason::ERROR, qPrintable(s.error));
+        QVERIFY(appended.size() >= 2);  // streamed: one signal per token, not one at the end
+        const QJsonObject ref = reference(prompt, kTokens);
+        const QString refText = ref["message"].toObject()["content"].toString();
+        QVERIFY(!refText.isEmpty());
+        const ChatEntry& reply = m_w->controller()->conversation().messages.last();
+        QCOMPARE(reply.content, refText);
+        const QJsonArray refTokens = ref["logprobs"].toObject()["content"].toArray();
+        QCOMPARE(reply.tokens.size(), refTokens.size());
+        for (int i = 0; i < refTokens.size(); ++i) {
+            const QJsonArray top = refTokens[i].toObject()["top_logprobs"].toArray();
+            const TokenRecord& t = reply.tokens[i];
+            QCOMPARE(int(t.candidates.size()), top.size());
+            QCOMPARE(top.size(), 20);
+            for (int j = 0; j < top.size(); ++j) {
+                const QJsonObject c = top[j].toObject();
+                // The exact bytes (a token may hold part of a UTF-8 character, which "token" spells lossily).
+                std::string bytes;
+                for (const QJsonValue b : c["bytes"].toArray()) bytes += char(b.toInt());
+                QCOMPARE(t.candidates[size_t(j)].piece, bytes);
+                QVERIFY2(std::abs(t.candidates[size_t(j)].p_raw - std::exp(c["logprob"].toDouble())) < 2e-3,
+                         qPrintable(QStringLiteral("token %1 candidate %2").arg(i).arg(j)));
+            }
+        }
+        // The inspector shows them: 20 rows, the first one's p as the server gave it, no final p.
+        m_w->inspectToken(int(m_w->controller()->conversation().messages.size()) - 1, 0);
+        QTableWidget* table = m_w->tokenInspector()->candidateTable();
+        QCOMPARE(table->rowCount(), 20);
+        const double p0 = std::exp(refTokens[0].toObject()["top_logprobs"].toArray()[0].toObject()["logprob"].toDouble());
+        QVERIFY(std::abs(table->item(0, 2)->text().toDouble() - p0) < 2e-3);
+        QCOMPARE(table->item(0, 3)->text(), QStringLiteral("—"));
+        QVERIFY(!m_w->tokenInspector()->forkButton()->isEnabled());
+        // No sampler stages and no attention from a server: said, not left empty.
+        QCOMPARE(m_w->tokenInspector()->traceTree()->topLevelItemCount(), 1);
+        QVERIFY(m_w->tokenInspector()->traceTree()->topLevelItem(0)->text(0).contains(QStringLiteral("remote engine")));
+    }
+
+    // Stop ends a streaming reply at once: the client hangs up, what arrived stays.
+    void stopEndsTheReplyPromptly() {
+        if (!m_w->controller()->isRemote()) QVERIFY(connectByDialog(url()));
+        m_w->controller()->newChat();
+        useSampling(greedy(400));
+        QSignalSpy appended(m_w->controller(), &ChatController::tokenAppended);
+        QSignalSpy finished(m_w->controller(), &ChatController::generationFinished);
+        m_w->chatPanel()->input()->setPlainText(QStringLiteral("Write a long story about a dragon who learns to cook."));
+        m_w->chatPanel()->sendButton()->click();
+        QTRY_VERIFY_WITH_TIMEOUT(appended.size() >= 3, kTimeoutMs);
+        QVERIFY(finished.isEmpty());
+        QElapsedTimer t;
+        t.start();
+        m_w->controller()->stop();
+        QVERIFY(finished.wait(kTimeoutMs));
+        const qint64 ms = t.elapsed();
+        QVERIFY2(ms < 1500, qPrintable(QStringLiteral("the reply ended %1 ms after Stop").arg(ms)));
+        const GenerationSummary s = finished.last().at(0).value<GenerationSummary>();
+        QCOMPARE(s.reason, wb::StopReason::STOPPED);
+        const ChatEntry& reply = m_w->controller()->conversation().messages.last();
+        QCOMPARE(reply.role, QStringLiteral("assistant"));
+        QVERIFY(reply.tokens.size() >= 3);
+        QVERIFY(reply.tokens.size() < 400);
+    }
+
+    // The server's greedy /v1/completions text for `prompt`, at most maxTokens.
+    QString complete(const std::string& prompt, int maxTokens) {
+        httplib::Client c("127.0.0.1", m_port);
+        c.set_read_timeout(kTimeoutMs / 1000, 0);
+        const QJsonObject body{{"prompt", QString::fromStdString(prompt)}, {"max_tokens", maxTokens}, {"temperature", 0.0},
+                               {"stop", QJsonArray{"<|im_end|>"}}};
+        const auto r = c.Post("/v1/completions", QJsonDocument(body).toJson().toStdString(), "application/json");
+        if (!r || r->status != 200) return QStringLiteral("(failed)");
+        return QJsonDocument::fromJson(QByteArray::fromStdString(r->body)).object()["choices"].toArray().at(0).toObject()["text"].toString();
+    }
+
+    // The chat prompt as the server's template (its /props) renders it, the BOS left to its tokenizer.
+    std::string rendered(const QString& user) {
+        httplib::Client c("127.0.0.1", m_port);
+        const auto r = c.Get("/props");
+        if (!r || r->status != 200) return {};
+        const QJsonObject props = QJsonDocument::fromJson(QByteArray::fromStdString(r->body)).object();
+        const wb::ChatTemplate t = wb::ChatTemplate::from_jinja(props["chat_template"].toString().toStdString(), {},
+                                                                props["eos_token"].toString().toStdString());
+        return t.render({{"user", user.toStdString()}}, true);
+    }
+
+    // A sampling change mid-reply hangs up and the reply goes on from its text with the new settings,
+    // through /v1/completions with the server's template: the reply is its text up to where the
+    // change came plus the server's own greedy completion of that text.
+    void samplingChangeContinuesTheReply() {
+        if (!m_w->controller()->isRemote()) QVERIFY(connectByDialog(url()));
+        const QString prompt = QStringLiteral("Write a short poem about the sea.");
+        constexpr int kTokens = 60;
+        // The template rendered here is the one the server renders a chat with: the same greedy text.
+        const std::string chatPrompt = rendered(prompt);
+        QVERIFY(!chatPrompt.empty());
+        m_w->controller()->newChat();
+        useSampling(greedy(kTokens));
+        const GenerationSummary plain = sendAndWait(prompt);
+        QVERIFY2(plain.reason != wb::StopReason::ERROR, qPrintable(plain.error));
+        QVERIFY(!plain.paramsChanged);
+        QCOMPARE(complete(chatPrompt, kTokens), m_w->controller()->conversation().messages.last().content);
+
+        const double cancelled = metric("whitebox_generations_cancelled_total");
+        QVERIFY(cancelled >= 0);
+        m_w->controller()->newChat();
+        useSampling(greedy(kTokens));
+        QSignalSpy appended(m_w->controller(), &ChatController::tokenAppended);
+        QSignalSpy finished(m_w->controller(), &ChatController::generationFinished);
+        m_w->chatPanel()->input()->setPlainText(prompt);
+        m_w->chatPanel()->sendButton()->click();
+        QTRY_VERIFY_WITH_TIMEOUT(appended.size() >= 4, kTimeoutMs);
+        QVERIFY(finished.isEmpty());
+        const int tokensAtChange = int(m_w->controller()->conversation().messages.last().tokens.size());
+        wb::SamplingParams changed = greedy(kTokens);
+        changed.top_k = 7;
+        useSampling(changed);
+        QVERIFY(finished.wait(kTimeoutMs));
+        const GenerationSummary s = finished.last().at(0).value<GenerationSummary>();
+        QVERIFY2(s.reason == wb::StopReason::EOS || s.reason == wb::StopReason::MAX_TOKENS, wb::stop_reason_name(s.reason));
+        QVERIFY(s.paramsChanged);
+        QCOMPARE(s.params.top_k, 7);
+        const ChatEntry& reply = m_w->controller()->conversation().messages.last();
+        QVERIFY(reply.tokens.size() <= kTokens);
+        // The stream ended within a few tokens of the change (the client looks every 50 ms): the
+        // seam is one of those token boundaries, and from it on the reply is the server's completion.
+        bool continued = false;
+        QString prefix;
+        for (int k = 0; k < reply.tokens.size() && k <= tokensAtChange + 8 && !continued; ++k) {
+            prefix += reply.tokens[k].piece;
+            if (k + 1 < tokensAtChange || !reply.content.startsWith(prefix)) continue;
+            continued = reply.content == prefix + complete(chatPrompt + prefix.toStdString(), kTokens - k - 1);
+        }
+        QVERIFY2(continued, qPrintable(reply.content));
+        // The first stream was hung up (the server counts a client that left), not left to run.
+        QTRY_COMPARE_WITH_TIMEOUT(metric("whitebox_generations_cancelled_total"), cancelled + 1, 5000);
+    }
+
+    // A 500 and a malformed stream: the message says what the server did, the user's message stays.
+    void serverFailuresAreClearMessagesAndKeepTheMessage_data() {
+        QTest::addColumn<int>("status");
+        QTest::addColumn<QString>("body");
+        QTest::addColumn<QString>("expected");
+        QTest::newRow("500") << 500 << QStringLiteral(R"({"error":{"message":"the GPU caught fire","type":"server_error"}})")
+                             << QStringLiteral("the GPU caught fire");
+        QTest::newRow("malformed stream") << 200 << QStringLiteral("data: {\"choices\": [nonsense\n\n") << QStringLiteral("not");
+    }
+    void serverFailuresAreClearMessagesAndKeepTheMessage() {
+        QFETCH(int, status);
+        QFETCH(QString, body);
+        QFETCH(QString, expected);
+        wb_remote_test::FakeServer fake;
+        fake.http.Get("/v1/models", [](const httplib::Request&, httplib::Response& res) {
+            res.set_content(R"({"object":"list","data":[{"id":"fake","object":"model"}]})", "application/json");
+        });
+        const std::string content = body.toStdString();
+        fake.http.Post("/v1/chat/completions", [status, content](const httplib::Request&, httplib::Response& res) {
+            res.status = status;
+            res.set_content(content, status == 200 ? "text/event-stream" : "application/json");
+        });
+        fake.start();
+        QVERIFY(connectByDialog(QString::fromStdString(fake.url())));
+        m_w->controller()->newChat();
+        QSignalSpy errors(m_w->controller(), &ChatController::errorOccurred);
+        const QString mine = QStringLiteral("My carefully written question, %1").arg(QTest::currentDataTag());
+        const GenerationSummary s = sendAndWait(mine);
+        QCOMPARE(s.reason, wb::StopReason::ERROR);
+        QCOMPARE(errors.size(), 1);
+        const QString message = errors.first().at(0).toString();
+        QVERIFY2(message.contains(expected) && message.contains(QString::number(fake.port)), qPrintable(message));
+        QTRY_VERIFY_WITH_TIMEOUT(openMessages(m_w).contains(expected), 5000);
+        const auto& messages = m_w->controller()->conversation().messages;
+        QVERIFY(!messages.isEmpty());
+        QCOMPARE(messages.last().role, QStringLiteral("user"));
+        QCOMPARE(messages.last().content, mine);
+        QVERIFY(!m_w->controller()->isGenerating());
+    }
+
+    // Loading a local model goes back: the notices go, replies come from the local engine again.
+    void loadingALocalModelGoesBack() {
+        if (!m_w->controller()->isRemote()) QVERIFY(connectByDialog(url()));
+        QSignalSpy loaded(m_w->controller(), &ChatController::modelLoaded);
+        m_w->controller()->loadModel(QString::fromStdString(wb::default_model_path()));
+        QVERIFY(loaded.wait(kTimeoutMs));
+        QVERIFY(!m_w->controller()->isRemote());
+        for (InternalsNotice* n : m_w->remoteEngineUi()->notices()) QVERIFY(!n->isShown());
+        m_w->controller()->newChat();
+        useSampling(greedy(4));
+        const GenerationSummary s = sendAndWait(QStringLiteral("Hi"));
+        QVERIFY2(s.reason != wb::StopReason::ERROR, qPrintable(s.error));
+        const ChatEntry& reply = m_w->controller()->conversation().messages.last();
+        QVERIFY(!reply.tokens.isEmpty());
+        QVERIFY(reply.tokens.first().id >= 0);  // a local token has its id
+        QVERIFY(s.rounds > 0);                  // the local engine ran it
+    }
+};
+
+QTEST_MAIN(TestRemoteEngine)
+#include "test_remote_engine.moc"

@@ -1,0 +1,204 @@
+// InferenceWorker with a remote engine: an OpenAI-compatible server in place of the local model.
+// The same slots and signals as the local engine, so the controller and every panel work unchanged;
+// the HTTP request runs on the worker's thread as a local generation does, and Stop closes its
+// connection (OpenAiClient's cancel flag, read every 50 ms even while the server is silent).
+#include "inference_worker.h"
+
+#include <algorithm>
+
+#include <QStringList>
+
+#ifdef WB_HAVE_REMOTE
+#include "remote/openai_client.h"
+#include "remote_reply.h"
+#endif
+
+#ifdef WB_HAVE_REMOTE
+
+namespace {
+
+// The longest silence while connecting (GET /v1/models, GET /props).
+constexpr int kProbeTimeoutMs = 15000;
+
+QString joined(const std::vector<std::string>& names) {
+    QStringList out;
+    for (const std::string& n : names) out << QString::fromStdString(n);
+    return out.join(QStringLiteral(", "));
+}
+
+// The server's template as this side renders it to continue a reply (null when it gives none, or one
+// that does not parse here). bos_token is empty: the server's tokenizer adds the BOS to a completion
+// prompt as to any (llama-server and WhiteBox do), so the template's own would be a second one.
+std::shared_ptr<const wb::ChatTemplate> serverTemplate(const wb::remote::OpenAiClient& client) {
+    const std::optional<wb::remote::ServerChatTemplate> t = client.chat_template();
+    if (!t) return nullptr;
+    try {
+        if (!t->source.empty()) return std::make_shared<const wb::ChatTemplate>(wb::ChatTemplate::from_jinja(t->source, {}, t->eos_token));
+        if (const auto kind = wb::builtin_chat_format(t->format)) return std::make_shared<const wb::ChatTemplate>(wb::ChatTemplate::of_kind(*kind));
+    } catch (const wb::Error&) {
+        // A template this renderer cannot parse: replies still work, a change waits for the next one.
+    }
+    return nullptr;
+}
+
+// What the Model info panel and the status bar show of a remote engine: nothing of the local
+// engine's (ModelSummary::isRemote).
+ModelSummary remoteSummary(const wb::remote::OpenAiClient& client, const std::string& model, bool continues) {
+    ModelSummary s;
+    s.remoteUrl = QString::fromStdString(client.endpoint());
+    s.path = s.remoteUrl;
+    s.name = QString::fromStdString(model);
+    s.arch = QObject::tr("remote");
+    s.backendName = QStringLiteral("remote");
+    s.backendDescription = QObject::tr("OpenAI-compatible server at %1").arg(s.remoteUrl);
+    s.chatTemplate = continues ? QObject::tr("the server's (from its /props: a sampling change continues a reply)")
+                               : QObject::tr("the server's (not exposed: a sampling change applies from the next reply)");
+    return s;
+}
+
+}  // namespace
+
+void InferenceWorker::connectRemote(const QString& url, const QString& apiKey, const QString& model) {
+    m_cancelLoad.store(false);
+    Q_EMIT loadStarted(url);
+    try {
+        wb::remote::RemoteOptions o;
+        o.base_url = url.trimmed().toStdString();
+        o.api_key = apiKey.trimmed().toStdString();
+        o.model = model.trimmed().toStdString();
+        auto client = std::make_shared<const wb::remote::OpenAiClient>(o);
+        // Asked now, not at the first message: a wrong address, key or model is said before anything
+        // changes (the model in use stays) and before the app keeps the setting. A list and a template
+        // come at once from a live server: a shorter silence than a reply's is allowed, so a server
+        // that accepts and never answers does not hold the connection (and its Cancel) for a minute.
+        wb::remote::RemoteOptions probeOptions = o;
+        probeOptions.read_timeout_ms = kProbeTimeoutMs;
+        const wb::remote::OpenAiClient probe(probeOptions);
+        const std::vector<std::string> listed = probe.models();
+        if (m_cancelLoad.load()) {
+            Q_EMIT loadCanceled(url);
+            return;
+        }
+        if (listed.empty() && o.model.empty())
+            throw wb::Error(tr("%1 lists no models; name the model to use").arg(QString::fromStdString(client->endpoint())).toStdString());
+        if (!o.model.empty() && std::find(listed.begin(), listed.end(), o.model) == listed.end())
+            throw wb::Error(tr("%1 does not list the model %2 (it lists: %3)")
+                                .arg(QString::fromStdString(client->endpoint()), model.trimmed(), joined(listed))
+                                .toStdString());
+        const std::string name = o.model.empty() ? listed.front() : o.model;
+        std::shared_ptr<const wb::ChatTemplate> chatTemplate = serverTemplate(probe);
+        if (m_cancelLoad.load()) {
+            Q_EMIT loadCanceled(url);
+            return;
+        }
+        releaseEngine();
+        m_remote = std::move(client);
+        m_remoteTemplate = std::move(chatTemplate);
+        m_remoteContinues.store(m_remoteTemplate != nullptr);
+        m_modelPath = QString::fromStdString(m_remote->endpoint());
+        m_trimFrom = 0;
+        Q_EMIT modelLoaded(remoteSummary(*m_remote, name, m_remoteTemplate != nullptr));
+    } catch (const std::exception& e) {
+        Q_EMIT loadFailed(url, QString::fromUtf8(e.what()));
+    }
+}
+
+void InferenceWorker::generateRemote(quint64 requestId, const ChatMessages& messages, GenerationSummary& summary) {
+    // Held for the request: a load queued behind it replaces m_remote only after it.
+    const std::shared_ptr<const wb::remote::OpenAiClient> client = m_remote;
+    if (stopRequested(requestId)) {
+        summary.reason = wb::StopReason::STOPPED;
+        return;
+    }
+    m_remoteCancel.store(false);
+    m_remoteRestart.store(false);
+    m_remoteRequest.store(requestId);
+    // A stop that came between the check above and the store: requestStop did not see the request.
+    if (stopRequested(requestId)) m_remoteCancel.store(true);
+    int32_t made = 0;  // tokens of the reply so far (events sent)
+    std::string text;  // the reply so far
+    try {
+        wb::remote::RemoteRequest r;
+        r.messages = messages;
+        r.top_logprobs = remote_reply::kTopLogprobs;
+        const auto onDelta = [&](const wb::remote::StreamDelta& d) {
+            for (const wb::TokenEvent& ev : remote_reply::tokenEvents(d, &made)) Q_EMIT tokenGenerated(requestId, ev);
+            text += d.text;
+        };
+        // One round per settings in force: a live change ends the stream (restartRemoteFor) and the
+        // next round continues the same reply with the new settings.
+        for (;;) {
+            const wb::SamplingParams p = samplingParams();
+            summary.params = p;
+            r.sampling = remote_reply::sampling(p);
+            // A completions request does not add the template's end-of-turn texts as a chat does.
+            if (r.prompt)
+                for (const std::string& s : m_remoteTemplate->end_of_turn_texts()) r.sampling.stop.push_back(s);
+            r.max_tokens = p.max_tokens - made;  // the limit is the reply's, not the round's
+            if (r.max_tokens <= 0) {
+                summary.reason = wb::StopReason::MAX_TOKENS;
+                break;
+            }
+            const wb::remote::RemoteResult res = client->complete(r, onDelta, &m_remoteCancel);
+            if (res.cancelled && m_remoteRestart.exchange(false) && !stopRequested(requestId)) {
+                m_remoteCancel.store(false);
+                // A Stop that came before the flag was cleared: its cancel must hold.
+                if (stopRequested(requestId)) m_remoteCancel.store(true);
+                r.prompt = remoteContinuation(messages, text);
+                r.messages.clear();
+                summary.paramsChanged = true;
+                continue;
+            }
+            summary.reason = remote_reply::stopReason(res);
+            break;
+        }
+    } catch (const std::exception& e) {
+        summary.reason = wb::StopReason::ERROR;
+        // Every message names the server (some of the client's, a malformed event's, do not).
+        const QString where = QString::fromStdString(client->endpoint());
+        summary.error = QString::fromUtf8(e.what());
+        if (!summary.error.contains(where)) summary.error = tr("%1: %2").arg(where, summary.error);
+    }
+    m_remoteRequest.store(0);
+    summary.text = QString::fromStdString(text);
+}
+
+void InferenceWorker::restartRemoteFor(const wb::SamplingParams& before, const wb::SamplingParams& now) {
+    // Only what a request carries counts: a change of the app's own samplers (grammar, DRY, ...)
+    // would restart a stream the server then runs with the same settings.
+    const wb::remote::RemoteSampling a = remote_reply::sampling(before), b = remote_reply::sampling(now);
+    const bool same = a.temperature == b.temperature && a.top_k == b.top_k && a.top_p == b.top_p && a.min_p == b.min_p &&
+                      a.typical_p == b.typical_p && a.repeat_penalty == b.repeat_penalty &&
+                      a.repeat_last_n == b.repeat_last_n && a.frequency_penalty == b.frequency_penalty &&
+                      a.presence_penalty == b.presence_penalty && a.seed == b.seed && a.stop == b.stop &&
+                      before.max_tokens == now.max_tokens;
+    if (same || !m_remoteContinues.load() || m_remoteRequest.load() == 0) return;
+    m_remoteRestart.store(true);
+    m_remoteCancel.store(true);
+}
+
+std::string InferenceWorker::remoteContinuation(const ChatMessages& messages, const std::string& reply) const {
+    // The server's own template gives the prompt it rendered for the chat; the reply so far follows
+    // as text, which the server tokenizes again (its tokens at the seam may differ from the streamed
+    // ones, the text does not).
+    return m_remoteTemplate->render(messages, true) + reply;
+}
+
+#else  // no remote client in this build
+
+void InferenceWorker::connectRemote(const QString& url, const QString&, const QString&) {
+    Q_EMIT loadFailed(url, tr("This build of WhiteBox has no remote client (it was configured with WB_SERVER=OFF)."));
+}
+
+void InferenceWorker::generateRemote(quint64, const ChatMessages&, GenerationSummary& summary) {
+    summary.reason = wb::StopReason::ERROR;
+    summary.error = tr("This build of WhiteBox has no remote client.");
+}
+
+void InferenceWorker::restartRemoteFor(const wb::SamplingParams&, const wb::SamplingParams&) {}
+
+std::string InferenceWorker::remoteContinuation(const ChatMessages&, const std::string&) const {
+    return {};
+}
+
+#endif

@@ -1,0 +1,50 @@
+#include "remote_engine_ui.h"
+
+#include <QAction>
+#include <QWidget>
+
+#include "chat_controller.h"
+#include "internals_notice.h"
+#include "remote_connect_dialog.h"
+
+RemoteEngineUi::RemoteEngineUi(ChatController* controller, QWidget* window)
+    : QObject(window), m_controller(controller), m_window(window) {
+    m_action = new QAction(tr("Connect to &server…"), this);
+    m_action->setObjectName(QStringLiteral("connectRemoteAction"));
+    m_action->setToolTip(tr("Chat with a model on an OpenAI-compatible server (WhiteBox, llama-server, vLLM, Ollama, LM Studio)"));
+    connect(m_action, &QAction::triggered, this, &RemoteEngineUi::openDialog);
+    connect(controller, &ChatController::modelLoaded, this, &RemoteEngineUi::handleModelLoaded);
+}
+
+void RemoteEngineUi::addNotice(QWidget* panel, const QString& what) {
+    m_notices << new InternalsNotice(panel, what);
+}
+
+void RemoteEngineUi::openDialog() {
+    if (!m_dialog) {
+        m_dialog = new RemoteConnectDialog(AppSettings::remoteEngine(), m_window);
+        m_dialog->setAttribute(Qt::WA_DeleteOnClose);
+        connect(m_dialog, &RemoteConnectDialog::connectRequested, this,
+                [this](const QString& url, const QString& key, const QString& model) { connectTo({url, key, model}); });
+    }
+    // open(), not exec(): the event loop (a streaming reply, the tests) keeps running.
+    m_dialog->open();
+}
+
+void RemoteEngineUi::connectTo(const AppSettings::RemoteEngine& engine) {
+    m_pending = engine;
+    m_controller->connectRemote(engine.url, engine.apiKey, engine.model);
+}
+
+bool RemoteEngineUi::takeFailure(const QString& path) {
+    if (m_pending.url.isEmpty() || path != m_pending.url) return false;
+    m_pending = {};
+    return true;
+}
+
+void RemoteEngineUi::handleModelLoaded(const ModelSummary& summary) {
+    for (InternalsNotice* n : m_notices) n->setRemote(summary.isRemote(), summary.remoteUrl);
+    // Kept only now that the server answered: a setting that failed is never saved.
+    if (summary.isRemote() && !m_pending.url.isEmpty()) AppSettings::setRemoteEngine(m_pending);
+    m_pending = {};
+}

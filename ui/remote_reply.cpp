@@ -1,0 +1,75 @@
+#include "remote_reply.h"
+
+#include <cmath>
+#include <limits>
+
+namespace remote_reply {
+
+namespace {
+
+// exp(logprob): -inf (a probability the server rounded to 0) is 0, NaN (none given) stays NaN.
+float probability(float logprob) {
+    return std::isnan(logprob) ? std::numeric_limits<float>::quiet_NaN() : std::exp(logprob);
+}
+
+wb::TokenEvent eventOf(const wb::remote::RemoteTokenLogprob& t, int32_t index) {
+    wb::TokenEvent ev;
+    ev.index = index;
+    ev.id = kDrawnId;
+    ev.token_piece = t.token;
+    ev.p_raw = probability(t.logprob);
+    // The server reports the distribution before its sampling only: that is the p it gives.
+    ev.p = ev.p_raw;
+    for (size_t i = 0; i < t.top.size(); ++i) {
+        wb::TokenCandidate c;
+        c.id = t.top[i].token == t.token ? kDrawnId : kDrawnId - 1 - int32_t(i);
+        c.piece = t.top[i].token;
+        c.p_raw = probability(t.top[i].logprob);
+        c.p_final = std::numeric_limits<float>::quiet_NaN();
+        ev.candidates.push_back(std::move(c));
+    }
+    return ev;
+}
+
+}  // namespace
+
+std::vector<wb::TokenEvent> tokenEvents(const wb::remote::StreamDelta& delta, int32_t* nextIndex) {
+    std::vector<wb::TokenEvent> out;
+    for (const wb::remote::RemoteTokenLogprob& t : delta.tokens) out.push_back(eventOf(t, (*nextIndex)++));
+    if (out.empty()) {
+        if (delta.text.empty()) return out;
+        wb::TokenEvent ev;
+        ev.index = (*nextIndex)++;
+        ev.id = kDrawnId;
+        ev.token_piece = delta.text;
+        ev.p = ev.p_raw = std::numeric_limits<float>::quiet_NaN();
+        out.push_back(std::move(ev));
+    }
+    out.back().piece = delta.text;
+    return out;
+}
+
+wb::remote::RemoteSampling sampling(const wb::SamplingParams& p) {
+    wb::remote::RemoteSampling r;
+    r.temperature = p.temperature;
+    r.top_k = p.top_k;
+    r.top_p = p.top_p;
+    r.min_p = p.min_p;
+    r.typical_p = p.typical_p;
+    r.repeat_penalty = p.repeat_penalty;
+    r.repeat_last_n = p.repeat_last_n;
+    r.frequency_penalty = p.frequency_penalty;
+    r.presence_penalty = p.presence_penalty;
+    if (p.seed != wb::SamplingParams::kRandomSeed) r.seed = p.seed;
+    r.stop = p.stop;
+    return r;
+}
+
+wb::StopReason stopReason(const wb::remote::RemoteResult& result) {
+    if (result.cancelled) return wb::StopReason::STOPPED;
+    if (result.finish_reason == "stop") return wb::StopReason::EOS;
+    if (result.finish_reason == "length") return wb::StopReason::MAX_TOKENS;
+    return wb::StopReason::NONE;
+}
+
+}  // namespace remote_reply
