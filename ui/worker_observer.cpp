@@ -62,6 +62,8 @@ void WorkerObserver::on_attention(const wb::AttentionEvent& event) {
 }
 
 void WorkerObserver::on_context_cut(const wb::ContextCut& cut) {
+    // The rows from before the cut go first: the store places later rows by the cut (AttentionStore::setCut).
+    flushAttention();
     Q_EMIT m_worker.contextCut(m_requestId, cut);
 }
 
