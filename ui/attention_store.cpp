@@ -74,8 +74,12 @@ int AttentionStore::window(int layer) const {
 }
 
 void AttentionStore::handlePrompt(const PromptInfo& info) {
-    // A new prompt's positions are the ones it is prefilled at: the shifts of the last reply are history.
-    m_shifts.clear();
+    // The next prompt is the whole conversation: the session reuses its shifted cache when the prompt
+    // goes on past the dropped tokens (the positions stay moved), else it recomputes from the kept
+    // prefix, and the prompt's positions are the cache's again (Session::history).
+    int dropped = 0;
+    for (const wb::ContextCut& c : m_shifts) dropped += c.dropped;
+    if (m_shifts.empty() || info.reused < m_shifts.front().position + dropped) m_shifts.clear();
     truncate(info.reused);
     m_tokens = info.pieces;
     Q_EMIT tokensChanged();

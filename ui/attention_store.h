@@ -99,7 +99,9 @@ private:
     int m_nHead = 0;
     QStringList m_tokens;
     wb::ContextCut m_cut;
-    std::vector<wb::ContextCut> m_shifts;  // the shifts since the last prompt, in order (setCut)
+    // The shifts the session's cache has made since it last held the conversation as it is, in order
+    // (setCut; each keeps the same prefix, so together they drop one run after it).
+    std::vector<wb::ContextCut> m_shifts;
     // m_rows[layer][head][query - m_droppedBelow] = probabilities over keys 0 .. query (empty: not
     // captured). A deque: the budget drops rows at the front, one position at a time.
     using HeadRows = std::deque<std::vector<float>>;

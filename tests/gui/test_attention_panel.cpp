@@ -203,7 +203,8 @@ private Q_SLOTS:
     // After a context shift the engine's positions are the cache's: a row arriving then is stored at its
     // token's conversation position, every recorded value at its key's conversation position and the
     // dropped keys 0, so the labels, the token inspector's lookups and the rows agree; two shifts stack;
-    // a new prompt starts over in its own positions.
+    // the next turn's prompt, which goes on from the shifted cache, keeps them; one that goes back
+    // before the dropped tokens starts over in its own positions.
     void rowsAfterAShiftSitAtTheirConversationPositions() {
         AttentionStore store;
         store.setModelShape(4, 3);
@@ -235,8 +236,20 @@ private Q_SLOTS:
         QCOMPARE((*row)[6], 0.0f);
         QCOMPARE((*row)[7], value(0, 5, 2));
         QCOMPARE((*row)[10], value(0, 5, 5));
-        // A trim is a new prompt, not a move: rows after it are stored where the engine says.
-        store.handlePrompt(prompt(pieces(4)));
+        // The next turn: the whole conversation (13 tokens) goes on from the shifted cache, whose
+        // positions stay moved: its prompt's last token (conversation 12) is cache position 7.
+        PromptInfo next = prompt(pieces(13));
+        next.reused = 11;
+        store.handlePrompt(next);
+        store.addEvents({wb_gui_test::attentionEvent(2, 3, 6, 2, value)});
+        QVERIFY(store.row(2, 0, 12));
+        QCOMPARE(int(store.row(2, 0, 12)->size()), 13);
+        QCOMPARE((*store.row(2, 0, 12))[12], value(0, 7, 7));
+        // A prompt that goes back into the dropped run is recomputed from the kept prefix (as a trim's
+        // is): rows after it are stored where the engine says.
+        next = prompt(pieces(4));
+        next.reused = 3;
+        store.handlePrompt(next);
         store.addEvents({wb_gui_test::attentionEvent(2, 3, 0, 4, value)});
         QCOMPARE(int(store.row(2, 0, 3)->size()), 4);
         QCOMPARE((*store.row(2, 0, 3))[2], value(0, 3, 2));
