@@ -74,6 +74,12 @@ int AttentionStore::window(int layer) const {
 }
 
 void AttentionStore::handlePrompt(const PromptInfo& info) {
+    // The next prompt is the whole conversation: the session reuses its shifted cache when the prompt
+    // goes on past the dropped tokens (the positions stay moved), else it recomputes from the kept
+    // prefix, and the prompt's positions are the cache's again (Session::history).
+    int dropped = 0;
+    for (const wb::ContextCut& c : m_shifts) dropped += c.dropped;
+    if (m_shifts.empty() || info.reused < m_shifts.front().position + dropped) m_shifts.clear();
     truncate(info.reused);
     m_tokens = info.pieces;
     Q_EMIT tokensChanged();
@@ -119,19 +125,16 @@ void AttentionStore::addEvents(const std::vector<wb::AttentionEvent>& events) {
             if (head < 0 || head >= int(layer.size())) continue;
             HeadRows& rows = layer[size_t(head)];
             for (int q = 0; q < e.n_queries; ++q) {
-                const int pos = e.query_pos0 + q;
+                const int pos = conversationPosition(e.query_pos0 + q);
                 const int i = pos - m_droppedBelow;
                 if (i < 0) continue;  // below what the budget already dropped
-                // Keys after the query are masked (0) by causality: keep only 0 .. pos.
-                const int nk = std::min(e.n_keys, pos + 1);
                 if (int(rows.size()) <= i) {
                     m_bytes += kSlotBytes * qint64(size_t(i) + 1 - rows.size());
                     rows.resize(size_t(i) + 1);
                 }
-                const float* src = &e.probs[(hi * size_t(e.n_queries) + size_t(q)) * size_t(e.n_keys)];
                 std::vector<float>& row = rows[size_t(i)];
                 m_bytes -= rowBytes(row);
-                row = std::vector<float>(src, src + nk);  // exactly nk floats: the accounting is the allocation
+                row = storedRow(e, hi, q);  // exactly its floats: the accounting is the allocation
                 m_bytes += rowBytes(row);
                 markChanged(e.layer, pos);
             }
@@ -142,6 +145,25 @@ void AttentionStore::addEvents(const std::vector<wb::AttentionEvent>& events) {
     }
     for (int layer : touched) Q_EMIT rowsChanged(layer);
     if (!touched.empty()) Q_EMIT memoryChanged();
+}
+
+int AttentionStore::conversationPosition(int cachePosition) const {
+    // The latest shift first: each moved the positions from its cut on down by what it dropped.
+    int pos = cachePosition;
+    for (auto it = m_shifts.rbegin(); it != m_shifts.rend(); ++it)
+        if (pos >= it->position) pos += it->dropped;
+    return pos;
+}
+
+std::vector<float> AttentionStore::storedRow(const wb::AttentionEvent& e, size_t headIndex, int query) const {
+    const int cachePos = e.query_pos0 + query;
+    // Keys after the query are masked (0) by causality: keep only 0 .. the query.
+    const int nk = std::min(e.n_keys, cachePos + 1);
+    const float* src = &e.probs[(headIndex * size_t(e.n_queries) + size_t(query)) * size_t(e.n_keys)];
+    if (m_shifts.empty()) return std::vector<float>(src, src + nk);
+    std::vector<float> row(size_t(conversationPosition(cachePos)) + 1, 0.0f);
+    for (int k = 0; k < nk; ++k) row[size_t(conversationPosition(k))] = src[k];
+    return row;
 }
 
 void AttentionStore::dropOldestRows() {
@@ -200,11 +222,13 @@ void AttentionStore::truncate(int positions) {
 
 void AttentionStore::setCut(const wb::ContextCut& cut) {
     m_cut = cut;
+    if (cut.how == wb::ContextPolicy::SHIFT && cut.dropped > 0) m_shifts.push_back(cut);
     Q_EMIT cutChanged();
 }
 
 void AttentionStore::clear() {
     m_cut = {};
+    m_shifts.clear();
     m_rows.clear();
     m_windows.clear();
     m_rowRevisions.clear();

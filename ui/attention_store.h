@@ -65,7 +65,11 @@ public Q_SLOTS:
     // A generated token joins the context at `position`.
     void handleToken(int position, const QString& piece);
     void addEvents(const std::vector<wb::AttentionEvent>& events);
-    // The engine cut the context (InferenceWorker::contextCut).
+    // The engine cut the context (InferenceWorker::contextCut). After a shift the engine's positions
+    // are the cache's (the kept prefix, then the tokens after the dropped ones, moved down), while the
+    // store's are the conversation's (the axis labels, TokenRecord::position): later rows are stored
+    // at their conversation positions, each key at its token's, and the dropped keys, which the model
+    // no longer attends to, are 0 — the recorded probabilities moved, none changed.
     void setCut(const wb::ContextCut& cut);
     void clear();
     // A smaller budget drops old rows at once.
@@ -86,11 +90,18 @@ private:
     // Every layer's and head's row at position m_droppedBelow goes.
     void dropOldestRows();
     void markChanged(int layer, int position);
+    // A cache position of the current prompt's generation as a conversation position (the shifts undone).
+    int conversationPosition(int cachePosition) const;
+    // One query row of `e` as the store keeps it: keys 0 .. the query's conversation position.
+    std::vector<float> storedRow(const wb::AttentionEvent& e, size_t headIndex, int query) const;
 
     int m_nLayer = 0;
     int m_nHead = 0;
     QStringList m_tokens;
     wb::ContextCut m_cut;
+    // The shifts the session's cache has made since it last held the conversation as it is, in order
+    // (setCut; each keeps the same prefix, so together they drop one run after it).
+    std::vector<wb::ContextCut> m_shifts;
     // m_rows[layer][head][query - m_droppedBelow] = probabilities over keys 0 .. query (empty: not
     // captured). A deque: the budget drops rows at the front, one position at a time.
     using HeadRows = std::deque<std::vector<float>>;

@@ -64,6 +64,7 @@ void ChatController::connectWorker() {
     connect(m_worker, &InferenceWorker::tokenInspected, this, &ChatController::handleInspection, q);
     connect(m_worker, &InferenceWorker::kvStatsChanged, this, &ChatController::kvStatsChanged, q);
     connect(m_worker, &InferenceWorker::deviceMemoryChanged, this, &ChatController::deviceMemoryChanged, q);
+    connect(m_worker, &InferenceWorker::comparisonMemoryChanged, this, &ChatController::comparisonMemoryChanged, q);
     connect(m_worker, &InferenceWorker::contextCut, this, &ChatController::handleContextCut, q);
     connect(m_worker, &InferenceWorker::grammarRefused, this, &ChatController::handleGrammarRefused, q);
     connect(m_worker, &InferenceWorker::timingsChanged, this, &ChatController::handleTimings, q);
@@ -86,9 +87,9 @@ void ChatController::connectWorker() {
     connect(m_worker, &InferenceWorker::compareFinished, this, &ChatController::compareFinished, q);
 }
 
-quint64 ChatController::replayTrace(const wb::GenerationTrace& trace) {
+quint64 ChatController::replayTrace(const wb::InspectedTrace& trace) {
     const quint64 job = m_nextJob++;
-    Q_EMIT replayRequested(job, std::make_shared<const wb::GenerationTrace>(trace));
+    Q_EMIT replayRequested(job, std::make_shared<const wb::InspectedTrace>(trace));
     return job;
 }
 

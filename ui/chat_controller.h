@@ -132,7 +132,7 @@ public Q_SLOTS:
     QString fileSha256(const QString& path) const { return m_hashes.value(path); }
     // Replay and Compare (issue 16 item 7), run by the worker after any reply before them; the answers
     // are replayFinished, compareProgress and compareFinished with the returned job id.
-    quint64 replayTrace(const wb::GenerationTrace& trace);
+    quint64 replayTrace(const wb::InspectedTrace& trace);
     quint64 compareWithModel(const QString& otherPath, const QVector<int>& prompt, const QVector<int>& reply);
     // Ends that job (and any earlier one) at its next token or prompt batch.
     void cancelJob(quint64 job) { m_worker->cancelJob(job); }
@@ -161,6 +161,8 @@ Q_SIGNALS:
     void kvStatsChanged(const wb::KvStats& stats);
     // The backend's device memory by its own count (counted is false on the CPU): the ledger's device row.
     void deviceMemoryChanged(const wb::DeviceMemory& memory);
+    // A comparison's second model while it is loaded (ComparisonMemory::loaded), then released.
+    void comparisonMemoryChanged(const ComparisonMemory& memory);
     // The engine cut the context of the reply on screen (a shift, or a trim of old turns).
     void contextCut(const wb::ContextCut& cut);
     // A reply ended because the context is full (under Stop): the chat offers shift or trim.
@@ -186,7 +188,7 @@ Q_SIGNALS:
     void grammarRefused(const wb::SamplingParams& params, const QString& why);
     // The conversation on screen became another one of the store (open, new chat, import, delete).
     void currentConversationChanged(const QString& id);
-    void replayFinished(quint64 job, const GenerationTracePtr& now, const QString& error);
+    void replayFinished(quint64 job, const InspectedTracePtr& now, const QString& error);
     void compareProgress(quint64 job, int done, int total);
     void compareFinished(quint64 job, const ModelCompareResultPtr& result, const QString& error);
 
@@ -198,7 +200,7 @@ Q_SIGNALS:
     void resetRequested();
     void countRequested(quint64 countId, const ChatMessages& messages);
     void chatTemplateRequested(const QString& modelPath, const ChatTemplateSetting& setting);
-    void replayRequested(quint64 job, const GenerationTracePtr& trace);
+    void replayRequested(quint64 job, const InspectedTracePtr& trace);
     void compareRequested(quint64 job, const QString& otherPath, const QVector<int>& prompt, const QVector<int>& reply);
 
 private Q_SLOTS:

@@ -22,7 +22,8 @@ void registerEngineTypes() {
     qRegisterMetaType<wb::ContextCut>("wb::ContextCut");
     qRegisterMetaType<wb::GrammarRefusal>("wb::GrammarRefusal");
     qRegisterMetaType<ModelSummary>("ModelSummary");
-    qRegisterMetaType<GenerationTracePtr>("GenerationTracePtr");
+    qRegisterMetaType<ComparisonMemory>("ComparisonMemory");
+    qRegisterMetaType<InspectedTracePtr>("InspectedTracePtr");
     qRegisterMetaType<ModelCompareResultPtr>("ModelCompareResultPtr");
 }
 

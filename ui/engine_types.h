@@ -16,6 +16,7 @@
 #include "engine/observer.h"
 #include "engine/session.h"
 #include "chat/chat_template.h"
+#include "engine/trace_inspection.h"
 #include "sampling/trace_file.h"
 
 // A batch of attention events: the worker hands over up to 30 batches a second instead of one signal
@@ -108,8 +109,9 @@ struct GenerationSummary {
     int rounds = 0;
 };
 
-// A sampler trace (core/sampling/trace_file.h) crossing threads: the one to replay, the replay's own.
-using GenerationTracePtr = std::shared_ptr<const wb::GenerationTrace>;
+// A trace file's contents (core/engine/trace_inspection.h: the sampler trace and the inspector's lens
+// and head records) crossing threads: the one to replay, the replay's own.
+using InspectedTracePtr = std::shared_ptr<const wb::InspectedTrace>;
 
 // What the Compare view shows: compare_models' result, untouched, with the text of every token it
 // names (the GUI has no tokenizer) and the file compared against.
@@ -134,7 +136,7 @@ Q_DECLARE_METATYPE(ChatTemplateInfo)
 Q_DECLARE_METATYPE(GenerationSummary)
 Q_DECLARE_METATYPE(wb::ContextCut)
 Q_DECLARE_METATYPE(wb::GrammarRefusal)
-Q_DECLARE_METATYPE(GenerationTracePtr)
+Q_DECLARE_METATYPE(InspectedTracePtr)
 Q_DECLARE_METATYPE(ModelCompareResultPtr)
 
 // Registers the types above with QMetaType; idempotent.

@@ -135,13 +135,16 @@ public Q_SLOTS:
     // stored for its file itself): chatTemplateChanged answers.
     void applyChatTemplate(const QString& modelPath, const ChatTemplateSetting& setting);
     // Replay (inference_worker_trace.cpp): the trace's prompt ids generated again with its settings and
-    // seed_in_use on the loaded model, its sampler trace recorded: replayFinished(job, the new trace, "")
+    // seed_in_use on the loaded model, its sampler trace recorded, and the logit lens and head statistics
+    // where the file has them (inspection_replay.h): replayFinished(job, the new trace, "")
     // or (job, null, why). It runs in the chat's session, whose next reply recomputes its prompt from
     // where the two differ.
-    void replayTrace(quint64 job, const GenerationTracePtr& recorded);
+    void replayTrace(quint64 job, const InspectedTracePtr& recorded);
     // Compare: compare_models of prompt + reply between the loaded model and the GGUF file otherPath
     // (loaded for this job, on the same backend and cache types, in a session sized to hold them), with
     // compareProgress after each prompt batch: compareFinished(job, result, "") or (job, null, why).
+    // While the second model is held, comparisonMemoryChanged reports it (at its load, with the
+    // progress, at the end), and once more, released, with the device memory after it is gone.
     void compareModel(quint64 job, const QString& otherPath, const QVector<int>& prompt, const QVector<int>& reply);
 
 Q_SIGNALS:
@@ -171,10 +174,12 @@ Q_SIGNALS:
     void promptCounted(quint64 countId, int tokens, int contextSize, const QString& error);
     // The template prompts are rendered with (after each load and applyChatTemplate).
     void chatTemplateChanged(const ChatTemplateInfo& info);
-    void replayFinished(quint64 job, const GenerationTracePtr& now, const QString& error);
+    void replayFinished(quint64 job, const InspectedTracePtr& now, const QString& error);
     // done of total positions evaluated (both models together); done = -1 while the file is loaded.
     void compareProgress(quint64 job, int done, int total);
     void compareFinished(quint64 job, const ModelCompareResultPtr& result, const QString& error);
+    // The comparison's second model in memory (ComparisonMemory::loaded), or released.
+    void comparisonMemoryChanged(const ComparisonMemory& memory);
 
 private:
     void startHash(const QString& path);
@@ -206,6 +211,10 @@ private:
     // The prompt that continues `reply` of a remote chat: the server's template rendered here, the
     // reply so far after it (worker thread; m_remoteTemplate set).
     std::string remoteContinuation(const ChatMessages& messages, const std::string& reply) const;
+    // compareModel's work while the second model is loaded (it is released on return): the result, or
+    // null when the job was cancelled; wb::Error when it fails.
+    ModelCompareResultPtr runComparison(quint64 job, const QString& otherPath, const std::vector<int32_t>& prompt,
+                                        const std::vector<int32_t>& reply);
 
     // Declaration order matters for destruction: the session refers to the backend and the model.
     std::unique_ptr<wb::Model> m_model;

@@ -114,11 +114,7 @@ bool InferenceWorker::generateOnce(quint64 requestId, const ChatMessages& all, c
     inspect.headStats = headStatsWanted();
     inspect.timings = timingsWanted();
     inspect.tokenizer = &m.tokenizer();
-    // As the CLI's --head-stats: a model with sliding-window layers measures its global layers'
-    // locality against the same window.
-    const wb::ModelConfig& config = m.config();
-    if (std::find(config.layer_is_swa.begin(), config.layer_is_swa.end(), true) != config.layer_is_swa.end())
-        inspect.modelWindow = config.sliding_window;
+    inspect.modelWindow = wb::head_stats_model_window(m.config());
     WorkerObserver observer(*this, requestId, captureSpec(), inspect);
     // Later rounds run on a copy that holds what is left of max_tokens (a change made meanwhile in the
     // Sampling panel reaches the next round, not this one); the first round is live as always.

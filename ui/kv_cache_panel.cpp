@@ -52,7 +52,12 @@ KvCachePanel::KvCachePanel(QWidget* parent) : QWidget(parent) {
     m_timePlot->yAxis->setLabel(tr("total MiB"));
     m_timePlot->legend->setVisible(true);
     m_timePlot->legend->setFont(legendFont);
+    // One row: in a short dock a two-row legend covered most of the curves and the axis (seen in the
+    // screenshots after a context shift); two value ticks, as six labels did not fit that height.
+    m_timePlot->legend->setFillOrder(QCPLayoutGrid::foColumnsFirst);
+    m_timePlot->legend->setWrap(2);
     m_timePlot->axisRect()->insetLayout()->setInsetAlignment(0, Qt::AlignTop | Qt::AlignLeft);
+    m_timePlot->yAxis->ticker()->setTickCount(2);
 
     m_gauge = new QProgressBar(this);
     m_gauge->setFormat(tr("%v / %m tokens (%p%)"));

@@ -156,6 +156,7 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
     connect(m_controller, &ChatController::kvStatsChanged, m_kv, &KvCachePanel::handleStats);
     connect(m_controller, &ChatController::kvStatsChanged, m_info, &ModelInfoPanel::setKvStats);
     connect(m_controller, &ChatController::deviceMemoryChanged, m_info, &ModelInfoPanel::setDeviceMemory);
+    connect(m_controller, &ChatController::comparisonMemoryChanged, m_info, &ModelInfoPanel::setComparisonMemory);
     connect(m_controller, &ChatController::timingsChanged, m_kv, &KvCachePanel::handleTimings);
     connect(m_controller->attentionStore(), &AttentionStore::memoryChanged, m_info, [this] {
         m_info->setAttentionMemory(m_controller->attentionStore()->bytesUsed(), m_controller->attentionStore()->budgetBytes());
@@ -191,7 +192,7 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
     connect(m_attention, &AttentionPanel::selectionChanged, m_inspector, &TokenInspector::setAttentionSelection);
     connect(m_chat, &ChatPanel::tokenClicked, this, &MainWindow::inspectToken);
 #ifdef WB_HAVE_TRACE_FILE
-    connect(m_chat, &ChatPanel::exportTraceRequested, m_traceActions, &TraceActions::exportReplyDialog);
+    connect(m_chat, &ChatPanel::exportTraceRequested, m_traceActions, [this](int index) { m_traceActions->exportReplyDialog(index); });
     connect(m_chat, &ChatPanel::compareRequested, m_traceActions, &TraceActions::compareDialog);
 #endif
     connect(m_conversations, &ConversationList::errorOccurred, this, &MainWindow::showError);
@@ -250,6 +251,9 @@ void MainWindow::createActions() {
     // exports any reply and compares it with another model.
     file->addSeparator();
     file->addAction(tr("Export &sampler trace of the last reply…"), this, [this] { m_traceActions->exportReplyDialog(m_traceActions->lastReply()); });
+    // Opt-in: the captured attention rows make the file megabytes per token.
+    file->addAction(tr("Export sampler trace of the last reply with &attention rows…"), this,
+                    [this] { m_traceActions->exportReplyDialog(m_traceActions->lastReply(), true); });
     file->addAction(tr("&Replay sampler trace…"), m_traceActions, &TraceActions::replayDialog);
 #endif
     file->addSeparator();

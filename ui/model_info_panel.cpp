@@ -1,6 +1,7 @@
 #include "model_info_panel.h"
 
 #include <QEvent>
+#include <QFileInfo>
 #include <QFormLayout>
 #include <QHeaderView>
 #include <QLabel>
@@ -137,6 +138,7 @@ void ModelInfoPanel::setModel(const ModelSummary& s) {
     m_hasModel = true;
     m_hasKv = false;
     m_device = {};
+    m_comparison = {};
     m_ledgerStale = true;  // other rows: rebuilt now if shown, else when shown
     updateLedger();
     for (QTableWidget* t : {m_architecture, m_metadata, m_tensors}) t->resizeColumnsToContents();
@@ -156,6 +158,11 @@ void ModelInfoPanel::setAttentionMemory(qint64 used, qint64 budget) {
 
 void ModelInfoPanel::setDeviceMemory(const wb::DeviceMemory& memory) {
     m_device = memory;
+    updateLedger();
+}
+
+void ModelInfoPanel::setComparisonMemory(const ComparisonMemory& memory) {
+    m_comparison = memory;
     updateLedger();
 }
 
@@ -226,20 +233,42 @@ QVector<ModelInfoPanel::LedgerRow> ModelInfoPanel::ledgerRows() const {
                                        : tr("batches of %1 tokens; this backend does not count its allocations").arg(s.batchTokens)});
     rows.append({QStringLiteral("attention"), tr("captured attention"), m_attentionBudget, m_attentionUsed,
                  tr("the Attention panel's store: predicted is its budget, measured what it holds")});
+    if (m_comparison.loaded) appendComparisonRows(rows);
     if (m_device.counted) rows.append(deviceRow());
     return rows;
+}
+
+void ModelInfoPanel::appendComparisonRows(QVector<LedgerRow>& rows) const {
+    const ModelSummary& c = m_comparison.summary;
+    const wb::KvStats& kv = m_comparison.kv;
+    const QString name = QFileInfo(c.path).fileName();
+    const bool device = m_device.counted;
+    const QString how = m_comparison.weightCopies < 0
+                            ? tr("loaded for Compare until it ends; read in place from its file mapping")
+                            : device ? tr("loaded for Compare until it ends; measured: what the backend copied to the device for it")
+                                     : tr("loaded for Compare until it ends; measured: the backend's repacked copies of its matrices "
+                                          "(its other tensors are read in place)");
+    rows.append({QStringLiteral("compare_weights"), tr("comparison model's weights (%1)").arg(name), qint64(c.weightBytes),
+                 m_comparison.weightCopies, how});
+    rows.append({QStringLiteral("compare_kv"), tr("comparison model's KV cache (%1 tokens)").arg(kv.n_tokens),
+                 qint64(c.predictedKvBytes(kv.n_tokens, kv.type_k, kv.type_v)), qint64(kv.bytes_used),
+                 tr("measured: its cache's own count; %1 reserved").arg(formatBytes(double(kv.bytes_reserved)))});
 }
 
 ModelInfoPanel::LedgerRow ModelInfoPanel::deviceRow() const {
     const ModelSummary& s = m_summary;
     // Predicted: the rows above that live on the device (the weights, the KV cache now, the scratch).
     const quint64 kv = m_hasKv ? s.predictedKvBytes(m_kv.n_tokens, m_kv.type_k, m_kv.type_v) : 0;
-    const qint64 predicted = qint64(s.weightBytes + kv + s.scratchPredicted);
+    quint64 comparison = 0;  // a Compare job's second model on the same device while it is loaded
+    if (m_comparison.loaded)
+        comparison = m_comparison.summary.weightBytes +
+                     m_comparison.summary.predictedKvBytes(m_comparison.kv.n_tokens, m_comparison.kv.type_k, m_comparison.kv.type_v);
+    const qint64 predicted = qint64(s.weightBytes + kv + s.scratchPredicted + comparison);
     const auto bytes = [](uint64_t b) { return formatBytes(double(b)); };
     return {QStringLiteral("device"), tr("device memory (%1)").arg(s.backendName), predicted, qint64(m_device.total()),
             tr("measured: the backend's own count of what it allocated on the device: weights %1, KV cache %2 "
                "(blocks freed by a shorter context are kept for reuse), scratch %3 (activations, workspaces); "
-               "predicted: the weights, the KV cache now and the scratch above")
+               "predicted: the weights, the KV cache now and the scratch above (and the comparison model's rows while it is loaded)")
                 .arg(bytes(m_device.weights), bytes(m_device.kv_cache), bytes(m_device.scratch))};
 }
 

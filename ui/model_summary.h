@@ -6,6 +6,7 @@
 #include <QString>
 #include <QVector>
 
+#include "kv/kv_cache.h"
 #include "kv/kv_types.h"
 
 namespace wb {
@@ -86,4 +87,17 @@ struct ModelSummary {
     static quint64 predictedScratchBytes(const wb::ModelConfig& c, int batch);
 };
 
+// A Compare job's second model while the worker holds it (InferenceWorker::comparisonMemoryChanged):
+// what the memory ledger shows of it beside the chat's model. loaded false: released, no rows.
+struct ComparisonMemory {
+    bool loaded = false;
+    ModelSummary summary;      // the second file's (its weights; the KV formula in its cache types)
+    wb::KvStats kv;            // its session's cache now, by the cache's own count
+    // Bytes of the backend's own copies of its weights: uploaded to the device (DeviceMemory::weights
+    // grew by them), or repacked for the CPU kernels (Backend::repacked_weights grew by them); -1: the
+    // backend made none and reads them in place from the file mapping.
+    qint64 weightCopies = -1;
+};
+
 Q_DECLARE_METATYPE(ModelSummary)
+Q_DECLARE_METATYPE(ComparisonMemory)

@@ -8,9 +8,21 @@
 #include <QSaveFile>
 #include <QStatusBar>
 
+#include "attention_store.h"
 #include "chat_controller.h"
 #include "compare_dialog.h"
+#include "engine/inspection_replay.h"
 #include "util/error.h"
+
+namespace {
+
+QString capitalized(const std::string& text) {
+    QString s = QString::fromStdString(text);
+    if (!s.isEmpty()) s[0] = s[0].toUpper();
+    return s;
+}
+
+}  // namespace
 
 bool traceOfReply(const ChatEntry& reply, const QString& modelSha256, wb::GenerationTrace* trace, QString* error) {
     const auto fail = [error](const QString& why) {
@@ -64,15 +76,31 @@ std::vector<wb::TraceStepInspection> inspectionOfReply(const ChatEntry& reply) {
     return out;
 }
 
-QString replayReport(const wb::GenerationTrace& recorded, const wb::GenerationTrace& now, bool* same) {
+QString replayReport(const wb::InspectedTrace& file, const wb::InspectedTrace& replayed, bool* same) {
+    const wb::GenerationTrace& recorded = file.trace;
+    const wb::GenerationTrace& now = replayed.trace;
     const wb::TraceDivergence d = wb::compare_traces(recorded, now);
-    *same = d.same;
-    QString text = d.same ? QObject::tr("Same: the %1 tokens and their sampler trace are the ones in the file.").arg(now.steps.size())
-                          : QObject::tr("Differs at token %1%2: %3.")
-                                .arg(d.step)
-                                .arg(d.stage.empty() ? QString() : QObject::tr(" (stage %1)").arg(QString::fromStdString(d.stage)))
-                                .arg(QString::fromStdString(d.what));
-    if (!d.same && recorded.prompt_cached > 0)
+    // Up to the first different token: its lens and heads still come from the file's context.
+    const wb::InspectionDivergence di =
+        wb::compare_inspection(file.inspection, replayed.inspection, d.same ? now.steps.size() : d.step + 1);
+    *same = d.same && di.same;
+    const QString inspection = QString::fromStdString(wb::describe_inspection_divergence(di));
+    const std::string records = wb::describe_inspection_records(file.inspection);
+    QString text;
+    if (d.same && di.same) {
+        text = QObject::tr("Same: the %1 tokens and their sampler trace are the ones in the file.").arg(now.steps.size());
+        if (!records.empty()) text += QLatin1Char(' ') + capitalized("the same " + records + ", bit for bit") + QLatin1Char('.');
+    } else if (d.same) {
+        text = QObject::tr("Differs: the %1 tokens and their sampler trace are the ones in the file, but %2.")
+                   .arg(now.steps.size()).arg(inspection);
+    } else {
+        text = QObject::tr("Differs at token %1%2: %3.")
+                   .arg(d.step)
+                   .arg(d.stage.empty() ? QString() : QObject::tr(" (stage %1)").arg(QString::fromStdString(d.stage)))
+                   .arg(QString::fromStdString(d.what));
+        if (!di.same) text += QLatin1Char(' ') + capitalized(inspection.toStdString()) + QLatin1Char('.');
+    }
+    if (!*same && recorded.prompt_cached > 0)
         text += QObject::tr(" The recorded reply's prompt reused %1 positions cached from an earlier turn, whose keys and "
                             "values were computed one token at a time while that turn was generated; the replay prefills "
                             "the whole prompt, which can change the logits a little. A reply after New chat replays exactly.")
@@ -103,7 +131,37 @@ bool TraceActions::refuseWhileBusy(QString* error) const {
     return true;
 }
 
-bool TraceActions::exportReply(int messageIndex, const QString& path, QString* error) {
+bool TraceActions::addAttentionRows(int messageIndex, std::vector<wb::TraceStepInspection>& steps, QString* error) const {
+    const AttentionStore& store = *m_controller->attentionStore();
+    if (messageIndex != lastReply()) {
+        *error = tr("Only the last reply's attention rows are held (a later message's prompt replaced them).");
+        return false;
+    }
+    if (store.cut().dropped > 0) {
+        *error = tr("The context was cut in this conversation: the captured rows' positions are no longer the reply's.");
+        return false;
+    }
+    const ChatEntry& reply = m_controller->conversation().messages[messageIndex];
+    size_t rows = 0;
+    for (size_t i = 0; i < steps.size(); ++i) {
+        // The row of the position before the token: its logits drew it.
+        const int query = reply.tokens[reply.run->given + int(i)].position - 1;
+        for (int layer = 0; query >= 0 && layer < store.layerCount(); ++layer)
+            for (int head = 0; store.hasLayer(layer) && head < store.headCount(); ++head)
+                if (const std::vector<float>* row = store.row(layer, head, query)) {
+                    steps[i].attention.push_back({layer, head, *row});
+                    ++rows;
+                }
+    }
+    if (rows == 0) {
+        *error = tr("No attention rows of this reply were captured: the Attention panel captures them while it is "
+                    "shown (within its memory budget).");
+        return false;
+    }
+    return true;
+}
+
+bool TraceActions::exportReply(int messageIndex, const QString& path, QString* error, bool withAttention) {
     const auto& messages = m_controller->conversation().messages;
     if (messageIndex < 0 || messageIndex >= messages.size()) {
         *error = tr("There is no such reply.");
@@ -113,10 +171,12 @@ bool TraceActions::exportReply(int messageIndex, const QString& path, QString* e
     wb::GenerationTrace trace;
     const QString sha = reply.run ? m_controller->fileSha256(reply.run->modelPath) : QString();
     if (!traceOfReply(reply, sha, &trace, error)) return false;
+    std::vector<wb::TraceStepInspection> inspection = inspectionOfReply(reply);
+    if (withAttention && !addAttentionRows(messageIndex, inspection, error)) return false;
     QSaveFile file(path);  // the old file or the new one, never half of one
     QByteArray text;
     try {
-        text = QByteArray::fromStdString(wb::write_inspected_trace_json(trace, inspectionOfReply(reply))) + '\n';
+        text = QByteArray::fromStdString(wb::write_inspected_trace_json(trace, inspection)) + '\n';
     } catch (const wb::Error& e) {
         *error = QString::fromUtf8(e.what());
         return false;
@@ -135,24 +195,23 @@ quint64 TraceActions::replayFile(const QString& path, QString* error) {
         *error = tr("Cannot read %1: %2").arg(path, file.errorString());
         return 0;
     }
-    wb::GenerationTrace recorded;
+    wb::InspectedTrace recorded;
     try {
-        // The lens and head records are not replayed, but a damaged one is refused as the rest would be.
-        recorded = wb::read_inspected_trace_json(file.readAll().toStdString()).trace;
+        recorded = wb::read_inspected_trace_json(file.readAll().toStdString());
     } catch (const wb::Error& e) {
         *error = tr("%1: %2").arg(QFileInfo(path).fileName(), QString::fromUtf8(e.what()));
         return 0;
     }
     // Another file gives other numbers from the first token on: saying so beats a first difference.
-    if (!recorded.model_sha256.empty()) {
+    if (!recorded.trace.model_sha256.empty()) {
         const QString loaded = m_controller->modelSha256();
         if (loaded.isEmpty()) {
             *error = tr("The SHA-256 of the loaded model's file is still being read; try again in a moment.");
             return 0;
         }
-        if (loaded.toStdString() != recorded.model_sha256) {
+        if (loaded.toStdString() != recorded.trace.model_sha256) {
             *error = tr("The trace was made with another model file (SHA-256 %1); the loaded one's is %2. Load that "
-                        "file to replay it.").arg(QString::fromStdString(recorded.model_sha256), loaded);
+                        "file to replay it.").arg(QString::fromStdString(recorded.trace.model_sha256), loaded);
             return 0;
         }
     }
@@ -161,7 +220,7 @@ quint64 TraceActions::replayFile(const QString& path, QString* error) {
     return m_replayJob;
 }
 
-void TraceActions::handleReplayFinished(quint64 job, const GenerationTracePtr& now, const QString& error) {
+void TraceActions::handleReplayFinished(quint64 job, const InspectedTracePtr& now, const QString& error) {
     if (job != m_replayJob) return;
     m_replayJob = 0;
     bool same = false;
@@ -216,7 +275,7 @@ CompareDialog* TraceActions::compareReply(int messageIndex, const QString& other
     return dialog;
 }
 
-void TraceActions::exportReplyDialog(int messageIndex) {
+void TraceActions::exportReplyDialog(int messageIndex, bool withAttention) {
     QString error;
     const auto& messages = m_controller->conversation().messages;
     wb::GenerationTrace probe;
@@ -230,7 +289,7 @@ void TraceActions::exportReplyDialog(int messageIndex) {
     const QString path = QFileDialog::getSaveFileName(m_window, tr("Export sampler trace"), QStringLiteral("reply-trace.json"),
                                                       tr("Sampler traces (*.json);;All files (*)"));
     if (path.isEmpty()) return;
-    if (!exportReply(messageIndex, path, &error)) QMessageBox::warning(m_window, tr("Export sampler trace"), error);
+    if (!exportReply(messageIndex, path, &error, withAttention)) QMessageBox::warning(m_window, tr("Export sampler trace"), error);
 }
 
 void TraceActions::replayDialog() {

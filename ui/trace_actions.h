@@ -26,8 +26,9 @@ bool traceOfReply(const ChatEntry& reply, const QString& modelSha256, wb::Genera
 // were recorded.
 std::vector<wb::TraceStepInspection> inspectionOfReply(const ChatEntry& reply);
 
-// "Same: ..." or where `now` first differs from `recorded` (compare_traces), in words.
-QString replayReport(const wb::GenerationTrace& recorded, const wb::GenerationTrace& now, bool* same);
+// "Same: ..." or where `now` first differs from `recorded` (compare_traces), in words; then whether the
+// logit lens and head statistics the file recorded are the same (compare_inspection), when it has any.
+QString replayReport(const wb::InspectedTrace& recorded, const wb::InspectedTrace& now, bool* same);
 
 class TraceActions : public QObject {
     Q_OBJECT
@@ -35,15 +36,18 @@ class TraceActions : public QObject {
 public:
     TraceActions(ChatController* controller, QWidget* window);
 
-    // The actions without their file dialogs (the dialogs call these; tests too).
-    bool exportReply(int messageIndex, const QString& path, QString* error);
+    // The actions without their file dialogs (the dialogs call these; tests too). withAttention: the
+    // Attention panel's captured rows of each drawn token go in too (the trace file's optional
+    // "attention", megabytes per token): only for the conversation's last reply, whose positions the
+    // store still holds, with no context cut since the conversation began; refused when it holds none.
+    bool exportReply(int messageIndex, const QString& path, QString* error, bool withAttention = false);
     // The job id, or 0 with *error when the file is refused before anything runs.
     quint64 replayFile(const QString& path, QString* error);
     // The dialog it opened (non-modal, deleted on close), or null with *error.
     CompareDialog* compareReply(int messageIndex, const QString& otherPath, QString* error);
 
     // With their file dialogs and message boxes.
-    void exportReplyDialog(int messageIndex);
+    void exportReplyDialog(int messageIndex, bool withAttention = false);
     void replayDialog();
     void compareDialog(int messageIndex);
     // The last reply of the conversation on screen (-1 when there is none): the File menu's target.
@@ -54,12 +58,14 @@ Q_SIGNALS:
     void replayReported(quint64 job, const QString& report, bool same);
 
 private:
-    void handleReplayFinished(quint64 job, const GenerationTracePtr& now, const QString& error);
+    void handleReplayFinished(quint64 job, const InspectedTracePtr& now, const QString& error);
     bool refuseWhileBusy(QString* error) const;
+    // Adds the store's rows of reply `messageIndex` to `steps` (one per drawn token); false with *error.
+    bool addAttentionRows(int messageIndex, std::vector<wb::TraceStepInspection>& steps, QString* error) const;
 
     ChatController* m_controller;
     QWidget* m_window;
     quint64 m_replayJob = 0;
-    wb::GenerationTrace m_replaying;  // the file of m_replayJob
+    wb::InspectedTrace m_replaying;   // the file of m_replayJob
     bool m_showReports = false;       // message boxes only for the dialogs' own replays
 };

@@ -5,7 +5,7 @@
 
 WorkerObserver::WorkerObserver(InferenceWorker& worker, quint64 requestId, const wb::CaptureSpec& spec,
                                const InspectionRequest& inspect)
-    : m_worker(worker), m_requestId(requestId), m_spec(spec), m_inspect(inspect) {
+    : m_worker(worker), m_requestId(requestId), m_spec(spec), m_inspect(inspect), m_passHeads(inspect.modelWindow) {
     m_attentionClock.start();
     m_kvClock.start();
     m_timingClock.start();
@@ -44,7 +44,7 @@ void WorkerObserver::on_token(const wb::TokenEvent& event) {
         for (const wb::LensLayer& l : event.lens)
             for (int32_t id : l.top_ids) name(id);
     }
-    if (m_inspect.headStats) inspection->heads = m_passHeads;
+    if (m_inspect.headStats) inspection->heads = m_passHeads.last_pass();
     Q_EMIT m_worker.tokenInspected(m_requestId, TokenInspectionPtr(std::move(inspection)));
 }
 
@@ -53,12 +53,7 @@ bool WorkerObserver::stop_requested() const {
 }
 
 void WorkerObserver::on_attention(const wb::AttentionEvent& event) {
-    if (m_inspect.headStats) {
-        if (event.n_keys != m_passEnd) m_passHeads.clear();
-        m_passEnd = event.n_keys;
-        const std::vector<wb::HeadStats> h = wb::head_stats(event, event.n_queries - 1, m_inspect.modelWindow);
-        m_passHeads.insert(m_passHeads.end(), h.begin(), h.end());
-    }
+    if (m_inspect.headStats) m_passHeads.add(event);
     // Only what the panels asked for goes on (the head statistics made the engine capture every layer).
     const bool asked = (event.prefill ? m_spec.prefill_attention : m_spec.decode_attention) && m_spec.wants_layer(event.layer);
     if (!asked) return;
@@ -67,6 +62,8 @@ void WorkerObserver::on_attention(const wb::AttentionEvent& event) {
 }
 
 void WorkerObserver::on_context_cut(const wb::ContextCut& cut) {
+    // The rows from before the cut go first: the store places later rows by the cut (AttentionStore::setCut).
+    flushAttention();
     Q_EMIT m_worker.contextCut(m_requestId, cut);
 }
 

@@ -5,6 +5,7 @@
 // flood the GUI's event queue.
 #include <QElapsedTimer>
 
+#include "engine/head_stats.h"
 #include "engine/observer.h"
 #include "engine_types.h"
 
@@ -57,10 +58,8 @@ private:
     quint64 m_requestId;
     wb::CaptureSpec m_spec;
     InspectionRequest m_inspect;
-    // The head statistics of the pass under way (events come layer by layer, a pass is known by where
-    // it ends): its last row's logits draw the next token.
-    std::vector<wb::HeadStats> m_passHeads;
-    int32_t m_passEnd = -1;
+    // The head statistics of the pass under way: its last row's logits draw the next token.
+    wb::PassHeadStats m_passHeads;
     std::vector<wb::AttentionEvent> m_pendingAttention;
     wb::KvStats m_pendingKv;
     bool m_hasKv = false;

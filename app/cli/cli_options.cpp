@@ -100,7 +100,7 @@ commands:
   tokenize [-m MODEL] -p TEXT [--json]    token ids and pieces
   generate [-m MODEL] -p TEXT [-n N] [--chat [template]] [--system TEXT] [sampling] [--json [--top-candidates N]
            [--logit-lens K] [--head-stats]]
-           [--dump-attention FILE [--layers L,...] [--heads H,...]] [--export-trace FILE]
+           [--dump-attention FILE [--layers L,...] [--heads H,...]] [--export-trace FILE [--trace-attention]]
            [--compare-model FILE]  the reply through a second model file: per-token KL and top-1 flips
   generate [-m MODEL] --replay FILE [--export-trace FILE]   rerun a trace file's prompt, settings and seed;
            prints where the new trace first differs (exit 1) or that it is the same
@@ -206,6 +206,7 @@ bool parse_output_flag(const std::string& a, const NextFn& next, CliOptions& o) 
     else if (a == "--compare-model" && o.command == "generate") o.compare_model = next();
     else if (a == "--logit-lens") o.logit_lens = to_int(a, next(), 1, 1000);
     else if (a == "--head-stats") o.head_stats = true;
+    else if (a == "--trace-attention" && o.command == "generate") o.trace_attention = true;
     else if (a == "--layers") o.layers = to_int_list(a, next());
     else if (a == "--heads") o.heads = to_int_list(a, next());
     else return false;
@@ -276,6 +277,8 @@ void check_combinations(const CliOptions& o) {
         throw Error(o.command + " needs a prompt: -p TEXT");
     if (!o.compare_model.empty() && !o.replay.empty()) throw Error("--compare-model and --replay exclude each other");
     if (!o.replay.empty()) check_replay_flags(o);
+    if (o.trace_attention && o.export_trace.empty())
+        throw Error("--trace-attention adds the attention rows to --export-trace's file: give --export-trace FILE");
 #ifndef WB_HAVE_TRACE_FILE
     if (!o.export_trace.empty() || !o.replay.empty())
         throw Error("this whitebox-cli was built without JSON support (nlohmann-json): no --export-trace or --replay");

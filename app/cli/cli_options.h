@@ -51,6 +51,7 @@ struct CliOptions {
     std::string replay;                // generate --replay FILE: rerun a trace file's prompt, settings and seed
     std::string compare_model;         // generate --compare-model FILE: per-token KL and top-1 flips against it
     int32_t logit_lens = 0;            // --logit-lens K: per-layer top K of the logit lens in generate --json
+    bool trace_attention = false;      // --trace-attention: the captured attention rows in --export-trace's file
     bool head_stats = false;           // --head-stats: per-head attention statistics in generate --json
     std::vector<int32_t> layers;       // --layers L,...: layers to capture (default all)
     std::vector<int32_t> heads;        // --heads H,...: query heads to capture (default all)

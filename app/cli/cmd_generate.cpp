@@ -225,11 +225,12 @@ std::vector<ChatMessage> trimmed_for(const CliOptions& o, const Model& m, const 
 int cmd_generate(const CliOptions& given) {
     CliOptions o = given;  // a replay takes its engine settings from the trace
 #ifdef WB_HAVE_TRACE_FILE
-    GenerationTrace recorded;
+    InspectedTrace file;
+    const GenerationTrace& recorded = file.trace;
     std::string model_sha256;
     if (!o.replay.empty()) {
         // Before anything runs: on another model file the trace's token ids may not even exist.
-        recorded = read_trace_file(o.replay);
+        file = read_trace_file(o.replay);
         model_sha256 = sha256_file(resolve_model_path(o));
         if (!replay_model_matches(recorded, model_sha256)) return 1;
         apply_trace_engine(recorded, o);
@@ -259,15 +260,14 @@ int cmd_generate(const CliOptions& given) {
         apply_context_policy(o, m, *rt.session, nullptr);
     }
     const LiveSamplingParams params(sampling);
-    const ModelConfig& c = m.config();
-    const bool swa = std::find(c.layer_is_swa.begin(), c.layer_is_swa.end(), true) != c.layer_is_swa.end();
     const bool trace = !o.export_trace.empty() || !o.replay.empty();
-    int32_t trace_candidates = 0;  // the engine's default, except in a replay: its file's count
+    GenerateCapture capture{!o.json && o.replay.empty(), o.top_candidates, !o.dump_attention.empty(), o.layers, o.heads,
+                            o.logit_lens, o.head_stats, head_stats_model_window(m.config()), trace, 0,
+                            o.trace_attention};
 #ifdef WB_HAVE_TRACE_FILE
-    if (!o.replay.empty()) trace_candidates = replay_trace_candidates(recorded);
+    if (!o.replay.empty()) replay_capture(file, capture);
 #endif
-    GenerateObserver obs({!o.json && o.replay.empty(), o.top_candidates, !o.dump_attention.empty(), o.layers, o.heads,
-                          o.logit_lens, o.head_stats, swa ? c.sliding_window : 0, trace, trace_candidates});
+    GenerateObserver obs(capture);
     const GenerateResult r = rt.session->generate(prompt, params, &obs);
     // Read now: --compare-model resets the session, and its stats with it.
     const int32_t shift_keep = rt.session->kv_stats().shift_keep;
@@ -277,7 +277,7 @@ int cmd_generate(const CliOptions& given) {
     if (trace && r.reason != StopReason::ERROR) {
         const GenerationTrace now = trace_of(obs, trace_header(o, rt, model_sha256, sampling, r.seed, prompt, obs));
         if (!o.export_trace.empty()) write_trace_file(o.export_trace, now, inspection_of(obs));
-        if (!o.replay.empty()) return report_replay(recorded, now);
+        if (!o.replay.empty()) return report_replay(file, now, inspection_of(obs));
     }
 #endif
     ModelComparison cmp;

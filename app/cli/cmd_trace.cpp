@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "cli/commands.h"
+#include "engine/inspection_replay.h"
 #include "engine/session.h"
 #include "util/error.h"
 
@@ -46,6 +47,7 @@ std::vector<TraceStepInspection> inspection_of(const GenerateObserver& obs) {
     for (size_t i = 0; i < out.size(); ++i) {
         out[i].lens = obs.steps()[i].lens;
         if (i < obs.step_heads().size()) out[i].heads = obs.step_heads()[i];
+        if (i < obs.step_rows().size()) out[i].attention = obs.step_rows()[i];
     }
     return out;
 }
@@ -98,17 +100,34 @@ void write_trace_file(const std::string& path, const GenerationTrace& trace,
     }
 }
 
-GenerationTrace read_trace_file(const std::string& path) {
+InspectedTrace read_trace_file(const std::string& path) {
     std::ifstream in(path, std::ios::binary);
     if (!in) throw Error("cannot read the trace file " + path + ": " + std::strerror(errno));
     std::ostringstream text;
     text << in.rdbuf();
     if (in.bad()) throw Error("cannot read the trace file " + path);
     try {
-        return read_inspected_trace_json(text.str()).trace;
+        return read_inspected_trace_json(text.str());
     } catch (const Error& e) {
         throw Error(path + ": " + e.what());
     }
+}
+
+void replay_capture(const InspectedTrace& file, GenerateCapture& capture) {
+    capture.trace_candidates = replay_trace_candidates(file.trace);
+    const InspectionReplaySpec spec = inspection_replay_spec(file.inspection);
+    capture.logit_lens = spec.logit_lens;
+    if (!spec.head_stats) return;
+    capture.head_stats = true;
+    // The file's layers and heads are captured; a --dump-attention's own --layers/--heads too (empty: all).
+    const auto add = [](std::vector<int32_t>& given, const std::vector<int32_t>& needed, bool dump) {
+        if (dump && given.empty()) return;
+        given.insert(given.end(), needed.begin(), needed.end());
+        std::sort(given.begin(), given.end());
+        given.erase(std::unique(given.begin(), given.end()), given.end());
+    };
+    add(capture.layers, spec.layers, capture.attention);
+    add(capture.heads, spec.heads, capture.attention);
 }
 
 bool replay_model_matches(const GenerationTrace& recorded, const std::string& model_sha256) {
@@ -120,18 +139,26 @@ bool replay_model_matches(const GenerationTrace& recorded, const std::string& mo
     return false;
 }
 
-int report_replay(const GenerationTrace& recorded, const GenerationTrace& now) {
+int report_replay(const InspectedTrace& file, const GenerationTrace& now,
+                  const std::vector<TraceStepInspection>& now_inspection) {
+    const GenerationTrace& recorded = file.trace;
     if (recorded.backend != now.backend)
         std::fprintf(stderr, "note: the trace was made on the %s backend, this replay ran on %s\n",
                      recorded.backend.c_str(), now.backend.c_str());
     const TraceDivergence d = compare_traces(recorded, now);
     if (d.same) {
         std::printf("replay: the same %zu tokens and sampler trace\n", now.steps.size());
-        return 0;
+    } else {
+        std::printf("replay: differs at token %zu%s: %s\n", d.step,
+                    d.stage.empty() ? "" : (" (stage " + d.stage + ")").c_str(), d.what.c_str());
     }
-    std::printf("replay: differs at token %zu%s: %s\n", d.step, d.stage.empty() ? "" : (" (stage " + d.stage + ")").c_str(),
-                d.what.c_str());
-    return 1;
+    // Up to the first different token: its lens and heads still come from the file's context.
+    const size_t steps = d.same ? now.steps.size() : d.step + 1;
+    const InspectionDivergence di = compare_inspection(file.inspection, now_inspection, steps);
+    const std::string records = describe_inspection_records(file.inspection);
+    if (!di.same) std::printf("replay: %s\n", describe_inspection_divergence(di).c_str());
+    else if (!records.empty()) std::printf("replay: the same %s, bit for bit\n", records.c_str());
+    return d.same && di.same ? 0 : 1;
 }
 
 }  // namespace wb::cli

@@ -43,14 +43,20 @@ std::vector<TraceStepInspection> inspection_of(const GenerateObserver& obs);
 TraceEngine engine_of(const CliOptions& o, const Session& s);
 void write_trace_file(const std::string& path, const GenerationTrace& trace,
                       const std::vector<TraceStepInspection>& inspection);
-// The sampler trace; the file's lens and head records are checked too (a damaged one is refused).
-GenerationTrace read_trace_file(const std::string& path);
+// The sampler trace and the file's lens and head records (a damaged one is refused).
+InspectedTrace read_trace_file(const std::string& path);
 // --replay's defaults from the trace: its backend and engine settings, except where a flag was given
 // (a note says where they differ).
 void apply_trace_engine(const GenerationTrace& t, CliOptions& o);
+// --replay records what the file's recording did: its stage candidates' count, and the logit lens and
+// the head statistics (of the layers and heads the file names) when it has them, to compare them.
+void replay_capture(const InspectedTrace& file, GenerateCapture& capture);
 // False, with the replay's message printed, when the trace names another model file.
 bool replay_model_matches(const GenerationTrace& recorded, const std::string& model_sha256);
-int report_replay(const GenerationTrace& recorded, const GenerationTrace& now);
+// The first difference in the tokens and sampler trace, then in the lens and head statistics the file
+// recorded (inspection_replay.h), printed; 0 when everything is the same, else 1.
+int report_replay(const InspectedTrace& recorded, const GenerationTrace& now,
+                  const std::vector<TraceStepInspection>& now_inspection);
 #endif
 
 // The whole file; wb::Error naming the path when it cannot be read.

@@ -13,7 +13,7 @@ CaptureSpec GenerateObserver::capture() const {
     CaptureSpec spec;
     spec.top_candidates = what_.top_candidates;
     // Head statistics need the attention of every pass (only the last prompt batch's last row is kept).
-    spec.prefill_attention = spec.decode_attention = what_.attention || what_.head_stats;
+    spec.prefill_attention = spec.decode_attention = what_.attention || what_.head_stats || what_.trace_attention;
     spec.logit_lens = what_.logit_lens;
     spec.sampler_trace = what_.sampler_trace;
     spec.trace_candidates = what_.trace_candidates;
@@ -28,18 +28,14 @@ void GenerateObserver::on_token(const TokenEvent& e) {
         std::fflush(stdout);
     }
     steps_.push_back(e);
-    if (what_.head_stats) step_heads_.push_back(pass_heads_);
+    if (what_.head_stats) step_heads_.push_back(pass_heads_.last_pass());
+    if (what_.trace_attention) step_rows_.push_back(pass_rows_.last_pass());
 }
 
 void GenerateObserver::on_attention(const AttentionEvent& e) {
     if (what_.attention) attention_.push_back(e);
-    if (!what_.head_stats) return;
-    // Events come layer by layer, pass by pass; a pass is known by where it ends. Its last row is the
-    // one whose logits draw the next token, so the last pass before a token is the one it reports.
-    if (e.n_keys != pass_end_) pass_heads_.clear();
-    pass_end_ = e.n_keys;
-    const std::vector<HeadStats> h = head_stats(e, e.n_queries - 1, what_.model_window);
-    pass_heads_.insert(pass_heads_.end(), h.begin(), h.end());
+    if (what_.trace_attention) pass_rows_.add(e);
+    if (what_.head_stats) pass_heads_.add(e);
 }
 
 void GenerateObserver::write_attention(const std::string& path, const std::vector<int32_t>& context,

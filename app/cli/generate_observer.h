@@ -7,6 +7,7 @@
 
 #include "engine/head_stats.h"
 #include "engine/observer.h"
+#include "engine/pass_rows.h"
 
 namespace wb {
 class Tokenizer;
@@ -25,11 +26,12 @@ struct GenerateCapture {
     int32_t model_window = 0;        // the model's sliding window (head statistics' in_window), 0: none
     bool sampler_trace = false;      // --export-trace / --replay
     int32_t trace_candidates = 0;    // candidates per stage record (a replay's file's; 0: CaptureSpec's)
+    bool trace_attention = false;    // --trace-attention: each step's attention rows for the trace file
 };
 
 class GenerateObserver : public Observer {
 public:
-    explicit GenerateObserver(GenerateCapture what) : what_(std::move(what)) {}
+    explicit GenerateObserver(GenerateCapture what) : what_(std::move(what)), pass_heads_(what_.model_window) {}
 
     CaptureSpec capture() const override;
     void on_token(const TokenEvent& e) override;
@@ -38,6 +40,8 @@ public:
     const std::vector<TokenEvent>& steps() const { return steps_; }
     // --head-stats: for each step, the statistics of the attention row whose logits drew its token.
     const std::vector<std::vector<HeadStats>>& step_heads() const { return step_heads_; }
+    // --trace-attention: for each step, the captured rows of the position whose logits drew its token.
+    const std::vector<std::vector<AttentionRow>>& step_rows() const { return step_rows_; }
 
     // Writes the captured attention with the token pieces of the whole context (prompt + reply) as
     // JSON (format: docs/attention-dump.md). Written to a temporary file and renamed into place.
@@ -48,8 +52,9 @@ private:
     std::vector<TokenEvent> steps_;
     std::vector<AttentionEvent> attention_;
     std::vector<std::vector<HeadStats>> step_heads_;
-    std::vector<HeadStats> pass_heads_;  // the current forward pass's last row, every captured layer
-    int32_t pass_end_ = -1;              // n_keys of the pass pass_heads_ belongs to
+    PassHeadStats pass_heads_;  // the current forward pass's last row, every captured layer
+    std::vector<std::vector<AttentionRow>> step_rows_;
+    PassAttentionRows pass_rows_;
 };
 
 }  // namespace wb::cli

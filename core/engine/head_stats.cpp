@@ -1,5 +1,6 @@
 #include "engine/head_stats.h"
 
+#include <algorithm>
 #include <cmath>
 
 namespace wb {
@@ -33,6 +34,18 @@ std::vector<HeadStats> head_stats(const AttentionEvent& e, int32_t row, int32_t 
         out.push_back(s);
     }
     return out;
+}
+
+int32_t head_stats_model_window(const ModelConfig& c) {
+    const bool swa = std::find(c.layer_is_swa.begin(), c.layer_is_swa.end(), true) != c.layer_is_swa.end();
+    return swa ? c.sliding_window : 0;
+}
+
+void PassHeadStats::add(const AttentionEvent& e) {
+    if (e.n_keys != pass_end_) heads_.clear();
+    pass_end_ = e.n_keys;
+    const std::vector<HeadStats> h = head_stats(e, e.n_queries - 1, model_window_);
+    heads_.insert(heads_.end(), h.begin(), h.end());
 }
 
 }  // namespace wb

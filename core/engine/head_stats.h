@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "engine/observer.h"
+#include "model/model_config.h"
 
 namespace wb {
 
@@ -26,5 +27,26 @@ struct HeadStats {
 // One entry per captured head for query row `row` of the event (0 .. n_queries-1). model_window: the
 // window in_window uses on layers without their own (0: the model has no sliding window).
 std::vector<HeadStats> head_stats(const AttentionEvent& event, int32_t row, int32_t model_window);
+
+// The window in_window uses on a model's layers without their own: the model's sliding window when some
+// layer slides (its global layers' locality is measured against it), else 0.
+int32_t head_stats_model_window(const ModelConfig& config);
+
+// The statistics of the row whose logits draw the next token, for an observer: it passes on every
+// attention event and reads last_pass() in on_token. Events come layer by layer, pass by pass; a pass
+// is known by where it ends (n_keys), and its last row is the one the next token is drawn from. One
+// implementation for every front end (the CLI, the chat, a replay), so they report the same numbers.
+class PassHeadStats {
+public:
+    explicit PassHeadStats(int32_t model_window = 0) : model_window_(model_window) {}
+    void add(const AttentionEvent& event);
+    // Every captured layer's heads of the latest pass, in the order the events came.
+    const std::vector<HeadStats>& last_pass() const { return heads_; }
+
+private:
+    int32_t model_window_;
+    std::vector<HeadStats> heads_;
+    int32_t pass_end_ = -1;  // n_keys of the pass heads_ belongs to
+};
 
 }  // namespace wb

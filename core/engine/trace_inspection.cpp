@@ -82,6 +82,17 @@ json heads_json(const std::vector<HeadStats>& heads) {
     return out;
 }
 
+// The rows as the engine captured them: [{"layer", "head", "probs": [p, ...]}, ...].
+json attention_json(const std::vector<AttentionRow>& rows) {
+    json out = json::array();
+    for (const AttentionRow& r : rows) {
+        json probs = json::array();
+        for (float p : r.probs) probs.push_back(number(p));
+        out.push_back({{"layer", r.layer}, {"head", r.head}, {"probs", std::move(probs)}});
+    }
+    return out;
+}
+
 const json& array_at(const json& step, const char* key, const std::string& where) {
     const json& a = step[key];
     if (!a.is_array()) refuse(where + "." + key, "an array", a);
@@ -130,6 +141,23 @@ std::vector<HeadStats> read_heads(const json& step, const std::string& where) {
     return out;
 }
 
+std::vector<AttentionRow> read_attention(const json& step, const std::string& where) {
+    std::vector<AttentionRow> out;
+    const json& a = array_at(step, "attention", where);
+    for (size_t i = 0; i < a.size(); ++i) {
+        const std::string w = where + ".attention[" + std::to_string(i) + "]";
+        AttentionRow r;
+        r.layer = index_member(a[i], "layer", w);
+        r.head = index_member(a[i], "head", w);
+        const json& probs = member(a[i], "probs", w);
+        if (!probs.is_array() || probs.empty()) refuse(w + ".probs", "a non-empty array", probs);
+        r.probs.reserve(probs.size());
+        for (size_t k = 0; k < probs.size(); ++k) r.probs.push_back(read_float(probs[k], w + ".probs[" + std::to_string(k) + "]"));
+        out.push_back(std::move(r));
+    }
+    return out;
+}
+
 }  // namespace
 
 std::string write_inspected_trace_json(const GenerationTrace& trace, const std::vector<TraceStepInspection>& inspection) {
@@ -147,6 +175,7 @@ std::string write_inspected_trace_json(const GenerationTrace& trace, const std::
     for (size_t i = 0; i < inspection.size(); ++i) {
         if (!inspection[i].lens.empty()) steps[i]["lens"] = lens_json(inspection[i].lens);
         if (!inspection[i].heads.empty()) steps[i]["heads"] = heads_json(inspection[i].heads);
+        if (!inspection[i].attention.empty()) steps[i]["attention"] = attention_json(inspection[i].attention);
     }
     return j.dump();
 }
@@ -162,6 +191,7 @@ InspectedTrace read_inspected_trace_json(const std::string& text) {
         const std::string w = "steps[" + std::to_string(i) + "]";
         if (steps[i].contains("lens")) out.inspection[i].lens = read_lens(steps[i], w);
         if (steps[i].contains("heads")) out.inspection[i].heads = read_heads(steps[i], w);
+        if (steps[i].contains("attention")) out.inspection[i].attention = read_attention(steps[i], w);
     }
     return out;
 }

@@ -1,7 +1,7 @@
 #pragma once
 // The inspector's records of a reply in its trace file (issue 16 item 7, "optionally attention and
-// lens"): per generated token, the logit lens and the attention head statistics, when they were
-// captured. They are optional keys of each step ("lens", "heads"; docs/trace-format.md) beside the
+// lens"): per generated token, the logit lens, the attention head statistics and (opt-in, megabytes
+// per token) the raw attention rows, when they were captured. They are optional keys of each step ("lens", "heads"; docs/trace-format.md) beside the
 // sampler trace that sampling/trace_file.h writes and reads; that reader ignores them, so a file with
 // them still replays, and a file without them reads here as no records.
 //
@@ -12,6 +12,7 @@
 
 #include "engine/head_stats.h"
 #include "engine/observer.h"
+#include "engine/pass_rows.h"
 #include "sampling/trace_file.h"
 
 namespace wb {
@@ -20,7 +21,8 @@ namespace wb {
 struct TraceStepInspection {
     std::vector<LensLayer> lens;   // every layer's logit lens (TokenEvent::lens)
     std::vector<HeadStats> heads;  // every captured head's statistics of the row that drew the token
-    bool empty() const { return lens.empty() && heads.empty(); }
+    std::vector<AttentionRow> attention;  // every captured head's row that drew the token (opt-in)
+    bool empty() const { return lens.empty() && heads.empty() && attention.empty(); }
 };
 
 // A trace file's contents: the sampler trace and, step by step, the inspector's records.
@@ -29,12 +31,12 @@ struct InspectedTrace {
     std::vector<TraceStepInspection> inspection;  // trace.steps.size() entries (all empty: none recorded)
 };
 
-// write_trace_json's file with each step's "lens" and "heads" added where `inspection` has them.
+// write_trace_json's file with each step's "lens", "heads" and "attention" added where `inspection` has them.
 // inspection may be shorter than the steps (the rest recorded nothing); longer is a wb::Error.
 // Floats round-trip bit for bit; NaN and infinities are "nan", "inf", "-inf" as in the rest of the file.
 std::string write_inspected_trace_json(const GenerationTrace& trace, const std::vector<TraceStepInspection>& inspection);
 
-// read_trace_json, and each step's "lens" and "heads" when present. wb::Error naming the step and key
+// read_trace_json, and each step's "lens", "heads" and "attention" when present. wb::Error naming the step and key
 // when one is there but malformed (not an array, a layer or id that is not a non-negative integer, a
 // top entry that is not [id, p], a missing field), so a damaged file is refused rather than half read.
 InspectedTrace read_inspected_trace_json(const std::string& text);

@@ -200,6 +200,61 @@ private Q_SLOTS:
         QCOMPARE(store.tokenCount(), 4);
     }
 
+    // After a context shift the engine's positions are the cache's: a row arriving then is stored at its
+    // token's conversation position, every recorded value at its key's conversation position and the
+    // dropped keys 0, so the labels, the token inspector's lookups and the rows agree; two shifts stack;
+    // the next turn's prompt, which goes on from the shifted cache, keeps them; one that goes back
+    // before the dropped tokens starts over in its own positions.
+    void rowsAfterAShiftSitAtTheirConversationPositions() {
+        AttentionStore store;
+        store.setModelShape(4, 3);
+        store.handlePrompt(prompt(pieces(8)));
+        store.addEvents({wb_gui_test::attentionEvent(2, 3, 0, 8, value)});
+        for (int p = 8; p < 10; ++p) store.handleToken(p, QString("t%1").arg(p));
+        // Keep 2, drop 3: conversation positions 5.. are now cache positions 2..
+        store.setCut({wb::ContextPolicy::SHIFT, 2, 3});
+        // The token at conversation position 10 is drawn from cache row 6 (conversation 9), keys 0..6.
+        store.handleToken(10, QStringLiteral("t10"));
+        store.addEvents({wb_gui_test::attentionEvent(2, 3, 6, 1, value)});
+        const std::vector<float>* row = store.row(2, 1, 9);
+        QVERIFY(row);
+        QCOMPARE(int(row->size()), 10);
+        for (int k = 0; k < 10; ++k) {
+            const int cacheKey = k < 2 ? k : k - 3;
+            QCOMPARE((*row)[size_t(k)], k >= 2 && k < 5 ? 0.0f : value(1, 6, cacheKey));
+        }
+        // The rows before the shift are as they were recorded.
+        QCOMPARE(int(store.row(2, 1, 7)->size()), 8);
+        QCOMPARE((*store.row(2, 1, 7))[3], value(1, 7, 3));
+        // A second shift (keep 2, drop 2) in the cache's new positions: cache 2.. were conversation 7..
+        store.setCut({wb::ContextPolicy::SHIFT, 2, 2});
+        store.addEvents({wb_gui_test::attentionEvent(2, 3, 5, 1, value)});  // cache row 5 = conversation 10
+        row = store.row(2, 0, 10);
+        QVERIFY(row);
+        QCOMPARE(int(row->size()), 11);
+        QCOMPARE((*row)[1], value(0, 5, 1));
+        QCOMPARE((*row)[6], 0.0f);
+        QCOMPARE((*row)[7], value(0, 5, 2));
+        QCOMPARE((*row)[10], value(0, 5, 5));
+        // The next turn: the whole conversation (13 tokens) goes on from the shifted cache, whose
+        // positions stay moved: its prompt's last token (conversation 12) is cache position 7.
+        PromptInfo next = prompt(pieces(13));
+        next.reused = 11;
+        store.handlePrompt(next);
+        store.addEvents({wb_gui_test::attentionEvent(2, 3, 6, 2, value)});
+        QVERIFY(store.row(2, 0, 12));
+        QCOMPARE(int(store.row(2, 0, 12)->size()), 13);
+        QCOMPARE((*store.row(2, 0, 12))[12], value(0, 7, 7));
+        // A prompt that goes back into the dropped run is recomputed from the kept prefix (as a trim's
+        // is): rows after it are stored where the engine says.
+        next = prompt(pieces(4));
+        next.reused = 3;
+        store.handlePrompt(next);
+        store.addEvents({wb_gui_test::attentionEvent(2, 3, 0, 4, value)});
+        QCOMPARE(int(store.row(2, 0, 3)->size()), 4);
+        QCOMPARE((*store.row(2, 0, 3))[2], value(0, 3, 2));
+    }
+
     void captureFollowsTheSelectedLayer() {
         AttentionStore store;
         store.setModelShape(4, 3);

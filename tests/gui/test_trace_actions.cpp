@@ -5,6 +5,7 @@
 // numbers compare_models produced (SmolLM2 against itself: KL 0, no flips; against a copy whose final
 // norm is scaled: the same numbers as a direct compare_models of the two files), can be cancelled
 // with the chat going on, and refuses a model with another vocabulary.
+#include <QDockWidget>
 #include <QFile>
 #include <QLabel>
 #include <QPushButton>
@@ -17,6 +18,7 @@
 #include <nlohmann/json.hpp>
 #include <qcustomplot.h>
 
+#include "attention_store.h"
 #include "chat_controller.h"
 #include "compare_dialog.h"
 #include "engine/backend.h"
@@ -26,6 +28,8 @@
 #include "gguf/gguf_file.h"
 #include "gui_test_support.h"
 #include "main_window.h"
+#include "model_info_panel.h"
+#include "model_summary.h"
 #include "model/model_paths.h"
 #include "trace_actions.h"
 #include "util/sha256.h"
@@ -90,8 +94,8 @@ class TestTraceActions : public QObject {
         return reported.last().at(1).toString();
     }
 
-    QString writeEdited(const QString& name, const std::function<void(nlohmann::json&)>& edit) {
-        QFile in(m_exported);
+    QString writeEdited(const QString& name, const std::function<void(nlohmann::json&)>& edit, const QString& source = {}) {
+        QFile in(source.isEmpty() ? m_exported : source);
         if (!in.open(QIODevice::ReadOnly)) return {};
         nlohmann::json j = nlohmann::json::parse(in.readAll().toStdString());
         edit(j);
@@ -133,6 +137,46 @@ class TestTraceActions : public QObject {
         QVERIFY2(summary.contains(QStringLiteral("KL mean %1 nats").arg(QString::number(c.kl_mean, 'g', 6))), qPrintable(summary));
         QVERIFY2(summary.contains(QStringLiteral("max %1").arg(QString::number(c.kl_max, 'g', 6))), qPrintable(summary));
         QVERIFY2(summary.contains(QStringLiteral("top-1 flips: %1 of %2 tokens").arg(c.flips).arg(c.tokens.size())), qPrintable(summary));
+    }
+
+    // A comparison's memory report and the ledger's rows of it right after it came.
+    struct Seen {
+        ComparisonMemory memory;
+        qint64 weightsPredicted, weightsMeasured, kvPredicted, kvMeasured;
+    };
+
+    // The ledger's rows of a comparison's second model (issue 16 item 5 with item 7), as they were when
+    // each report came (what `seen` holds): its weights are the file's tensor bytes as a summary of the
+    // file gives them, with the backend's own copies of them measured (the CPU's repacked matrices,
+    // counted here by a backend that loads the file alone); its KV cache holds prompt and reply at the
+    // end, the cache's own count beside the formula's; the last report releases it and the rows go.
+    void verifyComparisonLedger(const QVector<Seen>& seen, const QString& other, int tokens) {
+        QVERIFY(seen.size() >= 3);  // loaded, the end of the evaluation, released
+        const auto otherModel = wb::Model::load(other.toStdString());
+        const ModelSummary expected = ModelSummary::fromModel(*otherModel, other, controller()->model().contextSize);
+        wb::BackendChoice alone = wb::create_backend(wb::BackendKind::CPU, 2);
+        wb::SessionOptions so;
+        so.n_ctx = 64;
+        const wb::Session holder(*otherModel, *alone.backend, so);  // the copies live while a session uses them
+        qint64 copies = 0;
+        for (const auto& [type, bytes] : alone.backend->repacked_weights()) copies += qint64(bytes);
+        for (int i = 0; i + 1 < seen.size(); ++i) {
+            const Seen& s = seen[i];
+            QVERIFY(s.memory.loaded);
+            QCOMPARE(s.memory.summary.weightBytes, expected.weightBytes);
+            QCOMPARE(s.weightsPredicted, qint64(expected.weightBytes));
+            QCOMPARE(s.memory.weightCopies, copies > 0 ? copies : qint64(-1));
+            QCOMPARE(s.weightsMeasured, s.memory.weightCopies);
+            QCOMPARE(s.kvMeasured, qint64(s.memory.kv.bytes_used));
+            QCOMPARE(s.kvPredicted, qint64(expected.predictedKvBytes(s.memory.kv.n_tokens, s.memory.kv.type_k, s.memory.kv.type_v)));
+        }
+        const Seen& end = seen[seen.size() - 2];
+        QCOMPARE(end.memory.kv.n_tokens, tokens);
+        QVERIFY(end.kvMeasured > 0);
+        QCOMPARE(end.kvMeasured, end.kvPredicted);  // SmolLM2, f16, no window: the formula is exact
+        QVERIFY(!seen.last().memory.loaded);
+        QCOMPARE(seen.last().weightsPredicted, qint64(-1));
+        QCOMPARE(seen.last().kvMeasured, qint64(-1));
     }
 
 private Q_SLOTS:
@@ -218,7 +262,8 @@ private Q_SLOTS:
     }
 
     // The logit lens and head statistics the chat recorded of a reply travel in its export, bit for
-    // bit, and the file replays as the same reply; a reply without them exports none.
+    // bit, and the file replays as the same reply with every one of them recomputed bit for bit; one
+    // value altered in the file is named at exactly its token and layer; a reply without them exports none.
     void exportCarriesTheRecordedLensAndHeadStats() {
         QString error;
         const QString plain = m_dir.filePath(QStringLiteral("plain.json"));
@@ -263,6 +308,64 @@ private Q_SLOTS:
                 QVERIFY(bitsEqual(s.heads[h].distance, rec->heads[h].distance));
             }
         }
+        bool same = false;
+        const QString report = replay(path, &same);
+        QVERIFY2(same, qPrintable(report));
+        const size_t layers = t.inspection[0].lens.size(), heads = t.inspection[0].heads.size();
+        QVERIFY2(report.endsWith(QStringLiteral(" The same logit lens (%1 layer records) and head statistics (%2 head records), "
+                                                "bit for bit.").arg(layers * size_t(r.tokens.size())).arg(heads * size_t(r.tokens.size()))),
+                 qPrintable(report));
+
+        const QString lensEdited = writeEdited(QStringLiteral("lens-edited.json"), [](nlohmann::json& j) {
+            j["steps"][1]["lens"][5]["p_drawn"] = 0.125;
+        }, path);
+        QString edited = replay(lensEdited, &same);
+        QVERIFY(!same);
+        QVERIFY2(edited.startsWith(QStringLiteral("Differs: the %1 tokens and their sampler trace are the ones in the file, but "
+                                                  "the logit lens differs at token 1, layer 5: p_drawn 0.125 vs ").arg(r.tokens.size())),
+                 qPrintable(edited));
+        const QString headsEdited = writeEdited(QStringLiteral("heads-edited.json"), [](nlohmann::json& j) {
+            j["steps"][2]["heads"][4]["distance"] = 1000.5;
+        }, path);
+        edited = replay(headsEdited, &same);
+        QVERIFY(!same);
+        QVERIFY2(edited.contains(QStringLiteral(", but the head statistics differ at token 2, layer %1, head %2: distance 1000.5 vs ")
+                                     .arg(t.inspection[2].heads[4].layer).arg(t.inspection[2].heads[4].head)),
+                 qPrintable(edited));
+    }
+
+    // Export with attention rows: every drawn token's rows are the Attention panel store's rows of the
+    // position whose logits drew it, value for value after the file is read back; the file replays as
+    // the same reply.
+    void exportWithAttentionCarriesTheStoresRows() {
+        QVERIFY(reply(QStringLiteral("Name a colour.")));
+        const AttentionStore& store = *controller()->attentionStore();
+        const ChatEntry& r = controller()->conversation().messages.last();
+        const QString path = m_dir.filePath(QStringLiteral("attention.json"));
+        QString error;
+        QVERIFY2(actions()->exportReply(lastIndex(), path, &error, true), qPrintable(error));
+        QFile f(path);
+        QVERIFY(f.open(QIODevice::ReadOnly));
+        const wb::InspectedTrace t = wb::read_inspected_trace_json(f.readAll().toStdString());
+        QCOMPARE(int(t.inspection.size()), r.tokens.size());
+        size_t rows = 0;
+        for (int i = 0; i < r.tokens.size(); ++i) {
+            const int query = r.tokens[i].position - 1;
+            size_t expected = 0;
+            for (int layer = 0; layer < store.layerCount(); ++layer)
+                for (int head = 0; head < store.headCount(); ++head)
+                    if (store.row(layer, head, query)) ++expected;
+            const std::vector<wb::AttentionRow>& got = t.inspection[size_t(i)].attention;
+            QCOMPARE(got.size(), expected);
+            for (const wb::AttentionRow& row : got) {
+                const std::vector<float>* want = store.row(row.layer, row.head, query);
+                QVERIFY(want);
+                QCOMPARE(row.probs.size(), want->size());
+                QVERIFY(std::memcmp(row.probs.data(), want->data(), want->size() * sizeof(float)) == 0);
+            }
+            rows += got.size();
+        }
+        QVERIFY(rows > 0);
         bool same = false;
         const QString report = replay(path, &same);
         QVERIFY2(same, qPrintable(report));
@@ -341,9 +444,27 @@ private Q_SLOTS:
         QVERIFY(reply(QStringLiteral("Write a short sentence about the sea.")));
         const auto run = controller()->conversation().messages.last().run;
         QVERIFY(run);
+        // The memory ledger while the second file is loaded: what each report put in its rows.
+        QDockWidget* infoDock = m_window->dock(QStringLiteral("modelInfoDock"));
+        QVERIFY(infoDock);
+        infoDock->show();
+        infoDock->raise();
+        ModelInfoPanel* info = m_window->modelInfoPanel();
+        info->tabs()->setCurrentWidget(info->ledgerTable());
+        QTRY_VERIFY_WITH_TIMEOUT(info->ledgerTable()->isVisible(), kTimeoutMs);
+        QVector<Seen> seen;
+        const QMetaObject::Connection watch =
+            connect(controller(), &ChatController::comparisonMemoryChanged, this, [&](const ComparisonMemory& m) {
+                seen.append({m, info->ledgerBytes("compare_weights", ModelInfoPanel::PredictedColumn),
+                             info->ledgerBytes("compare_weights", ModelInfoPanel::MeasuredColumn),
+                             info->ledgerBytes("compare_kv", ModelInfoPanel::PredictedColumn),
+                             info->ledgerBytes("compare_kv", ModelInfoPanel::MeasuredColumn)});
+            });
         CompareDialog* d = compare(other);
+        disconnect(watch);
         QVERIFY(d && d->result());
         verifyDialogShows(d);
+        verifyComparisonLedger(seen, other, int(run->prompt.size()) + int(controller()->conversation().messages.last().tokens.size()));
         const wb::ModelComparison& shown = d->result()->comparison;
         QVERIFY(shown.kl_max > 0.0);  // the copy is another model
 

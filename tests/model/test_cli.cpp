@@ -16,6 +16,7 @@
 
 #include <cmath>
 #include <fstream>
+#include <functional>
 
 #include "chat/jinja/json.h"
 #include "test_paths.h"
@@ -143,6 +144,8 @@ private Q_SLOTS:
         QTest::newRow("dry base below 1") << QStringList{"generate", "-p", "x", "--dry-base", "0.5"} << "--dry-base expects";
         QTest::newRow("bad context policy") << QStringList{"generate", "-p", "x", "--context-policy", "rotate"}
                                             << "unknown context policy 'rotate' (stop, shift or trim)";
+        QTest::newRow("trace attention without export") << QStringList{"generate", "-p", "x", "--trace-attention"}
+                                                        << "--trace-attention adds the attention rows to --export-trace's file";
         QTest::newRow("bad keep") << QStringList{"generate", "-p", "x", "--keep", "-2"} << "--keep expects";
         QTest::newRow("bad cache type k") << QStringList{"generate", "-p", "x", "--cache-type-k", "q5_1"}
                                           << "--cache-type-k: unknown KV cache type 'q5_1' (expected f16|q8_0|q4_0)";
@@ -657,9 +660,10 @@ private Q_SLOTS:
     }
 
     // --export-trace with --logit-lens and --head-stats: each step of the file carries the lens and the
-    // head statistics --json printed (the same numbers, as floats), the file replays as the same reply,
-    // and a replay refuses a file whose lens record is damaged, naming it. Without the flags the file
-    // has neither.
+    // head statistics --json printed (the same numbers, as floats), the file replays as the same reply
+    // with every lens and head record recomputed bit for bit, a record altered by one value is named at
+    // exactly its step and layer, and a replay refuses a file whose lens record is damaged, naming it.
+    // Without the flags the file has neither.
     void traceCarriesTheLensAndHeadStatsJsonPrinted() {
         QTemporaryDir dir;
         const QString path = dir.filePath("trace.json");
@@ -704,7 +708,38 @@ private Q_SLOTS:
         }
         const Run replay = run_cli({"generate", "-m", model(), "--backend", "cpu", "--replay", path});
         QCOMPARE(replay.exit_code, 0);
-        QCOMPARE(replay.out.trimmed(), QByteArray("replay: the same 3 tokens and sampler trace"));
+        QCOMPARE(replay.out.trimmed(), QByteArray("replay: the same 3 tokens and sampler trace\nreplay: the same logit lens "
+                                                  "(90 layer records) and head statistics (54 head records), bit for bit"));
+        // One value changed in the file: the replay names its step, layer (and head), tokens the same.
+        const auto altered = [&](int s, const char* key, int index, const std::function<void(QJsonObject&)>& edit) {
+            QJsonArray edited = steps;
+            QJsonObject step = edited[s].toObject();
+            QJsonArray records = step[key].toArray();
+            QJsonObject record = records[index].toObject();
+            edit(record);
+            records[index] = record;
+            step[key] = records;
+            edited[s] = step;
+            QJsonObject copy = file;
+            copy["steps"] = edited;
+            return run_cli({"generate", "-m", model(), "--backend", "cpu", "--replay",
+                            write_file(dir, QStringLiteral("altered-%1-%2.json").arg(key).arg(s), QJsonDocument(copy).toJson())});
+        };
+        const Run lens_altered = altered(1, "lens", 17, [](QJsonObject& l) {
+            QJsonArray top = l["top"].toArray();
+            QJsonArray first = top[0].toArray();
+            first[1] = first[1].toDouble() * 0.5;
+            top[0] = first;
+            l["top"] = top;
+        });
+        QCOMPARE(lens_altered.exit_code, 1);
+        QVERIFY2(lens_altered.out.startsWith("replay: the same 3 tokens and sampler trace\nreplay: the logit lens differs at "
+                                             "token 1, layer 17: top[0] p "), lens_altered.out.constData());
+        // heads[12]: layer 17 (the second captured layer), head 3.
+        const Run heads_altered = altered(2, "heads", 12, [](QJsonObject& h) { h["entropy"] = h["entropy"].toDouble() + 0.25; });
+        QCOMPARE(heads_altered.exit_code, 1);
+        QVERIFY2(heads_altered.out.contains("replay: the head statistics differ at token 2, layer 17, head 3: entropy "),
+                 heads_altered.out.constData());
 
         QJsonArray damaged = steps;
         QJsonObject step = damaged[1].toObject();
@@ -723,6 +758,62 @@ private Q_SLOTS:
         QVERIFY(p.open(QIODevice::ReadOnly));
         const QJsonObject first = QJsonDocument::fromJson(p.readAll()).object()["steps"].toArray()[0].toObject();
         QVERIFY(!first.contains("lens") && !first.contains("heads"));
+    }
+
+    // --trace-attention: each step of the file carries, for every captured layer and head, the attention
+    // row whose logits drew its token, equal value for value to that row in --dump-attention's file of
+    // the same run (the last query row of the pass ending at that position); without the flag, none;
+    // without --export-trace, the flag is refused (badInputGivesOneLine).
+    void traceAttentionRowsAreTheCapturedOnes() {
+        QTemporaryDir dir;
+        const QString path = dir.filePath("trace.json"), dump = dir.filePath("dump.json");
+        const Run r = run_cli({"generate", "-m", model(), "-p", "The capital of France is", "-n", "3", "--ignore-eos",
+                               "--backend", "cpu", "--layers", "0,17", "--heads", "1,4", "--dump-attention", dump,
+                               "--export-trace", path, "--trace-attention"});
+        QCOMPARE(r.exit_code, 0);
+        const auto read = [](const QString& p) {
+            QFile f(p);
+            return f.open(QIODevice::ReadOnly) ? QJsonDocument::fromJson(f.readAll()).object() : QJsonObject();
+        };
+        const QJsonObject file = read(path), dumped = read(dump);
+        const QJsonArray steps = file["steps"].toArray(), events = dumped["events"].toArray();
+        const int prompt = file["prompt"].toArray().size();
+        QCOMPARE(steps.size(), 3);
+        for (int s = 0; s < steps.size(); ++s) {
+            const QJsonArray rows = steps[s].toObject()["attention"].toArray();
+            QCOMPARE(rows.size(), 2 * 2);
+            for (const QJsonValue& v : rows) {
+                const QJsonObject row = v.toObject();
+                const int layer = row["layer"].toInt(), head = row["head"].toInt();
+                const QJsonArray probs = row["probs"].toArray();
+                QCOMPARE(probs.size(), prompt + s);  // keys 0 .. the drawing position
+                // The dump's event of this layer whose pass ends at that position, its last query row.
+                QJsonArray want;
+                for (const QJsonValue& ev : events) {
+                    const QJsonObject e = ev.toObject();
+                    if (e["layer"].toInt() != layer || e["n_keys"].toInt() != prompt + s) continue;
+                    int hi = -1;
+                    for (int i = 0; i < e["heads"].toArray().size(); ++i)
+                        if (e["heads"].toArray()[i].toInt() == head) hi = i;
+                    QVERIFY(hi >= 0);
+                    const QJsonArray queries = e["probs"].toArray()[hi].toArray();
+                    want = queries.last().toArray();
+                }
+                QCOMPARE(want.size(), probs.size());
+                for (int k = 0; k < probs.size(); ++k)
+                    QVERIFY2(float(probs[k].toDouble()) == float(want[k].toDouble()),
+                             qPrintable(QString("step %1 layer %2 head %3 key %4").arg(s).arg(layer).arg(head).arg(k)));
+            }
+        }
+        QVERIFY(!steps[0].toObject().contains("lens") && !steps[0].toObject().contains("heads"));
+        // The rows do not change the replay: the same tokens.
+        const Run replay = run_cli({"generate", "-m", model(), "--backend", "cpu", "--replay", path});
+        QCOMPARE(replay.exit_code, 0);
+
+        const QString plain = dir.filePath("plain.json");
+        QCOMPARE(run_cli({"generate", "-m", model(), "-p", "Hi", "-n", "1", "--backend", "cpu", "--export-trace", plain,
+                          "--layers", "0"}).exit_code, 0);
+        QVERIFY(!read(plain)["steps"].toArray()[0].toObject().contains("attention"));
     }
 
     void traceOfABiggerVocabularyIsRefusedBeforeGenerating() {

@@ -11,6 +11,7 @@
 #include <random>
 
 #include "sampling/sampler.h"
+#include "engine/inspection_replay.h"
 #include "engine/trace_inspection.h"
 #include "sampling/trace_file.h"
 #include "util/error.h"
@@ -168,6 +169,11 @@ private slots:
     void lens_and_head_records_round_trip_bit_exact();
     void files_without_lens_or_heads_read_as_none();
     void bad_lens_or_head_records_get_specific_errors();
+    void replay_comparison_names_the_step_and_layer_of_an_altered_record();
+    void replay_comparison_ignores_steps_after_the_limit_and_extra_records();
+    void replay_spec_asks_for_what_the_file_recorded();
+    void attention_rows_round_trip_bit_exact();
+    void bad_attention_rows_get_specific_errors();
 };
 
 void TestTraceFile::export_import_round_trip_is_bit_exact() {
@@ -506,6 +512,158 @@ void TestTraceFile::bad_lens_or_head_records_get_specific_errors() {
              std::string("trace file: steps[0].heads[0] has no \"kv_head\""));
     QCOMPARE(error_of([](auto& j) { j["steps"][0]["heads"] = nlohmann::json::object(); }),
              std::string("trace file: steps[0].heads must be an array, got object"));
+}
+
+// A replay's lens and heads against the file's (inspection_replay.h): the same records compare the
+// same; one altered number, wherever it is, is named at exactly its step, layer (and head) with both
+// values; a record the rerun lacks is "not recomputed".
+void TestTraceFile::replay_comparison_names_the_step_and_layer_of_an_altered_record() {
+    const std::vector<TraceStepInspection> file = {inspection_of(4, 3, 6, 0.7f), {}, inspection_of(4, 3, 6, 0.3f)};
+    QVERIFY(wb::compare_inspection(file, file, 3).same);
+    QCOMPARE(describe_inspection_records(file), std::string("logit lens (8 layer records) and head statistics (12 head records)"));
+
+    std::vector<TraceStepInspection> now = file;
+    now[2].lens[3].top_p[1] = std::nextafter(now[2].lens[3].top_p[1], 1.0f);  // one ulp
+    InspectionDivergence d = wb::compare_inspection(file, now, 3);
+    QVERIFY(!d.same);
+    QCOMPARE(d.step, size_t(2));
+    QCOMPARE(d.record, std::string("lens"));
+    QCOMPARE(d.layer, 3);
+    QCOMPARE(d.head, -1);
+    QCOMPARE(describe_inspection_divergence(d), std::string("the logit lens differs at token 2, layer 3: top[1] p 0.042857144 vs 0.0428571478"));
+
+    now = file;
+    now[0].lens[1].top_ids[0] = 5;
+    QCOMPARE(describe_inspection_divergence(wb::compare_inspection(file, now, 3)),
+             std::string("the logit lens differs at token 0, layer 1: top[0] id 1003 vs 5"));
+    now = file;
+    now[2].lens[0].entropy = 0.5f;
+    QCOMPARE(describe_inspection_divergence(wb::compare_inspection(file, now, 3)),
+             std::string("the logit lens differs at token 2, layer 0: entropy 0.042857144 vs 0.5"));
+    now = file;
+    now[2].heads[4].sink = 0.0f;  // layer 1, head 1
+    d = wb::compare_inspection(file, now, 3);
+    QCOMPARE(d.record, std::string("heads"));
+    QCOMPARE(describe_inspection_divergence(d), std::string("the head statistics differ at token 2, layer 1, head 1: sink 0.0230769236 vs 0"));
+    now = file;
+    now[0].heads[1].in_window = 0.25f;  // the file's is NaN: a NaN equals only a NaN
+    QCOMPARE(describe_inspection_divergence(wb::compare_inspection(file, now, 3)),
+             std::string("the head statistics differ at token 0, layer 0, head 1: in_window nan vs 0.25"));
+    now = file;
+    now[2].lens.erase(now[2].lens.begin() + 2);
+    QCOMPARE(describe_inspection_divergence(wb::compare_inspection(file, now, 3)),
+             std::string("the logit lens differs at token 2, layer 2: not recomputed"));
+    now = file;
+    now.resize(1);  // the rerun ended early: its missing steps recomputed nothing
+    QCOMPARE(describe_inspection_divergence(wb::compare_inspection(file, now, 3)),
+             std::string("the logit lens differs at token 2, layer 0: not recomputed"));
+}
+
+void TestTraceFile::replay_comparison_ignores_steps_after_the_limit_and_extra_records() {
+    const std::vector<TraceStepInspection> file = {inspection_of(2, 3, 3, 0.7f), inspection_of(2, 3, 3, 0.3f)};
+    std::vector<TraceStepInspection> now = file;
+    now[1].heads[0].entropy = 9.0f;
+    QVERIFY(wb::compare_inspection(file, now, 1).same);  // step 1 is past the first different token
+    QVERIFY(!wb::compare_inspection(file, now, 2).same);
+    // The rerun may record more (a longer top, more layers and heads) than the file kept.
+    now = {inspection_of(3, 5, 6, 0.7f), inspection_of(3, 5, 6, 0.3f)};
+    QVERIFY(wb::compare_inspection(file, now, 2).same);
+    // ... but not fewer top tokens than the file has.
+    const std::vector<TraceStepInspection> shorter = {inspection_of(2, 2, 3, 0.7f), inspection_of(2, 2, 3, 0.3f)};
+    QCOMPARE(describe_inspection_divergence(wb::compare_inspection(file, shorter, 2)),
+             std::string("the logit lens differs at token 0, layer 0: top has 2 tokens, the file 3"));
+    QCOMPARE(describe_inspection_records({{}, {}}), std::string());
+}
+
+void TestTraceFile::replay_spec_asks_for_what_the_file_recorded() {
+    TraceStepInspection a = inspection_of(2, 3, 0, 0.7f), b = inspection_of(0, 0, 0, 0.7f);
+    b.heads = {{5, 2}, {1, 7}, {5, 0}};
+    const InspectionReplaySpec spec = inspection_replay_spec({a, {}, b, inspection_of(1, 6, 0, 0.1f)});
+    QCOMPARE(spec.logit_lens, 6);
+    QVERIFY(spec.head_stats);
+    QCOMPARE(spec.layers, (std::vector<int32_t>{1, 5}));
+    QCOMPARE(spec.heads, (std::vector<int32_t>{0, 2, 7}));
+    const InspectionReplaySpec none = inspection_replay_spec({{}, {}});
+    QCOMPARE(none.logit_lens, 0);
+    QVERIFY(!none.head_stats && none.layers.empty() && none.heads.empty());
+}
+
+namespace {
+
+// Rows of layers {0, 3} and heads {1, 4} at steps 0 and 2 (none at step 1): random probabilities with
+// a zero (a masked key), a subnormal and a one among them, so that rounding through text would show.
+std::vector<TraceStepInspection> attention_records() {
+    std::vector<TraceStepInspection> in(3);
+    std::mt19937 rng(5);
+    std::uniform_real_distribution<float> u(0.0f, 1.0f);
+    for (int step : {0, 2})
+        for (int layer : {0, 3})
+            for (int head : {1, 4}) {
+                AttentionRow r{layer, head, {}};
+                for (int k = 0; k < 20 + step; ++k) r.probs.push_back(u(rng));
+                r.probs[0] = 0.0f;
+                r.probs[1] = 1e-40f;
+                r.probs.back() = 1.0f;
+                in[size_t(step)].attention.push_back(r);
+            }
+    return in;
+}
+
+}  // namespace
+
+// The opt-in raw attention rows (--trace-attention): a step that had them gets the same rows back,
+// every probability bit for bit; a step without them gets none.
+void TestTraceFile::attention_rows_round_trip_bit_exact() {
+    const GenerationTrace t = generate(busy_params(14), random_rows(3, 50, 8));
+    const std::vector<TraceStepInspection> in = attention_records();
+    const std::string text = write_inspected_trace_json(t, in);
+    const nlohmann::json j = nlohmann::json::parse(text);
+    QCOMPARE(j["steps"][0]["attention"].size(), size_t(4));
+    QVERIFY(!j["steps"][1].contains("attention"));
+    QVERIFY(!j["steps"][0].contains("lens") && !j["steps"][0].contains("heads"));
+
+    const InspectedTrace back = read_inspected_trace_json(text);
+    QVERIFY(compare_traces(t, back.trace).same);
+    QCOMPARE(back.inspection.size(), in.size());
+    for (size_t s = 0; s < in.size(); ++s) {
+        QCOMPARE(back.inspection[s].attention.size(), in[s].attention.size());
+        for (size_t r = 0; r < in[s].attention.size(); ++r) {
+            const AttentionRow& a = in[s].attention[r];
+            const AttentionRow& b = back.inspection[s].attention[r];
+            QCOMPARE(b.layer, a.layer);
+            QCOMPARE(b.head, a.head);
+            QCOMPARE(b.probs.size(), a.probs.size());
+            QVERIFY(std::memcmp(b.probs.data(), a.probs.data(), a.probs.size() * sizeof(float)) == 0);
+        }
+    }
+    QVERIFY(back.inspection[1].empty());
+    QCOMPARE(write_inspected_trace_json(back.trace, back.inspection), text);
+}
+
+void TestTraceFile::bad_attention_rows_get_specific_errors() {
+    const GenerationTrace t = generate(busy_params(15), random_rows(3, 50, 9));
+    const std::string good = write_inspected_trace_json(t, attention_records());
+    auto error_of = [&good](const std::function<void(nlohmann::json&)>& edit) -> std::string {
+        nlohmann::json j = nlohmann::json::parse(good);
+        edit(j);
+        try {
+            read_inspected_trace_json(j.dump());
+        } catch (const Error& e) {
+            return e.what();
+        }
+        return "(no error)";
+    };
+    QCOMPARE(error_of([](auto&) {}), std::string("(no error)"));
+    QCOMPARE(error_of([](auto& j) { j["steps"][2]["attention"] = "rows"; }),
+             std::string("trace file: steps[2].attention must be an array, got string \"rows\""));
+    QCOMPARE(error_of([](auto& j) { j["steps"][0]["attention"][1]["probs"] = nlohmann::json::array(); }),
+             std::string("trace file: steps[0].attention[1].probs must be a non-empty array, got array"));
+    QCOMPARE(error_of([](auto& j) { j["steps"][2]["attention"][0]["probs"][3] = "x"; }),
+             std::string("trace file: steps[2].attention[0].probs[3] must be a number (or \"nan\", \"inf\", \"-inf\"), got string \"x\""));
+    QCOMPARE(error_of([](auto& j) { j["steps"][0]["attention"][0].erase("head"); }),
+             std::string("trace file: steps[0].attention[0] has no \"head\""));
+    QCOMPARE(error_of([](auto& j) { j["steps"][0]["attention"][2]["layer"] = -3; }),
+             std::string("trace file: steps[0].attention[2].layer must be a non-negative integer, got number -3"));
 }
 
 QTEST_GUILESS_MAIN(TestTraceFile)
