@@ -189,8 +189,9 @@ private Q_SLOTS:
               "qwen2-dsvocab-q4_k_m", "llama31-l32vocab-q4_k_m"})
             add_row(QString(name));
         // Quantized by llama.cpp itself from an F32 random model (make_quantized_reference.py): every
-        // type of the matrix it makes without an importance matrix, with its own types by role.
-        for (const char* type : {"q8_0", "q6_k", "q5_k_m", "q4_k_m", "q3_k_m", "q2_k", "iq4_xs", "iq4_nl", "iq3_s"})
+        // quantized type of the matrix, with its own types by role (IQ3_XXS, IQ2_XS: a uniform imatrix).
+        for (const char* type :
+             {"q8_0", "q6_k", "q5_k_m", "q4_k_m", "q3_k_m", "q2_k", "iq4_xs", "iq4_nl", "iq3_s", "iq3_xxs", "iq2_xs"})
             add_row(QString("qwen2-llamaq-%1").arg(type));
         // The matrix, as make_random_reference.py's MATRIX_SHAPES x MATRIX_TYPES: every
         // architecture in every type people download (the _M files with llama.cpp's types by role).

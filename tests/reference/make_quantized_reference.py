@@ -4,10 +4,13 @@
 The other random-model cases (make_random_reference.py) are written block by block by our own
 make_random_gguf, so their quantized blocks never came from llama.cpp. Here make_random_gguf writes one
 small model in F32 (qwen2-tiny's shape with one layer, a 256-wide FFN and a tied embedding, so the
-files stay small), and `llama_cpp.llama_model_quantize` turns it into every type of the issue's
-matrix that llama.cpp makes without an importance matrix (IQ3_XXS and IQ2_XS refuse to go without one,
-and llama-cpp-python cannot pass one): Q8_0, Q6_K, Q5_K_M, Q4_K_M, Q3_K_M, Q2_K, IQ4_XS, IQ4_NL and
-IQ3_S, each with llama.cpp's own choice of types by role. A test cannot run llama.cpp, so the quantized files are
+files stay small), and `llama_cpp.llama_model_quantize` turns it into every quantized type of the
+issue's matrix: Q8_0, Q6_K, Q5_K_M, Q4_K_M, Q3_K_M, Q2_K, IQ4_XS, IQ4_NL, IQ3_S, IQ3_XXS and IQ2_XS, each
+with llama.cpp's own choice of types by role. IQ3_XXS and IQ2_XS refuse to go without an importance
+matrix; they get a uniform one (every weight matrix, every column 1.0), passed as llama.h's
+llama_model_imatrix_data array. (F16 is a conversion, not a quantization: the matrix's f16 cells cover it.)
+The types' arithmetic does not depend on the architecture, and every architecture runs every type in
+the generator-made matrix, so one architecture carries this check. A test cannot run llama.cpp, so the quantized files are
 committed (tests/reference/llama-quantized/, random numbers, a few hundred KB each) beside the
 reference data, which is made exactly as make_random_reference.py makes its cases (same contexts,
 sequences and greedy prompts; tests/model/test_arch_parity.cpp checks both kinds).
@@ -34,13 +37,33 @@ import llama_cpp  # noqa: E402
 # The F32 model every file is quantized from.
 F32_ARGS = ["--shape", "qwen2-tiny", "--layers", "1", "--ff", "256", "--tied", "--quantize",
             "--type", "F32", "--embd-type", "F32", "--output-type", "F32"]
-FTYPES = ["Q8_0", "Q6_K", "Q5_K_M", "Q4_K_M", "Q3_K_M", "Q2_K", "IQ4_XS", "IQ4_NL", "IQ3_S"]
+FTYPES = ["Q8_0", "Q6_K", "Q5_K_M", "Q4_K_M", "Q3_K_M", "Q2_K", "IQ4_XS", "IQ4_NL", "IQ3_S", "IQ3_XXS", "IQ2_XS"]
+NEEDS_IMATRIX = {"IQ3_XXS", "IQ2_XS"}
+# The F32 model's matrices (one layer, every row 256 long: n_embd 256 and FFN 256).
+MATRICES = ["token_embd.weight"] + [f"blk.0.{t}.weight" for t in
+                                    ("attn_q", "attn_k", "attn_v", "attn_output", "ffn_gate", "ffn_up", "ffn_down")]
+ROW = 256
+
+
+def uniform_imatrix():
+    """llama_model_imatrix_data for every matrix, all ones, ended by an entry with a null name (the
+    arrays are returned too: they must outlive the call)."""
+    ones = (ctypes.c_float * ROW)(*([1.0] * ROW))
+    entries = (llama_cpp.llama_model_imatrix_data * (len(MATRICES) + 1))()
+    for e, name in zip(entries, MATRICES):
+        e.name, e.data, e.size = name.encode(), ctypes.cast(ones, ctypes.POINTER(ctypes.c_float)), ROW
+    entries[len(MATRICES)].name = None
+    return entries, ones
 
 
 def quantize(src: Path, dst: Path, ftype: str) -> None:
     params = llama_cpp.llama_model_quantize_default_params()
     params.ftype = getattr(llama_cpp, f"LLAMA_FTYPE_MOSTLY_{ftype}")
     params.nthread = 2
+    keep = None
+    if ftype in NEEDS_IMATRIX:
+        keep = uniform_imatrix()
+        params.imatrix = ctypes.cast(keep[0], ctypes.POINTER(llama_cpp.llama_model_imatrix_data))
     rc = llama_cpp.llama_model_quantize(str(src).encode(), str(dst).encode(), ctypes.byref(params))
     if rc != 0:
         sys.exit(f"llama_model_quantize {ftype} failed ({rc})")
@@ -64,7 +87,8 @@ def main() -> int:
             evaluate_case(name, gguf, args.out / "random-archs",
                           {"llama_quantized": {"file": f"llama-quantized/{gguf.name}", "from_make_random_gguf": F32_ARGS,
                                                "ftype": ftype, "by": f"llama_model_quantize, llama-cpp-python "
-                                                                      f"{llama_cpp.__version__}"}})
+                                                                      f"{llama_cpp.__version__}",
+                                               "imatrix": "uniform (1.0)" if ftype in NEEDS_IMATRIX else None}})
     return 0
 
 
