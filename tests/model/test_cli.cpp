@@ -329,6 +329,9 @@ private Q_SLOTS:
         QTest::newRow("tensor the architecture does not use")
             << QStringList{"--shape", "qwen2-tiny", "--extra-tensor", "blk.1.attn_qkv.weight"}
             << "model file has tensor 'blk.1.attn_qkv.weight', which the qwen2 architecture does not use here (not supported)";
+        QTest::newRow("unknown architecture")
+            << QStringList{"--set-string", "general.architecture=falcon"}
+            << "unsupported model architecture 'falcon' (supported: llama, qwen2, qwen3, phi3, gemma2, gemma3)";
         QTest::newRow("missing tensor") << QStringList{"--omit-tensor", "blk.0.attn_q.weight"}
                                         << "model file is missing tensor 'blk.0.attn_q.weight'";
         QTest::newRow("unknown tokenizer") << QStringList{"--set-string", "tokenizer.ggml.model=wordpiece"}
