@@ -3,9 +3,10 @@
 // Each case of tests/reference/random-archs/ (made by tests/reference/make_random_reference.py with
 // llama-cpp-python) names the make_random_gguf arguments that wrote its model. The test writes the
 // same file again (its SHA-256 must equal the recorded one: the weights are the reference's), loads
-// it and checks, as the real-model parity suites do. The qwen2-llamaq-* cases (make_quantized_reference.py)
-// are files llama.cpp's quantizer made from an F32 random model, committed in tests/reference/
-// llama-quantized/ (a test cannot run llama.cpp); their SHA-256 is checked the same way. Checks:
+// it and checks, as the real-model parity suites do. The *-llamaq-* cases (make_quantized_reference.py)
+// are files llama.cpp's quantizer made from F32 random models (qwen2 in every quantized type, the other
+// architectures in Q4_K_M), committed in tests/reference/llama-quantized/ (a test cannot run
+// llama.cpp); their SHA-256 is checked the same way. Checks:
 //  - teacher forcing over three sequences of random tokens: top-1 agreement >= 99 % and mean
 //    KL(llama.cpp || WhiteBox) <= 0.005 nats (the bounds), and beyond them, since the CPU
 //    backend follows llama.cpp's arithmetic in every case, logits bit-identical (SHA-256 of every
@@ -193,6 +194,8 @@ private Q_SLOTS:
         for (const char* type :
              {"q8_0", "q6_k", "q5_k_m", "q4_k_m", "q3_k_m", "q2_k", "iq4_xs", "iq4_nl", "iq3_s", "iq3_xxs", "iq2_xs"})
             add_row(QString("qwen2-llamaq-%1").arg(type));
+        // ... and every other architecture in Q4_K_M from its own F32 model.
+        for (const char* arch : {"llama31", "qwen3", "phi3", "gemma2", "gemma3"}) add_row(QString("%1-llamaq-q4_k_m").arg(arch));
         // The matrix, as make_random_reference.py's MATRIX_SHAPES x MATRIX_TYPES: every
         // architecture in every type people download (the _M files with llama.cpp's types by role).
         for (const char* arch : {"llama31", "qwen2", "qwen3", "phi3", "gemma2", "gemma3"})

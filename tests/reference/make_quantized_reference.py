@@ -9,8 +9,10 @@ issue's matrix: Q8_0, Q6_K, Q5_K_M, Q4_K_M, Q3_K_M, Q2_K, IQ4_XS, IQ4_NL, IQ3_S,
 with llama.cpp's own choice of types by role. IQ3_XXS and IQ2_XS refuse to go without an importance
 matrix; they get a uniform one (every weight matrix, every column 1.0), passed as llama.h's
 llama_model_imatrix_data array. (F16 is a conversion, not a quantization: the matrix's f16 cells cover it.)
-The types' arithmetic does not depend on the architecture, and every architecture runs every type in
-the generator-made matrix, so one architecture carries this check. A test cannot run llama.cpp, so the quantized files are
+The types' arithmetic does not depend on the architecture (every architecture runs every type in the
+generator-made matrix), so qwen2 carries the types; each other architecture gets one Q4_K_M file from
+its own F32 model (Gemma with enough layers for a global one), so that llama.cpp's per-architecture
+choices of types by role are met too. A test cannot run llama.cpp, so the quantized files are
 committed (tests/reference/llama-quantized/, random numbers, a few hundred KB each) beside the
 reference data, which is made exactly as make_random_reference.py makes its cases (same contexts,
 sequences and greedy prompts; tests/model/test_arch_parity.cpp checks both kinds).
@@ -56,6 +58,17 @@ def uniform_imatrix():
     return entries, ones
 
 
+# The other architectures: name -> the F32 model's shape arguments (each quantized to Q4_K_M only).
+OTHER_ARCHS = {
+    "llama31": ["--shape", "llama31-tiny", "--layers", "1"],
+    "qwen3": ["--shape", "qwen3-tiny", "--layers", "1"],
+    "phi3": ["--shape", "phi3-tiny", "--layers", "1"],
+    "gemma2": ["--shape", "gemma2-tiny", "--embd", "256", "--layers", "2"],  # local, then global
+    "gemma3": ["--shape", "gemma3-tiny", "--embd", "256", "--layers", "3"],  # two local, one global
+}
+F32_TAIL = ["--ff", "256", "--tied", "--quantize", "--mix", "pure", "--type", "F32", "--embd-type", "F32", "--output-type", "F32"]
+
+
 def quantize(src: Path, dst: Path, ftype: str) -> None:
     params = llama_cpp.llama_model_quantize_default_params()
     params.ftype = getattr(llama_cpp, f"LLAMA_FTYPE_MOSTLY_{ftype}")
@@ -77,15 +90,18 @@ def main() -> int:
     files = args.out / "llama-quantized"
     files.mkdir(parents=True, exist_ok=True)
     (args.out / "random-archs").mkdir(parents=True, exist_ok=True)
+    cases = [("qwen2", F32_ARGS, ftype) for ftype in FTYPES]
+    cases += [(arch, shape + F32_TAIL, "Q4_K_M") for arch, shape in OTHER_ARCHS.items()]
     with tempfile.TemporaryDirectory() as tmp:
-        f32 = Path(tmp) / "qwen2-f32.gguf"
-        subprocess.run([str(args.make_random.resolve()), str(f32), *F32_ARGS], check=True, stdout=subprocess.DEVNULL)
-        for ftype in FTYPES:
-            name = f"qwen2-llamaq-{ftype.lower()}"
+        for arch, f32_args, ftype in cases:
+            f32 = Path(tmp) / f"{arch}-f32.gguf"
+            if not f32.exists():
+                subprocess.run([str(args.make_random.resolve()), str(f32), *f32_args], check=True, stdout=subprocess.DEVNULL)
+            name = f"{arch}-llamaq-{ftype.lower()}"
             gguf = files / f"{name}.gguf"
             quantize(f32, gguf, ftype)
             evaluate_case(name, gguf, args.out / "random-archs",
-                          {"llama_quantized": {"file": f"llama-quantized/{gguf.name}", "from_make_random_gguf": F32_ARGS,
+                          {"llama_quantized": {"file": f"llama-quantized/{gguf.name}", "from_make_random_gguf": f32_args,
                                                "ftype": ftype, "by": f"llama_model_quantize, llama-cpp-python "
                                                                       f"{llama_cpp.__version__}",
                                                "imatrix": "uniform (1.0)" if ftype in NEEDS_IMATRIX else None}})
