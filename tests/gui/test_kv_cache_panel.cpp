@@ -65,6 +65,27 @@ private Q_SLOTS:
         QVERIFY2(panel.estimateText().contains("(68 B of K + 36 B of V per head)"), qPrintable(panel.estimateText()));
         QVERIFY2(panel.estimateText().contains("60.9 KiB"), qPrintable(panel.estimateText()));
     }
+
+    // Prefix reuse as the engine's timings report it: the tokens the turn before left in the cache (not
+    // recomputed) beside those evaluated; a reply's timings with no prompt leave it, a new model clears it.
+    void showsPrefixReuse() {
+        KvCachePanel panel;
+        ModelSummary m;
+        m.nLayer = 2;
+        m.contextSize = 1024;
+        panel.setModel(m);
+        QCOMPARE(panel.reuseText(), QString("—"));
+        wb::Timings t;
+        t.n_reused = 120;
+        t.n_prefill = 30;
+        panel.handleTimings(t);
+        QCOMPARE(panel.reuseText(),
+                 QString("120 of the last prompt's 150 tokens reused from the turn before (not recomputed), 30 evaluated"));
+        panel.handleTimings(wb::Timings{});
+        QVERIFY(panel.reuseText().startsWith("120 of"));
+        panel.setModel(m);
+        QCOMPARE(panel.reuseText(), QString("—"));
+    }
 };
 
 QTEST_MAIN(TestKvCachePanel)
