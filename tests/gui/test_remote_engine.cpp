@@ -7,6 +7,7 @@
 // a reply at once; a sampling change mid-reply continues it from the text so far; a 500 and a
 // malformed stream are clear messages and the user's message stays; loading a local model goes back.
 #include <QAction>
+#include <QActionGroup>
 #include <QElapsedTimer>
 #include <QFileInfo>
 #include <QJsonArray>
@@ -32,6 +33,7 @@
 #include "chat_panel.h"
 #include "gui_test_support.h"
 #include "internals_notice.h"
+#include "load_options_menu.h"
 #include "main_window.h"
 #include "message_edit.h"
 #include "model/model_paths.h"
@@ -226,6 +228,54 @@ private Q_SLOTS:
         QVERIFY(AppSettings::remoteEngine().url.isEmpty());
     }
 
+    // A failed connection's fields come back as typed when the dialog opens again (held in memory
+    // only: the saved setting is still none).
+    void aFailedConnectKeepsWhatWasTyped() {
+        const QString dead = QStringLiteral("http://127.0.0.1:%1/typed").arg(freePort());
+        QVERIFY(!connectByDialog(dead, QStringLiteral("my-model")));
+        closeMessages(m_w);
+        m_w->remoteEngineUi()->connectAction()->trigger();
+        RemoteConnectDialog* d = m_w->remoteEngineUi()->dialog();
+        QVERIFY(d && d->isVisible());
+        QCOMPARE(d->urlEdit()->text(), dead);
+        QCOMPARE(d->keyEdit()->text(), QStringLiteral("test-key"));
+        QCOMPARE(d->modelEdit()->text(), QStringLiteral("my-model"));
+        d->close();
+        QVERIFY(AppSettings::remoteEngine().url.isEmpty());
+    }
+
+    // Cancel while connecting to a server that accepts and never answers: the connection ends at
+    // once (not after the probe's 15 s timeout), the local model stays, nothing is kept.
+    void cancelWhileConnectingIsPrompt() {
+        std::atomic<bool> release{false};
+        wb_remote_test::FakeServer fake;
+        const auto silent = [&](const httplib::Request&, httplib::Response& res) {
+            for (int i = 0; i < 600 && !release.load(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+            res.status = 503;
+        };
+        fake.http.Get("/v1/models", silent);
+        fake.http.Get("/props", silent);
+        fake.start();
+        QSignalSpy started(m_w->controller(), &ChatController::loadStarted);
+        QSignalSpy canceled(m_w->controller(), &ChatController::loadCanceled);
+        QSignalSpy failed(m_w->controller(), &ChatController::loadFailed);
+        m_w->remoteEngineUi()->connectTo({QString::fromStdString(fake.url()), QString(), QString()});
+        QVERIFY(started.wait(10000));
+        QTest::qWait(300);  // the request is sent and waiting
+        QVERIFY(canceled.isEmpty() && failed.isEmpty());
+        QElapsedTimer t;
+        t.start();
+        m_w->controller()->cancelLoad();
+        // Generous for a loaded CI; without the cancel flag the wait is the probe's 15 s.
+        QVERIFY(canceled.wait(8000));
+        QVERIFY2(t.elapsed() < 8000, qPrintable(QString::number(t.elapsed())));
+        QVERIFY(failed.isEmpty());
+        QVERIFY(!m_w->controller()->isRemote());
+        QVERIFY(m_w->controller()->hasModel());
+        QVERIFY(AppSettings::remoteEngine().url.isEmpty());
+        release.store(true);
+    }
+
     // Connected: the setting is kept, the internals panels say they are not exposed.
     void connectKeepsTheSettingAndCoversTheInternals() {
         QVERIFY(connectByDialog(url()));
@@ -300,12 +350,17 @@ private Q_SLOTS:
         m_w->chatPanel()->sendButton()->click();
         QTRY_VERIFY_WITH_TIMEOUT(appended.size() >= 3, kTimeoutMs);
         QVERIFY(finished.isEmpty());
+        const double cancelled = metric("whitebox_generations_cancelled_total");
+        QVERIFY(cancelled >= 0);
         QElapsedTimer t;
         t.start();
         m_w->controller()->stop();
         QVERIFY(finished.wait(kTimeoutMs));
         const qint64 ms = t.elapsed();
-        QVERIFY2(ms < 1500, qPrintable(QStringLiteral("the reply ended %1 ms after Stop").arg(ms)));
+        // Generous for a loaded 2-core CI (400 tokens would take far longer); that the server was hung
+        // up on, not left to run, is its own count below.
+        QVERIFY2(ms < 10000, qPrintable(QStringLiteral("the reply ended %1 ms after Stop").arg(ms)));
+        QTRY_COMPARE_WITH_TIMEOUT(metric("whitebox_generations_cancelled_total"), cancelled + 1, 10000);
         const GenerationSummary s = finished.last().at(0).value<GenerationSummary>();
         QCOMPARE(s.reason, wb::StopReason::STOPPED);
         const ChatEntry& reply = m_w->controller()->conversation().messages.last();
@@ -378,14 +433,15 @@ private Q_SLOTS:
         // seam is one of those token boundaries, and from it on the reply is the server's completion.
         bool continued = false;
         QString prefix;
-        for (int k = 0; k < reply.tokens.size() && k <= tokensAtChange + 8 && !continued; ++k) {
+        // The window is wide: on a loaded machine more tokens may be on their way when the change lands.
+        for (int k = 0; k < reply.tokens.size() && k <= tokensAtChange + 32 && !continued; ++k) {
             prefix += reply.tokens[k].piece;
             if (k + 1 < tokensAtChange || !reply.content.startsWith(prefix)) continue;
             continued = reply.content == prefix + complete(chatPrompt + prefix.toStdString(), kTokens - k - 1);
         }
         QVERIFY2(continued, qPrintable(reply.content));
         // The first stream was hung up (the server counts a client that left), not left to run.
-        QTRY_COMPARE_WITH_TIMEOUT(metric("whitebox_generations_cancelled_total"), cancelled + 1, 5000);
+        QTRY_COMPARE_WITH_TIMEOUT(metric("whitebox_generations_cancelled_total"), cancelled + 1, 10000);
     }
 
     // A 500 and a malformed stream: the message says what the server did, the user's message stays.
@@ -426,6 +482,61 @@ private Q_SLOTS:
         QCOMPARE(messages.last().role, QStringLiteral("user"));
         QCOMPARE(messages.last().content, mine);
         QVERIFY(!m_w->controller()->isGenerating());
+    }
+
+    // While remote, a Backend / Context / Threads / KV choice waits for the next local load: no
+    // reload of the server's URL as a model path, and nothing saved (a remote connection proves none
+    // of them works), neither then nor when a remote connection loads.
+    void loadOptionsWaitWhileRemote() {
+        if (!m_w->controller()->isRemote()) QVERIFY(connectByDialog(url()));
+        const int savedThreads = AppSettings::threads();
+        QAction* other = nullptr;
+        for (QAction* a : m_w->loadOptions()->threadsGroup()->actions())
+            if (a->data().toInt() != m_w->controller()->threads()) other = a;
+        QVERIFY(other);
+        QSignalSpy started(m_w->controller(), &ChatController::loadStarted);
+        other->trigger();
+        QTest::qWait(300);
+        QVERIFY(started.isEmpty());
+        QVERIFY(m_w->controller()->isRemote());
+        QCOMPARE(m_w->controller()->threads(), other->data().toInt());  // for the next local load
+        QCOMPARE(AppSettings::threads(), savedThreads);
+        QVERIFY(connectByDialog(url()));
+        QCOMPARE(AppSettings::threads(), savedThreads);
+        QCOMPARE(m_w->loadOptions()->working().threads, savedThreads);
+    }
+
+    // `whitebox --remote URL`: the saved key and model go with the saved server's URL; another URL
+    // connects without them and is not saved (the saved connection stays whole).
+    void commandLineRemoteKeepsTheSavedConnection() {
+        wb_remote_test::FakeServer fake;
+        fake.http.Get("/v1/models", [](const httplib::Request& req, httplib::Response& res) {
+            if (req.get_header_value("Authorization") != "Bearer secret") {
+                res.status = 401;
+                res.set_content(R"({"error":{"message":"bad key"}})", "application/json");
+                return;
+            }
+            res.set_content(R"({"object":"list","data":[{"id":"first"},{"id":"chosen"}]})", "application/json");
+        });
+        fake.start();
+        const QString fakeUrl = QString::fromStdString(fake.url());
+        AppSettings::setRemoteEngine({fakeUrl, QStringLiteral("secret"), QStringLiteral("chosen")});
+        QSignalSpy loaded(m_w->controller(), &ChatController::modelLoaded);
+        QSignalSpy failed(m_w->controller(), &ChatController::loadFailed);
+        m_w->remoteEngineUi()->connectFromCommandLine(fakeUrl);
+        QTRY_VERIFY_WITH_TIMEOUT(!loaded.isEmpty() || !failed.isEmpty(), 30000);
+        QVERIFY2(failed.isEmpty(), qPrintable(failed.isEmpty() ? QString() : failed.first().at(1).toString()));
+        QCOMPARE(loaded.first().at(0).value<ModelSummary>().name, QStringLiteral("chosen"));
+        // Another URL (the real server): it connects, and the saved one stays as it was.
+        loaded.clear();
+        m_w->remoteEngineUi()->connectFromCommandLine(url());
+        QTRY_VERIFY_WITH_TIMEOUT(!loaded.isEmpty() || failed.size() > 0, 30000);
+        QVERIFY(failed.isEmpty());
+        QVERIFY(m_w->controller()->isRemote());
+        const AppSettings::RemoteEngine kept = AppSettings::remoteEngine();
+        QCOMPARE(kept.url, fakeUrl);
+        QCOMPARE(kept.apiKey, QStringLiteral("secret"));
+        QCOMPARE(kept.model, QStringLiteral("chosen"));
     }
 
     // Loading a local model goes back: the notices go, replies come from the local engine again.
