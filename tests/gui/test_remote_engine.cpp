@@ -210,6 +210,15 @@ private Q_SLOTS:
         QVERIFY(std::isnan(one[0].p));
         QVERIFY(remote_reply::tokenEvents(wb::remote::StreamDelta{}, &next).empty());
         QCOMPARE(next, 10);
+        // A server that sends more alternatives than asked: only the kTopLogprobs most likely are kept.
+        wb::remote::StreamDelta many;
+        many.text = "x";
+        many.tokens = {{"x", std::log(0.5f), {}}};
+        for (int i = 0; i < 3 * remote_reply::kTopLogprobs; ++i) many.tokens[0].top.push_back({"c" + std::to_string(i), std::log(0.01f)});
+        const std::vector<wb::TokenEvent> capped = remote_reply::tokenEvents(many, &next);
+        QCOMPARE(int(capped.size()), 1);
+        QCOMPARE(int(capped[0].candidates.size()), remote_reply::kTopLogprobs);
+        QCOMPARE(capped[0].candidates.back().piece, "c" + std::to_string(remote_reply::kTopLogprobs - 1));
     }
 
     // Nothing listening: a message that says so, the local model stays, no setting is kept.
@@ -537,6 +546,62 @@ private Q_SLOTS:
         QCOMPARE(kept.url, fakeUrl);
         QCOMPARE(kept.apiKey, QStringLiteral("secret"));
         QCOMPARE(kept.model, QStringLiteral("chosen"));
+    }
+
+    // Hostile or partial servers at connect: a /props that cannot be read (over 1 MiB) or whose
+    // template throws on a real chat is no template (the connection works, continuation off); an
+    // empty model list takes the model named; a long list is cut to ten names in the message.
+    void oddServersAtConnect() {
+        wb_remote_test::FakeServer fake;
+        fake.http.Get("/big/v1/models", [](const httplib::Request&, httplib::Response& res) {
+            res.set_content(R"({"object":"list","data":[]})", "application/json");
+        });
+        fake.http.Get("/big/props", [](const httplib::Request&, httplib::Response& res) {
+            res.set_content(R"({"chat_template":")" + std::string(2 * 1024 * 1024, 'x') + R"("})", "application/json");
+        });
+        fake.http.Get("/raise/v1/models", [](const httplib::Request&, httplib::Response& res) {
+            res.set_content(R"({"object":"list","data":[{"id":"m"}]})", "application/json");
+        });
+        fake.http.Get("/raise/props", [](const httplib::Request&, httplib::Response& res) {
+            res.set_content(R"({"chat_template":"{% if messages|length > 1 %}{{ raise_exception('one message only') }}{% endif %}{{ messages[0].content }}","eos_token":"</s>"})",
+                            "application/json");
+        });
+        fake.http.Get("/many/v1/models", [](const httplib::Request&, httplib::Response& res) {
+            std::string data;
+            for (int i = 0; i < 50; ++i) {
+                if (i > 0) data += ',';
+                data += R"({"id":"m-)";
+                data += std::to_string(i);
+                data += R"("})";
+            }
+            res.set_content(R"({"object":"list","data":[)" + data + "]}", "application/json");
+        });
+        fake.start();
+        for (const char* path : {"/big", "/raise"}) {
+            QSignalSpy loaded(m_w->controller(), &ChatController::modelLoaded);
+            QSignalSpy failed(m_w->controller(), &ChatController::loadFailed);
+            m_w->remoteEngineUi()->connectTo({QString::fromStdString(fake.url(path)), QString(), QStringLiteral("named")}, false);
+            QTRY_VERIFY_WITH_TIMEOUT(!loaded.isEmpty() || !failed.isEmpty(), 30000);
+            if (QByteArray(path) == "/raise") {
+                // This server lists "m" only: the named model is refused, so ask for that one.
+                QVERIFY(!failed.isEmpty());
+                closeMessages(m_w);
+                loaded.clear();
+                failed.clear();
+                m_w->remoteEngineUi()->connectTo({QString::fromStdString(fake.url(path)), QString(), QStringLiteral("m")}, false);
+                QTRY_VERIFY_WITH_TIMEOUT(!loaded.isEmpty() || !failed.isEmpty(), 30000);
+            }
+            QVERIFY2(failed.isEmpty(), qPrintable(failed.isEmpty() ? QString() : failed.first().at(1).toString()));
+            const ModelSummary s = loaded.first().at(0).value<ModelSummary>();
+            QVERIFY2(s.chatTemplate.contains(QStringLiteral("not exposed")), qPrintable(path + (": " + s.chatTemplate)));
+        }
+        QCOMPARE(m_w->controller()->model().name, QStringLiteral("m"));
+        QSignalSpy failed(m_w->controller(), &ChatController::loadFailed);
+        m_w->remoteEngineUi()->connectTo({QString::fromStdString(fake.url("/many")), QString(), QStringLiteral("absent")}, false);
+        QTRY_VERIFY_WITH_TIMEOUT(!failed.isEmpty(), 30000);
+        const QString message = failed.first().at(1).toString();
+        QVERIFY2(message.contains(QStringLiteral("m-9, and 40 more")) && !message.contains(QStringLiteral("m-10")), qPrintable(message));
+        closeMessages(m_w);
     }
 
     // Loading a local model goes back: the notices go, replies come from the local engine again.
