@@ -604,6 +604,31 @@ private Q_SLOTS:
         closeMessages(m_w);
     }
 
+    // A server's error text reaches the message box bounded (about 2 KB of a 20 KB message) and as
+    // plain text (its markup is shown, never rendered).
+    void serverTextIsBoundedAndPlain() {
+        wb_remote_test::FakeServer fake;
+        fake.http.Get("/v1/models", [](const httplib::Request&, httplib::Response& res) {
+            res.status = 500;
+            res.set_content(R"({"error":{"message":"<b>loud</b> )" + std::string(20000, 'y') + R"("}})", "application/json");
+        });
+        fake.start();
+        QSignalSpy failed(m_w->controller(), &ChatController::loadFailed);
+        m_w->remoteEngineUi()->connectTo({QString::fromStdString(fake.url()), QString(), QString()}, false);
+        QTRY_VERIFY_WITH_TIMEOUT(!failed.isEmpty(), 30000);
+        const QString message = failed.first().at(1).toString();
+        QVERIFY2(message.contains(QStringLiteral("<b>loud</b>")) && message.size() <= 2100, qPrintable(QString::number(message.size())));
+        QMessageBox* shown = nullptr;
+        QTRY_VERIFY_WITH_TIMEOUT((shown = [this]() -> QMessageBox* {
+                                     for (QMessageBox* b : m_w->findChildren<QMessageBox*>())
+                                         if (b->isVisible() && b->text().contains(QStringLiteral("<b>loud</b>"))) return b;
+                                     return nullptr;
+                                 }()) != nullptr,
+                                 5000);
+        QCOMPARE(shown->textFormat(), Qt::PlainText);
+        closeMessages(m_w);
+    }
+
     // Loading a local model goes back: the notices go, replies come from the local engine again.
     void loadingALocalModelGoesBack() {
         if (!m_w->controller()->isRemote()) QVERIFY(connectByDialog(url()));
