@@ -38,7 +38,8 @@ int main(int argc, char** argv) {
                                    QStringLiteral("name"));
     const QCommandLineOption remote(QStringLiteral("remote"),
                                     QStringLiteral("Chat with the OpenAI-compatible server at URL instead of a local model "
-                                                   "(as File > Connect to server…; kept once it answers)."),
+                                                   "(as File > Connect to server…; the saved key and model are used when URL is the saved "
+                                                   "server's, and another URL is not saved)."),
                                     QStringLiteral("url"));
     parser.addOption(QCommandLineOption(QStringLiteral("version"), QStringLiteral("Print the version and exit.")));
     parser.addOptions({model, shots, prompt, theme, remote});
@@ -50,7 +51,7 @@ int main(int argc, char** argv) {
     if (parser.isSet(shots))
         new ScreenshotRunner(&window, parser.value(shots), parser.value(prompt), parser.isSet(remote), &window);
     if (parser.isSet(remote))
-        window.remoteEngineUi()->connectTo({parser.value(remote), QString(), QString()});
+        window.remoteEngineUi()->connectFromCommandLine(parser.value(remote));
     else if (parser.isSet(model))
         window.controller()->loadModel(parser.value(model));
     else

@@ -1,5 +1,7 @@
 #include "chat_document.h"
 
+#include <cmath>
+
 #include <QFontDatabase>
 #include <QTextBlockFormat>
 #include <QTextCursor>
@@ -79,8 +81,8 @@ void ChatDocument::writeToken(const ChatEntry& entry, int messageIndex, int toke
     QTextCharFormat f;
     f.setAnchor(true);
     f.setAnchorHref(QStringLiteral("tok:%1:%2").arg(messageIndex).arg(tokenIndex));
-    f.setToolTip(QObject::tr("p = %1 · id %2").arg(double(t.p), 0, 'f', 3).arg(t.id));
-    if (m_colorByProbability) f.setBackground(Theme::probabilityColor(t.p));
+    f.setToolTip(Theme::tokenTip(t.p, t.id));
+    if (m_colorByProbability && std::isfinite(t.p)) f.setBackground(Theme::probabilityColor(t.p));
     c.insertText(t.piece, f);
 }
 

@@ -21,14 +21,15 @@ constexpr int kFormatVersion = 2;
 // The longest title made from the first message.
 constexpr int kTitleChars = 60;
 
-// JSON has no NaN: a stage without that threshold is null (and files from before it was kept lack it).
+// JSON has no NaN: a stage without that threshold is null (and files from before it was kept lack
+// it); so is a probability nobody knows (a remote server's token p without logprobs, its p_final).
 QJsonValue thresholdToJson(double value) { return std::isfinite(value) ? QJsonValue(value) : QJsonValue(); }
 double thresholdFromJson(const QJsonValue& v) {
     return v.isDouble() ? v.toDouble() : std::numeric_limits<double>::quiet_NaN();
 }
 
 QJsonObject tokenToJson(const TokenRecord& t) {
-    QJsonObject o{{QStringLiteral("id"), t.id}, {QStringLiteral("piece"), t.piece}, {QStringLiteral("p"), double(t.p)},
+    QJsonObject o{{QStringLiteral("id"), t.id}, {QStringLiteral("piece"), t.piece}, {QStringLiteral("p"), thresholdToJson(t.p)},
                   {QStringLiteral("pos"), t.position}};
     if (t.entropy > 0) o.insert(QStringLiteral("entropy"), double(t.entropy));
     // Only where it differs from the text it added (a token whose text the reply held back).
@@ -37,7 +38,8 @@ QJsonObject tokenToJson(const TokenRecord& t) {
         // [id, piece, p raw, p final] each: the inspector's table, and what a fork from the token picks from.
         QJsonArray cands;
         for (const wb::TokenCandidate& c : t.candidates)
-            cands.append(QJsonArray{c.id, QString::fromStdString(c.piece), double(c.p_raw), double(c.p_final)});
+            cands.append(QJsonArray{c.id, QString::fromStdString(c.piece), thresholdToJson(c.p_raw),
+                                    thresholdToJson(c.p_final)});
         o.insert(QStringLiteral("candidates"), cands);
     }
     if (!t.trace.empty()) {
@@ -67,13 +69,14 @@ TokenRecord tokenFromJson(const QJsonObject& o) {
     t.id = o.value(QStringLiteral("id")).toInt();
     t.piece = o.value(QStringLiteral("piece")).toString();
     t.tokenPiece = o.value(QStringLiteral("token_piece")).toString(t.piece);
-    t.p = float(o.value(QStringLiteral("p")).toDouble());
+    // A p the engine did not know (a remote server's token without logprobs) is null, read as NaN.
+    t.p = float(thresholdFromJson(o.value(QStringLiteral("p"))));
     t.position = o.value(QStringLiteral("pos")).toInt(-1);
     t.entropy = float(o.value(QStringLiteral("entropy")).toDouble());
     for (const auto& v : o.value(QStringLiteral("candidates")).toArray()) {
         const QJsonArray a = v.toArray();
-        t.candidates.push_back({int32_t(a.at(0).toInt()), a.at(1).toString().toStdString(), float(a.at(2).toDouble()),
-                                float(a.at(3).toDouble())});
+        t.candidates.push_back({int32_t(a.at(0).toInt()), a.at(1).toString().toStdString(),
+                                float(thresholdFromJson(a.at(2))), float(thresholdFromJson(a.at(3)))});
     }
     for (const auto& v : o.value(QStringLiteral("trace")).toArray()) {
         const QJsonArray a = v.toArray();

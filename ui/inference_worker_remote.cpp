@@ -20,23 +20,49 @@ namespace {
 // The longest silence while connecting (GET /v1/models, GET /props).
 constexpr int kProbeTimeoutMs = 15000;
 
+// A message that quotes a server (its error body, its names) as far as a message box shows it.
+QString bounded(const QString& message) {
+    constexpr int kMaxChars = 2000;
+    return message.size() <= kMaxChars ? message : message.left(kMaxChars) + QStringLiteral(" […]");
+}
+
+// The names a server lists, for a message: the first ten (a server may list thousands).
 QString joined(const std::vector<std::string>& names) {
+    constexpr size_t kShown = 10;
     QStringList out;
-    for (const std::string& n : names) out << QString::fromStdString(n);
+    for (size_t i = 0; i < names.size() && i < kShown; ++i) out << QString::fromStdString(names[i]).left(200);
+    if (names.size() > kShown) out << QObject::tr("and %1 more").arg(names.size() - kShown);
     return out.join(QStringLiteral(", "));
 }
 
-// The server's template as this side renders it to continue a reply (null when it gives none, or one
-// that does not parse here). bos_token is empty: the server's tokenizer adds the BOS to a completion
-// prompt as to any (llama-server and WhiteBox do), so the template's own would be a second one.
-std::shared_ptr<const wb::ChatTemplate> serverTemplate(const wb::remote::OpenAiClient& client) {
-    const std::optional<wb::remote::ServerChatTemplate> t = client.chat_template();
+// The server's template as this side renders it to continue a reply (null when it gives none, one
+// that does not parse or render here, when /props cannot be read, or when *cancel was set). bos_token
+// is empty: the server's tokenizer adds the BOS to a completion prompt as to any (llama-server and
+// WhiteBox do), so the template's own would be a second one.
+std::shared_ptr<const wb::ChatTemplate> serverTemplate(const wb::remote::OpenAiClient& client,
+                                                       const std::atomic<bool>* cancel) {
+    std::optional<wb::remote::ServerChatTemplate> t;
+    try {
+        t = client.chat_template(cancel);
+    } catch (const std::exception&) {
+        // /props is an extra (vLLM, Ollama and OpenAI have none): a server whose list answered but
+        // whose /props times out or breaks still chats; a change waits for the next reply.
+        return nullptr;
+    }
     if (!t) return nullptr;
     try {
-        if (!t->source.empty()) return std::make_shared<const wb::ChatTemplate>(wb::ChatTemplate::from_jinja(t->source, {}, t->eos_token));
-        if (const auto kind = wb::builtin_chat_format(t->format)) return std::make_shared<const wb::ChatTemplate>(wb::ChatTemplate::of_kind(*kind));
-    } catch (const wb::Error&) {
-        // A template this renderer cannot parse: replies still work, a change waits for the next one.
+        std::shared_ptr<const wb::ChatTemplate> out;
+        if (!t->source.empty()) out = std::make_shared<const wb::ChatTemplate>(wb::ChatTemplate::from_jinja(t->source, {}, t->eos_token));
+        else if (const auto kind = wb::builtin_chat_format(t->format)) out = std::make_shared<const wb::ChatTemplate>(wb::ChatTemplate::of_kind(*kind));
+        // A template that parses may still throw on a real chat (raise_exception, a role it refuses):
+        // tried now on a sample, so a continuation never throws mid-reply.
+        if (out) {
+            const ChatMessages sample{{"system", "You are helpful."}, {"user", "Hello"}, {"assistant", "Hi."}, {"user", "Bye"}};
+            (void)out->render(sample, true);
+        }
+        return out;
+    } catch (const std::exception&) {
+        // A template this renderer cannot parse or render: replies still work, a change waits for the next one.
     }
     return nullptr;
 }
@@ -74,19 +100,20 @@ void InferenceWorker::connectRemote(const QString& url, const QString& apiKey, c
         wb::remote::RemoteOptions probeOptions = o;
         probeOptions.read_timeout_ms = kProbeTimeoutMs;
         const wb::remote::OpenAiClient probe(probeOptions);
-        const std::vector<std::string> listed = probe.models();
+        const std::vector<std::string> listed = probe.models(&m_cancelLoad);
         if (m_cancelLoad.load()) {
             Q_EMIT loadCanceled(url);
             return;
         }
         if (listed.empty() && o.model.empty())
             throw wb::Error(tr("%1 lists no models; name the model to use").arg(QString::fromStdString(client->endpoint())).toStdString());
-        if (!o.model.empty() && std::find(listed.begin(), listed.end(), o.model) == listed.end())
+        // An empty list with a model named: some servers list nothing and serve any name asked.
+        if (!o.model.empty() && !listed.empty() && std::find(listed.begin(), listed.end(), o.model) == listed.end())
             throw wb::Error(tr("%1 does not list the model %2 (it lists: %3)")
                                 .arg(QString::fromStdString(client->endpoint()), model.trimmed(), joined(listed))
                                 .toStdString());
         const std::string name = o.model.empty() ? listed.front() : o.model;
-        std::shared_ptr<const wb::ChatTemplate> chatTemplate = serverTemplate(probe);
+        std::shared_ptr<const wb::ChatTemplate> chatTemplate = serverTemplate(probe, &m_cancelLoad);
         if (m_cancelLoad.load()) {
             Q_EMIT loadCanceled(url);
             return;
@@ -99,7 +126,7 @@ void InferenceWorker::connectRemote(const QString& url, const QString& apiKey, c
         m_trimFrom = 0;
         Q_EMIT modelLoaded(remoteSummary(*m_remote, name, m_remoteTemplate != nullptr));
     } catch (const std::exception& e) {
-        Q_EMIT loadFailed(url, QString::fromUtf8(e.what()));
+        Q_EMIT loadFailed(url, bounded(QString::fromUtf8(e.what())));
     }
 }
 
@@ -140,7 +167,9 @@ void InferenceWorker::generateRemote(quint64 requestId, const ChatMessages& mess
                 break;
             }
             const wb::remote::RemoteResult res = client->complete(r, onDelta, &m_remoteCancel);
-            if (res.cancelled && m_remoteRestart.exchange(false) && !stopRequested(requestId)) {
+            // m_remoteTemplate is checked here, on the worker's thread (a connect, which sets it, runs
+            // on this thread too): a restart asked under a stale m_remoteContinues is a plain stop.
+            if (res.cancelled && m_remoteRestart.exchange(false) && m_remoteTemplate && !stopRequested(requestId)) {
                 m_remoteCancel.store(false);
                 // A Stop that came before the flag was cleared: its cancel must hold.
                 if (stopRequested(requestId)) m_remoteCancel.store(true);
@@ -158,6 +187,7 @@ void InferenceWorker::generateRemote(quint64 requestId, const ChatMessages& mess
         const QString where = QString::fromStdString(client->endpoint());
         summary.error = QString::fromUtf8(e.what());
         if (!summary.error.contains(where)) summary.error = tr("%1: %2").arg(where, summary.error);
+        summary.error = bounded(summary.error);
     }
     m_remoteRequest.store(0);
     summary.text = QString::fromStdString(text);

@@ -133,11 +133,16 @@ void LoadOptionsMenu::choose() {
     o.cacheTypeV = m_cacheVGroup->checkedAction() ? m_cacheVGroup->checkedAction()->data().toString() : m_working.cacheTypeV;
     if (o == current()) return;
     apply(o);
-    // Without a model the choice waits for the next load, which decides whether it is kept.
-    if (m_controller->hasModel() && !m_controller->isLoading()) m_controller->loadModel(m_controller->model().path);
+    // Without a model the choice waits for the next load, which decides whether it is kept; so does
+    // it while a remote engine is in use (its "path" is the server's URL, no model to reload).
+    if (m_controller->hasModel() && !m_controller->isLoading() && !m_controller->isRemote())
+        m_controller->loadModel(m_controller->model().path);
 }
 
 void LoadOptionsMenu::handleModelLoaded(const ModelSummary& summary) {
+    // A remote engine used none of these: nothing is proven to work, nothing saved; a choice made
+    // meanwhile waits for the next local load.
+    if (summary.isRemote()) return;
     m_working = current();
     AppSettings::setBackend(m_working.backend);
     AppSettings::setContextSize(m_working.contextSize);

@@ -619,6 +619,8 @@ void MainWindow::saveConversationDialog() {
 void MainWindow::showError(const QString& title, const QString& text) {
     // Window-modal and opened, not exec()'d: the event loop (and the streaming views) keep running.
     auto* box = new QMessageBox(QMessageBox::Critical, title, text, QMessageBox::Ok, this);
+    // Plain: the text may quote a server's or a file's words, never markup to render.
+    box->setTextFormat(Qt::PlainText);
     box->setAttribute(Qt::WA_DeleteOnClose);
     box->setWindowModality(Qt::WindowModal);
     box->open();

@@ -1,6 +1,7 @@
 #include "markdown_writer.h"
 
 #include <algorithm>
+#include <cmath>
 
 #include <QFontDatabase>
 #include <QTextBlock>
@@ -418,10 +419,10 @@ void MarkdownBody::writeSource(QTextCursor& c, int from, int to, const QTextChar
             const TokenRecord& tok = (*m_tokens)[t];
             g.setAnchor(true);
             g.setAnchorHref(QStringLiteral("tok:%1:%2").arg(m_message).arg(t));
-            QString tip = QObject::tr("p = %1 · id %2").arg(double(tok.p), 0, 'f', 3).arg(tok.id);
+            QString tip = Theme::tokenTip(tok.p, tok.id);
             if (!link.isEmpty()) tip += QStringLiteral("\n") + link;
             g.setToolTip(tip);
-            if (m_color) g.setBackground(Theme::probabilityColor(tok.p));
+            if (m_color && std::isfinite(tok.p)) g.setBackground(Theme::probabilityColor(tok.p));
         } else if (!link.isEmpty()) {
             g.setToolTip(link);
         }

@@ -14,6 +14,8 @@ RemoteEngineUi::RemoteEngineUi(ChatController* controller, QWidget* window)
     m_action->setToolTip(tr("Chat with a model on an OpenAI-compatible server (WhiteBox, llama-server, vLLM, Ollama, LM Studio)"));
     connect(m_action, &QAction::triggered, this, &RemoteEngineUi::openDialog);
     connect(controller, &ChatController::modelLoaded, this, &RemoteEngineUi::handleModelLoaded);
+    // A canceled connection is forgotten as a failed one is.
+    connect(controller, &ChatController::loadCanceled, this, [this](const QString& path) { takeFailure(path); });
 }
 
 void RemoteEngineUi::addNotice(QWidget* panel, const QString& what) {
@@ -22,29 +24,47 @@ void RemoteEngineUi::addNotice(QWidget* panel, const QString& what) {
 
 void RemoteEngineUi::openDialog() {
     if (!m_dialog) {
-        m_dialog = new RemoteConnectDialog(AppSettings::remoteEngine(), m_window);
+        m_dialog = new RemoteConnectDialog(dialogDefaults(), m_window);
         m_dialog->setAttribute(Qt::WA_DeleteOnClose);
         connect(m_dialog, &RemoteConnectDialog::connectRequested, this,
-                [this](const QString& url, const QString& key, const QString& model) { connectTo({url, key, model}); });
+                [this](const QString& url, const QString& key, const QString& model) {
+                    m_lastAttempt = {url, key, model};
+                    connectTo(m_lastAttempt);
+                });
     }
     // open(), not exec(): the event loop (a streaming reply, the tests) keeps running.
     m_dialog->open();
 }
 
-void RemoteEngineUi::connectTo(const AppSettings::RemoteEngine& engine) {
+AppSettings::RemoteEngine RemoteEngineUi::dialogDefaults() const {
+    return m_lastAttempt.url.isEmpty() ? AppSettings::remoteEngine() : m_lastAttempt;
+}
+
+void RemoteEngineUi::connectFromCommandLine(const QString& url) {
+    const AppSettings::RemoteEngine saved = AppSettings::remoteEngine();
+    if (!saved.url.isEmpty() && saved.url.trimmed() == url.trimmed())
+        connectTo(saved);
+    else
+        connectTo({url, QString(), QString()}, false);
+}
+
+void RemoteEngineUi::connectTo(const AppSettings::RemoteEngine& engine, bool keep) {
     m_pending = engine;
+    m_pendingKeep = keep;
     m_controller->connectRemote(engine.url, engine.apiKey, engine.model);
 }
 
 bool RemoteEngineUi::takeFailure(const QString& path) {
     if (m_pending.url.isEmpty() || path != m_pending.url) return false;
     m_pending = {};
+    m_pendingKeep = false;
     return true;
 }
 
 void RemoteEngineUi::handleModelLoaded(const ModelSummary& summary) {
     for (InternalsNotice* n : m_notices) n->setRemote(summary.isRemote(), summary.remoteUrl);
     // Kept only now that the server answered: a setting that failed is never saved.
-    if (summary.isRemote() && !m_pending.url.isEmpty()) AppSettings::setRemoteEngine(m_pending);
+    if (summary.isRemote() && !m_pending.url.isEmpty() && m_pendingKeep) AppSettings::setRemoteEngine(m_pending);
     m_pending = {};
+    m_pendingKeep = false;
 }

@@ -27,8 +27,15 @@ public:
     const QList<InternalsNotice*>& notices() const { return m_notices; }
     RemoteConnectDialog* dialog() const { return m_dialog; }
 
-    // Connects as the dialog's Connect does (also the screenshot runner's --remote).
-    void connectTo(const AppSettings::RemoteEngine& engine);
+    // Connects as the dialog's Connect does; kept (saved) once it answers when `keep`.
+    void connectTo(const AppSettings::RemoteEngine& engine, bool keep = true);
+    // `whitebox --remote URL`: the saved key and model go with it when URL is the saved one (and the
+    // connection is kept as the dialog's is); another URL connects without key or model and is not
+    // kept, so the saved connection is never lost to a command line.
+    void connectFromCommandLine(const QString& url);
+    // What the dialog opens with: the last connection asked for in this run (never saved unless it
+    // worked), else the saved one.
+    AppSettings::RemoteEngine dialogDefaults() const;
     // The load of `path` that failed was this class's connection: true, and it is forgotten (the
     // caller shows the error; nothing is kept).
     bool takeFailure(const QString& path);
@@ -44,6 +51,9 @@ private:
     QAction* m_action;
     QPointer<RemoteConnectDialog> m_dialog;
     QList<InternalsNotice*> m_notices;
-    // The connection asked for and not answered yet (url empty: none).
+    // The connection asked for and not answered yet (url empty: none), and whether it is saved once it works.
     AppSettings::RemoteEngine m_pending;
+    bool m_pendingKeep = false;
+    // The last connection the dialog asked for, in memory only: a failed one is offered again as typed.
+    AppSettings::RemoteEngine m_lastAttempt;
 };

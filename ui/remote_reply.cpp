@@ -20,7 +20,8 @@ wb::TokenEvent eventOf(const wb::remote::RemoteTokenLogprob& t, int32_t index) {
     ev.p_raw = probability(t.logprob);
     // The server reports the distribution before its sampling only: that is the p it gives.
     ev.p = ev.p_raw;
-    for (size_t i = 0; i < t.top.size(); ++i) {
+    // As many as were asked for: a server may send more, and each becomes a row in every view.
+    for (size_t i = 0; i < t.top.size() && i < size_t(kTopLogprobs); ++i) {
         wb::TokenCandidate c;
         c.id = t.top[i].token == t.token ? kDrawnId : kDrawnId - 1 - int32_t(i);
         c.piece = t.top[i].token;

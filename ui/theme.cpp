@@ -152,9 +152,16 @@ QColor Theme::color(Role role) {
 }
 
 QColor Theme::probabilityColor(float p) {
-    // No probability recorded (a remote engine's token without logprobs): the colour of p = 0.
+    // Callers give no background to a p not known (a remote engine's token without logprobs); one
+    // that comes anyway is the colour of p = 0.
     p = std::isfinite(p) ? std::clamp(p, 0.0f, 1.0f) : 0.0f;
     return isDark() ? QColor::fromHsvF(0.33f * p, 0.65f, 0.42f) : QColor::fromHsvF(0.33f * p, 0.35f, 1.0f);
+}
+
+QString Theme::tokenTip(float p, int32_t id) {
+    const QString dash = QStringLiteral("\u2014");
+    return QObject::tr("p = %1 · id %2")
+        .arg(std::isfinite(p) ? QString::number(double(p), 'f', 3) : dash, id >= 0 ? QString::number(id) : dash);
 }
 
 void Theme::styleAxis(QCPAxis* axis) {

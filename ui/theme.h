@@ -6,6 +6,8 @@
 // Widgets that bake colours into something (a QTextDocument, QCustomPlot items) restyle themselves
 // on ThemeNotifier::themeChanged.
 #include <QColor>
+
+#include <cstdint>
 #include <QObject>
 #include <QString>
 
@@ -77,6 +79,9 @@ public:
     // Background for a token of probability p: green (likely) through yellow to red (unlikely), light
     // under dark text in a light theme, dark under light text in a dark theme.
     static QColor probabilityColor(float p);
+    // A chat token's tooltip: "p = 0.123 · id 42"; a p not known (a remote token without logprobs)
+    // and an id the engine does not have (a remote token's, negative) are "—".
+    static QString tokenTip(float p, int32_t id);
     // Axes, tick labels, grid, legend and background of a plot from the palette.
     static void stylePlot(QCustomPlot* plot);
     static void styleAxis(QCPAxis* axis);

@@ -25,6 +25,9 @@ namespace {
 
 // An error body is read only so far: enough for any message, bounded against a hostile server.
 constexpr size_t kMaxErrorBody = 64 * 1024;
+// A model list or /props is read only so far (a few KB from any real server; a hostile one could
+// otherwise send without end) ...
+constexpr size_t kMaxSmallBody = 1024 * 1024;
 
 [[noreturn]] void bad_url(const std::string& url, const std::string& why) {
     throw RemoteError(RemoteErrorKind::BAD_URL, "the remote URL '" + url + "' " + why +
@@ -253,16 +256,21 @@ httplib::Client make_client(const std::string& origin, const RemoteOptions& o) {
 // the request or reading a long prompt may be silent for a long time): a watcher shuts the socket.
 // httplib's stop() (made for another thread) only shuts a socket that is open, so once the flag is
 // set the watcher repeats it every 50 ms until send() returns: a flag set while the connection was
-// still being opened is not lost.
-httplib::Result send_cancellable(httplib::Client& c, const httplib::Request& req, const std::atomic<bool>* cancel) {
-    if (!cancel) return c.send(req);
+// still being opened is not lost. A deadline, when given, ends the request the same way once passed
+// (*expired says so): a server trickling bytes resets the read timeout for ever, not this.
+httplib::Result send_cancellable(httplib::Client& c, const httplib::Request& req, const std::atomic<bool>* cancel,
+                                 std::optional<Clock::time_point> deadline = std::nullopt,
+                                 std::atomic<bool>* expired = nullptr) {
+    if (!cancel && !deadline) return c.send(req);
     std::mutex m;
     std::condition_variable cv;
     bool finished = false;
     std::thread watcher([&] {
         std::unique_lock<std::mutex> lock(m);
         while (!finished) {
-            if (cancel->load()) c.stop();
+            const bool late = deadline && Clock::now() >= *deadline;
+            if (late && expired) expired->store(true);
+            if ((cancel && cancel->load()) || late) c.stop();
             cv.wait_for(lock, std::chrono::milliseconds(50));
         }
     });
@@ -276,35 +284,75 @@ httplib::Result send_cancellable(httplib::Client& c, const httplib::Request& req
     return res;
 }
 
+// A GET whose whole answer is small (a model list, /props): read through a receiver that stops at
+// kMaxSmallBody, within the connect and read timeouts together as a deadline for all of it, and
+// ended by *cancel as a stream is. The status and body; nullopt when cancelled. RemoteError on a
+// transport failure, an answer too large, or one still coming at the deadline.
+struct SmallAnswer {
+    int status = 0;
+    std::string body;
+};
+std::optional<SmallAnswer> get_small(httplib::Client& c, const std::string& path, const std::string& where,
+                                     const std::string& host, const RemoteOptions& o,
+                                     const std::atomic<bool>* cancel) {
+    SmallAnswer a;
+    bool too_large = false;
+    std::atomic<bool> expired{false};
+    Clock::time_point last_bytes = Clock::now();
+    httplib::Request req;
+    req.method = "GET";
+    req.path = path;
+    req.response_handler = [&a](const httplib::Response& r) {
+        a.status = r.status;
+        return true;
+    };
+    req.content_receiver = [&](const char* data, size_t n, uint64_t, uint64_t) {
+        last_bytes = Clock::now();
+        if (cancel && cancel->load()) return false;
+        if (a.body.size() + n > kMaxSmallBody) {
+            too_large = true;
+            return false;
+        }
+        a.body.append(data, n);
+        return true;
+    };
+    const int64_t total_ms = int64_t(o.connect_timeout_ms) + int64_t(o.read_timeout_ms);
+    const Clock::time_point deadline = Clock::now() + std::chrono::milliseconds(total_ms);
+    const httplib::Result res = send_cancellable(c, req, cancel, deadline, &expired);
+    if (cancel && cancel->load()) return std::nullopt;
+    if (too_large)
+        throw RemoteError(RemoteErrorKind::MALFORMED, where + " answered with more than " +
+                                                          std::to_string(kMaxSmallBody / 1024) + " KiB; not read further");
+    if (!res) {
+        if (expired.load())
+            throw RemoteError(RemoteErrorKind::TIMEOUT, where + " did not finish answering within " +
+                                                            seconds(int32_t(std::min<int64_t>(total_ms, INT32_MAX))) +
+                                                            "; the request was abandoned");
+        transport_error(res.error(), where, host, o, Clock::now() - last_bytes);
+    }
+    return a;
+}
+
 }  // namespace
 
-std::vector<std::string> OpenAiClient::models() const { return list_models(nullptr); }
+std::vector<std::string> OpenAiClient::models(const std::atomic<bool>* cancel) const { return list_models(cancel); }
 
 std::vector<std::string> OpenAiClient::list_models(const std::atomic<bool>* cancel) const {
     httplib::Client c = make_client(origin_, options_);
     const std::string where = endpoint() + "/models";
-    httplib::Request req;
-    req.method = "GET";
-    req.path = prefix_ + "/models";
-    const Clock::time_point start = Clock::now();
-    const httplib::Result res = send_cancellable(c, req, cancel);
-    if (cancel && cancel->load()) return {};
-    if (!res) transport_error(res.error(), where, host_, options_, Clock::now() - start);
+    const std::optional<SmallAnswer> res = get_small(c, prefix_ + "/models", where, host_, options_, cancel);
+    if (!res) return {};
     if (res->status < 200 || res->status >= 300) status_error(res->status, res->body, where);
     return parse_models(res->body);
 }
 
-std::optional<ServerChatTemplate> OpenAiClient::chat_template() const {
+std::optional<ServerChatTemplate> OpenAiClient::chat_template(const std::atomic<bool>* cancel) const {
     httplib::Client c = make_client(origin_, options_);
     // /props sits beside /v1, not under it (llama-server's layout).
     const std::string root = prefix_.substr(0, prefix_.size() - 3);
     const std::string where = origin_ + root + "/props";
-    httplib::Request req;
-    req.method = "GET";
-    req.path = root + "/props";
-    const Clock::time_point start = Clock::now();
-    const httplib::Result res = send_cancellable(c, req, nullptr);
-    if (!res) transport_error(res.error(), where, host_, options_, Clock::now() - start);
+    const std::optional<SmallAnswer> res = get_small(c, root + "/props", where, host_, options_, cancel);
+    if (!res) return std::nullopt;
     if (res->status < 200 || res->status >= 300) return std::nullopt;
     return parse_props(res->body);
 }

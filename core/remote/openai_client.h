@@ -111,12 +111,15 @@ public:
     OpenAiClient(const OpenAiClient&) = delete;
     OpenAiClient& operator=(const OpenAiClient&) = delete;
 
-    // GET /v1/models: the ids the server lists. RemoteError on any failure.
-    std::vector<std::string> models() const;
+    // GET /v1/models: the ids the server lists. RemoteError on any failure. Both GETs here read at
+    // most 1 MiB (more is a MALFORMED error) and give up (TIMEOUT) once the connect and read timeouts
+    // together have passed, however the bytes trickle; *cancel, when given, ends them as it ends a
+    // stream (within 50 ms): models() is then empty, chat_template() nullopt.
+    std::vector<std::string> models(const std::atomic<bool>* cancel = nullptr) const;
     // GET /props beside /v1 (llama-server's, WhiteBox's): the template the server renders chats with.
     // nullopt when the server does not say (no /props, as vLLM, Ollama and OpenAI; no template in
     // it); RemoteError when the server cannot be reached.
-    std::optional<ServerChatTemplate> chat_template() const;
+    std::optional<ServerChatTemplate> chat_template(const std::atomic<bool>* cancel = nullptr) const;
 
     // Streams one reply (stream=true), calling on_delta for every chunk that carries text or logprobs.
     // *cancel, when given, is read before anything is sent, after each event and, while no bytes come

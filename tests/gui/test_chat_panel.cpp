@@ -9,6 +9,8 @@
 #include <QTextBrowser>
 #include <QtTest>
 
+#include <limits>
+
 #include "chat_controller.h"
 #include "chat_document.h"
 #include "chat_panel.h"
@@ -143,6 +145,28 @@ private Q_SLOTS:
         c.setPosition(doc.toPlainText().indexOf("Here") + 1);
         QCOMPARE(c.charFormat().background().color(), Theme::probabilityColor(0.1f));
         QVERIFY(Theme::probabilityColor(0.05f).hueF() < Theme::probabilityColor(0.95f).hueF());
+    }
+
+    // A token whose p nobody knows (a remote server's without logprobs, id -1) has no colour (not the
+    // red of p = 0) and a tooltip with "—" for both, not "nan" and "-1".
+    void unknownProbabilityIsUncoloured() {
+        Conversation c = sample();
+        c.messages[1].tokens[0].p = std::numeric_limits<float>::quiet_NaN();
+        c.messages[1].tokens[0].id = -1;
+        QTextDocument doc;
+        ChatDocument writer(&doc);
+        writer.setColorByProbability(true);
+        writer.rebuild(c);
+        QTextCursor cur(&doc);
+        cur.setPosition(doc.toPlainText().indexOf("Here") + 1);
+        QCOMPARE(cur.charFormat().background().style(), Qt::NoBrush);
+        const QString tip = cur.charFormat().toolTip();
+        QVERIFY2(tip.contains(QStringLiteral("p = \u2014")) && tip.contains(QStringLiteral("id \u2014")), qPrintable(tip));
+        QVERIFY2(!tip.contains(QStringLiteral("nan")) && !tip.contains(QStringLiteral("-1")), qPrintable(tip));
+        // A known one keeps its colour and numbers.
+        cur.setPosition(doc.toPlainText().indexOf("Done") + 1);
+        QVERIFY(cur.charFormat().background().style() != Qt::NoBrush);
+        QVERIFY2(cur.charFormat().toolTip().contains(QStringLiteral("p = 0.700 · id 16")), qPrintable(cur.charFormat().toolTip()));
     }
 
     void enterSendsShiftEnterBreaksTheLine() {

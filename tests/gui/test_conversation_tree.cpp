@@ -215,6 +215,39 @@ private Q_SLOTS:
         QCOMPARE(contents(*back), QStringList({"q1", "a1b"}));
     }
 
+    // A remote server's token without logprobs has no p (NaN), and its alternatives no p_final: null
+    // in the file, NaN again when read (not 0, which the chat would colour as an impossible token);
+    // known values stay as they were, through the JSON text a file holds.
+    void unknownProbabilitiesSurviveJson() {
+        const float nan = std::numeric_limits<float>::quiet_NaN();
+        Conversation c;
+        c.append(user("q"));
+        ChatEntry r = reply("a");
+        r.tokens[0].p = nan;
+        r.tokens[0].candidates = {{42, "a", 0.5f, nan}, {43, "b", nan, 0.25f}};
+        c.append(r);
+        const QByteArray text = QJsonDocument(c.toJson()).toJson();
+        QString error;
+        std::optional<Conversation> back = Conversation::fromJson(QJsonDocument::fromJson(text).object(), &error);
+        QVERIFY2(back, qPrintable(error));
+        const TokenRecord& t = back->messages[1].tokens[0];
+        QVERIFY2(std::isnan(t.p), qPrintable(QString::number(t.p)));
+        QCOMPARE(t.candidates.size(), size_t(2));
+        QCOMPARE(t.candidates[0].p_raw, 0.5f);
+        QVERIFY(std::isnan(t.candidates[0].p_final));
+        QVERIFY(std::isnan(t.candidates[1].p_raw));
+        QCOMPARE(t.candidates[1].p_final, 0.25f);
+        // A known p of 0 stays 0.
+        Conversation z;
+        z.append(user("q"));
+        ChatEntry zr = reply("a");
+        zr.tokens[0].p = 0.0f;
+        z.append(zr);
+        std::optional<Conversation> zb = Conversation::fromJson(QJsonDocument::fromJson(QJsonDocument(z.toJson()).toJson()).object(), &error);
+        QVERIFY(zb);
+        QCOMPARE(zb->messages[1].tokens[0].p, 0.0f);
+    }
+
     void versionOneFilesStillLoad() {
         const QByteArray v1 = R"({"format":"whitebox-conversation","version":1,"model":"M","system_prompt":"S",
             "sampling":{"temperature":0.5},"messages":[{"role":"user","content":"hi"},

@@ -7,6 +7,7 @@
 // a reply at once; a sampling change mid-reply continues it from the text so far; a 500 and a
 // malformed stream are clear messages and the user's message stays; loading a local model goes back.
 #include <QAction>
+#include <QActionGroup>
 #include <QElapsedTimer>
 #include <QFileInfo>
 #include <QJsonArray>
@@ -32,6 +33,7 @@
 #include "chat_panel.h"
 #include "gui_test_support.h"
 #include "internals_notice.h"
+#include "load_options_menu.h"
 #include "main_window.h"
 #include "message_edit.h"
 #include "model/model_paths.h"
@@ -208,6 +210,15 @@ private Q_SLOTS:
         QVERIFY(std::isnan(one[0].p));
         QVERIFY(remote_reply::tokenEvents(wb::remote::StreamDelta{}, &next).empty());
         QCOMPARE(next, 10);
+        // A server that sends more alternatives than asked: only the kTopLogprobs most likely are kept.
+        wb::remote::StreamDelta many;
+        many.text = "x";
+        many.tokens = {{"x", std::log(0.5f), {}}};
+        for (int i = 0; i < 3 * remote_reply::kTopLogprobs; ++i) many.tokens[0].top.push_back({"c" + std::to_string(i), std::log(0.01f)});
+        const std::vector<wb::TokenEvent> capped = remote_reply::tokenEvents(many, &next);
+        QCOMPARE(int(capped.size()), 1);
+        QCOMPARE(int(capped[0].candidates.size()), remote_reply::kTopLogprobs);
+        QCOMPARE(capped[0].candidates.back().piece, "c" + std::to_string(remote_reply::kTopLogprobs - 1));
     }
 
     // Nothing listening: a message that says so, the local model stays, no setting is kept.
@@ -224,6 +235,54 @@ private Q_SLOTS:
         QTRY_VERIFY_WITH_TIMEOUT(openMessages(m_w).contains(QStringLiteral("does not list the model no-such-model")), 5000);
         QVERIFY(!m_w->controller()->isRemote());
         QVERIFY(AppSettings::remoteEngine().url.isEmpty());
+    }
+
+    // A failed connection's fields come back as typed when the dialog opens again (held in memory
+    // only: the saved setting is still none).
+    void aFailedConnectKeepsWhatWasTyped() {
+        const QString dead = QStringLiteral("http://127.0.0.1:%1/typed").arg(freePort());
+        QVERIFY(!connectByDialog(dead, QStringLiteral("my-model")));
+        closeMessages(m_w);
+        m_w->remoteEngineUi()->connectAction()->trigger();
+        RemoteConnectDialog* d = m_w->remoteEngineUi()->dialog();
+        QVERIFY(d && d->isVisible());
+        QCOMPARE(d->urlEdit()->text(), dead);
+        QCOMPARE(d->keyEdit()->text(), QStringLiteral("test-key"));
+        QCOMPARE(d->modelEdit()->text(), QStringLiteral("my-model"));
+        d->close();
+        QVERIFY(AppSettings::remoteEngine().url.isEmpty());
+    }
+
+    // Cancel while connecting to a server that accepts and never answers: the connection ends at
+    // once (not after the probe's 15 s timeout), the local model stays, nothing is kept.
+    void cancelWhileConnectingIsPrompt() {
+        std::atomic<bool> release{false};
+        wb_remote_test::FakeServer fake;
+        const auto silent = [&](const httplib::Request&, httplib::Response& res) {
+            for (int i = 0; i < 600 && !release.load(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+            res.status = 503;
+        };
+        fake.http.Get("/v1/models", silent);
+        fake.http.Get("/props", silent);
+        fake.start();
+        QSignalSpy started(m_w->controller(), &ChatController::loadStarted);
+        QSignalSpy canceled(m_w->controller(), &ChatController::loadCanceled);
+        QSignalSpy failed(m_w->controller(), &ChatController::loadFailed);
+        m_w->remoteEngineUi()->connectTo({QString::fromStdString(fake.url()), QString(), QString()});
+        QVERIFY(started.wait(10000));
+        QTest::qWait(300);  // the request is sent and waiting
+        QVERIFY(canceled.isEmpty() && failed.isEmpty());
+        QElapsedTimer t;
+        t.start();
+        m_w->controller()->cancelLoad();
+        // Generous for a loaded CI; without the cancel flag the wait is the probe's 15 s.
+        QVERIFY(canceled.wait(8000));
+        QVERIFY2(t.elapsed() < 8000, qPrintable(QString::number(t.elapsed())));
+        QVERIFY(failed.isEmpty());
+        QVERIFY(!m_w->controller()->isRemote());
+        QVERIFY(m_w->controller()->hasModel());
+        QVERIFY(AppSettings::remoteEngine().url.isEmpty());
+        release.store(true);
     }
 
     // Connected: the setting is kept, the internals panels say they are not exposed.
@@ -300,12 +359,17 @@ private Q_SLOTS:
         m_w->chatPanel()->sendButton()->click();
         QTRY_VERIFY_WITH_TIMEOUT(appended.size() >= 3, kTimeoutMs);
         QVERIFY(finished.isEmpty());
+        const double cancelled = metric("whitebox_generations_cancelled_total");
+        QVERIFY(cancelled >= 0);
         QElapsedTimer t;
         t.start();
         m_w->controller()->stop();
         QVERIFY(finished.wait(kTimeoutMs));
         const qint64 ms = t.elapsed();
-        QVERIFY2(ms < 1500, qPrintable(QStringLiteral("the reply ended %1 ms after Stop").arg(ms)));
+        // Generous for a loaded 2-core CI (400 tokens would take far longer); that the server was hung
+        // up on, not left to run, is its own count below.
+        QVERIFY2(ms < 10000, qPrintable(QStringLiteral("the reply ended %1 ms after Stop").arg(ms)));
+        QTRY_COMPARE_WITH_TIMEOUT(metric("whitebox_generations_cancelled_total"), cancelled + 1, 10000);
         const GenerationSummary s = finished.last().at(0).value<GenerationSummary>();
         QCOMPARE(s.reason, wb::StopReason::STOPPED);
         const ChatEntry& reply = m_w->controller()->conversation().messages.last();
@@ -378,14 +442,15 @@ private Q_SLOTS:
         // seam is one of those token boundaries, and from it on the reply is the server's completion.
         bool continued = false;
         QString prefix;
-        for (int k = 0; k < reply.tokens.size() && k <= tokensAtChange + 8 && !continued; ++k) {
+        // The window is wide: on a loaded machine more tokens may be on their way when the change lands.
+        for (int k = 0; k < reply.tokens.size() && k <= tokensAtChange + 32 && !continued; ++k) {
             prefix += reply.tokens[k].piece;
             if (k + 1 < tokensAtChange || !reply.content.startsWith(prefix)) continue;
             continued = reply.content == prefix + complete(chatPrompt + prefix.toStdString(), kTokens - k - 1);
         }
         QVERIFY2(continued, qPrintable(reply.content));
         // The first stream was hung up (the server counts a client that left), not left to run.
-        QTRY_COMPARE_WITH_TIMEOUT(metric("whitebox_generations_cancelled_total"), cancelled + 1, 5000);
+        QTRY_COMPARE_WITH_TIMEOUT(metric("whitebox_generations_cancelled_total"), cancelled + 1, 10000);
     }
 
     // A 500 and a malformed stream: the message says what the server did, the user's message stays.
@@ -426,6 +491,142 @@ private Q_SLOTS:
         QCOMPARE(messages.last().role, QStringLiteral("user"));
         QCOMPARE(messages.last().content, mine);
         QVERIFY(!m_w->controller()->isGenerating());
+    }
+
+    // While remote, a Backend / Context / Threads / KV choice waits for the next local load: no
+    // reload of the server's URL as a model path, and nothing saved (a remote connection proves none
+    // of them works), neither then nor when a remote connection loads.
+    void loadOptionsWaitWhileRemote() {
+        if (!m_w->controller()->isRemote()) QVERIFY(connectByDialog(url()));
+        const int savedThreads = AppSettings::threads();
+        QAction* other = nullptr;
+        for (QAction* a : m_w->loadOptions()->threadsGroup()->actions())
+            if (a->data().toInt() != m_w->controller()->threads()) other = a;
+        QVERIFY(other);
+        QSignalSpy started(m_w->controller(), &ChatController::loadStarted);
+        other->trigger();
+        QTest::qWait(300);
+        QVERIFY(started.isEmpty());
+        QVERIFY(m_w->controller()->isRemote());
+        QCOMPARE(m_w->controller()->threads(), other->data().toInt());  // for the next local load
+        QCOMPARE(AppSettings::threads(), savedThreads);
+        QVERIFY(connectByDialog(url()));
+        QCOMPARE(AppSettings::threads(), savedThreads);
+        QCOMPARE(m_w->loadOptions()->working().threads, savedThreads);
+    }
+
+    // `whitebox --remote URL`: the saved key and model go with the saved server's URL; another URL
+    // connects without them and is not saved (the saved connection stays whole).
+    void commandLineRemoteKeepsTheSavedConnection() {
+        wb_remote_test::FakeServer fake;
+        fake.http.Get("/v1/models", [](const httplib::Request& req, httplib::Response& res) {
+            if (req.get_header_value("Authorization") != "Bearer secret") {
+                res.status = 401;
+                res.set_content(R"({"error":{"message":"bad key"}})", "application/json");
+                return;
+            }
+            res.set_content(R"({"object":"list","data":[{"id":"first"},{"id":"chosen"}]})", "application/json");
+        });
+        fake.start();
+        const QString fakeUrl = QString::fromStdString(fake.url());
+        AppSettings::setRemoteEngine({fakeUrl, QStringLiteral("secret"), QStringLiteral("chosen")});
+        QSignalSpy loaded(m_w->controller(), &ChatController::modelLoaded);
+        QSignalSpy failed(m_w->controller(), &ChatController::loadFailed);
+        m_w->remoteEngineUi()->connectFromCommandLine(fakeUrl);
+        QTRY_VERIFY_WITH_TIMEOUT(!loaded.isEmpty() || !failed.isEmpty(), 30000);
+        QVERIFY2(failed.isEmpty(), qPrintable(failed.isEmpty() ? QString() : failed.first().at(1).toString()));
+        QCOMPARE(loaded.first().at(0).value<ModelSummary>().name, QStringLiteral("chosen"));
+        // Another URL (the real server): it connects, and the saved one stays as it was.
+        loaded.clear();
+        m_w->remoteEngineUi()->connectFromCommandLine(url());
+        QTRY_VERIFY_WITH_TIMEOUT(!loaded.isEmpty() || failed.size() > 0, 30000);
+        QVERIFY(failed.isEmpty());
+        QVERIFY(m_w->controller()->isRemote());
+        const AppSettings::RemoteEngine kept = AppSettings::remoteEngine();
+        QCOMPARE(kept.url, fakeUrl);
+        QCOMPARE(kept.apiKey, QStringLiteral("secret"));
+        QCOMPARE(kept.model, QStringLiteral("chosen"));
+    }
+
+    // Hostile or partial servers at connect: a /props that cannot be read (over 1 MiB) or whose
+    // template throws on a real chat is no template (the connection works, continuation off); an
+    // empty model list takes the model named; a long list is cut to ten names in the message.
+    void oddServersAtConnect() {
+        wb_remote_test::FakeServer fake;
+        fake.http.Get("/big/v1/models", [](const httplib::Request&, httplib::Response& res) {
+            res.set_content(R"({"object":"list","data":[]})", "application/json");
+        });
+        fake.http.Get("/big/props", [](const httplib::Request&, httplib::Response& res) {
+            res.set_content(R"({"chat_template":")" + std::string(2 * 1024 * 1024, 'x') + R"("})", "application/json");
+        });
+        fake.http.Get("/raise/v1/models", [](const httplib::Request&, httplib::Response& res) {
+            res.set_content(R"({"object":"list","data":[{"id":"m"}]})", "application/json");
+        });
+        fake.http.Get("/raise/props", [](const httplib::Request&, httplib::Response& res) {
+            res.set_content(R"({"chat_template":"{% if messages|length > 1 %}{{ raise_exception('one message only') }}{% endif %}{{ messages[0].content }}","eos_token":"</s>"})",
+                            "application/json");
+        });
+        fake.http.Get("/many/v1/models", [](const httplib::Request&, httplib::Response& res) {
+            std::string data;
+            for (int i = 0; i < 50; ++i) {
+                if (i > 0) data += ',';
+                data += R"({"id":"m-)";
+                data += std::to_string(i);
+                data += R"("})";
+            }
+            res.set_content(R"({"object":"list","data":[)" + data + "]}", "application/json");
+        });
+        fake.start();
+        for (const char* path : {"/big", "/raise"}) {
+            QSignalSpy loaded(m_w->controller(), &ChatController::modelLoaded);
+            QSignalSpy failed(m_w->controller(), &ChatController::loadFailed);
+            m_w->remoteEngineUi()->connectTo({QString::fromStdString(fake.url(path)), QString(), QStringLiteral("named")}, false);
+            QTRY_VERIFY_WITH_TIMEOUT(!loaded.isEmpty() || !failed.isEmpty(), 30000);
+            if (QByteArray(path) == "/raise") {
+                // This server lists "m" only: the named model is refused, so ask for that one.
+                QVERIFY(!failed.isEmpty());
+                closeMessages(m_w);
+                loaded.clear();
+                failed.clear();
+                m_w->remoteEngineUi()->connectTo({QString::fromStdString(fake.url(path)), QString(), QStringLiteral("m")}, false);
+                QTRY_VERIFY_WITH_TIMEOUT(!loaded.isEmpty() || !failed.isEmpty(), 30000);
+            }
+            QVERIFY2(failed.isEmpty(), qPrintable(failed.isEmpty() ? QString() : failed.first().at(1).toString()));
+            const ModelSummary s = loaded.first().at(0).value<ModelSummary>();
+            QVERIFY2(s.chatTemplate.contains(QStringLiteral("not exposed")), qPrintable(path + (": " + s.chatTemplate)));
+        }
+        QCOMPARE(m_w->controller()->model().name, QStringLiteral("m"));
+        QSignalSpy failed(m_w->controller(), &ChatController::loadFailed);
+        m_w->remoteEngineUi()->connectTo({QString::fromStdString(fake.url("/many")), QString(), QStringLiteral("absent")}, false);
+        QTRY_VERIFY_WITH_TIMEOUT(!failed.isEmpty(), 30000);
+        const QString message = failed.first().at(1).toString();
+        QVERIFY2(message.contains(QStringLiteral("m-9, and 40 more")) && !message.contains(QStringLiteral("m-10")), qPrintable(message));
+        closeMessages(m_w);
+    }
+
+    // A server's error text reaches the message box bounded (about 2 KB of a 20 KB message) and as
+    // plain text (its markup is shown, never rendered).
+    void serverTextIsBoundedAndPlain() {
+        wb_remote_test::FakeServer fake;
+        fake.http.Get("/v1/models", [](const httplib::Request&, httplib::Response& res) {
+            res.status = 500;
+            res.set_content(R"({"error":{"message":"<b>loud</b> )" + std::string(20000, 'y') + R"("}})", "application/json");
+        });
+        fake.start();
+        QSignalSpy failed(m_w->controller(), &ChatController::loadFailed);
+        m_w->remoteEngineUi()->connectTo({QString::fromStdString(fake.url()), QString(), QString()}, false);
+        QTRY_VERIFY_WITH_TIMEOUT(!failed.isEmpty(), 30000);
+        const QString message = failed.first().at(1).toString();
+        QVERIFY2(message.contains(QStringLiteral("<b>loud</b>")) && message.size() <= 2100, qPrintable(QString::number(message.size())));
+        QMessageBox* shown = nullptr;
+        QTRY_VERIFY_WITH_TIMEOUT((shown = [this]() -> QMessageBox* {
+                                     for (QMessageBox* b : m_w->findChildren<QMessageBox*>())
+                                         if (b->isVisible() && b->text().contains(QStringLiteral("<b>loud</b>"))) return b;
+                                     return nullptr;
+                                 }()) != nullptr,
+                                 5000);
+        QCOMPARE(shown->textFormat(), Qt::PlainText);
+        closeMessages(m_w);
     }
 
     // Loading a local model goes back: the notices go, replies come from the local engine again.

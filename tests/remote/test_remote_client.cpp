@@ -520,6 +520,63 @@ void cancel_while_silent() {
            "cancel while the server is silent ends the wait before the server answers " + error);
 }
 
+// GET /v1/models and /props are bounded against a hostile server: an answer past 1 MiB is refused
+// (not read whole), one trickled a byte at a time (each resetting the read timeout) is abandoned at
+// the connect + read deadline, and a cancel ends a silent one at once.
+void probes_are_bounded() {
+    std::atomic<bool> release{false};
+    FakeServer s;
+    s.http.Get("/v1/models", [](const httplib::Request&, httplib::Response& res) {
+        res.set_content(R"({"data":[{"id":")" + std::string(2 * 1024 * 1024, 'x') + R"("}]})", "application/json");
+    });
+    s.http.Get("/props", [&](const httplib::Request&, httplib::Response& res) {
+        res.set_chunked_content_provider("application/json", [&](size_t, httplib::DataSink& sink) {
+            // One byte every 100 ms for up to 10 s (a valid answer at the end).
+            for (int i = 0; i < 100 && !release; ++i) {
+                std::this_thread::sleep_for(std::chrono::milliseconds(100));
+                if (!sink.write(" ", 1)) return false;
+            }
+            sink.write("{}", 2);
+            sink.done();
+            return true;
+        });
+    });
+    s.http.Get("/silent/v1/models", [&](const httplib::Request&, httplib::Response& res) {
+        const auto until = Clock::now() + std::chrono::seconds(20);
+        while (!release && Clock::now() < until) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+        res.set_content(R"({"data":[]})", "application/json");
+    });
+    s.start();
+    RemoteOptions o = options_for(s);
+    expect("a model list past 1 MiB", error_of([&] { OpenAiClient(o).models(); }), RemoteErrorKind::MALFORMED,
+           "more than 1024 KiB");
+    o.connect_timeout_ms = 300;
+    o.read_timeout_ms = 700;
+    auto t0 = Clock::now();
+    const auto e = error_of([&] { OpenAiClient(o).chat_template(); });
+    double taken = std::chrono::duration<double>(Clock::now() - t0).count();
+    report(e && e->kind() == RemoteErrorKind::TIMEOUT && has(e, "did not finish answering within 1 s") && taken < 6.0,
+           "a /props trickled byte by byte is abandoned at the deadline (" + std::to_string(taken) + " s): " + what_of(e));
+    std::atomic<bool> cancel{false};
+    std::thread canceller([&] {
+        std::this_thread::sleep_for(std::chrono::milliseconds(300));
+        cancel = true;
+    });
+    t0 = Clock::now();
+    std::string error;
+    std::vector<std::string> listed{"unset"};
+    try {
+        listed = OpenAiClient(options_for(s, "/silent")).models(&cancel);
+    } catch (const RemoteError& err) {
+        error = err.what();
+    }
+    taken = std::chrono::duration<double>(Clock::now() - t0).count();
+    canceller.join();
+    release = true;
+    report(error.empty() && listed.empty() && taken < 5.0,
+           "a cancel ends a silent GET /v1/models (" + std::to_string(taken) + " s) " + error);
+}
+
 // A cancel already set sends nothing; one set while GET /v1/models (no model named) is unanswered
 // ends that wait, and the completion is never sent.
 void cancel_before_and_during_lookup() {
@@ -579,5 +636,6 @@ int main() {
     cancel_between_chunks();
     cancel_while_silent();
     cancel_before_and_during_lookup();
+    probes_are_bounded();
     return finish();
 }
