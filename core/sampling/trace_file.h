@@ -84,7 +84,8 @@ struct TraceDivergence {
 };
 
 // Compares the prompts, then step by step the stage records (name, n_before, n_after, threshold,
-// p_cutoff, the surviving candidates' ids, logits and p, bit for bit) and the drawn token.
+// p_cutoff, the surviving candidates' ids, logits and p, bit for bit, any NaN equal to any NaN:
+// util/same_value.h) and the drawn token.
 TraceDivergence compare_traces(const GenerationTrace& a, const GenerationTrace& b);
 
 // The candidates per stage record a replay must ask for (CaptureSpec::trace_candidates) to record
