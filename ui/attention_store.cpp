@@ -74,12 +74,12 @@ int AttentionStore::window(int layer) const {
 }
 
 void AttentionStore::handlePrompt(const PromptInfo& info) {
-    // The next prompt is the whole conversation: the session reuses its shifted cache when the prompt
-    // goes on past the dropped tokens (the positions stay moved), else it recomputes from the kept
-    // prefix, and the prompt's positions are the cache's again (Session::history).
-    int dropped = 0;
-    for (const wb::ContextCut& c : m_shifts) dropped += c.dropped;
-    if (m_shifts.empty() || info.reused < m_shifts.front().position + dropped) m_shifts.clear();
+    // The next prompt is the whole conversation, and the engine says how its cache holds the reused
+    // part (PromptInfo::shiftKeep, shiftDropped: Session::reuse_prefix). Taken as said, not inferred
+    // from the cuts seen: a replay or compare may have reset the session meanwhile, a request not
+    // shown may have shifted it, and sliding-window layers may keep less than the match.
+    m_shifts.clear();
+    if (info.shiftDropped > 0) m_shifts.push_back({wb::ContextPolicy::SHIFT, info.shiftKeep, info.shiftDropped});
     truncate(info.reused);
     m_tokens = info.pieces;
     Q_EMIT tokensChanged();

@@ -43,6 +43,9 @@ public:
     std::vector<float> meanRow(int layer, int query) const;
     // The layer's sliding window as the engine recorded it with its rows (0: none, attends to all keys).
     int window(int layer) const;
+    // A cache position of the current prompt's generation as a conversation position (the shifts undone:
+    // the engine's mapping at the prompt, PromptInfo::shiftKeep/shiftDropped, then its cuts since).
+    int conversationPosition(int cachePosition) const;
 
     // Bytes the captured rows take (their probabilities) and the most they may take.
     qint64 bytesUsed() const { return m_bytes; }
@@ -90,8 +93,6 @@ private:
     // Every layer's and head's row at position m_droppedBelow goes.
     void dropOldestRows();
     void markChanged(int layer, int position);
-    // A cache position of the current prompt's generation as a conversation position (the shifts undone).
-    int conversationPosition(int cachePosition) const;
     // One query row of `e` as the store keeps it: keys 0 .. the query's conversation position.
     std::vector<float> storedRow(const wb::AttentionEvent& e, size_t headIndex, int query) const;
 

@@ -49,6 +49,11 @@ struct PromptInfo {
     QVector<int> ids;        // the whole context the reply continues (template-rendered conversation)
     QStringList pieces;      // text of each id (special tokens rendered)
     int reused = 0;          // leading positions whose K/V the session keeps from the previous turn
+    // How those positions sit in the session's cache after an earlier context shift, as the engine
+    // says it (Session::reuse_prefix, shifted_keep, dropped): positions from shiftKeep + shiftDropped
+    // on are at cache positions shiftDropped lower; shiftDropped 0: the cache holds them as they are.
+    int shiftKeep = 0;
+    int shiftDropped = 0;
     QString text;            // the template's rendering the ids were encoded from
     QVector<int> flags;      // PromptTokenFlag bits, one per id (prompt_record.h)
     ChatTemplateInfo chatTemplate;  // what rendered it

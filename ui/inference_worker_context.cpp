@@ -103,11 +103,13 @@ bool InferenceWorker::generateOnce(quint64 requestId, const ChatMessages& all, c
     PromptInfo info = recordPrompt(prompt, ids, m.tokenizer());
     info.requestId = requestId;
     info.chatTemplate = m_templateInfo;
-    // The same prefix rule as Session::generate: the last prompt token is always evaluated again.
-    const auto& cached = m_session->history();
-    size_t common = 0;
-    while (common < cached.size() && common < ids.size() && cached[common] == ids[common]) ++common;
-    info.reused = ids.empty() ? 0 : int(std::min(common, ids.size() - 1));
+    // The engine's own first step of generate(): what it keeps of the cache, and how a shifted cache
+    // maps the kept positions (the attention store places rows by it; it must not guess).
+    info.reused = int(m_session->reuse_prefix(ids));
+    if (m_session->dropped() > 0) {
+        info.shiftKeep = int(m_session->shifted_keep());
+        info.shiftDropped = int(m_session->dropped());
+    }
     Q_EMIT promptReady(info);
 
     InspectionRequest inspect;

@@ -15,7 +15,7 @@ namespace {
 class TraceRecorder : public wb::Observer {
 public:
     TraceRecorder(const InferenceWorker& worker, quint64 job, const wb::InspectedTrace& file, int32_t modelWindow)
-        : m_worker(worker), m_job(job), m_top(wb::replay_trace_candidates(file.trace)),
+        : m_worker(worker), m_job(job), m_file(file.inspection), m_top(wb::replay_trace_candidates(file.trace)),
           m_inspect(wb::inspection_replay_spec(file.inspection)), m_passHeads(modelWindow) {}
     wb::CaptureSpec capture() const override {
         wb::CaptureSpec spec;
@@ -31,9 +31,16 @@ public:
     }
     void on_token(const wb::TokenEvent& e) override {
         steps.push_back({e.id, e.trace});
+        // Kept: only what the comparison reads, the file's steps and, of the lens, the layers the
+        // file's step names (the engine computes every layer's; a long replay would hold them all).
         wb::TraceStepInspection s;
-        s.lens = e.lens;
-        if (m_inspect.head_stats) s.heads = m_passHeads.last_pass();
+        if (steps.size() <= m_file.size()) {
+            const wb::TraceStepInspection& want = m_file[steps.size() - 1];
+            for (const wb::LensLayer& l : e.lens)
+                if (std::any_of(want.lens.begin(), want.lens.end(), [&](const wb::LensLayer& w) { return w.layer == l.layer; }))
+                    s.lens.push_back(l);
+            if (m_inspect.head_stats && !want.heads.empty()) s.heads = m_passHeads.last_pass();
+        }
         inspection.push_back(std::move(s));
     }
     void on_attention(const wb::AttentionEvent& e) override { m_passHeads.add(e); }
@@ -45,6 +52,7 @@ public:
 private:
     const InferenceWorker& m_worker;
     quint64 m_job;
+    const std::vector<wb::TraceStepInspection>& m_file;  // the file's records (outlives the replay)
     int32_t m_top;
     wb::InspectionReplaySpec m_inspect;
     wb::PassHeadStats m_passHeads;

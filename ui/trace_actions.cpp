@@ -195,11 +195,23 @@ quint64 TraceActions::replayFile(const QString& path, QString* error) {
         *error = tr("Cannot read %1: %2").arg(path, file.errorString());
         return 0;
     }
+    // Refused before it is read: the whole file is held, then parsed (sampling/trace_file.h).
+    if (file.size() > wb::kMaxTraceFileBytes) {
+        *error = tr("%1: the trace file has %2 bytes, more than the %3 MiB a trace may have.")
+                     .arg(QFileInfo(path).fileName()).arg(file.size()).arg(wb::kMaxTraceFileBytes >> 20);
+        return 0;
+    }
     wb::InspectedTrace recorded;
     try {
         recorded = wb::read_inspected_trace_json(file.readAll().toStdString());
     } catch (const wb::Error& e) {
         *error = tr("%1: %2").arg(QFileInfo(path).fileName(), QString::fromUtf8(e.what()));
+        return 0;
+    } catch (const std::bad_alloc&) {
+        *error = tr("%1: not enough memory to read the trace file.").arg(QFileInfo(path).fileName());
+        return 0;
+    } catch (const std::exception& e) {
+        *error = tr("%1: cannot read the trace file: %2").arg(QFileInfo(path).fileName(), QString::fromUtf8(e.what()));
         return 0;
     }
     // Another file gives other numbers from the first token on: saying so beats a first difference.

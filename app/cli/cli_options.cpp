@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <filesystem>
 
+#include "engine/trace_inspection.h"
 #include "util/error.h"
 
 namespace wb::cli {
@@ -204,7 +205,7 @@ bool parse_output_flag(const std::string& a, const NextFn& next, CliOptions& o) 
     else if (a == "--export-trace" && o.command == "generate") o.export_trace = next();
     else if (a == "--replay" && o.command == "generate") o.replay = next();
     else if (a == "--compare-model" && o.command == "generate") o.compare_model = next();
-    else if (a == "--logit-lens") o.logit_lens = to_int(a, next(), 1, 1000);
+    else if (a == "--logit-lens") o.logit_lens = to_int(a, next(), 1, wb::kMaxLensTop);
     else if (a == "--head-stats") o.head_stats = true;
     else if (a == "--trace-attention" && o.command == "generate") o.trace_attention = true;
     else if (a == "--layers") o.layers = to_int_list(a, next());

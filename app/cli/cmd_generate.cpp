@@ -276,8 +276,10 @@ int cmd_generate(const CliOptions& given) {
 #ifdef WB_HAVE_TRACE_FILE
     if (trace && r.reason != StopReason::ERROR) {
         const GenerationTrace now = trace_of(obs, trace_header(o, rt, model_sha256, sampling, r.seed, prompt, obs));
-        if (!o.export_trace.empty()) write_trace_file(o.export_trace, now, inspection_of(obs));
-        if (!o.replay.empty()) return report_replay(file, now, inspection_of(obs));
+        // Built once: it takes the observer's attention rows (megabytes per token) rather than copy them.
+        const std::vector<TraceStepInspection> inspection = inspection_of(obs);
+        if (!o.export_trace.empty()) write_trace_file(o.export_trace, now, inspection);
+        if (!o.replay.empty()) return report_replay(file, now, inspection);
     }
 #endif
     ModelComparison cmp;

@@ -42,12 +42,13 @@ GenerationTrace trace_of(const GenerateObserver& obs, GenerationTrace header) {
     return header;
 }
 
-std::vector<TraceStepInspection> inspection_of(const GenerateObserver& obs) {
+std::vector<TraceStepInspection> inspection_of(GenerateObserver& obs) {
     std::vector<TraceStepInspection> out(obs.steps().size());
+    std::vector<std::vector<AttentionRow>> rows = obs.take_step_rows();
     for (size_t i = 0; i < out.size(); ++i) {
         out[i].lens = obs.steps()[i].lens;
         if (i < obs.step_heads().size()) out[i].heads = obs.step_heads()[i];
-        if (i < obs.step_rows().size()) out[i].attention = obs.step_rows()[i];
+        if (i < rows.size()) out[i].attention = std::move(rows[i]);
     }
     return out;
 }
@@ -103,6 +104,13 @@ void write_trace_file(const std::string& path, const GenerationTrace& trace,
 InspectedTrace read_trace_file(const std::string& path) {
     std::ifstream in(path, std::ios::binary);
     if (!in) throw Error("cannot read the trace file " + path + ": " + std::strerror(errno));
+    // Refused before it is read: a huge file would be held whole, then parsed (sampling/trace_file.h).
+    in.seekg(0, std::ios::end);
+    const std::streamoff size = in.tellg();
+    if (size > kMaxTraceFileBytes)
+        throw Error(path + ": the trace file has " + std::to_string(size) + " bytes, more than the " +
+                    std::to_string(kMaxTraceFileBytes >> 20) + " MiB a trace may have");
+    in.seekg(0, std::ios::beg);
     std::ostringstream text;
     text << in.rdbuf();
     if (in.bad()) throw Error("cannot read the trace file " + path);

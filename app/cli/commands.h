@@ -38,8 +38,9 @@ void require_chat_template(const ChatTemplate& t);
 // (exit code: 0 the same, 1 differs).
 GenerationTrace trace_of(const GenerateObserver& obs, GenerationTrace header);
 // Per step, the logit lens (--logit-lens) and head statistics (--head-stats) the observer collected:
-// the trace file's optional "lens" and "heads" (docs/trace-format.md).
-std::vector<TraceStepInspection> inspection_of(const GenerateObserver& obs);
+// the trace file's optional "lens" and "heads" (docs/trace-format.md), and the --trace-attention rows,
+// which are moved out of the observer (it holds none after).
+std::vector<TraceStepInspection> inspection_of(GenerateObserver& obs);
 TraceEngine engine_of(const CliOptions& o, const Session& s);
 void write_trace_file(const std::string& path, const GenerationTrace& trace,
                       const std::vector<TraceStepInspection>& inspection);

@@ -3,6 +3,7 @@
 // and the captured attention for --dump-attention.
 #include <cstdio>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "engine/head_stats.h"
@@ -42,6 +43,8 @@ public:
     const std::vector<std::vector<HeadStats>>& step_heads() const { return step_heads_; }
     // --trace-attention: for each step, the captured rows of the position whose logits drew its token.
     const std::vector<std::vector<AttentionRow>>& step_rows() const { return step_rows_; }
+    // The same, moved out (step_rows() is empty after).
+    std::vector<std::vector<AttentionRow>> take_step_rows() { return std::exchange(step_rows_, {}); }
 
     // Writes the captured attention with the token pieces of the whole context (prompt + reply) as
     // JSON (format: docs/attention-dump.md). Written to a temporary file and renamed into place.

@@ -42,8 +42,7 @@ int32_t head_stats_model_window(const ModelConfig& c) {
 }
 
 void PassHeadStats::add(const AttentionEvent& e) {
-    if (e.n_keys != pass_end_) heads_.clear();
-    pass_end_ = e.n_keys;
+    if (pass_.starts_new_pass(e)) heads_.clear();
     const std::vector<HeadStats> h = head_stats(e, e.n_queries - 1, model_window_);
     heads_.insert(heads_.end(), h.begin(), h.end());
 }

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "engine/observer.h"
+#include "engine/pass_boundary.h"
 #include "model/model_config.h"
 
 namespace wb {
@@ -46,7 +47,7 @@ public:
 private:
     int32_t model_window_;
     std::vector<HeadStats> heads_;
-    int32_t pass_end_ = -1;  // n_keys of the pass heads_ belongs to
+    PassBoundary pass_;  // when the next event begins a new pass
 };
 
 }  // namespace wb

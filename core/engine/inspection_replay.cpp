@@ -1,13 +1,12 @@
 #include "engine/inspection_replay.h"
 
 #include <algorithm>
-#include <bit>
 #include <cstdio>
+
+#include "util/same_value.h"
 
 namespace wb {
 namespace {
-
-bool same_bits(float a, float b) { return std::bit_cast<uint32_t>(a) == std::bit_cast<uint32_t>(b); }
 
 // Nine significant digits tell any two floats apart, so a one-ulp difference shows in the message.
 std::string num(float v) {
@@ -31,10 +30,10 @@ std::string lens_difference(const LensLayer& a, const LensLayer& b) {
         const std::string at = "top[" + std::to_string(k) + "] ";
         if (a.top_ids[k] != b.top_ids[k])
             return at + "id " + std::to_string(a.top_ids[k]) + " vs " + std::to_string(b.top_ids[k]);
-        if (!same_bits(a.top_p[k], b.top_p[k])) return at + floats("p", a.top_p[k], b.top_p[k]);
+        if (!same_value(a.top_p[k], b.top_p[k])) return at + floats("p", a.top_p[k], b.top_p[k]);
     }
-    if (!same_bits(a.p_drawn, b.p_drawn)) return floats("p_drawn", a.p_drawn, b.p_drawn);
-    if (!same_bits(a.entropy, b.entropy)) return floats("entropy", a.entropy, b.entropy);
+    if (!same_value(a.p_drawn, b.p_drawn)) return floats("p_drawn", a.p_drawn, b.p_drawn);
+    if (!same_value(a.entropy, b.entropy)) return floats("entropy", a.entropy, b.entropy);
     return {};
 }
 
@@ -47,7 +46,7 @@ std::string head_difference(const HeadStats& a, const HeadStats& b) {
                                                                  {"distance", &HeadStats::distance},
                                                                  {"in_window", &HeadStats::in_window}};
     for (const auto& [name, field] : fields)
-        if (!same_bits(a.*field, b.*field)) return floats(name, a.*field, b.*field);
+        if (!same_value(a.*field, b.*field)) return floats(name, a.*field, b.*field);
     return {};
 }
 
@@ -86,6 +85,8 @@ InspectionReplaySpec inspection_replay_spec(const std::vector<TraceStepInspectio
         if (!s.lens.empty()) spec.logit_lens = std::max(spec.logit_lens, 1);
         if (!s.heads.empty()) spec.head_stats = true;
     }
+    // read_inspected_trace_json refuses a longer top; a spec built from other records is capped too.
+    spec.logit_lens = std::min(spec.logit_lens, kMaxLensTop);
     sorted_unique(spec.layers);
     sorted_unique(spec.heads);
     return spec;

@@ -19,7 +19,7 @@ namespace wb {
 // What a replay asks the engine for (CaptureSpec's logit_lens, layers, heads and the attention rows
 // that head statistics are computed from) to recompute every record of the file.
 struct InspectionReplaySpec {
-    int32_t logit_lens = 0;        // top tokens per layer: the file's longest "top" (0: no lens recorded)
+    int32_t logit_lens = 0;        // top tokens per layer: the file's longest "top", at most kMaxLensTop (0: no lens)
     bool head_stats = false;       // some step recorded head statistics
     std::vector<int32_t> layers;   // the layers those statistics name (sorted, unique)
     std::vector<int32_t> heads;    // the query heads they name (sorted, unique)
@@ -39,7 +39,8 @@ struct InspectionDivergence {
 
 // Compares, step by step, every record in `recorded` with `now`'s for the same step, layer and head:
 // the lens's top ids and p (the file's length of them), p_drawn and entropy; each head's kv_head,
-// window and statistics. Floats compare as bits (a NaN equals the same NaN). Only the first `steps`
+// window and statistics. Floats compare as bits, except that any NaN equals any NaN
+// (util/same_value.h: a file reads every NaN back as one canonical NaN). Only the first `steps`
 // steps are compared (a replay whose tokens differ stops meaning the same context after the first
 // different token; compare_traces reports that one), and records `now` has beyond the file's are not
 // differences. Within a step the lens comes first, layer by layer, then the heads in the file's order.

@@ -3,8 +3,7 @@
 namespace wb {
 
 void PassAttentionRows::add(const AttentionEvent& e) {
-    if (e.n_keys != pass_end_) rows_.clear();
-    pass_end_ = e.n_keys;
+    if (pass_.starts_new_pass(e)) rows_.clear();
     if (e.n_queries <= 0) return;
     const int32_t last = e.n_queries - 1;
     for (size_t h = 0; h < e.heads.size(); ++h) {

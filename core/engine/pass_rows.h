@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "engine/observer.h"
+#include "engine/pass_boundary.h"
 
 namespace wb {
 
@@ -25,7 +26,7 @@ public:
 
 private:
     std::vector<AttentionRow> rows_;
-    int32_t pass_end_ = -1;  // n_keys of the pass rows_ belongs to
+    PassBoundary pass_;  // when the next event begins a new pass
 };
 
 }  // namespace wb

@@ -124,6 +124,18 @@ int32_t Session::keep_history(int32_t n) {
     return int32_t(history_.size());
 }
 
+int32_t Session::reuse_prefix(const std::vector<int32_t>& prompt) {
+    if (prompt.empty()) return 0;
+    // Reuse the cached prefix; at least the last prompt token is evaluated again for its logits.
+    // The prompt is matched against the history, so a shifted conversation continues (history()).
+    size_t common = 0;
+    while (common < history_.size() && common < prompt.size() && history_[common] == prompt[common]) ++common;
+    common = std::min(common, prompt.size() - 1);
+    // With sliding-window layers the cache may keep less than asked (see KvCache::truncate); the
+    // rest of the prompt is then prefilled like any new text.
+    return keep_history(int32_t(common));
+}
+
 void Session::shift_context() {
     // Later shifts keep what the first one kept: the history maps onto the cache by one dropped run.
     const int32_t keep = dropped_ > 0 ? shift_keep_ : shift_keep(keep_now_, n_ctx_);
@@ -310,14 +322,7 @@ GenerateResult Session::generate(const std::vector<int32_t>& prompt, const LiveS
             throw Error("the prompt is " + std::to_string(prompt.size()) + " tokens but the context holds " +
                         std::to_string(n_ctx_) + " (including the reply): shorten it or raise the context size");
 
-        // Reuse the cached prefix; at least the last prompt token is evaluated again for its logits.
-        // The prompt is matched against the history, so a shifted conversation continues (history()).
-        size_t common = 0;
-        while (common < history_.size() && common < prompt.size() && history_[common] == prompt[common]) ++common;
-        common = std::min(common, prompt.size() - 1);
-        // With sliding-window layers the cache may keep less than asked (see KvCache::truncate); the
-        // rest of the prompt is then prefilled like any new text.
-        common = size_t(keep_history(int32_t(common)));
+        const size_t common = size_t(reuse_prefix(prompt));
         result.timings.n_reused = int32_t(cached_.size());
         // A shift keeps the first n_keep tokens: on sliding-window layers too, where the window after
         // the shift may reach back into them (so they must not be released meanwhile).

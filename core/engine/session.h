@@ -117,6 +117,16 @@ public:
     const std::vector<int32_t>& history() const { return history_; }
     const std::vector<int32_t>& context_tokens() const { return cached_; }  // tokens whose K/V are cached
     int32_t dropped() const { return dropped_; }
+    // How history() maps onto the cache while dropped() > 0: history positions from
+    // shifted_keep() + dropped() on are at cache positions dropped() lower (meaningless when dropped() is 0).
+    int32_t shifted_keep() const { return shift_keep_; }
+    // The first step of generate(prompt), on its own so a caller can report its outcome before the
+    // prompt runs: matches `prompt` against history() (at least its last token is evaluated again),
+    // keeps that prefix of the cache (keep_history: a shifted cache keeps the mapping only when the
+    // prefix reaches past the dropped run, and sliding-window layers may keep less) and returns how
+    // many history tokens stay. After it, shifted_keep() and dropped() are the mapping generate() will
+    // continue from; generate() repeats the step, which changes nothing then. An empty prompt: 0, no change.
+    int32_t reuse_prefix(const std::vector<int32_t>& prompt);
     int32_t n_ctx() const { return n_ctx_; }
     KvStats kv_stats() const { return kv_->stats(); }
     const Model& model() const { return model_; }

@@ -108,6 +108,10 @@ std::vector<LensLayer> read_lens(const json& step, const std::string& where) {
         l.layer = index_member(a[i], "layer", w);
         const json& top = member(a[i], "top", w);
         if (!top.is_array()) refuse(w + ".top", "an array", top);
+        if (top.size() > size_t(kMaxLensTop))
+            throw Error("trace file: " + w + " (layer " + std::to_string(l.layer) + ") has a top of " +
+                        std::to_string(top.size()) + " tokens; at most " + std::to_string(kMaxLensTop) +
+                        " are allowed (the --logit-lens limit)");
         for (size_t k = 0; k < top.size(); ++k) {
             const std::string at = w + ".top[" + std::to_string(k) + "]";
             if (!top[k].is_array() || top[k].size() != 2) refuse(at, "[id, p]", top[k]);
@@ -141,7 +145,9 @@ std::vector<HeadStats> read_heads(const json& step, const std::string& where) {
     return out;
 }
 
-std::vector<AttentionRow> read_attention(const json& step, const std::string& where) {
+// max_keys: the keys the row that drew this step's token can have seen (the prompt and the tokens
+// drawn before it).
+std::vector<AttentionRow> read_attention(const json& step, const std::string& where, size_t max_keys) {
     std::vector<AttentionRow> out;
     const json& a = array_at(step, "attention", where);
     for (size_t i = 0; i < a.size(); ++i) {
@@ -151,8 +157,21 @@ std::vector<AttentionRow> read_attention(const json& step, const std::string& wh
         r.head = index_member(a[i], "head", w);
         const json& probs = member(a[i], "probs", w);
         if (!probs.is_array() || probs.empty()) refuse(w + ".probs", "a non-empty array", probs);
+        if (probs.size() > max_keys)
+            throw Error("trace file: " + w + ".probs has " + std::to_string(probs.size()) + " keys; the token it drew saw at most " +
+                        std::to_string(max_keys) + " (the prompt and the tokens before it)");
+        for (const AttentionRow& o : out)
+            if (o.layer == r.layer && o.head == r.head)
+                throw Error("trace file: " + w + " repeats layer " + std::to_string(r.layer) + ", head " +
+                            std::to_string(r.head) + " of an earlier row of the step");
         r.probs.reserve(probs.size());
-        for (size_t k = 0; k < probs.size(); ++k) r.probs.push_back(read_float(probs[k], w + ".probs[" + std::to_string(k) + "]"));
+        for (size_t k = 0; k < probs.size(); ++k) {
+            const std::string at = w + ".probs[" + std::to_string(k) + "]";
+            const float p = read_float(probs[k], at);
+            // A probability, or NaN (a masked key's entry).
+            if (!std::isnan(p) && !(p >= 0.f && p <= 1.f)) refuse(at, "a probability in [0, 1] or \"nan\"", probs[k]);
+            r.probs.push_back(p);
+        }
         out.push_back(std::move(r));
     }
     return out;
@@ -183,15 +202,16 @@ std::string write_inspected_trace_json(const GenerationTrace& trace, const std::
 InspectedTrace read_inspected_trace_json(const std::string& text) {
     InspectedTrace out;
     // First the sampler trace: it refuses what is not a trace (depth, JSON, format, version, fields).
-    out.trace = read_trace_json(text);
+    const json j = parse_trace_text(text);
+    out.trace = read_trace_value(j);
     out.inspection.resize(out.trace.steps.size());
-    const json j = json::parse(text);
     const json& steps = j["steps"];
     for (size_t i = 0; i < steps.size(); ++i) {
         const std::string w = "steps[" + std::to_string(i) + "]";
         if (steps[i].contains("lens")) out.inspection[i].lens = read_lens(steps[i], w);
         if (steps[i].contains("heads")) out.inspection[i].heads = read_heads(steps[i], w);
-        if (steps[i].contains("attention")) out.inspection[i].attention = read_attention(steps[i], w);
+        if (steps[i].contains("attention"))
+            out.inspection[i].attention = read_attention(steps[i], w, out.trace.prompt.size() + i);
     }
     return out;
 }

@@ -17,6 +17,11 @@
 
 namespace wb {
 
+// The longest lens `top` a file may hold: whitebox-cli's --logit-lens limit. A replay asks the engine
+// for the file's longest top at every layer of every step, so an unbounded one in a small hostile
+// file would make it allocate gigabytes.
+inline constexpr int32_t kMaxLensTop = 1000;
+
 // What the inspector recorded for one generated token (either may be empty: not captured).
 struct TraceStepInspection {
     std::vector<LensLayer> lens;   // every layer's logit lens (TokenEvent::lens)
@@ -38,7 +43,7 @@ std::string write_inspected_trace_json(const GenerationTrace& trace, const std::
 
 // read_trace_json, and each step's "lens", "heads" and "attention" when present. wb::Error naming the step and key
 // when one is there but malformed (not an array, a layer or id that is not a non-negative integer, a
-// top entry that is not [id, p], a missing field), so a damaged file is refused rather than half read.
+// top entry that is not [id, p], a top longer than kMaxLensTop, a missing field), so a damaged file is refused rather than half read.
 InspectedTrace read_inspected_trace_json(const std::string& text);
 
 }  // namespace wb

@@ -12,6 +12,7 @@
 #include "sampling/sampling_limits.h"
 #include "util/error.h"
 #include "util/json_depth.h"
+#include "util/same_value.h"
 
 namespace wb {
 namespace {
@@ -265,18 +266,14 @@ SamplerStageTrace read_stage(const json& j, const std::string& w) {
     return s;
 }
 
-bool same_bits(double a, double b) {
-    return std::memcmp(&a, &b, sizeof a) == 0 || (std::isnan(a) && std::isnan(b));
-}
-
 std::string num_text(double v) { return number(v).dump(); }
 
 // The first difference between two records of one stage ("" = none).
 std::string stage_difference(const SamplerStageTrace& a, const SamplerStageTrace& b) {
     if (a.n_before != b.n_before) return "n_before " + std::to_string(a.n_before) + " vs " + std::to_string(b.n_before);
     if (a.n_after != b.n_after) return "n_after " + std::to_string(a.n_after) + " vs " + std::to_string(b.n_after);
-    if (!same_bits(a.threshold, b.threshold)) return "threshold " + num_text(a.threshold) + " vs " + num_text(b.threshold);
-    if (!same_bits(a.p_cutoff, b.p_cutoff)) return "p_cutoff " + num_text(a.p_cutoff) + " vs " + num_text(b.p_cutoff);
+    if (!same_value(a.threshold, b.threshold)) return "threshold " + num_text(a.threshold) + " vs " + num_text(b.threshold);
+    if (!same_value(a.p_cutoff, b.p_cutoff)) return "p_cutoff " + num_text(a.p_cutoff) + " vs " + num_text(b.p_cutoff);
     if (a.top_after.size() != b.top_after.size())
         return "recorded candidates " + std::to_string(a.top_after.size()) + " vs " + std::to_string(b.top_after.size());
     for (size_t i = 0; i < a.top_after.size(); ++i) {
@@ -284,8 +281,8 @@ std::string stage_difference(const SamplerStageTrace& a, const SamplerStageTrace
         const Candidate& y = b.top_after[i];
         const std::string at = "candidate " + std::to_string(i) + ": ";
         if (x.id != y.id) return at + "id " + std::to_string(x.id) + " vs " + std::to_string(y.id);
-        if (!same_bits(x.logit, y.logit)) return at + "logit " + num_text(x.logit) + " vs " + num_text(y.logit);
-        if (!same_bits(x.p, y.p)) return at + "p " + num_text(x.p) + " vs " + num_text(y.p);
+        if (!same_value(x.logit, y.logit)) return at + "logit " + num_text(x.logit) + " vs " + num_text(y.logit);
+        if (!same_value(x.p, y.p)) return at + "p " + num_text(x.p) + " vs " + num_text(y.p);
     }
     return {};
 }
@@ -307,13 +304,22 @@ std::string write_trace_json(const GenerationTrace& t) {
     return j.dump();
 }
 
-GenerationTrace read_trace_json(const std::string& text) {
+json parse_trace_text(const std::string& text) {
+    if (std::int64_t(text.size()) > kMaxTraceFileBytes)
+        throw Error("trace file: " + std::to_string(text.size()) + " bytes, more than the " +
+                    std::to_string(kMaxTraceFileBytes >> 20) + " MiB a trace may have");
     // A trace nests 6 deep; far deeper is no trace, and would overflow the stack in nlohmann's
     // recursive destructor and copies (util/json_depth.h).
     if (json_nested_deeper_than(text, kMaxTraceDepth))
         throw Error("trace file: nested deeper than " + std::to_string(kMaxTraceDepth) + " levels; not a trace");
     json j = json::parse(text, nullptr, false);
     if (j.is_discarded()) throw Error("trace file: not valid JSON");
+    return j;
+}
+
+GenerationTrace read_trace_json(const std::string& text) { return read_trace_value(parse_trace_text(text)); }
+
+GenerationTrace read_trace_value(const json& j) {
     if (string_member(j, "format", "the file") != kTraceFormat)
         throw Error(std::string("trace file: \"format\" is not \"") + kTraceFormat + "\"");
     const int version = int_member<int>(j, "version", "the file");

@@ -6,6 +6,8 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json_fwd.hpp>
+
 #include "sampling/sampler.h"
 #include "sampling/sampling_params.h"
 
@@ -61,6 +63,18 @@ std::string write_trace_json(const GenerationTrace& trace);
 // CLI accepts for it (sampling/sampling_limits.h).
 GenerationTrace read_trace_json(const std::string& text);
 
+// The largest trace file the app and whitebox-cli read (256 MiB): a real trace of a few thousand
+// tokens with the lens and head statistics is a few MB, with raw attention rows tens of MB. A bigger
+// file is refused before it is read, with this limit in the message (read_trace_json refuses a
+// longer text too).
+inline constexpr std::int64_t kMaxTraceFileBytes = std::int64_t(256) << 20;
+
+// read_trace_json in two halves, so a reader of more keys (engine/trace_inspection.h) parses the
+// text once: parse_trace_text refuses a text too long, too deep or not JSON (wb::Error), and
+// read_trace_value reads the parsed file.
+nlohmann::json parse_trace_text(const std::string& text);
+GenerationTrace read_trace_value(const nlohmann::json& j);
+
 // Where two traces of the same prompt first part ways.
 struct TraceDivergence {
     bool same = true;
@@ -70,7 +84,8 @@ struct TraceDivergence {
 };
 
 // Compares the prompts, then step by step the stage records (name, n_before, n_after, threshold,
-// p_cutoff, the surviving candidates' ids, logits and p, bit for bit) and the drawn token.
+// p_cutoff, the surviving candidates' ids, logits and p, bit for bit, any NaN equal to any NaN:
+// util/same_value.h) and the drawn token.
 TraceDivergence compare_traces(const GenerationTrace& a, const GenerationTrace& b);
 
 // The candidates per stage record a replay must ask for (CaptureSpec::trace_candidates) to record

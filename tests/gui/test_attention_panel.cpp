@@ -240,6 +240,8 @@ private Q_SLOTS:
         // positions stay moved: its prompt's last token (conversation 12) is cache position 7.
         PromptInfo next = prompt(pieces(13));
         next.reused = 11;
+        next.shiftKeep = 2;  // the engine's mapping (Session::reuse_prefix): keep 2, 3 + 2 dropped
+        next.shiftDropped = 5;
         store.handlePrompt(next);
         store.addEvents({wb_gui_test::attentionEvent(2, 3, 6, 2, value)});
         QVERIFY(store.row(2, 0, 12));
@@ -253,6 +255,52 @@ private Q_SLOTS:
         store.addEvents({wb_gui_test::attentionEvent(2, 3, 0, 4, value)});
         QCOMPARE(int(store.row(2, 0, 3)->size()), 4);
         QCOMPARE((*store.row(2, 0, 3))[2], value(0, 3, 2));
+    }
+
+    // The store takes the shift mapping from the engine's PromptInfo, never from the cuts it saw: at
+    // reused == keep + dropped the session resets its mapping (Session::keep_history) and so does the
+    // store; after a replay reset the session (no cut seen) the prompt says none; a shift the store
+    // never saw (a request not shown) is applied when the engine reports it.
+    void theShiftMappingIsTheEnginesAtEachPrompt() {
+        AttentionStore store;
+        store.setModelShape(4, 3);
+        store.handlePrompt(prompt(pieces(8)));
+        store.setCut({wb::ContextPolicy::SHIFT, 2, 3});  // keep 2, drop 3
+        // The boundary: the prompt reuses exactly keep + dropped = 5 history tokens; the engine keeps
+        // cache 0..1 only and says there is no mapping, so cache row 6 is conversation row 6.
+        PromptInfo next = prompt(pieces(7));
+        next.reused = 5;
+        store.handlePrompt(next);
+        QCOMPARE(store.conversationPosition(6), 6);
+        store.addEvents({wb_gui_test::attentionEvent(2, 3, 5, 2, value)});
+        QCOMPARE(int(store.row(2, 0, 6)->size()), 7);
+        QCOMPARE((*store.row(2, 0, 6))[4], value(0, 6, 4));
+
+        // The mapping kept: one position past the boundary.
+        store.setCut({wb::ContextPolicy::SHIFT, 2, 3});
+        next = prompt(pieces(9));
+        next.reused = 6;
+        next.shiftKeep = 2;
+        next.shiftDropped = 3;
+        store.handlePrompt(next);
+        QCOMPARE(store.conversationPosition(5), 8);
+        QCOMPARE(store.conversationPosition(1), 1);
+
+        // A replay reset the session (the store saw no cut): the prompt says nothing is reused or shifted.
+        next = prompt(pieces(9));
+        next.reused = 0;
+        store.handlePrompt(next);
+        QCOMPARE(store.conversationPosition(5), 5);
+        QVERIFY(!store.row(2, 0, 6));
+
+        // A shift made while another request ran (not shown, so no cut reached the store).
+        next = prompt(pieces(12));
+        next.reused = 10;
+        next.shiftKeep = 1;
+        next.shiftDropped = 4;
+        store.handlePrompt(next);
+        QCOMPARE(store.conversationPosition(1), 5);
+        QCOMPARE(store.conversationPosition(0), 0);
     }
 
     void captureFollowsTheSelectedLayer() {

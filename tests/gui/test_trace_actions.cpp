@@ -25,6 +25,7 @@
 #include "engine/model_compare.h"
 #include "engine/context_policy.h"
 #include "kv/kv_types.h"
+#include "sampling/trace_file.h"
 #include "gguf/gguf_file.h"
 #include "gui_test_support.h"
 #include "main_window.h"
@@ -395,6 +396,27 @@ private Q_SLOTS:
         report = replay(bad, &same, &started);
         QVERIFY(!started);
         QCOMPARE(report, QStringLiteral("bad.json: trace file: not valid JSON"));
+
+        // A file above the size limit is refused before it is read (sparse: no 256 MiB is written).
+        const QString huge = m_dir.filePath(QStringLiteral("huge.json"));
+        QFile h(huge);
+        QVERIFY(h.open(QIODevice::WriteOnly));
+        QVERIFY(h.resize(wb::kMaxTraceFileBytes + 1));
+        h.close();
+        report = replay(huge, &same, &started);
+        QVERIFY(!started);
+        QCOMPARE(report, QStringLiteral("huge.json: the trace file has 268435457 bytes, more than the 256 MiB a trace may have."));
+        QFile::remove(huge);
+
+        // A hostile attention row is refused by name, and the app goes on.
+        report = replay(writeEdited(QStringLiteral("row.json"),
+                                    [](nlohmann::json& j) {
+                                        j["steps"][0]["attention"] = {{{"layer", 0}, {"head", 0}, {"probs", {0.5, 2.0}}}};
+                                    }),
+                        &same, &started);
+        QVERIFY(!started);
+        QCOMPARE(report, QStringLiteral("row.json: trace file: steps[0].attention[0].probs[1] must be a probability in [0, 1] or "
+                                        "\"nan\", got number 2.0"));
 
         // A prompt as long as the whole context: no room for the reply's tokens.
         const int nCtx = controller()->model().contextSize;

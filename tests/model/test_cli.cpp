@@ -638,6 +638,17 @@ private Q_SLOTS:
         const Run bad = run_cli({"generate", "-m", model(), "--replay", write_file(dir, "bad.json", "{\"format\": 1}")});
         QCOMPARE(bad.exit_code, 1);
         QVERIFY2(bad.err.contains("bad.json: trace file: format must be a string, got number 1"), bad.err.constData());
+        // Above the size limit: refused before it is read (a sparse file; nothing is written).
+        const QString huge = dir.filePath("huge.json");
+        {
+            QFile h(huge);
+            QVERIFY(h.open(QIODevice::WriteOnly) && h.resize(qint64(256) * 1024 * 1024 + 1));
+        }
+        const Run big = run_cli({"generate", "-m", model(), "--replay", huge});
+        QCOMPARE(big.exit_code, 1);
+        QVERIFY2(big.err.contains("huge.json: the trace file has 268435457 bytes, more than the 256 MiB a trace may have"),
+                 big.err.constData());
+        QFile::remove(huge);
         // Another model file: said as such, not as a difference in the numbers.
         const Run other = run_cli({"generate", "-m", QFileInfo(model()).dir().filePath("gemma-3-270m-Q4_K_M.gguf"), "--backend", "cpu",
                                    "--replay", path});

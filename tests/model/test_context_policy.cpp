@@ -200,6 +200,18 @@ class TestContextPolicy : public QObject {
                     static_cast<unsigned long long>(watch.max_reserved));
         if (policy == ContextPolicy::TRIM) QVERIFY(n_trims > 0);
         if (policy == ContextPolicy::SHIFT) QVERIFY(n_shifts > 0);
+        if (policy != ContextPolicy::SHIFT) return;
+        // reuse_prefix, generate()'s first step, which the app runs to tell the attention store the
+        // mapping before a prompt (PromptInfo): a prompt reusing one token past the dropped run keeps
+        // it; one reusing exactly keep + dropped tokens leaves only the kept ones and no mapping.
+        const std::vector<int32_t> h = s.history();
+        const int32_t keep = s.shifted_keep(), dropped = s.dropped();
+        QVERIFY(dropped > 0 && int32_t(h.size()) > keep + dropped + 2);
+        QCOMPARE(s.reuse_prefix({h.begin(), h.begin() + keep + dropped + 2}), keep + dropped + 1);
+        QCOMPARE(s.dropped(), dropped);
+        QCOMPARE(s.shifted_keep(), keep);
+        QCOMPARE(s.reuse_prefix({h.begin(), h.begin() + keep + dropped + 1}), keep);
+        QCOMPARE(s.dropped(), 0);
     }
 
 private slots:

@@ -3,6 +3,7 @@
 // stage where two traces part ways.
 #include <QtTest>
 
+#include <bit>
 #include <cmath>
 #include <cstring>
 #include <functional>
@@ -11,7 +12,9 @@
 #include <random>
 
 #include "sampling/sampler.h"
+#include "engine/head_stats.h"
 #include "engine/inspection_replay.h"
+#include "engine/pass_rows.h"
 #include "engine/trace_inspection.h"
 #include "sampling/trace_file.h"
 #include "util/error.h"
@@ -174,6 +177,10 @@ private slots:
     void replay_spec_asks_for_what_the_file_recorded();
     void attention_rows_round_trip_bit_exact();
     void bad_attention_rows_get_specific_errors();
+    void a_nan_read_back_equals_the_engines_nan();
+    void a_lens_top_longer_than_the_limit_is_refused();
+    void a_text_above_the_size_limit_is_refused();
+    void the_latest_pass_is_told_by_its_layers_not_its_key_count();
 };
 
 void TestTraceFile::export_import_round_trip_is_bit_exact() {
@@ -600,7 +607,8 @@ std::vector<TraceStepInspection> attention_records() {
         for (int layer : {0, 3})
             for (int head : {1, 4}) {
                 AttentionRow r{layer, head, {}};
-                for (int k = 0; k < 20 + step; ++k) r.probs.push_back(u(rng));
+                // As long as a row can be: the prompt's 4 tokens and the tokens drawn before this one.
+                for (int k = 0; k < 4 + step; ++k) r.probs.push_back(u(rng));
                 r.probs[0] = 0.0f;
                 r.probs[1] = 1e-40f;
                 r.probs.back() = 1.0f;
@@ -664,6 +672,124 @@ void TestTraceFile::bad_attention_rows_get_specific_errors() {
              std::string("trace file: steps[0].attention[0] has no \"head\""));
     QCOMPARE(error_of([](auto& j) { j["steps"][0]["attention"][2]["layer"] = -3; }),
              std::string("trace file: steps[0].attention[2].layer must be a non-negative integer, got number -3"));
+    // A row longer than the keys the token saw (a 4-token prompt, step 2: 6 keys).
+    QCOMPARE(error_of([](auto& j) { j["steps"][2]["attention"][1]["probs"].push_back(0.0); }),
+             std::string("trace file: steps[2].attention[1].probs has 7 keys; the token it drew saw at most 6 (the "
+                         "prompt and the tokens before it)"));
+    QCOMPARE(error_of([](auto& j) { j["steps"][0]["attention"][3]["layer"] = 0, j["steps"][0]["attention"][3]["head"] = 1; }),
+             std::string("trace file: steps[0].attention[3] repeats layer 0, head 1 of an earlier row of the step"));
+    QCOMPARE(error_of([](auto& j) { j["steps"][0]["attention"][0]["probs"][2] = 1.5; }),
+             std::string("trace file: steps[0].attention[0].probs[2] must be a probability in [0, 1] or \"nan\", got number 1.5"));
+    QCOMPARE(error_of([](auto& j) { j["steps"][2]["attention"][2]["probs"][1] = -0.25; }),
+             std::string("trace file: steps[2].attention[2].probs[1] must be a probability in [0, 1] or \"nan\", got number -0.25"));
+    QCOMPARE(error_of([](auto& j) { j["steps"][0]["attention"][0]["probs"][2] = "inf"; }),
+             std::string("trace file: steps[0].attention[0].probs[2] must be a probability in [0, 1] or \"nan\", got string \"inf\""));
+    QCOMPARE(error_of([](auto& j) { j["steps"][0]["attention"][0]["probs"][2] = "nan"; }), std::string("(no error)"));
+}
+
+// A file writes every NaN as "nan" and reads back the canonical quiet NaN 0x7FC00000; x86 arithmetic
+// makes 0xFFC00000. A replay that computes the same NaN must not report a difference, in the lens,
+// the head statistics or the sampler trace; a NaN against a number still differs.
+void TestTraceFile::a_nan_read_back_equals_the_engines_nan() {
+    const float x86_nan = std::bit_cast<float>(uint32_t(0xFFC00000u));
+    QVERIFY(std::isnan(x86_nan));
+    const GenerationTrace t = generate(busy_params(21), random_rows(2, 30, 4));
+    std::vector<TraceStepInspection> in = {inspection_of(2, 3, 2, 0.5f), inspection_of(2, 3, 2, 0.5f)};
+    in[1].lens[1].entropy = x86_nan;
+    in[1].heads[1].distance = x86_nan;
+    const InspectedTrace back = read_inspected_trace_json(write_inspected_trace_json(t, in));
+    QCOMPARE(std::bit_cast<uint32_t>(back.inspection[1].lens[1].entropy), uint32_t(0x7FC00000u));  // what the file gives
+    QVERIFY(wb::compare_inspection(back.inspection, in, 2).same);
+    QVERIFY(wb::compare_inspection(in, back.inspection, 2).same);
+    std::vector<TraceStepInspection> now = in;
+    now[1].heads[1].distance = 3.0f;
+    QCOMPARE(describe_inspection_divergence(wb::compare_inspection(back.inspection, now, 2)),
+             std::string("the head statistics differ at token 1, layer 0, head 1: distance nan vs 3"));
+
+    // The sampler trace: a NaN threshold read back equals the engine's NaN.
+    GenerationTrace engine = t;
+    size_t nans = 0;
+    for (TraceStep& s : engine.steps)
+        for (SamplerStageTrace& st : s.stages)
+            if (std::isnan(st.threshold)) st.threshold = x86_nan, ++nans;
+    QVERIFY(nans > 0);
+    QVERIFY(compare_traces(read_trace_json(write_trace_json(t)), engine).same);
+}
+
+// A lens `top` is at most --logit-lens's 1000 tokens: a small file with a longer one would make a
+// replay compute and hold that many at every layer of every step.
+void TestTraceFile::a_lens_top_longer_than_the_limit_is_refused() {
+    const GenerationTrace t = generate(busy_params(22), random_rows(2, 30, 6));
+    nlohmann::json j = nlohmann::json::parse(write_inspected_trace_json(t, {inspection_of(3, 2, 0, 0.5f)}));
+    nlohmann::json& top = j["steps"][0]["lens"][2]["top"];
+    top = nlohmann::json::array();
+    for (int k = 0; k < kMaxLensTop; ++k) top.push_back({k, 0.0});
+    QCOMPARE(read_inspected_trace_json(j.dump()).inspection[0].lens[2].top_ids.size(), size_t(kMaxLensTop));
+    top.push_back({7, 0.0});
+    try {
+        read_inspected_trace_json(j.dump());
+        QFAIL("a top of 1001 tokens was read");
+    } catch (const Error& e) {
+        QCOMPARE(std::string(e.what()), std::string("trace file: steps[0].lens[2] (layer 2) has a top of 1001 tokens; at "
+                                                     "most 1000 are allowed (the --logit-lens limit)"));
+    }
+    // A spec built from records (not a file) asks for no more either.
+    TraceStepInspection big;
+    big.lens.push_back({0, std::vector<int32_t>(5000, 1), std::vector<float>(5000, 0.f), 0.f, 0.f});
+    QCOMPARE(inspection_replay_spec({big}).logit_lens, kMaxLensTop);
+}
+
+void TestTraceFile::a_text_above_the_size_limit_is_refused() {
+    const std::string good = write_trace_json(generate(busy_params(23), random_rows(1, 30, 2)));
+    std::string text = good;
+    text.resize(size_t(kMaxTraceFileBytes), ' ');  // JSON allows trailing white space: at the limit, still read
+    QCOMPARE(read_inspected_trace_json(text).trace.steps.size(), size_t(1));
+    text.push_back(' ');
+    for (auto read : {+[](const std::string& s) { (void)read_trace_json(s); },
+                      +[](const std::string& s) { (void)read_inspected_trace_json(s); }}) {
+        try {
+            read(text);
+            QFAIL("a text above the limit was read");
+        } catch (const Error& e) {
+            QCOMPARE(std::string(e.what()), std::string("trace file: 268435457 bytes, more than the 256 MiB a trace may have"));
+        }
+    }
+}
+
+// The replay's and the CLI's "rows and head statistics of the latest pass": after a context shift a
+// decode pass can end at the same n_keys as the pass before it, and must still replace it; with one
+// captured layer every event is a pass of its own.
+void TestTraceFile::the_latest_pass_is_told_by_its_layers_not_its_key_count() {
+    const auto event = [](int32_t layer, float salt) {
+        AttentionEvent e;
+        e.layer = layer;
+        e.n_head = e.n_head_kv = 2;
+        e.heads = {0, 1};
+        e.kv_head_of = {0, 1};
+        e.query_pos0 = 9;
+        e.n_queries = 1;
+        e.n_keys = 10;
+        for (int h = 0; h < 2; ++h)
+            for (int k = 0; k < 10; ++k) e.probs.push_back(k == 9 ? salt : (1.0f - salt) / 9.0f);
+        return e;
+    };
+    PassAttentionRows rows;
+    PassHeadStats heads;
+    for (float salt : {0.25f, 0.75f})  // two passes of layers 1 and 3, both over 10 keys
+        for (int32_t layer : {1, 3}) {
+            rows.add(event(layer, salt));
+            heads.add(event(layer, salt));
+        }
+    QCOMPARE(rows.last_pass().size(), size_t(4));
+    QCOMPARE(heads.last_pass().size(), size_t(4));
+    for (const AttentionRow& r : rows.last_pass()) QCOMPARE(r.probs[9], 0.75f);
+    QCOMPARE(rows.last_pass()[0].layer, 1);
+    QCOMPARE(rows.last_pass()[3].layer, 3);
+    PassAttentionRows one;
+    one.add(event(2, 0.25f));
+    one.add(event(2, 0.75f));
+    QCOMPARE(one.last_pass().size(), size_t(2));
+    QCOMPARE(one.last_pass()[0].probs[9], 0.75f);
 }
 
 QTEST_GUILESS_MAIN(TestTraceFile)
