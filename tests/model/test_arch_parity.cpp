@@ -5,8 +5,9 @@
 // same file again (its SHA-256 must equal the recorded one: the weights are the reference's), loads
 // it and checks, as the real-model parity suites do. The *-llamaq-* cases (make_quantized_reference.py)
 // are files llama.cpp's quantizer made from F32 random models (qwen2 in every quantized type, the other
-// architectures in Q4_K_M), committed in tests/reference/llama-quantized/ (a test cannot run
-// llama.cpp); their SHA-256 is checked the same way. Checks:
+// architectures in Q4_K_M) into the model cache (model files are not committed; a test cannot run
+// llama.cpp): their SHA-256 is checked the same way, and a missing one skips its row, saying how to make
+// it. Checks:
 //  - teacher forcing over three sequences of random tokens: top-1 agreement >= 99 % and mean
 //    KL(llama.cpp || WhiteBox) <= 0.005 nats (the bounds), and beyond them, since the CPU
 //    backend follows llama.cpp's arithmetic in every case, logits bit-identical (SHA-256 of every
@@ -214,11 +215,14 @@ private Q_SLOTS:
         for (qsizetype i = 0; i + 1 < args.size(); ++i)
             if (args[i] == "--vocab-from" && !QFileInfo::exists(args[i + 1]))
                 QSKIP(qPrintable(args[i + 1] + " is missing; run scripts/fetch-models.sh --all to download it"));
-        // The model: a file llama.cpp's quantizer wrote (committed beside the reference), or written
-        // again by make_random_gguf.
-        const QString committed = ref["llama_quantized"].toObject()["file"].toString();
-        const QString path = committed.isEmpty() ? write_model(dir_.path(), name, args)
-                                                 : QString::fromStdString(wb_test::reference_dir()) + "/" + committed;
+        // The model: a file llama.cpp's quantizer wrote into the model cache (a model file, never
+        // committed: make_quantized_reference.py makes it), or written again by make_random_gguf.
+        const QString quantized = ref["llama_quantized"].toObject()["file"].toString();
+        const QString cached = strings_of(QJsonArray{quantized}).value(0);
+        if (!quantized.isEmpty() && !QFileInfo::exists(cached))
+            QSKIP(qPrintable(cached + " is missing: llama.cpp's quantizer makes it (tests/reference/make_quantized_reference.py, "
+                                      "llama-cpp-python); see tests/reference/README.md"));
+        const QString path = quantized.isEmpty() ? write_model(dir_.path(), name, args) : cached;
         QVERIFY(!path.isEmpty());
         QCOMPARE(sha256_of(path), ref["sha256"].toString());  // the reference's weights, byte for byte
         QCOMPARE(ref["cases"].toArray().size(), 10);

@@ -12,10 +12,13 @@ llama_model_imatrix_data array. (F16 is a conversion, not a quantization: the ma
 The types' arithmetic does not depend on the architecture (every architecture runs every type in the
 generator-made matrix), so qwen2 carries the types; each other architecture gets one Q4_K_M file from
 its own F32 model (Gemma with enough layers for a global one), so that llama.cpp's per-architecture
-choices of types by role are met too. A test cannot run llama.cpp, so the quantized files are
-committed (tests/reference/llama-quantized/, random numbers, a few hundred KB each) beside the
-reference data, which is made exactly as make_random_reference.py makes its cases (same contexts,
-sequences and greedy prompts; tests/model/test_arch_parity.cpp checks both kinds).
+choices of types by role are met too.
+The quantized files are model files, so they are not committed: this script writes them into the
+model cache (WHITEBOX_MODELS, default ~/.cache/whitebox/models) and commits only llama.cpp's reference
+data on them (random-archs/*-llamaq-*.json, with each file's SHA-256), made exactly as
+make_random_reference.py makes its cases (same contexts, sequences and greedy prompts).
+tests/model/test_arch_parity.cpp checks a file that is in the cache (SHA-256, then bit-identical logits)
+and skips, saying so, one that is not.
 
 Usage (llama-cpp-python 0.3.36 in a venv, as tests/reference/README.md describes):
     /tmp/lcpvenv/bin/python tests/reference/make_quantized_reference.py \\
@@ -32,7 +35,7 @@ import tempfile
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from make_random_reference import evaluate_case  # noqa: E402
+from make_random_reference import MODELS_DIR, evaluate_case  # noqa: E402
 
 import llama_cpp  # noqa: E402
 
@@ -87,7 +90,7 @@ def main() -> int:
     ap.add_argument("--make-random", type=Path, required=True, help="path of the built make_random_gguf")
     ap.add_argument("--out", type=Path, required=True, help="tests/reference")
     args = ap.parse_args()
-    files = args.out / "llama-quantized"
+    files = MODELS_DIR
     files.mkdir(parents=True, exist_ok=True)
     (args.out / "random-archs").mkdir(parents=True, exist_ok=True)
     cases = [("qwen2", F32_ARGS, ftype) for ftype in FTYPES]
@@ -101,7 +104,7 @@ def main() -> int:
             gguf = files / f"{name}.gguf"
             quantize(f32, gguf, ftype)
             evaluate_case(name, gguf, args.out / "random-archs",
-                          {"llama_quantized": {"file": f"llama-quantized/{gguf.name}", "from_make_random_gguf": f32_args,
+                          {"llama_quantized": {"file": f"@models/{gguf.name}", "from_make_random_gguf": f32_args,
                                                "ftype": ftype, "by": f"llama_model_quantize, llama-cpp-python "
                                                                       f"{llama_cpp.__version__}",
                                                "imatrix": "uniform (1.0)" if ftype in NEEDS_IMATRIX else None}})
