@@ -80,6 +80,17 @@ void ScreenshotRunner::save(QWidget* widget, const QString& name) {
     widget->grab().save(QDir(m_directory).filePath(name));
 }
 
+// Each (dock object name, file) in front, then its picture; a dock the window lacks is passed over.
+void ScreenshotRunner::saveDocks(const QList<QPair<QString, QString>>& docks) {
+    for (const auto& [dockName, file] : docks) {
+        QDockWidget* d = m_window->dock(dockName);
+        if (!d) continue;
+        d->raise();
+        QApplication::processEvents();
+        save(d, file);
+    }
+}
+
 void ScreenshotRunner::grabAll() {
     save(m_window, QStringLiteral("window.png"));
     save(m_window->chatPanel(), QStringLiteral("chat.png"));
@@ -95,13 +106,7 @@ void ScreenshotRunner::grabAll() {
         {QStringLiteral("headStatsDock"), QStringLiteral("head-stats.png")},
         {QStringLiteral("timingsDock"), QStringLiteral("timings.png")},
     };
-    for (const auto& [dockName, file] : docks) {
-        QDockWidget* d = m_window->dock(dockName);
-        if (!d) continue;
-        d->raise();
-        QApplication::processEvents();
-        save(d, file);
-    }
+    saveDocks(docks);
     // Model info's memory ledger.
     if (QDockWidget* info = m_window->dock(QStringLiteral("modelInfoDock"))) {
         info->raise();
@@ -130,13 +135,7 @@ void ScreenshotRunner::grabRemote() {
         {QStringLiteral("attentionDock"), QStringLiteral("remote-attention.png")},
         {QStringLiteral("modelInfoDock"), QStringLiteral("remote-model-info.png")},
     };
-    for (const auto& [dockName, file] : docks) {
-        QDockWidget* d = m_window->dock(dockName);
-        if (!d) continue;
-        d->raise();
-        QApplication::processEvents();
-        save(d, file);
-    }
+    saveDocks(docks);
     // The window again with a covered panel in front (the inspector was in front above).
     m_window->dock(QStringLiteral("attentionDock"))->raise();
     QApplication::processEvents();

@@ -4,7 +4,9 @@
 // then, when that has finished, selects a token in the inspector and grabs the window and every panel,
 // then the Models dialog, and quits. With `remote` (whitebox --remote URL) the replies come from that
 // server: one reply, then the window and the panels as a remote engine shows them (remote-*.png).
+#include <QList>
 #include <QObject>
+#include <QPair>
 #include <QString>
 
 class MainWindow;
@@ -24,6 +26,7 @@ private:
     void grabPresets(SamplingPanel* sampling);
     void grabModelsDialog();
     void save(QWidget* widget, const QString& name);
+    void saveDocks(const QList<QPair<QString, QString>>& docks);
 
     MainWindow* m_window;
     QString m_directory;
