@@ -34,10 +34,10 @@ import tarfile
 import time
 from pathlib import Path
 
-SDIST = "llama-cpp-python==0.3.36"
-SDIST_FILE = "llama_cpp_python-0.3.36.tar.gz"
-SDIST_SHA256 = "832db0699007f1be95a7e41ef12e88926b02ba836461e36a36372db2760c1a2e"
 ROOT = Path(__file__).resolve().parent.parent
+# The pinned sdist (shared with scripts/make-test-models.sh): "sha256  llama_cpp_python-X.Y.Z.tar.gz".
+SDIST_SHA256, SDIST_FILE = (ROOT / "scripts" / "llama-cpp-python.sha256").read_text().split()
+SDIST = "llama-cpp-python==" + SDIST_FILE.removeprefix("llama_cpp_python-").removesuffix(".tar.gz")
 
 
 def cache_dir() -> Path:

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# The whole test suite from a clean clone: system packages, build, models, then the passes:
+# The whole test suite from a clean clone: system packages, build, models (fetched, and the
+# llama.cpp-quantized ones made: make-test-models.sh), then the passes:
 #   ctest  every ctest test of the normal (Release) build;
 #   asan   AddressSanitizer + UBSan: unit tests, fuzz replays, a short model subset (test-sanitizers.sh);
 #   tsan   ThreadSanitizer: thread pool, session stop / live parameters, the worker (test-sanitizers.sh);
@@ -15,6 +16,8 @@ read -r -a passes <<< "${WB_TEST_PASSES:-ctest asan tsan fuzz}"
 bash "$root/scripts/bootstrap.sh"
 bash "$root/scripts/build.sh"
 bash "$root/scripts/fetch-models.sh" --all
+# The llama.cpp-quantized test models: made once per machine (building llama-cpp-python, ~10 minutes).
+bash "$root/scripts/make-test-models.sh" "${WB_BUILD_DIR:-$root/build}"
 
 run_pass() {
   case "$1" in

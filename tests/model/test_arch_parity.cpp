@@ -6,8 +6,8 @@
 // it and checks, as the real-model parity suites do. The *-llamaq-* cases (make_quantized_reference.py)
 // are files llama.cpp's quantizer made from F32 random models (qwen2 in every quantized type, the other
 // architectures in Q4_K_M) into the model cache (model files are not committed; a test cannot run
-// llama.cpp): their SHA-256 is checked the same way, and a missing one skips its row, saying how to make
-// it. Checks:
+// llama.cpp; scripts/make-test-models.sh makes them, and scripts/test.sh runs it): their SHA-256 is
+// checked the same way, and a missing one skips its row, saying how to make it. Checks:
 //  - teacher forcing over three sequences of random tokens: top-1 agreement >= 99 % and mean
 //    KL(llama.cpp || WhiteBox) <= 0.005 nats (the bounds), and beyond them, since the CPU
 //    backend follows llama.cpp's arithmetic in every case, logits bit-identical (SHA-256 of every
@@ -220,8 +220,8 @@ private Q_SLOTS:
         const QString quantized = ref["llama_quantized"].toObject()["file"].toString();
         const QString cached = strings_of(QJsonArray{quantized}).value(0);
         if (!quantized.isEmpty() && !QFileInfo::exists(cached))
-            QSKIP(qPrintable(cached + " is missing: llama.cpp's quantizer makes it (tests/reference/make_quantized_reference.py, "
-                                      "llama-cpp-python); see tests/reference/README.md"));
+            QSKIP(qPrintable(cached + " is missing: llama.cpp's quantizer makes it; run scripts/make-test-models.sh "
+                                      "(scripts/test.sh does) or see tests/reference/README.md"));
         const QString path = quantized.isEmpty() ? write_model(dir_.path(), name, args) : cached;
         QVERIFY(!path.isEmpty());
         QCOMPARE(sha256_of(path), ref["sha256"].toString());  // the reference's weights, byte for byte

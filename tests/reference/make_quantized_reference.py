@@ -23,11 +23,18 @@ and skips, saying so, one that is not.
 Usage (llama-cpp-python 0.3.36 in a venv, as tests/reference/README.md describes):
     /tmp/lcpvenv/bin/python tests/reference/make_quantized_reference.py \\
         --make-random build/tests/make_random_gguf --out tests/reference
+
+With --models-only the script writes the model files and leaves the reference data alone: each file
+must have the SHA-256 its committed JSON names (llama.cpp's quantizer is deterministic for a given
+build: same sdist, GGML_NATIVE=OFF), and a file that does not is reported and the exit status is 1.
+scripts/make-test-models.sh runs it so on a machine that lacks the files (a fresh CI machine).
 """
 from __future__ import annotations
 
 import argparse
 import ctypes
+import hashlib
+import json
 import shutil
 import subprocess
 import sys
@@ -85,16 +92,31 @@ def quantize(src: Path, dst: Path, ftype: str) -> None:
         sys.exit(f"llama_model_quantize {ftype} failed ({rc})")
 
 
+def matches_committed(gguf: Path, reference: Path) -> bool:
+    """Whether the file just written is the one the committed reference data was made on."""
+    want = json.loads(reference.read_text())["sha256"]
+    got = hashlib.sha256(gguf.read_bytes()).hexdigest()
+    if got == want:
+        print(f"{gguf.name}: sha256 matches {reference.name}")
+        return True
+    print(f"{gguf.name}: sha256 {got} is not {want} named by {reference} (another llama.cpp build or "
+          f"make_random_gguf changed); test_arch_parity will fail on it", file=sys.stderr)
+    return False
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--make-random", type=Path, required=True, help="path of the built make_random_gguf")
     ap.add_argument("--out", type=Path, required=True, help="tests/reference")
+    ap.add_argument("--models-only", action="store_true",
+                    help="write the model files only and check them against the committed SHA-256")
     args = ap.parse_args()
     files = MODELS_DIR
     files.mkdir(parents=True, exist_ok=True)
     (args.out / "random-archs").mkdir(parents=True, exist_ok=True)
     cases = [("qwen2", F32_ARGS, ftype) for ftype in FTYPES]
     cases += [(arch, shape + F32_TAIL, "Q4_K_M") for arch, shape in OTHER_ARCHS.items()]
+    ok = True
     with tempfile.TemporaryDirectory() as tmp:
         for arch, f32_args, ftype in cases:
             f32 = Path(tmp) / f"{arch}-f32.gguf"
@@ -103,12 +125,15 @@ def main() -> int:
             name = f"{arch}-llamaq-{ftype.lower()}"
             gguf = files / f"{name}.gguf"
             quantize(f32, gguf, ftype)
+            if args.models_only:
+                ok &= matches_committed(gguf, args.out / "random-archs" / f"{name}.json")
+                continue
             evaluate_case(name, gguf, args.out / "random-archs",
                           {"llama_quantized": {"file": f"@models/{gguf.name}", "from_make_random_gguf": f32_args,
                                                "ftype": ftype, "by": f"llama_model_quantize, llama-cpp-python "
                                                                       f"{llama_cpp.__version__}",
                                                "imatrix": "uniform (1.0)" if ftype in NEEDS_IMATRIX else None}})
-    return 0
+    return 0 if ok else 1
 
 
 if __name__ == "__main__":
