@@ -57,8 +57,10 @@ __device__ void sc_store(const SplitSmem& m, const Vecs& V, int i, int32_t j, in
     m.sc[i * V.L.a.block_tokens + (j - jlo)] = V.visible(i, j) ? score : -INFINITY;
 }
 
-__host__ __device__ size_t split_smem_bytes(int32_t head_dim, int32_t block_tokens) {
-    return size_t(kVecs) * (size_t(head_dim + block_tokens + head_dim / 32) * sizeof(float) + size_t(head_dim));
+// qs and sc; with a quantized K also qd and qi (an f16 K needs no quantized q).
+__host__ __device__ size_t split_smem_bytes(int32_t head_dim, int32_t block_tokens, bool quant_k) {
+    const size_t base = size_t(kVecs) * size_t(head_dim + block_tokens) * sizeof(float);
+    return quant_k ? base + size_t(kVecs) * (size_t(head_dim / kKvBlock) * sizeof(float) + size_t(head_dim)) : base;
 }
 
 // Score of a dot product. An f16 cache: soft-capped, then scaled (score_scale is 1 with scale_q). A
@@ -180,22 +182,30 @@ __device__ void scores_quant(const Vecs& V, const SplitSmem& m, const uint8_t* k
     }
 }
 
-// Value i (and i + 1) of a V row of type t. f16 values are read one by one: behind a quantized K the
-// V rows start at block_tokens * k_row_bytes, which is only 2-byte aligned in general.
-__device__ float2 v_pair(KvType t, const uint8_t* row, int i) {
-    if (t == KvType::F16) {
-        const auto* h = reinterpret_cast<const __half*>(row);
-        return make_float2(__half2float(h[i]), __half2float(h[i + 1]));
+// Values i and i + 1 (i even) of a V row, by type. An f16 row is read as one __half2: the V rows of a
+// block start at block_tokens * k_row_bytes from its 256-byte-aligned base, a multiple of 4 (attention()
+// checks it), and a head's row at kvh * head_dim * 2 bytes, head_dim even.
+struct VF16 {
+    static __device__ float2 pair(const uint8_t* row, int i) {
+        return __half22float2(reinterpret_cast<const __half2*>(row)[i / 2]);
     }
-    if (t == KvType::Q8_0) {
+};
+struct VQ8 {
+    static __device__ float2 pair(const uint8_t* row, int i) {
         const BlockQ8_0& b = reinterpret_cast<const BlockQ8_0*>(row)[i / kKvBlock];
         return make_float2(kv_value_q8_0(b, i % kKvBlock), kv_value_q8_0(b, i % kKvBlock + 1));
     }
-    const BlockQ4_0& b = reinterpret_cast<const BlockQ4_0*>(row)[i / kKvBlock];
-    return make_float2(kv_value_q4_0(b, i % kKvBlock), kv_value_q4_0(b, i % kKvBlock + 1));
-}
+};
+struct VQ4 {
+    static __device__ float2 pair(const uint8_t* row, int i) {
+        const BlockQ4_0& b = reinterpret_cast<const BlockQ4_0*>(row)[i / kKvBlock];
+        return make_float2(kv_value_q4_0(b, i % kKvBlock), kv_value_q4_0(b, i % kKvBlock + 1));
+    }
+};
 
-// Unnormalised outputs: sum_j e_j v_j, a thread per (vector, pair of dims), V read in its type.
+// Unnormalised outputs: sum_j e_j v_j, a thread per (vector, pair of dims), V read by Load (its type,
+// chosen once per launch, not per key).
+template <typename Load>
 __device__ void weight_values(const Vecs& V, const SplitSmem& m, const uint8_t* vbase, int32_t s, int32_t kb, int32_t jlo,
                               int nk) {
     const AttentionArgs& a = V.L.a;
@@ -207,7 +217,7 @@ __device__ void weight_values(const Vecs& V, const SplitSmem& m, const uint8_t* 
         for (int j = 0; j < nk; ++j) {
             const float e = m.sc[i * BT + j];
             const uint8_t* row = vbase + int64_t(jlo - kb + j) * int64_t(a.v_row_bytes) + int64_t(V.kvh) * int64_t(a.v_head_bytes);
-            const float2 v = v_pair(a.type_v, row, 2 * d2);
+            const float2 v = Load::pair(row, 2 * d2);
             o.x += e * v.x;
             o.y += e * v.y;
         }
@@ -257,6 +267,7 @@ __global__ void __launch_bounds__(kThreads) attention_split_kernel(SplitLayout L
     const AttentionArgs& a = L.a;
     extern __shared__ float smem[];
     const int D = a.head_dim, BT = a.block_tokens;
+    // qd and qi lie past the allocation of an f16 K, which never touches them (split_smem_bytes).
     const SplitSmem m{smem, smem + kVecs * D, smem + kVecs * (D + BT),
                       reinterpret_cast<int8_t*>(smem + kVecs * (D + BT + D / kKvBlock))};
     const int32_t s = blockIdx.x;
@@ -291,7 +302,13 @@ __global__ void __launch_bounds__(kThreads) attention_split_kernel(SplitLayout L
     __syncthreads();
     split_softmax(V, m, s, jlo, nk);
     __syncthreads();
-    weight_values(V, m, kbase + int64_t(BT) * int64_t(a.k_row_bytes), s, kb, jlo, nk);
+    const uint8_t* vbase = kbase + int64_t(BT) * int64_t(a.k_row_bytes);
+    if (a.type_v == KvType::Q8_0)
+        weight_values<VQ8>(V, m, vbase, s, kb, jlo, nk);
+    else if (a.type_v == KvType::Q4_0)
+        weight_values<VQ4>(V, m, vbase, s, kb, jlo, nk);
+    else
+        weight_values<VF16>(V, m, vbase, s, kb, jlo, nk);
 }
 
 // Merges the splits of one (row, head): rescale each partial to the global maximum and normalise. A
@@ -355,7 +372,7 @@ __global__ void attention_capture_kernel(SplitLayout L) {
 void launch_attention(const SplitLayout& L, cudaStream_t stream) {
     const AttentionArgs& a = L.a;
     const dim3 grid(unsigned(a.n_splits), unsigned(a.n_head_kv * L.n_gchunks), unsigned(ceil_div(a.n_q, L.rows)));
-    attention_split_kernel<<<grid, kThreads, split_smem_bytes(a.head_dim, a.block_tokens), stream>>>(L);
+    attention_split_kernel<<<grid, kThreads, split_smem_bytes(a.head_dim, a.block_tokens, a.type_k != KvType::F16), stream>>>(L);
     WB_CUDA_CHECK_LAUNCH();
     const size_t combine_smem = a.rot_v ? size_t(a.head_dim) * sizeof(float) : 0;
     attention_combine_kernel<<<dim3(unsigned(a.n_head), unsigned(a.n_q)), kThreads, combine_smem, stream>>>(L);
@@ -377,7 +394,10 @@ void attention(const AttentionArgs& a, AttentionWorkspace& ws, cudaStream_t stre
     if (quantized && (a.head_dim % kKvBlock != 0 || (a.rot_k && a.head_dim % a.rot_k) || (a.rot_v && a.head_dim % a.rot_v)))
         throw Error("CUDA attention: a quantized KV cache needs head_dim a multiple of 32 (and of its rotation), not " +
                     std::to_string(a.head_dim));
-    if (split_smem_bytes(a.head_dim, a.block_tokens) > 48 * 1024)
+    if (a.type_v == KvType::F16 && (size_t(a.block_tokens) * a.k_row_bytes) % 4 != 0)
+        throw Error("CUDA attention: an f16 V behind K rows of " + std::to_string(a.k_row_bytes) + " bytes needs an even " +
+                    "block_tokens (its rows are read as 4-byte pairs), not " + std::to_string(a.block_tokens));
+    if (split_smem_bytes(a.head_dim, a.block_tokens, a.type_k != KvType::F16) > 48 * 1024)
         throw Error("CUDA attention: head_dim " + std::to_string(a.head_dim) + " with blocks of " +
                     std::to_string(a.block_tokens) + " positions needs more shared memory than supported");
     SplitLayout L;

@@ -14,7 +14,7 @@
 //    V in f16 on this path, and both sum the keys in another order (online softmax over all keys vs
 //    per-block partials merged here), so outputs agree to rounding, not bit for bit;
 //  - a quantized V's output is rotated back (the 64-value Hadamard runs) in the merge kernel.
-// An f16 K and V keep the f16 path (q rounded to f16, f16 products), unchanged.
+// An f16 K and V keep the f16 path (q rounded to f16, f16 products, V read as __half2 pairs).
 #include <cuda_runtime.h>
 
 #include <cstdint>
