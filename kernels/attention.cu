@@ -53,8 +53,15 @@ struct SplitSmem {
 };
 
 // Score of key j for vector i (-inf where the vector does not see it), at its place in the block's row.
+// With capture_scores (a test hook) the visible scores of captured heads also go to the capture buffer.
 __device__ void sc_store(const SplitSmem& m, const Vecs& V, int i, int32_t j, int32_t jlo, float score) {
-    m.sc[i * V.L.a.block_tokens + (j - jlo)] = V.visible(i, j) ? score : -INFINITY;
+    const AttentionArgs& a = V.L.a;
+    const bool visible = V.visible(i, j);
+    m.sc[i * a.block_tokens + (j - jlo)] = visible ? score : -INFINITY;
+    if (a.capture && a.capture_scores && visible) {
+        const int32_t slot = a.capture_slot[V.head(i)];
+        if (slot >= 0) a.capture[(int64_t(slot) * a.n_q + V.row(i)) * a.capture_keys + j] = score;
+    }
 }
 
 // qs and sc; with a quantized K also qd and qi (an f16 K needs no quantized q).
@@ -250,7 +257,7 @@ __device__ void split_softmax(const Vecs& V, const SplitSmem& m, int32_t s, int3
         }
         // Capture: these exponentials are the ones that weight V below; the capture kernel scales
         // them by the split's share of the global normaliser, as the combine kernel does.
-        if (a.capture && V.active(i)) {
+        if (a.capture && !a.capture_scores && V.active(i)) {
             const int32_t slot = a.capture_slot[V.head(i)];
             if (slot >= 0) {
                 // Each lane reads back the exponentials it wrote itself just above.
@@ -377,7 +384,7 @@ void launch_attention(const SplitLayout& L, cudaStream_t stream) {
     const size_t combine_smem = a.rot_v ? size_t(a.head_dim) * sizeof(float) : 0;
     attention_combine_kernel<<<dim3(unsigned(a.n_head), unsigned(a.n_q)), kThreads, combine_smem, stream>>>(L);
     WB_CUDA_CHECK_LAUNCH();
-    if (a.capture) {
+    if (a.capture && !a.capture_scores) {
         attention_capture_kernel<<<dim3(unsigned(a.n_head), unsigned(a.n_q)), kThreads, 0, stream>>>(L);
         WB_CUDA_CHECK_LAUNCH();
     }
@@ -397,6 +404,8 @@ void attention(const AttentionArgs& a, AttentionWorkspace& ws, cudaStream_t stre
     if (a.type_v == KvType::F16 && (size_t(a.block_tokens) * a.k_row_bytes) % 4 != 0)
         throw Error("CUDA attention: an f16 V behind K rows of " + std::to_string(a.k_row_bytes) + " bytes needs an even " +
                     "block_tokens (its rows are read as 4-byte pairs), not " + std::to_string(a.block_tokens));
+    if (a.capture_scores && !quantized)
+        throw Error("CUDA attention: capture_scores needs a quantized K or V (the flash path)");
     if (split_smem_bytes(a.head_dim, a.block_tokens, a.type_k != KvType::F16) > 48 * 1024)
         throw Error("CUDA attention: head_dim " + std::to_string(a.head_dim) + " with blocks of " +
                     std::to_string(a.block_tokens) + " positions needs more shared memory than supported");

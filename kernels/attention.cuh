@@ -6,10 +6,13 @@
 // How the quantized types are read, against the CPU backend (core/engine/backend_cpu_attention_flash.cpp,
 // llama.cpp's flash attention):
 //  - q8_0 / q4_0 K: q (times the scale with scale_q) is rotated like the stored keys and quantized to
-//    q8_0 per block by the CPU's quantizer (kv_quant_parts.h), and each score is the key row's dot with
-//    it in llama.cpp's AVX2 order (integer sums of four products, one fused multiply-add per block and
-//    lane, the eight lanes summed pairwise): bit for bit the CPU's scores where its kernels are AVX2 or
-//    AVX-512 (test_kv_quant_parts), then scaled and soft-capped by the CPU flash path's formula;
+//    q8_0 per block with kv_quant_parts.h's quantizer, and each score is the key row's dot with it in
+//    llama.cpp's AVX2 order (integer sums of four products, one fused multiply-add per block and lane,
+//    the eight lanes summed pairwise), then scaled and soft-capped by the CPU flash path's formula.
+//    The kernel's own loops (rotate_shared, scores_quant) compose kv_quant_parts.h's pieces; that these
+//    scores equal the CPU's bit for bit (without a soft cap: tanhf is the device's) is what
+//    test_gpu_kv checks on a device through capture_scores; test_kv_quant_parts checks the pieces,
+//    and kv_dot_row (their serial composition, used by that test only), against core/kv on the CPU;
 //  - V (any type) is accumulated in f32 from the dequantized values, d * q; the CPU accumulates an f16
 //    V in f16 on this path, and both sum the keys in another order (online softmax over all keys vs
 //    per-block partials merged here), so outputs agree to rounding, not bit for bit;
@@ -59,6 +62,9 @@ struct AttentionArgs {
     float* capture = nullptr;              // device, zeroed by the caller (keys no split reaches stay 0)
     const int32_t* capture_slot = nullptr; // device: [n_head], -1 = not captured
     int32_t capture_keys = 0;              // pos0 + n_q
+    // Test hook (AttentionParams::capture_scores): the capture receives the scores (after the scale and
+    // the soft cap, before the softmax) instead of the probabilities. A quantized K or V only.
+    bool capture_scores = false;
 };
 
 struct AttentionWorkspace {

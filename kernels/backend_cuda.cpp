@@ -620,6 +620,7 @@ void CudaBackend::attention(const Tensor& q, const KvCache& kv, int32_t il, int3
         }
         a.capture_slot = upload_ints(capture_slots_, last_capture_slots_, slots.data(), p.n_head);
         a.capture_keys = pos0 + a.n_q;
+        a.capture_scores = p.capture_scores;
         capture_floats = size_t(p.n_capture_heads) * size_t(a.n_q) * size_t(a.capture_keys);
         a.capture = capture_.ensure_as<float>(capture_floats, stream_);
         WB_CUDA_CHECK(cudaMemsetAsync(a.capture, 0, capture_floats * sizeof(float), stream_));

@@ -1,8 +1,9 @@
 #pragma once
 // The per-block arithmetic of a quantized KV cache (q8_0 / q4_0, core/kv/kv_types.h) as plain WB_HD
-// code: the CUDA kv_store and attention kernels run it on the device, and the unit test
-// test_kv_quant_parts runs it on the CPU against core/kv's quantizer, dequantizer, rotation and key
-// dot products, so the bits the GPU stores are the bits the CPU stores.
+// code: the CUDA kv_store and attention kernels call these pieces on the device, and the unit test
+// test_kv_quant_parts runs them on the CPU against core/kv's quantizer, dequantizer, rotation and key
+// dot products. The kernels' loops around the pieces (parallel butterflies, the lanes of a key dot
+// spread over a warp) are their own; test_gpu_kv checks what they store and score against the CPU.
 //
 // Every multiply and add that the CPU rounds separately is written with kv_mul / kv_add: nvcc contracts
 // a * b + c into one fused multiply-add by default, which would round q4_0's x * id + 8.5 differently
@@ -107,7 +108,8 @@ WB_HD void kv_butterfly(float* run, int len, int t) {
     run[i + len] = u - v;
 }
 
-// The whole rotation of one run, serially (the unit test's composition of kv_butterfly).
+// The whole rotation of one run, serially: test_kv_quant_parts' composition of kv_butterfly (the kernels
+// run the passes in parallel, rotate_shared / store_row).
 WB_HD void kv_rotate_run(float* run, int n_rot, float scale) {
     for (int j = 0; j < n_rot; ++j) run[j] = kv_mul(run[j], scale);
     for (int len = 1; len < n_rot; len <<= 1)
@@ -123,7 +125,8 @@ WB_HD int kv_dot_quad(const Block& k, const int8_t* q, int p) {
     return s;
 }
 
-// A key row of n values dotted with a q8_0 query row, in the GPU's order: per block, d = d_k * d_q and
+// A key row of n values dotted with a q8_0 query row, in the GPU's order (test_kv_quant_parts' serial
+// model of scores_quant, which spreads the lanes over a warp): per block, d = d_k * d_q and
 // each of the 8 four-value parts accumulated into its own lane with a fused multiply-add (llama.cpp's
 // AVX2 ggml_vec_dot_q8_0_q8_0 / q4_0_q8_0 order); then the 8 lanes summed pairwise, as a warp's
 // shuffle reduction adds them (lanes l and l + 4, then l + 2, then l + 1). The CPU's sum of its lanes
