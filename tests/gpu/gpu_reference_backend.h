@@ -10,8 +10,9 @@
 //   - attention over an f16 cache: q rounded to f16 (after the scale where scale_q), float32 scores
 //     and softmax, and the probabilities weighting V unrounded (the CPU backend rounds them to f16, as
 //     llama.cpp does); over a quantized K or V, the CPU backend's own (llama.cpp's flash attention),
-//     whose scores the GPU forms bit for bit (kernels/kv_quant_parts.h) and whose f32 accumulation of
-//     a quantized V it shares up to order (an f16 V beside a quantized K is accumulated in f16 there);
+//     whose scores the GPU is meant to form bit for bit over a quantized K without a soft cap (checked
+//     on a device by test_gpu_kv, not here) and whose f32 accumulation of a quantized V it shares up
+//     to order (an f16 V beside a quantized K is accumulated in f16 there);
 //   - glu: the formulas in float32 (the CPU backend takes llama.cpp's exp approximation for SiLU and
 //     its f16 table for GELU).
 // What remains is the order of float sums, fused multiply-adds and expf's last bits. Every operation

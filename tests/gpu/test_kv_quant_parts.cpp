@@ -8,7 +8,11 @@
 //    the GPU's lane order equals kv_dot_keys bit for bit when the CPU's kernels are the AVX2 ones
 //    (llama.cpp's order, which the GPU follows); the scalar family (another order) within 1e-6 of the
 //    sum of the terms' magnitudes.
-// The GPU runs exactly these WB_HD functions. A plain executable (label unit): exits non-zero on failure.
+// The kernels call the quantizers, the value decoders, kv_butterfly and kv_dot_quad themselves; the
+// serial compositions checked here (kv_rotate_run, kv_dot_row) are this test's only, and the kernels'
+// own loops around those pieces (rotate_shared, scores_quant, store_row) are checked on a device by
+// test_gpu_kv (stored bytes and scores against the CPU's). A plain executable (label unit): exits
+// non-zero on failure.
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -160,7 +164,11 @@ void check_dots(KvType t, int n, bool exact) {
         check(dot_diff == 0, what + "dots equal kv_dot_keys bit for bit (" + std::to_string(dot_diff) + " of " +
                                  std::to_string(n_keys * n_q) + " differ)");
     else  // another order of the same float operations: a few roundings of the terms' magnitude
-        check(worst <= 1e-6, what + "dots within 1e-6 x sum|terms| of kv_dot_keys (worst " + std::to_string(worst) + ")");
+    {
+        char buf[64];
+        std::snprintf(buf, sizeof buf, "(worst %g)", worst);
+        check(worst <= 1e-6, what + "dots within 1e-6 x sum|terms| of kv_dot_keys " + buf);
+    }
 }
 
 }  // namespace
