@@ -54,6 +54,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -342,6 +343,15 @@ int main(int argc, char** argv) {
                              "qwen3-tiny|phi3-tiny|gemma2-tiny] [WEIGHT_TYPE | kv=K/V]\n");
         return 2;
     }
+    std::optional<GgmlType> weight_type;
+    if (!type_name.empty()) {
+        try {
+            weight_type = parse_ggml_type(type_name);
+        } catch (const std::exception& e) {
+            std::fprintf(stderr, "test_gpu_model: %s\n", e.what());
+            return 2;
+        }
+    }
     // After the arguments are checked: a mistyped ctest line fails on every machine, not only on a GPU.
     if (!cuda_device_present()) {
         std::printf("SKIPPED: no CUDA device\n");
@@ -360,8 +370,8 @@ int main(int argc, char** argv) {
                               ("wb-gpu-test-" + shape + type_name + "-" + std::to_string(getpid()) + ".gguf"))
                                  .string();
     try {
-        if (!type_name.empty()) {
-            spec.type = parse_ggml_type(type_name);
+        if (weight_type) {
+            spec.type = *weight_type;
             spec.attn_v_type = spec.attn_v_more_type = spec.attn_output_type = std::nullopt;
             spec.ffn_down_type = spec.ffn_down_more_type = std::nullopt;
         }
