@@ -483,29 +483,34 @@ void CudaBackend::rope(Tensor& x, const RopeParams& p, const int32_t* positions)
     cuda::rope(a, stream_);
 }
 
-// The cache's rows are n_head_kv * head_dim f16 values; a tensor or head layout of another width would
-// read or write past them on the device, where the CPU backend would throw.
+// The KV element types the kernels read and write: f16, q8_0 and q4_0 for K and V alike (kv_store.cu,
+// attention.cu; kernels/kv_quant_parts.h holds the block arithmetic). A type KvType gains later is
+// refused here by name until the kernels know its blocks.
 void CudaBackend::check_kv_types(KvType type_k, KvType type_v) const {
-    // The kernels read f16 rows; a quantized cache is the CPU backend's for now (a clear refusal, never
-    // f16 arithmetic over block bytes).
-    if (type_k != KvType::F16 || type_v != KvType::F16)
-        throw Error(std::string("the CUDA backend supports only an f16 KV cache (asked for K ") + kv_type_name(type_k) +
-                    ", V " + kv_type_name(type_v) + "); use the CPU backend for a quantized cache");
+    for (KvType t : {type_k, type_v})
+        if (t != KvType::F16 && t != KvType::Q8_0 && t != KvType::Q4_0)
+            throw Error(std::string("the CUDA backend has no kernels for a KV cache of type ") + kv_type_name(t) +
+                        " (supported: f16, q8_0, q4_0); use the CPU backend for it");
 }
 
-static void check_kv_width(const KvCache& kv, int64_t width, const char* what) {
-    if (kv.config().type_k != KvType::F16 || kv.config().type_v != KvType::F16)
-        throw Error(std::string("CUDA ") + what + ": the CUDA backend supports only an f16 KV cache");
+// The cache's rows are n_head_kv * head_dim values of its types; a tensor or head layout of another
+// width would read or write past them on the device, where the CPU backend would throw.
+static void check_kv_width(const CudaBackend& b, const KvCache& kv, int64_t width, const char* what) {
+    b.check_kv_types(kv.config().type_k, kv.config().type_v);
     const int64_t row = int64_t(kv.config().n_head_kv) * kv.config().head_dim;
     if (width != row)
         throw Error(std::string("CUDA ") + what + ": rows of " + std::to_string(width) + " values for a cache of rows of " +
                     std::to_string(row));
 }
 
+// The Hadamard runs of a quantized cache and the factor each value is multiplied by first, the CPU's
+// expression (kv_rotate), so that both backends multiply by the same float.
+static float rotation_scale(int32_t n_rot) { return n_rot > 0 ? 1.0f / std::sqrt(float(n_rot)) : 1.0f; }
+
 void CudaBackend::kv_store(KvCache& kv, int32_t il, const Tensor& k, const Tensor& v, int32_t pos0) {
     end_matmul_run();
-    check_kv_width(kv, k.n_cols, "kv_store (k)");
-    check_kv_width(kv, v.n_cols, "kv_store (v)");
+    check_kv_width(*this, kv, k.n_cols, "kv_store (k)");
+    check_kv_width(*this, kv, v.n_cols, "kv_store (v)");
     if (v.n_rows != k.n_rows) throw Error("CUDA kv_store: k and v have different row counts");
     cuda::KvStoreArgs a;
     a.k = k.data;
@@ -516,6 +521,15 @@ void CudaBackend::kv_store(KvCache& kv, int32_t il, const Tensor& k, const Tenso
     a.block_tokens = kv.config().block_tokens;
     a.pos0 = pos0;
     a.pos0_dev = recording() ? d_step_ + 1 : nullptr;
+    const KvCacheConfig& c = kv.config();
+    a.type_k = c.type_k;
+    a.type_v = c.type_v;
+    a.k_row_bytes = kv.k_row_bytes();
+    a.v_row_bytes = kv.v_row_bytes();
+    a.rot_k = kv_rotation_k(c.type_k, c.head_dim);
+    a.rot_v = kv_rotation_v(c.type_v, c.head_dim);
+    a.rot_k_scale = rotation_scale(a.rot_k);
+    a.rot_v_scale = rotation_scale(a.rot_v);
     cuda::kv_store(a, stream_);
 }
 
@@ -523,7 +537,12 @@ void CudaBackend::kv_shift(KvCache& kv, int32_t il, int32_t src, int32_t dst, in
     end_matmul_run();
     if (recording()) throw Error("CUDA backend: a context shift inside a recorded decode step");
     if (dst > src || n < 0 || src + n > kv.n_tokens()) throw Error("CUDA kv_shift: rows out of range");
-    check_kv_width(kv, int64_t(p.n_head) * p.head_dim, "kv_shift");
+    check_kv_width(*this, kv, int64_t(p.n_head) * p.head_dim, "kv_shift");
+    // As the CPU backend: a quantized K is stored rotated and in blocks, and re-roping it is not
+    // implemented; the session then falls back to its other policies. A quantized V moves as bytes.
+    if (kv.config().type_k != KvType::F16)
+        throw Error(std::string("context shift needs an f16 key cache (this one is ") + kv_type_name(kv.config().type_k) +
+                    "); use the trim or stop policy");
     // One angle for every moved row, computed on the host by the CPU backend's own function.
     const int32_t half = p.n_rot / 2;
     const float* factors = p.freq_factors && *p.freq_factors ? static_cast<const float*>(p.freq_factors->host) : nullptr;
@@ -535,6 +554,8 @@ void CudaBackend::kv_shift(KvCache& kv, int32_t il, int32_t src, int32_t dst, in
     a.blocks = block_table(kv, il);
     a.block_tokens = kv.config().block_tokens;
     a.width = p.n_head * p.head_dim;
+    a.k_row_bytes = kv.k_row_bytes();
+    a.v_row_bytes = kv.v_row_bytes();
     a.head_dim = p.head_dim;
     a.n_rot = p.n_rot;
     a.neox = p.mode != RopeMode::NORMAL;
@@ -550,7 +571,7 @@ void CudaBackend::kv_shift(KvCache& kv, int32_t il, int32_t src, int32_t dst, in
 void CudaBackend::attention(const Tensor& q, const KvCache& kv, int32_t il, int32_t pos0, const AttentionParams& p,
                             Tensor& out) {
     end_matmul_run();
-    check_kv_width(kv, int64_t(p.n_head_kv) * p.head_dim, "attention");
+    check_kv_width(*this, kv, int64_t(p.n_head_kv) * p.head_dim, "attention");
     if (q.n_cols < int64_t(p.n_head) * p.head_dim || out.n_cols < int64_t(p.n_head) * p.head_dim || out.n_rows < q.n_rows)
         throw Error("CUDA attention: q or out narrower than the heads they hold");
     // A recorded step is replayed at other positions; only a one-token launch is position-independent.
@@ -567,6 +588,17 @@ void CudaBackend::attention(const Tensor& q, const KvCache& kv, int32_t il, int3
     a.n_head = p.n_head;
     a.n_head_kv = p.n_head_kv;
     a.head_dim = p.head_dim;
+    const KvCacheConfig& c = kv.config();
+    a.type_k = c.type_k;
+    a.type_v = c.type_v;
+    a.k_row_bytes = kv.k_row_bytes();
+    a.v_row_bytes = kv.v_row_bytes();
+    a.k_head_bytes = kv.k_head_bytes();
+    a.v_head_bytes = kv.v_head_bytes();
+    a.rot_k = kv_rotation_k(c.type_k, c.head_dim);
+    a.rot_v = kv_rotation_v(c.type_v, c.head_dim);
+    a.rot_k_scale = rotation_scale(a.rot_k);
+    a.rot_v_scale = rotation_scale(a.rot_v);
     a.window = p.window;
     a.scale = p.scale;
     a.scale_q = p.scale_q;
@@ -588,6 +620,7 @@ void CudaBackend::attention(const Tensor& q, const KvCache& kv, int32_t il, int3
         }
         a.capture_slot = upload_ints(capture_slots_, last_capture_slots_, slots.data(), p.n_head);
         a.capture_keys = pos0 + a.n_q;
+        a.capture_scores = p.capture_scores;
         capture_floats = size_t(p.n_capture_heads) * size_t(a.n_q) * size_t(a.capture_keys);
         a.capture = capture_.ensure_as<float>(capture_floats, stream_);
         WB_CUDA_CHECK(cudaMemsetAsync(a.capture, 0, capture_floats * sizeof(float), stream_));

@@ -1,5 +1,7 @@
 #include <cuda_fp16.h>
 
+#include <algorithm>
+
 #include "common.cuh"
 #include "cuda_check.h"
 #include "engine/rope_shift.h"
@@ -10,20 +12,26 @@ namespace wb::cuda {
 namespace {
 
 __device__ uint16_t* row_at(const KvShiftArgs& a, int32_t pos, bool v) {
-    auto* block = static_cast<uint16_t*>(a.blocks[pos / a.block_tokens]);
-    return block + (int64_t(v ? a.block_tokens : 0) + pos % a.block_tokens) * a.width;
+    auto* block = static_cast<uint8_t*>(a.blocks[pos / a.block_tokens]);
+    const int64_t slot = pos % a.block_tokens;
+    return reinterpret_cast<uint16_t*>(v ? block + int64_t(a.block_tokens) * int64_t(a.k_row_bytes) +
+                                               slot * int64_t(a.v_row_bytes)
+                                         : block + slot * int64_t(a.k_row_bytes));
 }
 
-// A thread per element of a moved row: it copies V, and K's unrotated tail; the thread of element i
-// < n_rot / 2 of a head turns that head's pair i (both of its elements) with the CPU's formula.
-__global__ void kv_shift_kernel(KvShiftArgs a, int32_t r0, int32_t rows) {
+// A thread per element of a moved K row and per 16-bit word of a moved V row (whatever V's type: the
+// CPU moves its bytes as they are): thread c copies V's word c, and K's element c when it is in the
+// unrotated tail; the thread of element i < n_rot / 2 of a head turns that head's pair i (both of its
+// elements) with the CPU's formula.
+__global__ void kv_shift_kernel(KvShiftArgs a, int32_t r0, int32_t rows, int32_t per_row) {
     const int64_t idx = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
-    if (idx >= int64_t(rows) * a.width) return;
-    const int32_t r = r0 + int32_t(idx / a.width), c = int32_t(idx % a.width);
+    if (idx >= int64_t(rows) * per_row) return;
+    const int32_t r = r0 + int32_t(idx / per_row), c = int32_t(idx % per_row);
+    if (a.src != a.dst && c < int32_t(a.v_row_bytes / 2)) row_at(a, a.dst + r, true)[c] = row_at(a, a.src + r, true)[c];
+    if (c >= a.width) return;
     const int32_t h = c / a.head_dim, d = c % a.head_dim, half = a.n_rot / 2;
     const uint16_t* ks = row_at(a, a.src + r, false) + int64_t(h) * a.head_dim;
     uint16_t* kd = row_at(a, a.dst + r, false) + int64_t(h) * a.head_dim;
-    if (a.src != a.dst) row_at(a, a.dst + r, true)[c] = row_at(a, a.src + r, true)[c];
     if (d >= a.n_rot) {
         kd[d] = ks[d];
     } else if (d < half) {
@@ -44,9 +52,10 @@ void kv_shift(const KvShiftArgs& a, cudaStream_t stream) {
     // of its threads still reads (rows before the chunk were read by an earlier launch on the stream).
     const int32_t chunk = a.src == a.dst ? a.n : std::min(a.n, a.src - a.dst);
     constexpr int kThreads = 256;
+    const int32_t per_row = std::max(a.width, int32_t(a.v_row_bytes / 2));
     for (int32_t r0 = 0; r0 < a.n; r0 += chunk) {
         const int32_t rows = std::min(chunk, a.n - r0);
-        kv_shift_kernel<<<unsigned(ceil_div(int64_t(rows) * a.width, kThreads)), kThreads, 0, stream>>>(a, r0, rows);
+        kv_shift_kernel<<<unsigned(ceil_div(int64_t(rows) * per_row, kThreads)), kThreads, 0, stream>>>(a, r0, rows, per_row);
         WB_CUDA_CHECK_LAUNCH();
     }
 }

@@ -96,8 +96,8 @@ void LoadOptionsMenu::buildMenus(QWidget* parent) {
         }
     }
     m_kvMenu->setToolTipsVisible(true);
-    m_kvMenu->setToolTip(tr("A quantized cache takes about half (q8_0) or a quarter (q4_0) of the memory per token; "
-                            "it runs on the CPU backend."));
+    m_kvMenu->setToolTip(tr("A quantized cache takes about half (q8_0) or a quarter (q4_0) of the memory per token, "
+                            "on the CPU and the GPU alike."));
 
     for (QActionGroup* g : {m_backendGroup, m_contextGroup, m_threadsGroup, m_cacheKGroup, m_cacheVGroup})
         connect(g, &QActionGroup::triggered, this, &LoadOptionsMenu::choose);

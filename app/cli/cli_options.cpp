@@ -136,7 +136,7 @@ template: the model's own tokenizer.chat_template (Jinja, rendered as Hugging Fa
              and for a client to read the rest of a finished reply (else it is cut)
 common: --backend cpu|cuda|auto  --threads N  --ctx N  --version  --help
         --cache-type-k T --cache-type-v T   KV cache element types of keys / values: f16 (default), q8_0,
-           q4_0 (llama.cpp's block formats; a quantized cache runs on the CPU backend only)
+           q4_0 (llama.cpp's block formats; on the CPU and CUDA backends alike)
 sampling: --temp T (0 = greedy) --top-k K --top-p P --min-p P --typical-p P --repeat-penalty R
           --repeat-last-n N --frequency-penalty F --presence-penalty P --seed S --stop STR (repeatable)
           --dry-multiplier M --dry-base B --dry-allowed-length N --dry-penalty-last-n N (-1 = all)

@@ -89,6 +89,10 @@ struct AttentionParams {
     float* capture_probs = nullptr;
     const int32_t* capture_heads = nullptr;
     int32_t n_capture_heads = 0;
+    // Test hook (test_gpu_kv): the capture receives the scores instead, after the scale and the soft
+    // cap and before the softmax, in the same layout (masked keys 0), so that a test can compare two
+    // backends' scores bit for bit. Only over a quantized K or V (the flash paths); refused otherwise.
+    bool capture_scores = false;
 };
 
 // Device memory a GPU backend holds, by kind: the bytes its own allocations asked for (cudaMalloc's

@@ -21,6 +21,7 @@
 #include "kv/kv_cache.h"
 #include "quant/quant.h"
 #include "util/exp_poly.h"
+#include "util/error.h"
 #include "util/fp16.h"
 
 namespace wb {
@@ -225,6 +226,8 @@ void CpuBackend::attention(const Tensor& q, const KvCache& kv, int32_t il, int32
                            Tensor& out) {
     if (kv_type_is_quantized(kv.config().type_k) || kv_type_is_quantized(kv.config().type_v))
         attention_flash(q, kv, il, pos0, p, out);
+    else if (p.capture_scores && p.capture_probs)
+        throw Error("attention: capture_scores needs a quantized K or V (the flash path)");
     else if (q.n_rows == 1)
         attention_decode(q, kv, il, pos0, p, out);
     else

@@ -158,7 +158,8 @@ void CpuBackend::attention_flash(const Tensor& q, const KvCache& kv, int32_t il,
             if (p.capture_heads[i] != h) continue;
             float* row = p.capture_probs + (int64_t(i) * q.n_rows + r) * max_keys;  // [head slot][row][max_keys]
             std::fill(row, row + max_keys, 0.0f);
-            for (int32_t j = first; j <= pos; ++j) row[j] = std::exp(scores[j - first] - st.m) * inv;
+            for (int32_t j = first; j <= pos; ++j)
+                row[j] = p.capture_scores ? scores[j - first] : std::exp(scores[j - first] - st.m) * inv;
         }
     });
 }

@@ -7,8 +7,12 @@
 //     (tests/gpu/q8_reference.h); float weights in float32;
 //   - matmul, more tokens (the GPU's cuBLAS path): float32 products of both operands rounded to f16
 //     (F32 weights: unrounded);
-//   - attention: q rounded to f16 (after the scale where scale_q), float32 scores and softmax, and
-//     the probabilities weighting V unrounded (the CPU backend rounds them to f16, as llama.cpp does);
+//   - attention over an f16 cache: q rounded to f16 (after the scale where scale_q), float32 scores
+//     and softmax, and the probabilities weighting V unrounded (the CPU backend rounds them to f16, as
+//     llama.cpp does); over a quantized K or V, the CPU backend's own (llama.cpp's flash attention),
+//     whose scores the GPU is meant to form bit for bit over a quantized K without a soft cap (checked
+//     on a device by test_gpu_kv, not here) and whose f32 accumulation of a quantized V it shares up
+//     to order (an f16 V beside a quantized K is accumulated in f16 there);
 //   - glu: the formulas in float32 (the CPU backend takes llama.cpp's exp approximation for SiLU and
 //     its f16 table for GELU).
 // What remains is the order of float sums, fused multiply-adds and expf's last bits. Every operation
@@ -80,10 +84,12 @@ public:
     }
 
     // The GPU's attention math over the CPU's KV cache (K rows then V rows per block, f16). With a
-    // capture request the production CPU attention runs instead (the tests here capture nothing).
+    // capture request (the tests here capture nothing) or a quantized cache the production CPU
+    // attention runs instead.
     void attention(const Tensor& q, const KvCache& kv, int32_t il, int32_t pos0, const AttentionParams& p,
                    Tensor& out) override {
-        if (p.capture_probs) return CpuBackend::attention(q, kv, il, pos0, p, out);
+        if (p.capture_probs || kv_type_is_quantized(kv.config().type_k) || kv_type_is_quantized(kv.config().type_v))
+            return CpuBackend::attention(q, kv, il, pos0, p, out);
         const int32_t D = p.head_dim, bt = kv.config().block_tokens, group = p.n_head / p.n_head_kv;
         const int64_t width = int64_t(p.n_head_kv) * D;
         const std::vector<void*>& blocks = kv.blocks(il);

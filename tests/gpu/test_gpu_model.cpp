@@ -8,6 +8,8 @@
 //   llama31-tiny, qwen2-tiny, qwen2-yarn-tiny, qwen3-tiny, phi3-tiny, gemma2-tiny: the other
 //     architectures at test size (rope_freqs, q/k/v biases, YaRN, q/k norms with heads of 128,
 //     fused q/k/v and gate/up with partial rope and long factors, soft-capping; RandomLlamaSpec).
+// With kv=K/V (ctest: SmolLM2's shape with q8_0/q4_0, Gemma 3's with q4_0/q8_0) every check runs over
+// a quantized KV cache on both sides (SessionOptions::kv_type_k / _v).
 // Checks, each against the reference below:
 //   - teacher-forced logits over a long prompt (prefill: cuBLAS path): top-1 agreement >= 99 % and
 //     mean KL(ref || cuda) <= 0.005 nats (gemma3: 700 positions, so the window cuts into the batches);
@@ -52,6 +54,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -209,7 +212,7 @@ void check_device_memory(const Model& model, const Backend& cuda, const Session&
            buf);
 }
 
-void run(const std::string& model_path) {
+void run(const std::string& model_path, KvType type_k, KvType type_v) {
     const auto model = Model::load(model_path);
     const ModelConfig& cfg = model->config();
     const int32_t n_vocab = cfg.n_vocab;
@@ -221,6 +224,9 @@ void run(const std::string& model_path) {
     SessionOptions so;
     so.n_ctx = 1024;
     so.n_batch = 256;
+    so.kv_type_k = type_k;
+    so.kv_type_v = type_v;
+    std::printf("kv cache: K %s, V %s\n", kv_type_name(type_k), kv_type_name(type_v));
     Session s_ref(*model, ref, so), s_gpu(*model, *cuda, so);
 
     // Prefill: a 256-token batch and the rest (all batches take cuBLAS).
@@ -312,38 +318,65 @@ void run(const std::string& model_path) {
 }  // namespace
 
 int main(int argc, char** argv) {
-    if (!cuda_device_present()) {
-        std::printf("SKIPPED: no CUDA device\n");
-        return kSkip;
-    }
     const std::string shape = argc > 1 ? argv[1] : "smollm2-135m";
     // An optional second argument: every attention and FFN matrix in that type instead of the shape's
-    // (the grid IQ types, which no shape carries).
-    const std::string type_name = argc > 2 ? argv[2] : "";
+    // (the grid IQ types, which no shape carries); or kv=K/V, the KV cache's types (f16, q8_0, q4_0)
+    // instead of f16 for both, so every check above runs over a quantized cache.
+    std::string type_name = argc > 2 ? argv[2] : "";
+    KvType type_k = KvType::F16, type_v = KvType::F16;
+    if (type_name.rfind("kv=", 0) == 0) {
+        const size_t slash = type_name.find('/');
+        try {
+            if (slash == std::string::npos) throw Error("expected kv=K/V, got " + type_name);
+            type_k = kv_type_from_name(type_name.substr(3, slash - 3));
+            type_v = kv_type_from_name(type_name.substr(slash + 1));
+        } catch (const Error& e) {
+            std::fprintf(stderr, "test_gpu_model: %s\n", e.what());
+            return 2;
+        }
+        type_name.clear();
+    }
     const std::vector<std::string> shapes = {"smollm2-135m", "gemma3-270m", "llama31-tiny", "qwen2-tiny",
                                              "qwen2-yarn-tiny", "qwen3-tiny", "phi3-tiny", "gemma2-tiny"};
     if (std::find(shapes.begin(), shapes.end(), shape) == shapes.end()) {
         std::fprintf(stderr, "usage: test_gpu_model [smollm2-135m|gemma3-270m|llama31-tiny|qwen2-tiny|qwen2-yarn-tiny|"
-                             "qwen3-tiny|phi3-tiny|gemma2-tiny] [WEIGHT_TYPE]\n");
+                             "qwen3-tiny|phi3-tiny|gemma2-tiny] [WEIGHT_TYPE | kv=K/V]\n");
         return 2;
+    }
+    std::optional<GgmlType> weight_type;
+    if (!type_name.empty()) {
+        try {
+            weight_type = parse_ggml_type(type_name);
+        } catch (const std::exception& e) {
+            std::fprintf(stderr, "test_gpu_model: %s\n", e.what());
+            return 2;
+        }
+    }
+    // After the arguments are checked: a mistyped ctest line fails on every machine, not only on a GPU.
+    if (!cuda_device_present()) {
+        std::printf("SKIPPED: no CUDA device\n");
+        return kSkip;
     }
     RandomLlamaSpec spec = RandomLlamaSpec::by_name(shape);
     // The CPU parity presets spread attention scores by ~2 and logits by ~5 nats; over the GPU's 8-bit
     // activations that is chaotic (see the top of this file), so here they keep the llama default.
     if (spec.arch != "gemma3") spec.qk_sigma = 0.5f;
     spec.output_norm_gain = 1.0f;
-    const std::string label = shape + (type_name.empty() ? "" : " " + type_name);
+    const std::string kv_label = type_k == KvType::F16 && type_v == KvType::F16
+                                     ? ""
+                                     : std::string(" kv ") + kv_type_name(type_k) + "/" + kv_type_name(type_v);
+    const std::string label = shape + (type_name.empty() ? "" : " " + type_name) + kv_label;
     const std::string path = (std::filesystem::temp_directory_path() /
                               ("wb-gpu-test-" + shape + type_name + "-" + std::to_string(getpid()) + ".gguf"))
                                  .string();
     try {
-        if (!type_name.empty()) {
-            spec.type = parse_ggml_type(type_name);
+        if (weight_type) {
+            spec.type = *weight_type;
             spec.attn_v_type = spec.attn_v_more_type = spec.attn_output_type = std::nullopt;
             spec.ffn_down_type = spec.ffn_down_more_type = std::nullopt;
         }
         write_random_llama(spec, path);
-        run(path);
+        run(path, type_k, type_v);
     } catch (const std::exception& e) {
         report(false, std::string("exception: ") + e.what());
     }

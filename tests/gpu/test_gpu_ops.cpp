@@ -857,15 +857,16 @@ void test_read_top(Backend& cuda) {
     report(threw, "read_top k > n is refused with an error");
 }
 
-// --backend auto (the default) with a cache the GPU cannot hold runs on the CPU with a note saying
-// why, instead of failing when the session is made; an f16 cache stays on the GPU.
+// --backend auto (the default) picks the GPU for every cache type it has kernels for (f16, q8_0 and
+// q4_0 for K and V): a quantized cache no longer sends the session to the CPU.
 void test_auto_backend_and_kv_types() {
-    BackendChoice f16 = create_backend(BackendKind::AUTO, 0);
-    report(f16.note.empty() && f16.backend->description().rfind("CPU", 0) != 0,
-           "auto with an f16 cache picks the GPU (" + f16.backend->description() + ")");
-    BackendChoice q8 = create_backend(BackendKind::AUTO, 0, KvType::Q8_0, KvType::F16);
-    report(q8.backend->description().rfind("CPU", 0) == 0 && q8.note.find("f16 KV cache") != std::string::npos,
-           "auto with a q8_0 K cache falls back to the CPU with the reason (" + q8.note + ")");
+    for (KvType tk : {KvType::F16, KvType::Q8_0, KvType::Q4_0})
+        for (KvType tv : {KvType::F16, KvType::Q8_0, KvType::Q4_0}) {
+            BackendChoice c = create_backend(BackendKind::AUTO, 0, tk, tv);
+            report(c.note.empty() && c.backend->description().rfind("CPU", 0) != 0,
+                   std::string("auto with K ") + kv_type_name(tk) + " V " + kv_type_name(tv) + " picks the GPU (" +
+                       c.backend->description() + (c.note.empty() ? "" : "; note: " + c.note) + ")");
+        }
 }
 
 }  // namespace
