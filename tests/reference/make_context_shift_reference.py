@@ -32,6 +32,9 @@ Usage (the commands that made the committed data):
     /tmp/lcpvenv/bin/python tests/reference/make_context_shift_reference.py --profile smollm2 \
         --type-k q4_0 --type-v q4_0 --model ~/.cache/whitebox/models/SmolLM2-135M-Instruct.Q4_1.gguf \
         --out tests/reference/smollm2-135m-instruct-q4_1/context_shift_q4_0.json
+    /tmp/lcpvenv/bin/python tests/reference/make_context_shift_reference.py --profile gemma3 \
+        --type-k q8_0 --type-v q8_0 --model ~/.cache/whitebox/models/gemma-3-270m-Q4_K_M.gguf \
+        --out tests/reference/gemma-3-270m-q4_k_m/context_shift_q8_0.json
 
 Profiles: smollm2 (n_ctx 256, a 200-token prompt, n_keep 16, 200 tokens: two shifts) and gemma3
 (n_ctx 1024, a 1000-token prompt with <bos>, n_keep 10, 60 tokens: one shift, after which the
@@ -67,9 +70,11 @@ GGML_TYPES = {"f16": 1, "q4_0": 2, "q8_0": 8}
 
 PROFILES = {
     "smollm2": {"sha256": "b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53",
-                "bos": False, "n_ctx": 256, "prompt_tokens": 200, "n_keep": 16, "n_predict": 200},
+                "bos": False, "n_ctx": 256, "prompt_tokens": 200, "n_keep": 16, "n_predict": 200,
+                "n_caches": 1},
     "gemma3": {"sha256": "a5fd3b62230aa5ec60212297dc9d20eaa70578ac519e00d93a17e44c087a6818",
-               "bos": True, "n_ctx": 1024, "prompt_tokens": 1000, "n_keep": 10, "n_predict": 60},
+               "bos": True, "n_ctx": 1024, "prompt_tokens": 1000, "n_keep": 10, "n_predict": 60,
+               "n_caches": 2},
 }
 
 
@@ -85,13 +90,17 @@ def row_sha256(row: np.ndarray) -> str:
     return hashlib.sha256(np.ascontiguousarray(row, dtype="<f4").tobytes()).hexdigest()
 
 
-def cache_rows_sha256(ctx, n_layer: int) -> dict:
+def cache_rows_sha256(ctx, n_caches: int) -> list:
     """The K and V rows of sequence 0 as llama.cpp holds them, in position order, hashed per layer.
 
     Read through llama_state_seq_get_data, whose layout is llama_context::state_seq_get_data and
-    llama_kv_cache::state_write (this llama.cpp): u32 magic, i32 seq_id, u32 n_stream, then per stream
-    u32 cell_count, per cell (i32 pos, u32 n_seq_id, i32 seq_id each), u32 v_trans, u32 n_layer, per
-    layer (i32 type, u64 row bytes, the K rows of the cells in cell order), then the same for V.
+    llama_kv_cache::state_write (this llama.cpp): u32 magic, i32 seq_id, then per cache (one; two for
+    Gemma's, llama_kv_cache_iswa::state_write: the full-attention layers' cache, then the sliding-window
+    layers', which writes only the cells inside the window) u32 n_stream, then per stream u32 cell_count,
+    per cell (i32 pos, u32 n_seq_id, i32 seq_id each), u32 v_trans, u32 n_layer, per layer (i32 type,
+    u64 row bytes, the K rows of the cells in cell order), then the same for V. Per cache: "swa", the
+    positions [pos0, pos1) and per layer of that cache (in layer order) the SHA-256 of its K rows and of
+    its V rows of positions [pos0, pos1 - 1), the ones the shift re-rotated, moved or kept.
     """
     size = llama_cpp.llama_state_seq_get_size(ctx, 0)
     buf = (ctypes.c_uint8 * size)()
@@ -105,29 +114,38 @@ def cache_rows_sha256(ctx, n_layer: int) -> dict:
         off += struct.calcsize("<" + fmt)
         return vals
 
-    _magic, _seq, n_stream = take("IiI")
-    if n_stream != 1:
-        raise SystemExit(f"{n_stream} KV streams: expected 1")
-    (n_cells,) = take("I")
-    positions = []
-    for _ in range(n_cells):
-        pos, n_seq = take("iI")
-        take("i" * n_seq)
-        positions.append(pos)
-    v_trans, layers = take("II")
-    if v_trans or layers != n_layer:
-        raise SystemExit(f"unexpected cache layout (v_trans {v_trans}, {layers} layers)")
-    order = np.argsort(positions, kind="stable")
-    if [positions[i] for i in order] != list(range(n_cells)):
-        raise SystemExit("the cached positions are not 0 .. n - 1")
-    out = {"n_tokens": n_cells, "k_sha256": [], "v_sha256": []}
-    for key in ("k_sha256", "v_sha256"):
-        for _ in range(n_layer):
-            _type, row_bytes = take("iQ")
-            rows = [data[off + i * row_bytes: off + (i + 1) * row_bytes] for i in range(n_cells)]
-            off += n_cells * row_bytes
-            out[key].append(hashlib.sha256(b"".join(rows[i] for i in order)).hexdigest())
-    return out
+    take("Ii")  # magic, seq_id
+    caches = []
+    for c in range(n_caches):
+        (n_stream,) = take("I")
+        if n_stream != 1:
+            raise SystemExit(f"{n_stream} KV streams: expected 1")
+        (n_cells,) = take("I")
+        positions = []
+        for _ in range(n_cells):
+            pos, n_seq = take("iI")
+            take("i" * n_seq)
+            positions.append(pos)
+        v_trans, n_layer = take("II")
+        if v_trans:
+            raise SystemExit("V is transposed")
+        order = np.argsort(positions, kind="stable")
+        pos0 = min(positions)
+        if [positions[i] for i in order] != list(range(pos0, pos0 + n_cells)):
+            raise SystemExit("the cached positions are not consecutive")
+        out = {"swa": c == 1, "pos0": pos0, "pos1": pos0 + n_cells, "k_sha256": [], "v_sha256": []}
+        for key in ("k_sha256", "v_sha256"):
+            for _ in range(n_layer):
+                _type, row_bytes = take("iQ")
+                rows = [data[off + i * row_bytes: off + (i + 1) * row_bytes] for i in range(n_cells)]
+                off += n_cells * row_bytes
+                # The last position is the token stored after the shift: its rows come from attention whose
+                # order of summation llama.cpp's cell order changes (see the engine's test), so leave it out.
+                out[key].append(hashlib.sha256(b"".join(rows[i] for i in order[:-1])).hexdigest())
+        caches.append(out)
+    if off != size:
+        raise SystemExit(f"{size - off} bytes of the state not read")
+    return caches
 
 
 def main() -> int:
@@ -186,8 +204,7 @@ def main() -> int:
         # The cache right after the first shift (applied by that llama_decode, which then stored one token).
         # Read only with flash attention on: its V rows are not transposed (one row per cell).
         if flash and len(shifts) == 1 and "cache_after_first_shift" not in extra:
-            extra["cache_after_first_shift"] = cache_rows_sha256(llm._ctx.ctx,
-                                                                 llama_cpp.llama_model_n_layer(llm._model.model))
+            extra["cache_after_first_shift"] = cache_rows_sha256(llm._ctx.ctx, prof["n_caches"])
     out = {
         "generator": f"llama-cpp-python {llama_cpp.__version__}",
         "model": model_path.name,
