@@ -56,7 +56,8 @@ void ContextFullNotice::showFor(int messageIndex) {
                          .arg(m_controller->model().contextSize));
     QString refused;
     try {
-        wb::check_context_policy(wb::ContextPolicy::SHIFT, m_controller->model().kvTypeK);
+        const ModelSummary& m = m_controller->model();
+        wb::check_context_policy(wb::ContextPolicy::SHIFT, m.kvTypeK, m.nRot, m.headDim);
     } catch (const wb::Error& e) {
         refused = QString::fromUtf8(e.what());
     }

@@ -43,7 +43,7 @@ QAction* ContextPolicyMenu::action(wb::ContextPolicy policy) const {
 
 QString ContextPolicyMenu::refusal(wb::ContextPolicy policy) const {
     try {
-        wb::check_context_policy(policy, m_typeK);
+        wb::check_context_policy(policy, m_typeK, m_nRot, m_headDim);
         return {};
     } catch (const wb::Error& e) {
         return QString::fromUtf8(e.what());
@@ -78,6 +78,8 @@ void ContextPolicyMenu::choose(QAction* a) {
 
 void ContextPolicyMenu::handleModelLoaded(const ModelSummary& summary) {
     m_typeK = summary.kvTypeK;
+    m_nRot = summary.nRot;
+    m_headDim = summary.headDim;
     applyEffective();
     const QString refused = refusal(m_chosen);
     if (!refused.isEmpty())

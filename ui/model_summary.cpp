@@ -84,6 +84,7 @@ ModelSummary ModelSummary::fromModel(const wb::Model& model, const QString& path
     s.nHead = c.n_head;
     s.nHeadKv = c.n_head_kv;
     s.headDim = c.head_dim;
+    s.nRot = c.n_rot;
     // As the cache reads them (KvCacheConfig): without a window no layer is local.
     for (int32_t il = 0; il < c.n_layer; ++il)
         s.layerIsLocal.append(c.sliding_window > 0 && size_t(il) < c.layer_is_swa.size() && c.layer_is_swa[size_t(il)]);

@@ -45,7 +45,7 @@ struct ModelSummary {
     QVector<QPair<QString, quint64>> repackedBytesByType;
     quint64 kvBytesPerToken = 0;    // layers x kv_heads x (bytes of a head's K row + V row) in the cache's types
     QString kvTypes;                // "f16", or "K q8_0, V f16" when they differ
-    wb::KvType kvTypeK = wb::KvType::F16;  // the keys' type (a context shift needs f16 keys)
+    wb::KvType kvTypeK = wb::KvType::F16;  // the keys' type (quantized keys shift only under a whole-head rope)
     wb::KvType kvTypeV = wb::KvType::F16;
     int contextSize = 0;            // the session's n_ctx
     int contextTrain = 0;           // the model's training context (the largest n_ctx it accepts); 0 = unknown
@@ -53,6 +53,7 @@ struct ModelSummary {
     int nHead = 0;
     int nHeadKv = 0;
     int headDim = 0;
+    int nRot = 0;  // dimensions of a head the rope turns (headDim for most models)
     // Per layer: a sliding-window (local) layer, whose cache keeps only the last slidingWindow positions.
     QVector<bool> layerIsLocal;
     int slidingWindow = 0;

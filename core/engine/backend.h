@@ -150,8 +150,10 @@ public:
     // Context shift (llama.cpp's K-shift, llama_kv_cache::build_rope_shift): the K and V rows of
     // positions [src, src + n) of layer il move to [dst, dst + n) (dst <= src; the ranges may overlap),
     // and every moved K head is turned by the angle of dst - src positions with the layer's rope p: the
-    // stored f16 values widened to float, rotated (rope_shift_pair), rounded back to f16. src == dst
-    // rotates in place by 0 (which still scales by a magnitude other than 1, as llama.cpp does).
+    // stored f16 values widened to float, rotated (rope_shift_pair), rounded back to f16; a quantized K
+    // row dequantized, its Hadamard rotation undone, rotated in f32, rotation redone, quantized again
+    // (llama.cpp's quantized branch of the same graph). src == dst rotates in place by 0 (which still
+    // scales by a magnitude other than 1, and requantizes a quantized K, as llama.cpp does).
     // The rows' blocks must be allocated (KvCache::ensure_rows). The default throws: a backend that
     // cannot shift says so, and the session reports it as an error.
     virtual void kv_shift(KvCache& /*kv*/, int32_t /*il*/, int32_t /*src*/, int32_t /*dst*/, int32_t /*n*/,

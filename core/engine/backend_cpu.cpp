@@ -552,36 +552,77 @@ void CpuBackend::kv_store(KvCache& kv, int32_t il, const Tensor& k, const Tensor
     }
 }
 
+namespace {
+
+// The shift's angle table: one for every row, each moves by the same number of positions.
+struct ShiftAngles {
+    std::vector<float> cos_t, sin_t;
+};
+
+// An f16 K (llama.cpp's in-place rope of the f16 view): each rotated pair widened, turned, rounded back.
+void shift_f16_keys(KvCache& kv, int32_t il, int32_t dst, int32_t n, const RopeParams& p, const ShiftAngles& a) {
+    const int32_t half = p.n_rot / 2;
+    for (int32_t r = 0; r < n; ++r) {
+        auto* k = static_cast<uint16_t*>(kv.k_row(il, dst + r));
+        for (int32_t h = 0; h < p.n_head; ++h) {
+            uint16_t* head = k + int64_t(h) * p.head_dim;
+            for (int32_t i = 0; i < half; ++i) {
+                int32_t ia = 0, ib = 0;
+                rope_pair_index(p.mode != RopeMode::NORMAL, i, half, &ia, &ib);
+                rope_shift_pair(head + ia, head + ib, a.cos_t[size_t(i)], a.sin_t[size_t(i)]);
+            }
+        }
+    }
+}
+
+// A quantized K, as llama.cpp's build_rope_shift takes one: the row to f32 (ggml_cast), rotated back by
+// the Hadamard runs it was stored with (kv_rotation_k), roped in f32, rotated forward again and quantized
+// back by the type's from_float (ggml_cpy). Rows are read at src and written at dst, upwards, so an
+// overlapping move (dst < src) reads every row before it is overwritten.
+void shift_quantized_keys(KvCache& kv, int32_t il, int32_t src, int32_t dst, int32_t n, const RopeParams& p,
+                          const ShiftAngles& a) {
+    const KvCacheConfig& c = kv.config();
+    const int64_t width = int64_t(c.n_head_kv) * c.head_dim;
+    const int32_t rot = kv_rotation_k(c.type_k, c.head_dim);
+    std::vector<float> row(static_cast<size_t>(width));
+    for (int32_t r = 0; r < n; ++r) {
+        kv_dequantize_row(c.type_k, kv.k_row(il, src + r), row.data(), width);
+        kv_rotate(row.data(), width, rot);
+        rotate_heads(row.data(), p.n_head, p.head_dim, p.n_rot / 2, p.mode == RopeMode::NORMAL, a.cos_t.data(),
+                     a.sin_t.data());
+        kv_rotate(row.data(), width, rot);
+        kv_store_row(c.type_k, row.data(), kv.k_row(il, dst + r), width);
+    }
+}
+
+}  // namespace
+
 void CpuBackend::kv_shift(KvCache& kv, int32_t il, int32_t src, int32_t dst, int32_t n, const RopeParams& p) {
     if (dst > src || n < 0 || src + n > kv.n_tokens()) throw Error("kv_shift: rows out of range");
     if (int64_t(p.n_head) * p.head_dim != int64_t(kv.config().n_head_kv) * kv.config().head_dim)
         throw Error("kv_shift: the rope's heads do not match the cache's rows");
-    const int32_t half = p.n_rot / 2;
+    const KvType type_k = kv.config().type_k;
+    // llama.cpp ropes a quantized K through an f32 copy of the rotated dimensions, which it can write back
+    // into the blocks only when they are the whole head (a contiguous view): its shift of a partial rope
+    // over a quantized K does not run, and there is nothing to match.
+    if (kv_type_is_quantized(type_k) && p.n_rot != p.head_dim)
+        throw Error(std::string("context shift: a ") + kv_type_name(type_k) + " key cache can be re-rotated only when "
+                    "the rope covers the whole head (" + std::to_string(p.n_rot) + " of " +
+                    std::to_string(p.head_dim) + " dimensions here); use f16 keys, or the trim or stop policy");
     const float* factors = p.freq_factors && *p.freq_factors ? static_cast<const float*>(p.freq_factors->host) : nullptr;
-    // One angle for every row: each moves by the same number of positions.
-    std::vector<float> cos_t(static_cast<size_t>(half)), sin_t(static_cast<size_t>(half));
-    rope_angles(p, factors, dst - src, cos_t.data(), sin_t.data());
-    // A quantized K is stored rotated and in blocks (kv/kv_types.h): re-roping it is not implemented.
-    if (kv.config().type_k != KvType::F16)
-        throw Error(std::string("context shift needs an f16 key cache (this one is ") + kv_type_name(kv.config().type_k) +
-                    "); use the trim or stop policy");
-    const size_t bytes = kv.k_row_bytes(), v_bytes = kv.v_row_bytes();
-    // Upwards: a row written at dst + r was read already when the ranges overlap (dst < src).
-    for (int32_t r = 0; r < n; ++r) {
-        auto* k = static_cast<uint16_t*>(kv.k_row(il, dst + r));
-        if (src != dst) {
-            std::memcpy(k, kv.k_row(il, src + r), bytes);
-            std::memcpy(kv.v_row(il, dst + r), kv.v_row(il, src + r), v_bytes);
-        }
-        for (int32_t h = 0; h < p.n_head; ++h) {
-            uint16_t* head = k + int64_t(h) * p.head_dim;
-            for (int32_t i = 0; i < half; ++i) {
-                int32_t a = 0, b = 0;
-                rope_pair_index(p.mode != RopeMode::NORMAL, i, half, &a, &b);
-                rope_shift_pair(head + a, head + b, cos_t[size_t(i)], sin_t[size_t(i)]);
-            }
-        }
+    ShiftAngles a{std::vector<float>(size_t(p.n_rot / 2)), std::vector<float>(size_t(p.n_rot / 2))};
+    rope_angles(p, factors, dst - src, a.cos_t.data(), a.sin_t.data());
+    if (kv_type_is_quantized(type_k)) {
+        shift_quantized_keys(kv, il, src, dst, n, p, a);
+    } else {
+        // Upwards: a row written at dst + r was read already when the ranges overlap (dst < src).
+        if (src != dst)
+            for (int32_t r = 0; r < n; ++r) std::memcpy(kv.k_row(il, dst + r), kv.k_row(il, src + r), kv.k_row_bytes());
+        shift_f16_keys(kv, il, dst, n, p, a);
     }
+    // V rows only move.
+    if (src != dst)
+        for (int32_t r = 0; r < n; ++r) std::memcpy(kv.v_row(il, dst + r), kv.v_row(il, src + r), kv.v_row_bytes());
 }
 
 void CpuBackend::glu(const Tensor& gate, const Tensor& up, Activation act, Tensor& out) {

@@ -26,10 +26,11 @@ ContextPolicy parse_context_policy(const std::string& s) {
     throw Error("unknown context policy '" + s + "' (stop, shift or trim)");
 }
 
-void check_context_policy(ContextPolicy p, KvType type_k) {
-    if (p == ContextPolicy::SHIFT && type_k != KvType::F16)
-        throw Error(std::string("a context shift needs an f16 key cache: re-rotating ") + kv_type_name(type_k) +
-                    " keys is not implemented (choose f16 keys, or trim or stop)");
+void check_context_policy(ContextPolicy p, KvType type_k, int32_t n_rot, int32_t head_dim) {
+    if (p == ContextPolicy::SHIFT && kv_type_is_quantized(type_k) && n_rot != head_dim)
+        throw Error(std::string("a context shift re-rotates ") + kv_type_name(type_k) +
+                    " keys only when the rope covers the whole head (this model ropes " + std::to_string(n_rot) +
+                    " of " + std::to_string(head_dim) + " dimensions): choose f16 keys, or trim or stop");
 }
 
 ContextCut trim_cut(const std::vector<int32_t>& whole, const std::vector<int32_t>& trimmed) {
@@ -78,8 +79,11 @@ bool shift_kv(Backend& be, const ModelConfig& c, const ModelWeights& w, KvCache&
         const int32_t dst = src - n_discard;
         kv.ensure_rows(il, dst, n_after);
         kv.set_gap(il, n_keep, dst);  // a local layer's rows no window will see again (none elsewhere)
-        // llama.cpp ropes every cell, the kept ones by 0: the identity unless the magnitude is not 1.
-        if (rope_magnitude(p) != 1.0f && n_keep > 0) be.kv_shift(kv, il, 0, 0, n_keep, p);
+        // llama.cpp ropes every cell, the kept ones by 0: the identity for f16 keys unless the magnitude is
+        // not 1, while a quantized K goes through f32 and back (Hadamard rotations, rope, quantization),
+        // which can change the kept rows too (not at head_dim 64, where that round trip is exact).
+        const bool requantized = kv_type_is_quantized(kv.config().type_k);
+        if ((requantized || rope_magnitude(p) != 1.0f) && n_keep > 0) be.kv_shift(kv, il, 0, 0, n_keep, p);
         be.kv_shift(kv, il, src, dst, n - src, p);
     }
     kv.finish_shift(n_keep, n_discard);

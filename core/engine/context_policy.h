@@ -26,10 +26,12 @@ const char* context_policy_name(ContextPolicy p);  // "stop", "shift", "trim"
 // wb::Error "unknown context policy 'x' (stop, shift or trim)" otherwise.
 ContextPolicy parse_context_policy(const std::string& s);
 
-// wb::Error when a cache with keys of type_k cannot carry the policy out: a shift re-rotates the
-// stored keys, which is implemented for f16 keys only (a quantized K is stored rotated, in blocks).
-// Session::set_context_policy checks it; the app asks it before it offers Shift.
-void check_context_policy(ContextPolicy p, KvType type_k);
+// wb::Error when a cache with keys of type_k cannot carry the policy out for a model whose rope turns
+// n_rot of the head_dim dimensions of a head: a shift re-rotates the stored keys, a quantized K through
+// an f32 copy of whole heads (as llama.cpp's K-shift graph, which cannot write back a partial head into
+// the blocks), so a quantized K with a partial rope cannot shift. Session::set_context_policy checks it;
+// the app asks it before it offers Shift.
+void check_context_policy(ContextPolicy p, KvType type_k, int32_t n_rot, int32_t head_dim);
 
 // One cut of a full context, as the engine carried it out: the tokens [position, position + dropped)
 // of the conversation are no longer in the context, and what followed them now starts at `position`.

@@ -129,6 +129,8 @@ public:
     int32_t reuse_prefix(const std::vector<int32_t>& prompt);
     int32_t n_ctx() const { return n_ctx_; }
     KvStats kv_stats() const { return kv_->stats(); }
+    // The cache itself, read-only (the parity tests compare its rows with llama.cpp's).
+    const KvCache& kv_cache() const { return *kv_; }
     const Model& model() const { return model_; }
     Backend& backend() { return backend_; }
 
