@@ -223,12 +223,22 @@ void AttentionStore::truncate(int positions) {
 void AttentionStore::setCut(const wb::ContextCut& cut) {
     m_cut = cut;
     if (cut.how == wb::ContextPolicy::SHIFT && cut.dropped > 0) m_shifts.push_back(cut);
+    if (cut.how == wb::ContextPolicy::TRIM) m_trimmed += cut.dropped;
     Q_EMIT cutChanged();
+}
+
+int AttentionStore::droppedTotal() const {
+    if (m_cut.dropped <= 0) return 0;
+    if (m_cut.how == wb::ContextPolicy::TRIM) return m_trimmed;
+    int total = 0;
+    for (const wb::ContextCut& s : m_shifts) total += s.dropped;
+    return total;
 }
 
 void AttentionStore::clear() {
     m_cut = {};
     m_shifts.clear();
+    m_trimmed = 0;
     m_rows.clear();
     m_windows.clear();
     m_rowRevisions.clear();

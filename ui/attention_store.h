@@ -39,6 +39,11 @@ public:
     // The last cut of the context the engine reported (shift or trim; dropped == 0: none since the
     // conversation began): the panels mark it, they do not work it out.
     const wb::ContextCut& cut() const { return m_cut; }
+    // The conversation's tokens out of the context by cuts of the last cut's kind, as the engine
+    // reported them (0: no cut). After a shift: those the shifts in force dropped (the engine's count at
+    // the prompt, PromptInfo::shiftDropped, and each cut since), the keys the map leaves empty after
+    // cut().position. After a trim: the tokens of every old turn trimmed in this conversation.
+    int droppedTotal() const;
     // Mean over the heads that have the row; empty when none has it.
     std::vector<float> meanRow(int layer, int query) const;
     // The layer's sliding window as the engine recorded it with its rows (0: none, attends to all keys).
@@ -103,6 +108,7 @@ private:
     // The shifts the session's cache has made since it last held the conversation as it is, in order
     // (setCut; each keeps the same prefix, so together they drop one run after it).
     std::vector<wb::ContextCut> m_shifts;
+    int m_trimmed = 0;  // tokens dropped by the trims since clear(), each as its cut reported it
     // m_rows[layer][head][query - m_droppedBelow] = probabilities over keys 0 .. query (empty: not
     // captured). A deque: the budget drops rows at the front, one position at a time.
     using HeadRows = std::deque<std::vector<float>>;

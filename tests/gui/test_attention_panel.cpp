@@ -303,6 +303,36 @@ private Q_SLOTS:
         QCOMPARE(store.conversationPosition(0), 0);
     }
 
+    // The text under the map gives the last cut's position and what the cuts dropped in all, the last
+    // one's share apart: shifts in force (the engine's count at the prompt, then the cuts since), and
+    // every trim of the conversation; a new conversation has none.
+    void cutTextGivesTheLastPositionAndTheTotal() {
+        AttentionStore store;
+        store.setModelShape(4, 3);
+        AttentionPanel panel(&store);
+        store.handlePrompt(prompt(pieces(12)));
+        QVERIFY(panel.cutText().isEmpty());
+        store.setCut({wb::ContextPolicy::SHIFT, 2, 3});
+        QCOMPARE(panel.cutText(), QString("context shifted at position 2: 3 tokens dropped"));
+        store.setCut({wb::ContextPolicy::SHIFT, 2, 4});
+        QCOMPARE(panel.cutText(), QString("context shifted at position 2: 7 tokens dropped in all, 4 by the last shift"));
+        // The next prompt carries the engine's count of every shift behind its cache (here 9: one the
+        // store never saw), and a cut during its reply adds to it.
+        PromptInfo next = prompt(pieces(20));
+        next.reused = 15;
+        next.shiftKeep = 2;
+        next.shiftDropped = 9;
+        store.handlePrompt(next);
+        store.setCut({wb::ContextPolicy::SHIFT, 2, 5});
+        QCOMPARE(panel.cutText(), QString("context shifted at position 2: 14 tokens dropped in all, 5 by the last shift"));
+        store.clear();
+        QVERIFY(panel.cutText().isEmpty());
+        store.setCut({wb::ContextPolicy::TRIM, 6, 20});
+        QCOMPARE(panel.cutText(), QString("old turns trimmed at position 6: 20 tokens dropped"));
+        store.setCut({wb::ContextPolicy::TRIM, 6, 11});
+        QCOMPARE(panel.cutText(), QString("old turns trimmed at position 6: 31 tokens dropped in all, 11 by the last trim"));
+    }
+
     void captureFollowsTheSelectedLayer() {
         AttentionStore store;
         store.setModelShape(4, 3);

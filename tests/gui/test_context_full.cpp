@@ -134,7 +134,18 @@ class TestContextFull : public QObject {
         w.attention.refreshNow();
         QVERIFY(w.attention.cutLine() != nullptr);
         QCOMPARE(w.attention.cutLine()->point1->coords().x(), engine.position - 0.5);
-        QVERIFY(w.attention.cutText().contains(QString::number(engine.dropped)));
+        // The attention panel gives the last cut's position and what the cuts dropped in all: after
+        // shifts the KV cache's own count of every shift's positions (KvStats::dropped_total), after
+        // trims every trim the engine reported in this chat.
+        qint64 total = 0;
+        if (how == wb::ContextPolicy::SHIFT)
+            total = w.stats.dropped_total;
+        else
+            for (const GenerationSummary& s : w.finished)
+                for (const wb::ContextCut& c : s.cuts) total += c.dropped;
+        const QString text = w.attention.cutText();
+        QVERIFY2(text.contains(QString("position %1: %2 tokens dropped").arg(engine.position).arg(total)), qPrintable(text));
+        if (total > engine.dropped) QVERIFY2(text.endsWith(QString(", %1 by the last %2").arg(engine.dropped).arg(how == wb::ContextPolicy::SHIFT ? "shift" : "trim")), qPrintable(text));
     }
 
     // Issue #20's scripted conversation as a user has it: each message typed into the chat panel's box
@@ -176,6 +187,10 @@ class TestContextFull : public QObject {
                      qPrintable(QString("%1: %2 bytes reserved, a %3-token context needs %4").arg(turn).arg(w.peakReserved).arg(kLongContext).arg(bound)));
             QVERIFY2(w.kv.measuredText().endsWith(QString("%1 tokens").arg(w.stats.n_tokens)), qPrintable(w.kv.measuredText()));
             if (!cuts.isEmpty()) checkPanelsShow(w, how);
+            if (QTest::currentTestFailed()) {  // in the helper: say at which turn, and stop there
+                qWarning("the panels after %s", qPrintable(turn));
+                return;
+            }
         }
         // Cut again and again (about 2500 tokens through a 512-token context), each time the same way.
         QVERIFY2(cuts.count() >= 5, qPrintable(QString("%1 cuts").arg(cuts.count())));
