@@ -14,10 +14,12 @@
 #include <QTemporaryDir>
 #include <QtTest>
 
+#include <cmath>
 #include <cstring>
 #include <nlohmann/json.hpp>
 #include <qcustomplot.h>
 
+#include "attention_panel.h"
 #include "attention_store.h"
 #include "chat_controller.h"
 #include "compare_dialog.h"
@@ -335,13 +337,22 @@ private Q_SLOTS:
                  qPrintable(edited));
     }
 
-    // Export with attention rows: every drawn token's rows are the Attention panel store's rows of the
-    // position whose logits drew it, value for value after the file is read back; the file replays as
-    // the same reply.
+    // Export with attention rows, against what is known without the export's own mapping: with the
+    // Attention panel on layer 2 alone, token i of a reply to a fresh chat of P prompt tokens was drawn by
+    // the logits of position P - 1 + i, so its step carries exactly that layer's rows of every query
+    // head, each over the P + i keys 0 .. P - 1 + i, a softmax (sums to 1), equal value for value to
+    // the store's row of that position; the file replays as the same reply.
     void exportWithAttentionCarriesTheStoresRows() {
+        constexpr int kLayer = 2;
+        AttentionPanel* panel = m_window->attentionPanel();
+        panel->captureAllLayersBox()->setChecked(false);
+        panel->setLayer(kLayer);
         QVERIFY(reply(QStringLiteral("Name a colour.")));
         const AttentionStore& store = *controller()->attentionStore();
         const ChatEntry& r = controller()->conversation().messages.last();
+        const int promptTokens = int(m_prompt.ids.size());
+        const int heads = controller()->model().nHead;
+        QVERIFY(promptTokens > 1 && heads > 0);
         const QString path = m_dir.filePath(QStringLiteral("attention.json"));
         QString error;
         QVERIFY2(actions()->exportReply(lastIndex(), path, &error, true), qPrintable(error));
@@ -349,24 +360,23 @@ private Q_SLOTS:
         QVERIFY(f.open(QIODevice::ReadOnly));
         const wb::InspectedTrace t = wb::read_inspected_trace_json(f.readAll().toStdString());
         QCOMPARE(int(t.inspection.size()), r.tokens.size());
-        size_t rows = 0;
         for (int i = 0; i < r.tokens.size(); ++i) {
-            const int query = r.tokens[i].position - 1;
-            size_t expected = 0;
-            for (int layer = 0; layer < store.layerCount(); ++layer)
-                for (int head = 0; head < store.headCount(); ++head)
-                    if (store.row(layer, head, query)) ++expected;
+            const int query = promptTokens - 1 + i;
             const std::vector<wb::AttentionRow>& got = t.inspection[size_t(i)].attention;
-            QCOMPARE(got.size(), expected);
-            for (const wb::AttentionRow& row : got) {
-                const std::vector<float>* want = store.row(row.layer, row.head, query);
+            QCOMPARE(int(got.size()), heads);
+            for (int h = 0; h < heads; ++h) {
+                const wb::AttentionRow& row = got[size_t(h)];
+                QCOMPARE(row.layer, kLayer);
+                QCOMPARE(row.head, h);
+                QCOMPARE(int(row.probs.size()), query + 1);
+                double sum = 0.0;
+                for (float p : row.probs) sum += p;
+                QVERIFY2(std::abs(sum - 1.0) < 1e-3, qPrintable(QString("token %1 head %2: sum %3").arg(i).arg(h).arg(sum)));
+                const std::vector<float>* want = store.row(kLayer, h, query);
                 QVERIFY(want);
-                QCOMPARE(row.probs.size(), want->size());
                 QVERIFY(std::memcmp(row.probs.data(), want->data(), want->size() * sizeof(float)) == 0);
             }
-            rows += got.size();
         }
-        QVERIFY(rows > 0);
         bool same = false;
         const QString report = replay(path, &same);
         QVERIFY2(same, qPrintable(report));
