@@ -173,6 +173,10 @@ ModelCompareResultPtr InferenceWorker::runComparison(quint64 job, const QString&
     memory.summary = ModelSummary::fromModel(*other, otherPath, int(options.n_ctx), m_kvTypeK, m_kvTypeV);
     const auto report = [&] {
         memory.kv = second->kv_stats();
+        if (first) {
+            memory.chatResized = true;
+            memory.chatKv = first->kv_stats();
+        }
         Q_EMIT comparisonMemoryChanged(memory);
         if (backend.device_memory().counted) Q_EMIT deviceMemoryChanged(backend.device_memory());
     };

@@ -4,7 +4,9 @@
 // model file, a bad file and a context too small are refused with messages; Compare shows exactly the
 // numbers compare_models produced (SmolLM2 against itself: KL 0, no flips; against a copy whose final
 // norm is scaled: the same numbers as a direct compare_models of the two files), can be cancelled
-// with the chat going on, and refuses a model with another vocabulary.
+// with the chat going on, and refuses a model with another vocabulary. The memory ledger has rows of
+// what Compare holds while it runs: the second model's, and the chat model's own second cache when the
+// reply went on past the chat's context.
 #include <QDockWidget>
 #include <QFile>
 #include <QLabel>
@@ -146,7 +148,28 @@ class TestTraceActions : public QObject {
     struct Seen {
         ComparisonMemory memory;
         qint64 weightsPredicted, weightsMeasured, kvPredicted, kvMeasured;
+        qint64 chatKvPredicted = -1, chatKvMeasured = -1;  // the row of the chat model's own cache for Compare
     };
+
+    // Records each comparison memory report with the ledger's rows of it right after it came (the
+    // ledger shown, in the Model info dock).
+    QMetaObject::Connection watchLedger(QVector<Seen>& seen) {
+        QDockWidget* infoDock = m_window->dock(QStringLiteral("modelInfoDock"));
+        if (!infoDock) return {};
+        infoDock->show();
+        infoDock->raise();
+        ModelInfoPanel* info = m_window->modelInfoPanel();
+        info->tabs()->setCurrentWidget(info->ledgerTable());
+        if (!QTest::qWaitFor([info] { return info->ledgerTable()->isVisible(); }, kTimeoutMs)) return {};
+        return connect(controller(), &ChatController::comparisonMemoryChanged, this, [&seen, info](const ComparisonMemory& m) {
+            seen.append({m, info->ledgerBytes("compare_weights", ModelInfoPanel::PredictedColumn),
+                         info->ledgerBytes("compare_weights", ModelInfoPanel::MeasuredColumn),
+                         info->ledgerBytes("compare_kv", ModelInfoPanel::PredictedColumn),
+                         info->ledgerBytes("compare_kv", ModelInfoPanel::MeasuredColumn),
+                         info->ledgerBytes("compare_chat_kv", ModelInfoPanel::PredictedColumn),
+                         info->ledgerBytes("compare_chat_kv", ModelInfoPanel::MeasuredColumn)});
+        });
+    }
 
     // The ledger's rows of a comparison's second model (issue 16 item 5 with item 7), as they were when
     // each report came (what `seen` holds): its weights are the file's tensor bytes as a summary of the
@@ -172,6 +195,9 @@ class TestTraceActions : public QObject {
             QCOMPARE(s.weightsMeasured, s.memory.weightCopies);
             QCOMPARE(s.kvMeasured, qint64(s.memory.kv.bytes_used));
             QCOMPARE(s.kvPredicted, qint64(expected.predictedKvBytes(s.memory.kv.n_tokens, s.memory.kv.type_k, s.memory.kv.type_v)));
+            // The reply fits the chat's context: its own session served, no cache of the chat model was added.
+            QVERIFY(!s.memory.chatResized);
+            QCOMPARE(s.chatKvMeasured, qint64(-1));
         }
         const Seen& end = seen[seen.size() - 2];
         QCOMPARE(end.memory.kv.n_tokens, tokens);
@@ -477,21 +503,9 @@ private Q_SLOTS:
         const auto run = controller()->conversation().messages.last().run;
         QVERIFY(run);
         // The memory ledger while the second file is loaded: what each report put in its rows.
-        QDockWidget* infoDock = m_window->dock(QStringLiteral("modelInfoDock"));
-        QVERIFY(infoDock);
-        infoDock->show();
-        infoDock->raise();
-        ModelInfoPanel* info = m_window->modelInfoPanel();
-        info->tabs()->setCurrentWidget(info->ledgerTable());
-        QTRY_VERIFY_WITH_TIMEOUT(info->ledgerTable()->isVisible(), kTimeoutMs);
         QVector<Seen> seen;
-        const QMetaObject::Connection watch =
-            connect(controller(), &ChatController::comparisonMemoryChanged, this, [&](const ComparisonMemory& m) {
-                seen.append({m, info->ledgerBytes("compare_weights", ModelInfoPanel::PredictedColumn),
-                             info->ledgerBytes("compare_weights", ModelInfoPanel::MeasuredColumn),
-                             info->ledgerBytes("compare_kv", ModelInfoPanel::PredictedColumn),
-                             info->ledgerBytes("compare_kv", ModelInfoPanel::MeasuredColumn)});
-            });
+        const QMetaObject::Connection watch = watchLedger(seen);
+        QVERIFY(watch);
         CompareDialog* d = compare(other);
         disconnect(watch);
         QVERIFY(d && d->result());
@@ -543,6 +557,54 @@ private Q_SLOTS:
         QVERIFY(!d->result());
         QVERIFY2(d->summaryLabel()->text().startsWith(QStringLiteral("compare: the models' vocabularies differ")),
                  qPrintable(d->summaryLabel()->text()));
+        d->close();
+    }
+
+    // A reply that went on past context shifts is longer than the chat's context: Compare runs the chat
+    // model in a session of its own sized to hold prompt and reply, and the ledger has a row of that
+    // second cache of the chat model while Compare runs: the formula's bytes for its tokens (SmolLM2's
+    // f16 K and V rows: layers x kv heads x head dim x 2 x 2 bytes a token, from the model's shape)
+    // beside its own count, exactly those at the end, when it holds prompt and reply; it goes with
+    // the rest of Compare's rows. Last: it reloads the model on a 128-token context.
+    void compareOfAReplyLongerThanTheContextShowsTheChatModelsSecondCache() {
+        constexpr int kSmallContext = 128;
+        QSignalSpy loaded(controller(), &ChatController::modelLoaded);
+        controller()->setContextSize(kSmallContext);
+        controller()->loadModel(defaultModel());
+        QVERIFY(loaded.wait(kTimeoutMs));
+        controller()->setContextPolicy(wb::ContextPolicy::SHIFT);
+        wb::SamplingParams p;
+        p.temperature = 0.0f;
+        p.ignore_eos = true;
+        p.max_tokens = kSmallContext + 32;  // with the prompt, well past the context
+        controller()->setSamplingParams(p);
+        QSignalSpy cuts(controller(), &ChatController::contextCut);
+        QVERIFY(reply(QStringLiteral("Tell me a long story.")));
+        QVERIFY(!cuts.isEmpty());
+        const ModelSummary& chat = controller()->model();
+        const int tokens = int(m_prompt.ids.size()) + int(controller()->conversation().messages.last().tokens.size());
+        QVERIFY(tokens > kSmallContext);
+        const quint64 perToken = quint64(chat.nLayer) * quint64(chat.nHeadKv) * quint64(chat.headDim) * 2 * 2;
+        QVector<Seen> seen;
+        const QMetaObject::Connection watch = watchLedger(seen);
+        QVERIFY(watch);
+        CompareDialog* d = compare(defaultModel());
+        disconnect(watch);
+        QVERIFY(d && d->result());
+        QVERIFY(seen.size() >= 3);  // loaded, the end of the evaluation, released
+        for (int i = 0; i + 1 < seen.size(); ++i) {
+            const Seen& s = seen[i];
+            QVERIFY(s.memory.chatResized);
+            QCOMPARE(s.memory.chatKv.capacity, tokens);
+            QCOMPARE(s.chatKvMeasured, qint64(s.memory.chatKv.bytes_used));
+            QCOMPARE(s.chatKvPredicted, qint64(perToken * quint64(s.memory.chatKv.n_tokens)));
+        }
+        const Seen& end = seen[seen.size() - 2];
+        QCOMPARE(end.memory.chatKv.n_tokens, tokens);
+        QCOMPARE(end.chatKvMeasured, qint64(perToken * quint64(tokens)));
+        QCOMPARE(end.chatKvPredicted, end.chatKvMeasured);
+        QVERIFY(!seen.last().memory.loaded);
+        QCOMPARE(seen.last().chatKvPredicted, qint64(-1));
         d->close();
     }
 };
