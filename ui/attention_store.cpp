@@ -80,10 +80,15 @@ void AttentionStore::handlePrompt(const PromptInfo& info) {
     // shown may have shifted it, and sliding-window layers may keep less than the match.
     m_shifts.clear();
     if (info.shiftDropped > 0) m_shifts.push_back({wb::ContextPolicy::SHIFT, info.shiftKeep, info.shiftDropped});
+    // A cache that holds the conversation as it is again (the prompt went back before the dropped
+    // run, or the session was reset) has no shift in force: none to mark on this context's map.
+    const bool shiftGone = m_cut.how == wb::ContextPolicy::SHIFT && m_cut.dropped > 0 && info.shiftDropped == 0;
+    if (shiftGone) m_cut = {};
     truncate(info.reused);
     m_tokens = info.pieces;
     Q_EMIT tokensChanged();
     Q_EMIT memoryChanged();
+    if (shiftGone) Q_EMIT cutChanged();
 }
 
 void AttentionStore::handleToken(int position, const QString& piece) {

@@ -37,7 +37,8 @@ public:
     int rowCount(int layer) const;
     bool hasLayer(int layer) const { return m_rows.count(layer) > 0; }
     // The last cut of the context the engine reported (shift or trim; dropped == 0: none since the
-    // conversation began): the panels mark it, they do not work it out.
+    // conversation began, or a shift no longer in force: a prompt whose PromptInfo has no shift
+    // mapping): the panels mark it, they do not work it out.
     const wb::ContextCut& cut() const { return m_cut; }
     // The conversation's tokens out of the context by cuts of the last cut's kind, as the engine
     // reported them (0: no cut). After a shift: those the shifts in force dropped (the engine's count at

@@ -305,7 +305,7 @@ private Q_SLOTS:
 
     // The text under the map gives the last cut's position and what the cuts dropped in all, the last
     // one's share apart: shifts in force (the engine's count at the prompt, then the cuts since), and
-    // every trim of the conversation; a new conversation has none.
+    // every trim of the conversation; a prompt with no shift in force and a new conversation have none.
     void cutTextGivesTheLastPositionAndTheTotal() {
         AttentionStore store;
         store.setModelShape(4, 3);
@@ -325,6 +325,14 @@ private Q_SLOTS:
         store.handlePrompt(next);
         store.setCut({wb::ContextPolicy::SHIFT, 2, 5});
         QCOMPARE(panel.cutText(), QString("context shifted at position 2: 14 tokens dropped in all, 5 by the last shift"));
+        // A prompt that goes back before the dropped run: the engine recomputes it and maps nothing,
+        // so no shift is in force and none is marked (nor an export of rows refused for it).
+        next = prompt(pieces(6));
+        next.reused = 2;
+        store.handlePrompt(next);
+        QCOMPARE(store.cut().dropped, 0);
+        QVERIFY(panel.cutText().isEmpty());
+        store.setCut({wb::ContextPolicy::SHIFT, 2, 3});
         store.clear();
         QVERIFY(panel.cutText().isEmpty());
         store.setCut({wb::ContextPolicy::TRIM, 6, 20});
