@@ -82,13 +82,17 @@ void AttentionStore::handlePrompt(const PromptInfo& info) {
     if (info.shiftDropped > 0) m_shifts.push_back({wb::ContextPolicy::SHIFT, info.shiftKeep, info.shiftDropped});
     // A cache that holds the conversation as it is again (the prompt went back before the dropped
     // run, or the session was reset) has no shift in force: none to mark on this context's map.
-    const bool shiftGone = m_cut.how == wb::ContextPolicy::SHIFT && m_cut.dropped > 0 && info.shiftDropped == 0;
-    if (shiftGone) m_cut = {};
+    // Likewise the trims: the worker says what its trims in force keep out of this prompt (none after
+    // an edit before the first message still sent, or under another policy).
+    m_trimmed = info.trimDropped;
+    const bool cutGone = m_cut.dropped > 0 && ((m_cut.how == wb::ContextPolicy::SHIFT && info.shiftDropped == 0) ||
+                                               (m_cut.how == wb::ContextPolicy::TRIM && info.trimDropped == 0));
+    if (cutGone) m_cut = {};
     truncate(info.reused);
     m_tokens = info.pieces;
     Q_EMIT tokensChanged();
     Q_EMIT memoryChanged();
-    if (shiftGone) Q_EMIT cutChanged();
+    if (cutGone) Q_EMIT cutChanged();
 }
 
 void AttentionStore::handleToken(int position, const QString& piece) {

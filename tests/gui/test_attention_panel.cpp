@@ -339,6 +339,19 @@ private Q_SLOTS:
         QCOMPARE(panel.cutText(), QString("old turns trimmed at position 6: 20 tokens dropped"));
         store.setCut({wb::ContextPolicy::TRIM, 6, 11});
         QCOMPARE(panel.cutText(), QString("old turns trimmed at position 6: 31 tokens dropped in all, 11 by the last trim"));
+        // The next prompt carries the worker's count of the trims in force, which holds those cuts (not
+        // added again); one that sends the whole conversation (an edit before the first message still
+        // sent, another policy) has none in force, and a trim after it counts from nothing.
+        PromptInfo trimmedPrompt = prompt(pieces(10));
+        trimmedPrompt.trimDropped = 31;
+        store.handlePrompt(trimmedPrompt);
+        QCOMPARE(panel.cutText(), QString("old turns trimmed at position 6: 31 tokens dropped in all, 11 by the last trim"));
+        trimmedPrompt.trimDropped = 0;
+        store.handlePrompt(trimmedPrompt);
+        QCOMPARE(store.cut().dropped, 0);
+        QVERIFY(panel.cutText().isEmpty());
+        store.setCut({wb::ContextPolicy::TRIM, 6, 8});
+        QCOMPARE(panel.cutText(), QString("old turns trimmed at position 6: 8 tokens dropped"));
     }
 
     void captureFollowsTheSelectedLayer() {

@@ -249,6 +249,44 @@ private Q_SLOTS:
         QVERIFY(m.last().tokens.size() > 100);
     }
 
+    // The attention panel's trim text is the trims in force, as the worker says at each prompt: an
+    // edit before the first message still sent, and a switch to another policy, send the whole
+    // conversation again, and the text goes; a trim after the edit counts from nothing, not on top.
+    void trimTextEndsWhenTheWholeConversationIsSentAgain() {
+        Window w;
+        load(w, wb::ContextPolicy::TRIM, 24);
+        QSignalSpy cuts(&w.controller, &ChatController::contextCut);
+        const auto trimAgain = [&](int from) {
+            for (int i = from; i < from + 12 && cuts.count() < 1; ++i) send(w, turnText(i));
+        };
+        trimAgain(0);
+        QCOMPARE(cuts.count(), 1);
+        QVERIFY(w.attention.cutText().startsWith("old turns trimmed"));
+        // Edit and resend the first message (trimmed): one message is sent, no trim is in force.
+        QVERIFY(w.controller.editAndResend(0, turnText(20)));
+        waitIdle(w);
+        QCOMPARE(cuts.count(), 1);
+        w.attention.refreshNow();
+        QVERIFY2(w.attention.cutText().isEmpty(), qPrintable(w.attention.cutText()));
+        QVERIFY(w.attention.cutLine() == nullptr);
+        cuts.clear();
+        trimAgain(21);
+        QCOMPARE(cuts.count(), 1);
+        const wb::ContextCut again = cuts[0][0].value<wb::ContextCut>();
+        QCOMPARE(w.attention.cutText(),
+                 QString("old turns trimmed at position %1: %2 tokens dropped").arg(again.position).arg(again.dropped));
+        // Under Shift, the last turn but one edited (still sent under Trim) with a short reply: the
+        // whole conversation before it fits again, and no trim is in force.
+        w.controller.setContextPolicy(wb::ContextPolicy::SHIFT);
+        setMaxTokens(w, 8);
+        const int lastButOne = int(w.controller.conversation().messages.size()) - 4;
+        QVERIFY(w.controller.editAndResend(lastButOne, "Hi"));
+        waitIdle(w);
+        QCOMPARE(cuts.count(), 1);
+        w.attention.refreshNow();
+        QVERIFY2(w.attention.cutText().isEmpty(), qPrintable(w.attention.cutText()));
+    }
+
     void stopOffersShiftAndTrim() {
         Window w;
         load(w, wb::ContextPolicy::STOP, 48);
