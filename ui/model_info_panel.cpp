@@ -267,13 +267,14 @@ ModelInfoPanel::LedgerRow ModelInfoPanel::deviceRow() const {
     const ModelSummary& s = m_summary;
     // Predicted: the rows above that live on the device (the weights, the KV cache now, the scratch).
     const quint64 kv = m_hasKv ? s.predictedKvBytes(m_kv.n_tokens, m_kv.type_k, m_kv.type_v) : 0;
-    quint64 comparison = 0;  // a Compare job's second model on the same device while it is loaded
-    if (m_comparison.loaded)
-        comparison = m_comparison.summary.weightBytes +
-                     m_comparison.summary.predictedKvBytes(m_comparison.kv.n_tokens, m_comparison.kv.type_k, m_comparison.kv.type_v);
-    if (m_comparison.loaded && m_comparison.chatResized) {
+    // While Compare runs, its rows share the device: the second model's weights and KV cache, and the
+    // chat model's own second cache when the reply went on past the chat's context.
+    quint64 comparison = 0;
+    if (m_comparison.loaded) {
+        const wb::KvStats& kv2 = m_comparison.kv;
+        comparison = m_comparison.summary.weightBytes + m_comparison.summary.predictedKvBytes(kv2.n_tokens, kv2.type_k, kv2.type_v);
         const wb::KvStats& chat = m_comparison.chatKv;
-        comparison += s.predictedKvBytes(chat.n_tokens, chat.type_k, chat.type_v);
+        if (m_comparison.chatResized) comparison += s.predictedKvBytes(chat.n_tokens, chat.type_k, chat.type_v);
     }
     const qint64 predicted = qint64(s.weightBytes + kv + s.scratchPredicted + comparison);
     const auto bytes = [](uint64_t b) { return formatBytes(double(b)); };
