@@ -400,6 +400,7 @@ private Q_SLOTS:
                 QVERIFY2(std::abs(sum - 1.0) < 1e-3, qPrintable(QString("token %1 head %2: sum %3").arg(i).arg(h).arg(sum)));
                 const std::vector<float>* want = store.row(kLayer, h, query);
                 QVERIFY(want);
+                QCOMPARE(want->size(), row.probs.size());
                 QVERIFY(std::memcmp(row.probs.data(), want->data(), want->size() * sizeof(float)) == 0);
             }
         }
