@@ -303,8 +303,8 @@ private Q_SLOTS:
         QCOMPARE(store.conversationPosition(0), 0);
     }
 
-    // The text under the map gives the last cut's position and what the cuts dropped in all, the last
-    // one's share apart: shifts in force (the engine's count at the prompt, then the cuts since), and
+    // The text under the map gives the last cut's position and what the cuts in force keep out of the
+    // context, the last one's share apart: shifts in force (the engine's count at the prompt, then the cuts since), and
     // every trim of the conversation; a prompt with no shift in force and a new conversation have none.
     void cutTextGivesTheLastPositionAndTheTotal() {
         AttentionStore store;
@@ -315,7 +315,7 @@ private Q_SLOTS:
         store.setCut({wb::ContextPolicy::SHIFT, 2, 3});
         QCOMPARE(panel.cutText(), QString("context shifted at position 2: 3 tokens dropped"));
         store.setCut({wb::ContextPolicy::SHIFT, 2, 4});
-        QCOMPARE(panel.cutText(), QString("context shifted at position 2: 7 tokens dropped in all, 4 by the last shift"));
+        QCOMPARE(panel.cutText(), QString("context shifted at position 2: 7 tokens out of the context now, 4 dropped by the last shift"));
         // The next prompt carries the engine's count of every shift behind its cache (here 9: one the
         // store never saw), and a cut during its reply adds to it.
         PromptInfo next = prompt(pieces(20));
@@ -324,7 +324,7 @@ private Q_SLOTS:
         next.shiftDropped = 9;
         store.handlePrompt(next);
         store.setCut({wb::ContextPolicy::SHIFT, 2, 5});
-        QCOMPARE(panel.cutText(), QString("context shifted at position 2: 14 tokens dropped in all, 5 by the last shift"));
+        QCOMPARE(panel.cutText(), QString("context shifted at position 2: 14 tokens out of the context now, 5 dropped by the last shift"));
         // A prompt that goes back before the dropped run: the engine recomputes it and maps nothing,
         // so no shift is in force and none is marked (nor an export of rows refused for it).
         next = prompt(pieces(6));
@@ -338,20 +338,23 @@ private Q_SLOTS:
         store.setCut({wb::ContextPolicy::TRIM, 6, 20});
         QCOMPARE(panel.cutText(), QString("old turns trimmed at position 6: 20 tokens dropped"));
         store.setCut({wb::ContextPolicy::TRIM, 6, 11});
-        QCOMPARE(panel.cutText(), QString("old turns trimmed at position 6: 31 tokens dropped in all, 11 by the last trim"));
+        QCOMPARE(panel.cutText(), QString("old turns trimmed at position 6: 31 tokens out of the context now, 11 dropped by the last trim"));
         // The next prompt carries the worker's count of the trims in force, which holds those cuts (not
         // added again); one that sends the whole conversation (an edit before the first message still
         // sent, another policy) has none in force, and a trim after it counts from nothing.
         PromptInfo trimmedPrompt = prompt(pieces(10));
         trimmedPrompt.trimDropped = 31;
         store.handlePrompt(trimmedPrompt);
-        QCOMPARE(panel.cutText(), QString("old turns trimmed at position 6: 31 tokens dropped in all, 11 by the last trim"));
+        QCOMPARE(panel.cutText(), QString("old turns trimmed at position 6: 31 tokens out of the context now, 11 dropped by the last trim"));
         trimmedPrompt.trimDropped = 0;
         store.handlePrompt(trimmedPrompt);
         QCOMPARE(store.cut().dropped, 0);
         QVERIFY(panel.cutText().isEmpty());
         store.setCut({wb::ContextPolicy::TRIM, 6, 8});
         QCOMPARE(panel.cutText(), QString("old turns trimmed at position 6: 8 tokens dropped"));
+        store.clear();
+        store.setCut({wb::ContextPolicy::SHIFT, 4, 1});
+        QCOMPARE(panel.cutText(), QString("context shifted at position 4: 1 token dropped"));
     }
 
     void captureFollowsTheSelectedLayer() {

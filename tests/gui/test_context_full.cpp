@@ -147,9 +147,10 @@ class TestContextFull : public QObject {
         w.attention.refreshNow();
         QVERIFY(w.attention.cutLine() != nullptr);
         QCOMPARE(w.attention.cutLine()->point1->coords().x(), engine.position - 0.5);
-        // The attention panel gives the last cut's position and what the cuts dropped in all: after
-        // shifts the KV cache's own count of every shift's positions (KvStats::dropped_total), after
-        // trims every trim the engine reported in this chat.
+        // The attention panel gives the last cut's position and what the cuts in force keep out of the
+        // context: after shifts the KV cache's own count of every shift's positions (KvStats::dropped_total),
+        // after trims every trim the engine reported in this chat (all in force: no edit goes back, the
+        // policy stays).
         qint64 total = 0;
         if (how == wb::ContextPolicy::SHIFT)
             total = w.stats.dropped_total;
@@ -157,8 +158,11 @@ class TestContextFull : public QObject {
             for (const GenerationSummary& s : w.finished)
                 for (const wb::ContextCut& c : s.cuts) total += c.dropped;
         const QString text = w.attention.cutText();
-        QVERIFY2(text.contains(QString("position %1: %2 tokens dropped").arg(engine.position).arg(total)), qPrintable(text));
-        if (total > engine.dropped) QVERIFY2(text.endsWith(QString(", %1 by the last %2").arg(engine.dropped).arg(how == wb::ContextPolicy::SHIFT ? "shift" : "trim")), qPrintable(text));
+        const QString kind = how == wb::ContextPolicy::SHIFT ? "shift" : "trim";
+        const QString want = total > engine.dropped ? QString("position %1: %2 tokens out of the context now, %3 dropped by the last %4")
+                                                          .arg(engine.position).arg(total).arg(engine.dropped).arg(kind)
+                                                    : QString("position %1: %2 tokens dropped").arg(engine.position).arg(total);
+        QVERIFY2(text.endsWith(want), qPrintable(text));
     }
 
     // Issue #20's scripted conversation as a user has it: each message typed into the chat panel's box
