@@ -326,7 +326,7 @@ private Q_SLOTS:
         store.setCut({wb::ContextPolicy::SHIFT, 2, 5});
         QCOMPARE(panel.cutText(), QString("context shifted at position 2: 14 tokens out of the context now, 5 dropped by the last shift"));
         // A prompt that goes back before the dropped run: the engine recomputes it and maps nothing,
-        // so no shift is in force and none is marked (nor an export of rows refused for it).
+        // so no shift is in force and none is marked (cut().dropped, which an export's refusal reads, is 0).
         next = prompt(pieces(6));
         next.reused = 2;
         store.handlePrompt(next);

@@ -11,6 +11,7 @@
 #include <QFile>
 #include <QLabel>
 #include <QPushButton>
+#include <QScopeGuard>
 #include <QSignalSpy>
 #include <QTableWidget>
 #include <QTemporaryDir>
@@ -371,6 +372,11 @@ private Q_SLOTS:
     void exportWithAttentionCarriesTheStoresRows() {
         constexpr int kLayer = 2;
         AttentionPanel* panel = m_window->attentionPanel();
+        // The window is shared by the tests after this one: they get its panel back as it was.
+        const auto restore = qScopeGuard([panel, layer = panel->layer(), all = panel->captureAllLayersBox()->isChecked()] {
+            panel->setLayer(layer);
+            panel->captureAllLayersBox()->setChecked(all);
+        });
         panel->captureAllLayersBox()->setChecked(false);
         panel->setLayer(kLayer);
         QVERIFY(reply(QStringLiteral("Name a colour.")));
@@ -566,10 +572,20 @@ private Q_SLOTS:
     // second cache of the chat model while Compare runs: the formula's bytes for its tokens (SmolLM2's
     // f16 K and V rows: layers x kv heads x head dim x 2 x 2 bytes a token, from the model's shape)
     // beside its own count, exactly those at the end, when it holds prompt and reply; it goes with
-    // the rest of Compare's rows. Last: it reloads the model on a 128-token context.
+    // the rest of Compare's rows. It reloads the model on a 128-token context, and the model as it was
+    // when it ends.
     void compareOfAReplyLongerThanTheContextShowsTheChatModelsSecondCache() {
         constexpr int kSmallContext = 128;
         QSignalSpy loaded(controller(), &ChatController::modelLoaded);
+        const auto restore = qScopeGuard([this, context = controller()->contextSize(), policy = controller()->contextPolicy(),
+                                          sampling = controller()->samplingParams()] {
+            QSignalSpy again(controller(), &ChatController::modelLoaded);
+            controller()->setContextSize(context);
+            controller()->loadModel(defaultModel());
+            if (!again.wait(kTimeoutMs)) qWarning("the model did not load again on its %d-token context", context);
+            controller()->setContextPolicy(policy);
+            controller()->setSamplingParams(sampling);
+        });
         controller()->setContextSize(kSmallContext);
         controller()->loadModel(defaultModel());
         QVERIFY(loaded.wait(kTimeoutMs));
