@@ -463,8 +463,19 @@ void AttentionPanel::refreshNow() {
 QString AttentionPanel::cutText() const {
     const wb::ContextCut& c = m_store->cut();
     if (c.dropped <= 0) return {};
-    return c.how == wb::ContextPolicy::SHIFT ? tr("context shifted at position %1: %2 tokens dropped").arg(c.position).arg(c.dropped)
-                                             : tr("old turns trimmed at position %1: %2 tokens dropped").arg(c.position).arg(c.dropped);
+    // A reader needs where the kept context goes on (the line, the last cut's position) and how much
+    // of the conversation the model no longer sees: the tokens of the cuts in force (not every cut of
+    // the chat's history, as the KV panel counts), the last one's apart when there were more.
+    const int total = m_store->droppedTotal();
+    const bool shift = c.how == wb::ContextPolicy::SHIFT;
+    const QString where = shift ? tr("context shifted at position %1").arg(c.position)
+                                : tr("old turns trimmed at position %1").arg(c.position);
+    if (total == c.dropped) return (c.dropped == 1 ? tr("%1: 1 token dropped") : tr("%1: %2 tokens dropped")).arg(where).arg(c.dropped);
+    return (shift ? tr("%1: %2 tokens out of the context now, %3 dropped by the last shift")
+                  : tr("%1: %2 tokens out of the context now, %3 dropped by the last trim"))
+        .arg(where)
+        .arg(total)
+        .arg(c.dropped);
 }
 
 void AttentionPanel::drawCut() {

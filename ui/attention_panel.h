@@ -70,6 +70,8 @@ public:
 
     // The engine's last cut of the context, drawn as a line before key `position` (empty: none).
     QCPItemStraightLine* cutLine() const { return m_cutLine; }
+    // The cut under the map: the last cut's position, and the tokens the cuts dropped in all with the
+    // last one's when they differ (AttentionStore::droppedTotal); empty before a cut.
     QString cutText() const;
 
     bool exportPng(const QString& path) const;

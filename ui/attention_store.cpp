@@ -80,10 +80,19 @@ void AttentionStore::handlePrompt(const PromptInfo& info) {
     // shown may have shifted it, and sliding-window layers may keep less than the match.
     m_shifts.clear();
     if (info.shiftDropped > 0) m_shifts.push_back({wb::ContextPolicy::SHIFT, info.shiftKeep, info.shiftDropped});
+    // A cache that holds the conversation as it is again (the prompt went back before the dropped
+    // run, or the session was reset) has no shift in force: none to mark on this context's map.
+    // Likewise the trims: the worker says what its trims in force keep out of this prompt (none after
+    // an edit before the first message still sent, or under another policy).
+    m_trimmed = info.trimDropped;
+    const bool cutGone = m_cut.dropped > 0 && ((m_cut.how == wb::ContextPolicy::SHIFT && info.shiftDropped == 0) ||
+                                               (m_cut.how == wb::ContextPolicy::TRIM && info.trimDropped == 0));
+    if (cutGone) m_cut = {};
     truncate(info.reused);
     m_tokens = info.pieces;
     Q_EMIT tokensChanged();
     Q_EMIT memoryChanged();
+    if (cutGone) Q_EMIT cutChanged();
 }
 
 void AttentionStore::handleToken(int position, const QString& piece) {
@@ -223,12 +232,22 @@ void AttentionStore::truncate(int positions) {
 void AttentionStore::setCut(const wb::ContextCut& cut) {
     m_cut = cut;
     if (cut.how == wb::ContextPolicy::SHIFT && cut.dropped > 0) m_shifts.push_back(cut);
+    if (cut.how == wb::ContextPolicy::TRIM) m_trimmed += cut.dropped;
     Q_EMIT cutChanged();
+}
+
+int AttentionStore::droppedTotal() const {
+    if (m_cut.dropped <= 0) return 0;
+    if (m_cut.how == wb::ContextPolicy::TRIM) return m_trimmed;
+    int total = 0;
+    for (const wb::ContextCut& s : m_shifts) total += s.dropped;
+    return total;
 }
 
 void AttentionStore::clear() {
     m_cut = {};
     m_shifts.clear();
+    m_trimmed = 0;
     m_rows.clear();
     m_windows.clear();
     m_rowRevisions.clear();

@@ -37,8 +37,14 @@ public:
     int rowCount(int layer) const;
     bool hasLayer(int layer) const { return m_rows.count(layer) > 0; }
     // The last cut of the context the engine reported (shift or trim; dropped == 0: none since the
-    // conversation began): the panels mark it, they do not work it out.
+    // conversation began, or a shift no longer in force: a prompt whose PromptInfo has no shift
+    // mapping): the panels mark it, they do not work it out.
     const wb::ContextCut& cut() const { return m_cut; }
+    // The conversation's tokens out of the context by cuts of the last cut's kind, as the engine
+    // reported them (0: no cut). After a shift: those the shifts in force dropped (the engine's count at
+    // the prompt, PromptInfo::shiftDropped, and each cut since), the keys the map leaves empty after
+    // cut().position. After a trim: the tokens of the old turns the trims in force keep out of the prompt.
+    int droppedTotal() const;
     // Mean over the heads that have the row; empty when none has it.
     std::vector<float> meanRow(int layer, int query) const;
     // The layer's sliding window as the engine recorded it with its rows (0: none, attends to all keys).
@@ -103,6 +109,9 @@ private:
     // The shifts the session's cache has made since it last held the conversation as it is, in order
     // (setCut; each keeps the same prefix, so together they drop one run after it).
     std::vector<wb::ContextCut> m_shifts;
+    // Tokens the trims in force dropped: the worker's figure at the last prompt (PromptInfo::trimDropped),
+    // plus each trim's cut since.
+    int m_trimmed = 0;
     // m_rows[layer][head][query - m_droppedBelow] = probabilities over keys 0 .. query (empty: not
     // captured). A deque: the budget drops rows at the front, one position at a time.
     using HeadRows = std::deque<std::vector<float>>;

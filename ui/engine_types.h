@@ -54,6 +54,9 @@ struct PromptInfo {
     // on are at cache positions shiftDropped lower; shiftDropped 0: the cache holds them as they are.
     int shiftKeep = 0;
     int shiftDropped = 0;
+    // The tokens of the old turns the Trim policy keeps out of this prompt, summed over the trims in
+    // force as the worker made them (0: the whole conversation is sent).
+    int trimDropped = 0;
     QString text;            // the template's rendering the ids were encoded from
     QVector<int> flags;      // PromptTokenFlag bits, one per id (prompt_record.h)
     ChatTemplateInfo chatTemplate;  // what rendered it

@@ -171,6 +171,7 @@ void InferenceWorker::loadModel(const QString& path, const QString& backend, int
         m_kvTypeK = options.kv_type_k;
         m_kvTypeV = options.kv_type_v;
         m_trimFrom = 0;
+        m_trimDropped = 0;
         useTemplate(m_model->chat_template(), templateSetting);
         Q_EMIT modelLoaded(summary);
         Q_EMIT chatTemplateChanged(m_templateInfo);
@@ -238,6 +239,7 @@ void InferenceWorker::emitMemory(const wb::KvStats& stats) {
 
 void InferenceWorker::resetSession() {
     m_trimFrom = 0;
+    m_trimDropped = 0;
     if (!m_session) return;
     m_session->reset();
     emitMemory(m_session->kv_stats());

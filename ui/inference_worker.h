@@ -237,6 +237,9 @@ private:
     wb::ContextPolicy m_policy = wb::ContextPolicy::STOP;
     // TRIM: messages after the system ones that no request of this conversation sends any more.
     size_t m_trimFrom = 0;
+    // The tokens the trims that dropped those messages cut (ContextCut::dropped summed); reset with
+    // m_trimFrom, sent with each prompt (PromptInfo::trimDropped).
+    int m_trimDropped = 0;
 
     std::function<void()> m_releaseProbe;  // setReleaseProbeForTest
 

@@ -44,7 +44,10 @@ ChatMessages InferenceWorker::trimmed(quint64 requestId, const ChatMessages& mes
                                       GenerationSummary& summary) {
     const size_t head = systemCount(messages);
     // An edit before the first message still sent (or another conversation) starts the count over.
-    if (head + m_trimFrom >= messages.size()) m_trimFrom = 0;
+    if (head + m_trimFrom >= messages.size()) {
+        m_trimFrom = 0;
+        m_trimDropped = 0;
+    }
     ChatMessages sent(messages.begin(), messages.begin() + long(head));
     sent.insert(sent.end(), messages.begin() + long(head + m_trimFrom), messages.end());
     const auto count = [&](const ChatMessages& x) { return int32_t(buildPrompt(x).ids.size()) + forced; };
@@ -56,6 +59,7 @@ ChatMessages InferenceWorker::trimmed(quint64 requestId, const ChatMessages& mes
     if (dropped == 0) return sent;
     m_trimFrom += size_t(dropped);
     const wb::ContextCut cut = wb::trim_cut(buildPrompt(sent).ids, buildPrompt(out).ids);
+    m_trimDropped += cut.dropped;
     summary.cuts.push_back(cut);
     Q_EMIT contextCut(requestId, cut);
     return out;
@@ -65,6 +69,11 @@ bool InferenceWorker::generateOnce(quint64 requestId, const ChatMessages& all, c
                                    bool forceTrim, GenerationSummary& summary, wb::GenerateResult* r, int32_t made) {
     const wb::Model& m = *m_model;
     const wb::ContextPolicy policy = summary.policy;
+    // Another policy sends the whole conversation: no trim is in force, and a later Trim counts anew.
+    if (policy != wb::ContextPolicy::TRIM) {
+        m_trimFrom = 0;
+        m_trimDropped = 0;
+    }
     const ChatMessages messages =
         policy == wb::ContextPolicy::TRIM ? trimmed(requestId, all, int(forced.size()), forceTrim, summary) : all;
     const wb::ChatPrompt prompt = buildPrompt(messages);
@@ -110,6 +119,7 @@ bool InferenceWorker::generateOnce(quint64 requestId, const ChatMessages& all, c
         info.shiftKeep = int(m_session->shifted_keep());
         info.shiftDropped = int(m_session->dropped());
     }
+    info.trimDropped = m_trimDropped;
     Q_EMIT promptReady(info);
 
     InspectionRequest inspect;

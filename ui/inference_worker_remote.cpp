@@ -124,6 +124,7 @@ void InferenceWorker::connectRemote(const QString& url, const QString& apiKey, c
         m_remoteContinues.store(m_remoteTemplate != nullptr);
         m_modelPath = QString::fromStdString(m_remote->endpoint());
         m_trimFrom = 0;
+        m_trimDropped = 0;
         Q_EMIT modelLoaded(remoteSummary(*m_remote, name, m_remoteTemplate != nullptr));
     } catch (const std::exception& e) {
         Q_EMIT loadFailed(url, bounded(QString::fromUtf8(e.what())));

@@ -171,8 +171,10 @@ ModelCompareResultPtr InferenceWorker::runComparison(quint64 job, const QString&
         throw wb::Error(std::string("compare: ") + e.what());
     }
     memory.summary = ModelSummary::fromModel(*other, otherPath, int(options.n_ctx), m_kvTypeK, m_kvTypeV);
+    memory.chatResized = first != nullptr;
     const auto report = [&] {
         memory.kv = second->kv_stats();
+        if (first) memory.chatKv = first->kv_stats();
         Q_EMIT comparisonMemoryChanged(memory);
         if (backend.device_memory().counted) Q_EMIT deviceMemoryChanged(backend.device_memory());
     };

@@ -253,22 +253,35 @@ void ModelInfoPanel::appendComparisonRows(QVector<LedgerRow>& rows) const {
     rows.append({QStringLiteral("compare_kv"), tr("comparison model's KV cache (%1 tokens)").arg(kv.n_tokens),
                  qint64(c.predictedKvBytes(kv.n_tokens, kv.type_k, kv.type_v)), qint64(kv.bytes_used),
                  tr("measured: its cache's own count; %1 reserved").arg(formatBytes(double(kv.bytes_reserved)))});
+    if (!m_comparison.chatResized) return;
+    const wb::KvStats& chat = m_comparison.chatKv;
+    rows.append({QStringLiteral("compare_chat_kv"), tr("chat model's KV cache for Compare (%1 tokens)").arg(chat.n_tokens),
+                 qint64(m_summary.predictedKvBytes(chat.n_tokens, chat.type_k, chat.type_v)), qint64(chat.bytes_used),
+                 tr("the reply went on past the chat's context: Compare runs the chat model in a session of %1 tokens "
+                    "of its own until it ends; measured: its cache's own count; %2 reserved")
+                     .arg(chat.capacity)
+                     .arg(formatBytes(double(chat.bytes_reserved)))});
 }
 
 ModelInfoPanel::LedgerRow ModelInfoPanel::deviceRow() const {
     const ModelSummary& s = m_summary;
     // Predicted: the rows above that live on the device (the weights, the KV cache now, the scratch).
     const quint64 kv = m_hasKv ? s.predictedKvBytes(m_kv.n_tokens, m_kv.type_k, m_kv.type_v) : 0;
-    quint64 comparison = 0;  // a Compare job's second model on the same device while it is loaded
-    if (m_comparison.loaded)
-        comparison = m_comparison.summary.weightBytes +
-                     m_comparison.summary.predictedKvBytes(m_comparison.kv.n_tokens, m_comparison.kv.type_k, m_comparison.kv.type_v);
+    // While Compare runs, its rows share the device: the second model's weights and KV cache, and the
+    // chat model's own second cache when the reply went on past the chat's context.
+    quint64 comparison = 0;
+    if (m_comparison.loaded) {
+        const wb::KvStats& kv2 = m_comparison.kv;
+        comparison = m_comparison.summary.weightBytes + m_comparison.summary.predictedKvBytes(kv2.n_tokens, kv2.type_k, kv2.type_v);
+        const wb::KvStats& chat = m_comparison.chatKv;
+        if (m_comparison.chatResized) comparison += s.predictedKvBytes(chat.n_tokens, chat.type_k, chat.type_v);
+    }
     const qint64 predicted = qint64(s.weightBytes + kv + s.scratchPredicted + comparison);
     const auto bytes = [](uint64_t b) { return formatBytes(double(b)); };
     return {QStringLiteral("device"), tr("device memory (%1)").arg(s.backendName), predicted, qint64(m_device.total()),
             tr("measured: the backend's own count of what it allocated on the device: weights %1, KV cache %2 "
                "(blocks freed by a shorter context are kept for reuse), scratch %3 (activations, workspaces); "
-               "predicted: the weights, the KV cache now and the scratch above (and the comparison model's rows while it is loaded)")
+               "predicted: the weights, the KV cache now and the scratch above (and Compare's rows while it runs)")
                 .arg(bytes(m_device.weights), bytes(m_device.kv_cache), bytes(m_device.scratch))};
 }
 

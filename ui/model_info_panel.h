@@ -29,7 +29,8 @@ public:
     QTableWidget* tensorTable() const { return m_tensors; }
     QTableWidget* architectureTable() const { return m_architecture; }
     // The ledger: one row per component; column 0 holds its key (KeyRole: "weights:<type>", "weights",
-    // "kv_full", "kv_now", "scratch", "attention", "compare_weights", "compare_kv", "device"), columns 1 and 2 the predicted and measured bytes
+    // "kv_full", "kv_now", "scratch", "attention", "compare_weights", "compare_kv", "compare_chat_kv", "device"), columns 1 and 2
+    // the predicted and measured bytes
     // (BytesRole; no value where there is none).
     enum LedgerColumn { ComponentColumn = 0, PredictedColumn = 1, MeasuredColumn = 2, NoteColumn = 3 };
     static constexpr int KeyRole = Qt::UserRole;
@@ -53,8 +54,9 @@ public Q_SLOTS:
     // memory of its own (CUDA) reports one (counted); the CPU backend's report adds no row. A model
     // loaded clears it until its backend's first report.
     void setDeviceMemory(const wb::DeviceMemory& memory);
-    // A comparison's second model while it is loaded: its weights' and its KV cache's rows, and its
-    // share of the device row's prediction; released (loaded false), the rows go. A model loaded
+    // A comparison's second model while it is loaded: its weights' and its KV cache's rows (and the
+    // chat model's own cache for Compare when the chat's context was too short for the reply), and
+    // their share of the device row's prediction; released (loaded false), the rows go. A model loaded
     // clears it too.
     void setComparisonMemory(const ComparisonMemory& memory);
 
@@ -72,7 +74,7 @@ private:
     QVector<LedgerRow> ledgerRows() const;
     // The device memory row (m_device.counted): predicted from the summary, measured the backend's count.
     LedgerRow deviceRow() const;
-    // The comparison's two rows (m_comparison.loaded).
+    // The comparison's rows (m_comparison.loaded): two, three when the chat's session was resized.
     void appendComparisonRows(QVector<LedgerRow>& rows) const;
     // Brings the ledger up to date, or marks it stale while it is hidden.
     void updateLedger();

@@ -98,6 +98,11 @@ struct ComparisonMemory {
     // grew by them), or repacked for the CPU kernels (Backend::repacked_weights grew by them); -1: the
     // backend made none and reads them in place from the file mapping.
     qint64 weightCopies = -1;
+    // When prompt and reply do not fit the chat's context (the reply went on past context shifts),
+    // Compare runs the chat model in a session of its own sized to hold them: a second KV cache of the
+    // chat model until Compare ends (chatKv, by the cache's own count). false: the chat's session served.
+    bool chatResized = false;
+    wb::KvStats chatKv;
 };
 
 Q_DECLARE_METATYPE(ModelSummary)

@@ -303,6 +303,60 @@ private Q_SLOTS:
         QCOMPARE(store.conversationPosition(0), 0);
     }
 
+    // The text under the map gives the last cut's position and what the cuts in force keep out of the
+    // context, the last one's share apart: shifts in force (the engine's count at the prompt, then the cuts since), and
+    // every trim of the conversation; a prompt with no shift in force and a new conversation have none.
+    void cutTextGivesTheLastPositionAndTheTotal() {
+        AttentionStore store;
+        store.setModelShape(4, 3);
+        AttentionPanel panel(&store);
+        store.handlePrompt(prompt(pieces(12)));
+        QVERIFY(panel.cutText().isEmpty());
+        store.setCut({wb::ContextPolicy::SHIFT, 2, 3});
+        QCOMPARE(panel.cutText(), QString("context shifted at position 2: 3 tokens dropped"));
+        store.setCut({wb::ContextPolicy::SHIFT, 2, 4});
+        QCOMPARE(panel.cutText(), QString("context shifted at position 2: 7 tokens out of the context now, 4 dropped by the last shift"));
+        // The next prompt carries the engine's count of every shift behind its cache (here 9: one the
+        // store never saw), and a cut during its reply adds to it.
+        PromptInfo next = prompt(pieces(20));
+        next.reused = 15;
+        next.shiftKeep = 2;
+        next.shiftDropped = 9;
+        store.handlePrompt(next);
+        store.setCut({wb::ContextPolicy::SHIFT, 2, 5});
+        QCOMPARE(panel.cutText(), QString("context shifted at position 2: 14 tokens out of the context now, 5 dropped by the last shift"));
+        // A prompt that goes back before the dropped run: the engine recomputes it and maps nothing,
+        // so no shift is in force and none is marked (cut().dropped, which an export's refusal reads, is 0).
+        next = prompt(pieces(6));
+        next.reused = 2;
+        store.handlePrompt(next);
+        QCOMPARE(store.cut().dropped, 0);
+        QVERIFY(panel.cutText().isEmpty());
+        store.setCut({wb::ContextPolicy::SHIFT, 2, 3});
+        store.clear();
+        QVERIFY(panel.cutText().isEmpty());
+        store.setCut({wb::ContextPolicy::TRIM, 6, 20});
+        QCOMPARE(panel.cutText(), QString("old turns trimmed at position 6: 20 tokens dropped"));
+        store.setCut({wb::ContextPolicy::TRIM, 6, 11});
+        QCOMPARE(panel.cutText(), QString("old turns trimmed at position 6: 31 tokens out of the context now, 11 dropped by the last trim"));
+        // The next prompt carries the worker's count of the trims in force, which holds those cuts (not
+        // added again); one that sends the whole conversation (an edit before the first message still
+        // sent, another policy) has none in force, and a trim after it counts from nothing.
+        PromptInfo trimmedPrompt = prompt(pieces(10));
+        trimmedPrompt.trimDropped = 31;
+        store.handlePrompt(trimmedPrompt);
+        QCOMPARE(panel.cutText(), QString("old turns trimmed at position 6: 31 tokens out of the context now, 11 dropped by the last trim"));
+        trimmedPrompt.trimDropped = 0;
+        store.handlePrompt(trimmedPrompt);
+        QCOMPARE(store.cut().dropped, 0);
+        QVERIFY(panel.cutText().isEmpty());
+        store.setCut({wb::ContextPolicy::TRIM, 6, 8});
+        QCOMPARE(panel.cutText(), QString("old turns trimmed at position 6: 8 tokens dropped"));
+        store.clear();
+        store.setCut({wb::ContextPolicy::SHIFT, 4, 1});
+        QCOMPARE(panel.cutText(), QString("context shifted at position 4: 1 token dropped"));
+    }
+
     void captureFollowsTheSelectedLayer() {
         AttentionStore store;
         store.setModelShape(4, 3);

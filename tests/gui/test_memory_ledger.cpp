@@ -376,6 +376,51 @@ private Q_SLOTS:
         QCOMPARE(info.ledgerTable()->rowCount(), cpuRows - 1);  // no KV figure yet either
     }
 
+    // While Compare runs on a device backend, the device row's prediction adds its rows: the second
+    // model's weights and KV cache now and, when the reply went on past the chat's context, the chat
+    // model's own second cache; when Compare ends it is the chat's rows alone again.
+    void deviceRowPredictsCompareWhileItRuns() {
+        Loaded l = load("SmolLM2-135M-Instruct.Q4_1.gguf", wb::KvType::F16, wb::KvType::F16);
+        run(l, 40);
+        const wb::KvStats st = l.session->kv_stats();
+        ModelSummary gpu = l.summary;
+        gpu.backendName = QStringLiteral("cuda");
+        ModelInfoPanel info;
+        info.resize(544, 420);
+        QVERIFY(showLedger(info));
+        info.setModel(gpu);
+        info.setKvStats(st);
+        wb::DeviceMemory m;
+        m.counted = true;
+        m.weights = 96558336;
+        m.kv_cache = 4718592;
+        m.scratch = 57081344;
+        info.setDeviceMemory(m);
+        const qint64 chat = qint64(gpu.weightBytes + gpu.predictedKvBytes(st.n_tokens, st.type_k, st.type_v) + gpu.scratchPredicted);
+        QCOMPARE(info.ledgerBytes("device", ModelInfoPanel::PredictedColumn), chat);
+
+        ComparisonMemory c;
+        c.loaded = true;
+        c.summary = l.summary;
+        c.summary.weightBytes = 12345678;  // a second file of its own size
+        c.kv = st;
+        c.kv.n_tokens = 70;
+        c.chatResized = true;
+        c.chatKv = st;
+        c.chatKv.n_tokens = 300;
+        c.chatKv.capacity = 320;
+        info.setComparisonMemory(c);
+        const qint64 compare = qint64(c.summary.weightBytes + c.summary.predictedKvBytes(70, st.type_k, st.type_v) +
+                                      gpu.predictedKvBytes(300, st.type_k, st.type_v));
+        QCOMPARE(info.ledgerBytes("device", ModelInfoPanel::PredictedColumn), chat + compare);
+        // Figures of a comparison model no longer loaded count for nothing.
+        c.loaded = false;
+        info.setComparisonMemory(c);
+        QCOMPARE(info.ledgerBytes("device", ModelInfoPanel::PredictedColumn), chat);
+        info.setComparisonMemory(ComparisonMemory{});
+        QCOMPARE(info.ledgerBytes("device", ModelInfoPanel::PredictedColumn), chat);
+    }
+
     void smolLm2WeightsAndScratch() { verifyWeightsAndScratch("SmolLM2-135M-Instruct.Q4_1.gguf"); }
     void gemma3WeightsAndScratch() { verifyWeightsAndScratch("gemma-3-270m-Q4_K_M.gguf"); }
 };

@@ -4,20 +4,25 @@
 // model file, a bad file and a context too small are refused with messages; Compare shows exactly the
 // numbers compare_models produced (SmolLM2 against itself: KL 0, no flips; against a copy whose final
 // norm is scaled: the same numbers as a direct compare_models of the two files), can be cancelled
-// with the chat going on, and refuses a model with another vocabulary.
+// with the chat going on, and refuses a model with another vocabulary. The memory ledger has rows of
+// what Compare holds while it runs: the second model's, and the chat model's own second cache when the
+// reply went on past the chat's context.
 #include <QDockWidget>
 #include <QFile>
 #include <QLabel>
 #include <QPushButton>
+#include <QScopeGuard>
 #include <QSignalSpy>
 #include <QTableWidget>
 #include <QTemporaryDir>
 #include <QtTest>
 
+#include <cmath>
 #include <cstring>
 #include <nlohmann/json.hpp>
 #include <qcustomplot.h>
 
+#include "attention_panel.h"
 #include "attention_store.h"
 #include "chat_controller.h"
 #include "compare_dialog.h"
@@ -144,7 +149,28 @@ class TestTraceActions : public QObject {
     struct Seen {
         ComparisonMemory memory;
         qint64 weightsPredicted, weightsMeasured, kvPredicted, kvMeasured;
+        qint64 chatKvPredicted = -1, chatKvMeasured = -1;  // the row of the chat model's own cache for Compare
     };
+
+    // Records each comparison memory report with the ledger's rows of it right after it came (the
+    // ledger shown, in the Model info dock).
+    QMetaObject::Connection watchLedger(QVector<Seen>& seen) {
+        QDockWidget* infoDock = m_window->dock(QStringLiteral("modelInfoDock"));
+        if (!infoDock) return {};
+        infoDock->show();
+        infoDock->raise();
+        ModelInfoPanel* info = m_window->modelInfoPanel();
+        info->tabs()->setCurrentWidget(info->ledgerTable());
+        if (!QTest::qWaitFor([info] { return info->ledgerTable()->isVisible(); }, kTimeoutMs)) return {};
+        return connect(controller(), &ChatController::comparisonMemoryChanged, this, [&seen, info](const ComparisonMemory& m) {
+            seen.append({m, info->ledgerBytes("compare_weights", ModelInfoPanel::PredictedColumn),
+                         info->ledgerBytes("compare_weights", ModelInfoPanel::MeasuredColumn),
+                         info->ledgerBytes("compare_kv", ModelInfoPanel::PredictedColumn),
+                         info->ledgerBytes("compare_kv", ModelInfoPanel::MeasuredColumn),
+                         info->ledgerBytes("compare_chat_kv", ModelInfoPanel::PredictedColumn),
+                         info->ledgerBytes("compare_chat_kv", ModelInfoPanel::MeasuredColumn)});
+        });
+    }
 
     // The ledger's rows of a comparison's second model (issue 16 item 5 with item 7), as they were when
     // each report came (what `seen` holds): its weights are the file's tensor bytes as a summary of the
@@ -170,6 +196,9 @@ class TestTraceActions : public QObject {
             QCOMPARE(s.weightsMeasured, s.memory.weightCopies);
             QCOMPARE(s.kvMeasured, qint64(s.memory.kv.bytes_used));
             QCOMPARE(s.kvPredicted, qint64(expected.predictedKvBytes(s.memory.kv.n_tokens, s.memory.kv.type_k, s.memory.kv.type_v)));
+            // The reply fits the chat's context: its own session served, no cache of the chat model was added.
+            QVERIFY(!s.memory.chatResized);
+            QCOMPARE(s.chatKvMeasured, qint64(-1));
         }
         const Seen& end = seen[seen.size() - 2];
         QCOMPARE(end.memory.kv.n_tokens, tokens);
@@ -335,13 +364,27 @@ private Q_SLOTS:
                  qPrintable(edited));
     }
 
-    // Export with attention rows: every drawn token's rows are the Attention panel store's rows of the
-    // position whose logits drew it, value for value after the file is read back; the file replays as
-    // the same reply.
+    // Export with attention rows, against what is known without the export's own mapping: with the
+    // Attention panel on layer 2 alone, token i of a reply to a fresh chat of P prompt tokens was drawn by
+    // the logits of position P - 1 + i, so its step carries exactly that layer's rows of every query
+    // head, each over the P + i keys 0 .. P - 1 + i, a softmax (sums to 1), equal value for value to
+    // the store's row of that position; the file replays as the same reply.
     void exportWithAttentionCarriesTheStoresRows() {
+        constexpr int kLayer = 2;
+        AttentionPanel* panel = m_window->attentionPanel();
+        // The window is shared by the tests after this one: they get its panel back as it was.
+        const auto restore = qScopeGuard([panel, layer = panel->layer(), all = panel->captureAllLayersBox()->isChecked()] {
+            panel->setLayer(layer);
+            panel->captureAllLayersBox()->setChecked(all);
+        });
+        panel->captureAllLayersBox()->setChecked(false);
+        panel->setLayer(kLayer);
         QVERIFY(reply(QStringLiteral("Name a colour.")));
         const AttentionStore& store = *controller()->attentionStore();
         const ChatEntry& r = controller()->conversation().messages.last();
+        const int promptTokens = int(m_prompt.ids.size());
+        const int heads = controller()->model().nHead;
+        QVERIFY(promptTokens > 1 && heads > 0);
         const QString path = m_dir.filePath(QStringLiteral("attention.json"));
         QString error;
         QVERIFY2(actions()->exportReply(lastIndex(), path, &error, true), qPrintable(error));
@@ -349,24 +392,24 @@ private Q_SLOTS:
         QVERIFY(f.open(QIODevice::ReadOnly));
         const wb::InspectedTrace t = wb::read_inspected_trace_json(f.readAll().toStdString());
         QCOMPARE(int(t.inspection.size()), r.tokens.size());
-        size_t rows = 0;
         for (int i = 0; i < r.tokens.size(); ++i) {
-            const int query = r.tokens[i].position - 1;
-            size_t expected = 0;
-            for (int layer = 0; layer < store.layerCount(); ++layer)
-                for (int head = 0; head < store.headCount(); ++head)
-                    if (store.row(layer, head, query)) ++expected;
+            const int query = promptTokens - 1 + i;
             const std::vector<wb::AttentionRow>& got = t.inspection[size_t(i)].attention;
-            QCOMPARE(got.size(), expected);
-            for (const wb::AttentionRow& row : got) {
-                const std::vector<float>* want = store.row(row.layer, row.head, query);
+            QCOMPARE(int(got.size()), heads);
+            for (int h = 0; h < heads; ++h) {
+                const wb::AttentionRow& row = got[size_t(h)];
+                QCOMPARE(row.layer, kLayer);
+                QCOMPARE(row.head, h);
+                QCOMPARE(int(row.probs.size()), query + 1);
+                double sum = 0.0;
+                for (float p : row.probs) sum += p;
+                QVERIFY2(std::abs(sum - 1.0) < 1e-3, qPrintable(QString("token %1 head %2: sum %3").arg(i).arg(h).arg(sum)));
+                const std::vector<float>* want = store.row(kLayer, h, query);
                 QVERIFY(want);
-                QCOMPARE(row.probs.size(), want->size());
+                QCOMPARE(want->size(), row.probs.size());
                 QVERIFY(std::memcmp(row.probs.data(), want->data(), want->size() * sizeof(float)) == 0);
             }
-            rows += got.size();
         }
-        QVERIFY(rows > 0);
         bool same = false;
         const QString report = replay(path, &same);
         QVERIFY2(same, qPrintable(report));
@@ -467,21 +510,9 @@ private Q_SLOTS:
         const auto run = controller()->conversation().messages.last().run;
         QVERIFY(run);
         // The memory ledger while the second file is loaded: what each report put in its rows.
-        QDockWidget* infoDock = m_window->dock(QStringLiteral("modelInfoDock"));
-        QVERIFY(infoDock);
-        infoDock->show();
-        infoDock->raise();
-        ModelInfoPanel* info = m_window->modelInfoPanel();
-        info->tabs()->setCurrentWidget(info->ledgerTable());
-        QTRY_VERIFY_WITH_TIMEOUT(info->ledgerTable()->isVisible(), kTimeoutMs);
         QVector<Seen> seen;
-        const QMetaObject::Connection watch =
-            connect(controller(), &ChatController::comparisonMemoryChanged, this, [&](const ComparisonMemory& m) {
-                seen.append({m, info->ledgerBytes("compare_weights", ModelInfoPanel::PredictedColumn),
-                             info->ledgerBytes("compare_weights", ModelInfoPanel::MeasuredColumn),
-                             info->ledgerBytes("compare_kv", ModelInfoPanel::PredictedColumn),
-                             info->ledgerBytes("compare_kv", ModelInfoPanel::MeasuredColumn)});
-            });
+        const QMetaObject::Connection watch = watchLedger(seen);
+        QVERIFY(watch);
         CompareDialog* d = compare(other);
         disconnect(watch);
         QVERIFY(d && d->result());
@@ -533,6 +564,64 @@ private Q_SLOTS:
         QVERIFY(!d->result());
         QVERIFY2(d->summaryLabel()->text().startsWith(QStringLiteral("compare: the models' vocabularies differ")),
                  qPrintable(d->summaryLabel()->text()));
+        d->close();
+    }
+
+    // A reply that went on past context shifts is longer than the chat's context: Compare runs the chat
+    // model in a session of its own sized to hold prompt and reply, and the ledger has a row of that
+    // second cache of the chat model while Compare runs: the formula's bytes for its tokens (SmolLM2's
+    // f16 K and V rows: layers x kv heads x head dim x 2 x 2 bytes a token, from the model's shape)
+    // beside its own count, exactly those at the end, when it holds prompt and reply; it goes with
+    // the rest of Compare's rows. It reloads the model on a 128-token context, and the model as it was
+    // when it ends.
+    void compareOfAReplyLongerThanTheContextShowsTheChatModelsSecondCache() {
+        constexpr int kSmallContext = 128;
+        QSignalSpy loaded(controller(), &ChatController::modelLoaded);
+        const auto restore = qScopeGuard([this, context = controller()->contextSize(), policy = controller()->contextPolicy(),
+                                          sampling = controller()->samplingParams()] {
+            QSignalSpy again(controller(), &ChatController::modelLoaded);
+            controller()->setContextSize(context);
+            controller()->loadModel(defaultModel());
+            if (!again.wait(kTimeoutMs)) qWarning("the model did not load again on its %d-token context", context);
+            controller()->setContextPolicy(policy);
+            controller()->setSamplingParams(sampling);
+        });
+        controller()->setContextSize(kSmallContext);
+        controller()->loadModel(defaultModel());
+        QVERIFY(loaded.wait(kTimeoutMs));
+        controller()->setContextPolicy(wb::ContextPolicy::SHIFT);
+        wb::SamplingParams p;
+        p.temperature = 0.0f;
+        p.ignore_eos = true;
+        p.max_tokens = kSmallContext + 32;  // with the prompt, well past the context
+        controller()->setSamplingParams(p);
+        QSignalSpy cuts(controller(), &ChatController::contextCut);
+        QVERIFY(reply(QStringLiteral("Tell me a long story.")));
+        QVERIFY(!cuts.isEmpty());
+        const ModelSummary& chat = controller()->model();
+        const int tokens = int(m_prompt.ids.size()) + int(controller()->conversation().messages.last().tokens.size());
+        QVERIFY(tokens > kSmallContext);
+        const quint64 perToken = quint64(chat.nLayer) * quint64(chat.nHeadKv) * quint64(chat.headDim) * 2 * 2;
+        QVector<Seen> seen;
+        const QMetaObject::Connection watch = watchLedger(seen);
+        QVERIFY(watch);
+        CompareDialog* d = compare(defaultModel());
+        disconnect(watch);
+        QVERIFY(d && d->result());
+        QVERIFY(seen.size() >= 3);  // loaded, the end of the evaluation, released
+        for (int i = 0; i + 1 < seen.size(); ++i) {
+            const Seen& s = seen[i];
+            QVERIFY(s.memory.chatResized);
+            QCOMPARE(s.memory.chatKv.capacity, tokens);
+            QCOMPARE(s.chatKvMeasured, qint64(s.memory.chatKv.bytes_used));
+            QCOMPARE(s.chatKvPredicted, qint64(perToken * quint64(s.memory.chatKv.n_tokens)));
+        }
+        const Seen& end = seen[seen.size() - 2];
+        QCOMPARE(end.memory.chatKv.n_tokens, tokens);
+        QCOMPARE(end.chatKvMeasured, qint64(perToken * quint64(tokens)));
+        QCOMPARE(end.chatKvPredicted, end.chatKvMeasured);
+        QVERIFY(!seen.last().memory.loaded);
+        QCOMPARE(seen.last().chatKvPredicted, qint64(-1));
         d->close();
     }
 };
