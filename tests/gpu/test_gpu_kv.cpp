@@ -22,13 +22,13 @@
 //   - the device memory counted for the cache is the blocks times KvCache::block_bytes() of its types;
 //   - kv_shift with an f16 K and a V of each type: after the shift both caches hold the same bytes
 //     (K re-rotated by the shared rope_shift_pair, V moved as its bytes), the rows really moved, and
-//     attention after it agrees as above; with a quantized K both backends refuse the shift.
+//     attention after it agrees as above; with a quantized K the CPU shifts and CUDA refuses (so far).
 //
 // Without a CUDA device: prints "SKIPPED: no CUDA device" and returns 77. With --cpu (test_gpu_kv_cpu,
 // label unit, no device) the second backend is another CpuBackend and only the checks that carry
 // information without a GPU run: the CPU against the exact reference (rel_l2 and max_abs bounds), the
 // CPU backend's captured scores against cpu_scores bit for bit (the reference's scores are the CPU's),
-// the shifted rows moved, the quantized-K shift refused. Comparing the CPU backend with itself (stored
+// the shifted rows moved, the quantized-K shift done by the CPU. Comparing the CPU backend with itself (stored
 // bytes, outputs, probabilities) would not fail, so --cpu skips it.
 #include <algorithm>
 #include <cmath>
@@ -427,16 +427,20 @@ void test_shift(Backend& cpu, Backend& gpu) {
         Pair pr(cpu, gpu, cache_config(tk, KvType::F16, 2, 128, 0));
         pr.store(il, 300, 5);
         pr.settle();
-        int refused = 0;
-        for (Backend* b : {&cpu, &gpu}) {
+        // The CPU shifts a quantized K (test_context_policy proves it against llama.cpp); the CUDA kernel
+        // takes an f16 K only so far and refuses one with an Error (the session refuses the policy first).
+        bool accepted[2] = {true, true};
+        for (int i = 0; i < 2; ++i) {
             try {
-                b->kv_shift(b == &cpu ? pr.kc : pr.kg, il, 110, 10, 190, shift_rope(false));
+                (i == 0 ? cpu : gpu).kv_shift(i == 0 ? pr.kc : pr.kg, il, 110, 10, 190, shift_rope(false));
             } catch (const Error&) {
-                ++refused;
+                accepted[i] = false;
             }
         }
-        report(refused == 2, std::string("shift with a ") + kv_type_name(tk) + " K is refused by both backends (" +
-                                 std::to_string(refused) + " of 2)");
+        const bool second_should = on_host(gpu);
+        report(accepted[0] && accepted[1] == second_should,
+               std::string("shift with a ") + kv_type_name(tk) + " K: the CPU " + (accepted[0] ? "shifts" : "refuses") +
+                   ", the " + (on_host(gpu) ? "second CPU " : "GPU ") + (accepted[1] ? "shifts" : "refuses") + " it");
     }
 }
 

@@ -297,6 +297,34 @@ private slots:
     }
     void shiftMatchesLlamaCppGemma3() { check_shift_reference("gemma-3-270m-Q4_K_M.gguf", "gemma-3-270m-q4_k_m", false); }
 
+    // A quantized K cache that ran under Stop past Gemma 3's 512-token window has released its local
+    // layers' oldest blocks (nothing was pinned); choosing Shift then must not touch those rows (the
+    // kept prefix's round trip once read the released block 0 and crashed). 2040 tokens on a 2048-token
+    // context, then Shift keeping 10: the next window starts past the kept prefix, so the shift goes on.
+    void shiftAfterStopPastTheWindowWithQuantizedKeys() {
+        const std::string path = models_dir_path("gemma-3-270m-Q4_K_M.gguf");
+        if (!have(path)) QSKIP(qPrintable(QString::fromStdString(path) + " not found (scripts/fetch-models.sh gemma3)"));
+        auto model = Model::load(path);
+        CpuBackend backend(2);
+        SessionOptions so;
+        so.n_ctx = 2048;
+        so.kv_type_k = KvType::Q8_0;
+        so.kv_type_v = KvType::Q8_0;
+        Session s(*model, backend, so);
+        s.set_context_policy({ContextPolicy::STOP, 0});
+        std::vector<int32_t> prompt(2040);
+        for (size_t i = 0; i < prompt.size(); ++i) prompt[i] = int32_t(1000 + (i * 7919) % 20000);
+        prompt[0] = 2;  // <bos>
+        s.append(prompt.data(), int32_t(prompt.size()));
+        s.set_context_policy({ContextPolicy::SHIFT, 10});
+        for (int i = 0; i < 16 && s.kv_cache().stats().n_shifts == 0; ++i) {
+            const int32_t next = 1234;
+            s.append(&next, 1);
+        }
+        QCOMPARE(s.kv_cache().stats().n_shifts, 1);
+        QCOMPARE(s.dropped(), (2048 - 10) / 2);
+    }
+
     void hundredTurnsUnderShift() { chat_100_turns(ContextPolicy::SHIFT); }
     void hundredTurnsUnderTrim() { chat_100_turns(ContextPolicy::TRIM); }
 
