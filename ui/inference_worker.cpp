@@ -272,6 +272,11 @@ wb::ChatPrompt InferenceWorker::buildPrompt(const ChatMessages& messages) const 
     return renderPrompt(*m_template, m_model->tokenizer(), messages);
 }
 
+std::shared_ptr<const wb::ChatTemplate> InferenceWorker::chatTemplate() const {
+    QMutexLocker lock(&m_paramsMutex);
+    return m_template;
+}
+
 InferenceWorker::PromptMeasure InferenceWorker::measurePrompt(const ChatMessages& messages) const {
     std::shared_ptr<const wb::ChatTemplate> t;
     wb::ContextPolicy policy;

@@ -87,6 +87,9 @@ public:
         int mustFit = 0;
     };
     PromptMeasure measurePrompt(const ChatMessages& messages) const;
+    // The template prompts are rendered with now: the model's, or the replacement applied since
+    // (applyChatTemplate). Any thread; null before a model is loaded.
+    std::shared_ptr<const wb::ChatTemplate> chatTemplate() const;
 
     // Tests only (test_worker_threads): called once, on the worker thread, at the next teardown of the
     // engine (a model switch, the worker's end), after the old engine was taken out of the locked
