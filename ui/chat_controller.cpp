@@ -256,7 +256,8 @@ void ChatController::setContextPolicy(wb::ContextPolicy policy) {
 }
 
 bool ChatController::continueAfterFullContext(wb::ContextPolicy how) {
-    if (m_generating || m_conversation.messages.isEmpty() || how == wb::ContextPolicy::STOP) return false;
+    // A remote engine's context is the server's: the local one that filled is gone (the worker refuses too).
+    if (m_generating || m_conversation.messages.isEmpty() || how == wb::ContextPolicy::STOP || isRemote()) return false;
     const ChatEntry& reply = m_conversation.messages.last();
     if (reply.role != QLatin1String("assistant") || reply.stopReason != QLatin1String("context_full")) return false;
     // The same message goes on: its tokens so far are the given start of the continued reply, so

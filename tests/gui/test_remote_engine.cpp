@@ -31,6 +31,7 @@
 #include "chat/chat_template.h"
 #include "chat_controller.h"
 #include "chat_panel.h"
+#include "context_full_notice.h"
 #include "gui_test_support.h"
 #include "internals_notice.h"
 #include "load_options_menu.h"
@@ -283,6 +284,52 @@ private Q_SLOTS:
         QVERIFY(m_w->controller()->hasModel());
         QVERIFY(AppSettings::remoteEngine().url.isEmpty());
         release.store(true);
+    }
+
+    // A reply cut by the local model's full context cannot go on with a remote engine: its tokens and
+    // context are the local engine's. Connecting hides the notice's Shift / Trim offer, the controller
+    // refuses the continuation, and the worker refuses a given start instead of sending the chat again
+    // (the server's fresh answer used to be appended to the cut reply as if it went on).
+    void aFullLocalContextIsNotContinuedRemotely() {
+        ChatController* ctl = m_w->controller();
+        QVERIFY(!ctl->isRemote());
+        QSignalSpy loaded(ctl, &ChatController::modelLoaded);
+        const int contextBefore = ctl->contextSize();
+        ctl->setContextSize(64);
+        ctl->loadModel(QString::fromStdString(wb::default_model_path()));
+        QVERIFY(loaded.wait(kTimeoutMs));
+        ctl->setContextPolicy(wb::ContextPolicy::STOP);
+        ctl->newChat();
+        wb::SamplingParams p = greedy(400);
+        p.ignore_eos = true;  // the reply runs into the end of the 64-token context
+        useSampling(p);
+        const GenerationSummary full = sendAndWait(QStringLiteral("Count from one to one hundred."));
+        QCOMPARE(int(full.reason), int(wb::StopReason::CONTEXT_FULL));
+        auto* notice = m_w->findChild<ContextFullNotice*>(QStringLiteral("contextFullNotice"));
+        QVERIFY(notice && notice->isVisible());
+        const ChatEntry cut = ctl->conversation().messages.last();
+        QCOMPARE(cut.stopReason, QStringLiteral("context_full"));
+
+        QVERIFY(connectByDialog(url()));
+        QVERIFY(!notice->isVisible());
+        QVERIFY(!ctl->continueAfterFullContext(wb::ContextPolicy::TRIM));
+        QVERIFY(!ctl->isGenerating());
+        QCOMPARE(ctl->conversation().messages.last().content, cut.content);
+
+        // The worker itself, given the cut reply's tokens as the start to go on from.
+        QSignalSpy finished(ctl->worker(), &InferenceWorker::generationFinished);
+        QVector<int> forced;
+        for (const TokenRecord& t : cut.tokens) forced.append(t.id);
+        const ChatMessages messages{{"user", "Count from one to one hundred."}};
+        QMetaObject::invokeMethod(ctl->worker(), "continueChat", Qt::QueuedConnection, Q_ARG(quint64, 987654),
+                                  Q_ARG(ChatMessages, messages), Q_ARG(QVector<int>, forced),
+                                  Q_ARG(int, int(wb::ContextPolicy::TRIM)));
+        QVERIFY(finished.wait(kTimeoutMs));
+        const GenerationSummary refused = finished.last().at(0).value<GenerationSummary>();
+        QCOMPARE(int(refused.reason), int(wb::StopReason::ERROR));
+        QVERIFY2(refused.error.contains(QStringLiteral("cannot continue")), qPrintable(refused.error));
+        QVERIFY(refused.text.isEmpty());
+        ctl->setContextSize(contextBefore);
     }
 
     // Connected: the setting is kept, the internals panels say they are not exposed.
