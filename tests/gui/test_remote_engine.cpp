@@ -693,6 +693,22 @@ private Q_SLOTS:
         QVERIFY(reply.tokens.first().id >= 0);  // a local token has its id
         QVERIFY(s.rounds > 0);                  // the local engine ran it
     }
+
+    // A local load queued before a connection ends first: it says nothing of the connection, which
+    // stays pending and is kept (saved) once the server answers (a local load used to forget it).
+    void aLocalLoadBeforeAConnectionLeavesItPending() {
+        ChatController* ctl = m_w->controller();
+        AppSettings::setRemoteEngine({});
+        QSignalSpy loaded(ctl, &ChatController::modelLoaded);
+        ctl->loadModel(QString::fromStdString(wb::default_model_path()));
+        const AppSettings::RemoteEngine engine{url(), QStringLiteral("queued-key"), QString()};
+        m_w->remoteEngineUi()->connectTo(engine);
+        QTRY_VERIFY_WITH_TIMEOUT(loaded.size() == 2, kTimeoutMs);
+        QVERIFY(!loaded.at(0).at(0).value<ModelSummary>().isRemote());
+        QVERIFY(ctl->isRemote());
+        QCOMPARE(AppSettings::remoteEngine().url, url());
+        QCOMPARE(AppSettings::remoteEngine().apiKey, QStringLiteral("queued-key"));
+    }
 };
 
 QTEST_MAIN(TestRemoteEngine)
