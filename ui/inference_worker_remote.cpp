@@ -194,14 +194,9 @@ void InferenceWorker::generateRemote(quint64 requestId, const ChatMessages& mess
 }
 
 void InferenceWorker::restartRemoteFor(const wb::SamplingParams& before, const wb::SamplingParams& now) {
-    // Only what a request carries counts: a change of the app's own samplers (grammar, DRY, ...)
+    // Only what a request carries counts: a change of what no request carries (the sampler order)
     // would restart a stream the server then runs with the same settings.
-    const wb::remote::RemoteSampling a = remote_reply::sampling(before), b = remote_reply::sampling(now);
-    const bool same = a.temperature == b.temperature && a.top_k == b.top_k && a.top_p == b.top_p && a.min_p == b.min_p &&
-                      a.typical_p == b.typical_p && a.repeat_penalty == b.repeat_penalty &&
-                      a.repeat_last_n == b.repeat_last_n && a.frequency_penalty == b.frequency_penalty &&
-                      a.presence_penalty == b.presence_penalty && a.seed == b.seed && a.stop == b.stop &&
-                      before.max_tokens == now.max_tokens;
+    const bool same = remote_reply::sampling(before) == remote_reply::sampling(now) && before.max_tokens == now.max_tokens;
     if (same || !m_remoteContinues.load() || m_remoteRequest.load() == 0) return;
     m_remoteRestart.store(true);
     m_remoteCancel.store(true);

@@ -67,6 +67,9 @@ public:
     QPushButton* downButton() const { return m_down; }
     // The ticked stages in list order.
     std::vector<std::string> order() const;
+    // Replies come from a remote engine: the order row says it does not apply there.
+    void setRemote(bool remote);
+    QLabel* orderRemoteNote() const { return m_orderRemote; }
 
 Q_SIGNALS:
     void changed();
@@ -86,6 +89,7 @@ private:
     QLineEdit* m_bias;
     QLabel* m_biasError;
     QListWidget* m_order;
+    QLabel* m_orderRemote;
     QPushButton* m_up;
     QPushButton* m_down;
     TokenEncoder m_encode;

@@ -42,6 +42,7 @@
 #include "remote_engine_ui.h"
 #include "remote_reply.h"
 #include "remote_test_support.h"
+#include "sampler_chain_controls.h"
 #include "sampling_panel.h"
 #include "token_inspector.h"
 
@@ -222,6 +223,36 @@ private Q_SLOTS:
         QCOMPARE(capped[0].candidates.back().piece, "c" + std::to_string(remote_reply::kTopLogprobs - 1));
     }
 
+    // The panel's extensions go with a request when they are on (remote_reply::sampling), none when
+    // off; the sampler order, which no request carries, is named as not sent unless Mirostat replaces it.
+    void panelSettingsAreSentOrNamedAsNotSent() {
+        wb::SamplingParams p;
+        wb::remote::RemoteSampling r = remote_reply::sampling(p);
+        QVERIFY(r.grammar.empty() && r.logit_bias.empty() && !r.dry_multiplier && !r.dry_sequence_breakers &&
+                !r.xtc_probability && !r.top_n_sigma && !r.mirostat);
+        QVERIFY(remote_reply::notSent(p).empty());
+        p.grammar = "root ::= \"a\"";
+        p.logit_bias = {{5, -INFINITY}, {9, 1.5f}};
+        p.dry_multiplier = 0.8f;
+        p.dry_allowed_length = 4;
+        p.xtc_probability = 0.5f;
+        p.top_n_sigma = 2.0f;
+        p.mirostat = 2;
+        p.mirostat_tau = 3.0f;
+        p.samplers = {"temperature", "top_k"};
+        r = remote_reply::sampling(p);
+        QCOMPARE(r.grammar, p.grammar);
+        QVERIFY(r.logit_bias.size() == 2 && r.logit_bias[0].first == 5 && std::isinf(r.logit_bias[0].second) &&
+                r.logit_bias[1] == std::make_pair(9, 1.5f));
+        QVERIFY(r.dry_multiplier == 0.8f && r.dry_allowed_length == 4 && r.dry_base == p.dry_base &&
+                r.dry_penalty_last_n == p.dry_penalty_last_n && r.dry_sequence_breakers == p.dry_sequence_breakers);
+        QVERIFY(r.xtc_probability == 0.5f && r.xtc_threshold == p.xtc_threshold && r.top_n_sigma == 2.0f);
+        QVERIFY(r.mirostat == 2 && r.mirostat_tau == 3.0f && r.mirostat_eta == p.mirostat_eta);
+        QVERIFY(remote_reply::notSent(p).empty());  // Mirostat replaces the order
+        p.mirostat = 0;
+        QVERIFY(remote_reply::notSent(p) == std::vector<std::string>{"the sampler order"});
+    }
+
     // Nothing listening: a message that says so, the local model stays, no setting is kept.
     void nothingListeningIsAClearMessageAndKeepsNothing() {
         const QString dead = QStringLiteral("http://127.0.0.1:%1").arg(freePort());
@@ -339,6 +370,8 @@ private Q_SLOTS:
         const AppSettings::RemoteEngine kept = AppSettings::remoteEngine();
         QCOMPARE(kept.url, url());
         QCOMPARE(kept.apiKey, QStringLiteral("test-key"));
+        // The Sampling panel says which of its settings does not apply.
+        QVERIFY(!m_w->samplingPanel()->chainControls()->orderRemoteNote()->isHidden());
         const QList<InternalsNotice*>& notices = m_w->remoteEngineUi()->notices();
         QCOMPARE(notices.size(), 7);  // attention, KV cache, lens, heads, ledger, prompt, timings
         for (InternalsNotice* n : notices) {
@@ -684,6 +717,7 @@ private Q_SLOTS:
         QVERIFY(loaded.wait(kTimeoutMs));
         QVERIFY(!m_w->controller()->isRemote());
         for (InternalsNotice* n : m_w->remoteEngineUi()->notices()) QVERIFY(!n->isShown());
+        QVERIFY(m_w->samplingPanel()->chainControls()->orderRemoteNote()->isHidden());
         m_w->controller()->newChat();
         useSampling(greedy(4));
         const GenerationSummary s = sendAndWait(QStringLiteral("Hi"));

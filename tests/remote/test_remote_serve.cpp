@@ -301,6 +301,20 @@ size_t occurrences(const std::string& s, const std::string& part) {
     return n;
 }
 
+// generate --remote sends the grammar (the reply follows it, so the server applied it) and warns, one
+// line each, of what it cannot send (the sampler order, a logit bias by text) instead of refusing.
+void cli_remote_extensions(const LiveServer& s) {
+    const CliRun run = run_cli("generate --remote " + s.url() + " --chat -p '" + kQuestion +
+                               "' --temp 0 -n 8 --grammar 'root ::= \"yes\" | \"no\"' --samplers 'top_k;temperature' "
+                               "--logit-bias \"'x'-1\"");
+    report(run.code == 0 && (run.out == "yes\n" || run.out == "no\n"),
+           "generate --remote --grammar: the reply follows the grammar (exit " + std::to_string(run.code) + ", '" +
+               run.out + "')");
+    report(occurrences(run.err, "warning: ") == 2 && run.err.find("warning: --samplers is not sent") != std::string::npos &&
+               run.err.find("warning: --logit-bias text keys are not sent") != std::string::npos,
+           "a warning line for each setting that cannot be sent: " + run.err);
+}
+
 // chat --remote: each turn's reply streamed, /reset starting over (the same greedy reply again), and
 // a turn the server refuses reported on stderr while the chat goes on.
 void chat_remote(const LiveServer& s) {
@@ -328,6 +342,7 @@ int main() {
     server_errors(*s);
     cancel_frees_the_session(*s);
     cli_remote(*s);
+    cli_remote_extensions(*s);
     chat_remote(*s);
     return wb_remote_test::finish();
 }
