@@ -325,20 +325,27 @@ void SamplerChainControls::setTokenEncoder(TokenEncoder encode) {
 }
 
 void SamplerChainControls::reencode() {
-    parseBias();
+    // The last valid biases were the previous vocabulary's ids: none stays in force when the field no
+    // longer reads (a text key with no model to encode it, as with a remote engine, which would
+    // otherwise be sent another model's ids). The field keeps its text for the next model.
+    if (!parseBias() && !m_biases.empty()) {
+        m_biases.clear();
+        Q_EMIT changed();
+    }
 }
 
-void SamplerChainControls::parseBias() {
+bool SamplerChainControls::parseBias() {
     std::vector<wb::LogitBias> biases;
     QString error;
     if (!parseLogitBias(m_bias->text(), m_encode, &biases, &error)) {
-        // The last valid biases stay in force (and in the settings).
+        // While typing, the last valid biases stay in force (and in the settings).
         m_biasError->setText(error);
         m_biasError->show();
-        return;
+        return false;
     }
     m_biasError->hide();
     m_biases = std::move(biases);
     Q_EMIT logitBiasAccepted(m_bias->text());
     Q_EMIT changed();
+    return true;
 }

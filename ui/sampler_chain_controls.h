@@ -55,7 +55,8 @@ public:
     QString logitBiasText() const;
     void setLogitBiasText(const QString& text);
     void setTokenEncoder(TokenEncoder encode);
-    // Encodes the field again (a new model: another vocabulary); emits changed when it reads.
+    // Encodes the field again (a new model: another vocabulary); emits changed when it reads, and when
+    // it does not and biases of the previous vocabulary were in force (they are dropped).
     void reencode();
 
     QComboBox* mirostatBox() const { return m_mirostat; }
@@ -80,7 +81,8 @@ private:
     void addSection(const QString& title);
     void fillOrder(const std::vector<std::string>& sequence);
     void moveCurrent(int by);
-    void parseBias();
+    // Reads the logit-bias field; false (the error shown) when it does not read.
+    bool parseBias();
 
     QWidget* m_parent;
     QFormLayout* m_form;

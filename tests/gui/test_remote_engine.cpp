@@ -743,6 +743,32 @@ private Q_SLOTS:
         QCOMPARE(AppSettings::remoteEngine().url, url());
         QCOMPARE(AppSettings::remoteEngine().apiKey, QStringLiteral("queued-key"));
     }
+
+    // A logit bias by text was encoded by the local model's tokenizer: with a remote engine those ids
+    // would name other tokens of another vocabulary, so none of the field is sent, and the field says
+    // why (its text is kept for the next local model).
+    void aTextLogitBiasIsNotSentToTheServer() {
+        ChatController* ctl = m_w->controller();
+        if (ctl->isRemote()) {
+            QSignalSpy loaded(ctl, &ChatController::modelLoaded);
+            ctl->loadModel(QString::fromStdString(wb::default_model_path()));
+            QVERIFY(loaded.wait(kTimeoutMs));
+        }
+        SamplerChainControls* chain = m_w->samplingPanel()->chainControls();
+        const QString typed = QStringLiteral("'Paris'=-inf, 13=+2");
+        chain->logitBiasEdit()->setText(typed);
+        QVERIFY(chain->logitBiasError()->isHidden());
+        QVERIFY(ctl->samplingParams().logit_bias.size() >= 2);
+        QVERIFY(connectByDialog(url()));
+        QVERIFY(ctl->samplingParams().logit_bias.empty());
+        QVERIFY(remote_reply::sampling(ctl->samplingParams()).logit_bias.empty());
+        QVERIFY(!chain->logitBiasError()->isHidden());
+        QVERIFY2(chain->logitBiasError()->text().contains(QStringLiteral("needs a loaded model")),
+                 qPrintable(chain->logitBiasError()->text()));
+        QCOMPARE(chain->logitBiasEdit()->text(), typed);
+        chain->logitBiasEdit()->setText(QString());
+        QVERIFY(chain->logitBiasError()->isHidden());
+    }
 };
 
 QTEST_MAIN(TestRemoteEngine)
