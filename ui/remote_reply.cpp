@@ -71,7 +71,8 @@ wb::remote::RemoteSampling sampling(const wb::SamplingParams& p) {
         r.dry_base = p.dry_base;
         r.dry_allowed_length = p.dry_allowed_length;
         r.dry_penalty_last_n = p.dry_penalty_last_n;
-        r.dry_sequence_breakers = p.dry_sequence_breakers;
+        // A server refuses an empty list: "no breakers" is not sent (the panel's note says so).
+        if (!p.dry_sequence_breakers.empty()) r.dry_sequence_breakers = p.dry_sequence_breakers;
     }
     if (p.xtc_probability > 0.0f) {
         r.xtc_probability = p.xtc_probability;

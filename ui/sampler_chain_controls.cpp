@@ -135,6 +135,15 @@ SamplerChainControls::SamplerChainControls(QWidget* parent, QFormLayout* form, c
     m_breakers->setToolTip(tr("texts that end a repeat (a new line, punctuation), separated by |; \\n is a new line"));
     m_breakers->setAccessibleName(tr("DRY sequence breakers"));
     m_form->addRow(tr("DRY breakers"), m_breakers);
+    // llama.cpp's server refuses every request with an empty breaker list, so none is sent.
+    m_breakersRemote = new QLabel(tr("The remote engine cannot be sent \"no breakers\": the server's default "
+                                     "breakers apply."),
+                                  parent);
+    m_breakersRemote->setObjectName(QStringLiteral("breakersRemoteNote"));
+    m_breakersRemote->setWordWrap(true);
+    m_breakersRemote->hide();
+    Theme::setTextColor(m_breakersRemote, Theme::Role::Warning);
+    m_form->addRow(QString(), m_breakersRemote);
 
     addSection(tr("XTC (exclude the top choices)"));
     make(QStringLiteral("xtc_probability"), tr("XTC probability"), 0, 1, 0.01, 2,
@@ -200,6 +209,7 @@ SamplerChainControls::SamplerChainControls(QWidget* parent, QFormLayout* form, c
     m_form->addRow(QString(), m_orderRemote);
 
     connect(m_breakers, &QLineEdit::textChanged, this, [this] {
+        updateBreakersNote();
         if (!m_filling) Q_EMIT changed();
     });
     connect(m_mirostat, &QComboBox::currentIndexChanged, this, [this] {
@@ -220,7 +230,13 @@ SamplerChainControls::SamplerChainControls(QWidget* parent, QFormLayout* form, c
 }
 
 void SamplerChainControls::setRemote(bool remote) {
+    m_remote = remote;
     m_orderRemote->setVisible(remote);
+    updateBreakersNote();
+}
+
+void SamplerChainControls::updateBreakersNote() {
+    m_breakersRemote->setVisible(m_remote && parseBreakers(m_breakers->text()).empty());
 }
 
 void SamplerChainControls::addSection(const QString& title) {

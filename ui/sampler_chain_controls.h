@@ -71,6 +71,8 @@ public:
     // Replies come from a remote engine: the order row says it does not apply there.
     void setRemote(bool remote);
     QLabel* orderRemoteNote() const { return m_orderRemote; }
+    // Under the breakers, remote only, while the field is empty: "no breakers" cannot be sent.
+    QLabel* breakersRemoteNote() const { return m_breakersRemote; }
 
 Q_SIGNALS:
     void changed();
@@ -81,6 +83,7 @@ private:
     void addSection(const QString& title);
     void fillOrder(const std::vector<std::string>& sequence);
     void moveCurrent(int by);
+    void updateBreakersNote();
     // Reads the logit-bias field; false (the error shown) when it does not read.
     bool parseBias();
 
@@ -88,6 +91,7 @@ private:
     QFormLayout* m_form;
     QComboBox* m_mirostat;
     QLineEdit* m_breakers;
+    QLabel* m_breakersRemote;
     QLineEdit* m_bias;
     QLabel* m_biasError;
     QListWidget* m_order;
@@ -97,4 +101,5 @@ private:
     TokenEncoder m_encode;
     std::vector<wb::LogitBias> m_biases;  // the last valid reading of m_bias
     bool m_filling = false;
+    bool m_remote = false;
 };

@@ -76,7 +76,13 @@ remote::RemoteSampling remote_sampling(const CliOptions& o) {
     if (given(o, "--dry-base")) r.dry_base = s.dry_base;
     if (given(o, "--dry-allowed-length")) r.dry_allowed_length = s.dry_allowed_length;
     if (given(o, "--dry-penalty-last-n")) r.dry_penalty_last_n = s.dry_penalty_last_n;
-    if (given(o, "--dry-sequence-breaker")) r.dry_sequence_breakers = s.dry_sequence_breakers;
+    if (given(o, "--dry-sequence-breaker")) {
+        if (s.dry_sequence_breakers.empty())
+            std::fprintf(stderr, "warning: --dry-sequence-breaker none is not sent to the remote server (it refuses an "
+                                 "empty list); the server's default breakers apply\n");
+        else
+            r.dry_sequence_breakers = s.dry_sequence_breakers;
+    }
     if (given(o, "--xtc-probability")) r.xtc_probability = s.xtc_probability;
     if (given(o, "--xtc-threshold")) r.xtc_threshold = s.xtc_threshold;
     if (given(o, "--top-n-sigma") || given(o, "--top-nsigma")) r.top_n_sigma = s.top_n_sigma;

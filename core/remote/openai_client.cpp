@@ -75,7 +75,9 @@ json sampling_json(const RemoteSampling& s) {
     put("dry_base", s.dry_base);
     put("dry_allowed_length", s.dry_allowed_length);
     put("dry_penalty_last_n", s.dry_penalty_last_n);
-    put("dry_sequence_breakers", s.dry_sequence_breakers);
+    // llama.cpp's server refuses every request with an empty array, so "no breakers" is not sent.
+    if (s.dry_sequence_breakers && !s.dry_sequence_breakers->empty())
+        j["dry_sequence_breakers"] = *s.dry_sequence_breakers;
     put("xtc_probability", s.xtc_probability);
     put("xtc_threshold", s.xtc_threshold);
     put("top_n_sigma", s.top_n_sigma);

@@ -64,7 +64,7 @@ struct RemoteSampling {
     std::vector<std::pair<int32_t, float>> logit_bias;
     std::optional<float> dry_multiplier, dry_base;
     std::optional<int32_t> dry_allowed_length, dry_penalty_last_n;
-    std::optional<std::vector<std::string>> dry_sequence_breakers;
+    std::optional<std::vector<std::string>> dry_sequence_breakers;  // never sent empty (servers refuse it)
     std::optional<float> xtc_probability, xtc_threshold, top_n_sigma;
     std::optional<int32_t> mirostat;
     std::optional<float> mirostat_tau, mirostat_eta;

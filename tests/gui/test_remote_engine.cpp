@@ -248,6 +248,8 @@ private Q_SLOTS:
                 r.dry_penalty_last_n == p.dry_penalty_last_n && r.dry_sequence_breakers == p.dry_sequence_breakers);
         QVERIFY(r.xtc_probability == 0.5f && r.xtc_threshold == p.xtc_threshold && r.top_n_sigma == 2.0f);
         QVERIFY(r.mirostat == 2 && r.mirostat_tau == 3.0f && r.mirostat_eta == p.mirostat_eta);
+        p.dry_sequence_breakers.clear();  // a server refuses an empty list: it is not sent
+        QVERIFY(!remote_reply::sampling(p).dry_sequence_breakers && remote_reply::sampling(p).dry_multiplier);
         QVERIFY(remote_reply::notSent(p).empty());  // Mirostat replaces the order
         p.mirostat = 0;
         QVERIFY(remote_reply::notSent(p) == std::vector<std::string>{"the sampler order"});
@@ -372,6 +374,14 @@ private Q_SLOTS:
         QCOMPARE(kept.apiKey, QStringLiteral("test-key"));
         // The Sampling panel says which of its settings does not apply.
         QVERIFY(!m_w->samplingPanel()->chainControls()->orderRemoteNote()->isHidden());
+        // "No breakers" cannot be sent: the note under the field says so while it is empty.
+        SamplerChainControls* chain = m_w->samplingPanel()->chainControls();
+        const QString breakers = chain->breakersEdit()->text();
+        chain->breakersEdit()->setText(QString());
+        QVERIFY(!chain->breakersRemoteNote()->isHidden());
+        chain->breakersEdit()->setText(QStringLiteral("\\n"));
+        QVERIFY(chain->breakersRemoteNote()->isHidden());
+        chain->breakersEdit()->setText(breakers);
         const QList<InternalsNotice*>& notices = m_w->remoteEngineUi()->notices();
         QCOMPARE(notices.size(), 7);  // attention, KV cache, lens, heads, ledger, prompt, timings
         for (InternalsNotice* n : notices) {

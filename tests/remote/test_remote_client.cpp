@@ -120,6 +120,11 @@ void extension_fields() {
     report(seen["xtc_probability"] == 0.5 && seen["xtc_threshold"] == 0.25 && seen["top_n_sigma"] == 1.5 &&
                seen["mirostat"] == 2 && seen["mirostat_tau"] == 4.0 && seen["mirostat_eta"] == 0.25,
            "XTC, top-n-sigma and Mirostat by llama.cpp server's names");
+    // llama.cpp's server refuses every request with an empty breaker list: it is left out.
+    x.dry_sequence_breakers = std::vector<std::string>{};
+    OpenAiClient(options_for(s)).complete(r, [](const StreamDelta&) {});
+    report(!seen.contains("dry_sequence_breakers") && seen["dry_multiplier"] == 0.8f,
+           "an empty DRY breaker list is not sent, the rest of DRY is: " + seen.dump());
 }
 
 void base_urls() {

@@ -306,12 +306,13 @@ size_t occurrences(const std::string& s, const std::string& part) {
 void cli_remote_extensions(const LiveServer& s) {
     const CliRun run = run_cli("generate --remote " + s.url() + " --chat -p '" + kQuestion +
                                "' --temp 0 -n 8 --grammar 'root ::= \"yes\" | \"no\"' --samplers 'top_k;temperature' "
-                               "--logit-bias \"'x'-1\"");
+                               "--logit-bias \"'x'-1\" --dry-multiplier 0.5 --dry-sequence-breaker none");
     report(run.code == 0 && (run.out == "yes\n" || run.out == "no\n"),
            "generate --remote --grammar: the reply follows the grammar (exit " + std::to_string(run.code) + ", '" +
                run.out + "')");
-    report(occurrences(run.err, "warning: ") == 2 && run.err.find("warning: --samplers is not sent") != std::string::npos &&
-               run.err.find("warning: --logit-bias text keys are not sent") != std::string::npos,
+    report(occurrences(run.err, "warning: ") == 3 && run.err.find("warning: --samplers is not sent") != std::string::npos &&
+               run.err.find("warning: --logit-bias text keys are not sent") != std::string::npos &&
+               run.err.find("warning: --dry-sequence-breaker none is not sent") != std::string::npos,
            "a warning line for each setting that cannot be sent: " + run.err);
 }
 
