@@ -166,6 +166,7 @@ void InferenceWorker::generateRemote(quint64 requestId, const ChatMessages& mess
                 summary.reason = wb::StopReason::MAX_TOKENS;
                 break;
             }
+            m_remoteGrammar.store(!r.sampling.grammar.empty());
             const wb::remote::RemoteResult res = client->complete(r, onDelta, &m_remoteCancel);
             // m_remoteTemplate is checked here, on the worker's thread (a connect, which sets it, runs
             // on this thread too): a restart asked under a stale m_remoteContinues is a plain stop.
@@ -198,6 +199,10 @@ void InferenceWorker::restartRemoteFor(const wb::SamplingParams& before, const w
     // would restart a stream the server then runs with the same settings.
     const bool same = remote_reply::sampling(before) == remote_reply::sampling(now) && before.max_tokens == now.max_tokens;
     if (same || !m_remoteContinues.load() || m_remoteRequest.load() == 0) return;
+    // A server checks a grammar against the tokens it generates only: a continuation, whose reply
+    // so far is prompt, would let the joined reply break it. With a grammar in the stream or in the
+    // new settings, the change applies from the next reply.
+    if (m_remoteGrammar.load() || !now.grammar.empty()) return;
     m_remoteRestart.store(true);
     m_remoteCancel.store(true);
 }

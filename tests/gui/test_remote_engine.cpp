@@ -490,6 +490,46 @@ private Q_SLOTS:
         return t.render({{"user", user.toStdString()}}, true);
     }
 
+    // Starts a greedy reply of kTokens (with `grammar`), changes the settings to `changed` after a few
+    // tokens, and returns the finished reply's summary.
+    GenerationSummary changeMidReply(const std::string& grammar, wb::SamplingParams changed) {
+        constexpr int kTokens = 60;
+        m_w->controller()->newChat();
+        wb::SamplingParams p = greedy(kTokens);
+        p.grammar = grammar;
+        useSampling(p);
+        QSignalSpy appended(m_w->controller(), &ChatController::tokenAppended);
+        QSignalSpy finished(m_w->controller(), &ChatController::generationFinished);
+        m_w->chatPanel()->input()->setPlainText(QStringLiteral("Write a short poem about the sea."));
+        m_w->chatPanel()->sendButton()->click();
+        if (!QTest::qWaitFor([&] { return appended.size() >= 4; }, kTimeoutMs) || !finished.isEmpty()) return {};
+        changed.max_tokens = kTokens;
+        useSampling(changed);
+        if (!finished.wait(kTimeoutMs)) return {};
+        return finished.last().at(0).value<GenerationSummary>();
+    }
+
+    // A grammar is checked by the server against generated tokens only, so a reply that has one, or a
+    // change that sets one, is not continued mid-reply: the stream runs to its end, the change applies
+    // from the next reply.
+    void aGrammarIsNotContinuedMidReply() {
+        if (!m_w->controller()->isRemote()) QVERIFY(connectByDialog(url()));
+        const std::string grammar = "root ::= [a-z ,.\\n]+";
+        const double cancelled = metric("whitebox_generations_cancelled_total");
+        wb::SamplingParams changed = greedy(0);
+        changed.top_k = 7;  // and the grammar taken away: this reply still had it
+        GenerationSummary s = changeMidReply(grammar, changed);
+        QVERIFY2(s.reason == wb::StopReason::EOS || s.reason == wb::StopReason::MAX_TOKENS, wb::stop_reason_name(s.reason));
+        QVERIFY(!s.paramsChanged);
+        changed = greedy(0);
+        changed.grammar = grammar;  // the grammar itself set mid-reply
+        s = changeMidReply({}, changed);
+        QVERIFY2(s.reason == wb::StopReason::EOS || s.reason == wb::StopReason::MAX_TOKENS, wb::stop_reason_name(s.reason));
+        QVERIFY(!s.paramsChanged);
+        QCOMPARE(metric("whitebox_generations_cancelled_total"), cancelled);  // no stream was hung up
+        useSampling(greedy(8));
+    }
+
     // A sampling change mid-reply hangs up and the reply goes on from its text with the new settings,
     // through /v1/completions with the server's template: the reply is its text up to where the
     // change came plus the server's own greedy completion of that text.
