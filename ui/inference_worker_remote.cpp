@@ -195,8 +195,8 @@ void InferenceWorker::generateRemote(quint64 requestId, const ChatMessages& mess
 }
 
 void InferenceWorker::restartRemoteFor(const wb::SamplingParams& before, const wb::SamplingParams& now) {
-    // Only what a request carries counts: a change of what no request carries (the sampler order)
-    // would restart a stream the server then runs with the same settings.
+    // Only what a request carries counts: a change of what it leaves out (the order while it is the
+    // default's, settings of a stage that is off) would restart a stream with the same settings.
     const bool same = remote_reply::sampling(before) == remote_reply::sampling(now) && before.max_tokens == now.max_tokens;
     if (same || !m_remoteContinues.load() || m_remoteRequest.load() == 0) return;
     // A server checks a grammar against the tokens it generates only: a continuation, whose reply

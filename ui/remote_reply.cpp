@@ -84,14 +84,9 @@ wb::remote::RemoteSampling sampling(const wb::SamplingParams& p) {
         r.mirostat_tau = p.mirostat_tau;
         r.mirostat_eta = p.mirostat_eta;
     }
+    // llama.cpp's names, which its server and WhiteBox's take as `samplers`.
+    if (p.samplers != wb::default_sampler_sequence()) r.samplers = p.samplers;
     return r;
-}
-
-std::vector<std::string> notSent(const wb::SamplingParams& p) {
-    std::vector<std::string> out;
-    // Mirostat replaces the order, so the order matters only without it.
-    if (p.mirostat == 0 && p.samplers != wb::default_sampler_sequence()) out.push_back("the sampler order");
-    return out;
 }
 
 wb::StopReason stopReason(const wb::remote::RemoteResult& result) {

@@ -33,12 +33,9 @@ std::vector<wb::TokenEvent> tokenEvents(const wb::remote::StreamDelta& delta, in
 // The Sampling panel's settings as a request sends them: the knobs every llama.cpp-style server takes
 // (temperature, top-k, top-p, min-p, typical-p, the penalties, the seed unless random, the stop
 // strings), and llama.cpp server's extensions where the panel turns them on: the grammar, the logit
-// bias (its token ids, taken as the server's), DRY, XTC, top-nσ and Mirostat.
+// bias (its token ids, taken as the server's), DRY, XTC, top-nσ, Mirostat, and the sampler order
+// when it is not the default.
 wb::remote::RemoteSampling sampling(const wb::SamplingParams& params);
-
-// The panel's settings in force that no request carries (the API has no field for them), by name for
-// the user: the sampler order when it is not llama.cpp's default. Empty when everything set is sent.
-std::vector<std::string> notSent(const wb::SamplingParams& params);
 
 // How a remote reply ended in the engine's terms: "stop" is EOS (the API does not tell a stop string
 // from an end-of-turn), "length" MAX_TOKENS, a cancelled stream STOPPED, anything else NONE.

@@ -197,16 +197,6 @@ SamplerChainControls::SamplerChainControls(QWidget* parent, QFormLayout* form, c
     orderRow->addWidget(m_order, 1);
     orderRow->addLayout(buttons);
     m_form->addRow(tr("Order"), orderRow);
-    // A remote engine is sent every other setting here by name (remote_reply::sampling); no request
-    // field carries the order, so it says so rather than seem to apply.
-    m_orderRemote = new QLabel(tr("Does not apply to the remote engine: no request carries the sampler order, "
-                                  "the server runs its own."),
-                               parent);
-    m_orderRemote->setObjectName(QStringLiteral("samplerOrderRemoteNote"));
-    m_orderRemote->setWordWrap(true);
-    m_orderRemote->hide();
-    Theme::setTextColor(m_orderRemote, Theme::Role::Warning);
-    m_form->addRow(QString(), m_orderRemote);
 
     connect(m_breakers, &QLineEdit::textChanged, this, [this] {
         updateBreakersNote();
@@ -231,7 +221,6 @@ SamplerChainControls::SamplerChainControls(QWidget* parent, QFormLayout* form, c
 
 void SamplerChainControls::setRemote(bool remote) {
     m_remote = remote;
-    m_orderRemote->setVisible(remote);
     updateBreakersNote();
 }
 

@@ -68,9 +68,8 @@ public:
     QPushButton* downButton() const { return m_down; }
     // The ticked stages in list order.
     std::vector<std::string> order() const;
-    // Replies come from a remote engine: the order row says it does not apply there.
+    // Replies come from a remote engine: the breakers' note may show (breakersRemoteNote).
     void setRemote(bool remote);
-    QLabel* orderRemoteNote() const { return m_orderRemote; }
     // Under the breakers, remote only, while the field is empty: "no breakers" cannot be sent.
     QLabel* breakersRemoteNote() const { return m_breakersRemote; }
 
@@ -95,7 +94,6 @@ private:
     QLineEdit* m_bias;
     QLabel* m_biasError;
     QListWidget* m_order;
-    QLabel* m_orderRemote;
     QPushButton* m_up;
     QPushButton* m_down;
     TokenEncoder m_encode;

@@ -24,10 +24,7 @@ constexpr const char* kRemoteFlags[] = {
     "--frequency-penalty", "--presence-penalty", "--seed", "--stop", "--grammar", "--grammar-file", "--json-schema",
     "--logit-bias", "--dry-multiplier", "--dry-base", "--dry-allowed-length", "--dry-penalty-last-n",
     "--dry-sequence-breaker", "--xtc-probability", "--xtc-threshold", "--top-n-sigma", "--top-nsigma", "--mirostat",
-    "--mirostat-ent", "--mirostat-lr"};
-
-// Sampling flags no request field carries: the reply goes on without them, after a warning.
-constexpr const char* kUnsentFlags[] = {"--samplers"};
+    "--mirostat-ent", "--mirostat-lr", "--samplers"};
 
 bool given(const CliOptions& o, const char* flag) {
     return std::find(o.flags.begin(), o.flags.end(), flag) != o.flags.end();
@@ -37,18 +34,13 @@ bool listed(const std::string& flag, const char* const* begin, const char* const
     return std::any_of(begin, end, [&](const char* f) { return flag == f; });
 }
 
-// Refuses a local-engine flag; warns, one line each, of the sampling settings that cannot be sent.
+// Refuses a local-engine flag; warns of a logit bias by text, which cannot be sent.
 void check_remote_flags(const CliOptions& o) {
     for (const std::string& f : o.flags) {
-        if (listed(f, std::begin(kUnsentFlags), std::end(kUnsentFlags))) {
-            std::fprintf(stderr, "warning: %s is not sent to the remote server (no request field carries the sampler "
-                                 "order); the server uses its own\n", f.c_str());
-            continue;
-        }
         if (!listed(f, std::begin(kRemoteFlags), std::end(kRemoteFlags)))
             throw Error(f + " does not apply to --remote: the server runs its own model and engine (with --remote, "
                             "-n, --chat, --system, --stop, the sampling flags, --grammar, --grammar-file, "
-                            "--json-schema, --logit-bias with token ids, DRY, XTC, top-n-sigma and Mirostat are sent)");
+                            "--json-schema, --logit-bias with token ids, DRY, XTC, top-n-sigma, Mirostat and --samplers are sent)");
     }
     // A text key is encoded by the local tokenizer, which a remote model need not share.
     if (!o.logit_bias_text.empty())
@@ -89,6 +81,7 @@ remote::RemoteSampling remote_sampling(const CliOptions& o) {
     if (given(o, "--mirostat")) r.mirostat = s.mirostat;
     if (given(o, "--mirostat-ent")) r.mirostat_tau = s.mirostat_tau;
     if (given(o, "--mirostat-lr")) r.mirostat_eta = s.mirostat_eta;
+    if (s.samplers != default_sampler_sequence()) r.samplers = s.samplers;
     return r;
 }
 

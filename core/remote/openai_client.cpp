@@ -84,6 +84,7 @@ json sampling_json(const RemoteSampling& s) {
     put("mirostat", s.mirostat);
     put("mirostat_tau", s.mirostat_tau);
     put("mirostat_eta", s.mirostat_eta);
+    put("samplers", s.samplers);
     return j;
 }
 

@@ -68,6 +68,8 @@ struct RemoteSampling {
     std::optional<float> xtc_probability, xtc_threshold, top_n_sigma;
     std::optional<int32_t> mirostat;
     std::optional<float> mirostat_tau, mirostat_eta;
+    // The filtering stages' order by llama.cpp's names (core/sampling's); set only when not the default.
+    std::optional<std::vector<std::string>> samplers;
 
     bool operator==(const RemoteSampling&) const = default;
 };

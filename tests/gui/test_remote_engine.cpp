@@ -224,13 +224,13 @@ private Q_SLOTS:
     }
 
     // The panel's extensions go with a request when they are on (remote_reply::sampling), none when
-    // off; the sampler order, which no request carries, is named as not sent unless Mirostat replaces it.
-    void panelSettingsAreSentOrNamedAsNotSent() {
+    // off; the sampler order when it is not the default.
+    void panelSettingsAreSentWhenOn() {
         wb::SamplingParams p;
         wb::remote::RemoteSampling r = remote_reply::sampling(p);
         QVERIFY(r.grammar.empty() && r.logit_bias.empty() && !r.dry_multiplier && !r.dry_sequence_breakers &&
                 !r.xtc_probability && !r.top_n_sigma && !r.mirostat);
-        QVERIFY(remote_reply::notSent(p).empty());
+        QVERIFY(!r.samplers);  // the default order is not sent
         p.grammar = "root ::= \"a\"";
         p.logit_bias = {{5, -INFINITY}, {9, 1.5f}};
         p.dry_multiplier = 0.8f;
@@ -250,9 +250,7 @@ private Q_SLOTS:
         QVERIFY(r.mirostat == 2 && r.mirostat_tau == 3.0f && r.mirostat_eta == p.mirostat_eta);
         p.dry_sequence_breakers.clear();  // a server refuses an empty list: it is not sent
         QVERIFY(!remote_reply::sampling(p).dry_sequence_breakers && remote_reply::sampling(p).dry_multiplier);
-        QVERIFY(remote_reply::notSent(p).empty());  // Mirostat replaces the order
-        p.mirostat = 0;
-        QVERIFY(remote_reply::notSent(p) == std::vector<std::string>{"the sampler order"});
+        QVERIFY(r.samplers == p.samplers);
     }
 
     // Nothing listening: a message that says so, the local model stays, no setting is kept.
@@ -372,8 +370,6 @@ private Q_SLOTS:
         const AppSettings::RemoteEngine kept = AppSettings::remoteEngine();
         QCOMPARE(kept.url, url());
         QCOMPARE(kept.apiKey, QStringLiteral("test-key"));
-        // The Sampling panel says which of its settings does not apply.
-        QVERIFY(!m_w->samplingPanel()->chainControls()->orderRemoteNote()->isHidden());
         // "No breakers" cannot be sent: the note under the field says so while it is empty.
         SamplerChainControls* chain = m_w->samplingPanel()->chainControls();
         const QString breakers = chain->breakersEdit()->text();
@@ -762,12 +758,17 @@ private Q_SLOTS:
     // Loading a local model goes back: the notices go, replies come from the local engine again.
     void loadingALocalModelGoesBack() {
         if (!m_w->controller()->isRemote()) QVERIFY(connectByDialog(url()));
+        SamplerChainControls* chain = m_w->samplingPanel()->chainControls();
+        const QString breakers = chain->breakersEdit()->text();
+        chain->breakersEdit()->setText(QString());
+        QVERIFY(!chain->breakersRemoteNote()->isHidden());
         QSignalSpy loaded(m_w->controller(), &ChatController::modelLoaded);
         m_w->controller()->loadModel(QString::fromStdString(wb::default_model_path()));
         QVERIFY(loaded.wait(kTimeoutMs));
         QVERIFY(!m_w->controller()->isRemote());
         for (InternalsNotice* n : m_w->remoteEngineUi()->notices()) QVERIFY(!n->isShown());
-        QVERIFY(m_w->samplingPanel()->chainControls()->orderRemoteNote()->isHidden());
+        QVERIFY(chain->breakersRemoteNote()->isHidden());  // the local engine takes "no breakers"
+        chain->breakersEdit()->setText(breakers);
         m_w->controller()->newChat();
         useSampling(greedy(4));
         const GenerationSummary s = sendAndWait(QStringLiteral("Hi"));
