@@ -22,8 +22,8 @@ constexpr const char* kRemoteFlags[] = {
     "--remote", "--remote-model", "--api-key", "-p", "--prompt", "-n", "--n-predict", "--chat", "--system",
     "--temp", "--top-k", "--top-p", "--min-p", "--typical-p", "--repeat-penalty", "--repeat-last-n",
     "--frequency-penalty", "--presence-penalty", "--seed", "--stop", "--grammar", "--grammar-file", "--json-schema",
-    "--logit-bias", "--dry-multiplier", "--dry-base", "--dry-allowed-length", "--dry-penalty-last-n",
-    "--dry-sequence-breaker", "--xtc-probability", "--xtc-threshold", "--top-n-sigma", "--top-nsigma", "--mirostat",
+    "--logit-bias", "-l", "--ignore-eos", "--dry-multiplier", "--dry-base", "--dry-allowed-length",
+    "--dry-penalty-last-n", "--dry-sequence-breaker", "--xtc-probability", "--xtc-threshold", "--top-n-sigma", "--top-nsigma", "--mirostat",
     "--mirostat-ent", "--mirostat-lr", "--samplers"};
 
 bool given(const CliOptions& o, const char* flag) {
@@ -40,7 +40,7 @@ void check_remote_flags(const CliOptions& o) {
         if (!listed(f, std::begin(kRemoteFlags), std::end(kRemoteFlags)))
             throw Error(f + " does not apply to --remote: the server runs its own model and engine (with --remote, "
                             "-n, --chat, --system, --stop, the sampling flags, --grammar, --grammar-file, "
-                            "--json-schema, --logit-bias with token ids, DRY, XTC, top-n-sigma, Mirostat and --samplers are sent)");
+                            "--json-schema, --logit-bias with token ids, DRY, XTC, top-n-sigma, Mirostat, --samplers and --ignore-eos are sent)");
     }
     // A text key is encoded by the local tokenizer, which a remote model need not share.
     if (!o.logit_bias_text.empty())
@@ -82,6 +82,7 @@ remote::RemoteSampling remote_sampling(const CliOptions& o) {
     if (given(o, "--mirostat-ent")) r.mirostat_tau = s.mirostat_tau;
     if (given(o, "--mirostat-lr")) r.mirostat_eta = s.mirostat_eta;
     if (s.samplers != default_sampler_sequence()) r.samplers = s.samplers;
+    r.ignore_eos = s.ignore_eos;
     return r;
 }
 

@@ -85,6 +85,7 @@ json sampling_json(const RemoteSampling& s) {
     put("mirostat_tau", s.mirostat_tau);
     put("mirostat_eta", s.mirostat_eta);
     put("samplers", s.samplers);
+    if (s.ignore_eos) j["ignore_eos"] = true;
     return j;
 }
 

@@ -70,6 +70,7 @@ struct RemoteSampling {
     std::optional<float> mirostat_tau, mirostat_eta;
     // The filtering stages' order by llama.cpp's names (core/sampling's); set only when not the default.
     std::optional<std::vector<std::string>> samplers;
+    bool ignore_eos = false;  // sent only when true
 
     bool operator==(const RemoteSampling&) const = default;
 };

@@ -111,6 +111,7 @@ void extension_fields() {
     x.mirostat_tau = 4.0f;
     x.mirostat_eta = 0.25f;
     x.samplers = std::vector<std::string>{"top_k", "temperature"};
+    x.ignore_eos = true;
     OpenAiClient(options_for(s)).complete(r, [](const StreamDelta&) {});
     const json bias = seen.value("logit_bias", json());
     report(seen["grammar"] == "root ::= \"yes\"" && bias.size() == 2 && bias["15"] == 2.5 && bias["7"] == false,
@@ -122,6 +123,7 @@ void extension_fields() {
                seen["mirostat"] == 2 && seen["mirostat_tau"] == 4.0 && seen["mirostat_eta"] == 0.25,
            "XTC, top-n-sigma and Mirostat by llama.cpp server's names");
     report(seen["samplers"] == json::array({"top_k", "temperature"}), "the sampler order as `samplers`");
+    report(seen["ignore_eos"] == true, "ignore_eos");
     // llama.cpp's server refuses every request with an empty breaker list: it is left out.
     x.dry_sequence_breakers = std::vector<std::string>{};
     OpenAiClient(options_for(s)).complete(r, [](const StreamDelta&) {});

@@ -326,6 +326,14 @@ void cli_remote_samplers(const LiveServer& s) {
            "--samplers is sent: '" + kept.out + "' with top_k in the order, '" + freed.out + "' without (" + freed.err + ")");
 }
 
+// generate --remote takes -l (--logit-bias) and sends --ignore-eos: the reply runs to -n.
+void cli_remote_ignore_eos(const LiveServer& s) {
+    const CliRun run = run_cli("generate --remote " + s.url() + " --chat -p '" + kQuestion +
+                               "' --temp 0 -n 64 --ignore-eos -l 9999+0");
+    report(run.code == 0 && run.err.find("64 generated, finish: length") != std::string::npos,
+           "generate --remote -l --ignore-eos: the reply runs to -n (" + run.err + ")");
+}
+
 // chat --remote: each turn's reply streamed, /reset starting over (the same greedy reply again), and
 // a turn the server refuses reported on stderr while the chat goes on.
 void chat_remote(const LiveServer& s) {
@@ -355,6 +363,7 @@ int main() {
     cli_remote(*s);
     cli_remote_extensions(*s);
     cli_remote_samplers(*s);
+    cli_remote_ignore_eos(*s);
     chat_remote(*s);
     return wb_remote_test::finish();
 }
