@@ -2,6 +2,8 @@
 // guaranteed and scripts rely on. Numbers print at float precision (0.1f as 0.100000001,
 // not 0.10000000149011612), NaN and infinity as null, keys in the order written, and a string holding
 // invalid UTF-8 (a token piece cut inside a character) still gives valid JSON instead of an exception.
+// Where nlohmann-json differs from the old writer: a cut sequence becomes one U+FFFD (not one per
+// byte), 0x7F is written raw (not \u007f), and a whole double prints as 12345.0 (not 12345).
 // Plain executable (label unit): PASS/FAIL lines, exit status 1 on any failure.
 #include <cmath>
 #include <cstdio>
