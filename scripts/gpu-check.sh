@@ -4,9 +4,9 @@
 # random-weight models, and leaves the logs and a summary table (written after every step, so a run
 # cut short still reports what it did) in $OUT.
 #
-# Needs Debian's libsentencepiece0, libsentencepiece-dev and libprotobuf-lite32 .debs in build-debs/
-# (fetched on a dev machine: mkdir -p build-debs && cd build-debs &&
-#  apt-get download libsentencepiece0 libsentencepiece-dev libprotobuf-lite32), carried along:
+# Needs Debian's libsentencepiece0, libsentencepiece-dev, libprotobuf-lite32 and nlohmann-json3-dev (the
+# CLI's --json output) .debs in build-debs/ (fetched on a dev machine: mkdir -p build-debs && cd build-debs &&
+#  apt-get download libsentencepiece0 libsentencepiece-dev libprotobuf-lite32 nlohmann-json3-dev), carried along:
 #   run(command="bash scripts/gpu-check.sh", carry=["build-debs"], timeout_s=480)
 # The steps run most important first (build, GPU tests, small-model benchmarks, then the 7B model);
 # on 16 cores expect about 1.5 min to build, 2-3 min of tests (the CPU references of the whole-model
@@ -110,7 +110,7 @@ step() {
 # ---- sentencepiece from the carried .debs ----
 shopt -s nullglob
 missing=()
-for pkg in libsentencepiece0 libsentencepiece-dev libprotobuf-lite32; do
+for pkg in libsentencepiece0 libsentencepiece-dev libprotobuf-lite32 nlohmann-json3-dev; do
     found=("$ROOT"/build-debs/"$pkg"_*.deb)
     ((${#found[@]})) || missing+=("$pkg")
 done
@@ -185,9 +185,10 @@ SH
 fi
 
 # ---- build ----
-# WB_SERVER=OFF: the server's libraries (cpp-httplib, nlohmann-json) are not among the carried .debs.
+# WB_SERVER=OFF: the server's HTTP library (cpp-httplib) is not among the carried .debs. nlohmann-json is
+# (header-only), found through CMAKE_PREFIX_PATH in the unpacked tree.
 step configure build.log 120 cmake -G Ninja -S "$ROOT" -B "$BUILD" -DCMAKE_BUILD_TYPE=Release -DWB_GUI=OFF \
-    -DWB_SERVER=OFF -DWB_CUDA=ON "-DWB_CUDA_ARCHS=$ARCHS" || exit 1
+    "-DCMAKE_PREFIX_PATH=$PREFIX/usr" -DWB_SERVER=OFF -DWB_CUDA=ON "-DWB_CUDA_ARCHS=$ARCHS" || exit 1
 step build build.log 360 cmake --build "$BUILD" -j "$JOBS" || exit 1
 CLI=$BUILD/app/whitebox-cli
 GEN=$BUILD/tests/make_random_gguf

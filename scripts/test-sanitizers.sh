@@ -8,7 +8,8 @@
 #         Qt-free unit tests, the fuzz targets' replays and a short model subset (a few-token
 #         generation and stop on SmolLM2, the hooks, the tokenizer on the real vocabularies);
 #   tsan  ThreadSanitizer, gcc, in build-tsan/: the thread pool, the session's stop and live-parameter
-#         paths, and the inference worker on its own thread (test_worker_threads: no widgets).
+#         paths, the inference worker on its own thread (test_worker_threads: no widgets), and the
+#         server's HTTP threads with a job executor (test_job_executor_server).
 # Each phase (build, the self-check, ctest, each function list) prints its wall and CPU seconds; a
 # failure names the tree, the phase and (for ctest) the tests that failed, every test still runs, and
 # the exit status is 1. The self-check (tests/tools/sanitizer_canary.cpp, and under TSan
@@ -51,7 +52,10 @@ asan_functions=("test_session prefixReuseGivesTheSameAnswer stopFromAnotherThrea
     liveParametersApplyToTheNextToken tokenEventsCarryTextAndProbability overLongPromptIsAnError
     tokenOutsideTheVocabularyIsAnError"
   "test_hooks")
-tsan_tests=(sanitizer_canary sanitizer_canary_qt test_thread_pool)
+# test_job_executor_server: the server's HTTP threads and the executor meet there (a job submitted
+# and waited on by one thread, pushed to, finished or cancelled by another, the client that leaves
+# mid-stream cancelling through the executor, the server stopped while jobs are held).
+tsan_tests=(sanitizer_canary sanitizer_canary_qt test_thread_pool test_job_executor_server)
 # Under TSan a model runs ~30x slower, so of the model tests only the functions whose threads meet:
 # stop from another thread, live parameters, the worker's stop and queue paths on its own thread, and
 # the GUI thread's calls during a model switch's teardown (~20 s). newChatAndModelSwitchWhileGenerating

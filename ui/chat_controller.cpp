@@ -237,10 +237,11 @@ quint64 ChatController::startApiConversation(const ChatMessages& messages, const
     return m_activeRequest;
 }
 
-void ChatController::startGeneration(const QVector<int>& forced, int policy) {
+void ChatController::startGeneration(const QVector<int>& forced, int policy, const QString& givenStopReason) {
     m_activeRequest = m_nextRequest++;
     m_promptTokens = 0;
     m_givenTokens = int(forced.size());
+    m_givenStopReason = givenStopReason;
     if (!m_model.name.isEmpty()) m_conversation.modelName = m_model.name;
     setGenerating(true);
     // What the user wrote is on disk before the reply starts.
@@ -256,15 +257,19 @@ void ChatController::setContextPolicy(wb::ContextPolicy policy) {
 }
 
 bool ChatController::continueAfterFullContext(wb::ContextPolicy how) {
-    if (m_generating || m_conversation.messages.isEmpty() || how == wb::ContextPolicy::STOP) return false;
+    // A remote engine's context is the server's: the local one that filled is gone (the worker refuses too).
+    // While a load or connection is pending, the engine the request would reach is not known yet.
+    if (m_generating || m_loading || m_conversation.messages.isEmpty() || how == wb::ContextPolicy::STOP || isRemote())
+        return false;
     const ChatEntry& reply = m_conversation.messages.last();
     if (reply.role != QLatin1String("assistant") || reply.stopReason != QLatin1String("context_full")) return false;
     // The same message goes on: its tokens so far are the given start of the continued reply, so
     // nothing of it is generated again (the session still holds them) and nothing the user wrote changes.
     QVector<int> ids;
     for (const TokenRecord& t : reply.tokens) ids.append(t.id);
+    const QString stopReason = reply.stopReason;
     m_conversation.messages.last().stopReason.clear();
-    startGeneration(ids, int(how));
+    startGeneration(ids, int(how), stopReason);
     return true;
 }
 
@@ -557,6 +562,11 @@ void ChatController::handleGenerationFinished(const GenerationSummary& summary) 
                 m_conversation.removeLast();
             }
             Q_EMIT conversationReset();
+        } else if (summary.reason == wb::StopReason::ERROR && m_givenTokens > 0 && summary.text.isEmpty()) {
+            // The given start was refused (nothing was generated): the reply stays as it was, its text
+            // and stop reason, rather than be emptied (and autosaved so).
+            reply.stopReason = m_givenStopReason;
+            Q_EMIT messageFinished(index);
         } else {
             // The streamed pieces hold back text that might start a stop string; the final text is
             // authoritative.

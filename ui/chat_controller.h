@@ -224,7 +224,8 @@ private:
     // Generates the last message of the active path (an assistant placeholder, which may hold forced
     // first tokens).
     // policy >= 0: a wb::ContextPolicy for this request only (InferenceWorker::continueChat).
-    void startGeneration(const QVector<int>& forced = {}, int policy = -1);
+    // givenStopReason: the reply's stop reason before its given start went on, back if it is refused.
+    void startGeneration(const QVector<int>& forced = {}, int policy = -1, const QString& givenStopReason = {});
     // Shows `c` as the conversation on screen, with its settings.
     void adopt(const Conversation& c, const QString& id);
     void autosave();
@@ -261,6 +262,7 @@ private:
     bool isShown(quint64 requestId) const { return requestId == m_activeRequest && requestId != m_abandonedRequest; }
     int m_promptTokens = 0;  // of the active request: generated token i sits at position m_promptTokens + i
     int m_givenTokens = 0;
+    QString m_givenStopReason;  // startGeneration's givenStopReason for the active request
     int m_promptReused = 0;  // of the active request's last prompt: positions the session had cached   // of the active request: its reply's first tokens that were given, not drawn
     QHash<QString, QString> m_hashes;  // model file -> SHA-256 (hex), as the worker reported them
     quint64 m_nextJob = 1;

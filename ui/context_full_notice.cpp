@@ -42,6 +42,9 @@ ContextFullNotice::ContextFullNotice(ChatController* controller, QWidget* parent
     connect(controller, &ChatController::contextFull, this, &ContextFullNotice::showFor);
     connect(controller, &ChatController::generatingChanged, this, [this](bool on) { if (on) hide(); });
     connect(controller, &ChatController::conversationReset, this, &QWidget::hide);
+    // The full context was the engine's in use: another one (a remote engine too) cannot go on with it,
+    // nor can anything go on while it loads (continueAfterFullContext refuses both).
+    connect(controller, &ChatController::aboutToLoad, this, &QWidget::hide);
     applyTheme();
     connect(ThemeNotifier::instance(), &ThemeNotifier::themeChanged, this, &ContextFullNotice::applyTheme);
 }

@@ -190,7 +190,16 @@ void InferenceWorker::continueChat(quint64 requestId, const ChatMessages& messag
     GenerationSummary summary;
     summary.requestId = requestId;
     if (m_remote) {
-        generateRemote(requestId, messages, summary);
+        // A given start (the reply a full local context cut, continueAfterFullContext) is the local
+        // engine's: its tokens mean nothing to a server, which keeps a context of its own. Sent as a new
+        // chat, the server's fresh answer would be appended to the old reply as if it went on.
+        if (!forced.isEmpty()) {
+            summary.reason = wb::StopReason::ERROR;
+            summary.error = tr("The remote engine cannot continue a reply that the local model's full context cut: "
+                               "the server keeps a context of its own. Send a new message instead.");
+        } else {
+            generateRemote(requestId, messages, summary);
+        }
         Q_EMIT generationFinished(summary);
         return;
     }
@@ -272,6 +281,11 @@ wb::ChatPrompt renderPrompt(const wb::ChatTemplate& t, const wb::Tokenizer& tok,
 
 wb::ChatPrompt InferenceWorker::buildPrompt(const ChatMessages& messages) const {
     return renderPrompt(*m_template, m_model->tokenizer(), messages);
+}
+
+std::shared_ptr<const wb::ChatTemplate> InferenceWorker::chatTemplate() const {
+    QMutexLocker lock(&m_paramsMutex);
+    return m_template;
 }
 
 InferenceWorker::PromptMeasure InferenceWorker::measurePrompt(const ChatMessages& messages) const {

@@ -87,6 +87,9 @@ public:
         int mustFit = 0;
     };
     PromptMeasure measurePrompt(const ChatMessages& messages) const;
+    // The template prompts are rendered with now: the model's, or the replacement applied since
+    // (applyChatTemplate). Any thread; null before a model is loaded.
+    std::shared_ptr<const wb::ChatTemplate> chatTemplate() const;
 
     // Tests only (test_worker_threads): called once, on the worker thread, at the next teardown of the
     // engine (a model switch, the worker's end), after the old engine was taken out of the locked
@@ -206,7 +209,8 @@ private:
     // a live sampling change continues it with the new settings (see there). Fills summary.
     void generateRemote(quint64 requestId, const ChatMessages& messages, GenerationSummary& summary);
     // Called by setSamplingParams under m_paramsMutex: ends a remote stream that these new settings
-    // change (and that can be continued), so that it goes on with them.
+    // change (and that can be continued), so that it goes on with them; never one with a grammar,
+    // nor for a grammar that is set now (the change then applies from the next reply).
     void restartRemoteFor(const wb::SamplingParams& before, const wb::SamplingParams& now);
     // The prompt that continues `reply` of a remote chat: the server's template rendered here, the
     // reply so far after it (worker thread; m_remoteTemplate set).
@@ -252,6 +256,8 @@ private:
     std::atomic<quint64> m_remoteRequest{0};
     std::atomic<bool> m_remoteCancel{false};
     std::atomic<bool> m_remoteRestart{false};
+    // The streaming round has a grammar: it is not continued mid-reply (see restartRemoteFor).
+    std::atomic<bool> m_remoteGrammar{false};
     // The server's chat template (GET /props), so a reply can go on through /v1/completions after a
     // sampling change; null when the server does not tell it (the change then applies from the next
     // reply, and m_remoteContinues is false).

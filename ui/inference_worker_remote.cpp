@@ -167,6 +167,7 @@ void InferenceWorker::generateRemote(quint64 requestId, const ChatMessages& mess
                 summary.reason = wb::StopReason::MAX_TOKENS;
                 break;
             }
+            m_remoteGrammar.store(!r.sampling.grammar.empty());
             const wb::remote::RemoteResult res = client->complete(r, onDelta, &m_remoteCancel);
             // m_remoteTemplate is checked here, on the worker's thread (a connect, which sets it, runs
             // on this thread too): a restart asked under a stale m_remoteContinues is a plain stop.
@@ -195,15 +196,14 @@ void InferenceWorker::generateRemote(quint64 requestId, const ChatMessages& mess
 }
 
 void InferenceWorker::restartRemoteFor(const wb::SamplingParams& before, const wb::SamplingParams& now) {
-    // Only what a request carries counts: a change of the app's own samplers (grammar, DRY, ...)
-    // would restart a stream the server then runs with the same settings.
-    const wb::remote::RemoteSampling a = remote_reply::sampling(before), b = remote_reply::sampling(now);
-    const bool same = a.temperature == b.temperature && a.top_k == b.top_k && a.top_p == b.top_p && a.min_p == b.min_p &&
-                      a.typical_p == b.typical_p && a.repeat_penalty == b.repeat_penalty &&
-                      a.repeat_last_n == b.repeat_last_n && a.frequency_penalty == b.frequency_penalty &&
-                      a.presence_penalty == b.presence_penalty && a.seed == b.seed && a.stop == b.stop &&
-                      before.max_tokens == now.max_tokens;
+    // Only what a request carries counts: a change of what it leaves out (the order while it is the
+    // default's, settings of a stage that is off) would restart a stream with the same settings.
+    const bool same = remote_reply::sampling(before) == remote_reply::sampling(now) && before.max_tokens == now.max_tokens;
     if (same || !m_remoteContinues.load() || m_remoteRequest.load() == 0) return;
+    // A server checks a grammar against the tokens it generates only: a continuation, whose reply
+    // so far is prompt, would let the joined reply break it. With a grammar in the stream or in the
+    // new settings, the change applies from the next reply.
+    if (m_remoteGrammar.load() || !now.grammar.empty()) return;
     m_remoteRestart.store(true);
     m_remoteCancel.store(true);
 }

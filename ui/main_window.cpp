@@ -115,6 +115,8 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
     // These two would go on showing the last local model's prompt and timings.
     m_remoteUi->addNotice(m_prompt, tr("the prompt as its template and tokenizer made it"));
     m_remoteUi->addNotice(m_timings, tr("the timings of its tokens and layers"));
+    connect(m_controller, &ChatController::modelLoaded, this,
+            [this](const ModelSummary& m) { m_sampling->chainControls()->setRemote(m.isRemote()); });
 
     m_loadOptions = new LoadOptionsMenu(m_controller, this);
     m_contextPolicy = new ContextPolicyMenu(m_controller, this);

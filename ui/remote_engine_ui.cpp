@@ -13,6 +13,8 @@ RemoteEngineUi::RemoteEngineUi(ChatController* controller, QWidget* window)
     m_action->setObjectName(QStringLiteral("connectRemoteAction"));
     m_action->setToolTip(tr("Chat with a model on an OpenAI-compatible server (WhiteBox, llama-server, vLLM, Ollama, LM Studio)"));
     connect(m_action, &QAction::triggered, this, &RemoteEngineUi::openDialog);
+    // The worker loads one thing at a time, in order: the load that ends is the one that started last.
+    connect(controller, &ChatController::loadStarted, this, [this](const QString& path) { m_loading = path; });
     connect(controller, &ChatController::modelLoaded, this, &RemoteEngineUi::handleModelLoaded);
     // A canceled connection is forgotten as a failed one is.
     connect(controller, &ChatController::loadCanceled, this, [this](const QString& path) { takeFailure(path); });
@@ -63,8 +65,11 @@ bool RemoteEngineUi::takeFailure(const QString& path) {
 
 void RemoteEngineUi::handleModelLoaded(const ModelSummary& summary) {
     for (InternalsNotice* n : m_notices) n->setRemote(summary.isRemote(), summary.remoteUrl);
+    // Only the pending connection's own answer settles it: a local load queued before it ends first
+    // and says nothing about it (the connection may still fail, and must then be forgotten as failed).
+    if (!summary.isRemote() || m_pending.url.isEmpty() || m_loading != m_pending.url) return;
     // Kept only now that the server answered: a setting that failed is never saved.
-    if (summary.isRemote() && !m_pending.url.isEmpty() && m_pendingKeep) AppSettings::setRemoteEngine(m_pending);
+    if (m_pendingKeep) AppSettings::setRemoteEngine(m_pending);
     m_pending = {};
     m_pendingKeep = false;
 }

@@ -54,6 +54,8 @@ private:
     // The connection asked for and not answered yet (url empty: none), and whether it is saved once it works.
     AppSettings::RemoteEngine m_pending;
     bool m_pendingKeep = false;
+    // What the worker is loading or last loaded (its loadStarted): which load a modelLoaded answers.
+    QString m_loading;
     // The last connection the dialog asked for, in memory only: a failed one is offered again as typed.
     AppSettings::RemoteEngine m_lastAttempt;
 };

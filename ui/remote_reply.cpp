@@ -63,6 +63,29 @@ wb::remote::RemoteSampling sampling(const wb::SamplingParams& p) {
     r.presence_penalty = p.presence_penalty;
     if (p.seed != wb::SamplingParams::kRandomSeed) r.seed = p.seed;
     r.stop = p.stop;
+    // The extensions only when on: a server that does not know them never sees them otherwise.
+    r.grammar = p.grammar;
+    for (const wb::LogitBias& b : p.logit_bias) r.logit_bias.emplace_back(b.token, b.bias);
+    if (p.dry_multiplier > 0.0f) {
+        r.dry_multiplier = p.dry_multiplier;
+        r.dry_base = p.dry_base;
+        r.dry_allowed_length = p.dry_allowed_length;
+        r.dry_penalty_last_n = p.dry_penalty_last_n;
+        // A server refuses an empty list: "no breakers" is not sent (the panel's note says so).
+        if (!p.dry_sequence_breakers.empty()) r.dry_sequence_breakers = p.dry_sequence_breakers;
+    }
+    if (p.xtc_probability > 0.0f) {
+        r.xtc_probability = p.xtc_probability;
+        r.xtc_threshold = p.xtc_threshold;
+    }
+    if (p.top_n_sigma > 0.0f) r.top_n_sigma = p.top_n_sigma;
+    if (p.mirostat != 0) {
+        r.mirostat = p.mirostat;
+        r.mirostat_tau = p.mirostat_tau;
+        r.mirostat_eta = p.mirostat_eta;
+    }
+    // llama.cpp's names, which its server and WhiteBox's take as `samplers`.
+    if (p.samplers != wb::default_sampler_sequence()) r.samplers = p.samplers;
     return r;
 }
 

@@ -3,6 +3,7 @@
 // token events the chat, the token inspector and the distribution plot read, the sampling settings a
 // request carries and how a reply ended. Plain conversions, no network, so they are tested alone.
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "engine/observer.h"
@@ -31,8 +32,9 @@ std::vector<wb::TokenEvent> tokenEvents(const wb::remote::StreamDelta& delta, in
 
 // The Sampling panel's settings as a request sends them: the knobs every llama.cpp-style server takes
 // (temperature, top-k, top-p, min-p, typical-p, the penalties, the seed unless random, the stop
-// strings). Grammar, logit bias, XTC, DRY, Mirostat and the sampler order are the app's engine's own
-// and are not sent.
+// strings), and llama.cpp server's extensions where the panel turns them on: the grammar, the logit
+// bias (its token ids, taken as the server's), DRY, XTC, top-nσ, Mirostat, and the sampler order
+// when it is not the default.
 wb::remote::RemoteSampling sampling(const wb::SamplingParams& params);
 
 // How a remote reply ended in the engine's terms: "stop" is EOS (the API does not tell a stop string

@@ -135,6 +135,15 @@ SamplerChainControls::SamplerChainControls(QWidget* parent, QFormLayout* form, c
     m_breakers->setToolTip(tr("texts that end a repeat (a new line, punctuation), separated by |; \\n is a new line"));
     m_breakers->setAccessibleName(tr("DRY sequence breakers"));
     m_form->addRow(tr("DRY breakers"), m_breakers);
+    // llama.cpp's server refuses every request with an empty breaker list, so none is sent.
+    m_breakersRemote = new QLabel(tr("The remote engine cannot be sent \"no breakers\": the server's default "
+                                     "breakers apply."),
+                                  parent);
+    m_breakersRemote->setObjectName(QStringLiteral("breakersRemoteNote"));
+    m_breakersRemote->setWordWrap(true);
+    m_breakersRemote->hide();
+    Theme::setTextColor(m_breakersRemote, Theme::Role::Warning);
+    m_form->addRow(QString(), m_breakersRemote);
 
     addSection(tr("XTC (exclude the top choices)"));
     make(QStringLiteral("xtc_probability"), tr("XTC probability"), 0, 1, 0.01, 2,
@@ -190,6 +199,7 @@ SamplerChainControls::SamplerChainControls(QWidget* parent, QFormLayout* form, c
     m_form->addRow(tr("Order"), orderRow);
 
     connect(m_breakers, &QLineEdit::textChanged, this, [this] {
+        updateBreakersNote();
         if (!m_filling) Q_EMIT changed();
     });
     connect(m_mirostat, &QComboBox::currentIndexChanged, this, [this] {
@@ -207,6 +217,15 @@ SamplerChainControls::SamplerChainControls(QWidget* parent, QFormLayout* form, c
     });
     connect(m_up, &QPushButton::clicked, this, [this] { moveCurrent(-1); });
     connect(m_down, &QPushButton::clicked, this, [this] { moveCurrent(+1); });
+}
+
+void SamplerChainControls::setRemote(bool remote) {
+    m_remote = remote;
+    updateBreakersNote();
+}
+
+void SamplerChainControls::updateBreakersNote() {
+    m_breakersRemote->setVisible(m_remote && parseBreakers(m_breakers->text()).empty());
 }
 
 void SamplerChainControls::addSection(const QString& title) {
@@ -311,20 +330,27 @@ void SamplerChainControls::setTokenEncoder(TokenEncoder encode) {
 }
 
 void SamplerChainControls::reencode() {
-    parseBias();
+    // The last valid biases were the previous vocabulary's ids: none stays in force when the field no
+    // longer reads (a text key with no model to encode it, as with a remote engine, which would
+    // otherwise be sent another model's ids). The field keeps its text for the next model.
+    if (!parseBias() && !m_biases.empty()) {
+        m_biases.clear();
+        Q_EMIT changed();
+    }
 }
 
-void SamplerChainControls::parseBias() {
+bool SamplerChainControls::parseBias() {
     std::vector<wb::LogitBias> biases;
     QString error;
     if (!parseLogitBias(m_bias->text(), m_encode, &biases, &error)) {
-        // The last valid biases stay in force (and in the settings).
+        // While typing, the last valid biases stay in force (and in the settings).
         m_biasError->setText(error);
         m_biasError->show();
-        return;
+        return false;
     }
     m_biasError->hide();
     m_biases = std::move(biases);
     Q_EMIT logitBiasAccepted(m_bias->text());
     Q_EMIT changed();
+    return true;
 }

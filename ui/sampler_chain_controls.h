@@ -55,7 +55,8 @@ public:
     QString logitBiasText() const;
     void setLogitBiasText(const QString& text);
     void setTokenEncoder(TokenEncoder encode);
-    // Encodes the field again (a new model: another vocabulary); emits changed when it reads.
+    // Encodes the field again (a new model: another vocabulary); emits changed when it reads, and when
+    // it does not and biases of the previous vocabulary were in force (they are dropped).
     void reencode();
 
     QComboBox* mirostatBox() const { return m_mirostat; }
@@ -67,6 +68,10 @@ public:
     QPushButton* downButton() const { return m_down; }
     // The ticked stages in list order.
     std::vector<std::string> order() const;
+    // Replies come from a remote engine: the breakers' note may show (breakersRemoteNote).
+    void setRemote(bool remote);
+    // Under the breakers, remote only, while the field is empty: "no breakers" cannot be sent.
+    QLabel* breakersRemoteNote() const { return m_breakersRemote; }
 
 Q_SIGNALS:
     void changed();
@@ -77,12 +82,15 @@ private:
     void addSection(const QString& title);
     void fillOrder(const std::vector<std::string>& sequence);
     void moveCurrent(int by);
-    void parseBias();
+    void updateBreakersNote();
+    // Reads the logit-bias field; false (the error shown) when it does not read.
+    bool parseBias();
 
     QWidget* m_parent;
     QFormLayout* m_form;
     QComboBox* m_mirostat;
     QLineEdit* m_breakers;
+    QLabel* m_breakersRemote;
     QLineEdit* m_bias;
     QLabel* m_biasError;
     QListWidget* m_order;
@@ -91,4 +99,5 @@ private:
     TokenEncoder m_encode;
     std::vector<wb::LogitBias> m_biases;  // the last valid reading of m_bias
     bool m_filling = false;
+    bool m_remote = false;
 };

@@ -100,7 +100,9 @@ bool ServeController::start(const ServeSettings& settings, QString* error) {
         out.reply_room = context_budget::replyRoom(n_ctx);
         return out;
     };
-    auto executor = std::make_unique<AppJobExecutor>([this] { postDispatch(); }, n_ctx, measure);
+    // /props and the end of a chat reply follow the template the worker renders with (the user's choice).
+    auto chat_template = [worker] { return worker->chatTemplate(); };
+    auto executor = std::make_unique<AppJobExecutor>([this] { postDispatch(); }, n_ctx, measure, chat_template);
     std::unique_ptr<wb::server::HttpServer> server;
     try {
         server = std::make_unique<wb::server::HttpServer>(*model, o, *executor);
@@ -108,7 +110,6 @@ bool ServeController::start(const ServeSettings& settings, QString* error) {
     } catch (const wb::Error& e) {
         return fail(tr("Cannot serve: %1").arg(QString::fromUtf8(e.what())));
     }
-    m_turnStops = model->chat_template().end_of_turn_texts();
     m_executor = std::move(executor);
     m_server = std::move(server);
     m_thread = std::thread([s = m_server.get()] { s->run(); });
@@ -155,10 +156,14 @@ void ServeController::dispatch() {
     m_topLogprobs = job->top_logprobs;
     QString error;
     wb::SamplingParams params = job->params;
+    // The HTTP layer added the template's end-of-turn texts to a chat request's stop strings; the worker
+    // adds them itself, so the Sampling panel does not show them as the request's.
+    const std::shared_ptr<const wb::ChatTemplate> used = m_chat->worker()->chatTemplate();
+    const std::vector<std::string> turnStops = used ? used->end_of_turn_texts() : std::vector<std::string>{};
     std::vector<std::string>& stop = params.stop;
     stop.erase(std::remove_if(stop.begin(), stop.end(),
-                              [this](const std::string& s) {
-                                  return std::find(m_turnStops.begin(), m_turnStops.end(), s) != m_turnStops.end();
+                              [&turnStops](const std::string& s) {
+                                  return std::find(turnStops.begin(), turnStops.end(), s) != turnStops.end();
                               }),
                stop.end());
     m_request = job->cancelled() ? 0 : m_chat->startApiConversation(job->messages, params, &error);

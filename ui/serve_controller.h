@@ -72,7 +72,4 @@ private:
     quint64 m_request = 0;  // the chat controller's request generating the running job
     int m_topLogprobs = 0;  // of the running job (0 without logprobs)
     bool m_logprobs = false;
-    // The model's end-of-turn texts, which the HTTP layer adds to every chat request's stop strings:
-    // the worker adds them itself, so the Sampling panel does not show them as the request's.
-    std::vector<std::string> m_turnStops;
 };

@@ -6,8 +6,12 @@ using wb::server::Endpoint;
 using wb::server::Job;
 using wb::server::JobEnd;
 
-AppJobExecutor::AppJobExecutor(std::function<void()> wake, int32_t n_ctx, Measure measure)
-    : wake_(std::move(wake)), n_ctx_(n_ctx), measure_(std::move(measure)) {}
+AppJobExecutor::AppJobExecutor(std::function<void()> wake, int32_t n_ctx, Measure measure, TemplateFn chat_template)
+    : wake_(std::move(wake)), n_ctx_(n_ctx), measure_(std::move(measure)), chat_template_(std::move(chat_template)) {}
+
+std::shared_ptr<const wb::ChatTemplate> AppJobExecutor::chat_template() const {
+    return chat_template_ ? chat_template_() : nullptr;
+}
 
 std::optional<wb::server::ExecutorPrompt> AppJobExecutor::chat_prompt(const std::vector<wb::ChatMessage>& messages) const {
     if (!measure_) return std::nullopt;

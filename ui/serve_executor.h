@@ -20,7 +20,11 @@ public:
     // server's own rendering.
     using Measure = std::function<wb::server::ExecutorPrompt(const std::vector<wb::ChatMessage>&)>;
 
-    AppJobExecutor(std::function<void()> wake, int32_t n_ctx, Measure measure = {});
+    // The template the worker renders with now (the user's choice, else the model's): chat_template's
+    // answer, on the HTTP thread. Empty: the model's.
+    using TemplateFn = std::function<std::shared_ptr<const wb::ChatTemplate>()>;
+
+    AppJobExecutor(std::function<void()> wake, int32_t n_ctx, Measure measure = {}, TemplateFn chat_template = {});
     ~AppJobExecutor() override;
 
     // --- JobExecutor (HTTP threads; shutdown on whichever thread stops the server) ---
@@ -39,6 +43,7 @@ public:
     int32_t n_ctx() const override { return n_ctx_; }
     std::optional<wb::server::ExecutorPrompt> chat_prompt(const std::vector<wb::ChatMessage>& messages) const override;
     std::string context_setting() const override { return "the app's Model > Context size"; }
+    std::shared_ptr<const wb::ChatTemplate> chat_template() const override;
 
     // --- GUI thread ---
     // The oldest waiting job, now the running one; null when none waits or one runs.
@@ -56,6 +61,7 @@ private:
     std::function<void()> wake_;
     const int32_t n_ctx_;
     const Measure measure_;
+    const TemplateFn chat_template_;
     mutable std::mutex mutex_;
     std::deque<std::shared_ptr<wb::server::Job>> waiting_;
     std::shared_ptr<wb::server::Job> running_;

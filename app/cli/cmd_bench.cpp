@@ -5,7 +5,7 @@
 #include <cstdio>
 
 #include "cli/commands.h"
-#include "cli/json_writer.h"
+#include "cli/cli_json.h"
 #include "engine/backend.h"
 #include "engine/model.h"
 #include "engine/session.h"
@@ -61,13 +61,15 @@ std::vector<int32_t> bench_tokens(size_t n, int32_t n_vocab) {
     return tokens;
 }
 
-void write_phase(JsonWriter& j, const char* name, int32_t tokens, int32_t depth, const std::vector<double>& tps) {
+Json phase_json(int32_t tokens, int32_t depth, const std::vector<double>& tps) {
     const Stat s = tps.empty() ? Stat{} : stat_of(tps);
-    j.key(name).begin_object().key("tokens").value(tokens).key("depth").value(depth);
-    j.key("mean").value(s.mean).key("sd").value(s.sd).key("samples").begin_array();
-    for (double x : tps) j.value(x);
-    j.end_array().end_object();
+    Json samples = Json::array();
+    for (double x : tps) samples.push_back(json_number(x));
+    return {{"tokens", tokens}, {"depth", depth}, {"mean", json_number(s.mean)}, {"sd", json_number(s.sd)},
+            {"samples", std::move(samples)}};
 }
+
+Json stat_json(const Stat& s) { return {{"mean", json_number(s.mean)}, {"sd", json_number(s.sd)}}; }
 
 }  // namespace
 
@@ -126,21 +128,19 @@ int cmd_bench(const CliOptions& o) {
     const Stat dc = decode_tps.empty() ? Stat{} : stat_of(decode_tps);
     const uint64_t weight_bytes = model->weights().total_bytes();
     if (o.json) {
-        JsonWriter j;
-        j.begin_object().key("model").value(model->display_name()).key("backend").value(bc.backend->description());
-        j.key("commit").value(WB_GIT_COMMIT);
-        j.key("prompt_tokens").value(n_prompt).key("decode_tokens").value(o.n_predict).key("depth").value(depth);
-        j.key("repetitions").value(o.repetitions).key("capture").value(o.bench_capture);
+        Json j = {{"model", model->display_name()}, {"backend", bc.backend->description()}, {"commit", WB_GIT_COMMIT},
+                  {"prompt_tokens", n_prompt}, {"decode_tokens", o.n_predict}, {"depth", depth},
+                  {"repetitions", o.repetitions}, {"capture", o.bench_capture}};
         // Per phase, every repetition's figure and the context length it started at (the prefill's is
         // the tokens the session reused, the decode's those plus the ones it prefilled).
-        write_phase(j, "prefill", n_prompt, n_prompt > 0 ? last.n_reused : depth, prefill_tps);
-        write_phase(j, "decode", o.n_predict, last.n_reused + last.n_prefill, decode_tps);
-        j.key("prefill_tps").begin_object().key("mean").value(pf.mean).key("sd").value(pf.sd).end_object();
-        j.key("decode_tps").begin_object().key("mean").value(dc.mean).key("sd").value(dc.sd).end_object();
+        j["prefill"] = phase_json(n_prompt, n_prompt > 0 ? last.n_reused : depth, prefill_tps);
+        j["decode"] = phase_json(o.n_predict, last.n_reused + last.n_prefill, decode_tps);
+        j["prefill_tps"] = stat_json(pf);
+        j["decode_tps"] = stat_json(dc);
         // Every decoded token reads all weights once: this is the memory traffic decode speed implies.
-        j.key("weight_bytes_per_token").value(weight_bytes).key("decode_weight_gbps").value(dc.mean * double(weight_bytes) / 1e9);
-        j.end_object();
-        std::printf("%s\n", j.str().c_str());
+        j["weight_bytes_per_token"] = weight_bytes;
+        j["decode_weight_gbps"] = json_number(dc.mean * double(weight_bytes) / 1e9);
+        std::printf("%s\n", json_dump(j).c_str());
     } else {
         std::printf("model   %s\nbackend %s\ncapture %s\ndepth   %d\n", model->display_name().c_str(),
                     bc.backend->description().c_str(), o.bench_capture.c_str(), depth);

@@ -7,7 +7,7 @@
 #include "cli/chat_repl.h"
 #include "cli/commands.h"
 #include "cli/generate_observer.h"
-#include "cli/json_writer.h"
+#include "cli/cli_json.h"
 #include "engine/backend.h"
 #include "engine/chat_prompt.h"
 #include "engine/model.h"
@@ -57,45 +57,45 @@ std::vector<int32_t> encode_chat(const Model& m, const std::vector<ChatMessage>&
     return build_chat_prompt(m, messages, true).ids;
 }
 
-void write_lens(JsonWriter& j, const std::vector<LensLayer>& lens) {
-    j.key("lens").begin_array();
+Json lens_json(const std::vector<LensLayer>& lens) {
+    Json out = Json::array();
     for (const LensLayer& l : lens) {
-        j.begin_object().key("layer").value(l.layer).key("top").begin_array();
-        for (size_t i = 0; i < l.top_ids.size(); ++i)
-            j.begin_array().value(l.top_ids[i]).value(double(l.top_p[i])).end_array();
-        j.end_array().key("p_drawn").value(double(l.p_drawn)).key("entropy").value(double(l.entropy)).end_object();
+        Json top = Json::array();
+        for (size_t i = 0; i < l.top_ids.size(); ++i) top.push_back(Json::array({l.top_ids[i], json_number(l.top_p[i])}));
+        out.push_back({{"layer", l.layer}, {"top", std::move(top)}, {"p_drawn", json_number(l.p_drawn)},
+                       {"entropy", json_number(l.entropy)}});
     }
-    j.end_array();
+    return out;
 }
 
-void write_heads(JsonWriter& j, const std::vector<HeadStats>& heads) {
-    j.key("heads").begin_array();
+Json heads_json(const std::vector<HeadStats>& heads) {
+    Json out = Json::array();
     for (const HeadStats& h : heads)
-        j.begin_object().key("layer").value(h.layer).key("head").value(h.head).key("kv_head").value(h.kv_head)
-            .key("entropy").value(double(h.entropy)).key("sink").value(double(h.sink)).key("prev").value(double(h.prev))
-            .key("distance").value(double(h.distance)).key("in_window").value(double(h.in_window))
-            .key("window").value(h.window).end_object();
-    j.end_array();
+        out.push_back({{"layer", h.layer}, {"head", h.head}, {"kv_head", h.kv_head}, {"entropy", json_number(h.entropy)},
+                       {"sink", json_number(h.sink)}, {"prev", json_number(h.prev)}, {"distance", json_number(h.distance)},
+                       {"in_window", json_number(h.in_window)}, {"window", h.window}});
+    return out;
 }
 
-void write_steps(JsonWriter& j, const GenerateObserver& obs, bool with_candidates, bool with_lens) {
+Json steps_json(const GenerateObserver& obs, bool with_candidates, bool with_lens) {
     const std::vector<TokenEvent>& steps = obs.steps();
-    j.key("steps").begin_array();
+    Json out = Json::array();
     for (size_t si = 0; si < steps.size(); ++si) {
         const TokenEvent& e = steps[si];
-        j.begin_object().key("token").value(e.id).key("piece").value(e.token_piece).key("p").value(double(e.p));
+        Json step = {{"token", e.id}, {"piece", e.token_piece}, {"p", json_number(e.p)}};
         if (with_candidates) {
-            j.key("entropy").value(double(e.entropy)).key("candidates").begin_array();
+            step["entropy"] = json_number(e.entropy);
+            Json candidates = Json::array();
             for (const TokenCandidate& c : e.candidates)
-                j.begin_object().key("id").value(c.id).key("piece").value(c.piece).key("p_raw").value(double(c.p_raw))
-                    .key("p_final").value(double(c.p_final)).end_object();
-            j.end_array();
+                candidates.push_back({{"id", c.id}, {"piece", c.piece}, {"p_raw", json_number(c.p_raw)},
+                                      {"p_final", json_number(c.p_final)}});
+            step["candidates"] = std::move(candidates);
         }
-        if (with_lens) write_lens(j, e.lens);
-        if (si < obs.step_heads().size()) write_heads(j, obs.step_heads()[si]);
-        j.end_object();
+        if (with_lens) step["lens"] = lens_json(e.lens);
+        if (si < obs.step_heads().size()) step["heads"] = heads_json(obs.step_heads()[si]);
+        out.push_back(std::move(step));
     }
-    j.end_array();
+    return out;
 }
 
 // --compare-model: the reply through the second file on the same backend, teacher-forced. Prompt and
@@ -119,13 +119,12 @@ ModelComparison compare_reply(const CliOptions& o, Runtime& rt, const std::vecto
     return compare_models(first ? *first : *rt.session, *second, prompt, reply);
 }
 
-void write_compare(JsonWriter& j, const std::string& path, const ModelComparison& c) {
-    j.key("compare").begin_object().key("model").value(path).key("kl_mean").value(c.kl_mean);
-    j.key("kl_max").value(c.kl_max).key("flips").value(c.flips).key("tokens").begin_array();
+Json compare_json(const std::string& path, const ModelComparison& c) {
+    Json tokens = Json::array();
     for (const TokenComparison& t : c.tokens)
-        j.begin_object().key("token").value(t.token).key("kl").value(t.kl).key("top").value(t.top_a)
-            .key("top_other").value(t.top_b).end_object();
-    j.end_array().end_object();
+        tokens.push_back({{"token", t.token}, {"kl", json_number(t.kl)}, {"top", t.top_a}, {"top_other", t.top_b}});
+    return {{"model", path}, {"kl_mean", json_number(c.kl_mean)}, {"kl_max", json_number(c.kl_max)},
+            {"flips", c.flips}, {"tokens", std::move(tokens)}};
 }
 
 void print_compare(const std::string& path, const ModelComparison& c) {
@@ -140,20 +139,20 @@ void print_compare(const std::string& path, const ModelComparison& c) {
 void print_json_result(const GenerateResult& r, const std::vector<int32_t>& prompt, const std::string& backend,
                        const GenerateObserver& obs, bool with_candidates, bool with_lens, const CliOptions& o,
                        const ModelComparison& cmp) {
-    JsonWriter j;
-    j.begin_object().key("text").value(r.text).key("tokens").array(r.tokens);
-    write_steps(j, obs, with_candidates, with_lens);
-    if (!o.compare_model.empty()) write_compare(j, o.compare_model, cmp);
-    j.key("prompt_tokens").value(uint64_t(prompt.size())).key("prompt_token_ids").array(prompt);
-    j.key("stop_reason").value(stop_reason_name(r.reason));
-    if (r.reason == StopReason::ERROR) j.key("error").value(r.error);
-    j.key("seed").value(r.seed).key("backend").value(backend);
+    Json j = {{"text", r.text}, {"tokens", r.tokens}, {"steps", steps_json(obs, with_candidates, with_lens)}};
+    if (!o.compare_model.empty()) j["compare"] = compare_json(o.compare_model, cmp);
+    j["prompt_tokens"] = prompt.size();
+    j["prompt_token_ids"] = prompt;
+    j["stop_reason"] = stop_reason_name(r.reason);
+    if (r.reason == StopReason::ERROR) j["error"] = r.error;
+    j["seed"] = r.seed;
+    j["backend"] = backend;
     const Timings& t = r.timings;
-    j.key("timings").begin_object().key("prefill_ms").value(t.prefill_ms).key("prefill_tokens").value(t.n_prefill);
-    j.key("prefill_tps").value(t.prefill_tps()).key("ttft_ms").value(t.ttft_ms).key("decode_ms").value(t.decode_ms);
-    j.key("decode_tokens").value(t.n_decode).key("decode_tps").value(t.decode_tps()).end_object();
-    j.end_object();
-    std::printf("%s\n", j.str().c_str());
+    j["timings"] = {{"prefill_ms", json_number(t.prefill_ms)}, {"prefill_tokens", t.n_prefill},
+                    {"prefill_tps", json_number(t.prefill_tps())}, {"ttft_ms", json_number(t.ttft_ms)},
+                    {"decode_ms", json_number(t.decode_ms)}, {"decode_tokens", t.n_decode},
+                    {"decode_tps", json_number(t.decode_tps())}};
+    std::printf("%s\n", json_dump(j).c_str());
 }
 
 #ifdef WB_HAVE_TRACE_FILE

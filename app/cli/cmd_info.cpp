@@ -3,7 +3,7 @@
 #include <sys/stat.h>
 
 #include "cli/commands.h"
-#include "cli/json_writer.h"
+#include "cli/cli_json.h"
 #include "engine/model.h"
 #include "gguf/gguf_file.h"
 #include "model/model_config.h"
@@ -49,21 +49,23 @@ std::string shape_of(const GgufTensor& t) {
     return s + "]";
 }
 
-void write_value_json(JsonWriter& j, const GgufValue& v) {
+Json value_json(const GgufValue& v) {
     switch (v.type) {
-        case GgufValueType::STRING: j.value(v.s); break;
-        case GgufValueType::BOOL: j.value(v.i != 0); break;
+        case GgufValueType::STRING: return v.s;
+        case GgufValueType::BOOL: return v.i != 0;
         case GgufValueType::FLOAT32:
-        case GgufValueType::FLOAT64: j.value(v.f); break;
-        case GgufValueType::ARRAY:
+        case GgufValueType::FLOAT64: return json_number(v.f);
+        case GgufValueType::ARRAY: {
             // Vocabulary-sized arrays would drown the output: give their type and length only.
-            if (v.array_len > 64) {
-                j.begin_object().key("array_of").value(gguf_value_type_name(v.elem_type)).key("length").value(v.array_len).end_object();
-            } else if (!v.strings.empty()) j.array(v.strings);
-            else if (!v.floats.empty()) j.array(v.floats);
-            else j.array(v.ints);
-            break;
-        default: j.value(v.i);
+            if (v.array_len > 64) return {{"array_of", gguf_value_type_name(v.elem_type)}, {"length", v.array_len}};
+            if (!v.strings.empty()) return v.strings;
+            Json out = Json::array();
+            for (double f : v.floats) out.push_back(json_number(f));
+            if (v.floats.empty())
+                for (auto i : v.ints) out.push_back(i);
+            return out;
+        }
+        default: return v.i;
     }
 }
 
@@ -118,28 +120,26 @@ int cmd_info(const CliOptions& o) {
     const std::string chat = run_error.empty() ? chat_template_summary(*file) : std::string();
 
     if (o.json) {
-        JsonWriter j;
-        j.begin_object().key("path").value(file->path()).key("version").value(int64_t(file->version()));
-        j.key("file_size").value(file->file_size()).key("metadata").begin_object();
-        for (const auto& [k, v] : file->metadata()) {
-            j.key(k);
-            write_value_json(j, v);
+        Json metadata = Json::object();
+        for (const auto& [k, v] : file->metadata()) metadata[k] = value_json(v);
+        Json tensors = Json::array();
+        for (const auto& t : file->tensors())
+            tensors.push_back({{"name", t.name}, {"type", ggml_type_name(t.type)},
+                               {"shape", std::vector<int64_t>(t.ne, t.ne + t.n_dims)}, {"bytes", t.n_bytes},
+                               {"offset", t.offset}});
+        Json memory = {{"weights_bytes", weight_bytes}};
+        if (config_error.empty()) {
+            memory["kv_type_k"] = kv_type_name(o.cache_type_k);
+            memory["kv_type_v"] = kv_type_name(o.cache_type_v);
+            memory["kv_bytes_per_token"] = kv_per_token;
+            memory["context"] = ctx;
+            memory["kv_bytes_at_context"] = kv_per_token * uint64_t(ctx);
         }
-        j.end_object().key("tensors").begin_array();
-        for (const auto& t : file->tensors()) {
-            j.begin_object().key("name").value(t.name).key("type").value(ggml_type_name(t.type)).key("shape").begin_array();
-            for (uint32_t d = 0; d < t.n_dims; ++d) j.value(t.ne[d]);
-            j.end_array().key("bytes").value(t.n_bytes).key("offset").value(t.offset).end_object();
-        }
-        j.end_array().key("memory").begin_object().key("weights_bytes").value(weight_bytes);
-        if (config_error.empty())
-            j.key("kv_type_k").value(kv_type_name(o.cache_type_k)).key("kv_type_v").value(kv_type_name(o.cache_type_v))
-                .key("kv_bytes_per_token").value(kv_per_token).key("context").value(ctx).key("kv_bytes_at_context").value(kv_per_token * uint64_t(ctx));
-        j.end_object();
-        if (!run_error.empty()) j.key("unsupported").value(run_error);
-        if (!chat.empty()) j.key("chat_template").value(chat);
-        j.end_object();
-        std::printf("%s\n", j.str().c_str());
+        Json j = {{"path", file->path()}, {"version", file->version()}, {"file_size", file->file_size()},
+                  {"metadata", std::move(metadata)}, {"tensors", std::move(tensors)}, {"memory", std::move(memory)}};
+        if (!run_error.empty()) j["unsupported"] = run_error;
+        if (!chat.empty()) j["chat_template"] = chat;
+        std::printf("%s\n", json_dump(j).c_str());
         return 0;
     }
     std::printf("file: %s (GGUF v%u, %.1f MiB)\n", file->path().c_str(), file->version(), double(file->file_size()) / 1048576.0);
@@ -165,9 +165,7 @@ int cmd_tokenize(const CliOptions& o) {
     std::vector<std::string> pieces;
     for (int32_t id : ids) pieces.push_back(tok->token_to_piece(id, true));
     if (o.json) {
-        JsonWriter j;
-        j.begin_object().key("tokens").array(ids).key("pieces").array(pieces).end_object();
-        std::printf("%s\n", j.str().c_str());
+        std::printf("%s\n", json_dump({{"tokens", ids}, {"pieces", pieces}}).c_str());
         return 0;
     }
     for (size_t i = 0; i < ids.size(); ++i) std::printf("%6d  %s\n", ids[i], json_quote(pieces[i]).c_str());

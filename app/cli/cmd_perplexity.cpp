@@ -8,7 +8,7 @@
 #include <sstream>
 
 #include "cli/commands.h"
-#include "cli/json_writer.h"
+#include "cli/cli_json.h"
 #include "engine/backend.h"
 #include "engine/model.h"
 #include "engine/perplexity.h"
@@ -40,26 +40,22 @@ void check_base(const LogprobBase& base, const std::vector<int32_t>& tokens, int
 }
 
 void print_json(const PerplexityResult& r, const KlStats* kl, int32_t top_k) {
-    JsonWriter j;
-    j.begin_object().key("tokens").array(r.tokens).key("n_ctx").value(int64_t(r.n_ctx));
-    j.key("n_chunks").value(int64_t(r.n_chunks)).key("ppl").value(r.ppl).key("positions").begin_array();
+    Json positions = Json::array();
     for (const ScoredPosition& p : r.positions) {
-        j.begin_object().key("pos").value(int64_t(p.pos)).key("next").value(int64_t(p.next)).key("logprob").value(p.logprob);
+        Json pos = {{"pos", p.pos}, {"next", p.next}, {"logprob", json_number(p.logprob)}};
         if (top_k > 0) {
-            j.key("top").begin_array();
-            for (const auto& [id, lp] : p.top) j.begin_array().value(int64_t(id)).value(lp).end_array();
-            j.end_array();
+            Json top = Json::array();
+            for (const auto& [id, lp] : p.top) top.push_back(Json::array({id, json_number(lp)}));
+            pos["top"] = std::move(top);
         }
-        j.end_object();
+        positions.push_back(std::move(pos));
     }
-    j.end_array();
-    if (kl) {
-        j.key("kl").begin_object().key("mean").value(kl->kl_mean()).key("max").value(kl->kl_max);
-        j.key("same_top").value(kl->top1()).key("base_ppl").value(std::exp(-kl->base_logprob_sum / double(kl->n)));
-        j.end_object();
-    }
-    j.end_object();
-    std::printf("%s\n", j.str().c_str());
+    Json j = {{"tokens", r.tokens}, {"n_ctx", r.n_ctx}, {"n_chunks", r.n_chunks}, {"ppl", json_number(r.ppl)},
+              {"positions", std::move(positions)}};
+    if (kl)
+        j["kl"] = {{"mean", json_number(kl->kl_mean())}, {"max", json_number(kl->kl_max)}, {"same_top", json_number(kl->top1())},
+                   {"base_ppl", json_number(std::exp(-kl->base_logprob_sum / double(kl->n)))}};
+    std::printf("%s\n", json_dump(j).c_str());
 }
 
 }  // namespace

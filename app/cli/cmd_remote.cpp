@@ -15,24 +15,37 @@ namespace wb::cli {
 namespace {
 
 // The flags that mean something to a remote server: the text, the length and the sampling
-// settings it takes by name. Every other flag describes the local engine (the model file, backend,
-// cache, inspection output) and would be silently ignored, so it is refused.
+// settings it takes by name (OpenAI's, and llama.cpp server's extensions, which WhiteBox's server
+// takes too). Every other flag describes the local engine (the model file, backend, cache,
+// inspection output) and would be silently ignored, so it is refused.
 constexpr const char* kRemoteFlags[] = {
     "--remote", "--remote-model", "--api-key", "-p", "--prompt", "-n", "--n-predict", "--chat", "--system",
     "--temp", "--top-k", "--top-p", "--min-p", "--typical-p", "--repeat-penalty", "--repeat-last-n",
-    "--frequency-penalty", "--presence-penalty", "--seed", "--stop"};
+    "--frequency-penalty", "--presence-penalty", "--seed", "--stop", "--grammar", "--grammar-file", "--json-schema",
+    "--logit-bias", "-l", "--ignore-eos", "--dry-multiplier", "--dry-base", "--dry-allowed-length",
+    "--dry-penalty-last-n", "--dry-sequence-breaker", "--xtc-probability", "--xtc-threshold", "--top-n-sigma", "--top-nsigma", "--mirostat",
+    "--mirostat-ent", "--mirostat-lr", "--samplers"};
 
 bool given(const CliOptions& o, const char* flag) {
     return std::find(o.flags.begin(), o.flags.end(), flag) != o.flags.end();
 }
 
+bool listed(const std::string& flag, const char* const* begin, const char* const* end) {
+    return std::any_of(begin, end, [&](const char* f) { return flag == f; });
+}
+
+// Refuses a local-engine flag; warns of a logit bias by text, which cannot be sent.
 void check_remote_flags(const CliOptions& o) {
-    for (const std::string& f : o.flags)
-        if (std::none_of(std::begin(kRemoteFlags), std::end(kRemoteFlags), [&](const char* r) { return f == r; }))
+    for (const std::string& f : o.flags) {
+        if (!listed(f, std::begin(kRemoteFlags), std::end(kRemoteFlags)))
             throw Error(f + " does not apply to --remote: the server runs its own model and engine (with --remote, "
-                            "-n, --chat, --system, --stop and the sampling flags --temp --top-k --top-p --min-p "
-                            "--typical-p --repeat-penalty --repeat-last-n --frequency-penalty --presence-penalty "
-                            "--seed are sent)");
+                            "-n, --chat, --system, --stop, the sampling flags, --grammar, --grammar-file, "
+                            "--json-schema, --logit-bias with token ids, DRY, XTC, top-n-sigma, Mirostat, --samplers and --ignore-eos are sent)");
+    }
+    // A text key is encoded by the local tokenizer, which a remote model need not share.
+    if (!o.logit_bias_text.empty())
+        std::fprintf(stderr, "warning: --logit-bias text keys are not sent to the remote server (its vocabulary is not "
+                             "known here); give token ids\n");
 }
 
 remote::RemoteSampling remote_sampling(const CliOptions& o) {
@@ -49,6 +62,27 @@ remote::RemoteSampling remote_sampling(const CliOptions& o) {
     if (given(o, "--presence-penalty")) r.presence_penalty = s.presence_penalty;
     if (given(o, "--seed")) r.seed = s.seed;
     r.stop = s.stop;
+    r.grammar = s.grammar;  // --grammar, --grammar-file, or --json-schema compiled to GBNF here
+    for (const LogitBias& b : s.logit_bias) r.logit_bias.emplace_back(b.token, b.bias);
+    if (given(o, "--dry-multiplier")) r.dry_multiplier = s.dry_multiplier;
+    if (given(o, "--dry-base")) r.dry_base = s.dry_base;
+    if (given(o, "--dry-allowed-length")) r.dry_allowed_length = s.dry_allowed_length;
+    if (given(o, "--dry-penalty-last-n")) r.dry_penalty_last_n = s.dry_penalty_last_n;
+    if (given(o, "--dry-sequence-breaker")) {
+        if (s.dry_sequence_breakers.empty())
+            std::fprintf(stderr, "warning: --dry-sequence-breaker none is not sent to the remote server (it refuses an "
+                                 "empty list); the server's default breakers apply\n");
+        else
+            r.dry_sequence_breakers = s.dry_sequence_breakers;
+    }
+    if (given(o, "--xtc-probability")) r.xtc_probability = s.xtc_probability;
+    if (given(o, "--xtc-threshold")) r.xtc_threshold = s.xtc_threshold;
+    if (given(o, "--top-n-sigma") || given(o, "--top-nsigma")) r.top_n_sigma = s.top_n_sigma;
+    if (given(o, "--mirostat")) r.mirostat = s.mirostat;
+    if (given(o, "--mirostat-ent")) r.mirostat_tau = s.mirostat_tau;
+    if (given(o, "--mirostat-lr")) r.mirostat_eta = s.mirostat_eta;
+    if (s.samplers != default_sampler_sequence()) r.samplers = s.samplers;
+    r.ignore_eos = s.ignore_eos;
     return r;
 }
 

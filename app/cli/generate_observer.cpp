@@ -3,7 +3,7 @@
 #include <cerrno>
 #include <cstring>
 
-#include "cli/json_writer.h"
+#include "cli/cli_json.h"
 #include "tokenizer/tokenizer.h"
 #include "util/error.h"
 
@@ -40,33 +40,32 @@ void GenerateObserver::on_attention(const AttentionEvent& e) {
 
 void GenerateObserver::write_attention(const std::string& path, const std::vector<int32_t>& context,
                                        const Tokenizer& tok) const {
-    JsonWriter j;
-    j.begin_object().key("format").value("whitebox-attention-1");
-    j.key("tokens").array(context).key("pieces").begin_array();
-    for (int32_t id : context) j.value(tok.token_to_piece(id, true));
-    j.end_array().key("events").begin_array();
+    Json pieces = Json::array();
+    for (int32_t id : context) pieces.push_back(tok.token_to_piece(id, true));
+    Json events = Json::array();
     for (const AttentionEvent& e : attention_) {
-        j.begin_object().key("layer").value(e.layer).key("prefill").value(e.prefill);
-        j.key("heads").array(e.heads).key("kv_head_of").array(e.kv_head_of).key("window").value(e.window);
-        j.key("query_pos0").value(e.query_pos0).key("n_queries").value(e.n_queries).key("n_keys").value(e.n_keys);
-        j.key("probs").begin_array();
+        Json probs = Json::array();
         for (size_t h = 0; h < e.heads.size(); ++h) {
-            j.begin_array();
+            Json rows = Json::array();
             for (int32_t q = 0; q < e.n_queries; ++q) {
-                j.begin_array();
-                for (int32_t k = 0; k < e.n_keys; ++k) j.value(double(e.at(h, q, k)));
-                j.end_array();
+                Json row = Json::array();
+                for (int32_t k = 0; k < e.n_keys; ++k) row.push_back(json_number(e.at(h, q, k)));
+                rows.push_back(std::move(row));
             }
-            j.end_array();
+            probs.push_back(std::move(rows));
         }
-        j.end_array().end_object();
+        events.push_back({{"layer", e.layer}, {"prefill", e.prefill}, {"heads", e.heads}, {"kv_head_of", e.kv_head_of},
+                          {"window", e.window}, {"query_pos0", e.query_pos0}, {"n_queries", e.n_queries},
+                          {"n_keys", e.n_keys}, {"probs", std::move(probs)}});
     }
-    j.end_array().end_object();
+    const Json doc = {{"format", "whitebox-attention-1"}, {"tokens", context}, {"pieces", std::move(pieces)},
+                      {"events", std::move(events)}};
+    const std::string text = json_dump(doc);
 
     const std::string tmp = path + ".tmp";
     FILE* f = std::fopen(tmp.c_str(), "wb");
     if (!f) throw Error("cannot write " + tmp + ": " + std::strerror(errno));
-    const bool ok = std::fwrite(j.str().data(), 1, j.str().size(), f) == j.str().size() && std::fputc('\n', f) != EOF;
+    const bool ok = std::fwrite(text.data(), 1, text.size(), f) == text.size() && std::fputc('\n', f) != EOF;
     if (std::fclose(f) != 0 || !ok || std::rename(tmp.c_str(), path.c_str()) != 0) {
         std::remove(tmp.c_str());
         throw Error("cannot write " + path + ": " + std::strerror(errno));

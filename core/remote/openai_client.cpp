@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cctype>
 #include <chrono>
+#include <cmath>
 #include <condition_variable>
 #include <exception>
 #include <mutex>
@@ -63,6 +64,28 @@ json sampling_json(const RemoteSampling& s) {
     put("repeat_last_n", s.repeat_last_n);
     put("seed", s.seed);
     if (!s.stop.empty()) j["stop"] = s.stop;
+    if (!s.grammar.empty()) j["grammar"] = s.grammar;
+    if (!s.logit_bias.empty()) {
+        json bias = json::object();
+        for (const auto& [token, b] : s.logit_bias)
+            bias[std::to_string(token)] = std::isinf(b) && b < 0 ? json(false) : json(b);
+        j["logit_bias"] = bias;
+    }
+    put("dry_multiplier", s.dry_multiplier);
+    put("dry_base", s.dry_base);
+    put("dry_allowed_length", s.dry_allowed_length);
+    put("dry_penalty_last_n", s.dry_penalty_last_n);
+    // llama.cpp's server refuses every request with an empty array, so "no breakers" is not sent.
+    if (s.dry_sequence_breakers && !s.dry_sequence_breakers->empty())
+        j["dry_sequence_breakers"] = *s.dry_sequence_breakers;
+    put("xtc_probability", s.xtc_probability);
+    put("xtc_threshold", s.xtc_threshold);
+    put("top_n_sigma", s.top_n_sigma);
+    put("mirostat", s.mirostat);
+    put("mirostat_tau", s.mirostat_tau);
+    put("mirostat_eta", s.mirostat_eta);
+    put("samplers", s.samplers);
+    if (s.ignore_eos) j["ignore_eos"] = true;
     return j;
 }
 

@@ -8,6 +8,7 @@
 #include <mutex>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "chat/chat_template.h"
@@ -55,6 +56,23 @@ struct RemoteSampling {
     std::optional<int32_t> top_k, repeat_last_n;
     std::optional<uint64_t> seed;
     std::vector<std::string> stop;
+    // llama.cpp server's extensions (WhiteBox's server takes them too), sent only when set, so a
+    // server that knows none of them sees none unless the user asked for one.
+    std::string grammar;  // GBNF, matching from `root`; empty: none
+    // OpenAI's {"token id": bias}, ids of the server's vocabulary; -inf bans (sent as false, as
+    // llama.cpp's server and WhiteBox's take it).
+    std::vector<std::pair<int32_t, float>> logit_bias;
+    std::optional<float> dry_multiplier, dry_base;
+    std::optional<int32_t> dry_allowed_length, dry_penalty_last_n;
+    std::optional<std::vector<std::string>> dry_sequence_breakers;  // never sent empty (servers refuse it)
+    std::optional<float> xtc_probability, xtc_threshold, top_n_sigma;
+    std::optional<int32_t> mirostat;
+    std::optional<float> mirostat_tau, mirostat_eta;
+    // The filtering stages' order by llama.cpp's names (core/sampling's); set only when not the default.
+    std::optional<std::vector<std::string>> samplers;
+    bool ignore_eos = false;  // sent only when true
+
+    bool operator==(const RemoteSampling&) const = default;
 };
 
 struct RemoteRequest {

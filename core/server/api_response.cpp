@@ -116,7 +116,7 @@ std::string props_json(const ChatTemplate& chat_template) {
               {"bos_token", chat_template.bos_token()},
               {"eos_token", chat_template.eos_token()}};
     if (chat_template.kind() != ChatTemplateKind::JINJA) j["chat_format"] = chat_template_kind_name(chat_template.kind());
-    return j.dump();
+    return dump(j);
 }
 
 }  // namespace wb::server

@@ -250,7 +250,7 @@ void HttpServer::routes() {
         }), "text/plain; version=0.0.4");
     });
     s.Get("/props", [this](const httplib::Request&, httplib::Response& res) {
-        res.set_content(props_json(model_.chat_template()), "application/json");
+        res.set_content(props_json(*chat_template()), "application/json");
     });
     for (const char* path : {"/v1/models", "/models"})
         s.Get(path, [this](const httplib::Request&, httplib::Response& res) {
@@ -264,6 +264,12 @@ void HttpServer::routes() {
         s.Post(path, [this](const httplib::Request& req, httplib::Response& res) {
             handle_completion(req.body, Endpoint::COMPLETION, res);
         });
+}
+
+std::shared_ptr<const ChatTemplate> HttpServer::chat_template() const {
+    if (std::shared_ptr<const ChatTemplate> own = exec_->chat_template()) return own;
+    // The model's, which outlives the server: a pointer that owns nothing.
+    return std::shared_ptr<const ChatTemplate>(std::shared_ptr<void>(), &model_.chat_template());
 }
 
 // The prompt of a request as its executor will feed it: tokens, how many of them must fit the
@@ -313,7 +319,7 @@ std::shared_ptr<Job> HttpServer::make_job(const CompletionRequest& r) const {
     // As `generate --chat`: the template's end-of-turn text ends a reply even when the file does not
     // mark it as a control token.
     if (r.endpoint == Endpoint::CHAT)
-        for (const std::string& s : model_.chat_template().end_of_turn_texts()) p.stop.push_back(s);
+        for (const std::string& s : chat_template()->end_of_turn_texts()) p.stop.push_back(s);
     p.max_tokens = r.max_tokens > 0 ? r.max_tokens : exec_->n_ctx() - prompt.must_fit;
     for (const LogitBias& b : p.logit_bias)
         if (b.token >= tok.n_vocab())

@@ -71,6 +71,8 @@ private:
     bool stream(Job& job, const ResponseMeta& meta, bool include_usage, httplib::DataSink& sink);
     std::shared_ptr<Job> make_job(const CompletionRequest& r) const;
     ExecutorPrompt render(const CompletionRequest& r) const;
+    // The template chat prompts are rendered with: the executor's (JobExecutor::chat_template), else the model's.
+    std::shared_ptr<const ChatTemplate> chat_template() const;
     void check_fits(const CompletionRequest& r, const ExecutorPrompt& prompt) const;
 
     HttpServer(const Model& model, ServerOptions options, std::unique_ptr<GenerationQueue> own, JobExecutor* executor);

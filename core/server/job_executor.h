@@ -111,6 +111,11 @@ public:
     // would refuse is a 400, not an error after the 200. Called on the request's HTTP thread;
     // wb::Error when the messages cannot be rendered.
     virtual std::optional<ExecutorPrompt> chat_prompt(const std::vector<ChatMessage>&) const { return std::nullopt; }
+    // The template chat requests are rendered with, when it is not the model's own: the app's worker
+    // renders with the one the user chose. /props reports it and its end-of-turn texts end a chat
+    // reply, so a client sees the template that makes its prompts. Null: the model's. Called on HTTP
+    // threads, per request (the user may change the template while serving).
+    virtual std::shared_ptr<const ChatTemplate> chat_template() const { return nullptr; }
     // Where the context's size is set, for the message of a prompt that does not fit.
     virtual std::string context_setting() const { return "serve --ctx"; }
 

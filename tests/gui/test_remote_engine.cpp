@@ -31,6 +31,7 @@
 #include "chat/chat_template.h"
 #include "chat_controller.h"
 #include "chat_panel.h"
+#include "context_full_notice.h"
 #include "gui_test_support.h"
 #include "internals_notice.h"
 #include "load_options_menu.h"
@@ -41,6 +42,7 @@
 #include "remote_engine_ui.h"
 #include "remote_reply.h"
 #include "remote_test_support.h"
+#include "sampler_chain_controls.h"
 #include "sampling_panel.h"
 #include "token_inspector.h"
 
@@ -221,6 +223,36 @@ private Q_SLOTS:
         QCOMPARE(capped[0].candidates.back().piece, "c" + std::to_string(remote_reply::kTopLogprobs - 1));
     }
 
+    // The panel's extensions go with a request when they are on (remote_reply::sampling), none when
+    // off; the sampler order when it is not the default.
+    void panelSettingsAreSentWhenOn() {
+        wb::SamplingParams p;
+        wb::remote::RemoteSampling r = remote_reply::sampling(p);
+        QVERIFY(r.grammar.empty() && r.logit_bias.empty() && !r.dry_multiplier && !r.dry_sequence_breakers &&
+                !r.xtc_probability && !r.top_n_sigma && !r.mirostat);
+        QVERIFY(!r.samplers);  // the default order is not sent
+        p.grammar = "root ::= \"a\"";
+        p.logit_bias = {{5, -INFINITY}, {9, 1.5f}};
+        p.dry_multiplier = 0.8f;
+        p.dry_allowed_length = 4;
+        p.xtc_probability = 0.5f;
+        p.top_n_sigma = 2.0f;
+        p.mirostat = 2;
+        p.mirostat_tau = 3.0f;
+        p.samplers = {"temperature", "top_k"};
+        r = remote_reply::sampling(p);
+        QCOMPARE(r.grammar, p.grammar);
+        QVERIFY(r.logit_bias.size() == 2 && r.logit_bias[0].first == 5 && std::isinf(r.logit_bias[0].second) &&
+                r.logit_bias[1] == std::make_pair(9, 1.5f));
+        QVERIFY(r.dry_multiplier == 0.8f && r.dry_allowed_length == 4 && r.dry_base == p.dry_base &&
+                r.dry_penalty_last_n == p.dry_penalty_last_n && r.dry_sequence_breakers == p.dry_sequence_breakers);
+        QVERIFY(r.xtc_probability == 0.5f && r.xtc_threshold == p.xtc_threshold && r.top_n_sigma == 2.0f);
+        QVERIFY(r.mirostat == 2 && r.mirostat_tau == 3.0f && r.mirostat_eta == p.mirostat_eta);
+        p.dry_sequence_breakers.clear();  // a server refuses an empty list: it is not sent
+        QVERIFY(!remote_reply::sampling(p).dry_sequence_breakers && remote_reply::sampling(p).dry_multiplier);
+        QVERIFY(r.samplers == p.samplers);
+    }
+
     // Nothing listening: a message that says so, the local model stays, no setting is kept.
     void nothingListeningIsAClearMessageAndKeepsNothing() {
         const QString dead = QStringLiteral("http://127.0.0.1:%1").arg(freePort());
@@ -285,6 +317,67 @@ private Q_SLOTS:
         release.store(true);
     }
 
+    // A reply cut by the local model's full context cannot go on with a remote engine: its tokens and
+    // context are the local engine's. Connecting hides the notice's Shift / Trim offer, the controller
+    // refuses the continuation, and the worker refuses a given start instead of sending the chat again
+    // (the server's fresh answer used to be appended to the cut reply as if it went on).
+    void aFullLocalContextIsNotContinuedRemotely() {
+        ChatController* ctl = m_w->controller();
+        QVERIFY(!ctl->isRemote());
+        // Put back whatever check fails: later tests run with the usual context and policy.
+        struct Restore {
+            ChatController* ctl;
+            int contextSize;
+            wb::ContextPolicy policy;
+            ~Restore() {
+                ctl->setContextSize(contextSize);
+                ctl->setContextPolicy(policy);
+            }
+        } restore{ctl, ctl->contextSize(), ctl->contextPolicy()};
+        QSignalSpy loaded(ctl, &ChatController::modelLoaded);
+        ctl->setContextSize(64);
+        ctl->loadModel(QString::fromStdString(wb::default_model_path()));
+        QVERIFY(loaded.wait(kTimeoutMs));
+        ctl->setContextPolicy(wb::ContextPolicy::STOP);
+        ctl->newChat();
+        wb::SamplingParams p = greedy(400);
+        p.ignore_eos = true;  // the reply runs into the end of the 64-token context
+        useSampling(p);
+        const GenerationSummary full = sendAndWait(QStringLiteral("Count from one to one hundred."));
+        QCOMPARE(int(full.reason), int(wb::StopReason::CONTEXT_FULL));
+        auto* notice = m_w->findChild<ContextFullNotice*>(QStringLiteral("contextFullNotice"));
+        QVERIFY(notice && notice->isVisible());
+        const ChatEntry cut = ctl->conversation().messages.last();
+        QCOMPARE(cut.stopReason, QStringLiteral("context_full"));
+
+        // "Shift / Trim and continue" while the connection is pending: the notice is gone at once and
+        // the controller refuses (the request would reach the remote engine, which refuses a given
+        // start); should one get there, the reply keeps its text and stop reason, not emptied.
+        loaded.clear();
+        ctl->connectRemote(url(), QStringLiteral("test-key"), QString());
+        QVERIFY(!notice->isVisible());
+        QVERIFY(!ctl->continueAfterFullContext(wb::ContextPolicy::TRIM));
+        QVERIFY(loaded.wait(kTimeoutMs));
+        QVERIFY(ctl->isRemote());
+        QCOMPARE(ctl->conversation().messages.last().content, cut.content);
+        QCOMPARE(ctl->conversation().messages.last().stopReason, QStringLiteral("context_full"));
+        QVERIFY(!ctl->continueAfterFullContext(wb::ContextPolicy::TRIM));
+        QVERIFY(!ctl->isGenerating());
+
+        // The worker itself, given the cut reply's tokens as the start to go on from.
+        QSignalSpy workerFinished(ctl->worker(), &InferenceWorker::generationFinished);
+        QVector<int> forced;
+        for (const TokenRecord& t : cut.tokens) forced.append(t.id);
+        const ChatMessages messages{{"user", "Count from one to one hundred."}};
+        QMetaObject::invokeMethod(ctl->worker(), "continueChat", Qt::QueuedConnection, Q_ARG(quint64, 987654),
+                                  Q_ARG(ChatMessages, messages), Q_ARG(QVector<int>, forced),
+                                  Q_ARG(int, int(wb::ContextPolicy::TRIM)));
+        QVERIFY(workerFinished.wait(kTimeoutMs));
+        const GenerationSummary refused = workerFinished.last().at(0).value<GenerationSummary>();
+        QCOMPARE(int(refused.reason), int(wb::StopReason::ERROR));
+        QVERIFY2(refused.error.contains(QStringLiteral("cannot continue")), qPrintable(refused.error));
+    }
+
     // Connected: the setting is kept, the internals panels say they are not exposed.
     void connectKeepsTheSettingAndCoversTheInternals() {
         QVERIFY(connectByDialog(url()));
@@ -292,6 +385,14 @@ private Q_SLOTS:
         const AppSettings::RemoteEngine kept = AppSettings::remoteEngine();
         QCOMPARE(kept.url, url());
         QCOMPARE(kept.apiKey, QStringLiteral("test-key"));
+        // "No breakers" cannot be sent: the note under the field says so while it is empty.
+        SamplerChainControls* chain = m_w->samplingPanel()->chainControls();
+        const QString breakers = chain->breakersEdit()->text();
+        chain->breakersEdit()->setText(QString());
+        QVERIFY(!chain->breakersRemoteNote()->isHidden());
+        chain->breakersEdit()->setText(QStringLiteral("\\n"));
+        QVERIFY(chain->breakersRemoteNote()->isHidden());
+        chain->breakersEdit()->setText(breakers);
         const QList<InternalsNotice*>& notices = m_w->remoteEngineUi()->notices();
         QCOMPARE(notices.size(), 7);  // attention, KV cache, lens, heads, ledger, prompt, timings
         for (InternalsNotice* n : notices) {
@@ -398,6 +499,46 @@ private Q_SLOTS:
         const wb::ChatTemplate t = wb::ChatTemplate::from_jinja(props["chat_template"].toString().toStdString(), {},
                                                                 props["eos_token"].toString().toStdString());
         return t.render({{"user", user.toStdString()}}, true);
+    }
+
+    // Starts a greedy reply of kTokens (with `grammar`), changes the settings to `changed` after a few
+    // tokens, and returns the finished reply's summary.
+    GenerationSummary changeMidReply(const std::string& grammar, wb::SamplingParams changed) {
+        constexpr int kTokens = 60;
+        m_w->controller()->newChat();
+        wb::SamplingParams p = greedy(kTokens);
+        p.grammar = grammar;
+        useSampling(p);
+        QSignalSpy appended(m_w->controller(), &ChatController::tokenAppended);
+        QSignalSpy finished(m_w->controller(), &ChatController::generationFinished);
+        m_w->chatPanel()->input()->setPlainText(QStringLiteral("Write a short poem about the sea."));
+        m_w->chatPanel()->sendButton()->click();
+        if (!QTest::qWaitFor([&] { return appended.size() >= 4; }, kTimeoutMs) || !finished.isEmpty()) return {};
+        changed.max_tokens = kTokens;
+        useSampling(changed);
+        if (!finished.wait(kTimeoutMs)) return {};
+        return finished.last().at(0).value<GenerationSummary>();
+    }
+
+    // A grammar is checked by the server against generated tokens only, so a reply that has one, or a
+    // change that sets one, is not continued mid-reply: the stream runs to its end, the change applies
+    // from the next reply.
+    void aGrammarIsNotContinuedMidReply() {
+        if (!m_w->controller()->isRemote()) QVERIFY(connectByDialog(url()));
+        const std::string grammar = "root ::= [a-z ,.\\n]+";
+        const double cancelled = metric("whitebox_generations_cancelled_total");
+        wb::SamplingParams changed = greedy(0);
+        changed.top_k = 7;  // and the grammar taken away: this reply still had it
+        GenerationSummary s = changeMidReply(grammar, changed);
+        QVERIFY2(s.reason == wb::StopReason::EOS || s.reason == wb::StopReason::MAX_TOKENS, wb::stop_reason_name(s.reason));
+        QVERIFY(!s.paramsChanged);
+        changed = greedy(0);
+        changed.grammar = grammar;  // the grammar itself set mid-reply
+        s = changeMidReply({}, changed);
+        QVERIFY2(s.reason == wb::StopReason::EOS || s.reason == wb::StopReason::MAX_TOKENS, wb::stop_reason_name(s.reason));
+        QVERIFY(!s.paramsChanged);
+        QCOMPARE(metric("whitebox_generations_cancelled_total"), cancelled);  // no stream was hung up
+        useSampling(greedy(8));
     }
 
     // A sampling change mid-reply hangs up and the reply goes on from its text with the new settings,
@@ -632,11 +773,17 @@ private Q_SLOTS:
     // Loading a local model goes back: the notices go, replies come from the local engine again.
     void loadingALocalModelGoesBack() {
         if (!m_w->controller()->isRemote()) QVERIFY(connectByDialog(url()));
+        SamplerChainControls* chain = m_w->samplingPanel()->chainControls();
+        const QString breakers = chain->breakersEdit()->text();
+        chain->breakersEdit()->setText(QString());
+        QVERIFY(!chain->breakersRemoteNote()->isHidden());
         QSignalSpy loaded(m_w->controller(), &ChatController::modelLoaded);
         m_w->controller()->loadModel(QString::fromStdString(wb::default_model_path()));
         QVERIFY(loaded.wait(kTimeoutMs));
         QVERIFY(!m_w->controller()->isRemote());
         for (InternalsNotice* n : m_w->remoteEngineUi()->notices()) QVERIFY(!n->isShown());
+        QVERIFY(chain->breakersRemoteNote()->isHidden());  // the local engine takes "no breakers"
+        chain->breakersEdit()->setText(breakers);
         m_w->controller()->newChat();
         useSampling(greedy(4));
         const GenerationSummary s = sendAndWait(QStringLiteral("Hi"));
@@ -645,6 +792,48 @@ private Q_SLOTS:
         QVERIFY(!reply.tokens.isEmpty());
         QVERIFY(reply.tokens.first().id >= 0);  // a local token has its id
         QVERIFY(s.rounds > 0);                  // the local engine ran it
+    }
+
+    // A local load queued before a connection ends first: it says nothing of the connection, which
+    // stays pending and is kept (saved) once the server answers (a local load used to forget it).
+    void aLocalLoadBeforeAConnectionLeavesItPending() {
+        ChatController* ctl = m_w->controller();
+        AppSettings::setRemoteEngine({});
+        QSignalSpy loaded(ctl, &ChatController::modelLoaded);
+        ctl->loadModel(QString::fromStdString(wb::default_model_path()));
+        const AppSettings::RemoteEngine engine{url(), QStringLiteral("queued-key"), QString()};
+        m_w->remoteEngineUi()->connectTo(engine);
+        QTRY_VERIFY_WITH_TIMEOUT(loaded.size() == 2, kTimeoutMs);
+        QVERIFY(!loaded.at(0).at(0).value<ModelSummary>().isRemote());
+        QVERIFY(ctl->isRemote());
+        QCOMPARE(AppSettings::remoteEngine().url, url());
+        QCOMPARE(AppSettings::remoteEngine().apiKey, QStringLiteral("queued-key"));
+    }
+
+    // A logit bias by text was encoded by the local model's tokenizer: with a remote engine those ids
+    // would name other tokens of another vocabulary, so none of the field is sent, and the field says
+    // why (its text is kept for the next local model).
+    void aTextLogitBiasIsNotSentToTheServer() {
+        ChatController* ctl = m_w->controller();
+        if (ctl->isRemote()) {
+            QSignalSpy loaded(ctl, &ChatController::modelLoaded);
+            ctl->loadModel(QString::fromStdString(wb::default_model_path()));
+            QVERIFY(loaded.wait(kTimeoutMs));
+        }
+        SamplerChainControls* chain = m_w->samplingPanel()->chainControls();
+        const QString typed = QStringLiteral("'Paris'=-inf, 13=+2");
+        chain->logitBiasEdit()->setText(typed);
+        QVERIFY(chain->logitBiasError()->isHidden());
+        QVERIFY(ctl->samplingParams().logit_bias.size() >= 2);
+        QVERIFY(connectByDialog(url()));
+        QVERIFY(ctl->samplingParams().logit_bias.empty());
+        QVERIFY(remote_reply::sampling(ctl->samplingParams()).logit_bias.empty());
+        QVERIFY(!chain->logitBiasError()->isHidden());
+        QVERIFY2(chain->logitBiasError()->text().contains(QStringLiteral("needs a loaded model")),
+                 qPrintable(chain->logitBiasError()->text()));
+        QCOMPARE(chain->logitBiasEdit()->text(), typed);
+        chain->logitBiasEdit()->setText(QString());
+        QVERIFY(chain->logitBiasError()->isHidden());
     }
 };
 

@@ -417,6 +417,39 @@ private Q_SLOTS:
         QVERIFY(changed.wait(kTimeoutMs));
     }
 
+    // /props reports the template the worker renders API requests with: the user's replacement, also
+    // one applied after serving started, and the model's own again once the replacement is taken back.
+    void propsReportsTheTemplateInUse() {
+        MainWindow& w = *m_w;
+        ChatController* ctl = w.controller();
+        const int port = serveFrom(w, "127.0.0.1", 0);
+        QVERIFY(port > 0);
+        // Answered on the HTTP thread, without the GUI thread.
+        const auto propsTemplate = [port] {
+            httplib::Client c("127.0.0.1", port);
+            const auto r = c.Get("/props");
+            if (!r || r->status != 200) return QString("no /props");
+            return QJsonDocument::fromJson(QByteArray::fromStdString(r->body)).object()["chat_template"].toString();
+        };
+        const QString own = QString::fromStdString(ctl->worker()->loadedModel()->chat_template().source());
+        QVERIFY(!own.isEmpty());
+        QCOMPARE(propsTemplate(), own);
+
+        ChatTemplateSetting user;
+        user.source = QStringLiteral("{% for m in messages %}<|im_start|>{{ m.role }} (as the user's template says)\n"
+                                     "{{ m.content }}<|im_end|>\n{% endfor %}"
+                                     "{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}");
+        user.origin = QStringLiteral("user.jinja");
+        QSignalSpy changed(ctl, &ChatController::chatTemplateChanged);
+        ctl->applyChatTemplate(user);
+        QVERIFY(changed.wait(kTimeoutMs));
+        QCOMPARE(propsTemplate(), user.source);
+
+        ctl->applyChatTemplate({});
+        QVERIFY(changed.wait(kTimeoutMs));
+        QCOMPARE(propsTemplate(), own);
+    }
+
     // A client that does not read its reply holds an HTTP thread in a write; turning serving off (on
     // the GUI thread) must not wait for it: well under 50 ms, not httplib's 5 s write timeout.
     void stoppingIsNotHeldUpByAClientThatDoesNotRead() {

@@ -79,8 +79,56 @@ void good_stream() {
     report(auth == "Bearer secret" && path == "/v1/chat/completions", "the key as a bearer token, '/v1/' not doubled");
     report(seen.value("stream", false) && seen["model"] == "fake" && seen["temperature"] == 0.0 && seen["top_k"] == 5 &&
                seen["max_tokens"] == 9 && seen["stop"] == json::array({"\n"}) && seen["logprobs"] == true &&
-               seen["top_logprobs"] == 3 && !seen.contains("top_p") && !seen.contains("seed"),
+               seen["top_logprobs"] == 3 && !seen.contains("top_p") && !seen.contains("seed") &&
+               !seen.contains("grammar") && !seen.contains("logit_bias") && !seen.contains("dry_multiplier") &&
+               !seen.contains("mirostat"),
            "the request carries stream, the set fields and no others: " + seen.dump());
+}
+
+// llama.cpp server's extensions go by its names when set, a ban (-inf) as false, and a request
+// that sets none of them carries none (good_stream checks that).
+void extension_fields() {
+    FakeServer s;
+    json seen;
+    s.http.Post("/v1/chat/completions", [&](const httplib::Request& req, httplib::Response& res) {
+        seen = json::parse(req.body);
+        res.set_content(kStream, "text/event-stream");
+    });
+    s.start();
+    RemoteRequest r = hello();
+    RemoteSampling& x = r.sampling;
+    x.grammar = "root ::= \"yes\"";
+    x.logit_bias = {{15, 2.5f}, {7, -INFINITY}};
+    x.dry_multiplier = 0.8f;
+    x.dry_base = 1.5f;
+    x.dry_allowed_length = 3;
+    x.dry_penalty_last_n = -1;
+    x.dry_sequence_breakers = std::vector<std::string>{"\n", "."};
+    x.xtc_probability = 0.5f;
+    x.xtc_threshold = 0.25f;
+    x.top_n_sigma = 1.5f;
+    x.mirostat = 2;
+    x.mirostat_tau = 4.0f;
+    x.mirostat_eta = 0.25f;
+    x.samplers = std::vector<std::string>{"top_k", "temperature"};
+    x.ignore_eos = true;
+    OpenAiClient(options_for(s)).complete(r, [](const StreamDelta&) {});
+    const json bias = seen.value("logit_bias", json());
+    report(seen["grammar"] == "root ::= \"yes\"" && bias.size() == 2 && bias["15"] == 2.5 && bias["7"] == false,
+           "the grammar, and the logit bias as {id: bias} with a ban as false: " + seen.dump());
+    report(seen["dry_multiplier"] == 0.8f && seen["dry_base"] == 1.5 && seen["dry_allowed_length"] == 3 &&
+               seen["dry_penalty_last_n"] == -1 && seen["dry_sequence_breakers"] == json::array({"\n", "."}),
+           "DRY by llama.cpp server's names");
+    report(seen["xtc_probability"] == 0.5 && seen["xtc_threshold"] == 0.25 && seen["top_n_sigma"] == 1.5 &&
+               seen["mirostat"] == 2 && seen["mirostat_tau"] == 4.0 && seen["mirostat_eta"] == 0.25,
+           "XTC, top-n-sigma and Mirostat by llama.cpp server's names");
+    report(seen["samplers"] == json::array({"top_k", "temperature"}), "the sampler order as `samplers`");
+    report(seen["ignore_eos"] == true, "ignore_eos");
+    // llama.cpp's server refuses every request with an empty breaker list: it is left out.
+    x.dry_sequence_breakers = std::vector<std::string>{};
+    OpenAiClient(options_for(s)).complete(r, [](const StreamDelta&) {});
+    report(!seen.contains("dry_sequence_breakers") && seen["dry_multiplier"] == 0.8f,
+           "an empty DRY breaker list is not sent, the rest of DRY is: " + seen.dump());
 }
 
 void base_urls() {
@@ -621,6 +669,7 @@ void cancel_before_and_during_lookup() {
 
 int main() {
     good_stream();
+    extension_fields();
     base_urls();
     chat_template_from_props();
     bad_urls();

@@ -301,6 +301,39 @@ size_t occurrences(const std::string& s, const std::string& part) {
     return n;
 }
 
+// generate --remote sends the grammar (the reply follows it, so the server applied it) and warns, one
+// line each, of what it cannot send (a logit bias by text, "no DRY breakers") instead of refusing.
+void cli_remote_extensions(const LiveServer& s) {
+    const CliRun run = run_cli("generate --remote " + s.url() + " --chat -p '" + kQuestion +
+                               "' --temp 0 -n 8 --grammar 'root ::= \"yes\" | \"no\"' "
+                               "--logit-bias \"'x'-1\" --dry-multiplier 0.5 --dry-sequence-breaker none");
+    report(run.code == 0 && (run.out == "yes\n" || run.out == "no\n"),
+           "generate --remote --grammar: the reply follows the grammar (exit " + std::to_string(run.code) + ", '" +
+               run.out + "')");
+    report(occurrences(run.err, "warning: ") == 2 && run.err.find("warning: --logit-bias text keys are not sent") != std::string::npos &&
+               run.err.find("warning: --dry-sequence-breaker none is not sent") != std::string::npos,
+           "a warning line for each setting that cannot be sent: " + run.err);
+}
+
+// generate --remote --samplers sends the order: with top-k 1 in the default order the hot reply is
+// greedy; an order without top_k leaves temperature 100 free, so the same seed gives another reply.
+void cli_remote_samplers(const LiveServer& s) {
+    const std::string hot = "generate --remote " + s.url() + " --chat -p '" + kQuestion + "' -n 8 --temp 100 --top-k 1 --seed 3";
+    const CliRun kept = run_cli(hot);
+    const CliRun freed = run_cli(hot + " --samplers temperature");
+    report(kept.code == 0 && freed.code == 0 && freed.out != kept.out &&
+               freed.err.find("warning") == std::string::npos,
+           "--samplers is sent: '" + kept.out + "' with top_k in the order, '" + freed.out + "' without (" + freed.err + ")");
+}
+
+// generate --remote takes -l (--logit-bias) and sends --ignore-eos: the reply runs to -n.
+void cli_remote_ignore_eos(const LiveServer& s) {
+    const CliRun run = run_cli("generate --remote " + s.url() + " --chat -p '" + kQuestion +
+                               "' --temp 0 -n 64 --ignore-eos -l 9999+0");
+    report(run.code == 0 && run.err.find("64 generated, finish: length") != std::string::npos,
+           "generate --remote -l --ignore-eos: the reply runs to -n (" + run.err + ")");
+}
+
 // chat --remote: each turn's reply streamed, /reset starting over (the same greedy reply again), and
 // a turn the server refuses reported on stderr while the chat goes on.
 void chat_remote(const LiveServer& s) {
@@ -328,6 +361,9 @@ int main() {
     server_errors(*s);
     cancel_frees_the_session(*s);
     cli_remote(*s);
+    cli_remote_extensions(*s);
+    cli_remote_samplers(*s);
+    cli_remote_ignore_eos(*s);
     chat_remote(*s);
     return wb_remote_test::finish();
 }

@@ -345,6 +345,15 @@ void props_have_llama_server_fields() {
            "/props gives a Jinja template's source, BOS and EOS");
     const json builtin = json::parse(props_json(ChatTemplate::of_kind(ChatTemplateKind::CHATML)));
     report(builtin["chat_template"] == "" && builtin["chat_format"] == "chatml", "/props names a built-in format");
+    // A GGUF's template is not checked for UTF-8: a cut sequence becomes U+FFFD, not an exception (a 500).
+    std::string text;
+    try {
+        text = props_json(ChatTemplate::from_jinja("{{ messages[0].content }}\xe2\x82", "<s>", "</s>"));
+    } catch (const std::exception& e) {
+        text = e.what();
+    }
+    report(text.find("\"{{ messages[0].content }}\xef\xbf\xbd\"") != std::string::npos,
+           "/props replaces invalid UTF-8 in a template: " + text);
 }
 
 int main() {
