@@ -538,8 +538,9 @@ void CudaBackend::kv_shift(KvCache& kv, int32_t il, int32_t src, int32_t dst, in
     if (recording()) throw Error("CUDA backend: a context shift inside a recorded decode step");
     if (dst > src || n < 0 || src + n > kv.n_tokens()) throw Error("CUDA kv_shift: rows out of range");
     check_kv_width(*this, kv, int64_t(p.n_head) * p.head_dim, "kv_shift");
-    // As the CPU backend: a quantized K is stored rotated and in blocks, and re-roping it is not
-    // implemented; the session then falls back to its other policies. A quantized V moves as bytes.
+    // A quantized K is stored rotated and in blocks, and re-roping it here is not implemented yet
+    // (the CPU backend does it): can_shift_kv says so, so a session refuses the shift policy up front
+    // and this is only a guard. A quantized V moves as bytes.
     if (kv.config().type_k != KvType::F16)
         throw Error(std::string("context shift needs an f16 key cache (this one is ") + kv_type_name(kv.config().type_k) +
                     "); use the trim or stop policy");

@@ -60,7 +60,8 @@ void ContextFullNotice::showFor(int messageIndex) {
     QString refused;
     try {
         const ModelSummary& m = m_controller->model();
-        wb::check_context_policy(wb::ContextPolicy::SHIFT, m.kvTypeK, m.nRot, m.headDim);
+        wb::check_context_policy(wb::ContextPolicy::SHIFT, m.kvTypeK, m.nRot, m.headDim, m.backendName.toStdString(),
+                                 m.backendShiftsK);
     } catch (const wb::Error& e) {
         refused = QString::fromUtf8(e.what());
     }

@@ -43,7 +43,7 @@ QAction* ContextPolicyMenu::action(wb::ContextPolicy policy) const {
 
 QString ContextPolicyMenu::refusal(wb::ContextPolicy policy) const {
     try {
-        wb::check_context_policy(policy, m_typeK, m_nRot, m_headDim);
+        wb::check_context_policy(policy, m_typeK, m_nRot, m_headDim, m_backendName.toStdString(), m_backendShiftsK);
         return {};
     } catch (const wb::Error& e) {
         return QString::fromUtf8(e.what());
@@ -80,6 +80,8 @@ void ContextPolicyMenu::handleModelLoaded(const ModelSummary& summary) {
     m_typeK = summary.kvTypeK;
     m_nRot = summary.nRot;
     m_headDim = summary.headDim;
+    m_backendName = summary.backendName;
+    m_backendShiftsK = summary.backendShiftsK;
     applyEffective();
     const QString refused = refusal(m_chosen);
     if (!refused.isEmpty())

@@ -1,9 +1,10 @@
 #pragma once
 // The "When the context is full" menu: Shift (keep the system prompt, drop the oldest half), Trim old
 // turns, or Stop. The choice goes to the controller at once (from the next reply on) and is saved when
-// it applies. Shift with a quantized key cache needs a rope over the whole head (wb::check_context_policy):
-// where the loaded model and cache cannot shift it is disabled, its tooltip says why, and a saved Shift
-// waits (Stop is in force) until a model loads with f16 keys again; the saved choice is not overwritten.
+// it applies. Shift with a quantized key cache needs a rope over the whole head and a backend that can
+// re-rope such keys (wb::check_context_policy; CUDA only f16 keys so far): where the loaded model, cache
+// and backend cannot shift it is disabled, its tooltip says why, and a saved Shift waits (Stop is in
+// force) until a model loads that can; the saved choice is not overwritten.
 #include <QObject>
 #include <QString>
 
@@ -49,5 +50,7 @@ private:
     wb::ContextPolicy m_chosen = wb::ContextPolicy::SHIFT;
     wb::KvType m_typeK = wb::KvType::F16;  // of the loaded model's cache (f16 before any load)
     int m_nRot = 0, m_headDim = 0;          // of the loaded model's rope and heads (0 before any load)
+    QString m_backendName;                  // of the loaded model's session, and whether it can shift m_typeK
+    bool m_backendShiftsK = true;
     QString m_savedProblem;
 };

@@ -135,4 +135,5 @@ void ModelSummary::measureBackend(const wb::Backend& backend) {
         repackedBytesByType.append({QString::fromStdString(wb::ggml_type_name(type)), quint64(bytes)});
     backendName = QString::fromStdString(backend.name());
     backendDescription = QString::fromStdString(backend.description());
+    backendShiftsK = backend.can_shift_kv(kvTypeK);
 }

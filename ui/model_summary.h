@@ -67,6 +67,7 @@ struct ModelSummary {
     QString backendName;            // "cpu", "cuda"
     QString backendDescription;
     QString backendNote;            // why the GPU is not used (empty when it is, or when CPU was asked for)
+    bool backendShiftsK = true;     // the backend can re-rope keys of kvTypeK (Backend::can_shift_kv)
 
     // Fills everything except the backend fields and the measured scratch.
     static ModelSummary fromModel(const wb::Model& model, const QString& path, int contextSize,

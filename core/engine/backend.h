@@ -145,6 +145,13 @@ public:
         (void)type_k;
         (void)type_v;
     }
+    // Whether kv_shift handles a key cache of type_k (a context shift re-ropes the stored keys; V rows
+    // only move, so any V type works). check_context_policy asks it so that a session, the CLI and the
+    // app refuse the shift policy up front rather than failing when the context fills.
+    virtual bool can_shift_kv(KvType type_k) const {
+        (void)type_k;
+        return true;
+    }
     // Writes k and v rows (positions pos0 ..) of layer il into the cache (blocks already reserved).
     virtual void kv_store(KvCache& kv, int32_t il, const Tensor& k, const Tensor& v, int32_t pos0) = 0;
     // Context shift (llama.cpp's K-shift, llama_kv_cache::build_rope_shift): the K and V rows of

@@ -26,11 +26,21 @@ ContextPolicy parse_context_policy(const std::string& s) {
     throw Error("unknown context policy '" + s + "' (stop, shift or trim)");
 }
 
-void check_context_policy(ContextPolicy p, KvType type_k, int32_t n_rot, int32_t head_dim) {
-    if (p == ContextPolicy::SHIFT && kv_type_is_quantized(type_k) && n_rot != head_dim)
+void check_context_policy(ContextPolicy p, KvType type_k, int32_t n_rot, int32_t head_dim, const std::string& backend,
+                          bool backend_shifts_k) {
+    if (p != ContextPolicy::SHIFT) return;
+    // The rope's refusal first: it holds on every backend, so switching backends would not help.
+    if (kv_type_is_quantized(type_k) && n_rot != head_dim)
         throw Error(std::string("a context shift re-rotates ") + kv_type_name(type_k) +
                     " keys only when the rope covers the whole head (this model ropes " + std::to_string(n_rot) +
                     " of " + std::to_string(head_dim) + " dimensions): choose f16 keys, or trim or stop");
+    if (!backend_shifts_k)
+        throw Error("the " + backend + " backend cannot shift a KV cache with " + kv_type_name(type_k) +
+                    " keys (a context shift re-ropes the stored keys): choose f16 keys or the CPU backend, or trim or stop");
+}
+
+void check_context_policy(ContextPolicy p, KvType type_k, int32_t n_rot, int32_t head_dim, const Backend& backend) {
+    check_context_policy(p, type_k, n_rot, head_dim, backend.name(), backend.can_shift_kv(type_k));
 }
 
 ContextCut trim_cut(const std::vector<int32_t>& whole, const std::vector<int32_t>& trimmed) {

@@ -30,8 +30,13 @@ ContextPolicy parse_context_policy(const std::string& s);
 // n_rot of the head_dim dimensions of a head: a shift re-rotates the stored keys, a quantized K through
 // an f32 copy of whole heads (as llama.cpp's K-shift graph, which cannot write back a partial head into
 // the blocks), so a quantized K with a partial rope cannot shift. Session::set_context_policy checks it;
-// the app asks it before it offers Shift.
-void check_context_policy(ContextPolicy p, KvType type_k, int32_t n_rot, int32_t head_dim);
+// the app asks it before it offers Shift. backend names the backend the cache lives on and
+// backend_shifts_k is its Backend::can_shift_kv(type_k): a backend that cannot re-rope these keys
+// (CUDA with a quantized K so far) is refused up front too, naming the backend and the type.
+void check_context_policy(ContextPolicy p, KvType type_k, int32_t n_rot, int32_t head_dim, const std::string& backend,
+                          bool backend_shifts_k);
+// The same for a cache on `backend` (its name() and can_shift_kv(type_k)).
+void check_context_policy(ContextPolicy p, KvType type_k, int32_t n_rot, int32_t head_dim, const Backend& backend);
 
 // One cut of a full context, as the engine carried it out: the tokens [position, position + dropped)
 // of the conversation are no longer in the context, and what followed them now starts at `position`.

@@ -101,7 +101,8 @@ int32_t Session::drop_after(int32_t n) {
 }
 
 void Session::set_context_policy(const ContextPolicyOptions& options) {
-    check_context_policy(options.policy, kv_->config().type_k, model_.config().n_rot, model_.config().head_dim);
+    check_context_policy(options.policy, kv_->config().type_k, model_.config().n_rot, model_.config().head_dim,
+                         backend_);
     policy_ = options;
     keep_now_ = std::max(0, options.n_keep);
     const bool shift = policy_.policy == ContextPolicy::SHIFT;

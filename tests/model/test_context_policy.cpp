@@ -329,21 +329,68 @@ private slots:
     void hundredTurnsUnderTrim() { chat_100_turns(ContextPolicy::TRIM); }
 
     // Shift is accepted for every key type when the rope turns whole heads (SmolLM2, Gemma 3: the cases
-    // above); a quantized K under a partial rope is refused up front, naming the type and the dimensions.
+    // above) on a backend that can re-rope them; a quantized K under a partial rope is refused up front,
+    // naming the type and the dimensions, on every backend (that refusal comes first).
     void shiftPolicyCheckedAgainstTheKeysAndTheRope() {
         for (const KvType t : {KvType::F16, KvType::Q8_0, KvType::Q4_0}) {
-            check_context_policy(ContextPolicy::SHIFT, t, 64, 64);
-            check_context_policy(ContextPolicy::TRIM, t, 32, 64);
-            check_context_policy(ContextPolicy::STOP, t, 32, 64);
+            check_context_policy(ContextPolicy::SHIFT, t, 64, 64, "cpu", true);
+            check_context_policy(ContextPolicy::TRIM, t, 32, 64, "cpu", true);
+            check_context_policy(ContextPolicy::STOP, t, 32, 64, "cpu", true);
+            check_context_policy(ContextPolicy::TRIM, t, 64, 64, "cuda", false);  // only a shift re-ropes
         }
-        check_context_policy(ContextPolicy::SHIFT, KvType::F16, 32, 64);
-        for (const KvType t : {KvType::Q8_0, KvType::Q4_0}) {
+        check_context_policy(ContextPolicy::SHIFT, KvType::F16, 32, 64, "cpu", true);
+        for (const KvType t : {KvType::Q8_0, KvType::Q4_0})
+            for (const bool backend_shifts : {true, false}) {
+                try {
+                    check_context_policy(ContextPolicy::SHIFT, t, 32, 64, "cuda", backend_shifts);
+                    QFAIL("a quantized K under a partial rope was accepted for a shift");
+                } catch (const Error& e) {
+                    const QString what = QString::fromUtf8(e.what());
+                    QVERIFY2(what.contains(kv_type_name(t)) && what.contains("32 of 64"), qPrintable(what));
+                }
+            }
+    }
+
+    // A backend whose kv_shift cannot re-rope the keys' type (CUDA with a quantized K so far) is refused
+    // for a shift up front, naming the backend and the type; the CPU backend shifts every key type.
+    void shiftPolicyCheckedAgainstTheBackend() {
+        try {
+            check_context_policy(ContextPolicy::SHIFT, KvType::Q8_0, 64, 64, "cuda", false);
+            QFAIL("a backend that cannot shift q8_0 keys was accepted for a shift");
+        } catch (const Error& e) {
+            const QString what = QString::fromUtf8(e.what());
+            QVERIFY2(what.contains("cuda backend") && what.contains("q8_0"), qPrintable(what));
+        }
+        CpuBackend cpu(1);
+        for (const KvType t : {KvType::F16, KvType::Q8_0, KvType::Q4_0}) {
+            QVERIFY(cpu.can_shift_kv(t));
+            check_context_policy(ContextPolicy::SHIFT, t, 64, 64, cpu);
+        }
+    }
+
+    // Session::set_context_policy asks its own backend: a stub CPU backend that shifts f16 keys only
+    // (as CUDA today) refuses Shift on a q8_0 cache before any token, keeps Trim, and accepts Shift on f16.
+    void sessionRefusesAShiftItsBackendCannotDo() {
+        struct F16ShiftOnly : CpuBackend {
+            F16ShiftOnly() : CpuBackend(2) {}
+            std::string name() const override { return "stub"; }
+            bool can_shift_kv(KvType t) const override { return t == KvType::F16; }
+        };
+        auto model = Model::load(wb_test::default_model());
+        F16ShiftOnly backend;
+        for (const KvType t : {KvType::Q8_0, KvType::F16}) {
+            SessionOptions so;
+            so.n_ctx = 64;
+            so.kv_type_k = t;
+            Session s(*model, backend, so);
+            s.set_context_policy({ContextPolicy::TRIM, 0});
             try {
-                check_context_policy(ContextPolicy::SHIFT, t, 32, 64);
-                QFAIL("a quantized K under a partial rope was accepted for a shift");
+                s.set_context_policy({ContextPolicy::SHIFT, 0});
+                QVERIFY2(t == KvType::F16, "Shift accepted on a backend that cannot shift q8_0 keys");
             } catch (const Error& e) {
                 const QString what = QString::fromUtf8(e.what());
-                QVERIFY2(what.contains(kv_type_name(t)) && what.contains("32 of 64"), qPrintable(what));
+                QVERIFY2(t != KvType::F16 && what.contains("stub backend") && what.contains("q8_0"), qPrintable(what));
+                QVERIFY(s.context_policy().policy == ContextPolicy::TRIM);  // unchanged by the refusal
             }
         }
     }
