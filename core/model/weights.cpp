@@ -59,7 +59,10 @@ Weight bind(const GgufFile& f, const std::string& name, int64_t n_in, int64_t n_
 // as in the fused product, so the parts compute exactly what the whole would.
 Weight rows_of(const Weight& whole, int64_t row0, int64_t n_rows) {
     Weight w = whole;
-    w.host = static_cast<const uint8_t*>(whole.host) + size_t(row0) * ggml_row_bytes(whole.type, whole.n_in);
+    // A tensor the file does not hold (opened MAY_BE_TRUNCATED, as `info` and the Models dialog open a
+    // partial download, then Model::check binds it) has no data: offsetting null is undefined, so its parts
+    // have none either.
+    if (whole.host) w.host = static_cast<const uint8_t*>(whole.host) + size_t(row0) * ggml_row_bytes(whole.type, whole.n_in);
     w.n_out = n_rows;
     return w;
 }
