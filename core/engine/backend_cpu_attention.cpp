@@ -220,6 +220,10 @@ void attention_rows_task(const RowsJob& job, int64_t r0, int32_t nr, int32_t kvh
         }
 }
 
+// The decode's scores take the keys in steps of 16 for all kv heads (6 KiB of SmolLM2's cache, in the
+// L1 cache while the heads take it in turn).
+constexpr int32_t kKeyStep = 16;
+
 }  // namespace
 
 void CpuBackend::attention(const Tensor& q, const KvCache& kv, int32_t il, int32_t pos0, const AttentionParams& p,
@@ -273,9 +277,12 @@ void CpuBackend::attention_decode(const Tensor& q, const KvCache& kv, int32_t il
     const int64_t row_halves = int64_t(kv.k_row_bytes() / sizeof(uint16_t));  // one position's K (or V), all kv heads
     const float score_scale = p.scale_q ? 1.0f : p.scale;
 
+    // Output dims per phase-3 task: a 64-byte line of a V row where the head dim allows, so that one
+    // task reads each line (with 16 dims, two tasks read every line from memory, each using half).
+    const int64_t dims = hd % 32 == 0 ? 32 : hd % 16 == 0 ? 16 : hd;
+
     // Shared: the query heads rounded to f16 (as floats) [n_head][hd], then scores / probabilities
     // [n_head][n_keys]. Per thread: the value lanes of one output slice for a group [group][n_lanes][dims].
-    const int64_t dims = hd % 16 == 0 ? 16 : hd;  // output dims per phase-3 task
     decode_buf_.resize(size_t(p.n_head * hd + int64_t(p.n_head) * n_keys));
     float* qf = decode_buf_.data();
     float* scores = qf + p.n_head * hd;
@@ -294,19 +301,22 @@ void CpuBackend::attention_decode(const Tensor& q, const KvCache& kv, int32_t il
         }
     }
 
-    // Phase 1, scores: a task per (kv head, run of keys); each key row is dotted with the group's heads.
-    // Runs of about a quarter of a thread's share, so uneven tasks still even out.
+    // Phase 1, scores: a task per run of keys, each key's row dotted with every query head. A task
+    // walks its rows for all kv heads in steps of 16 keys, so it reads the cache front to back (a
+    // task per kv head read one 128-byte piece of every row, which left the memory half idle). Runs
+    // of about a quarter of a thread's share, so uneven tasks still even out.
     const int32_t chunk = std::clamp<int32_t>((n_keys / (4 * n_threads()) + 15) / 16 * 16, 16, 256);
     const int32_t n_chunks = (n_keys + chunk - 1) / chunk;
-    pool_.parallel_for(int64_t(p.n_head_kv) * n_chunks, [&](int64_t task, int) {
-        const int32_t kvh = int32_t(task / n_chunks);
-        const int32_t lo = first + int32_t(task % n_chunks) * chunk;
+    pool_.parallel_for(n_chunks, [&](int64_t task, int) {
+        const int32_t lo = first + int32_t(task) * chunk;
         const int32_t hi = std::min(pos, lo + chunk - 1);
         for (int32_t j = lo; j <= hi;) {
-            const int32_t run = run_in_block(kv, j, hi);
-            const auto* k = static_cast<const uint16_t*>(kv.k_row(il, j)) + int64_t(kvh) * hd;
-            dot_f16_keys(kOrder, hd, k, row_halves, run, qf + int64_t(kvh) * group * hd, hd, group,
-                         scores + int64_t(kvh) * group * n_keys + (j - first), n_keys);
+            const int32_t run = std::min(kKeyStep, run_in_block(kv, j, hi));
+            for (int32_t kvh = 0; kvh < p.n_head_kv; ++kvh) {
+                const auto* k = static_cast<const uint16_t*>(kv.k_row(il, j)) + int64_t(kvh) * hd;
+                dot_f16_keys(kOrder, hd, k, row_halves, run, qf + int64_t(kvh) * group * hd, hd, group,
+                             scores + int64_t(kvh) * group * n_keys + (j - first), n_keys);
+            }
             j += run;
         }
     });
