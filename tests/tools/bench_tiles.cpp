@@ -157,7 +157,8 @@ double time_repacked(const Case& c, const std::vector<uint8_t>& w, const std::ve
 // Decode attention's f16 products over a cache larger than the L3, as one token of SmolLM2 at depth
 // 4096 meets them (3 kv heads of 64 dims with 3 query heads each, 30 layers, blocks of 128 positions
 // holding K then V as kv/kv_cache.h lays them out): the scores (dot_f16_keys, kStep32 order) and V^T p
-// (fma_f16_keys into 32 lanes, 32 dims a task, a 64-byte line of a row, as the backend splits it), in CPU milliseconds per token on one thread.
+// (fma_f16_keys into 32 lanes, 32 dims a task: a 64-byte line of a row, as the backend splits it), in
+// CPU milliseconds per token on one thread.
 void bench_attention(int runs) {
     constexpr int kLayers = 30, kKv = 3, kHd = 64, kGroup = 3, kDepth = 4096, kBlock = 128, kLanes = 32, kDims = 32;
     constexpr int64_t kRow = kKv * kHd, kBlocks = kDepth / kBlock;
