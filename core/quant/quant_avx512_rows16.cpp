@@ -1,6 +1,6 @@
 // AVX-512 (F, BW, VL, VNNI) prefill tiles over 16 weight rows unpacked together (DotKernels::unpack16_w
 // / tile16_unpacked in quant.h), for Q4_K (gemm and tiled order), Q5_K, Q6_K and IQ4_XS (tiled order)
-// and Q8_0, Q4_1, Q5_1 (row order: the end of the file),
+// and Q8_0, Q5_0, Q4_1, Q5_1 (row order: the end of the file),
 // built with those flags and handed out by quant.cpp only on a CPU that has them (the avx512 family).
 //
 // The tiles over packed activations (quant_avx2_packed.cpp, quant_avx512_k.cpp) decode a weight block
@@ -225,14 +225,14 @@ Rows16Tile rows16() {
     return {unpacked16_bytes<kSub>, unpack16<BW, kSub>, tile16<kSub, kStep, kGemm>};
 }
 
-// ---- The 32-element types in their row order (llamafile's, for batches): Q8_0, Q4_1, Q5_1 ----
+// ---- The 32-element types in their row order (llamafile's, for batches): Q8_0, Q5_0, Q4_1, Q5_1 ----
 //
 // Each output keeps 8 float lanes (lane l: values 4l..4l+3 of every block), each block's 8 exact lane
 // sums folded in with one FMA by d_w * d_x, Q4_1's and Q5_1's offset terms m_w * s_x summed apart, and
 // the lanes summed at the end in hsum's tree, the offsets added after (quant_avx2.cpp's dot_blocks and
 // block functions). Here lane l of the 16 rows is one vector: a token's 8 accumulators are 8 registers,
 // so a pass takes 2 tokens. Unsigned codes (Q4_1, Q5_1) are vpdpbusd's unsigned operand as they are.
-// Q8_0's are signed, so the activations go in as the unsigned operand, biased by 128, and each group's
+// Q8_0's (and Q5_0's, value - 16) are signed, so the activations go in as the unsigned operand, biased by 128, and each group's
 // accumulator starts at -128 * (the sum of its 4 codes), stored with the codes: vpdpbusd then ends on
 // exactly sum(code * y).
 size_t unpacked16_q32_bytes(int64_t n) { return size_t(n / kQK) * sizeof(Unpacked16Q32); }
@@ -240,6 +240,15 @@ size_t unpacked16_q32_bytes(int64_t n) { return size_t(n / kQK) * sizeof(Unpacke
 // One block's 32 codes in value order (bytes: int8 for Q8_0, 0..31 for the others), d and m.
 void decode32(const BlockQ8_0& b, uint8_t* codes, float& d, float&) {
     std::memcpy(codes, b.qs, kQK);
+    d = fp16(b.d);
+}
+void decode32(const BlockQ5_0& b, uint8_t* codes, float& d, float&) {  // value - 16 as int8, as block_q5_0
+    uint32_t qh;
+    std::memcpy(&qh, b.qh, 4);
+    for (int j = 0; j < kQK / 2; ++j) {
+        codes[j] = uint8_t(((b.qs[j] & 0xF) | ((qh >> j) & 1) << 4) - 16);
+        codes[j + kQK / 2] = uint8_t(((b.qs[j] >> 4) | ((qh >> (j + 16)) & 1) << 4) - 16);
+    }
     d = fp16(b.d);
 }
 void decode32(const BlockQ4_1& b, uint8_t* codes, float& d, float& m) {
@@ -346,6 +355,7 @@ void add_rows16_avx512_kernels(KernelTable& t) {
     t.rows16_in(DotOrder::kTiled, GgmlType::IQ4_XS) = rows16<BlockIQ4_XS, 8, Step::kOffset>();
     // llamafile's order for these types' batches is their row order, so the row order's entry serves it
     t.rows16_in(DotOrder::kRow, GgmlType::Q8_0) = rows16_q32<BlockQ8_0, BlockQ8_0, true>();
+    t.rows16_in(DotOrder::kRow, GgmlType::Q5_0) = rows16_q32<BlockQ5_0, BlockQ8_0, true>();  // codes value - 16
     t.rows16_in(DotOrder::kRow, GgmlType::Q4_1) = rows16_q32<BlockQ4_1, BlockQ8_1, false>();
     t.rows16_in(DotOrder::kRow, GgmlType::Q5_1) = rows16_q32<BlockQ5_1, BlockQ8_1, false>();
 }

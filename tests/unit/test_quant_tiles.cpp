@@ -272,7 +272,7 @@ namespace {
 
 // 16 rows of random blocks (every code, and for Q4_K every scale and minimum byte pattern) and 8
 // tokens of mixed magnitudes; "extreme": every code 15 (Q4_K, Q4_1), 31 (Q5_K, Q5_1), 63 with scales -128
-// (Q6_K), value 113 with scales -32 (IQ4_XS), -128 and 127 (Q8_0), and activation codes -127 (even tokens) and +127 (odd
+// (Q6_K), value 113 with scales -32 (IQ4_XS), -128 and 127 (Q8_0), -16 and 15 (Q5_0), and activation codes -127 (even tokens) and +127 (odd
 // tokens, after their first): the largest partial sums the packed tile adds in 16 bits before scaling
 // and the 16-row tile scales in 32 bits (an overflow would change them).
 struct RowsCase {
@@ -296,6 +296,10 @@ struct RowsCase {
             if (extreme && t == GgmlType::Q8_0)  // codes -128 (even rows) and 127 (odd rows)
                 for (int64_t b = 0; b < n / wb::kQK; ++b)
                     std::memset(row.data() + size_t(b) * sizeof(wb::BlockQ8_0) + offsetof(wb::BlockQ8_0, qs), r % 2 ? 0x7F : 0x80, wb::kQK);
+            if (extreme && t == GgmlType::Q5_0)  // values -16 (even rows: no bit set) and 15 (odd rows: all set)
+                for (int64_t b = 0; b < n / wb::kQK; ++b)
+                    std::memset(row.data() + size_t(b) * sizeof(wb::BlockQ5_0) + offsetof(wb::BlockQ5_0, qh), r % 2 ? 0xFF : 0x00,
+                                4 + wb::kQK / 2);
             if (extreme && t == GgmlType::Q6_K)  // codes 63 (value 31), every scale -128 (no cancelling)
                 for (int64_t b = 0; b < n / wb::kQKK; ++b) {
                     auto* q6 = reinterpret_cast<wb::BlockQ6_K*>(row.data() + size_t(b) * sizeof(wb::BlockQ6_K));
@@ -406,15 +410,15 @@ void TestQuantTiles::tile16_equals_row_dot_bit_for_bit_data() {
         QTest::addRow("%s/256/tiled extreme", wb::ggml_type_name(t).c_str()) << uint32_t(t) << 256 << true << tiled;
     }
     const auto llamafile = int(wb::DotOrder::kLlamafile);
-    for (GgmlType t : {GgmlType::Q8_0, GgmlType::Q4_1, GgmlType::Q5_1})
+    for (GgmlType t : {GgmlType::Q8_0, GgmlType::Q5_0, GgmlType::Q4_1, GgmlType::Q5_1})
         for (int n : {32, 2048}) QTest::addRow("%s/%d/llamafile", wb::ggml_type_name(t).c_str(), n) << uint32_t(t) << n << false << llamafile;
-    for (GgmlType t : {GgmlType::Q8_0, GgmlType::Q4_1, GgmlType::Q5_1})
+    for (GgmlType t : {GgmlType::Q8_0, GgmlType::Q5_0, GgmlType::Q4_1, GgmlType::Q5_1})
         QTest::addRow("%s/2048/llamafile extreme", wb::ggml_type_name(t).c_str()) << uint32_t(t) << 2048 << true << llamafile;
 }
 
 // The tile over 16 rows unpacked together (DotKernels::tile16_unpacked, the avx512 family's prefill
 // form of Q4_K's gemm order, the tiled order of Q4_K, Q5_K, Q6_K and IQ4_XS, and the llamafile
-// order of Q8_0, Q4_1 and Q5_1): every output of the 16 rows and 8 tokens equal to the AVX2 family's row dot in that order,
+// order of Q8_0, Q5_0, Q4_1 and Q5_1): every output of the 16 rows and 8 tokens equal to the AVX2 family's row dot in that order,
 // bit for bit.
 void TestQuantTiles::tile16_equals_row_dot_bit_for_bit() {
     QFETCH(uint32_t, type);
@@ -489,14 +493,16 @@ void TestQuantTiles::repacked16_equals_row_dot_bit_for_bit_data() {
     QTest::addRow("Q4_K/256/gemm extreme") << uint32_t(GgmlType::Q4_K) << 256 << true << int(wb::DotOrder::kGemm);
     for (int n : {32, 96, 2304}) QTest::addRow("Q8_0/%d", n) << uint32_t(GgmlType::Q8_0) << n << false << int(wb::DotOrder::kRow);
     QTest::addRow("Q8_0/2304 extreme") << uint32_t(GgmlType::Q8_0) << 2304 << true << int(wb::DotOrder::kRow);
+    for (int n : {32, 640, 2304}) QTest::addRow("Q5_0/%d", n) << uint32_t(GgmlType::Q5_0) << n << false << int(wb::DotOrder::kRow);
+    QTest::addRow("Q5_0/2304 extreme") << uint32_t(GgmlType::Q5_0) << 2304 << true << int(wb::DotOrder::kRow);
     for (auto [o, name] : {std::pair{wb::DotOrder::kRow, "row"}, std::pair{wb::DotOrder::kTiled, "tiled"}}) {
         for (int n : {256, 3072}) QTest::addRow("Q6_K/%d/%s", n, name) << uint32_t(GgmlType::Q6_K) << n << false << int(o);
         QTest::addRow("Q6_K/2048/%s extreme", name) << uint32_t(GgmlType::Q6_K) << 2048 << true << int(o);
     }
 }
 
-// The layout repacked at load (DotKernels::repack16, the avx512 family's decode form of Q4_K, Q8_0
-// and Q6_K): each of the 16 rows against each token through row16_repacked equal to the AVX2 family's
+// The layout repacked at load (DotKernels::repack16, the avx512 family's decode form of Q4_K, Q8_0,
+// Q6_K and Q5_0): each of the 16 rows against each token through row16_repacked equal to the AVX2 family's
 // row dot in that order, bit for bit; every row unrepacked byte for byte; and where the order has a
 // 16-row tile, unpack16_repacked writing exactly the bytes unpack16_w writes from the file's rows (the
 // prefill then reads only the repacked copy).
