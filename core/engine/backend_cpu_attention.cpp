@@ -55,16 +55,34 @@ void round_query(const AttentionParams& p, const float* q, float* scratch, uint1
     }
 }
 
+// The largest of s[0..n): exact in any order, so in 8 independent lanes (one chain of n dependent
+// comparisons took half of the softmax's time at depth 4096). A NaN is passed over as the one chain
+// passed over it.
+float max_of(const float* s, int32_t n) {
+    float lane[8];
+    std::fill(lane, lane + 8, -INFINITY);
+    int32_t j = 0;
+    for (; j + 8 <= n; j += 8)
+        for (int l = 0; l < 8; ++l) lane[l] = std::max(lane[l], s[j + l]);
+    float m = -INFINITY;
+    for (float x : lane) m = std::max(m, x);
+    for (; j < n; ++j) m = std::max(m, s[j]);
+    return m;
+}
+
 // Softmax of the scores of keys [first, pos] in place (scores[j - first]), returning 1 / sum. The sum
 // as llama.cpp forms it: over the cache in runs of 8 keys counted from key 0 (keys outside the window
 // count 0), each run summed in float in the 8-lane tree, the runs in double.
 float softmax_in_place(float* scores, int32_t first, int32_t pos) {
     const int32_t n_keys = pos - first + 1;
-    float max_s = -INFINITY;
-    for (int32_t j = 0; j < n_keys; ++j) max_s = std::max(max_s, scores[j]);
+    const float max_s = max_of(scores, n_keys);
     exp_shifted(scores, n_keys, max_s);
     double sum = 0.0;
     for (int32_t run = first / 8 * 8; run <= pos; run += 8) {
+        if (run >= first && run + 7 <= pos) {  // a whole run of seen keys: summed where it lies
+            sum += sum_f16_dot_lanes(F16DotOrder::kLanes8, scores + (run - first));
+            continue;
+        }
         float e[8];
         for (int32_t l = 0; l < 8; ++l) {
             const int32_t j = run + l;
