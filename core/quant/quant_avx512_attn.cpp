@@ -81,10 +81,65 @@ int64_t dot_keys_step32_by4(int64_t n, const uint16_t* k, int64_t k_stride, int6
     return n4;
 }
 
+// dot_keys_step32_by4 for a head dim of NB runs of 32 (32 to 256) and at most kMaxHeadsInRegisters
+// query heads, unrolled: each key row stays in registers as it is converted (no store and reload), the
+// four keys' partial sums of every head stay in registers until their common reduction, and the four
+// scores of a head are stored together. The per-lane operations and their order are the loop's, so
+// the scores are bit for bit the same (the loop form, where this one was written, took about twice as
+// long a key at depth 512, where the cache is in the L3 and the kernel is the limit).
+constexpr int kMaxHeadsInRegisters = 4;
+
+template <int NB>
+int64_t dot_keys_step32_by4_unrolled(const uint16_t* k, int64_t k_stride, int64_t n_keys, const float* q,
+                                     int64_t q_stride, int g, float* out, int64_t out_stride) {
+    constexpr int64_t n = 32 * NB;
+    const int64_t n4 = n_keys / 4 * 4;
+    for (int64_t j0 = 0; j0 < n4; j0 += 4) {
+        __m128 t[kMaxHeadsInRegisters][4];
+#pragma GCC unroll 4
+        for (int r = 0; r < 4; ++r) {
+            const uint16_t* kj = k + (j0 + r) * k_stride;
+            prefetch_row(kj, kPrefetchKeys, k_stride, n);
+            __m512 kf[2 * NB];
+#pragma GCC unroll 16
+            for (int e = 0; e < 2 * NB; ++e) kf[e] = load16(kj + 16 * e);
+#pragma GCC unroll 4
+            for (int i = 0; i < kMaxHeadsInRegisters; ++i) {
+                if (i >= g) break;
+                const float* qi = q + i * q_stride;
+                __m512 a01 = _mm512_setzero_ps(), a23 = _mm512_setzero_ps();  // (a0 | a1), (a2 | a3)
+#pragma GCC unroll 8
+                for (int b = 0; b < NB; ++b) {
+                    a01 = _mm512_fmadd_ps(kf[2 * b], _mm512_loadu_ps(qi + 32 * b), a01);
+                    a23 = _mm512_fmadd_ps(kf[2 * b + 1], _mm512_loadu_ps(qi + 32 * b + 16), a23);
+                }
+                const __m512 s = _mm512_add_ps(a01, a23);  // (a0 + a2 | a1 + a3)
+                const __m256 a = _mm256_add_ps(_mm512_castps512_ps256(s),
+                                               _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(s), 1)));
+                t[i][r] = _mm_add_ps(_mm256_castps256_ps128(a), _mm256_extractf128_ps(a, 1));
+            }
+        }
+#pragma GCC unroll 4
+        for (int i = 0; i < kMaxHeadsInRegisters; ++i) {
+            if (i >= g) break;
+            // hadd(hadd(t0, t1), hadd(t2, t3)) = ((t_r0 + t_r1) + (t_r2 + t_r3)) for r = 0..3, as the loop form.
+            _mm_storeu_ps(out + i * out_stride + j0, _mm_hadd_ps(_mm_hadd_ps(t[i][0], t[i][1]), _mm_hadd_ps(t[i][2], t[i][3])));
+        }
+    }
+    return n4;
+}
+
 void dot_f16_keys_avx512(F16DotOrder order, int64_t n, const uint16_t* k, int64_t k_stride, int64_t n_keys,
                          const float* q, int64_t q_stride, int g, float* out, int64_t out_stride) {
     int64_t j = 0;
-    if (order == F16DotOrder::kStep32 && n % 32 == 0 && n <= kMaxDim)
+    const bool step32 = order == F16DotOrder::kStep32 && n % 32 == 0 && n <= kMaxDim;
+    if (step32 && g <= kMaxHeadsInRegisters && n == 64)
+        j = dot_keys_step32_by4_unrolled<2>(k, k_stride, n_keys, q, q_stride, g, out, out_stride);
+    else if (step32 && g <= kMaxHeadsInRegisters && n == 128)
+        j = dot_keys_step32_by4_unrolled<4>(k, k_stride, n_keys, q, q_stride, g, out, out_stride);
+    else if (step32 && g <= kMaxHeadsInRegisters && n == 256)
+        j = dot_keys_step32_by4_unrolled<8>(k, k_stride, n_keys, q, q_stride, g, out, out_stride);
+    else if (step32)
         j = dot_keys_step32_by4(n, k, k_stride, n_keys, q, q_stride, g, out, out_stride);
     if (j < n_keys) g_dot_keys_avx2(order, n, k + j * k_stride, k_stride, n_keys - j, q, q_stride, g, out + j, out_stride);
 }

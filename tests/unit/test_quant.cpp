@@ -1124,11 +1124,16 @@ void TestQuant::f16_attention_products_follow_their_orders_data() {
     QTest::addColumn<int>("order");
     QTest::addColumn<int>("n");
     QTest::addColumn<int>("n_keys");
+    QTest::addColumn<int>("g");  // query heads of the kv head
     for (int order : {int(wb::F16DotOrder::kLanes8), int(wb::F16DotOrder::kStep32)}) {
         const char* name = order == int(wb::F16DotOrder::kLanes8) ? "lanes8" : "step32";
-        for (int n : {64, 256, 40, 100}) QTest::addRow("%s n=%d", name, n) << order << n << 37;
+        for (int n : {64, 256, 40, 100}) QTest::addRow("%s n=%d", name, n) << order << n << 37 << 3;
         // more keys than the value kernels convert at a time (256), a run not starting at lane 0 across it
-        QTest::addRow("%s n=64 keys=301", name) << order << 64 << 301;
+        QTest::addRow("%s n=64 keys=301", name) << order << 64 << 301 << 3;
+        // the avx512 scores' unrolled forms (head dims 64, 128, 256 with up to 4 heads) and their loop
+        // form beyond 4 heads
+        for (auto [n, g] : {std::pair{128, 4}, std::pair{256, 1}, std::pair{64, 2}, std::pair{64, 5}, std::pair{128, 8}})
+            QTest::addRow("%s n=%d g=%d", name, n, g) << order << n << 41 << g;
     }
 }
 
@@ -1139,9 +1144,10 @@ void TestQuant::f16_attention_products_follow_their_orders() {
     QFETCH(int, order);
     QFETCH(int, n);
     QFETCH(int, n_keys);
+    QFETCH(int, g);
     const auto ord = wb::F16DotOrder(order);
-    std::mt19937 rng(uint32_t(11 + n + 1000 * order + n_keys));
-    const int64_t g = 3, stride = n + 24;  // keys of a cache row laid out with a gap
+    std::mt19937 rng(uint32_t(11 + n + 1000 * order + n_keys + 7 * g));
+    const int64_t stride = n + 24;  // keys of a cache row laid out with a gap
     std::vector<uint16_t> k(size_t(n_keys * stride)), q16(size_t(g * n));
     wb::quantize_row(GgmlType::F16, random_floats(rng, n_keys * stride, -3.0f, 3.0f).data(), k.data(), n_keys * stride);
     wb::quantize_row(GgmlType::F16, random_floats(rng, g * n, -3.0f, 3.0f).data(), q16.data(), g * n);
