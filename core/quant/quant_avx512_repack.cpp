@@ -1,7 +1,7 @@
-// Q4_K, Q8_0, Q6_K and Q5_0 repacked at load for the decode (DotKernels::repack16 / row16_repacked /
+// Q4_K, Q8_0, Q6_K, Q5_0 and Q4_1 repacked at load for the decode (DotKernels::repack16 / row16_repacked /
 // unpack16_repacked / unrepack_row in quant.h), AVX-512 (F, BW, VL, VNNI), built with those flags and
-// handed out by quant.cpp only on a CPU that has them (the avx512 family). Q8_0's, Q6_K's and
-// Q5_0's parts follow Q4_K's.
+// handed out by quant.cpp only on a CPU that has them (the avx512 family). Q8_0's, Q6_K's,
+// Q5_0's and Q4_1's parts follow Q4_K's.
 //
 // Why: a decode matmul is one token against every row, so it is paced by how fast the weights stream
 // in. Read in the file's layout (quant_avx2_rows.cpp's dot_q4_k_gemv_rows8) each row's blocks are
@@ -581,6 +581,98 @@ void unpack16_q5_0(int64_t n, const void* repacked, void* unpacked) {
     }
 }
 
+// ---- Q4_1 in its row order (the decode of a Q4_1 file's matrices, e.g. SmolLM2's) ----
+//
+// A group of 16 rows is, per block, Q41Repacked16: the nibbles as Q5_0's (value 4g+k low, 16+4g+k
+// high), then d and m of the 16 rows (f16): 320 bytes, as the file's 16 x 20 (every 16 rows of a block
+// one stream). The row kernel (dot_blocks<BlockQ4_1> in quant_avx2.cpp): 8 float lanes, lane l the
+// exact sum of values 4l..4l+3 (unsigned codes) times the activations folded in by one FMA with
+// fp16(d_w) * fp16(d_x), the offsets fp16(m_w) * fp16(s_x) summed apart in block order and added after
+// the lanes' tree: here each in its own lane of the 16 rows.
+struct Q41Repacked16 {
+    uint8_t nib[4][kRows][4];
+    uint16_t d[kRows], m[kRows];
+};
+static_assert(sizeof(Q41Repacked16) == 320, "five cache lines a block");
+
+size_t q4_1_repacked_bytes(int64_t n) { return size_t(n / kQK) * sizeof(Q41Repacked16); }
+
+void repack_q4_1(int64_t n, const void* w, size_t w_stride, void* out) {
+    auto* blocks = static_cast<Q41Repacked16*>(out);
+    for (int r = 0; r < kRows; ++r) {
+        const auto* row = reinterpret_cast<const BlockQ4_1*>(static_cast<const uint8_t*>(w) + size_t(r) * w_stride);
+        for (int64_t i = 0; i < n / kQK; ++i) {
+            for (int g = 0; g < 4; ++g) std::memcpy(blocks[i].nib[g][r], row[i].qs + 4 * g, 4);
+            blocks[i].d[r] = row[i].d;
+            blocks[i].m[r] = row[i].m;
+        }
+    }
+}
+
+void unrepack_q4_1(int64_t n, const void* repacked, int r, void* row) {
+    const auto* blocks = static_cast<const Q41Repacked16*>(repacked);
+    auto* out = static_cast<BlockQ4_1*>(row);
+    for (int64_t i = 0; i < n / kQK; ++i) {
+        for (int g = 0; g < 4; ++g) std::memcpy(out[i].qs + 4 * g, blocks[i].nib[g][r], 4);
+        out[i].d = blocks[i].d[r];
+        out[i].m = blocks[i].m[r];
+    }
+}
+
+// Block b's codes (0..15) of groups g and g + 4 for the 16 rows, 4 bytes a row.
+WB_INLINE void q4_1_codes(const Q41Repacked16& b, int g, __m512i& low, __m512i& high) {
+    const __m512i raw = _mm512_load_si512(b.nib[g]);
+    const __m512i nibble = _mm512_set1_epi8(0x0F);
+    low = _mm512_and_si512(raw, nibble);
+    high = _mm512_and_si512(_mm512_srli_epi16(raw, 4), nibble);
+}
+
+void row16_q4_1(int64_t n, const void* repacked, const void* x, float* out) {
+    const auto* blocks = static_cast<const Q41Repacked16*>(repacked);
+    const auto* bx = static_cast<const BlockQ8_1*>(x);
+    __m512 acc[8], extra = _mm512_setzero_ps();
+    for (__m512& a : acc) a = _mm512_setzero_ps();
+    for (int64_t i = 0; i < n / kQK; ++i) {
+        const Q41Repacked16& b = blocks[i];
+        prefetch_ahead(&b, sizeof b / 64);
+        // fp16(d_w) * fp16(d_x) and fp16(m_w) * fp16(s_x), one rounding each, as q8_1_scales
+        const __m512 dd = _mm512_mul_ps(_mm512_cvtph_ps(_mm256_load_si256(reinterpret_cast<const __m256i*>(b.d))),
+                                        _mm512_set1_ps(fp16(bx[i].d)));
+        extra = _mm512_add_ps(extra, _mm512_mul_ps(_mm512_cvtph_ps(_mm256_load_si256(reinterpret_cast<const __m256i*>(b.m))),
+                                                   _mm512_set1_ps(fp16(bx[i].s))));
+#pragma GCC unroll 4
+        for (int g = 0; g < 4; ++g) {
+            __m512i low, high;
+            q4_1_codes(b, g, low, high);
+            const __m512i lanes_low = _mm512_dpbusd_epi32(_mm512_setzero_si512(), low, broadcast4(bx[i].qs + 4 * g));
+            const __m512i lanes_high = _mm512_dpbusd_epi32(_mm512_setzero_si512(), high, broadcast4(bx[i].qs + 4 * (g + 4)));
+            acc[g] = _mm512_fmadd_ps(dd, _mm512_cvtepi32_ps(lanes_low), acc[g]);
+            acc[g + 4] = _mm512_fmadd_ps(dd, _mm512_cvtepi32_ps(lanes_high), acc[g + 4]);
+        }
+    }
+    _mm512_storeu_ps(out, _mm512_add_ps(lane_tree(acc), extra));
+}
+
+// The 16-row tile's layout (Unpacked16Q32, as unpack16_q32 writes it from the file: the unsigned codes,
+// start 0, d and m as floats).
+void unpack16_q4_1(int64_t n, const void* repacked, void* unpacked) {
+    const auto* blocks = static_cast<const Q41Repacked16*>(repacked);
+    auto* out = static_cast<Unpacked16Q32*>(unpacked);
+    for (int64_t i = 0; i < n / kQK; ++i) {
+        Unpacked16Q32& u = out[i];
+        for (int g = 0; g < 4; ++g) {
+            __m512i low, high;
+            q4_1_codes(blocks[i], g, low, high);
+            _mm512_store_si512(u.codes[g], low);
+            _mm512_store_si512(u.codes[g + 4], high);
+            _mm512_store_si512(u.start[g], _mm512_setzero_si512());
+            _mm512_store_si512(u.start[g + 4], _mm512_setzero_si512());
+        }
+        _mm512_store_ps(u.d, _mm512_cvtph_ps(_mm256_load_si256(reinterpret_cast<const __m256i*>(blocks[i].d))));
+        _mm512_store_ps(u.m, _mm512_cvtph_ps(_mm256_load_si256(reinterpret_cast<const __m256i*>(blocks[i].m))));
+    }
+}
+
 WB_AVX512_WARNINGS_ON
 
 }  // namespace
@@ -593,6 +685,7 @@ void add_repack_avx512_kernels(KernelTable& t) {
     // the batches' llamafile order is served by the row order's kernels (quant.cpp's served_order)
     t.repacked16_in(DotOrder::kRow, GgmlType::Q8_0) = {q8_0_repacked_bytes, repack_q8_0, row16_q8_0, unpack16_q8_0, unrepack_q8_0};
     t.repacked16_in(DotOrder::kRow, GgmlType::Q5_0) = {q5_0_repacked_bytes, repack_q5_0, row16_q5_0, unpack16_q5_0, unrepack_q5_0};
+    t.repacked16_in(DotOrder::kRow, GgmlType::Q4_1) = {q4_1_repacked_bytes, repack_q4_1, row16_q4_1, unpack16_q4_1, unrepack_q4_1};
     // the decode (row order, no 16-row tile) and the batches (tiled order) read one layout
     t.repacked16_in(DotOrder::kRow, GgmlType::Q6_K) = {q6_k_repacked_bytes, repack_q6_k, row16_q6_k<false>, nullptr, unrepack_q6_k};
     t.repacked16_in(DotOrder::kTiled, GgmlType::Q6_K) = {q6_k_repacked_bytes, repack_q6_k, row16_q6_k<true>, unpack16_q6_k,
