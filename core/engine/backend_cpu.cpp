@@ -288,10 +288,10 @@ void CpuBackend::plan_matmuls(const Tensor& x, const Weight* const* weights, Ten
             job.group_tiled[size_t(gi)] = (t1 < job.split || t0 >= job.split) && (job.repacked ? k.unpack16_repacked != nullptr : k.tile != nullptr);
         }
         // A batch keeps tasks of 16 rows (each walks all tokens with its rows in cache); a few tokens
-        // take up to 64 rows a task, about 8 tasks a thread at least: fewer hand-outs (each a contended
-        // atomic between the cores) for the same work. A matrix of more than 64 such tasks a thread
-        // (an output head: Gemma 3's 262,144 rows made 4,096 tasks a token) takes 64 tasks a thread,
-        // each a longer stream of rows. Which thread computes a row does not change it.
+        // take about 8 tasks a thread of at most 64 rows: fewer hand-outs (each a contended atomic
+        // between the cores) for the same work. A matrix of more than 64 such tasks a thread (an
+        // output head: Gemma 3's 262,144 rows made 4,096 tasks a token) takes 64 tasks a thread, each
+        // a longer stream of rows. Which thread computes a row does not change it.
         job.rows_per_task = kRowsPerTask;
         if (n_tok < kDotTileCols) {
             const int64_t most = std::max<int64_t>(4 * kRowsPerTask, w.n_out / (64 * pool_.size()) / kRowsPerTask * kRowsPerTask);

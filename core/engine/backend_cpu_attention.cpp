@@ -57,7 +57,8 @@ void round_query(const AttentionParams& p, const float* q, float* scratch, uint1
 
 // The largest of s[0..n): exact in any order, so in 8 independent lanes (one chain of n dependent
 // comparisons took half of the softmax's time at depth 4096). A NaN is passed over as the one chain
-// passed over it.
+// passed over it. Only the sign of a zero maximum may differ from the one chain's, which changes
+// nothing: s - max then differs at most in the sign of a zero, and the exp of either is 1.
 float max_of(const float* s, int32_t n) {
     float lane[8];
     std::fill(lane, lane + 8, -INFINITY);
@@ -242,6 +243,53 @@ void attention_rows_task(const RowsJob& job, int64_t r0, int32_t nr, int32_t kvh
 // L1 cache while the heads take it in turn).
 constexpr int32_t kKeyStep = 16;
 
+// One token: ggml_vec_dot_f16's order for both of the decode's products.
+constexpr F16DotOrder kDecodeOrder = F16DotOrder::kStep32;
+constexpr int kDecodeLanes = f16_dot_lanes(kDecodeOrder);
+
+// What the decode's tasks share: the queries rounded to f16 (as floats) [n_head][hd] and the scores,
+// then probabilities, [n_head][n_keys] of keys [first, pos].
+struct DecodeJob {
+    const KvCache& kv;
+    int32_t il, first, pos, n_keys, group, n_head_kv;
+    int64_t hd, row_halves;  // one position's K (or V) row, all kv heads, in halves
+    const float* qf;
+    float* scores;
+};
+
+// Phase 1's task: the scores of keys [lo, hi] for every query head, each key's row dotted with its
+// group's heads, all kv heads of a step of keys in turn, so that the task reads the cache front to back.
+void decode_scores(const DecodeJob& job, int32_t lo, int32_t hi) {
+    for (int32_t j = lo; j <= hi;) {
+        const int32_t run = std::min(kKeyStep, run_in_block(job.kv, j, hi));
+        for (int32_t kvh = 0; kvh < job.n_head_kv; ++kvh) {
+            const auto* k = static_cast<const uint16_t*>(job.kv.k_row(job.il, j)) + int64_t(kvh) * job.hd;
+            dot_f16_keys(kDecodeOrder, job.hd, k, job.row_halves, run, job.qf + int64_t(kvh) * job.group * job.hd, job.hd,
+                         job.group, job.scores + int64_t(kvh) * job.group * job.n_keys + (j - job.first), job.n_keys);
+        }
+        j += run;
+    }
+}
+
+// Phase 3's task: output dims [d0, d0 + dims) of kv head kvh's query heads, out = V^T p. Key j goes to
+// lane j % 32 of each dim, keys in ascending order, then each dim's lanes are summed in the order's
+// tree. lanes: [group][kDecodeLanes][dims] of scratch.
+void decode_values(const DecodeJob& job, int32_t kvh, int64_t d0, int64_t dims, float* lanes, float* out) {
+    const int32_t group = job.group;
+    std::fill(lanes, lanes + group * kDecodeLanes * dims, 0.0f);
+    const float* probs = job.scores + int64_t(kvh) * group * job.n_keys;
+    for (int32_t j = job.first; j <= job.pos;) {
+        const int32_t run = run_in_block(job.kv, j, job.pos);
+        const auto* v = static_cast<const uint16_t*>(job.kv.v_row(job.il, j)) + int64_t(kvh) * job.hd + d0;
+        fma_f16_keys(dims, v, job.row_halves, run, j % kDecodeLanes, kDecodeLanes, probs + (j - job.first), job.n_keys,
+                     group, lanes, kDecodeLanes * dims);
+        j += run;
+    }
+    for (int32_t g = 0; g < group; ++g)
+        sum_f16_dot_lanes_by_dim(kDecodeOrder, lanes + int64_t(g) * kDecodeLanes * dims, dims, dims,
+                                 out + int64_t(kvh * group + g) * job.hd + d0);
+}
+
 }  // namespace
 
 void CpuBackend::attention(const Tensor& q, const KvCache& kv, int32_t il, int32_t pos0, const AttentionParams& p,
@@ -289,60 +337,40 @@ void CpuBackend::attention_decode(const Tensor& q, const KvCache& kv, int32_t il
     const int64_t hd = p.head_dim;
     const int32_t first = first_key(p, pos);
     const int32_t n_keys = pos - first + 1;
-    // One token: ggml_vec_dot_f16's order for both products.
-    constexpr F16DotOrder kOrder = F16DotOrder::kStep32;
-    constexpr int n_lanes = f16_dot_lanes(kOrder);
-    const int64_t row_halves = int64_t(kv.k_row_bytes() / sizeof(uint16_t));  // one position's K (or V), all kv heads
     const float score_scale = p.scale_q ? 1.0f : p.scale;
 
     // Output dims per phase-3 task: a 64-byte line of a V row where the head dim allows, so that one
     // task reads each line (with 16 dims, two tasks read every line from memory, each using half).
     const int64_t dims = hd % 32 == 0 ? 32 : hd % 16 == 0 ? 16 : hd;
 
-    // Shared: the query heads rounded to f16 (as floats) [n_head][hd], then scores / probabilities
-    // [n_head][n_keys]. Per thread: the value lanes of one output slice for a group [group][n_lanes][dims].
+    // Shared: DecodeJob's queries and scores. Per thread: phase 3's lanes; the set-up below uses
+    // thread 0's as the scaled q.
     decode_buf_.resize(size_t(p.n_head * hd + int64_t(p.n_head) * n_keys));
-    float* qf = decode_buf_.data();
-    float* scores = qf + p.n_head * hd;
-    // per thread: the lanes (phase 3); the set-up below uses thread 0's as the scaled q
-    const size_t thread_floats = size_t(std::max<int64_t>(group * n_lanes * dims, hd));
+    const DecodeJob job{kv, il, first, pos, n_keys, group, p.n_head_kv, hd, int64_t(kv.k_row_bytes() / sizeof(uint16_t)),
+                        decode_buf_.data(), decode_buf_.data() + p.n_head * hd};
+    const size_t thread_floats = size_t(std::max<int64_t>(group * kDecodeLanes * dims, hd));
     for (auto& b : thread_buf_)
         if (b.size() < thread_floats) b.resize(thread_floats);
     for (auto& b : thread_f16_)
         if (b.size() < size_t(hd)) b.resize(size_t(hd));
-    {
-        float* scratch = thread_buf_[0].data();
-        uint16_t* q16 = thread_f16_[0].data();
-        for (int32_t h = 0; h < p.n_head; ++h) {
-            round_query(p, q.data + int64_t(h) * hd, scratch, q16, hd);
-            dequantize_row(GgmlType::F16, q16, qf + h * hd, hd);  // exact, as fp16_to_f32
-        }
+    for (int32_t h = 0; h < p.n_head; ++h) {
+        round_query(p, q.data + int64_t(h) * hd, thread_buf_[0].data(), thread_f16_[0].data(), hd);
+        dequantize_row(GgmlType::F16, thread_f16_[0].data(), decode_buf_.data() + h * hd, hd);  // exact, as fp16_to_f32
     }
 
-    // Phase 1, scores: a task per run of keys, each key's row dotted with every query head. A task
-    // walks its rows for all kv heads in steps of 16 keys, so it reads the cache front to back (a
-    // task per kv head read one 128-byte piece of every row, which left the memory half idle). Runs
-    // of about a quarter of a thread's share, so uneven tasks still even out.
+    // Phase 1, scores (decode_scores): a task per run of keys, about a quarter of a thread's share, so
+    // uneven tasks still even out. (A task per kv head and run read one 128-byte piece of every row.)
     const int32_t chunk = std::clamp<int32_t>((n_keys / (4 * n_threads()) + 15) / 16 * 16, 16, 256);
     const int32_t n_chunks = (n_keys + chunk - 1) / chunk;
     pool_.parallel_for(n_chunks, [&](int64_t task, int) {
         const int32_t lo = first + int32_t(task) * chunk;
-        const int32_t hi = std::min(pos, lo + chunk - 1);
-        for (int32_t j = lo; j <= hi;) {
-            const int32_t run = std::min(kKeyStep, run_in_block(kv, j, hi));
-            for (int32_t kvh = 0; kvh < p.n_head_kv; ++kvh) {
-                const auto* k = static_cast<const uint16_t*>(kv.k_row(il, j)) + int64_t(kvh) * hd;
-                dot_f16_keys(kOrder, hd, k, row_halves, run, qf + int64_t(kvh) * group * hd, hd, group,
-                             scores + int64_t(kvh) * group * n_keys + (j - first), n_keys);
-            }
-            j += run;
-        }
+        decode_scores(job, lo, std::min(pos, lo + chunk - 1));
     });
 
     // Phase 2, softmax: a task per query head. The probabilities are left rounded to f16, the precision
     // the reference weights V with.
     pool_.parallel_for(p.n_head, [&](int64_t h, int) {
-        float* s = scores + h * n_keys;
+        float* s = job.scores + h * n_keys;
         soft_cap_scores(s, n_keys, p.softcap);
         for (int32_t j = 0; j < n_keys; ++j) s[j] *= score_scale;
         const float inv = softmax_in_place(s, first, pos);
@@ -351,26 +379,11 @@ void CpuBackend::attention_decode(const Tensor& q, const KvCache& kv, int32_t il
         scale_round_f16(s, n_keys, inv);
     });
 
-    // Phase 3, out = V^T p: a task per (kv head, slice of output dims); key j goes to lane j % 32 of each
-    // dim, keys in ascending order, then each dim's lanes are summed in the order's tree.
+    // Phase 3, out = V^T p (decode_values): a task per (kv head, slice of output dims).
     const int64_t n_slices = hd / dims;
     pool_.parallel_for(p.n_head_kv * n_slices, [&](int64_t task, int thread) {
-        const int32_t kvh = int32_t(task / n_slices);
-        const int64_t d0 = (task % n_slices) * dims;
-        float* lanes = thread_buf_[size_t(thread)].data();  // [group][n_lanes][dims]
-        std::fill(lanes, lanes + group * n_lanes * dims, 0.0f);
-        const float* probs = scores + int64_t(kvh) * group * n_keys;
-        for (int32_t j = first; j <= pos;) {
-            const int32_t run = run_in_block(kv, j, pos);
-            const auto* v = static_cast<const uint16_t*>(kv.v_row(il, j)) + int64_t(kvh) * hd + d0;
-            fma_f16_keys(dims, v, row_halves, run, j % n_lanes, n_lanes, probs + (j - first), n_keys, group, lanes,
-                         n_lanes * dims);
-            j += run;
-        }
-        for (int32_t g = 0; g < group; ++g) {
-            float* o = out.data + int64_t(kvh * group + g) * hd + d0;
-            sum_f16_dot_lanes_by_dim(kOrder, lanes + int64_t(g) * n_lanes * dims, dims, dims, o);
-        }
+        decode_values(job, int32_t(task / n_slices), (task % n_slices) * dims, dims, thread_buf_[size_t(thread)].data(),
+                      out.data);
     });
 }
 

@@ -81,8 +81,8 @@ int64_t dot_keys_step32_by4(int64_t n, const uint16_t* k, int64_t k_stride, int6
     return n4;
 }
 
-// dot_keys_step32_by4 for a head dim of NB runs of 32 (32 to 256) and at most kMaxHeadsInRegisters
-// query heads, unrolled: each key row stays in registers as it is converted (no store and reload), the
+// dot_keys_step32_by4 for a head dim of NB runs of 32 (head dims 64, 128 and 256 take it) and at most
+// kMaxHeadsInRegisters query heads, unrolled: each key row stays in registers as it is converted (no store and reload), the
 // four keys' partial sums of every head stay in registers until their common reduction, and the four
 // scores of a head are stored together. The per-lane operations and their order are the loop's, so
 // the scores are bit for bit the same (the loop form, where this one was written, took about twice as
