@@ -53,6 +53,15 @@ constexpr int kRows = kTile16Rows;
 // prefetch past the end of the copy never faults. (The large Q4_K matrices measured no gain.)
 constexpr size_t kPrefetchAhead = 1024;
 
+// 64 bytes of packed nibbles (16 rows x 4 bytes, 64-byte aligned) as two vectors of codes 0..15: the low
+// nibbles and the high ones (Q4_K's groups 2g and 2g + 1; Q5_0's and Q4_1's groups g and g + 4).
+WB_INLINE void split_nibbles(const void* nib, __m512i& low, __m512i& high) {
+    const __m512i raw = _mm512_load_si512(nib);
+    const __m512i nibble = _mm512_set1_epi8(0x0F);
+    low = _mm512_and_si512(raw, nibble);
+    high = _mm512_and_si512(_mm512_srli_epi16(raw, 4), nibble);
+}
+
 // The address is computed as an integer: it may lie past the copy, which a pointer may not.
 WB_INLINE void prefetch_ahead(const void* block, int lines) {
     const uintptr_t at = reinterpret_cast<uintptr_t>(block) + kPrefetchAhead;
@@ -514,10 +523,8 @@ void unrepack_q5_0(int64_t n, const void* repacked, int r, void* row) {
 
 // Block b's unsigned codes (0..31) of groups g and g + 4 for the 16 rows, 4 bytes a row.
 WB_INLINE void q5_0_codes(const Q50Repacked16& b, int g, __m512i& low, __m512i& high) {
-    const __m512i raw = _mm512_load_si512(b.nib[g]);
-    const __m512i nibble = _mm512_set1_epi8(0x0F), fifth = _mm512_set1_epi8(0x10);
-    low = _mm512_and_si512(raw, nibble);
-    high = _mm512_and_si512(_mm512_srli_epi16(raw, 4), nibble);
+    const __m512i fifth = _mm512_set1_epi8(0x10);
+    split_nibbles(b.nib[g], low, high);
     low = _mm512_mask_add_epi8(low, _cvtu64_mask64(b.high[g]), low, fifth);  // + 16: the nibble is below 16
     high = _mm512_mask_add_epi8(high, _cvtu64_mask64(b.high[g + 4]), high, fifth);
 }
@@ -616,14 +623,6 @@ void unrepack_q4_1(int64_t n, const void* repacked, int r, void* row) {
     }
 }
 
-// Block b's codes (0..15) of groups g and g + 4 for the 16 rows, 4 bytes a row.
-WB_INLINE void q4_1_codes(const Q41Repacked16& b, int g, __m512i& low, __m512i& high) {
-    const __m512i raw = _mm512_load_si512(b.nib[g]);
-    const __m512i nibble = _mm512_set1_epi8(0x0F);
-    low = _mm512_and_si512(raw, nibble);
-    high = _mm512_and_si512(_mm512_srli_epi16(raw, 4), nibble);
-}
-
 void row16_q4_1(int64_t n, const void* repacked, const void* x, float* out) {
     const auto* blocks = static_cast<const Q41Repacked16*>(repacked);
     const auto* bx = static_cast<const BlockQ8_1*>(x);
@@ -640,7 +639,7 @@ void row16_q4_1(int64_t n, const void* repacked, const void* x, float* out) {
 #pragma GCC unroll 4
         for (int g = 0; g < 4; ++g) {
             __m512i low, high;
-            q4_1_codes(b, g, low, high);
+            split_nibbles(b.nib[g], low, high);
             const __m512i lanes_low = _mm512_dpbusd_epi32(_mm512_setzero_si512(), low, broadcast4(bx[i].qs + 4 * g));
             const __m512i lanes_high = _mm512_dpbusd_epi32(_mm512_setzero_si512(), high, broadcast4(bx[i].qs + 4 * (g + 4)));
             acc[g] = _mm512_fmadd_ps(dd, _mm512_cvtepi32_ps(lanes_low), acc[g]);
@@ -659,7 +658,7 @@ void unpack16_q4_1(int64_t n, const void* repacked, void* unpacked) {
         Unpacked16Q32& u = out[i];
         for (int g = 0; g < 4; ++g) {
             __m512i low, high;
-            q4_1_codes(blocks[i], g, low, high);
+            split_nibbles(blocks[i].nib[g], low, high);
             _mm512_store_si512(u.codes[g], low);
             _mm512_store_si512(u.codes[g + 4], high);
             _mm512_store_si512(u.start[g], _mm512_setzero_si512());
