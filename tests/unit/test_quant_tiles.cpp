@@ -500,11 +500,13 @@ void TestQuantTiles::repacked16_equals_row_dot_bit_for_bit_data() {
     for (auto [o, name] : {std::pair{wb::DotOrder::kRow, "row"}, std::pair{wb::DotOrder::kTiled, "tiled"}}) {
         for (int n : {256, 3072}) QTest::addRow("Q6_K/%d/%s", n, name) << uint32_t(GgmlType::Q6_K) << n << false << int(o);
         QTest::addRow("Q6_K/2048/%s extreme", name) << uint32_t(GgmlType::Q6_K) << 2048 << true << int(o);
+        for (int n : {256, 2048, 8192}) QTest::addRow("Q5_K/%d/%s", n, name) << uint32_t(GgmlType::Q5_K) << n << false << int(o);
+        QTest::addRow("Q5_K/2048/%s extreme", name) << uint32_t(GgmlType::Q5_K) << 2048 << true << int(o);
     }
 }
 
-// The layout repacked at load (DotKernels::repack16, the avx512 family's decode form of Q4_K, Q8_0,
-// Q6_K, Q5_0 and Q4_1): each of the 16 rows against each token through row16_repacked equal to the AVX2 family's
+// The layout repacked at load (DotKernels::repack16, the avx512 family's decode form of Q4_K, Q5_K,
+// Q8_0, Q6_K, Q5_0 and Q4_1): each of the 16 rows against each token through row16_repacked equal to the AVX2 family's
 // row dot in that order, bit for bit; every row unrepacked byte for byte; and where the order has a
 // 16-row tile, unpack16_repacked writing exactly the bytes unpack16_w writes from the file's rows (the
 // prefill then reads only the repacked copy).
