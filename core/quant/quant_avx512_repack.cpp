@@ -1,7 +1,7 @@
-// Q4_K, Q5_K, Q8_0, Q6_K, Q5_0 and Q4_1 repacked at load for the decode (DotKernels::repack16 / row16_repacked /
+// Q4_K, Q5_K, Q8_0, Q6_K, Q5_0, Q4_0 and Q4_1 repacked at load for the decode (DotKernels::repack16 / row16_repacked /
 // unpack16_repacked / unrepack_row in quant.h), AVX-512 (F, BW, VL, VNNI), built with those flags and
 // handed out by quant.cpp only on a CPU that has them (the avx512 family). Q5_K's, Q8_0's, Q6_K's,
-// Q5_0's and Q4_1's parts follow Q4_K's.
+// Q5_0's, Q4_0's and Q4_1's parts follow Q4_K's.
 //
 // Why: a decode matmul is one token against every row, so it is paced by how fast the weights stream
 // in. Read in the file's layout (quant_avx2_rows.cpp's dot_q4_k_gemv_rows8) each row's blocks are
@@ -400,7 +400,7 @@ void unrepack_q5_k(int64_t n, const void* repacked, int r, void* row) {
     }
 }
 
-// The 32-value types' group of 16 rows (Q8_0, Q5_0): per pair of blocks, the 16 rows' d of both
+// The 32-value types' group of 16 rows (Q8_0, Q5_0, Q4_0): per pair of blocks, the 16 rows' d of both
 // ([block][row], f16: one cache line, half of it padding after an odd last block) and then the two
 // blocks' kBlockBytes each (a multiple of 64, so every block stays 64-byte aligned). The d sit beside
 // their blocks, not in an array after them, because a second stream inside the group leaves the
@@ -775,6 +775,94 @@ void unpack16_q5_0(int64_t n, const void* repacked, void* unpacked) {
     }
 }
 
+// ---- Q4_0 in llama.cpp's repacked order (gemv and gemm alike: the decode and the batches) ----
+//
+// llama.cpp's x86 build repacks Q4_0 matrices whose row count is a multiple of 8 and folds each
+// block's exact sum into one float by one FMA with fp16(d_w) * fp16(d_x) (dot_block_sums in
+// quant_avx2.cpp). A group of 16 rows is PairedD's, a block Q40Repacked16 (the nibbles as Q4_1's: value
+// 4g+k low, 16+4g+k high): the file's bytes. The codes stay unsigned (0..15, vpdpbusd's unsigned
+// operand) and each block's sum starts at -8 times the sum of its 32 activations: the same exact
+// integer, sum((code - 8) * y).
+struct Q40Repacked16 {
+    uint8_t nib[4][kRows][4];  // [g][row]: byte k = value 4g+k in the low nibble, value 16+4g+k in the high one
+};
+using Q40Group = PairedD<sizeof(Q40Repacked16)>;
+
+size_t q4_0_repacked_bytes(int64_t n) { return Q40Group::bytes(n / kQK); }
+
+WB_INLINE Q40Repacked16& q4_0_block(void* group, int64_t i) { return *reinterpret_cast<Q40Repacked16*>(Q40Group::block(group, i)); }
+WB_INLINE const Q40Repacked16& q4_0_block(const void* group, int64_t i) {
+    return *reinterpret_cast<const Q40Repacked16*>(Q40Group::block(group, i));
+}
+
+void repack_q4_0(int64_t n, const void* w, size_t w_stride, void* out) {
+    std::memset(out, 0, q4_0_repacked_bytes(n));  // the padding after an odd last block's d
+    for (int r = 0; r < kRows; ++r) {
+        const auto* row = reinterpret_cast<const BlockQ4_0*>(static_cast<const uint8_t*>(w) + size_t(r) * w_stride);
+        for (int64_t i = 0; i < n / kQK; ++i) {
+            for (int g = 0; g < 4; ++g) std::memcpy(q4_0_block(out, i).nib[g][r], row[i].qs + 4 * g, 4);
+            Q40Group::d(out, i)[r] = row[i].d;
+        }
+    }
+}
+
+void unrepack_q4_0(int64_t n, const void* repacked, int r, void* row) {
+    auto* out = static_cast<BlockQ4_0*>(row);
+    for (int64_t i = 0; i < n / kQK; ++i) {
+        for (int g = 0; g < 4; ++g) std::memcpy(out[i].qs + 4 * g, q4_0_block(repacked, i).nib[g][r], 4);
+        out[i].d = Q40Group::d(repacked, i)[r];
+    }
+}
+
+// The sum of a block's 32 activations (|sum| <= 32 * 127).
+WB_INLINE int activation_sum(const int8_t* qs) {
+    const __m256i pairs = _mm256_maddubs_epi16(_mm256_set1_epi8(1), load32(qs));
+    return hsum_i32(_mm256_madd_epi16(pairs, _mm256_set1_epi16(1)));
+}
+
+void row16_q4_0(int64_t n, const void* repacked, const void* x, float* out) {
+    const auto* bx = static_cast<const BlockQ8_0*>(x);
+    __m512 acc = _mm512_setzero_ps();
+    for (int64_t i = 0; i < n / kQK; ++i) {
+        const Q40Repacked16& b = q4_0_block(repacked, i);
+        __m512i sum = _mm512_set1_epi32(-8 * activation_sum(bx[i].qs));
+#pragma GCC unroll 4
+        for (int g = 0; g < 4; ++g) {
+            __m512i low, high;
+            split_nibbles(b.nib[g], low, high);
+            sum = _mm512_dpbusd_epi32(sum, low, broadcast4(bx[i].qs + 4 * g));
+            sum = _mm512_dpbusd_epi32(sum, high, broadcast4(bx[i].qs + 16 + 4 * g));
+        }
+        // fp16(d_w) * fp16(d_x), one rounding, then the block's FMA
+        const __m512 dd = _mm512_mul_ps(_mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(Q40Group::d(repacked, i)))),
+                                        _mm512_set1_ps(fp16(bx[i].d)));
+        acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sum), dd, acc);
+    }
+    _mm512_storeu_ps(out, acc);
+}
+
+// The 16-row tile's layout (Unpacked16Q32, as quant_avx512_rows16.cpp's unpack16_q32 writes it from
+// the file: the codes value - 8 as int8, each group's start -128 times its code sum, d as float).
+void unpack16_q4_0(int64_t n, const void* repacked, void* unpacked) {
+    auto* out = static_cast<Unpacked16Q32*>(unpacked);
+    const __m512i ones = _mm512_set1_epi8(1), eight = _mm512_set1_epi8(8), minus128 = _mm512_set1_epi32(-128);
+    for (int64_t i = 0; i < n / kQK; ++i) {
+        Unpacked16Q32& u = out[i];
+        for (int g = 0; g < 4; ++g) {
+            __m512i codes[2];
+            split_nibbles(q4_0_block(repacked, i).nib[g], codes[0], codes[1]);
+            for (int h = 0; h < 2; ++h) {
+                const __m512i q = _mm512_sub_epi8(codes[h], eight);
+                _mm512_store_si512(u.codes[g + 4 * h], q);
+                const __m512i sum = _mm512_dpbusd_epi32(_mm512_setzero_si512(), ones, q);  // the group's 4 codes, signed
+                _mm512_store_si512(u.start[g + 4 * h], _mm512_mullo_epi32(sum, minus128));
+            }
+        }
+        _mm512_store_ps(u.d, _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(Q40Group::d(repacked, i)))));
+        _mm512_store_ps(u.m, _mm512_setzero_ps());
+    }
+}
+
 // ---- Q4_1 in its row order (the decode of a Q4_1 file's matrices, e.g. SmolLM2's) ----
 //
 // A group of 16 rows is, per block, Q41Repacked16: d and m of the 16 rows (f16), then the nibbles as
@@ -870,6 +958,8 @@ void add_repack_avx512_kernels(KernelTable& t) {
     // the batches' llamafile order is served by the row order's kernels (quant.cpp's served_order)
     t.repacked16_in(DotOrder::kRow, GgmlType::Q8_0) = {q8_0_repacked_bytes, repack_q8_0, row16_q8_0, unpack16_q8_0, unrepack_q8_0};
     t.repacked16_in(DotOrder::kRow, GgmlType::Q5_0) = {q5_0_repacked_bytes, repack_q5_0, row16_q5_0, unpack16_q5_0, unrepack_q5_0};
+    for (DotOrder o : {DotOrder::kGemv, DotOrder::kGemm})
+        t.repacked16_in(o, GgmlType::Q4_0) = {q4_0_repacked_bytes, repack_q4_0, row16_q4_0, unpack16_q4_0, unrepack_q4_0};
     t.repacked16_in(DotOrder::kRow, GgmlType::Q4_1) = {q4_1_repacked_bytes, repack_q4_1, row16_q4_1, unpack16_q4_1, unrepack_q4_1};
     // the decode (row order, no 16-row tile) and the batches (tiled order) read one layout
     t.repacked16_in(DotOrder::kRow, GgmlType::Q5_K) = {q5_k_repacked_bytes, repack_q5_k, row16_q5_k<false>, nullptr, unrepack_q5_k};

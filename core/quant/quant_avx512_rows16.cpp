@@ -1,6 +1,6 @@
 // AVX-512 (F, BW, VL, VNNI) prefill tiles over 16 weight rows unpacked together (DotKernels::unpack16_w
 // / tile16_unpacked in quant.h), for Q4_K (gemm and tiled order), Q5_K, Q6_K and IQ4_XS (tiled order)
-// and Q8_0, Q5_0, Q4_1, Q5_1 (row order: the end of the file),
+// and Q8_0, Q5_0, Q4_1, Q5_1 (row order), Q4_0 (llama.cpp's repacked order: the end of the file),
 // built with those flags and handed out by quant.cpp only on a CPU that has them (the avx512 family).
 //
 // The tiles over packed activations (quant_avx2_packed.cpp, quant_avx512_k.cpp) decode a weight block
@@ -242,6 +242,13 @@ void decode32(const BlockQ8_0& b, uint8_t* codes, float& d, float&) {
     std::memcpy(codes, b.qs, kQK);
     d = fp16(b.d);
 }
+void decode32(const BlockQ4_0& b, uint8_t* codes, float& d, float&) {  // value - 8 as int8, as block_values
+    for (int j = 0; j < kQK / 2; ++j) {
+        codes[j] = uint8_t((b.qs[j] & 0xF) - 8);
+        codes[j + kQK / 2] = uint8_t((b.qs[j] >> 4) - 8);
+    }
+    d = fp16(b.d);
+}
 void decode32(const BlockQ5_0& b, uint8_t* codes, float& d, float&) {  // value - 16 as int8, as block_q5_0
     uint32_t qh;
     std::memcpy(&qh, b.qh, 4);
@@ -338,6 +345,37 @@ void tile16_q32(int64_t n, const void* unpacked, const void* x, size_t x_stride,
     }
 }
 
+// Q4_0 in llama.cpp's repacked order (gemv and gemm alike; dot_block_sums in quant_avx2.cpp): per block
+// the exact sum of the codes times the activations over all 8 groups, folded into one float by one FMA
+// with fp16(d_w) * fp16(d_x). Four tokens at a time share each load of the codes.
+void tile16_block_sums(int64_t n, const void* unpacked, const void* x, size_t x_stride, float* out, int64_t out_stride) {
+    constexpr int kTokens = 4;
+    const auto* u = static_cast<const Unpacked16Q32*>(unpacked);
+    for (int pass = 0; pass < kDotTileCols / kTokens; ++pass) {
+        const BlockQ8_0* rows[kTokens];
+        for (int t = 0; t < kTokens; ++t)
+            rows[t] = reinterpret_cast<const BlockQ8_0*>(static_cast<const uint8_t*>(x) + size_t(kTokens * pass + t) * x_stride);
+        __m512 acc[kTokens];
+        for (__m512& a : acc) a = _mm512_setzero_ps();
+        for (int64_t i = 0; i < n / kQK; ++i) {
+            const Unpacked16Q32& b = u[i];
+            __m512i sum[kTokens];
+            for (__m512i& v : sum) v = _mm512_setzero_si512();
+#pragma GCC unroll 8
+            for (int g = 0; g < 8; ++g) {
+                const __m512i w = _mm512_loadu_si512(b.codes[g]);
+                const __m512i start = _mm512_loadu_si512(b.start[g]);
+                for (int t = 0; t < kTokens; ++t)
+                    sum[t] = _mm512_dpbusd_epi32(_mm512_add_epi32(sum[t], start), broadcast4_biased(rows[t][i].qs + 4 * g), w);
+            }
+            const __m512 d = _mm512_loadu_ps(b.d);
+            for (int t = 0; t < kTokens; ++t)  // fp16(d_w) * fp16(d_x), one rounding, then the FMA
+                acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sum[t]), _mm512_mul_ps(d, _mm512_set1_ps(fp16(rows[t][i].d))), acc[t]);
+        }
+        for (int t = 0; t < kTokens; ++t) _mm512_storeu_ps(out + (kTokens * pass + t) * out_stride, acc[t]);
+    }
+}
+
 template <class BW, class BX, bool kSigned>
 Rows16Tile rows16_q32() {
     return {unpacked16_q32_bytes, unpack16_q32<BW, kSigned>, tile16_q32<BX, kSigned>};
@@ -358,6 +396,8 @@ void add_rows16_avx512_kernels(KernelTable& t) {
     t.rows16_in(DotOrder::kRow, GgmlType::Q5_0) = rows16_q32<BlockQ5_0, BlockQ8_0, true>();  // codes value - 16
     t.rows16_in(DotOrder::kRow, GgmlType::Q4_1) = rows16_q32<BlockQ4_1, BlockQ8_1, false>();
     t.rows16_in(DotOrder::kRow, GgmlType::Q5_1) = rows16_q32<BlockQ5_1, BlockQ8_1, false>();
+    for (DotOrder o : {DotOrder::kGemv, DotOrder::kGemm})  // codes value - 8
+        t.rows16_in(o, GgmlType::Q4_0) = {unpacked16_q32_bytes, unpack16_q32<BlockQ4_0, true>, tile16_block_sums};
 }
 
 }  // namespace wb
