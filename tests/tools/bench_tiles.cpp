@@ -7,7 +7,9 @@
 // matrix as a prefill's tasks meet them (packing and unpacking included) and the multiply-adds per CPU
 // nanosecond; where the family has a 16-row tile, the same through it. Then the decode kernels over 8
 // rows on a matrix that stays in the L2 cache: the bytes of weights per CPU second they can take (the
-// file's bytes, also for the rows repacked at load, whose copy is 3 % larger).
+// file's bytes, also for the rows repacked at load, whose copy is 3 % larger). Then the decode
+// attention's f16 products, and the repacked decode kernels over a matrix read from memory, against a
+// plain read of the same bytes.
 #include <time.h>
 
 #include <algorithm>
@@ -207,7 +209,7 @@ void bench_attention(int runs) {
 // repacked pass against a plain read of the same bytes, alternated run by run, as the median ratio of
 // their speeds (1.0: the kernel reads as fast as the memory streams). What a layout's reading order costs
 // beyond its bytes: with a second stream inside each group of 16 rows (Q8_0's and Q5_0's d in an array
-// after their blocks) the hardware prefetchers fell behind and the ratio was 0.56-0.71.
+// after their blocks) the hardware prefetchers fell behind and the ratio was 0.48-0.64.
 void bench_repacked_from_memory(int runs) {
     constexpr int64_t kN = 2048, kRows = 65536;
     std::mt19937 rng(11);
@@ -215,7 +217,8 @@ void bench_repacked_from_memory(int runs) {
                 (long long)kRows, runs);
     for (const Case& c : {Case{GgmlType::Q4_K, wb::DotOrder::kGemv, kN, kRows}, Case{GgmlType::Q5_K, wb::DotOrder::kRow, kN, kRows},
                           Case{GgmlType::Q6_K, wb::DotOrder::kRow, kN, kRows}, Case{GgmlType::Q8_0, wb::DotOrder::kRow, kN, kRows},
-                          Case{GgmlType::Q5_0, wb::DotOrder::kRow, kN, kRows}, Case{GgmlType::Q4_1, wb::DotOrder::kRow, kN, kRows}}) {
+                          Case{GgmlType::Q5_0, wb::DotOrder::kRow, kN, kRows}, Case{GgmlType::Q4_1, wb::DotOrder::kRow, kN, kRows},
+                          Case{GgmlType::Q4_0, wb::DotOrder::kGemv, kN, kRows}}) {
         const wb::DotKernels k = wb::dot_kernels(c.type, c.n, c.order);
         if (!k.row16_repacked) continue;
         const size_t group = k.repacked16_bytes(c.n), bytes = group * size_t(c.rows / 16);
@@ -297,7 +300,7 @@ int main(int argc, char** argv) {
     std::printf("decode, 8 rows at a time (DotKernels::rows8, else one row at a time), one token, per matrix:\n");
     for (const Case& c : {Case{GgmlType::Q4_K, wb::DotOrder::kGemv, 2048, 256}, Case{GgmlType::Q8_0, wb::DotOrder::kRow, 2048, 256},
                           Case{GgmlType::Q6_K, wb::DotOrder::kRow, 2048, 256},
-                          Case{GgmlType::Q5_K, wb::DotOrder::kRow, 2048, 256}}) {
+                          Case{GgmlType::Q5_K, wb::DotOrder::kRow, 2048, 256}, Case{GgmlType::Q4_0, wb::DotOrder::kGemv, 2048, 256}}) {
         const std::vector<uint8_t> w = random_matrix(rng, c.type, c.n, c.rows);
         std::vector<uint8_t> xq(wb::activation_row_bytes(c.type, c.n));
         std::vector<float> x(size_t(c.n), 0.5f);
