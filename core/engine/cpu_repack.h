@@ -1,6 +1,6 @@
 #pragma once
 // Weight matrices repacked once, at load, into a kernel family's own layout for the CPU backend's
-// decode (DotKernels::repack16 in quant/quant.h: Q4_K, Q5_K, Q8_0, Q6_K, Q5_0, Q4_0 and Q4_1 on a CPU with AVX-512 VNNI, where
+// decode (DotKernels::repack16 in quant/quant.h: Q4_K, Q5_K, Q8_0, Q6_K, Q5_0, Q4_0, IQ4_NL and Q4_1 on a CPU with AVX-512 VNNI, where
 // the file's layout held the decode below the memory's speed).
 //
 // One copy per matrix of a file for the whole process: every CpuBackend that prepares the same model

@@ -128,7 +128,7 @@ struct DotKernels {
     void (*tile16_unpacked)(int64_t n, const void* unpacked, const void* x, size_t x_stride, float* out,
                             int64_t out_stride) = nullptr;
     // Where the family has one, a layout of kTile16Rows weight rows repacked once, at load, for the
-    // decode (quant_avx512_repack.cpp; Q4_K, Q5_K, Q8_0, Q6_K, Q5_0, Q4_0, Q4_1): repack16(n, w, w_stride, out) writes repacked16_bytes(n)
+    // decode (quant_avx512_repack.cpp; Q4_K, Q5_K, Q8_0, Q6_K, Q5_0, Q4_0, IQ4_NL, Q4_1): repack16(n, w, w_stride, out) writes repacked16_bytes(n)
     // bytes for rows w .. w + 15 * w_stride (out 64-byte aligned); then row16_repacked(n, repacked, x,
     // out) gives out[r] = row(n, w + r * w_stride, x) for r < 16, bit for bit, and unpack16_repacked(n,
     // repacked, unpacked) writes exactly what unpack16_w(n, w, w_stride, unpacked) does (nullptr where

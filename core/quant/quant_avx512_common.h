@@ -29,7 +29,8 @@ struct Unpacked16 {
 static_assert(sizeof(Unpacked16<8>) % 64 == 0 && sizeof(Unpacked16<16>) % 64 == 0,
               "whole cache lines: in a 64-byte aligned buffer every block's codes are");
 
-// The 16-row tile's layout for the 32-element types (quant_avx512_rows16.cpp's Q8_0, Q4_1, Q5_1 tile):
+// The 16-row tile's layout for the 32-element types (quant_avx512_rows16.cpp's Q8_0, Q5_0, Q4_1, Q5_1,
+// Q4_0 and IQ4_NL tiles):
 // one block (32 values) of 16 rows.
 struct Unpacked16Q32 {
     uint8_t codes[8][kTile16Rows][4];  // [group of 4 values][row]

@@ -1,7 +1,7 @@
-// Q4_K, Q5_K, Q8_0, Q6_K, Q5_0, Q4_0 and Q4_1 repacked at load for the decode (DotKernels::repack16 / row16_repacked /
+// Q4_K, Q5_K, Q8_0, Q6_K, Q5_0, Q4_0, IQ4_NL and Q4_1 repacked at load for the decode (DotKernels::repack16 / row16_repacked /
 // unpack16_repacked / unrepack_row in quant.h), AVX-512 (F, BW, VL, VNNI), built with those flags and
 // handed out by quant.cpp only on a CPU that has them (the avx512 family). Q5_K's, Q8_0's, Q6_K's,
-// Q5_0's, Q4_0's and Q4_1's parts follow Q4_K's.
+// Q5_0's, Q4_0's, IQ4_NL's and Q4_1's parts follow Q4_K's.
 //
 // Why: a decode matmul is one token against every row, so it is paced by how fast the weights stream
 // in. Read in the file's layout (quant_avx2_rows.cpp's dot_q4_k_gemv_rows8) each row's blocks are
@@ -32,6 +32,7 @@
 // unpack16_repacked, so once a matrix is repacked the file's copy of it is not read again.
 #include <immintrin.h>
 
+#include <cstddef>
 #include <cstring>
 
 #include "quant/quant_avx2_common.h"
@@ -70,6 +71,7 @@ struct Q4KRepacked16 {
     uint8_t nib[kQKK / 8][kRows][4];  // [group of 8 values][row]: byte k = code 8g+k | code 8g+4+k << 4
 };
 static_assert(sizeof(Q4KRepacked16) % 64 == 0, "whole cache lines: a 64-byte aligned group's blocks stay aligned");
+static_assert(offsetof(Q4KRepacked16, nib) % 64 == 0, "the nibbles' aligned loads");
 
 size_t q4_k_repacked_bytes(int64_t n) { return size_t(n / kQKK) * sizeof(Q4KRepacked16); }
 
@@ -263,6 +265,7 @@ struct Q5KRepacked16 {
     Q5KUnit units[8];                 // [sub-block j]
 };
 static_assert(sizeof(Q5KRepacked16) == 2880, "whole cache lines: a 64-byte aligned group's blocks stay aligned");
+static_assert(offsetof(Q5KRepacked16, units) % 64 == 0 && sizeof(Q5KUnit) % 64 == 0, "the units' aligned loads");
 
 size_t q5_k_repacked_bytes(int64_t n) { return size_t(n / kQKK) * sizeof(Q5KRepacked16); }
 
@@ -400,12 +403,12 @@ void unrepack_q5_k(int64_t n, const void* repacked, int r, void* row) {
     }
 }
 
-// The 32-value types' group of 16 rows (Q8_0, Q5_0, Q4_0): per pair of blocks, the 16 rows' d of both
+// The 32-value types' group of 16 rows (Q8_0, Q5_0, Q4_0, IQ4_NL): per pair of blocks, the 16 rows' d of both
 // ([block][row], f16: one cache line, half of it padding after an odd last block) and then the two
 // blocks' kBlockBytes each (a multiple of 64, so every block stays 64-byte aligned). The d sit beside
 // their blocks, not in an array after them, because a second stream inside the group leaves the
 // hardware prefetchers behind: bench_tiles' decode from memory (one thread, kernel / plain read) gave
-// Q8_0 0.64 with the array and 0.93 with the d in line, Q5_0 0.48 and 0.78.
+// Q8_0 0.64 with the array and 0.92-0.93 with the d in line, Q5_0 0.48 and 0.78-0.81.
 template <size_t kBlockBytes>
 struct PairedD {
     static_assert(kBlockBytes % 64 == 0, "whole cache lines");
@@ -420,6 +423,20 @@ struct PairedD {
     }
     static const uint16_t* d(const void* group, int64_t i) { return d(const_cast<void*>(group), i); }
 };
+
+// Group g of a 16-row tile block (Unpacked16Q32) from its signed codes q: the codes, and the start
+// -128 times their sum that the tile's biased activations need.
+WB_INLINE void store_signed_group(Unpacked16Q32& u, int g, __m512i q) {
+    _mm512_store_si512(u.codes[g], q);
+    const __m512i sum = _mm512_dpbusd_epi32(_mm512_setzero_si512(), _mm512_set1_epi8(1), q);  // the group's 4 codes, signed
+    _mm512_store_si512(u.start[g], _mm512_mullo_epi32(sum, _mm512_set1_epi32(-128)));
+}
+
+// A 16-row tile block's d (from the 16 rows' f16) and m (0: the signed types have none).
+WB_INLINE void store_d_no_m(Unpacked16Q32& u, const uint16_t* d) {
+    _mm512_store_ps(u.d, _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(d))));
+    _mm512_store_ps(u.m, _mm512_setzero_ps());
+}
 
 // ---- Q8_0 in its row order (the decode of a Q8_0 matrix, often a model's tied output) ----
 //
@@ -486,19 +503,10 @@ void row16_q8_0(int64_t n, const void* repacked, const void* x, float* out) {
 // The 16-row tile's layout for Q8_0 (Unpacked16Q32: the same codes, each group's start -128 times
 // its code sum, d as float).
 void unpack16_q8_0(int64_t n, const void* repacked, void* unpacked) {
-    const int64_t nb = n / kQK;
     auto* out = static_cast<Unpacked16Q32*>(unpacked);
-    const __m512i ones = _mm512_set1_epi8(1);
-    for (int64_t i = 0; i < nb; ++i) {
-        Unpacked16Q32& u = out[i];
-        for (int g = 0; g < kQK / 4; ++g) {
-            const __m512i q = _mm512_load_si512(q8_0_codes_at(repacked, i) + 64 * g);
-            _mm512_store_si512(u.codes[g], q);
-            const __m512i sum = _mm512_dpbusd_epi32(_mm512_setzero_si512(), ones, q);  // the group's 4 codes, signed
-            _mm512_store_si512(u.start[g], _mm512_mullo_epi32(sum, _mm512_set1_epi32(-128)));
-        }
-        _mm512_store_ps(u.d, _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(Q80Group::d(repacked, i)))));
-        _mm512_store_ps(u.m, _mm512_setzero_ps());
+    for (int64_t i = 0; i < n / kQK; ++i) {
+        for (int g = 0; g < kQK / 4; ++g) store_signed_group(out[i], g, _mm512_load_si512(q8_0_codes_at(repacked, i) + 64 * g));
+        store_d_no_m(out[i], Q80Group::d(repacked, i));
     }
 }
 
@@ -531,6 +539,7 @@ struct Q6KRepacked16 {
     Q6KUnit units[16];
 };
 static_assert(sizeof(Q6KRepacked16) == 3392, "the file's 3360 bytes in whole cache lines");
+static_assert(offsetof(Q6KRepacked16, units) % 64 == 0 && sizeof(Q6KUnit) % 64 == 0, "the units' aligned loads");
 
 size_t q6_k_repacked_bytes(int64_t n) { return size_t(n / kQKK) * sizeof(Q6KRepacked16); }
 
@@ -755,62 +764,73 @@ void row16_q5_0(int64_t n, const void* repacked, const void* x, float* out) {
 // The 16-row tile's layout (Unpacked16Q32, as quant_avx512_rows16.cpp's unpack16_q32 writes it from
 // the file: the codes value - 16 as int8, each group's start -128 times its code sum, d as float).
 void unpack16_q5_0(int64_t n, const void* repacked, void* unpacked) {
-    const int64_t nb = n / kQK;
     auto* out = static_cast<Unpacked16Q32*>(unpacked);
-    const __m512i ones = _mm512_set1_epi8(1), sixteen = _mm512_set1_epi8(16), minus128 = _mm512_set1_epi32(-128);
-    for (int64_t i = 0; i < nb; ++i) {
-        Unpacked16Q32& u = out[i];
+    const __m512i sixteen = _mm512_set1_epi8(16);
+    for (int64_t i = 0; i < n / kQK; ++i) {
         for (int g = 0; g < 4; ++g) {
             __m512i codes[2];
             q5_0_codes(q5_0_block(repacked, i), g, codes[0], codes[1]);
-            for (int h = 0; h < 2; ++h) {
-                const __m512i q = _mm512_sub_epi8(codes[h], sixteen);
-                _mm512_store_si512(u.codes[g + 4 * h], q);
-                const __m512i sum = _mm512_dpbusd_epi32(_mm512_setzero_si512(), ones, q);  // the group's 4 codes, signed
-                _mm512_store_si512(u.start[g + 4 * h], _mm512_mullo_epi32(sum, minus128));
-            }
+            for (int h = 0; h < 2; ++h) store_signed_group(out[i], g + 4 * h, _mm512_sub_epi8(codes[h], sixteen));
         }
-        _mm512_store_ps(u.d, _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(Q50Group::d(repacked, i)))));
-        _mm512_store_ps(u.m, _mm512_setzero_ps());
+        store_d_no_m(out[i], Q50Group::d(repacked, i));
     }
 }
 
-// ---- Q4_0 in llama.cpp's repacked order (gemv and gemm alike: the decode and the batches) ----
+// ---- Q4_0 and IQ4_NL in llama.cpp's repacked order (gemv and gemm alike: the decode and the batches) ----
 //
-// llama.cpp's x86 build repacks Q4_0 matrices whose row count is a multiple of 8 and folds each
-// block's exact sum into one float by one FMA with fp16(d_w) * fp16(d_x) (dot_block_sums in
-// quant_avx2.cpp). A group of 16 rows is PairedD's, a block Q40Repacked16 (the nibbles as Q4_1's: value
-// 4g+k low, 16+4g+k high): the file's bytes. The codes stay unsigned (0..15, vpdpbusd's unsigned
-// operand) and each block's sum starts at -8 times the sum of its 32 activations: the same exact
-// integer, sum((code - 8) * y).
-struct Q40Repacked16 {
+// llama.cpp's x86 build repacks Q4_0 and IQ4_NL matrices whose row count is a multiple of 8 and folds
+// each block's exact sum into one float by one FMA with fp16(d_w) * fp16(d_x) (dot_block_sums in
+// quant_avx2.cpp). The two types share a block layout (d, 16 bytes of nibbles) and so a repacked one: a
+// group of 16 rows is PairedD's, a block Nib4Repacked16 (the nibbles as Q4_1's: value 4g+k low, 16+4g+k
+// high), the file's bytes. The row kernel takes each code as vpdpbusd's unsigned operand, biased (Q4_0:
+// the nibble, value + 8; IQ4_NL: its table value + 128), and starts each block's sum at -bias times the
+// sum of its 32 activations: the same exact integer, sum(value * y).
+struct Nib4Repacked16 {
     uint8_t nib[4][kRows][4];  // [g][row]: byte k = value 4g+k in the low nibble, value 16+4g+k in the high one
 };
-using Q40Group = PairedD<sizeof(Q40Repacked16)>;
+using Nib4Group = PairedD<sizeof(Nib4Repacked16)>;
 
-size_t q4_0_repacked_bytes(int64_t n) { return Q40Group::bytes(n / kQK); }
+// A type's biased codes (0..255) from its nibbles, and the bias.
+template <class BW>
+struct Nib4Codes;
+template <>
+struct Nib4Codes<BlockQ4_0> {
+    static constexpr int kBias = 8;
+    static __m512i table() { return _mm512_setzero_si512(); }
+    static __m512i biased(__m512i nibbles, __m512i) { return nibbles; }
+};
+template <>
+struct Nib4Codes<BlockIQ4_NL> {
+    static constexpr int kBias = 128;
+    static __m512i table() { return _mm512_broadcast_i32x4(_mm_xor_si128(iq4_nl_table(), _mm_set1_epi8(char(0x80)))); }
+    static __m512i biased(__m512i nibbles, __m512i table) { return _mm512_shuffle_epi8(table, nibbles); }
+};
 
-WB_INLINE Q40Repacked16& q4_0_block(void* group, int64_t i) { return *reinterpret_cast<Q40Repacked16*>(Q40Group::block(group, i)); }
-WB_INLINE const Q40Repacked16& q4_0_block(const void* group, int64_t i) {
-    return *reinterpret_cast<const Q40Repacked16*>(Q40Group::block(group, i));
+size_t nib4_repacked_bytes(int64_t n) { return Nib4Group::bytes(n / kQK); }
+
+WB_INLINE Nib4Repacked16& nib4_block(void* group, int64_t i) { return *reinterpret_cast<Nib4Repacked16*>(Nib4Group::block(group, i)); }
+WB_INLINE const Nib4Repacked16& nib4_block(const void* group, int64_t i) {
+    return *reinterpret_cast<const Nib4Repacked16*>(Nib4Group::block(group, i));
 }
 
-void repack_q4_0(int64_t n, const void* w, size_t w_stride, void* out) {
-    std::memset(out, 0, q4_0_repacked_bytes(n));  // the padding after an odd last block's d
+template <class BW>
+void repack_nib4(int64_t n, const void* w, size_t w_stride, void* out) {
+    std::memset(out, 0, nib4_repacked_bytes(n));  // the padding after an odd last block's d
     for (int r = 0; r < kRows; ++r) {
-        const auto* row = reinterpret_cast<const BlockQ4_0*>(static_cast<const uint8_t*>(w) + size_t(r) * w_stride);
+        const auto* row = reinterpret_cast<const BW*>(static_cast<const uint8_t*>(w) + size_t(r) * w_stride);
         for (int64_t i = 0; i < n / kQK; ++i) {
-            for (int g = 0; g < 4; ++g) std::memcpy(q4_0_block(out, i).nib[g][r], row[i].qs + 4 * g, 4);
-            Q40Group::d(out, i)[r] = row[i].d;
+            for (int g = 0; g < 4; ++g) std::memcpy(nib4_block(out, i).nib[g][r], row[i].qs + 4 * g, 4);
+            Nib4Group::d(out, i)[r] = row[i].d;
         }
     }
 }
 
-void unrepack_q4_0(int64_t n, const void* repacked, int r, void* row) {
-    auto* out = static_cast<BlockQ4_0*>(row);
+template <class BW>
+void unrepack_nib4(int64_t n, const void* repacked, int r, void* row) {
+    auto* out = static_cast<BW*>(row);
     for (int64_t i = 0; i < n / kQK; ++i) {
-        for (int g = 0; g < 4; ++g) std::memcpy(out[i].qs + 4 * g, q4_0_block(repacked, i).nib[g][r], 4);
-        out[i].d = Q40Group::d(repacked, i)[r];
+        for (int g = 0; g < 4; ++g) std::memcpy(out[i].qs + 4 * g, nib4_block(repacked, i).nib[g][r], 4);
+        out[i].d = Nib4Group::d(repacked, i)[r];
     }
 }
 
@@ -820,21 +840,24 @@ WB_INLINE int activation_sum(const int8_t* qs) {
     return hsum_i32(_mm256_madd_epi16(pairs, _mm256_set1_epi16(1)));
 }
 
-void row16_q4_0(int64_t n, const void* repacked, const void* x, float* out) {
+template <class BW>
+void row16_nib4(int64_t n, const void* repacked, const void* x, float* out) {
+    using C = Nib4Codes<BW>;
     const auto* bx = static_cast<const BlockQ8_0*>(x);
+    const __m512i table = C::table();
     __m512 acc = _mm512_setzero_ps();
     for (int64_t i = 0; i < n / kQK; ++i) {
-        const Q40Repacked16& b = q4_0_block(repacked, i);
-        __m512i sum = _mm512_set1_epi32(-8 * activation_sum(bx[i].qs));
+        const Nib4Repacked16& b = nib4_block(repacked, i);
+        __m512i sum = _mm512_set1_epi32(-C::kBias * activation_sum(bx[i].qs));  // |sum| < 2^31 throughout
 #pragma GCC unroll 4
         for (int g = 0; g < 4; ++g) {
             __m512i low, high;
             split_nibbles(b.nib[g], low, high);
-            sum = _mm512_dpbusd_epi32(sum, low, broadcast4(bx[i].qs + 4 * g));
-            sum = _mm512_dpbusd_epi32(sum, high, broadcast4(bx[i].qs + 16 + 4 * g));
+            sum = _mm512_dpbusd_epi32(sum, C::biased(low, table), broadcast4(bx[i].qs + 4 * g));
+            sum = _mm512_dpbusd_epi32(sum, C::biased(high, table), broadcast4(bx[i].qs + 16 + 4 * g));
         }
         // fp16(d_w) * fp16(d_x), one rounding, then the block's FMA
-        const __m512 dd = _mm512_mul_ps(_mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(Q40Group::d(repacked, i)))),
+        const __m512 dd = _mm512_mul_ps(_mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(Nib4Group::d(repacked, i)))),
                                         _mm512_set1_ps(fp16(bx[i].d)));
         acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sum), dd, acc);
     }
@@ -842,24 +865,20 @@ void row16_q4_0(int64_t n, const void* repacked, const void* x, float* out) {
 }
 
 // The 16-row tile's layout (Unpacked16Q32, as quant_avx512_rows16.cpp's unpack16_q32 writes it from
-// the file: the codes value - 8 as int8, each group's start -128 times its code sum, d as float).
-void unpack16_q4_0(int64_t n, const void* repacked, void* unpacked) {
+// the file: the values as int8, each group's start -128 times its code sum, d as float).
+template <class BW>
+void unpack16_nib4(int64_t n, const void* repacked, void* unpacked) {
+    using C = Nib4Codes<BW>;
     auto* out = static_cast<Unpacked16Q32*>(unpacked);
-    const __m512i ones = _mm512_set1_epi8(1), eight = _mm512_set1_epi8(8), minus128 = _mm512_set1_epi32(-128);
+    const __m512i table = C::table(), bias = _mm512_set1_epi8(char(C::kBias));
     for (int64_t i = 0; i < n / kQK; ++i) {
-        Unpacked16Q32& u = out[i];
         for (int g = 0; g < 4; ++g) {
-            __m512i codes[2];
-            split_nibbles(q4_0_block(repacked, i).nib[g], codes[0], codes[1]);
-            for (int h = 0; h < 2; ++h) {
-                const __m512i q = _mm512_sub_epi8(codes[h], eight);
-                _mm512_store_si512(u.codes[g + 4 * h], q);
-                const __m512i sum = _mm512_dpbusd_epi32(_mm512_setzero_si512(), ones, q);  // the group's 4 codes, signed
-                _mm512_store_si512(u.start[g + 4 * h], _mm512_mullo_epi32(sum, minus128));
-            }
+            __m512i nibbles[2];
+            split_nibbles(nib4_block(repacked, i).nib[g], nibbles[0], nibbles[1]);
+            for (int h = 0; h < 2; ++h)  // the value, wrapping to int8
+                store_signed_group(out[i], g + 4 * h, _mm512_sub_epi8(C::biased(nibbles[h], table), bias));
         }
-        _mm512_store_ps(u.d, _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(Q40Group::d(repacked, i)))));
-        _mm512_store_ps(u.m, _mm512_setzero_ps());
+        store_d_no_m(out[i], Nib4Group::d(repacked, i));
     }
 }
 
@@ -876,6 +895,7 @@ struct Q41Repacked16 {
     uint8_t nib[4][kRows][4];
 };
 static_assert(sizeof(Q41Repacked16) == 320, "five cache lines a block");
+static_assert(offsetof(Q41Repacked16, nib) % 64 == 0, "the nibbles' aligned loads");
 
 size_t q4_1_repacked_bytes(int64_t n) { return size_t(n / kQK) * sizeof(Q41Repacked16); }
 
@@ -958,8 +978,14 @@ void add_repack_avx512_kernels(KernelTable& t) {
     // the batches' llamafile order is served by the row order's kernels (quant.cpp's served_order)
     t.repacked16_in(DotOrder::kRow, GgmlType::Q8_0) = {q8_0_repacked_bytes, repack_q8_0, row16_q8_0, unpack16_q8_0, unrepack_q8_0};
     t.repacked16_in(DotOrder::kRow, GgmlType::Q5_0) = {q5_0_repacked_bytes, repack_q5_0, row16_q5_0, unpack16_q5_0, unrepack_q5_0};
-    for (DotOrder o : {DotOrder::kGemv, DotOrder::kGemm})
-        t.repacked16_in(o, GgmlType::Q4_0) = {q4_0_repacked_bytes, repack_q4_0, row16_q4_0, unpack16_q4_0, unrepack_q4_0};
+    // a plain array: a std::initializer_list would instantiate its members in this ISA's object (check_isa_symbols)
+    constexpr DotOrder kRepackedOrders[] = {DotOrder::kGemv, DotOrder::kGemm};
+    for (DotOrder o : kRepackedOrders) {
+        t.repacked16_in(o, GgmlType::Q4_0) = {nib4_repacked_bytes, repack_nib4<BlockQ4_0>, row16_nib4<BlockQ4_0>,
+                                              unpack16_nib4<BlockQ4_0>, unrepack_nib4<BlockQ4_0>};
+        t.repacked16_in(o, GgmlType::IQ4_NL) = {nib4_repacked_bytes, repack_nib4<BlockIQ4_NL>, row16_nib4<BlockIQ4_NL>,
+                                                unpack16_nib4<BlockIQ4_NL>, unrepack_nib4<BlockIQ4_NL>};
+    }
     t.repacked16_in(DotOrder::kRow, GgmlType::Q4_1) = {q4_1_repacked_bytes, repack_q4_1, row16_q4_1, unpack16_q4_1, unrepack_q4_1};
     // the decode (row order, no 16-row tile) and the batches (tiled order) read one layout
     t.repacked16_in(DotOrder::kRow, GgmlType::Q5_K) = {q5_k_repacked_bytes, repack_q5_k, row16_q5_k<false>, nullptr, unrepack_q5_k};

@@ -1,6 +1,6 @@
 // AVX-512 (F, BW, VL, VNNI) prefill tiles over 16 weight rows unpacked together (DotKernels::unpack16_w
 // / tile16_unpacked in quant.h), for Q4_K (gemm and tiled order), Q5_K, Q6_K and IQ4_XS (tiled order)
-// and Q8_0, Q5_0, Q4_1, Q5_1 (row order), Q4_0 (llama.cpp's repacked order: the end of the file),
+// and Q8_0, Q5_0, Q4_1, Q5_1 (row order), Q4_0 and IQ4_NL (llama.cpp's repacked order: the end of the file),
 // built with those flags and handed out by quant.cpp only on a CPU that has them (the avx512 family).
 //
 // The tiles over packed activations (quant_avx2_packed.cpp, quant_avx512_k.cpp) decode a weight block
@@ -237,7 +237,8 @@ Rows16Tile rows16() {
 // exactly sum(code * y).
 size_t unpacked16_q32_bytes(int64_t n) { return size_t(n / kQK) * sizeof(Unpacked16Q32); }
 
-// One block's 32 codes in value order (bytes: int8 for Q8_0, 0..31 for the others), d and m.
+// One block's 32 codes in value order (bytes: int8 values for Q8_0, Q5_0, Q4_0 and IQ4_NL, the unsigned
+// codes 0..15 / 0..31 for Q4_1 / Q5_1), d and m.
 void decode32(const BlockQ8_0& b, uint8_t* codes, float& d, float&) {
     std::memcpy(codes, b.qs, kQK);
     d = fp16(b.d);
@@ -246,6 +247,13 @@ void decode32(const BlockQ4_0& b, uint8_t* codes, float& d, float&) {  // value 
     for (int j = 0; j < kQK / 2; ++j) {
         codes[j] = uint8_t((b.qs[j] & 0xF) - 8);
         codes[j + kQK / 2] = uint8_t((b.qs[j] >> 4) - 8);
+    }
+    d = fp16(b.d);
+}
+void decode32(const BlockIQ4_NL& b, uint8_t* codes, float& d, float&) {  // the table's values as int8
+    for (int j = 0; j < kQK / 2; ++j) {
+        codes[j] = uint8_t(iq4nl_value(b.qs[j] & 0xF));
+        codes[j + kQK / 2] = uint8_t(iq4nl_value(b.qs[j] >> 4));
     }
     d = fp16(b.d);
 }
@@ -345,9 +353,11 @@ void tile16_q32(int64_t n, const void* unpacked, const void* x, size_t x_stride,
     }
 }
 
-// Q4_0 in llama.cpp's repacked order (gemv and gemm alike; dot_block_sums in quant_avx2.cpp): per block
-// the exact sum of the codes times the activations over all 8 groups, folded into one float by one FMA
-// with fp16(d_w) * fp16(d_x). Four tokens at a time share each load of the codes.
+// ---- Q4_0 and IQ4_NL in llama.cpp's repacked order (gemv and gemm alike), over the same layout ----
+//
+// Q4_0 and IQ4_NL in llama.cpp's repacked order (dot_block_sums in quant_avx2.cpp):
+// per block the exact sum of the codes times the activations over all 8 groups, folded into one float by
+// one FMA with fp16(d_w) * fp16(d_x). Four tokens at a time share each load of the codes.
 void tile16_block_sums(int64_t n, const void* unpacked, const void* x, size_t x_stride, float* out, int64_t out_stride) {
     constexpr int kTokens = 4;
     const auto* u = static_cast<const Unpacked16Q32*>(unpacked);
@@ -396,8 +406,12 @@ void add_rows16_avx512_kernels(KernelTable& t) {
     t.rows16_in(DotOrder::kRow, GgmlType::Q5_0) = rows16_q32<BlockQ5_0, BlockQ8_0, true>();  // codes value - 16
     t.rows16_in(DotOrder::kRow, GgmlType::Q4_1) = rows16_q32<BlockQ4_1, BlockQ8_1, false>();
     t.rows16_in(DotOrder::kRow, GgmlType::Q5_1) = rows16_q32<BlockQ5_1, BlockQ8_1, false>();
-    for (DotOrder o : {DotOrder::kGemv, DotOrder::kGemm})  // codes value - 8
+    // a plain array: a std::initializer_list would instantiate its members in this ISA's object (check_isa_symbols)
+    constexpr DotOrder kRepackedOrders[] = {DotOrder::kGemv, DotOrder::kGemm};
+    for (DotOrder o : kRepackedOrders) {  // codes value - 8, resp. the table's values
         t.rows16_in(o, GgmlType::Q4_0) = {unpacked16_q32_bytes, unpack16_q32<BlockQ4_0, true>, tile16_block_sums};
+        t.rows16_in(o, GgmlType::IQ4_NL) = {unpacked16_q32_bytes, unpack16_q32<BlockIQ4_NL, true>, tile16_block_sums};
+    }
 }
 
 }  // namespace wb

@@ -1,5 +1,6 @@
 // The CPU backend's load-time repacking (engine/cpu_repack.h) on a real file, Gemma 3 270M Q4_K_M
-// (Q4_K and Q6_K layers, a tied Q8_0 embedding table): which matrices it repacks and what it reports for the
+// (Q4_K, Q6_K and Q5_0 layers, a tied Q8_0 embedding table; the other repacked types' layouts are checked
+// by test_quant_tiles and the parity suites): which matrices it repacks and what it reports for the
 // memory ledger, one copy shared by two
 // backends and freed after the last, the file mapping's pages of them given back, and logits bit for
 // bit those of the same session reading the file's layout.
@@ -44,7 +45,7 @@ uint64_t mapped_rss(const std::string& name) {
     return kb * 1024;
 }
 
-// The matrices the backend should repack and their file bytes, by type: every Q4_K, Q5_K, Q6_K, Q8_0, Q5_0, Q4_0 and Q4_1 layer
+// The matrices the backend should repack and their file bytes, by type: every Q4_K, Q5_K, Q6_K, Q8_0, Q5_0, Q4_0, IQ4_NL and Q4_1 layer
 // matrix and output head with whole runs of 16 rows (a tied head once, as the table it is); not the
 // embedding table on its own, which is only looked up.
 std::map<GgmlType, uint64_t> repackable_bytes(const Model& m) {
@@ -53,15 +54,16 @@ std::map<GgmlType, uint64_t> repackable_bytes(const Model& m) {
     for (const Weight* x : w.all())
         if (*x && x != &w.token_embd &&
             (x->type == GgmlType::Q4_K || x->type == GgmlType::Q5_K || x->type == GgmlType::Q6_K || x->type == GgmlType::Q8_0 ||
-             x->type == GgmlType::Q5_0 || x->type == GgmlType::Q4_0 || x->type == GgmlType::Q4_1) &&
+             x->type == GgmlType::Q5_0 || x->type == GgmlType::Q4_0 || x->type == GgmlType::IQ4_NL ||
+             x->type == GgmlType::Q4_1) &&
             x->n_out % kTile16Rows == 0)
             total[x->type] += x->src->n_bytes;
     return total;
 }
 
 // Their repacked bytes: Q4_K 2368 bytes per block of 16 rows against 16 x 144 (37/36); Q5_K 2880
-// against 16 x 176 (45/44); Q6_K 3392 against 16 x 210 (106/105); Q8_0, Q5_0, Q4_0 and Q4_1 the same
-// bytes as the file's (16 rows of a block take 544, 352, 288 and 320 bytes, so the 20 blocks of Gemma 3's
+// against 16 x 176 (45/44); Q6_K 3392 against 16 x 210 (106/105); Q8_0, Q5_0, Q4_0, IQ4_NL and Q4_1 the
+// same bytes as the file's (16 rows of a block take 544, 352, 288, 288 and 320 bytes, so the 20 blocks of Gemma 3's
 // 640 columns fill whole 64-byte lines).
 uint64_t repacked_size(GgmlType t, uint64_t file_bytes) {
     if (t == GgmlType::Q4_K) return file_bytes / 36 * 37;

@@ -80,6 +80,7 @@ std::vector<uint8_t> random_row(std::mt19937& rng, GgmlType t, int64_t n) {
         case GgmlType::Q5_0: randomize_blocks<wb::BlockQ5_0>(rng, row.data(), n / wb::kQK); break;
         case GgmlType::Q5_1: randomize_blocks<wb::BlockQ5_1>(rng, row.data(), n / wb::kQK); break;
         case GgmlType::Q8_0: randomize_blocks<wb::BlockQ8_0>(rng, row.data(), n / wb::kQK); break;
+        case GgmlType::IQ4_NL: randomize_blocks<wb::BlockIQ4_NL>(rng, row.data(), n / wb::kQK); break;
         case GgmlType::Q6_K: randomize_blocks<wb::BlockQ6_K>(rng, row.data(), n / wb::kQKK); break;
         case GgmlType::Q4_K: randomize_blocks<wb::BlockQ4_K>(rng, row.data(), n / wb::kQKK); break;
         case GgmlType::Q5_K: randomize_blocks<wb::BlockQ5_K>(rng, row.data(), n / wb::kQKK); break;
@@ -272,7 +273,7 @@ namespace {
 
 // 16 rows of random blocks (every code, and for Q4_K every scale and minimum byte pattern) and 8
 // tokens of mixed magnitudes; "extreme": every code 15 (Q4_K, Q4_1), 31 (Q5_K, Q5_1), 63 with scales -128
-// (Q6_K), value 113 with scales -32 (IQ4_XS), -128 and 127 (Q8_0), -16 and 15 (Q5_0), -8 and 7 (Q4_0), and activation codes -127 (even tokens) and +127 (odd
+// (Q6_K), value 113 with scales -32 (IQ4_XS), -128 and 127 (Q8_0), -16 and 15 (Q5_0), -8 and 7 (Q4_0), -127 and 113 (IQ4_NL), and activation codes -127 (even tokens) and +127 (odd
 // tokens, after their first): the largest partial sums the packed tile adds in 16 bits before scaling
 // and the 16-row tile scales in 32 bits (an overflow would change them).
 struct RowsCase {
@@ -299,6 +300,10 @@ struct RowsCase {
             if (extreme && t == GgmlType::Q4_0)  // values -8 (even rows) and 7 (odd rows)
                 for (int64_t b = 0; b < n / wb::kQK; ++b)
                     std::memset(row.data() + size_t(b) * sizeof(wb::BlockQ4_0) + offsetof(wb::BlockQ4_0, qs), r % 2 ? 0xFF : 0x00, wb::kQK / 2);
+            if (extreme && t == GgmlType::IQ4_NL)  // values -127 (even rows) and 113 (odd rows)
+                for (int64_t b = 0; b < n / wb::kQK; ++b)
+                    std::memset(row.data() + size_t(b) * sizeof(wb::BlockIQ4_NL) + offsetof(wb::BlockIQ4_NL, qs), r % 2 ? 0xFF : 0x00,
+                                wb::kQK / 2);
             if (extreme && t == GgmlType::Q5_0)  // values -16 (even rows: no bit set) and 15 (odd rows: all set)
                 for (int64_t b = 0; b < n / wb::kQK; ++b)
                     std::memset(row.data() + size_t(b) * sizeof(wb::BlockQ5_0) + offsetof(wb::BlockQ5_0, qh), r % 2 ? 0xFF : 0x00,
@@ -417,15 +422,17 @@ void TestQuantTiles::tile16_equals_row_dot_bit_for_bit_data() {
         for (int n : {32, 2048}) QTest::addRow("%s/%d/llamafile", wb::ggml_type_name(t).c_str(), n) << uint32_t(t) << n << false << llamafile;
     for (GgmlType t : {GgmlType::Q8_0, GgmlType::Q5_0, GgmlType::Q4_1, GgmlType::Q5_1})
         QTest::addRow("%s/2048/llamafile extreme", wb::ggml_type_name(t).c_str()) << uint32_t(t) << 2048 << true << llamafile;
-    for (auto [o, name] : {std::pair{wb::DotOrder::kGemv, "gemv"}, std::pair{wb::DotOrder::kGemm, "gemm"}}) {
-        for (int n : {32, 96, 2048}) QTest::addRow("Q4_0/%d/%s", n, name) << uint32_t(GgmlType::Q4_0) << n << false << int(o);
-        QTest::addRow("Q4_0/2048/%s extreme", name) << uint32_t(GgmlType::Q4_0) << 2048 << true << int(o);
-    }
+    for (auto [o, name] : {std::pair{wb::DotOrder::kGemv, "gemv"}, std::pair{wb::DotOrder::kGemm, "gemm"}})
+        for (GgmlType t : {GgmlType::Q4_0, GgmlType::IQ4_NL}) {
+            const std::string ty = wb::ggml_type_name(t);
+            for (int n : {32, 96, 2048}) QTest::addRow("%s/%d/%s", ty.c_str(), n, name) << uint32_t(t) << n << false << int(o);
+            QTest::addRow("%s/2048/%s extreme", ty.c_str(), name) << uint32_t(t) << 2048 << true << int(o);
+        }
 }
 
 // The tile over 16 rows unpacked together (DotKernels::tile16_unpacked, the avx512 family's prefill
 // form of Q4_K's gemm order, the tiled order of Q4_K, Q5_K, Q6_K and IQ4_XS, the llamafile
-// order of Q8_0, Q5_0, Q4_1 and Q5_1, and Q4_0's repacked gemv and gemm order): every output of the 16 rows and 8 tokens equal to the AVX2 family's row dot in that order,
+// order of Q8_0, Q5_0, Q4_1 and Q5_1, and Q4_0's and IQ4_NL's repacked gemv and gemm order): every output of the 16 rows and 8 tokens equal to the AVX2 family's row dot in that order,
 // bit for bit.
 void TestQuantTiles::tile16_equals_row_dot_bit_for_bit() {
     QFETCH(uint32_t, type);
@@ -500,7 +507,7 @@ void TestQuantTiles::repacked16_equals_row_dot_bit_for_bit_data() {
     QTest::addRow("Q4_K/256/gemm extreme") << uint32_t(GgmlType::Q4_K) << 256 << true << int(wb::DotOrder::kGemm);
     for (int n : {32, 96, 2304}) QTest::addRow("Q8_0/%d", n) << uint32_t(GgmlType::Q8_0) << n << false << int(wb::DotOrder::kRow);
     QTest::addRow("Q8_0/2304 extreme") << uint32_t(GgmlType::Q8_0) << 2304 << true << int(wb::DotOrder::kRow);
-    for (int n : {32, 640, 2304}) QTest::addRow("Q5_0/%d", n) << uint32_t(GgmlType::Q5_0) << n << false << int(wb::DotOrder::kRow);
+    for (int n : {32, 96, 640, 2304}) QTest::addRow("Q5_0/%d", n) << uint32_t(GgmlType::Q5_0) << n << false << int(wb::DotOrder::kRow);
     QTest::addRow("Q5_0/2304 extreme") << uint32_t(GgmlType::Q5_0) << 2304 << true << int(wb::DotOrder::kRow);
     for (int n : {32, 576, 1536}) QTest::addRow("Q4_1/%d", n) << uint32_t(GgmlType::Q4_1) << n << false << int(wb::DotOrder::kRow);
     QTest::addRow("Q4_1/1536 extreme") << uint32_t(GgmlType::Q4_1) << 1536 << true << int(wb::DotOrder::kRow);
@@ -510,14 +517,16 @@ void TestQuantTiles::repacked16_equals_row_dot_bit_for_bit_data() {
         for (int n : {256, 2048, 8192}) QTest::addRow("Q5_K/%d/%s", n, name) << uint32_t(GgmlType::Q5_K) << n << false << int(o);
         QTest::addRow("Q5_K/2048/%s extreme", name) << uint32_t(GgmlType::Q5_K) << 2048 << true << int(o);
     }
-    for (auto [o, name] : {std::pair{wb::DotOrder::kGemv, "gemv"}, std::pair{wb::DotOrder::kGemm, "gemm"}}) {
-        for (int n : {32, 96, 2048}) QTest::addRow("Q4_0/%d/%s", n, name) << uint32_t(GgmlType::Q4_0) << n << false << int(o);
-        QTest::addRow("Q4_0/2048/%s extreme", name) << uint32_t(GgmlType::Q4_0) << 2048 << true << int(o);
-    }
+    for (auto [o, name] : {std::pair{wb::DotOrder::kGemv, "gemv"}, std::pair{wb::DotOrder::kGemm, "gemm"}})
+        for (GgmlType t : {GgmlType::Q4_0, GgmlType::IQ4_NL}) {
+            const std::string ty = wb::ggml_type_name(t);
+            for (int n : {32, 96, 2048}) QTest::addRow("%s/%d/%s", ty.c_str(), n, name) << uint32_t(t) << n << false << int(o);
+            QTest::addRow("%s/2048/%s extreme", ty.c_str(), name) << uint32_t(t) << 2048 << true << int(o);
+        }
 }
 
 // The layout repacked at load (DotKernels::repack16, the avx512 family's decode form of Q4_K, Q5_K,
-// Q8_0, Q6_K, Q5_0, Q4_0 and Q4_1): each of the 16 rows against each token through row16_repacked equal to the AVX2 family's
+// Q8_0, Q6_K, Q5_0, Q4_0, IQ4_NL and Q4_1): each of the 16 rows against each token through row16_repacked equal to the AVX2 family's
 // row dot in that order, bit for bit; every row unrepacked byte for byte; and where the order has a
 // 16-row tile, unpack16_repacked writing exactly the bytes unpack16_w writes from the file's rows (the
 // prefill then reads only the repacked copy).
