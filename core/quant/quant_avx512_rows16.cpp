@@ -355,9 +355,9 @@ void tile16_q32(int64_t n, const void* unpacked, const void* x, size_t x_stride,
 
 // ---- Q4_0 and IQ4_NL in llama.cpp's repacked order (gemv and gemm alike), over the same layout ----
 //
-// Q4_0 and IQ4_NL in llama.cpp's repacked order (dot_block_sums in quant_avx2.cpp):
-// per block the exact sum of the codes times the activations over all 8 groups, folded into one float by
-// one FMA with fp16(d_w) * fp16(d_x). Four tokens at a time share each load of the codes.
+// As dot_block_sums in quant_avx2.cpp: per block the exact sum of the codes times the activations over
+// all 8 groups, folded into one float by one FMA with fp16(d_w) * fp16(d_x). Four tokens at a time share
+// each load of the codes.
 void tile16_block_sums(int64_t n, const void* unpacked, const void* x, size_t x_stride, float* out, int64_t out_stride) {
     constexpr int kTokens = 4;
     const auto* u = static_cast<const Unpacked16Q32*>(unpacked);
